@@ -1,0 +1,428 @@
+//! Approvals: a person's yes to one exact payload, under the facts they could see, for
+//! a limited time. The approval JSON is the Node library's, byte for byte, so either
+//! side can write it and either can dispatch it.
+
+use std::future::Future;
+
+use serde_json::{Map, Value};
+
+use crate::ledger::canonical::{self, JsValue};
+use crate::ledger::duration::{self, DurationError};
+use crate::ledger::{Ledger, LedgerError, Outcome, Receipt, SendContext, SendError, time};
+
+/// How long an approval holds when nobody says otherwise.
+pub const DEFAULT_TTL: &str = "12h";
+
+/// How long an approval holds: text such as "12h", or milliseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ttl {
+    Text(String),
+    Millis(f64),
+}
+
+impl Default for Ttl {
+    fn default() -> Ttl {
+        Ttl::Text(DEFAULT_TTL.to_owned())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ApprovalError {
+    #[error("facts must be a JSON object of named values")]
+    FactsNotAnObject,
+    #[error("ttl: {0}")]
+    Ttl(#[from] DurationError),
+    #[error("ttl must be longer than zero")]
+    TtlNotPositive,
+    #[error("the approval time is out of range")]
+    TimeOutOfRange,
+    #[error(
+        "facts hold text that is not valid Unicode (a lone surrogate), which an approval cannot store"
+    )]
+    FactsNotStorable,
+    #[error(
+        "not an approval record: it needs payloadHash, facts, and approvedAt and expiresAt dates"
+    )]
+    NotAnApproval,
+    #[error("dispatch needs a key")]
+    EmptyKey,
+    #[error("the recheck must give an object of named facts")]
+    RecheckNotAnObject,
+    #[error("the recheck failed: {0}")]
+    RecheckFailed(String),
+}
+
+/// Records an approval, as the Node `approve()` does. `now` is milliseconds since the
+/// epoch; a fractional time is truncated as a JavaScript Date truncates it.
+pub fn approve(
+    payload: &JsValue,
+    facts: Option<&Value>,
+    ttl: &Ttl,
+    approved_by: Option<&str>,
+    now: f64,
+) -> Result<Value, ApprovalError> {
+    let facts = match facts {
+        None => Value::Object(Map::new()),
+        Some(Value::Object(map)) => {
+            let canonical = canonical::canonical_json_of(&Value::Object(map.clone()));
+            serde_json::from_str(&canonical).map_err(|_| ApprovalError::FactsNotStorable)?
+        }
+        Some(_) => return Err(ApprovalError::FactsNotAnObject),
+    };
+    let ttl_ms = match ttl {
+        Ttl::Text(text) => duration::parse_duration(text)?,
+        Ttl::Millis(ms) => duration::duration_from_millis(*ms)?,
+    };
+    if ttl_ms <= 0.0 {
+        return Err(ApprovalError::TtlNotPositive);
+    }
+    let approved_at = date_value(now).ok_or(ApprovalError::TimeOutOfRange)?;
+    let expires_at = date_value(now + ttl_ms).ok_or(ApprovalError::TimeOutOfRange)?;
+
+    let mut approval = Map::new();
+    approval.insert(
+        "payloadHash".into(),
+        canonical::hash_payload(payload).into(),
+    );
+    approval.insert("facts".into(), facts);
+    approval.insert(
+        "approvedAt".into(),
+        time::iso_from_millis(approved_at)
+            .ok_or(ApprovalError::TimeOutOfRange)?
+            .into(),
+    );
+    approval.insert(
+        "expiresAt".into(),
+        time::iso_from_millis(expires_at)
+            .ok_or(ApprovalError::TimeOutOfRange)?
+            .into(),
+    );
+    approval.insert(
+        "approvedBy".into(),
+        approved_by.map_or(Value::Null, Value::from),
+    );
+    Ok(Value::Object(approval))
+}
+
+/// A JavaScript Date's time value for `ms`: truncated toward zero, and None outside
+/// the ±8.64e15 ms a Date can hold.
+fn date_value(ms: f64) -> Option<i64> {
+    let t = ms.trunc();
+    (t.is_finite() && t.abs() <= 8.64e15).then_some(t as i64)
+}
+
+/// One fact whose value changed since the approval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FactChange {
+    pub fact: String,
+    pub before: Value,
+    /// As the recheck reported it, keys sorted; null when it was missing.
+    pub after: Value,
+}
+
+/// What `dispatch` did: refused, or handed over to the ledger.
+#[derive(Debug)]
+pub enum Dispatched<R> {
+    Expired {
+        key: String,
+        approved_at: String,
+        expires_at: String,
+        age_hours: f64,
+    },
+    PayloadChanged {
+        key: String,
+        approved_hash: String,
+        current_hash: String,
+    },
+    StaleFacts {
+        key: String,
+        changed: Vec<FactChange>,
+    },
+    Ledger(Outcome<R>),
+}
+
+impl<R> Dispatched<R> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Dispatched::Expired { .. } => "expired",
+            Dispatched::PayloadChanged { .. } => "payload_changed",
+            Dispatched::StaleFacts { .. } => "stale_facts",
+            Dispatched::Ledger(outcome) => outcome.name(),
+        }
+    }
+
+    /// The refusal as the Node library reports it, or None when the ledger was used.
+    pub fn refusal_json(&self) -> Option<Value> {
+        let mut out = Map::new();
+        out.insert("outcome".into(), self.name().into());
+        match self {
+            Dispatched::Expired {
+                key,
+                approved_at,
+                expires_at,
+                age_hours,
+            } => {
+                out.insert("key".into(), key.clone().into());
+                out.insert("approvedAt".into(), approved_at.clone().into());
+                out.insert("expiresAt".into(), expires_at.clone().into());
+                out.insert("ageHours".into(), number(*age_hours));
+            }
+            Dispatched::PayloadChanged {
+                key,
+                approved_hash,
+                current_hash,
+            } => {
+                out.insert("key".into(), key.clone().into());
+                out.insert("approvedHash".into(), approved_hash.clone().into());
+                out.insert("currentHash".into(), current_hash.clone().into());
+            }
+            Dispatched::StaleFacts { key, changed } => {
+                out.insert("key".into(), key.clone().into());
+                let changed = changed
+                    .iter()
+                    .map(|c| {
+                        let mut item = Map::new();
+                        item.insert("fact".into(), c.fact.clone().into());
+                        item.insert("before".into(), c.before.clone());
+                        item.insert("after".into(), c.after.clone());
+                        Value::Object(item)
+                    })
+                    .collect();
+                out.insert("changed".into(), Value::Array(changed));
+            }
+            Dispatched::Ledger(_) => return None,
+        }
+        Some(Value::Object(out))
+    }
+}
+
+fn number(n: f64) -> Value {
+    // -0 prints as 0 in JSON, as JavaScript prints it.
+    let n = if n == 0.0 { 0.0 } else { n };
+    if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// The approval's checked fields.
+struct Checked<'a> {
+    payload_hash: &'a str,
+    facts: Map<String, Value>,
+    approved_at: &'a str,
+    expires_at: &'a str,
+    approved_at_ms: i64,
+    expires_at_ms: i64,
+}
+
+fn check_approval(approval: &Value) -> Result<Checked<'_>, ApprovalError> {
+    let field = |name| approval.get(name).and_then(Value::as_str);
+    let (Some(payload_hash), Some(approved_at), Some(expires_at)) = (
+        field("payloadHash"),
+        field("approvedAt"),
+        field("expiresAt"),
+    ) else {
+        return Err(ApprovalError::NotAnApproval);
+    };
+    let (Some(approved_at_ms), Some(expires_at_ms)) =
+        (time::parse_date(approved_at), time::parse_date(expires_at))
+    else {
+        return Err(ApprovalError::NotAnApproval);
+    };
+    let facts = match approval.get("facts") {
+        Some(facts @ (Value::Object(_) | Value::Array(_))) => named_values(facts),
+        _ => return Err(ApprovalError::NotAnApproval),
+    };
+    Ok(Checked {
+        payload_hash,
+        facts,
+        approved_at,
+        expires_at,
+        approved_at_ms,
+        expires_at_ms,
+    })
+}
+
+/// What `dispatch` needs besides the send.
+pub struct DispatchRequest<'a> {
+    /// The approval JSON, as `approve` wrote it (or the Node library did).
+    pub approval: &'a Value,
+    /// What is about to be sent; hashed and compared to the approval.
+    pub payload: &'a JsValue,
+    pub key: &'a str,
+    /// Stored in the entry, after who approved it and when.
+    pub meta: Option<Map<String, Value>>,
+    /// Milliseconds since the epoch.
+    pub now: f64,
+}
+
+/// Sends an approved payload if the approval still holds, refusing in this order:
+/// expired, payload_changed, stale_facts (only when `recheck` is given). A refusal
+/// never calls `send` and never touches the ledger. Otherwise it is `ledger.once`, with
+/// who approved it and when added to the entry's meta.
+pub async fn dispatch<F, Fut, R, C, CFut>(
+    ledger: &Ledger,
+    request: DispatchRequest<'_>,
+    recheck: Option<C>,
+    send: F,
+) -> Result<Dispatched<R>, DispatchError>
+where
+    F: FnOnce(SendContext) -> Fut,
+    Fut: Future<Output = Result<R, SendError>>,
+    R: Receipt,
+    C: FnOnce() -> CFut,
+    CFut: Future<Output = Result<Value, String>>,
+{
+    let approval = check_approval(request.approval)?;
+    if request.key.is_empty() {
+        return Err(ApprovalError::EmptyKey.into());
+    }
+    let at = request.now;
+    if at > approval.expires_at_ms as f64 {
+        let tenths = (at - approval.approved_at_ms as f64) / 360_000.0;
+        return Ok(Dispatched::Expired {
+            key: request.key.to_owned(),
+            approved_at: approval.approved_at.to_owned(),
+            expires_at: approval.expires_at.to_owned(),
+            age_hours: js_round(tenths) / 10.0,
+        });
+    }
+
+    let current_hash = canonical::hash_payload(request.payload);
+    if current_hash != approval.payload_hash {
+        return Ok(Dispatched::PayloadChanged {
+            key: request.key.to_owned(),
+            approved_hash: approval.payload_hash.to_owned(),
+            current_hash,
+        });
+    }
+
+    if let Some(recheck) = recheck {
+        let current = recheck().await.map_err(ApprovalError::RecheckFailed)?;
+        let changed = drifted_facts(&approval.facts, &current)?;
+        if !changed.is_empty() {
+            return Ok(Dispatched::StaleFacts {
+                key: request.key.to_owned(),
+                changed,
+            });
+        }
+    }
+
+    let mut meta = Map::new();
+    if let Some(by) = request.approval.get("approvedBy") {
+        meta.insert("approvedBy".into(), by.clone());
+    }
+    meta.insert("approvedAt".into(), approval.approved_at.into());
+    for (name, value) in request.meta.unwrap_or_default() {
+        meta.insert(name, value);
+    }
+    let outcome = ledger.once(request.key, Some(meta), send).await?;
+    Ok(Dispatched::Ledger(outcome))
+}
+
+/// Each snapshot fact whose canonical JSON differs from the current value's, in the
+/// snapshot's order. A fact missing now counts as changed, with `after` null; facts
+/// only the current set has are ignored.
+pub fn drifted_facts(
+    snapshot: &Map<String, Value>,
+    current: &Value,
+) -> Result<Vec<FactChange>, ApprovalError> {
+    if !matches!(current, Value::Object(_) | Value::Array(_)) {
+        return Err(ApprovalError::RecheckNotAnObject);
+    }
+    let current = named_values(current);
+    let mut changed = Vec::new();
+    for fact in js_key_order(snapshot) {
+        let before = &snapshot[fact];
+        let after = current.get(fact);
+        let same = after.is_some_and(|after| {
+            canonical::canonical_json_of(before) == canonical::canonical_json_of(after)
+        });
+        if !same {
+            let after = match after {
+                None => Value::Null,
+                Some(value) => serde_json::from_str(&canonical::canonical_json_of(value))
+                    .unwrap_or(Value::Null),
+            };
+            changed.push(FactChange {
+                fact: fact.clone(),
+                before: before.clone(),
+                after,
+            });
+        }
+    }
+    Ok(changed)
+}
+
+/// What JavaScript sees as an object's named values: an object's fields, or an array's
+/// elements under their indices (an array is an object to `typeof`, and Node accepts
+/// one as a set of facts).
+fn named_values(value: &Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map.clone(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v.clone()))
+            .collect(),
+        _ => Map::new(),
+    }
+}
+
+/// Object keys in the order JavaScript enumerates them: array indices first, in
+/// numeric order, then the rest as inserted.
+fn js_key_order(map: &Map<String, Value>) -> Vec<&String> {
+    let mut indices: Vec<(u32, &String)> = map
+        .keys()
+        .filter_map(|k| array_index(k).map(|i| (i, k)))
+        .collect();
+    indices.sort_by_key(|(i, _)| *i);
+    indices
+        .into_iter()
+        .map(|(_, k)| k)
+        .chain(map.keys().filter(|k| array_index(k).is_none()))
+        .collect()
+}
+
+fn array_index(key: &str) -> Option<u32> {
+    let n: u32 = key.parse().ok()?;
+    (n != u32::MAX && n.to_string() == key).then_some(n)
+}
+
+/// `Math.round`: halves go toward +infinity (Rust's `round` sends them away from zero).
+fn js_round(x: f64) -> f64 {
+    let r = (x + 0.5).floor();
+    // Math.round keeps the sign of a negative number that rounds to zero.
+    if r == 0.0 && x < 0.0 { -0.0 } else { r }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn js_round_matches_math_round() {
+        assert_eq!(js_round(120.5), 121.0);
+        assert_eq!(js_round(-2.5), -2.0);
+        assert_eq!(js_round(-0.4), 0.0);
+        assert!(js_round(-0.4).is_sign_negative());
+        assert_eq!(js_round(2.4999), 2.0);
+    }
+
+    #[test]
+    fn key_order_puts_indices_first() {
+        let map: Map<String, Value> =
+            serde_json::from_str(r#"{"b":1,"10":1,"a":1,"2":1,"01":1}"#).unwrap();
+        let order: Vec<&str> = js_key_order(&map).into_iter().map(String::as_str).collect();
+        assert_eq!(order, ["2", "10", "b", "a", "01"]);
+    }
+}

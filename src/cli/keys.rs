@@ -1,0 +1,120 @@
+//! `key` and `hash`: the two values a person needs to see why the ledger or an approval
+//! said what it said.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{Map, Value};
+
+use send_once::ledger::{canonical, jsjson, key};
+
+use super::{Exit, fail, print_stdout, read_text_arg};
+
+#[derive(Args, Debug)]
+pub struct KeyArgs {
+    /// Where it goes: email, sms, slack, webhook... (case does not matter)
+    #[arg(long)]
+    pub channel: String,
+    /// Who it goes to (e-mail addresses are lower-cased, phone numbers reduced to digits)
+    #[arg(long)]
+    pub to: String,
+    /// What it is for, stable across runs (case matters)
+    #[arg(long)]
+    pub intent: String,
+    /// Lets the same intent go out again in a new window (a day, a billing period)
+    #[arg(long)]
+    pub window: Option<String>,
+    /// Print {"key", "preimage"} as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The key for `--channel/--to/--intent/--window`, or a message naming what is wrong.
+pub fn key_of(
+    channel: &str,
+    to: &str,
+    intent: &str,
+    window: Option<&str>,
+) -> Result<String, key::KeyError> {
+    let window = window.map(|w| key::Window::Text(w.to_owned()));
+    key::send_key(channel, to, intent, window.as_ref())
+}
+
+pub fn key(args: &KeyArgs) -> Exit {
+    let window = args
+        .window
+        .as_deref()
+        .map(|w| key::Window::Text(w.to_owned()));
+    let derived =
+        key::send_key(&args.channel, &args.to, &args.intent, window.as_ref()).and_then(|k| {
+            key::send_key_preimage(&args.channel, &args.to, &args.intent, window.as_ref())
+                .map(|p| (k, p))
+        });
+    match derived {
+        Err(e) => fail(Exit::Refused, e),
+        Ok((key, preimage)) if args.json => {
+            let mut out = Map::new();
+            out.insert("key".into(), key.into());
+            out.insert("preimage".into(), preimage.into());
+            print_stdout(&format!(
+                "{}\n",
+                jsjson::stringify_pretty(&Value::Object(out))
+            ));
+            Exit::Ok
+        }
+        Ok((key, _)) => {
+            print_stdout(&format!("{key}\n"));
+            Exit::Ok
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct HashArgs {
+    /// The JSON document; - or nothing reads stdin
+    pub file: Option<PathBuf>,
+    /// Print the canonical JSON that is hashed instead of the hash
+    #[arg(long)]
+    pub canonical: bool,
+    /// Print {"sha256", "canonical"} as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn hash(args: &HashArgs) -> Exit {
+    let path = args.file.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let text = match read_text_arg(&path, "document") {
+        Ok(text) => text,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let canonical = match canonical::canonical_text(&text) {
+        Ok(c) => c,
+        Err(e) => {
+            return fail(
+                Exit::Refused,
+                format!("{} is not JSON: {e}", display_path(&path)),
+            );
+        }
+    };
+    let sha = canonical::sha256_hex(&canonical);
+    let out = if args.json {
+        let mut out = Map::new();
+        out.insert("sha256".into(), sha.into());
+        out.insert("canonical".into(), canonical.into());
+        jsjson::stringify_pretty(&Value::Object(out))
+    } else if args.canonical {
+        canonical
+    } else {
+        sha
+    };
+    print_stdout(&format!("{out}\n"));
+    Exit::Ok
+}
+
+pub fn display_path(path: &std::path::Path) -> String {
+    if path.as_os_str() == "-" {
+        "stdin".to_owned()
+    } else {
+        path.display().to_string()
+    }
+}

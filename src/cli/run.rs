@@ -1,0 +1,347 @@
+//! `send-once run`: claim the key, run the send command, record what happened.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{Map, Value};
+
+use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::{
+    Ledger, LedgerError, Outcome, Receipt, SendError, canonical, duration, jsjson,
+};
+
+use super::keys::{display_path, key_of};
+use super::send_command::{self, Ending, SendCommand};
+use super::{Exit, fail, print_stdout, read_text_arg};
+
+/// The largest result kept in an entry for replay; a bigger one is only printed.
+const MAX_STORED_RESULT: usize = 64 * 1024;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The ledger file (created if missing)
+    pub ledger: PathBuf,
+    /// The send key, if you computed it yourself
+    #[arg(long, conflicts_with_all = ["channel", "to", "intent", "window"])]
+    pub key: Option<String>,
+    /// Channel, for deriving the key (with --to and --intent)
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Recipient, for deriving the key
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Intent, for deriving the key
+    #[arg(long)]
+    pub intent: Option<String>,
+    /// Window, for deriving the key
+    #[arg(long)]
+    pub window: Option<String>,
+    /// A JSON object stored with the entry, for the audit
+    #[arg(long)]
+    pub meta: Option<String>,
+    /// A JSON file (or -) given to the command on stdin
+    #[arg(long)]
+    pub payload: Option<PathBuf>,
+    /// Exit statuses that mean the provider definitely refused (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    pub failed_exit: Vec<i32>,
+    /// Kill the command after this long (500ms, 30s, 15m...); the send is then unknown
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// Print the outcome as JSON instead of the command's output
+    #[arg(long)]
+    pub json: bool,
+    /// The send command and its arguments, after --
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Everything `run` needs, checked before the ledger is touched.
+struct Plan {
+    key: String,
+    meta: Option<Map<String, Value>>,
+    payload: Option<Vec<u8>>,
+    timeout: Option<(Duration, String)>,
+}
+
+fn plan(args: &RunArgs) -> Result<Plan, String> {
+    let key = match (&args.key, &args.channel, &args.to, &args.intent) {
+        (Some(key), ..) if key.is_empty() => return Err("--key must not be empty".into()),
+        (Some(key), ..) => key.clone(),
+        (None, Some(channel), Some(to), Some(intent)) => {
+            key_of(channel, to, intent, args.window.as_deref()).map_err(|e| e.to_string())?
+        }
+        _ => return Err("give either --key, or --channel, --to and --intent".into()),
+    };
+    let meta = match &args.meta {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Some(map),
+            Ok(other) => {
+                return Err(format!(
+                    "--meta must be a JSON object, got {}",
+                    json_kind(&other)
+                ));
+            }
+            Err(e) => return Err(format!("--meta is not JSON: {e}")),
+        },
+    };
+    let payload = match &args.payload {
+        None => None,
+        Some(path) => {
+            let text = read_text_arg(path, "payload")?;
+            canonical::parse_json(&text)
+                .map_err(|e| format!("the payload {} is not JSON: {e}", display_path(path)))?;
+            Some(text.into_bytes())
+        }
+    };
+    let timeout = match &args.timeout {
+        None => None,
+        Some(text) => {
+            let ms = duration::parse_duration(text).map_err(|e| format!("--timeout: {e}"))?;
+            if ms <= 0.0 {
+                return Err("--timeout must be longer than zero".into());
+            }
+            Some((duration::to_std(ms), text.trim().to_owned()))
+        }
+    };
+    let program = &args.command[0];
+    if send_command::resolve_program(program).is_none() {
+        return Err(format!(
+            "the send command {program:?} was not found or is not executable"
+        ));
+    }
+    Ok(Plan {
+        key,
+        meta,
+        payload,
+        timeout,
+    })
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// What the send command printed: JSON when it parses, else its text.
+struct CommandResult {
+    value: Value,
+    stdout: Vec<u8>,
+}
+
+impl Receipt for CommandResult {
+    fn provider_id(&self) -> Option<String> {
+        self.value.provider_id()
+    }
+
+    fn to_record(&self) -> Option<Value> {
+        let small = jsjson::stringify(&self.value).len() <= MAX_STORED_RESULT;
+        (!self.value.is_null() && small).then(|| self.value.clone())
+    }
+}
+
+fn result_of(stdout: Vec<u8>, truncated: bool) -> CommandResult {
+    if truncated {
+        // Cut short, it is no longer the JSON the command meant; keep none of it.
+        let _ = fail(
+            Exit::Ok,
+            "the send command printed more than 1 MiB; its output is not kept as the result",
+        );
+        return CommandResult {
+            value: Value::Null,
+            stdout,
+        };
+    }
+    let text = String::from_utf8_lossy(&stdout);
+    let trimmed = text.trim();
+    let value = if trimmed.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
+    };
+    CommandResult { value, stdout }
+}
+
+/// A send command that never started: it cannot have sent anything.
+#[derive(Debug)]
+struct NotStarted(String);
+
+pub fn run(args: RunArgs) -> Exit {
+    let plan = match plan(&args) {
+        Ok(plan) => plan,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(Exit::Refused, format!("cannot start: {e}")),
+    };
+    runtime.block_on(run_planned(args, plan))
+}
+
+async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
+    let store = match SqliteStore::open(&args.ledger, Access::Create) {
+        Ok(store) => store,
+        Err(e) => return fail(Exit::Refused, e),
+    };
+    let ledger = Ledger::new(Arc::new(store));
+    let mut not_started: Option<NotStarted> = None;
+    let failed_exit = args.failed_exit.clone();
+    let timeout_text = plan.timeout.as_ref().map(|(_, t)| t.clone());
+    let outcome = ledger
+        .once(&plan.key, plan.meta.clone(), |context| {
+            let command = SendCommand {
+                argv: &args.command,
+                payload: plan.payload.as_deref(),
+                env: vec![
+                    ("SEND_ONCE_KEY", context.key.clone()),
+                    ("SEND_ONCE_ATTEMPT", context.attempt.to_string()),
+                ],
+                timeout: plan.timeout.as_ref().map(|(d, _)| *d),
+            };
+            let not_started = &mut not_started;
+            async move {
+                let finished = match send_command::run(command).await {
+                    Ok(finished) => finished,
+                    Err(e) => {
+                        let message = format!("the send command could not be started: {e}");
+                        *not_started = Some(NotStarted(message.clone()));
+                        return Err(SendError::definite(message));
+                    }
+                };
+                match finished.how {
+                    Ending::Exited(0) => Ok(result_of(finished.stdout, finished.stdout_truncated)),
+                    Ending::Exited(code) if failed_exit.contains(&code) => {
+                        Err(SendError::definite(finished.describe(None)))
+                    }
+                    _ => Err(SendError::uncertain(
+                        finished.describe(timeout_text.as_deref()),
+                    )),
+                }
+            }
+        })
+        .await;
+    report(&args, &plan.key, outcome, not_started)
+}
+
+fn report(
+    args: &RunArgs,
+    key: &str,
+    outcome: Result<Outcome<CommandResult>, LedgerError>,
+    not_started: Option<NotStarted>,
+) -> Exit {
+    let ledger = args.ledger.display();
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e @ LedgerError::Unrecorded { .. }) => return fail(Exit::Unknown, e),
+        Err(e) => return fail(Exit::Refused, e),
+    };
+    if args.json {
+        print_stdout(&format!(
+            "{}\n",
+            jsjson::stringify_pretty(&outcome_json(key, &outcome))
+        ));
+    }
+    match outcome {
+        Outcome::Sent { result, .. } => {
+            if !args.json {
+                print_stdout(&String::from_utf8_lossy(&result.stdout));
+            }
+            Exit::Ok
+        }
+        Outcome::Duplicate { entry } => {
+            if !args.json
+                && let Some(result) = entry.get("result")
+            {
+                print_stdout(&format!("{}\n", jsjson::stringify(result)));
+            }
+            fail(
+                Exit::Ok,
+                format!(
+                    "{key} was already sent{}{}; not sent again",
+                    entry
+                        .get("sentAt")
+                        .and_then(Value::as_str)
+                        .map(|at| format!(" at {at}"))
+                        .unwrap_or_default(),
+                    entry
+                        .provider_id()
+                        .map(|id| format!(" (provider id {})", visible(id)))
+                        .unwrap_or_default(),
+                ),
+            )
+        }
+        Outcome::Unknown { entry, error: None } => fail(
+            Exit::Unknown,
+            format!(
+                "{key} has been pending since {} (attempt {}): an earlier attempt may have reached the provider, so it was not sent again.\n\
+                 Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed",
+                visible(entry.claimed_at()),
+                entry.attempts()
+            ),
+        ),
+        Outcome::Unknown {
+            error: Some(error), ..
+        } => fail(
+            Exit::Unknown,
+            format!(
+                "{}\nThe send may or may not have gone out. It stays pending and will not be sent again on its own.\n\
+                 Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed",
+                visible(error.message())
+            ),
+        ),
+        Outcome::Failed { error, .. } => match not_started {
+            Some(NotStarted(message)) => fail(Exit::Refused, visible(&message)),
+            None => fail(
+                Exit::Failed,
+                format!(
+                    "the send failed: {}. It is recorded as failed; the next run may send it.",
+                    visible(error.message())
+                ),
+            ),
+        },
+    }
+}
+
+fn outcome_json(key: &str, outcome: &Outcome<CommandResult>) -> Value {
+    let mut out = Map::new();
+    out.insert("outcome".into(), outcome.name().into());
+    out.insert("key".into(), key.into());
+    out.insert("entry".into(), outcome.entry().to_value());
+    match outcome {
+        Outcome::Sent { result, .. } => {
+            out.insert("result".into(), result.value.clone());
+        }
+        Outcome::Duplicate { entry } => {
+            out.insert(
+                "result".into(),
+                entry.get("result").cloned().unwrap_or(Value::Null),
+            );
+        }
+        Outcome::Unknown { error, .. } => {
+            if let Some(error) = error {
+                out.insert("error".into(), error.message().into());
+            }
+        }
+        Outcome::Failed { error, .. } => {
+            out.insert("error".into(), error.message().into());
+        }
+    }
+    Value::Object(out)
+}
+
+/// Text from a command or an entry, with control characters shown rather than obeyed.
+fn visible(text: &str) -> String {
+    send_once::text::visible(text).into_owned()
+}

@@ -1,0 +1,215 @@
+//! Runs a send command: argv as given (no shell), the payload on stdin, the key and
+//! attempt in its environment, an optional time limit. Its stdout is the send's result;
+//! the tail of its stderr is kept for the person who has to reconcile a failure.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+/// The most of a command's stdout kept as its result; the rest is read and dropped so
+/// the command never blocks on a full pipe.
+const MAX_STDOUT: usize = 1 << 20;
+/// How much of the end of a command's stderr is kept for the entry's error.
+const STDERR_TAIL: usize = 2000;
+
+#[derive(Debug)]
+pub struct Finished {
+    pub how: Ending,
+    pub stdout: Vec<u8>,
+    pub stdout_truncated: bool,
+    pub stderr_tail: String,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ending {
+    Exited(i32),
+    Signalled(i32),
+    TimedOut(Duration),
+}
+
+impl Finished {
+    /// How the command ended, in words, with the tail of its stderr.
+    pub fn describe(&self, timeout_text: Option<&str>) -> String {
+        let how = match self.how {
+            Ending::Exited(code) => format!("the command exited with status {code}"),
+            Ending::Signalled(signal) => {
+                format!(
+                    "the command was killed by signal {signal} ({})",
+                    signal_name(signal)
+                )
+            }
+            Ending::TimedOut(limit) => format!(
+                "the command timed out after {} and was killed",
+                timeout_text.map_or_else(|| format!("{}ms", limit.as_millis()), str::to_owned)
+            ),
+        };
+        let tail = self.stderr_tail.trim();
+        if tail.is_empty() {
+            how
+        } else {
+            format!("{how}; stderr: {tail}")
+        }
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+pub struct SendCommand<'a> {
+    pub argv: &'a [String],
+    pub payload: Option<&'a [u8]>,
+    pub env: Vec<(&'static str, String)>,
+    pub timeout: Option<Duration>,
+}
+
+/// Starts the command and waits for it. An error means it never started, so it cannot
+/// have sent anything.
+pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
+    let (program, args) = command
+        .argv
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("no command given"))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(command.env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(if command.payload.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so a time limit can stop everything it started.
+        .process_group(0)
+        .kill_on_drop(false)
+        .spawn()?;
+    let pid = child.id();
+
+    let stdin = child.stdin.take();
+    let payload = command.payload.map(<[u8]>::to_vec);
+    let feed = async move {
+        if let (Some(mut stdin), Some(payload)) = (stdin, payload) {
+            // A command that does not read its stdin closes the pipe; that is its
+            // business, not a failure of the send.
+            let _ = stdin.write_all(&payload).await;
+            let _ = stdin.shutdown().await;
+        }
+    };
+    let mut stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let mut stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stderr"))?;
+    let collect_stdout = async move {
+        let mut kept = Vec::new();
+        let mut truncated = false;
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stdout.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let room = MAX_STDOUT.saturating_sub(kept.len());
+            kept.extend_from_slice(&buf[..n.min(room)]);
+            truncated |= n > room;
+        }
+        (kept, truncated)
+    };
+    let tee_stderr = async move {
+        // Passed through live, as the command's own output, and its end kept.
+        let mut tail: Vec<u8> = Vec::new();
+        let mut buf = [0u8; 8192];
+        let mut ours = tokio::io::stderr();
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let _ = ours.write_all(&buf[..n]).await;
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > 2 * STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+        let start = tail.len().saturating_sub(STDERR_TAIL);
+        String::from_utf8_lossy(&tail[start..]).into_owned()
+    };
+    let wait = async {
+        match command.timeout {
+            None => child.wait().await.map(Some),
+            Some(limit) => match tokio::time::timeout(limit, child.wait()).await {
+                Ok(status) => status.map(Some),
+                Err(_) => Ok(None),
+            },
+        }
+    };
+    let (status, (), (stdout, truncated), stderr_tail) =
+        tokio::join!(wait_then_kill(wait, pid), feed, collect_stdout, tee_stderr);
+    let how = match status? {
+        Some(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (status.code(), status.signal()) {
+                (Some(code), _) => Ending::Exited(code),
+                (None, Some(signal)) => Ending::Signalled(signal),
+                (None, None) => Ending::Signalled(0),
+            }
+        }
+        None => Ending::TimedOut(command.timeout.unwrap_or_default()),
+    };
+    Ok(Finished {
+        how,
+        stdout,
+        stdout_truncated: truncated,
+        stderr_tail,
+    })
+}
+
+/// Waits for the command; on a time-out, kills its whole process group so the pipes
+/// close and the readers finish.
+async fn wait_then_kill(
+    wait: impl std::future::Future<Output = std::io::Result<Option<std::process::ExitStatus>>>,
+    pid: Option<u32>,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let status = wait.await?;
+    if status.is_none()
+        && let Some(pid) = pid
+    {
+        // SAFETY: kill(2) with a negative pid signals the process group the child leads;
+        // it touches no memory of ours.
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
+        }
+    }
+    Ok(status)
+}
+
+/// Where a command would be found, so a typo is refused before anything is claimed.
+pub fn resolve_program(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = std::path::PathBuf::from(program);
+        return executable(&path).then_some(path);
+    }
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(program))
+        .find(|candidate| executable(candidate))
+}

@@ -1,0 +1,231 @@
+//! One ledger entry: the latest known state of one key.
+//!
+//! An entry is kept as the JSON object the Node library writes, not as a fixed struct:
+//! stores hand entries back whole and unchanged, so fields written by another tool (or a
+//! newer version) survive a round trip, and updates keep the field order that Node's
+//! object spread (`{ ...entry, status }`) gives. Typed accessors read the known fields.
+
+use serde_json::{Map, Value};
+
+use super::jsjson;
+
+/// Where a send stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Claimed, and not confirmed either way: in flight, or it died, timed out or could
+    /// not record its result. Never sent again on its own.
+    Pending,
+    /// The send returned, or a person confirmed it went out.
+    Sent,
+    /// Known not to have gone out. The next attempt may send it.
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Sent => "sent",
+            Status::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Status> {
+        match text {
+            "pending" => Some(Status::Pending),
+            "sent" => Some(Status::Sent),
+            "failed" => Some(Status::Failed),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a JSON value is not a ledger entry.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EntryError {
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error(
+        "not a ledger entry: it needs a string key, a status of pending, sent or failed, and a string claimedAt"
+    )]
+    NotAnEntry,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    fields: Map<String, Value>,
+}
+
+impl Entry {
+    /// A fresh claim, in the field order the Node library writes.
+    pub fn claim(key: &str, at: &str, meta: Option<Map<String, Value>>) -> Entry {
+        Entry::retry_claim(key, 1, at, meta.map(Value::Object).unwrap_or(Value::Null))
+    }
+
+    /// A claim for attempt `attempts`, replacing a failed entry (Node builds a new
+    /// object here rather than spreading the old one, so old errors do not carry over).
+    pub(crate) fn retry_claim(key: &str, attempts: u64, at: &str, meta: Value) -> Entry {
+        let mut fields = Map::new();
+        fields.insert("key".into(), Value::from(key));
+        fields.insert("status".into(), Value::from(Status::Pending.as_str()));
+        fields.insert("attempts".into(), Value::from(attempts));
+        fields.insert("claimedAt".into(), Value::from(at));
+        fields.insert("updatedAt".into(), Value::from(at));
+        fields.insert("meta".into(), meta);
+        Entry { fields }
+    }
+
+    /// Accepts what the Node library accepts as an entry (its `isEntry`).
+    pub fn from_value(value: Value) -> Result<Entry, EntryError> {
+        let Value::Object(fields) = value else {
+            return Err(EntryError::NotAnEntry);
+        };
+        let valid = fields.get("key").is_some_and(Value::is_string)
+            && fields
+                .get("status")
+                .and_then(Value::as_str)
+                .and_then(Status::parse)
+                .is_some()
+            && fields.get("claimedAt").is_some_and(Value::is_string);
+        if valid {
+            Ok(Entry { fields })
+        } else {
+            Err(EntryError::NotAnEntry)
+        }
+    }
+
+    pub fn from_json(text: &str) -> Result<Entry, EntryError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| EntryError::NotJson(e.to_string()))?;
+        Entry::from_value(value)
+    }
+
+    pub fn key(&self) -> &str {
+        self.str_field("key").unwrap_or_default()
+    }
+
+    pub fn status(&self) -> Status {
+        self.str_field("status")
+            .and_then(Status::parse)
+            .unwrap_or(Status::Pending)
+    }
+
+    /// How many sends have been started for this key. An entry written without the
+    /// field counts as none.
+    pub fn attempts(&self) -> u64 {
+        self.fields
+            .get("attempts")
+            .and_then(Value::as_f64)
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .map_or(0, |n| n as u64)
+    }
+
+    pub fn claimed_at(&self) -> &str {
+        self.str_field("claimedAt").unwrap_or_default()
+    }
+
+    pub fn updated_at(&self) -> Option<&str> {
+        self.str_field("updatedAt")
+    }
+
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.fields.get("meta").and_then(Value::as_object)
+    }
+
+    pub fn meta_value(&self) -> Value {
+        self.fields.get("meta").cloned().unwrap_or(Value::Null)
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        self.str_field("error")
+    }
+
+    pub fn provider_id(&self) -> Option<&str> {
+        self.str_field("providerId")
+    }
+
+    pub fn uncertain(&self) -> bool {
+        self.fields.get("uncertain") == Some(&Value::Bool(true))
+    }
+
+    pub fn get(&self, field: &str) -> Option<&Value> {
+        self.fields.get(field)
+    }
+
+    fn str_field(&self, field: &str) -> Option<&str> {
+        self.fields.get(field).and_then(Value::as_str)
+    }
+
+    /// Sets a field the way an object spread does: an existing field keeps its place,
+    /// a new one goes at the end.
+    pub(crate) fn set(&mut self, field: &str, value: impl Into<Value>) {
+        self.fields.insert(field.to_owned(), value.into());
+    }
+
+    pub(crate) fn set_status(&mut self, status: Status) {
+        self.set("status", status.as_str());
+    }
+
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.fields.clone())
+    }
+
+    /// The entry as the Node library would write it: one line of JSON, no newline.
+    pub fn to_json(&self) -> String {
+        jsjson::stringify(&Value::Object(self.fields.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claim_has_node_field_order() {
+        let entry = Entry::claim("k", "2026-09-27T10:00:00.000Z", None);
+        assert_eq!(
+            entry.to_json(),
+            r#"{"key":"k","status":"pending","attempts":1,"claimedAt":"2026-09-27T10:00:00.000Z","updatedAt":"2026-09-27T10:00:00.000Z","meta":null}"#
+        );
+    }
+
+    #[test]
+    fn set_keeps_position_of_existing_fields() {
+        let mut entry = Entry::claim("k", "t0", None);
+        entry.set_status(Status::Sent);
+        entry.set("updatedAt", "t1");
+        entry.set("sentAt", "t1");
+        assert_eq!(
+            entry.to_json(),
+            r#"{"key":"k","status":"sent","attempts":1,"claimedAt":"t0","updatedAt":"t1","meta":null,"sentAt":"t1"}"#
+        );
+    }
+
+    #[test]
+    fn rejects_what_node_rejects() {
+        for text in [
+            r#"{"key":1,"status":"sent","claimedAt":"x"}"#,
+            r#"{"key":"a","status":"done","claimedAt":"x"}"#,
+            r#"{"key":"a","status":"pending"}"#,
+            r#"["not","an","entry"]"#,
+            "null",
+        ] {
+            assert_eq!(
+                Entry::from_json(text),
+                Err(EntryError::NotAnEntry),
+                "{text}"
+            );
+        }
+        assert!(Entry::from_json(r#"{"key":"minimal","status":"sent","claimedAt":"x"}"#).is_ok());
+    }
+}

@@ -1,0 +1,268 @@
+//! JSON text written the way JavaScript writes it.
+//!
+//! Ledger entries and `--json` output have to be byte-identical to what the Node
+//! library writes, which is `JSON.stringify(JSON.parse(text))`. Three things make
+//! that differ from `serde_json::to_string`: numbers print as `Number.prototype.toString`
+//! does (`1e+21`, `1e-7`, `-0` as `0`), objects enumerate array-index keys ("0", "7",
+//! "10") before all other keys, and control characters escape as `\u001f` rather than
+//! `\u001F`. The string and number writers here are also what `canonical` uses, so the
+//! two can never drift apart.
+
+use serde_json::{Map, Value};
+use std::fmt::Write as _;
+
+/// `Number.prototype.toString(n)` (which is also `String(n)`).
+///
+/// Non-finite numbers come back as JavaScript spells them (`"NaN"`, `"Infinity"`,
+/// `"-Infinity"`). JSON has no such numbers and `JSON.stringify` writes `null` for
+/// them; doing that is the caller's job ([`stringify`] and the canonical writer do it).
+pub fn js_number(n: f64) -> String {
+    ryu_js::Buffer::new().format(n).to_owned()
+}
+
+/// `JSON.stringify(JSON.parse(text))` for a value that came from `text`: compact, and
+/// with each object's keys in JavaScript property order.
+pub fn stringify(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, None, 0);
+    out
+}
+
+/// `JSON.stringify(value, null, 2)`.
+pub fn stringify_pretty(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, Some("  "), 0);
+    out
+}
+
+/// Puts every object's keys into the order a JavaScript object would enumerate them,
+/// so that code which walks the map (to display it, say) sees what Node would.
+pub fn js_order(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(js_order),
+        Value::Object(map) => {
+            if map.keys().any(|k| array_index(k).is_some()) {
+                let old = std::mem::take(map);
+                let (mut indices, rest): (Vec<_>, Vec<_>) =
+                    old.into_iter().partition(|(k, _)| array_index(k).is_some());
+                indices.sort_by_key(|(k, _)| array_index(k));
+                map.extend(indices);
+                map.extend(rest);
+            }
+            map.values_mut().for_each(js_order);
+        }
+        _ => {}
+    }
+}
+
+/// The number a key stands for when JavaScript treats it as an array index: the
+/// canonical decimal spelling of an integer from 0 to 2^32 - 2. "01", "-1", "1.0" and
+/// "4294967295" are ordinary keys.
+pub(crate) fn array_index(key: &str) -> Option<u32> {
+    let bytes = key.as_bytes();
+    if bytes.is_empty() || bytes.len() > 10 || !bytes.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    u32::try_from(n).ok().filter(|&n| n != u32::MAX)
+}
+
+/// Appends a number as `JSON.stringify` writes it: `null` when it is not finite.
+pub(crate) fn push_json_number(out: &mut String, n: f64) {
+    if n.is_finite() {
+        out.push_str(ryu_js::Buffer::new().format_finite(n));
+    } else {
+        out.push_str("null");
+    }
+}
+
+/// Appends `s` as a quoted JSON string, escaped as `JSON.stringify` escapes it.
+pub(crate) fn push_quoted_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        push_escaped_char(out, c);
+    }
+    out.push('"');
+}
+
+/// Like [`push_quoted_str`] for UTF-16 text, which may hold lone surrogates: those are
+/// written as `\udXXX` escapes, as the well-formed `JSON.stringify` of ES2019 does.
+pub(crate) fn push_quoted_utf16(out: &mut String, units: &[u16]) {
+    out.reserve(units.len() + 2);
+    out.push('"');
+    for decoded in char::decode_utf16(units.iter().copied()) {
+        match decoded {
+            Ok(c) => push_escaped_char(out, c),
+            Err(lone) => push_unicode_escape(out, lone.unpaired_surrogate()),
+        }
+    }
+    out.push('"');
+}
+
+// The one place that decides how a character is escaped. Everything not listed goes out
+// raw, including DEL, U+2028 and U+2029 (JSON.stringify leaves those alone).
+fn push_escaped_char(out: &mut String, c: char) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if u32::from(c) < 0x20 => push_unicode_escape(out, c as u16),
+        c => out.push(c),
+    }
+}
+
+fn push_unicode_escape(out: &mut String, unit: u16) {
+    // Writing into a String cannot fail.
+    let _ = write!(out, "\\u{unit:04x}");
+}
+
+fn write_value(out: &mut String, value: &Value, indent: Option<&str>, depth: usize) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        // Integers beyond 2^53 must lose precision exactly as JSON.parse loses it.
+        Value::Number(n) => match n.as_f64() {
+            Some(f) => push_json_number(out, f),
+            None => out.push_str("null"),
+        },
+        Value::String(s) => push_quoted_str(out, s),
+        Value::Array(items) => {
+            if items.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, indent, depth + 1);
+                write_value(out, item, indent, depth + 1);
+            }
+            newline(out, indent, depth);
+            out.push(']');
+        }
+        Value::Object(map) => {
+            if map.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            out.push('{');
+            for (i, (key, item)) in property_order(map).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, indent, depth + 1);
+                push_quoted_str(out, key);
+                out.push(':');
+                if indent.is_some() {
+                    out.push(' ');
+                }
+                write_value(out, item, indent, depth + 1);
+            }
+            newline(out, indent, depth);
+            out.push('}');
+        }
+    }
+}
+
+fn newline(out: &mut String, indent: Option<&str>, depth: usize) {
+    if let Some(unit) = indent {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(unit);
+        }
+    }
+}
+
+fn property_order(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut indices: Vec<(u32, (&String, &Value))> = Vec::new();
+    let mut rest = Vec::with_capacity(map.len());
+    for entry in map {
+        match array_index(entry.0) {
+            Some(n) => indices.push((n, entry)),
+            None => rest.push(entry),
+        }
+    }
+    if indices.is_empty() {
+        return rest;
+    }
+    indices.sort_by_key(|(n, _)| *n);
+    indices.into_iter().map(|(_, e)| e).chain(rest).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        assert_eq!(js_number(-0.0), "0");
+        assert_eq!(js_number(1e21), "1e+21");
+        assert_eq!(js_number(1e-7), "1e-7");
+        assert_eq!(js_number(0.000001), "0.000001");
+        assert_eq!(js_number(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(js_number(f64::NAN), "NaN");
+        assert_eq!(js_number(f64::INFINITY), "Infinity");
+        assert_eq!(js_number(f64::NEG_INFINITY), "-Infinity");
+    }
+
+    #[test]
+    fn index_keys_come_first() {
+        let v: Value = serde_json::from_str(r#"{"b":1,"10":2,"a":3,"2":4,"01":5}"#).unwrap();
+        assert_eq!(stringify(&v), r#"{"2":4,"10":2,"b":1,"a":3,"01":5}"#);
+        let mut w = v.clone();
+        js_order(&mut w);
+        let keys: Vec<&str> = w.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["2", "10", "b", "a", "01"]);
+    }
+
+    #[test]
+    fn array_index_bounds() {
+        assert_eq!(array_index("0"), Some(0));
+        assert_eq!(array_index("4294967294"), Some(4_294_967_294));
+        assert_eq!(array_index("4294967295"), None);
+        assert_eq!(array_index("99999999999"), None);
+        assert_eq!(array_index("00"), None);
+        assert_eq!(array_index(""), None);
+        assert_eq!(array_index("+1"), None);
+    }
+
+    #[test]
+    fn escapes_like_json_stringify() {
+        let v = json!("a\u{0}\u{1f}\u{7f}\u{2028}\"\\/\u{8}\u{c}\n\r\t");
+        assert_eq!(
+            stringify(&v),
+            "\"a\\u0000\\u001f\u{7f}\u{2028}\\\"\\\\/\\b\\f\\n\\r\\t\""
+        );
+        let mut out = String::new();
+        push_quoted_utf16(&mut out, &[0x78, 0xd800, 0xde00, 0xd83d, 0xde00]);
+        assert_eq!(out, "\"x\\ud800\\ude00\u{1f600}\"");
+    }
+
+    #[test]
+    fn pretty_matches_json_stringify_with_two_spaces() {
+        let v = json!({"a": [1, {"b": null}], "c": {}, "d": []});
+        assert_eq!(
+            stringify_pretty(&v),
+            "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": {},\n  \"d\": []\n}"
+        );
+        assert_eq!(stringify_pretty(&json!(5)), "5");
+    }
+
+    #[test]
+    fn big_integers_go_through_doubles() {
+        let v: Value =
+            serde_json::from_str("[9007199254740993, 12345678901234567890, -0]").unwrap();
+        assert_eq!(stringify(&v), "[9007199254740992,12345678901234567000,0]");
+    }
+}

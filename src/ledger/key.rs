@@ -1,0 +1,222 @@
+//! Send keys, identical to the Node library's `sendKey`.
+//!
+//! A key names one intended send (channel, recipient, intent, window), and the ledger is
+//! shared with Node processes, so the same inputs must give the same 64 hex characters
+//! in both. The traps are JavaScript's: `trim` and regex `\s` have their own idea of
+//! white space, `toLowerCase` is full Unicode, and a numeric window is written as
+//! `String(n)` writes it.
+
+use super::canonical::sha256_hex;
+use super::jsjson::{js_number, push_quoted_str};
+use serde_json::Value;
+
+/// What lets the same intent go out again later: a day, a week, a billing period.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Window {
+    Text(String),
+    Number(f64),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+pub enum KeyError {
+    #[error("a send key needs an object with channel, to and intent")]
+    NotAnObject,
+    /// Missing, not a string, or only white space. The field is "channel", "to" or "intent".
+    #[error("{0} must be a non-empty string")]
+    Empty(&'static str),
+    #[error(
+        "window must be a non-empty string or a finite number (or left out for \"once, ever\")"
+    )]
+    BadWindow,
+}
+
+const VERSION_TAG: &str = "send-once:v1";
+
+/// The send key: sha256 hex of [`send_key_preimage`].
+pub fn send_key(
+    channel: &str,
+    to: &str,
+    intent: &str,
+    window: Option<&Window>,
+) -> Result<String, KeyError> {
+    Ok(sha256_hex(&send_key_preimage(channel, to, intent, window)?))
+}
+
+/// The exact text that is hashed: `JSON.stringify(["send-once:v1", channel, to, intent,
+/// window])` of the normalised fields, with `null` for no window.
+pub fn send_key_preimage(
+    channel: &str,
+    to: &str,
+    intent: &str,
+    window: Option<&Window>,
+) -> Result<String, KeyError> {
+    let channel = js_lowercase(required(channel, "channel")?);
+    let to = normalise_recipient(required(to, "to")?);
+    let intent = required(intent, "intent")?;
+    let window = match window {
+        None => None,
+        Some(Window::Number(n)) if n.is_finite() => Some(js_number(*n)),
+        Some(Window::Number(_)) => return Err(KeyError::BadWindow),
+        Some(Window::Text(text)) => Some(
+            required(text, "window")
+                .map_err(|_| KeyError::BadWindow)?
+                .to_owned(),
+        ),
+    };
+
+    let mut out = String::with_capacity(64 + channel.len() + to.len() + intent.len());
+    out.push('[');
+    for field in [VERSION_TAG, &channel, &to, intent] {
+        push_quoted_str(&mut out, field);
+        out.push(',');
+    }
+    match &window {
+        Some(w) => push_quoted_str(&mut out, w),
+        None => out.push_str("null"),
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// `sendKey(input)` on a value as JSON carries it, with the Node library's rules for
+/// what is accepted: `input` must be an object (an array passes that test and then
+/// fails for lack of a channel); channel, to and intent must be strings; a `null`
+/// window is no window; a numeric window is used as `String(n)`; any other window is
+/// refused.
+pub fn send_key_from_json(input: &Value) -> Result<String, KeyError> {
+    let fields = match input {
+        Value::Object(map) => Some(map),
+        Value::Array(_) => None,
+        _ => return Err(KeyError::NotAnObject),
+    };
+    let field = |name: &'static str| -> Result<&str, KeyError> {
+        match fields.and_then(|map| map.get(name)) {
+            Some(Value::String(s)) => Ok(s),
+            _ => Err(KeyError::Empty(name)),
+        }
+    };
+    let channel = field("channel")?;
+    let to = field("to")?;
+    let intent = field("intent")?;
+    let window = match fields.and_then(|map| map.get("window")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(Window::Text(s.clone())),
+        Some(Value::Number(n)) => Some(Window::Number(n.as_f64().ok_or(KeyError::BadWindow)?)),
+        Some(_) => return Err(KeyError::BadWindow),
+    };
+    send_key(channel, to, intent, window.as_ref())
+}
+
+/// The Node library's `normaliseRecipient`: trimmed; lower-cased when it holds an "@";
+/// when it looks like a phone number (an optional "+", then only digits, white space
+/// and `( ) . -`) with at least 7 digits, the "+" and the digits alone. Anything else
+/// (a Slack id, a URL) keeps its case.
+pub fn normalise_recipient(to: &str) -> String {
+    let trimmed = js_trim(to);
+    if trimmed.contains('@') {
+        return js_lowercase(trimmed);
+    }
+    if looks_like_phone(trimmed) {
+        let digits: String = trimmed.chars().filter(char::is_ascii_digit).collect();
+        if digits.len() >= 7 {
+            let plus = if trimmed.starts_with('+') { "+" } else { "" };
+            return format!("{plus}{digits}");
+        }
+    }
+    trimmed.to_owned()
+}
+
+/// `String.prototype.trim`.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_whitespace)
+}
+
+/// JavaScript's WhiteSpace and LineTerminator characters, which are both what `trim`
+/// removes and what a regex `\s` matches. Unlike Rust's `char::is_whitespace` this
+/// includes U+FEFF and excludes U+0085; U+180E has not been white space since Unicode 6.3.
+pub fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+// `String.prototype.toLowerCase` is the locale-independent full mapping of Unicode's
+// SpecialCasing, with the final-sigma rule; so is `str::to_lowercase` (the vectors for
+// U+0130, U+1E9E and word-final Σ check that they agree).
+fn js_lowercase(s: &str) -> String {
+    s.to_lowercase()
+}
+
+// /^\+?[\d\s().-]+$/ with JavaScript's ASCII-only \d.
+fn looks_like_phone(s: &str) -> bool {
+    let body = s.strip_prefix('+').unwrap_or(s);
+    !body.is_empty()
+        && body.chars().all(|c| {
+            c.is_ascii_digit() || is_js_whitespace(c) || matches!(c, '(' | ')' | '.' | '-')
+        })
+}
+
+fn required<'a>(value: &'a str, name: &'static str) -> Result<&'a str, KeyError> {
+    let trimmed = js_trim(value);
+    if trimmed.is_empty() {
+        Err(KeyError::Empty(name))
+    } else {
+        Ok(trimmed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_number_and_text_agree() {
+        let seven = send_key("email", "a@b.co", "x", Some(&Window::Number(7.0)));
+        assert_eq!(
+            seven,
+            send_key("email", "a@b.co", "x", Some(&Window::Text(" 7 ".into())))
+        );
+        assert_eq!(
+            send_key_preimage("email", "a@b.co", "x", Some(&Window::Number(-0.0))).unwrap(),
+            r#"["send-once:v1","email","a@b.co","x","0"]"#
+        );
+    }
+
+    #[test]
+    fn non_finite_and_blank_windows_are_refused() {
+        for w in [
+            Window::Number(f64::NAN),
+            Window::Number(f64::INFINITY),
+            Window::Text("\u{feff} ".into()),
+        ] {
+            assert_eq!(
+                send_key("email", "a@b.co", "x", Some(&w)),
+                Err(KeyError::BadWindow)
+            );
+        }
+    }
+
+    #[test]
+    fn phone_pattern_needs_a_body() {
+        assert_eq!(normalise_recipient("+"), "+");
+        assert_eq!(normalise_recipient("+ 1234567"), "+1234567");
+        assert_eq!(normalise_recipient("++1234567"), "++1234567");
+    }
+
+    #[test]
+    fn js_whitespace_set() {
+        assert!(is_js_whitespace('\u{feff}'));
+        assert!(!is_js_whitespace('\u{85}'));
+        assert!(!is_js_whitespace('\u{180e}'));
+        assert!(!is_js_whitespace('\u{200b}'));
+        assert_eq!(js_trim("\u{3000}\u{2029}a b\u{a0}"), "a b");
+    }
+}

@@ -1,0 +1,88 @@
+//! Entries in a map, for tests and for a process that never restarts: everything is
+//! forgotten on exit, so a rerun after a crash would send again.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::entry::{Entry, Status};
+use super::store::{Durability, ListFilter, Store, StoreError};
+
+#[derive(Default)]
+pub struct MemoryStore {
+    // Entries are kept as their JSON text, as the stores that persist keep them, so a
+    // round trip through this store behaves like one through a file.
+    entries: Mutex<HashMap<String, String>>,
+}
+
+impl MemoryStore {
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    /// A store already holding `entries` (for tests that start from a known ledger).
+    pub fn with_entries(entries: impl IntoIterator<Item = Entry>) -> MemoryStore {
+        let map = entries
+            .into_iter()
+            .map(|e| (e.key().to_owned(), e.to_json()))
+            .collect();
+        MemoryStore {
+            entries: Mutex::new(map),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        // A panic while holding the lock cannot leave a half-written entry (inserts are
+        // single operations), so a poisoned map is still consistent.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn load(text: &str) -> Option<Entry> {
+    Entry::from_json(text).ok()
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
+        let mut map = self.lock();
+        if map.contains_key(entry.key()) {
+            return Ok(false);
+        }
+        map.insert(entry.key().to_owned(), entry.to_json());
+        Ok(true)
+    }
+
+    async fn transition(
+        &self,
+        from: Status,
+        entry: &Entry,
+        _durability: Durability,
+    ) -> Result<bool, StoreError> {
+        let mut map = self.lock();
+        let matches = map
+            .get(entry.key())
+            .and_then(|text| load(text))
+            .is_some_and(|current| current.status() == from);
+        if matches {
+            map.insert(entry.key().to_owned(), entry.to_json());
+        }
+        Ok(matches)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        Ok(self.lock().get(key).and_then(|text| load(text)))
+    }
+
+    async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
+        let mut entries: Vec<Entry> = self
+            .lock()
+            .values()
+            .filter_map(|text| load(text))
+            .filter(|e| filter.status.is_none_or(|s| e.status() == s))
+            .collect();
+        entries.sort_by(|a, b| a.claimed_at().cmp(b.claimed_at()));
+        Ok(entries)
+    }
+}

@@ -1,0 +1,449 @@
+//! The ledger: a durable claim before every send, so a send happens at most once.
+//!
+//! `once` claims a key before calling the send; a key already sent is a `duplicate`, a
+//! key already pending is `unknown` (an earlier attempt may have reached the provider),
+//! a key whose last attempt failed is claimed again by compare-and-set. `resolve` lets a
+//! person settle what the ledger could not confirm.
+
+pub mod canonical;
+pub mod duration;
+pub mod entry;
+pub mod jsjson;
+pub mod key;
+pub mod memory;
+pub mod sqlite;
+pub mod store;
+pub mod time;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+pub use entry::{Entry, Status};
+pub use store::{Durability, ListFilter, Store, StoreError};
+
+/// Rounds of "someone else changed it first, look again" before giving up.
+const MAX_ROUNDS: usize = 5;
+
+/// Where the ledger's timestamps come from: milliseconds since the epoch.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// What a send function is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendContext {
+    /// Stable across retries: forward it to providers that take an idempotency key.
+    pub key: String,
+    /// 1 on the first attempt, 2 after one failure, and so on.
+    pub attempt: u64,
+}
+
+/// Why a send did not return a result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The provider definitely did not take it (a validation error, a 4xx): recorded as
+    /// failed, and the next attempt may send.
+    #[error("{0}")]
+    Definite(String),
+    /// It may or may not have gone out (a timeout, a reset, a 5xx, a crash): the entry
+    /// stays pending until someone resolves it.
+    #[error("{0}")]
+    Uncertain(String),
+}
+
+impl SendError {
+    pub fn definite(cause: impl std::fmt::Display) -> SendError {
+        SendError::Definite(cause.to_string())
+    }
+
+    /// Worded as the Node library's `UncertainSendError`.
+    pub fn uncertain(cause: impl std::fmt::Display) -> SendError {
+        SendError::Uncertain(format!("Delivery is unknown: {cause}"))
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            SendError::Definite(m) | SendError::Uncertain(m) => m,
+        }
+    }
+}
+
+/// What a send returned, as far as the ledger cares.
+pub trait Receipt {
+    /// The provider's id for the message, stored as the entry's `providerId`.
+    fn provider_id(&self) -> Option<String>;
+
+    /// A copy to keep in the entry as `result`, so a later duplicate can show what the
+    /// first send returned. None keeps nothing (the Node library keeps nothing).
+    fn to_record(&self) -> Option<Value> {
+        None
+    }
+}
+
+impl Receipt for Value {
+    /// A non-empty string, or the first non-empty string among `providerId`,
+    /// `messageId`, `id` and `sid`.
+    fn provider_id(&self) -> Option<String> {
+        match self {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::Object(fields) => ["providerId", "messageId", "id", "sid"]
+                .iter()
+                .find_map(|f| {
+                    fields
+                        .get(*f)
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty())
+                })
+                .map(str::to_owned),
+            _ => None,
+        }
+    }
+}
+
+impl Receipt for () {
+    fn provider_id(&self) -> Option<String> {
+        None
+    }
+}
+
+impl Receipt for String {
+    fn provider_id(&self) -> Option<String> {
+        Some(self.clone()).filter(|s| !s.is_empty())
+    }
+}
+
+/// What `once` did.
+#[derive(Debug)]
+pub enum Outcome<R> {
+    /// The send ran and returned.
+    Sent { entry: Entry, result: R },
+    /// Already sent. The send was not called.
+    Duplicate { entry: Entry },
+    /// An earlier attempt may have reached the provider (the send was not called), or
+    /// this attempt's send failed uncertainly (`error` is set).
+    Unknown {
+        entry: Entry,
+        error: Option<SendError>,
+    },
+    /// The send failed definitely. Recorded; the next attempt may send.
+    Failed { entry: Entry, error: SendError },
+}
+
+impl<R> Outcome<R> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Sent { .. } => "sent",
+            Outcome::Duplicate { .. } => "duplicate",
+            Outcome::Unknown { .. } => "unknown",
+            Outcome::Failed { .. } => "failed",
+        }
+    }
+
+    pub fn entry(&self) -> &Entry {
+        match self {
+            Outcome::Sent { entry, .. }
+            | Outcome::Duplicate { entry }
+            | Outcome::Unknown { entry, .. }
+            | Outcome::Failed { entry, .. } => entry,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("a key must be a non-empty string")]
+    EmptyKey,
+    #[error("No entry for {0}.")]
+    NotFound(String),
+    #[error(
+        "{0} is recorded as sent. It cannot be marked failed, because a failed entry may be sent again."
+    )]
+    AlreadySent(String),
+    #[error("gave up on {0}: it kept changing underneath")]
+    Contended(String),
+    #[error("the store refused to claim {0} but has no entry for it")]
+    StoreInconsistent(String),
+    /// The send ran, but its result could not be written. The entry stays pending, so
+    /// the next attempt says unknown instead of sending again.
+    #[error(
+        "the send for {key} ran, but its result could not be recorded ({source}); the entry stays pending and needs a person to check the provider"
+    )]
+    Unrecorded { key: String, source: StoreError },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Who settled an entry, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResolveDetails {
+    pub by: Option<String>,
+    pub note: Option<String>,
+    pub provider_id: Option<String>,
+}
+
+/// What `resolve` did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    pub entry: Entry,
+    /// False when the entry already had that status and nothing was written.
+    pub changed: bool,
+}
+
+#[derive(Clone)]
+pub struct Ledger {
+    store: Arc<dyn Store>,
+    clock: Clock,
+}
+
+impl Ledger {
+    pub fn new(store: Arc<dyn Store>) -> Ledger {
+        Ledger {
+            store,
+            clock: Arc::new(time::now_millis),
+        }
+    }
+
+    pub fn with_clock(store: Arc<dyn Store>, clock: Clock) -> Ledger {
+        Ledger { store, clock }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
+    fn iso_now(&self) -> String {
+        let ms = self.now();
+        // The clock is the system's or a test's; one outside the ±275,000-year range
+        // Date can print is a broken clock, and the epoch is a visible sign of it.
+        time::iso_from_millis(ms).unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+    }
+
+    /// Runs `send` at most once for `key`. See the module documentation for the rules.
+    ///
+    /// A store error before the send returns that error and the send is not called. A
+    /// store error after the send returns [`LedgerError::Unrecorded`]: the entry stays
+    /// pending, so the next call says unknown rather than sending again.
+    pub async fn once<F, Fut, R>(
+        &self,
+        key: &str,
+        meta: Option<Map<String, Value>>,
+        send: F,
+    ) -> Result<Outcome<R>, LedgerError>
+    where
+        F: FnOnce(SendContext) -> Fut,
+        Fut: Future<Output = Result<R, SendError>>,
+        R: Receipt,
+    {
+        if key.is_empty() {
+            return Err(LedgerError::EmptyKey);
+        }
+        let claimed = match self.acquire(key, meta).await? {
+            Acquired::Claimed(entry) => entry,
+            Acquired::Existing(entry) if entry.status() == Status::Sent => {
+                return Ok(Outcome::Duplicate { entry });
+            }
+            Acquired::Existing(entry) => return Ok(Outcome::Unknown { entry, error: None }),
+        };
+
+        let context = SendContext {
+            key: key.to_owned(),
+            attempt: claimed.attempts(),
+        };
+        match send(context).await {
+            Ok(result) => {
+                let at = self.iso_now();
+                let mut sent = claimed;
+                sent.set_status(Status::Sent);
+                sent.set("updatedAt", at.clone());
+                sent.set("sentAt", at);
+                sent.set(
+                    "providerId",
+                    result.provider_id().map_or(Value::Null, Value::from),
+                );
+                if let Some(record) = result.to_record() {
+                    sent.set("result", record);
+                }
+                let recorded = self.record_sent(&sent).await;
+                recorded.map_err(|source| LedgerError::Unrecorded {
+                    key: key.to_owned(),
+                    source,
+                })?;
+                Ok(Outcome::Sent {
+                    entry: sent,
+                    result,
+                })
+            }
+            Err(error) => {
+                let mut next = claimed;
+                if let SendError::Definite(_) = error {
+                    next.set_status(Status::Failed);
+                }
+                next.set("updatedAt", self.iso_now());
+                next.set("error", error.message());
+                if let SendError::Uncertain(_) = error {
+                    next.set("uncertain", true);
+                }
+                let written = self
+                    .store
+                    .transition(Status::Pending, &next, Durability::Lazy)
+                    .await
+                    .map_err(|source| LedgerError::Unrecorded {
+                        key: key.to_owned(),
+                        source,
+                    })?;
+                let entry = if written {
+                    next
+                } else {
+                    self.store.get(key).await?.unwrap_or(next)
+                };
+                Ok(match error {
+                    SendError::Definite(_) => Outcome::Failed { entry, error },
+                    SendError::Uncertain(_) => Outcome::Unknown {
+                        entry,
+                        error: Some(error),
+                    },
+                })
+            }
+        }
+    }
+
+    async fn record_sent(&self, sent: &Entry) -> Result<(), StoreError> {
+        if !self
+            .store
+            .transition(Status::Pending, sent, Durability::Lazy)
+            .await?
+        {
+            // Someone settled it while the send was in flight. The send did happen, so
+            // a "failed" verdict is corrected rather than left to invite a retry.
+            self.store
+                .transition(Status::Failed, sent, Durability::Now)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn acquire(
+        &self,
+        key: &str,
+        meta: Option<Map<String, Value>>,
+    ) -> Result<Acquired, LedgerError> {
+        let meta = meta.map_or(Value::Null, Value::Object);
+        let fresh = Entry::retry_claim(key, 1, &self.iso_now(), meta.clone());
+        if self.store.claim(&fresh).await? {
+            return Ok(Acquired::Claimed(fresh));
+        }
+        for _ in 0..MAX_ROUNDS {
+            let Some(existing) = self.store.get(key).await? else {
+                return Err(LedgerError::StoreInconsistent(key.to_owned()));
+            };
+            if existing.status() != Status::Failed {
+                return Ok(Acquired::Existing(existing));
+            }
+            // Known not to have gone out, so it may go again. Compare-and-set from
+            // failed, so two processes retrying at once cannot both win.
+            let meta = if meta.is_null() {
+                existing.meta_value()
+            } else {
+                meta.clone()
+            };
+            let retry = Entry::retry_claim(key, existing.attempts() + 1, &self.iso_now(), meta);
+            if self
+                .store
+                .transition(Status::Failed, &retry, Durability::Now)
+                .await?
+            {
+                return Ok(Acquired::Claimed(retry));
+            }
+        }
+        Err(LedgerError::Contended(key.to_owned()))
+    }
+
+    /// Settles an entry by hand: pending to sent or failed, failed to sent. Settling to
+    /// the status it already has changes nothing. A sent entry is never marked failed,
+    /// because failed means "may be sent again".
+    pub async fn resolve(
+        &self,
+        key: &str,
+        status: Status,
+        details: &ResolveDetails,
+    ) -> Result<Resolved, LedgerError> {
+        if key.is_empty() {
+            return Err(LedgerError::EmptyKey);
+        }
+        for _ in 0..MAX_ROUNDS {
+            let Some(current) = self.store.get(key).await? else {
+                return Err(LedgerError::NotFound(key.to_owned()));
+            };
+            if current.status() == status {
+                return Ok(Resolved {
+                    entry: current,
+                    changed: false,
+                });
+            }
+            if current.status() == Status::Sent {
+                return Err(LedgerError::AlreadySent(key.to_owned()));
+            }
+            let at = self.iso_now();
+            let mut next = current.clone();
+            next.set_status(status);
+            next.set("updatedAt", at.clone());
+            let mut resolution = Map::new();
+            resolution.insert("status".into(), status.as_str().into());
+            resolution.insert("from".into(), current.status().as_str().into());
+            resolution.insert("by".into(), details.by.clone().into());
+            resolution.insert("note".into(), details.note.clone().into());
+            resolution.insert("at".into(), at.into());
+            next.set("resolution", Value::Object(resolution));
+            if let Some(id) = details.provider_id.as_deref().filter(|s| !s.is_empty()) {
+                next.set("providerId", id);
+            }
+            if self
+                .store
+                .transition(current.status(), &next, Durability::Now)
+                .await?
+            {
+                return Ok(Resolved {
+                    entry: next,
+                    changed: true,
+                });
+            }
+        }
+        Err(LedgerError::Contended(key.to_owned()))
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Option<Entry>, LedgerError> {
+        if key.is_empty() {
+            return Err(LedgerError::EmptyKey);
+        }
+        Ok(self.store.get(key).await?)
+    }
+
+    /// Entries whose outcome is unknown, oldest claim first. `older_than_ms` leaves out
+    /// those claimed more recently, which are probably still in flight. An entry whose
+    /// claim time cannot be read is left out, as the Node library leaves it out.
+    pub async fn pending(&self, older_than_ms: Option<f64>) -> Result<Vec<Entry>, LedgerError> {
+        let cutoff = self.now() as f64 - older_than_ms.unwrap_or(0.0);
+        let mut found: Vec<(i64, Entry)> = self
+            .store
+            .list(ListFilter {
+                status: Some(Status::Pending),
+            })
+            .await?
+            .into_iter()
+            .filter(|e| e.status() == Status::Pending)
+            .filter_map(|e| time::parse_date(e.claimed_at()).map(|at| (at, e)))
+            .filter(|(at, _)| *at as f64 <= cutoff)
+            .collect();
+        found.sort_by_key(|(at, _)| *at);
+        Ok(found.into_iter().map(|(_, e)| e).collect())
+    }
+}
+
+enum Acquired {
+    Claimed(Entry),
+    Existing(Entry),
+}

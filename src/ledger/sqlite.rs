@@ -1,0 +1,506 @@
+//! The default store: one SQLite file, holding the Node library's `send_once` table so
+//! the Node `sqlStore` can share it.
+//!
+//! Writes go through one writer thread per store. It takes every write that is queued
+//! when it wakes, runs them in one `BEGIN IMMEDIATE` transaction and commits once, so
+//! concurrent callers share one fsync while each still waits for its own write to be on
+//! disk. Claims and human decisions commit with `synchronous=FULL`; recording a send's
+//! completion commits with `synchronous=NORMAL` and reaches the disk with the next FULL
+//! commit or checkpoint, because losing it leaves the entry pending (unknown), never
+//! unsent.
+
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+use tokio::sync::oneshot;
+
+use super::entry::{Entry, Status};
+use super::store::{Durability, ListFilter, Store, StoreError};
+
+/// The oldest SQLite this store runs on: earlier releases have WAL bugs that can lose a
+/// committed transaction.
+pub const MIN_SQLITE_VERSION: (i32, i32, i32) = (3, 51, 3);
+
+/// How long a write waits for another process's lock before it reports the ledger busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Writes taken into one transaction at most, so one commit never grows without bound.
+const MAX_BATCH: usize = 512;
+
+/// The schema versions this binary knows, in order. Index `i` takes a file from
+/// `user_version = i` to `i + 1`. Never edit a released step: add one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the Node sqlStore table (created WITHOUT ROWID: one b-tree instead of two, and
+    // the Node statements work on it unchanged), and an index for pending-oldest-first
+    // and counts by status.
+    "CREATE TABLE IF NOT EXISTS send_once (
+        key TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        claimed_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS send_once_status_claimed_at ON send_once (status, claimed_at);",
+];
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// How a ledger file is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Read and write; create the file (mode 0600) if it is missing.
+    Create,
+    /// Read and write an existing ledger.
+    ReadWrite,
+}
+
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: mpsc::Sender<WriteJob>,
+    reader: Arc<Mutex<Connection>>,
+}
+
+enum WriteOp {
+    Claim(Entry),
+    Transition { from: Status, entry: Entry },
+}
+
+struct WriteJob {
+    op: WriteOp,
+    durability: Durability,
+    reply: oneshot::Sender<Result<bool, StoreError>>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the ledger at `path`, refusing anything that is not one:
+    /// a directory, a file that is not SQLite, an SQLite file without the ledger table,
+    /// a file from a newer send-once. A refused file is not written to.
+    pub fn open(path: &Path, access: Access) -> Result<SqliteStore, StoreError> {
+        check_sqlite_version()?;
+        prepare_file(path, access)?;
+        let writer_conn = connect(path)?;
+        let migrated = migrate(path, &writer_conn);
+        migrated?;
+        let reader = connect(path)?;
+        let (tx, rx) = mpsc::channel();
+        let thread_path = path.to_owned();
+        std::thread::Builder::new()
+            .name("send-once-sqlite-writer".into())
+            .spawn(move || run_writer(&thread_path, writer_conn, rx))
+            .map_err(|source| StoreError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(SqliteStore {
+            path: path.to_owned(),
+            writer: tx,
+            reader: Arc::new(Mutex::new(reader)),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn write(&self, op: WriteOp, durability: Durability) -> Result<bool, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.writer
+            .send(WriteJob {
+                op,
+                durability,
+                reply,
+            })
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let reader = Arc::clone(&self.reader);
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = reader.lock().unwrap_or_else(|p| p.into_inner());
+            work(&conn).map_err(|e| map_error(&path, e))
+        })
+        .await
+        .map_err(|_| StoreError::Closed)?
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
+        self.write(WriteOp::Claim(entry.clone()), Durability::Now)
+            .await
+    }
+
+    async fn transition(
+        &self,
+        from: Status,
+        entry: &Entry,
+        durability: Durability,
+    ) -> Result<bool, StoreError> {
+        let op = WriteOp::Transition {
+            from,
+            entry: entry.clone(),
+        };
+        self.write(op, durability).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        let key = key.to_owned();
+        let text: Option<String> = self
+            .read(move |conn| {
+                conn.prepare_cached("SELECT entry FROM send_once WHERE key = ?1")?
+                    .query_row([key], |row| row.get(0))
+                    .optional()
+            })
+            .await?;
+        text.map(|t| self.parse_entry(&t)).transpose()
+    }
+
+    async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
+        let texts: Vec<String> = self
+            .read(move |conn| match filter.status {
+                Some(status) => conn
+                    .prepare_cached(
+                        "SELECT entry FROM send_once WHERE status = ?1 ORDER BY claimed_at",
+                    )?
+                    .query_map([status.as_str()], |row| row.get(0))?
+                    .collect(),
+                None => conn
+                    .prepare_cached("SELECT entry FROM send_once ORDER BY claimed_at")?
+                    .query_map([], |row| row.get(0))?
+                    .collect(),
+            })
+            .await?;
+        texts.iter().map(|t| self.parse_entry(t)).collect()
+    }
+}
+
+impl SqliteStore {
+    fn parse_entry(&self, text: &str) -> Result<Entry, StoreError> {
+        Entry::from_json(text).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: format!("a row of send_once holds {e}"),
+        })
+    }
+}
+
+fn check_sqlite_version() -> Result<(), StoreError> {
+    let number = rusqlite::version_number();
+    let (major, minor, patch) = MIN_SQLITE_VERSION;
+    if number < major * 1_000_000 + minor * 1_000 + patch {
+        return Err(StoreError::SqliteTooOld {
+            found: rusqlite::version().to_owned(),
+            needed: format!("{major}.{minor}.{patch}"),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses what is not a ledger before SQLite touches it, and creates a missing ledger
+/// readable by its owner only (SQLite gives its -wal and -shm files the same mode).
+fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(path.to_owned())),
+        Ok(meta) if meta.len() > 0 => {
+            let mut header = [0u8; 16];
+            let read = std::fs::File::open(path)
+                .and_then(|mut f| f.read(&mut header))
+                .map_err(io)?;
+            if read < header.len() || &header != b"SQLite format 3\0" {
+                return Err(StoreError::NotALedger {
+                    path: path.to_owned(),
+                    why: "it is not an SQLite database (a ledger is an SQLite file, or a .jsonl file)"
+                        .into(),
+                });
+            }
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if access != Access::Create {
+                return Err(StoreError::NotFound(path.to_owned()));
+            }
+            let created = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path);
+            match created {
+                Ok(_) => {}
+                // Another process created it first: it is theirs to initialise, and
+                // ours to open.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Err(e) => return Err(io(e)),
+    }
+    Ok(())
+}
+
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| map_error(path, e))?;
+    Ok(conn)
+}
+
+/// Puts the file in WAL mode and brings its schema up to date in one transaction,
+/// after checking that it is a ledger (or empty) and not from a newer send-once.
+fn migrate(path: &Path, conn: &Connection) -> Result<(), StoreError> {
+    let fail = |e| map_error(path, e);
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(fail)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.to_owned(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    check_is_ledger(path, conn)?;
+    set_wal(path, conn)?;
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+    let result = (|| {
+        // Another process may have migrated while this one waited for the lock.
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for (step, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            conn.execute_batch(sql)?;
+            conn.pragma_update(None, "user_version", step as i64 + 1)?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(fail),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(fail(e))
+        }
+    }
+}
+
+fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
+    let not_a_ledger = |why: &str| StoreError::NotALedger {
+        path: path.to_owned(),
+        why: why.to_owned(),
+    };
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| map_error(path, e))?;
+    if tables.is_empty() {
+        return Ok(());
+    }
+    if !tables.iter().any(|t| t == "send_once") {
+        return Err(not_a_ledger(
+            "it is an SQLite database without a send_once table",
+        ));
+    }
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('send_once')")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| map_error(path, e))?;
+    for needed in ["key", "status", "entry", "claimed_at", "updated_at"] {
+        if !columns.iter().any(|c| c == needed) {
+            return Err(not_a_ledger(&format!(
+                "its send_once table has no {needed} column"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn set_wal(path: &Path, conn: &Connection) -> Result<(), StoreError> {
+    // Switching to WAL needs a moment of exclusive access; processes opening a new
+    // ledger at once can collide here, so a busy answer is worth a few retries.
+    let mut delay = Duration::from_millis(2);
+    for _ in 0..50 {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(mode) => {
+                return Err(StoreError::Database {
+                    path: path.to_owned(),
+                    detail: format!("could not switch to WAL (journal mode is {mode})"),
+                });
+            }
+            Err(e) if is_busy(&e) => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(100));
+            }
+            Err(e) => return Err(map_error(path, e)),
+        }
+    }
+    Err(StoreError::Busy(path.to_owned()))
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+pub(crate) fn map_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    let path = path.to_owned();
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy(path),
+        Some(ErrorCode::DiskFull) => StoreError::DiskFull(path),
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly(path),
+        Some(ErrorCode::NotADatabase) => StoreError::NotALedger {
+            path,
+            why: "it is not an SQLite database".into(),
+        },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path,
+            detail: e.to_string(),
+        },
+        Some(ErrorCode::CannotOpen) => StoreError::Database {
+            path,
+            detail: format!("cannot open it ({e}); check the directory exists and is writable"),
+        },
+        _ => StoreError::Database {
+            path,
+            detail: e.to_string(),
+        },
+    }
+}
+
+fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
+    let mut synchronous_full: Option<bool> = None;
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let want_full = batch.iter().any(|j| j.durability == Durability::Now);
+        let results = commit_batch(&conn, &batch, want_full, &mut synchronous_full);
+        match results {
+            Ok(results) => {
+                for (job, result) in batch.into_iter().zip(results) {
+                    let _ = job.reply.send(result.map_err(|e| map_error(path, e)));
+                }
+            }
+            Err(e) => {
+                // The commit failed, so nothing in the batch happened: every caller
+                // gets the error, and none of them sends.
+                for job in batch {
+                    let _ = job.reply.send(Err(map_error(path, clone_error(&e))));
+                }
+            }
+        }
+    }
+}
+
+/// Runs a batch in one transaction. A failing write rolls back to its own savepoint
+/// and reports its error without undoing the others; a failing commit fails them all.
+fn commit_batch(
+    conn: &Connection,
+    batch: &[WriteJob],
+    want_full: bool,
+    synchronous_full: &mut Option<bool>,
+) -> rusqlite::Result<Vec<rusqlite::Result<bool>>> {
+    if *synchronous_full != Some(want_full) {
+        conn.pragma_update(
+            None,
+            "synchronous",
+            if want_full { "FULL" } else { "NORMAL" },
+        )?;
+        *synchronous_full = Some(want_full);
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let mut results = Vec::with_capacity(batch.len());
+    for job in batch {
+        let one = if batch.len() == 1 {
+            apply(conn, &job.op)
+        } else {
+            conn.execute_batch("SAVEPOINT job")?;
+            let result = apply(conn, &job.op);
+            if result.is_err() {
+                conn.execute_batch("ROLLBACK TO job")?;
+            }
+            conn.execute_batch("RELEASE job")?;
+            result
+        };
+        results.push(one);
+    }
+    if let Err(e) = conn.execute_batch("COMMIT") {
+        let _ = conn.execute_batch("ROLLBACK");
+        return Err(e);
+    }
+    Ok(results)
+}
+
+fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<bool> {
+    match op {
+        WriteOp::Claim(entry) => {
+            let changed = conn
+                .prepare_cached(
+                    "INSERT INTO send_once (key, status, entry, claimed_at, updated_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO NOTHING",
+                )?
+                .execute(params![
+                    entry.key(),
+                    entry.status().as_str(),
+                    entry.to_json(),
+                    entry.claimed_at(),
+                    entry.updated_at().unwrap_or(entry.claimed_at()),
+                ])?;
+            Ok(changed > 0)
+        }
+        WriteOp::Transition { from, entry } => {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE send_once SET status = ?3, entry = ?4, claimed_at = ?5, updated_at = ?6 \
+                     WHERE key = ?1 AND status = ?2",
+                )?
+                .execute(params![
+                    entry.key(),
+                    from.as_str(),
+                    entry.status().as_str(),
+                    entry.to_json(),
+                    entry.claimed_at(),
+                    entry.updated_at().unwrap_or(entry.claimed_at()),
+                ])?;
+            Ok(changed > 0)
+        }
+    }
+}
+
+/// rusqlite errors are not Clone; a batch's one commit error goes to every caller.
+fn clone_error(e: &rusqlite::Error) -> rusqlite::Error {
+    match e {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
+    }
+}

@@ -1,0 +1,9 @@
+//! send-once: outbound sends that happen at most once, with a person in charge of
+//! approvals and of every send whose fate is unknown.
+//!
+//! The engine lives in [`ledger`] (keys, entries, stores, `once`/`resolve`) and
+//! [`approval`] (approve, dispatch). Neither knows about the terminal or the CLI.
+
+pub mod approval;
+pub mod ledger;
+pub mod text;

@@ -1,0 +1,10 @@
+//! The `send-once` binary: parses flags, opens a ledger, hands over to a command, and
+//! maps what happened to an exit code (see `cli::Exit`).
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    // Only for a panic's report: every expected failure is a message and an exit code.
+    let _ = color_eyre::install();
+    cli::main()
+}

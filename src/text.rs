@@ -1,0 +1,85 @@
+//! Untrusted text (payloads, meta, errors a command or an agent wrote) made safe to put
+//! on a terminal: every character that would be obeyed instead of shown, or that hides
+//! or reorders what is shown, is replaced by a visible mark.
+
+use std::borrow::Cow;
+
+/// Would this character act on the terminal, or hide or reorder text, if printed raw?
+pub fn is_suspicious(c: char) -> bool {
+    is_control(c) || is_invisible_format(c)
+}
+
+fn is_control(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+}
+
+/// Bidi overrides and isolates, marks, zero-width characters and the soft hyphen.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00ad}'
+            | '\u{061c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
+fn mark(c: char, out: &mut String) {
+    match c {
+        // C0 controls and DEL have their own pictures (U+2400 block): ␛ for ESC.
+        '\u{0}'..='\u{1f}' => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('?')),
+        '\u{7f}' => out.push('\u{2421}'),
+        _ => {
+            use std::fmt::Write;
+            let _ = write!(out, "<U+{:04X}>", c as u32);
+        }
+    }
+}
+
+/// Shows every suspicious character as a mark, keeping line breaks and tabs (for
+/// multi-line text such as a command's stderr).
+pub fn visible(text: &str) -> Cow<'_, str> {
+    replace(text, |c| c != '\n' && c != '\t' && is_suspicious(c))
+}
+
+/// Shows every suspicious character as a mark, line breaks and tabs included (for one
+/// line of a table or a status bar).
+pub fn visible_inline(text: &str) -> Cow<'_, str> {
+    replace(text, is_suspicious)
+}
+
+fn replace(text: &str, suspicious: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&suspicious) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if suspicious(c) {
+            mark(c, &mut out);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_invisibles_become_marks() {
+        assert_eq!(visible("a\u{1b}[2Jb"), "a\u{241b}[2Jb");
+        assert_eq!(visible("safe\rEVIL"), "safe\u{240d}EVIL");
+        assert_eq!(visible("x\u{9b}31m"), "x<U+009B>31m");
+        assert_eq!(visible("pay\u{202e}lahc"), "pay<U+202E>lahc");
+        assert_eq!(visible("zero\u{200b}width"), "zero<U+200B>width");
+        assert_eq!(visible("line\nnext\tcol"), "line\nnext\tcol");
+        assert_eq!(visible_inline("line\nnext"), "line\u{240a}next");
+        assert!(matches!(visible("plain text"), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,74 @@
+//! Helpers shared by the integration tests that drive the real binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_send-once"))
+}
+
+pub fn send_once(args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    cmd
+}
+
+pub fn output(args: &[&str]) -> Output {
+    send_once(args).output().expect("send-once runs")
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits until `path` exists (a send command's marker), failing after `limit`.
+pub fn wait_for_file(path: &Path, limit: Duration) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < limit,
+            "{} did not appear within {limit:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The status column of the ledger's row for `key`, read with plain SQL.
+pub fn status_of(ledger: &Path, key: &str) -> Option<String> {
+    let conn = rusqlite::Connection::open(ledger).expect("open ledger");
+    conn.query_row("SELECT status FROM send_once WHERE key = ?1", [key], |r| {
+        r.get(0)
+    })
+    .ok()
+}
+
+/// The entry JSON of the ledger's row for `key`.
+pub fn entry_of(ledger: &Path, key: &str) -> Option<serde_json::Value> {
+    let conn = rusqlite::Connection::open(ledger).expect("open ledger");
+    let text: Option<String> = conn
+        .query_row("SELECT entry FROM send_once WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .ok();
+    text.map(|t| serde_json::from_str(&t).expect("entry is JSON"))
+}
+
+/// A send command that appends its key to `file`: one line per real send.
+pub fn append_key_command(file: &Path) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("printf '%s\\n' \"$SEND_ONCE_KEY\" >> '{}'", file.display()),
+    ]
+}
