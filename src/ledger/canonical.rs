@@ -83,14 +83,13 @@ impl JsValue {
     /// `JSON.parse` made of it (unlike `serde_json::from_str`, whose default float
     /// parsing can be a unit in the last place off). Two things `serde_json` cannot hold
     /// are changed the way `JSON.stringify` would write them back: a non-finite number
-    /// becomes `null`, and a lone surrogate becomes U+FFFD.
+    /// becomes `null`, and a lone surrogate becomes U+FFFD. Whole numbers are stored as
+    /// integers where they fit, so that `as_u64`/`as_i64` work on them.
     pub fn to_serde(&self) -> Value {
         match self {
             JsValue::Null => Value::Null,
             JsValue::Bool(b) => Value::Bool(*b),
-            JsValue::Number(n) => {
-                serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number)
-            }
+            JsValue::Number(n) => number_to_serde(*n),
             JsValue::String(units) => Value::String(String::from_utf16_lossy(units)),
             JsValue::Array(items) => Value::Array(items.iter().map(JsValue::to_serde).collect()),
             JsValue::Object(entries) => Value::Object(
@@ -100,6 +99,18 @@ impl JsValue {
                     .collect(),
             ),
         }
+    }
+}
+
+fn number_to_serde(n: f64) -> Value {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if n.fract() == 0.0 && (-TWO_63..TWO_63).contains(&n) {
+        // Exact: every whole double in this range is an i64, and back again.
+        Value::from(n as i64)
+    } else if n.fract() == 0.0 && (TWO_63..2.0 * TWO_63).contains(&n) {
+        Value::from(n as u64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
     }
 }
 
@@ -629,13 +640,31 @@ mod tests {
     fn large_payload_is_quick() {
         let item =
             r#"{"name":"inv.pdf","size":1024,"body":"Invoice 1042 is due on Friday. \u00e9\n"}"#;
-        let text = format!("[{}]", vec![item; 120_000].join(","));
+        let text = format!("[{}]", vec![item; 150_000].join(","));
         assert!(text.len() > 10_000_000);
         let start = std::time::Instant::now();
         let hash = hash_payload_text(&text).unwrap();
         assert_eq!(hash.len(), 64);
         // Generous even for an unoptimised build on a slow machine.
         assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+    }
+
+    #[test]
+    fn to_serde_keeps_numbers_exact() {
+        let v =
+            parse_json("[1043999.9999999999, 123456789012345680000, 7, -0, 1e400, \"\\ud800\"]")
+                .unwrap()
+                .to_serde();
+        assert_eq!(v[0].as_f64(), Some(1_043_999.999_999_999_9));
+        assert_eq!(v[1].as_f64(), Some(123_456_789_012_345_680_000.0));
+        assert_eq!(v[2].as_u64(), Some(7));
+        assert_eq!(v[3].as_i64(), Some(0));
+        assert!(v[4].is_null());
+        assert_eq!(v[5], "\u{fffd}");
+        assert_eq!(
+            super::super::jsjson::stringify(&v),
+            "[1043999.9999999999,123456789012345680000,7,0,null,\"\u{fffd}\"]"
+        );
     }
 
     #[test]

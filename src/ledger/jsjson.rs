@@ -245,8 +245,8 @@ mod tests {
             "\"a\\u0000\\u001f\u{7f}\u{2028}\\\"\\\\/\\b\\f\\n\\r\\t\""
         );
         let mut out = String::new();
-        push_quoted_utf16(&mut out, &[0x78, 0xd800, 0xde00, 0xd83d, 0xde00]);
-        assert_eq!(out, "\"x\\ud800\\ude00\u{1f600}\"");
+        push_quoted_utf16(&mut out, &[0x78, 0xde00, 0xd800, 0xd83d, 0xde00, 0xd800]);
+        assert_eq!(out, "\"x\\ude00\\ud800\u{1f600}\\ud800\"");
     }
 
     #[test]

@@ -172,6 +172,9 @@ fn parse_iso_time(b: &[u8], mut p: usize, mut f: Fields) -> Option<i64> {
                 p += 6;
                 (hours, minutes)
             };
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
             let total = hours * 60 + minutes;
             Some(if sign == b'-' { -total } else { total })
         }
@@ -237,7 +240,8 @@ fn local_to_utc(local_ms: i64) -> Option<i64> {
     let naive = as_utc.naive_utc();
     match Local.from_local_datetime(&naive) {
         LocalResult::Single(t) => Some(t.timestamp_millis()),
-        LocalResult::Ambiguous(earlier, _) => Some(earlier.timestamp_millis()),
+        // chrono does not promise which of the two comes first.
+        LocalResult::Ambiguous(a, b) => Some(a.timestamp_millis().min(b.timestamp_millis())),
         LocalResult::None => {
             let day_before = naive
                 .checked_sub_signed(chrono::TimeDelta::days(1))
@@ -484,9 +488,16 @@ fn legacy_offset(tokens: &[Token<'_>], at: usize) -> Option<(i64, usize)> {
         return None;
     };
     if tokens.get(at + 1) == Some(&Token::Symbol(b':')) {
-        let Some(Token::Number { value: minutes, .. }) = tokens.get(at + 2) else {
+        let Some(Token::Number {
+            value: minutes,
+            text: minute_text,
+        }) = tokens.get(at + 2)
+        else {
             return None;
         };
+        if text.len() > 2 || minute_text.len() > 2 {
+            return None;
+        }
         return Some((value * 60 + minutes, at + 3));
     }
     match text.len() {
@@ -628,6 +639,9 @@ mod tests {
             "2026-09-27T09:60Z",
             "2026-09-27T09:00:00.Z",
             "2026-09-27T09:00+2",
+            "2026-09-27T09:00+24:00",
+            "2026-09-27T09:00+12:60",
+            "2026-09-27T09:00+2400",
             "-000000-01-01",
             "+275760-09-13T00:00:00.001Z",
             "2026-09-27T09:00:00Zx",
@@ -660,6 +674,10 @@ mod tests {
             Some(local(2026, 9, 27, 9, 0))
         );
         for bad in [
+            "27 Sep 2026 09:00 +99999999999999999999:00",
+            "27 Sep 2026 09:00 +01:99999999999999999999",
+            "27 Sep 2026 99999999999999999999:00",
+            "27 Sep 99999999999999999999",
             "Sun, 32 Sep 2026 09:00:00 GMT",
             "27 Sep 2026 09:00:00 GMT junk",
             "Sep 2026",
