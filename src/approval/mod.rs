@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::ledger::canonical::{self, JsValue};
 use crate::ledger::duration::{self, DurationError};
-use crate::ledger::{Ledger, LedgerError, Outcome, Receipt, SendContext, SendError, time};
+use crate::ledger::{Ledger, LedgerError, Outcome, Receipt, SendContext, SendError, jsjson, time};
 
 /// How long an approval holds when nobody says otherwise.
 pub const DEFAULT_TTL: &str = "12h";
@@ -165,7 +165,7 @@ impl<R> Dispatched<R> {
                 out.insert("key".into(), key.clone().into());
                 out.insert("approvedAt".into(), approved_at.clone().into());
                 out.insert("expiresAt".into(), expires_at.clone().into());
-                out.insert("ageHours".into(), number(*age_hours));
+                out.insert("ageHours".into(), canonical::number_to_serde(*age_hours));
             }
             Dispatched::PayloadChanged {
                 key,
@@ -193,16 +193,6 @@ impl<R> Dispatched<R> {
             Dispatched::Ledger(_) => return None,
         }
         Some(Value::Object(out))
-    }
-}
-
-fn number(n: f64) -> Value {
-    // -0 prints as 0 in JSON, as JavaScript prints it.
-    let n = if n == 0.0 { 0.0 } else { n };
-    if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
     }
 }
 
@@ -341,8 +331,7 @@ pub fn drifted_facts(
     }
     let current = named_values(current);
     let mut changed = Vec::new();
-    for fact in js_key_order(snapshot) {
-        let before = &snapshot[fact];
+    for (fact, before) in jsjson::property_order(snapshot) {
         let after = current.get(fact);
         let same = after.is_some_and(|after| {
             canonical::canonical_json_of(before) == canonical::canonical_json_of(after)
@@ -378,26 +367,6 @@ fn named_values(value: &Value) -> Map<String, Value> {
     }
 }
 
-/// Object keys in the order JavaScript enumerates them: array indices first, in
-/// numeric order, then the rest as inserted.
-fn js_key_order(map: &Map<String, Value>) -> Vec<&String> {
-    let mut indices: Vec<(u32, &String)> = map
-        .keys()
-        .filter_map(|k| array_index(k).map(|i| (i, k)))
-        .collect();
-    indices.sort_by_key(|(i, _)| *i);
-    indices
-        .into_iter()
-        .map(|(_, k)| k)
-        .chain(map.keys().filter(|k| array_index(k).is_none()))
-        .collect()
-}
-
-fn array_index(key: &str) -> Option<u32> {
-    let n: u32 = key.parse().ok()?;
-    (n != u32::MAX && n.to_string() == key).then_some(n)
-}
-
 /// `Math.round`: halves go toward +infinity (Rust's `round` sends them away from zero).
 fn js_round(x: f64) -> f64 {
     let r = (x + 0.5).floor();
@@ -416,13 +385,5 @@ mod tests {
         assert_eq!(js_round(-0.4), 0.0);
         assert!(js_round(-0.4).is_sign_negative());
         assert_eq!(js_round(2.4999), 2.0);
-    }
-
-    #[test]
-    fn key_order_puts_indices_first() {
-        let map: Map<String, Value> =
-            serde_json::from_str(r#"{"b":1,"10":1,"a":1,"2":1,"01":1}"#).unwrap();
-        let order: Vec<&str> = js_key_order(&map).into_iter().map(String::as_str).collect();
-        assert_eq!(order, ["2", "10", "b", "a", "01"]);
     }
 }

@@ -102,7 +102,8 @@ impl JsValue {
     }
 }
 
-fn number_to_serde(n: f64) -> Value {
+/// A JavaScript number as a JSON value: whole numbers as integers, non-finite as null.
+pub(crate) fn number_to_serde(n: f64) -> Value {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
     if n.fract() == 0.0 && (-TWO_63..TWO_63).contains(&n) {
         // Exact: every whole double in this range is an i64, and back again.

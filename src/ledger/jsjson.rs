@@ -183,7 +183,9 @@ fn newline(out: &mut String, indent: Option<&str>, depth: usize) {
     }
 }
 
-fn property_order(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+/// An object's fields in the order JavaScript enumerates them: array indices first,
+/// in numeric order, then the rest as inserted.
+pub(crate) fn property_order(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut indices: Vec<(u32, (&String, &Value))> = Vec::new();
     let mut rest = Vec::with_capacity(map.len());
     for entry in map {
