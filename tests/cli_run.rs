@@ -535,3 +535,62 @@ fn hash_matches_node_including_lone_surrogates() {
         "4be698126d332d471542ef13dd61eb1cf69e38983af5978def81b9f6aec7d1f4"
     );
 }
+
+#[test]
+fn terminal_escapes_from_a_send_command_are_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let l = ledger.to_str().unwrap();
+    let hostile = r"printf 'boom \033[2J\033]52;c;ZXZpbA==\007 \342\200\256gnp.exe\n' >&2; exit 75";
+    let out = send_once(&run_args(l, "k-esc"))
+        .args(["--", "sh", "-c", hostile])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3);
+    let err = stderr(&out);
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{7}'),
+        "raw escape reached stderr: {err:?}"
+    );
+    assert!(
+        !err.contains('\u{202e}'),
+        "raw bidi override reached stderr: {err:?}"
+    );
+    assert!(
+        err.contains("\u{241b}[2J") && err.contains("<U+202E>"),
+        "{err:?}"
+    );
+    // The ledger keeps the raw text: what the command wrote, for the record.
+    let entry = entry_of(&ledger, "k-esc").unwrap();
+    assert!(entry["error"].as_str().unwrap().contains('\u{1b}'));
+}
+
+#[test]
+fn json_output_reports_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let l = ledger.to_str().unwrap();
+    let out = output_with_stdin(
+        send_once(&run_args(l, "k-json")).args([
+            "--json",
+            "--payload",
+            "-",
+            "--",
+            "sh",
+            "-c",
+            "cat >/dev/null; echo sid_7",
+        ]),
+        b"{\"a\":1}",
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["outcome"], "sent");
+    assert_eq!(report["key"], "k-json");
+    assert_eq!(report["result"], "sid_7");
+    assert_eq!(report["entry"]["providerId"], "sid_7");
+
+    let out = output(&["run", l, "--key", "k-json", "--json", "--", "true"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["outcome"], "duplicate");
+    assert_eq!(report["result"], "sid_7");
+}

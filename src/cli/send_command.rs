@@ -8,6 +8,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use send_once::text::visible;
+
 /// The most of a command's stdout kept as its result; the rest is read and dropped so
 /// the command never blocks on a full pipe.
 const MAX_STDOUT: usize = 1 << 20;
@@ -132,19 +134,34 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         (kept, truncated)
     };
     let tee_stderr = async move {
-        // Passed through live, as the command's own output, and its end kept.
+        // Passed through live, a line at a time, with control characters made visible:
+        // a provider's error text can carry terminal escapes. The raw end is kept.
         let mut tail: Vec<u8> = Vec::new();
+        let mut line: Vec<u8> = Vec::new();
         let mut buf = [0u8; 8192];
         let mut ours = tokio::io::stderr();
         while let Ok(n) = stderr.read(&mut buf).await {
             if n == 0 {
                 break;
             }
-            let _ = ours.write_all(&buf[..n]).await;
+            for &byte in &buf[..n] {
+                line.push(byte);
+                if byte == b'\n' || line.len() >= 8192 {
+                    let shown = String::from_utf8_lossy(&line);
+                    let _ = ours.write_all(visible(&shown).as_bytes()).await;
+                    line.clear();
+                }
+            }
             tail.extend_from_slice(&buf[..n]);
             if tail.len() > 2 * STDERR_TAIL {
                 tail.drain(..tail.len() - STDERR_TAIL);
             }
+        }
+        if !line.is_empty() {
+            let shown = String::from_utf8_lossy(&line);
+            let _ = ours
+                .write_all(format!("{}\n", visible(&shown)).as_bytes())
+                .await;
         }
         let start = tail.len().saturating_sub(STDERR_TAIL);
         String::from_utf8_lossy(&tail[start..]).into_owned()

@@ -369,7 +369,7 @@ impl Parser<'_> {
             }
             _ => {
                 return Err(
-                    self.error("unknown escape; use \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX")
+                    self.error("unknown escape; use \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uHHHH")
                 );
             }
         };

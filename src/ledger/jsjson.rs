@@ -90,7 +90,7 @@ pub(crate) fn push_quoted_str(out: &mut String, s: &str) {
 }
 
 /// Like [`push_quoted_str`] for UTF-16 text, which may hold lone surrogates: those are
-/// written as `\udXXX` escapes, as the well-formed `JSON.stringify` of ES2019 does.
+/// written as `\udHHH` escapes, as the well-formed `JSON.stringify` of ES2019 does.
 pub(crate) fn push_quoted_utf16(out: &mut String, units: &[u16]) {
     out.reserve(units.len() + 2);
     out.push('"');

@@ -72,3 +72,22 @@ pub fn append_key_command(file: &Path) -> Vec<String> {
         format!("printf '%s\\n' \"$SEND_ONCE_KEY\" >> '{}'", file.display()),
     ]
 }
+
+/// Runs `cmd` with `input` on its stdin and collects its output.
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("send-once runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write stdin");
+    child.wait_with_output().expect("send-once finishes")
+}
