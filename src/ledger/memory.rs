@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::entry::{Entry, Status};
-use super::store::{Durability, ListFilter, Store, StoreError};
+use super::entry::Entry;
+use super::store::{Durability, ListFilter, Store, StoreError, same_claim};
 
 #[derive(Default)]
 pub struct MemoryStore {
@@ -56,17 +56,17 @@ impl Store for MemoryStore {
 
     async fn transition(
         &self,
-        from: Status,
-        entry: &Entry,
+        current: &Entry,
+        next: &Entry,
         _durability: Durability,
     ) -> Result<bool, StoreError> {
         let mut map = self.lock();
         let matches = map
-            .get(entry.key())
+            .get(next.key())
             .and_then(|text| load(text))
-            .is_some_and(|current| current.status() == from);
+            .is_some_and(|stored| same_claim(&stored, current));
         if matches {
-            map.insert(entry.key().to_owned(), entry.to_json());
+            map.insert(next.key().to_owned(), next.to_json());
         }
         Ok(matches)
     }

@@ -159,6 +159,8 @@ pub enum LedgerError {
         "{0} is recorded as sent. It cannot be marked failed, because a failed entry may be sent again."
     )]
     AlreadySent(String),
+    #[error("an entry can be resolved as sent or failed, not pending")]
+    ResolveToPending,
     #[error("gave up on {0}: it kept changing underneath")]
     Contended(String),
     #[error("the store refused to claim {0} but has no entry for it")]
@@ -256,7 +258,7 @@ impl Ledger {
         match send(context).await {
             Ok(result) => {
                 let at = self.iso_now();
-                let mut sent = claimed;
+                let mut sent = claimed.clone();
                 sent.set_status(Status::Sent);
                 sent.set("updatedAt", at.clone());
                 sent.set("sentAt", at);
@@ -267,7 +269,7 @@ impl Ledger {
                 if let Some(record) = result.to_record() {
                     sent.set("result", record);
                 }
-                let recorded = self.record_sent(&sent).await;
+                let recorded = self.record_sent(&claimed, &sent).await;
                 recorded.map_err(|source| LedgerError::Unrecorded {
                     key: key.to_owned(),
                     source,
@@ -278,7 +280,7 @@ impl Ledger {
                 })
             }
             Err(error) => {
-                let mut next = claimed;
+                let mut next = claimed.clone();
                 if let SendError::Definite(_) = error {
                     next.set_status(Status::Failed);
                 }
@@ -289,7 +291,7 @@ impl Ledger {
                 }
                 let written = self
                     .store
-                    .transition(Status::Pending, &next, Durability::Lazy)
+                    .transition(&claimed, &next, Durability::Lazy)
                     .await
                     .map_err(|source| LedgerError::Unrecorded {
                         key: key.to_owned(),
@@ -311,16 +313,24 @@ impl Ledger {
         }
     }
 
-    async fn record_sent(&self, sent: &Entry) -> Result<(), StoreError> {
-        if !self
+    async fn record_sent(&self, claimed: &Entry, sent: &Entry) -> Result<(), StoreError> {
+        if self
             .store
-            .transition(Status::Pending, sent, Durability::Lazy)
+            .transition(claimed, sent, Durability::Lazy)
             .await?
         {
-            // Someone settled it while the send was in flight. The send did happen, so
-            // a "failed" verdict is corrected rather than left to invite a retry.
+            return Ok(());
+        }
+        // Someone settled this very attempt while its send was in flight. The send did
+        // happen, so a "failed" verdict is corrected rather than left to invite a retry.
+        // A newer attempt's claim, or a "sent" verdict, is left as it is.
+        if let Some(current) = self.store.get(sent.key()).await?
+            && current.status() == Status::Failed
+            && current.claimed_at() == claimed.claimed_at()
+            && current.get("attempts") == claimed.get("attempts")
+        {
             self.store
-                .transition(Status::Failed, sent, Durability::Now)
+                .transition(&current, sent, Durability::Now)
                 .await?;
         }
         Ok(())
@@ -353,7 +363,7 @@ impl Ledger {
             let retry = Entry::retry_claim(key, existing.attempts() + 1, &self.iso_now(), meta);
             if self
                 .store
-                .transition(Status::Failed, &retry, Durability::Now)
+                .transition(&existing, &retry, Durability::Now)
                 .await?
             {
                 return Ok(Acquired::Claimed(retry));
@@ -373,6 +383,9 @@ impl Ledger {
     ) -> Result<Resolved, LedgerError> {
         if key.is_empty() {
             return Err(LedgerError::EmptyKey);
+        }
+        if status == Status::Pending {
+            return Err(LedgerError::ResolveToPending);
         }
         for _ in 0..MAX_ROUNDS {
             let Some(current) = self.store.get(key).await? else {
@@ -403,7 +416,7 @@ impl Ledger {
             }
             if self
                 .store
-                .transition(current.status(), &next, Durability::Now)
+                .transition(&current, &next, Durability::Now)
                 .await?
             {
                 return Ok(Resolved {

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use super::entry::{Entry, Status};
+use super::entry::Entry;
 use super::store::{Durability, ListFilter, Store, StoreError};
 
 /// The oldest SQLite this store runs on: earlier releases have WAL bugs that can lose a
@@ -69,7 +69,7 @@ pub struct SqliteStore {
 
 enum WriteOp {
     Claim(Entry),
-    Transition { from: Status, entry: Entry },
+    Transition { current: Entry, next: Entry },
 }
 
 struct WriteJob {
@@ -146,13 +146,13 @@ impl Store for SqliteStore {
 
     async fn transition(
         &self,
-        from: Status,
-        entry: &Entry,
+        current: &Entry,
+        next: &Entry,
         durability: Durability,
     ) -> Result<bool, StoreError> {
         let op = WriteOp::Transition {
-            from,
-            entry: entry.clone(),
+            current: current.clone(),
+            next: next.clone(),
         };
         self.write(op, durability).await
     }
@@ -473,22 +473,41 @@ fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<bool> {
                 ])?;
             Ok(changed > 0)
         }
-        WriteOp::Transition { from, entry } => {
+        WriteOp::Transition { current, next } => {
+            // The Node statement, plus the claim's time and attempt count, so that only
+            // the claim that was read can be replaced (see `Store::transition`).
             let changed = conn
                 .prepare_cached(
                     "UPDATE send_once SET status = ?3, entry = ?4, claimed_at = ?5, updated_at = ?6 \
-                     WHERE key = ?1 AND status = ?2",
+                     WHERE key = ?1 AND status = ?2 AND claimed_at = ?7 \
+                     AND json_extract(entry, '$.attempts') IS ?8",
                 )?
                 .execute(params![
-                    entry.key(),
-                    from.as_str(),
-                    entry.status().as_str(),
-                    entry.to_json(),
-                    entry.claimed_at(),
-                    entry.updated_at().unwrap_or(entry.claimed_at()),
+                    next.key(),
+                    current.status().as_str(),
+                    next.status().as_str(),
+                    next.to_json(),
+                    next.claimed_at(),
+                    next.updated_at().unwrap_or(next.claimed_at()),
+                    current.claimed_at(),
+                    attempts_param(current),
                 ])?;
             Ok(changed > 0)
         }
+    }
+}
+
+/// The entry's `attempts` as SQLite's `json_extract` reads it: an integer, a real, or
+/// NULL when it is missing or not a number.
+fn attempts_param(entry: &Entry) -> rusqlite::types::Value {
+    use rusqlite::types::Value as Sql;
+    match entry.get("attempts") {
+        Some(serde_json::Value::Number(n)) => n
+            .as_i64()
+            .map(Sql::Integer)
+            .or_else(|| n.as_f64().map(Sql::Real))
+            .unwrap_or(Sql::Null),
+        _ => Sql::Null,
     }
 }
 

@@ -11,6 +11,13 @@ use async_trait::async_trait;
 
 use super::entry::{Entry, Status};
 
+/// True when `stored` is the same claim as `expected`: what a compare-and-set compares.
+pub fn same_claim(stored: &Entry, expected: &Entry) -> bool {
+    stored.status() == expected.status()
+        && stored.claimed_at() == expected.claimed_at()
+        && stored.get("attempts") == expected.get("attempts")
+}
+
 /// How soon a write must be on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
@@ -71,12 +78,15 @@ pub trait Store: Send + Sync {
     /// inserted it. Atomic, and durable before it returns true: the send comes next.
     async fn claim(&self, entry: &Entry) -> Result<bool, StoreError>;
 
-    /// Replaces the entry for `entry.key()` only if the stored one's status is `from`.
-    /// True only if it replaced it.
+    /// Replaces the entry for `next.key()` only if the stored one is still `current`:
+    /// the same status, claim time and attempt count. True only if it replaced it.
+    ///
+    /// Comparing the claim, not only the status (as the Node library does), keeps a
+    /// slow attempt from overwriting a newer attempt's claim on the same key.
     async fn transition(
         &self,
-        from: Status,
-        entry: &Entry,
+        current: &Entry,
+        next: &Entry,
         durability: Durability,
     ) -> Result<bool, StoreError>;
 
