@@ -523,3 +523,94 @@ fn clone_error(e: &rusqlite::Error) -> rusqlite::Error {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::Status;
+
+    fn job(op: WriteOp, durability: Durability) -> WriteJob {
+        let (reply, _answer) = oneshot::channel();
+        WriteJob {
+            op,
+            durability,
+            reply,
+        }
+    }
+
+    fn synchronous(conn: &Connection) -> i64 {
+        conn.query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .expect("read synchronous")
+    }
+
+    /// A power cut cannot be simulated by killing a process, so the settings that make
+    /// a claim durable are asserted directly: WAL, and FULL for every batch holding a
+    /// claim (NORMAL only when a batch records completions alone).
+    #[test]
+    fn claims_commit_with_synchronous_full_in_wal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ledger.db");
+        prepare_file(&path, Access::Create).expect("create");
+        let conn = connect(&path).expect("connect");
+        migrate(&path, &conn).expect("migrate");
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .expect("journal mode");
+        assert_eq!(mode, "wal");
+
+        let claim = Entry::claim("k", "2026-09-27T10:00:00.000Z", None);
+        let mut state = None;
+        let batch = [job(WriteOp::Claim(claim.clone()), Durability::Now)];
+        let results = commit_batch(&conn, &batch, true, &mut state).expect("commit");
+        assert!(matches!(results[..], [Ok(true)]));
+        assert_eq!(synchronous(&conn), 2, "FULL");
+
+        let mut sent = claim.clone();
+        sent.set_status(Status::Sent);
+        let batch = [job(
+            WriteOp::Transition {
+                current: claim,
+                next: sent,
+            },
+            Durability::Lazy,
+        )];
+        let results = commit_batch(&conn, &batch, false, &mut state).expect("commit");
+        assert!(matches!(results[..], [Ok(true)]));
+        assert_eq!(synchronous(&conn), 1, "NORMAL for a completion alone");
+    }
+
+    #[test]
+    fn bundled_sqlite_is_new_enough() {
+        check_sqlite_version().expect("bundled SQLite is at least the minimum");
+        let conn = Connection::open_in_memory().expect("memory db");
+        let version: String = conn
+            .query_row("SELECT sqlite_version()", [], |r| r.get(0))
+            .expect("version");
+        let parts: Vec<i32> = version.split('.').filter_map(|p| p.parse().ok()).collect();
+        assert!(
+            (parts[0], parts[1], parts[2]) >= MIN_SQLITE_VERSION,
+            "{version}"
+        );
+    }
+
+    #[test]
+    fn a_batch_is_one_transaction_and_a_duplicate_claim_loses() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ledger.db");
+        prepare_file(&path, Access::Create).expect("create");
+        let conn = connect(&path).expect("connect");
+        migrate(&path, &conn).expect("migrate");
+        let a = Entry::claim("a", "2026-09-27T10:00:00.000Z", None);
+        let batch = [
+            job(WriteOp::Claim(a.clone()), Durability::Now),
+            job(WriteOp::Claim(a), Durability::Now),
+            job(
+                WriteOp::Claim(Entry::claim("b", "2026-09-27T10:00:00.000Z", None)),
+                Durability::Now,
+            ),
+        ];
+        let results = commit_batch(&conn, &batch, true, &mut None).expect("commit");
+        let won: Vec<bool> = results.into_iter().map(|r| r.expect("no error")).collect();
+        assert_eq!(won, [true, false, true]);
+    }
+}
