@@ -594,3 +594,34 @@ fn json_output_reports_the_outcome() {
     assert_eq!(report["outcome"], "duplicate");
     assert_eq!(report["result"], "sid_7");
 }
+
+#[test]
+fn key_and_hash_print_json_and_hash_reads_stdin() {
+    let out = output(&[
+        "key",
+        "--channel",
+        "sms",
+        "--to",
+        "+1 (555) 010-0199",
+        "--intent",
+        "welcome",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        report["preimage"],
+        r#"["send-once:v1","sms","+15550100199","welcome",null]"#
+    );
+    assert_eq!(report["key"].as_str().unwrap().len(), 64);
+
+    let out = output_with_stdin(
+        &mut send_once(&["hash", "-", "--json"]),
+        br#"{"b":[1.0],"a":"x"}"#,
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["canonical"], r#"{"a":"x","b":[1]}"#);
+    let again = output_with_stdin(&mut send_once(&["hash"]), br#"{"a":"x","b":[1]}"#);
+    assert_eq!(stdout(&again).trim(), report["sha256"].as_str().unwrap());
+}

@@ -29,41 +29,48 @@ pub struct KeyArgs {
     pub json: bool,
 }
 
+/// A send key and the exact text hashed to make it.
+pub struct DerivedKey {
+    pub key: String,
+    pub preimage: String,
+}
+
 /// The key for `--channel/--to/--intent/--window`, or a message naming what is wrong.
 pub fn key_of(
     channel: &str,
     to: &str,
     intent: &str,
     window: Option<&str>,
-) -> Result<String, key::KeyError> {
+) -> Result<DerivedKey, key::KeyError> {
     let window = window.map(|w| key::Window::Text(w.to_owned()));
-    key::send_key(channel, to, intent, window.as_ref())
+    let preimage = key::send_key_preimage(channel, to, intent, window.as_ref())?;
+    Ok(DerivedKey {
+        key: canonical::sha256_hex(&preimage),
+        preimage,
+    })
 }
 
 pub fn key(args: &KeyArgs) -> Exit {
-    let window = args
-        .window
-        .as_deref()
-        .map(|w| key::Window::Text(w.to_owned()));
-    let derived =
-        key::send_key(&args.channel, &args.to, &args.intent, window.as_ref()).and_then(|k| {
-            key::send_key_preimage(&args.channel, &args.to, &args.intent, window.as_ref())
-                .map(|p| (k, p))
-        });
+    let derived = key_of(
+        &args.channel,
+        &args.to,
+        &args.intent,
+        args.window.as_deref(),
+    );
     match derived {
         Err(e) => fail(Exit::Refused, e),
-        Ok((key, preimage)) if args.json => {
+        Ok(derived) if args.json => {
             let mut out = Map::new();
-            out.insert("key".into(), key.into());
-            out.insert("preimage".into(), preimage.into());
+            out.insert("key".into(), derived.key.into());
+            out.insert("preimage".into(), derived.preimage.into());
             print_stdout(&format!(
                 "{}\n",
                 jsjson::stringify_pretty(&Value::Object(out))
             ));
             Exit::Ok
         }
-        Ok((key, _)) => {
-            print_stdout(&format!("{key}\n"));
+        Ok(derived) => {
+            print_stdout(&format!("{}\n", derived.key));
             Exit::Ok
         }
     }

@@ -71,7 +71,9 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
         (Some(key), ..) if key.is_empty() => return Err("--key must not be empty".into()),
         (Some(key), ..) => key.clone(),
         (None, Some(channel), Some(to), Some(intent)) => {
-            key_of(channel, to, intent, args.window.as_deref()).map_err(|e| e.to_string())?
+            key_of(channel, to, intent, args.window.as_deref())
+                .map_err(|e| e.to_string())?
+                .key
         }
         _ => return Err("give either --key, or --channel, --to and --intent".into()),
     };
