@@ -625,3 +625,30 @@ fn key_and_hash_print_json_and_hash_reads_stdin() {
     let again = output_with_stdin(&mut send_once(&["hash"]), br#"{"a":"x","b":[1]}"#);
     assert_eq!(stdout(&again).trim(), report["sha256"].as_str().unwrap());
 }
+
+#[test]
+fn output_over_a_mebibyte_is_sent_but_not_kept_as_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let l = ledger.to_str().unwrap();
+    // 2 MiB of output: more than is kept, and the command must not block on the pipe.
+    let out = output(&[
+        "run",
+        l,
+        "--key",
+        "k-big",
+        "--",
+        "sh",
+        "-c",
+        "head -c 2097152 /dev/zero | tr '\\0' x",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("more than 1 MiB"), "{}", stderr(&out));
+    let entry = entry_of(&ledger, "k-big").unwrap();
+    assert_eq!(entry["status"], "sent");
+    assert_eq!(entry["providerId"], serde_json::Value::Null);
+    assert!(
+        entry.get("result").is_none(),
+        "a cut-off result is not stored"
+    );
+}

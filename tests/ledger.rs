@@ -99,45 +99,35 @@ fn open_sqlite(dir: &TempDir) -> SqliteStore {
     SqliteStore::open(&dir.path().join("ledger.db"), Access::Create).expect("open sqlite ledger")
 }
 
-/// Runs `once` with a send that fails definitely, leaving the key `failed`.
+/// Runs `once` with a send that gives `result`, and checks the outcome is `expect`.
+async fn seed(ledger: &Ledger, key: &str, result: Result<Value, SendError>, expect: &str) -> Entry {
+    let outcome = ledger
+        .once(key, None, |_| ready(result))
+        .await
+        .expect("once works");
+    assert_eq!(outcome.name(), expect);
+    outcome.entry().clone()
+}
+
+/// Leaves the key `failed`: a send that failed definitely.
 async fn seed_failed(ledger: &Ledger, key: &str) -> Entry {
-    let calls = AtomicUsize::new(0);
-    let outcome = ledger
-        .once(
-            key,
-            None,
-            sends_err(&calls, SendError::definite("422 rejected")),
-        )
-        .await
-        .expect("once works");
-    assert_eq!(outcome.name(), "failed");
-    outcome.entry().clone()
+    seed(
+        ledger,
+        key,
+        Err(SendError::definite("422 rejected")),
+        "failed",
+    )
+    .await
 }
 
-/// Runs `once` with a send that fails uncertainly, leaving the key `pending`.
+/// Leaves the key `pending`: a send that failed uncertainly.
 async fn seed_pending(ledger: &Ledger, key: &str) -> Entry {
-    let calls = AtomicUsize::new(0);
-    let outcome = ledger
-        .once(
-            key,
-            None,
-            sends_err(&calls, SendError::uncertain("timeout")),
-        )
-        .await
-        .expect("once works");
-    assert_eq!(outcome.name(), "unknown");
-    outcome.entry().clone()
+    seed(ledger, key, Err(SendError::uncertain("timeout")), "unknown").await
 }
 
-/// Runs `once` with a send that succeeds, leaving the key `sent`.
+/// Leaves the key `sent`.
 async fn seed_sent(ledger: &Ledger, key: &str) -> Entry {
-    let calls = AtomicUsize::new(0);
-    let outcome = ledger
-        .once(key, None, sends_ok(&calls, json!({ "id": "seed-id" })))
-        .await
-        .expect("once works");
-    assert_eq!(outcome.name(), "sent");
-    outcome.entry().clone()
+    seed(ledger, key, Ok(json!({ "id": "seed-id" })), "sent").await
 }
 
 /// A `Store` around a real `MemoryStore` that fails `claim` or `transition` with

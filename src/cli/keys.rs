@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::{canonical, jsjson, key};
 
-use super::{Exit, fail, print_stdout, read_text_arg};
+use super::{Exit, display_path, fail, print_stdout, read_text_arg};
 
 #[derive(Args, Debug)]
 pub struct KeyArgs {
@@ -116,12 +116,4 @@ pub fn hash(args: &HashArgs) -> Exit {
     };
     print_stdout(&format!("{out}\n"));
     Exit::Ok
-}
-
-pub fn display_path(path: &std::path::Path) -> String {
-    if path.as_os_str() == "-" {
-        "stdin".to_owned()
-    } else {
-        path.display().to_string()
-    }
 }

@@ -6,7 +6,6 @@ mod run;
 mod send_command;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -70,10 +69,24 @@ pub fn main() -> ExitCode {
     exit.into()
 }
 
+/// Tells the person something on stderr.
+pub fn note(message: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr(), "send-once: {message}");
+}
+
 /// Reports a problem on stderr and gives the exit code for it.
 pub fn fail(exit: Exit, message: impl std::fmt::Display) -> Exit {
-    let _ = writeln!(std::io::stderr(), "send-once: {message}");
+    note(message);
     exit
+}
+
+/// How a file argument is named in messages: `-` is stdin.
+pub fn display_path(path: &std::path::Path) -> String {
+    if path.as_os_str() == "-" {
+        "stdin".to_owned()
+    } else {
+        path.display().to_string()
+    }
 }
 
 /// Writes a result to stdout. A closed pipe (`| head`) is not an error worth a message.
@@ -83,7 +96,7 @@ pub fn print_stdout(text: &str) {
 }
 
 /// Reads a file argument, `-` meaning stdin, as UTF-8 text.
-pub fn read_text_arg(path: &PathBuf, what: &str) -> Result<String, String> {
+pub fn read_text_arg(path: &std::path::Path, what: &str) -> Result<String, String> {
     let bytes = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)

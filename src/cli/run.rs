@@ -12,9 +12,9 @@ use send_once::ledger::{
     Ledger, LedgerError, Outcome, Receipt, SendError, canonical, duration, jsjson,
 };
 
-use super::keys::{display_path, key_of};
+use super::keys::key_of;
 use super::send_command::{self, Ending, SendCommand};
-use super::{Exit, fail, print_stdout, read_text_arg};
+use super::{Exit, display_path, fail, note, print_stdout, read_text_arg};
 
 /// The largest result kept in an entry for replay; a bigger one is only printed.
 const MAX_STORED_RESULT: usize = 64 * 1024;
@@ -154,10 +154,7 @@ impl Receipt for CommandResult {
 fn result_of(stdout: Vec<u8>, truncated: bool) -> CommandResult {
     if truncated {
         // Cut short, it is no longer the JSON the command meant; keep none of it.
-        let _ = fail(
-            Exit::Ok,
-            "the send command printed more than 1 MiB; its output is not kept as the result",
-        );
+        note("the send command printed more than 1 MiB; its output is not kept as the result");
         return CommandResult {
             value: Value::Null,
             stdout,
@@ -268,21 +265,19 @@ fn report(
             {
                 print_stdout(&format!("{}\n", jsjson::stringify(result)));
             }
-            fail(
-                Exit::Ok,
-                format!(
-                    "{key} was already sent{}{}; not sent again",
-                    entry
-                        .get("sentAt")
-                        .and_then(Value::as_str)
-                        .map(|at| format!(" at {at}"))
-                        .unwrap_or_default(),
-                    entry
-                        .provider_id()
-                        .map(|id| format!(" (provider id {})", visible(id)))
-                        .unwrap_or_default(),
-                ),
-            )
+            note(format!(
+                "{key} was already sent{}{}; not sent again",
+                entry
+                    .get("sentAt")
+                    .and_then(Value::as_str)
+                    .map(|at| format!(" at {at}"))
+                    .unwrap_or_default(),
+                entry
+                    .provider_id()
+                    .map(|id| format!(" (provider id {})", visible(id)))
+                    .unwrap_or_default(),
+            ));
+            Exit::Ok
         }
         Outcome::Unknown { entry, error: None } => fail(
             Exit::Unknown,

@@ -154,6 +154,12 @@ impl Entry {
         self.fields.get("uncertain") == Some(&Value::Bool(true))
     }
 
+    /// True when `other` records the same attempt: the same claim time and attempt
+    /// count, whatever its status. A compare-and-set compares this and the status.
+    pub fn same_attempt(&self, other: &Entry) -> bool {
+        self.claimed_at() == other.claimed_at() && self.get("attempts") == other.get("attempts")
+    }
+
     pub fn get(&self, field: &str) -> Option<&Value> {
         self.fields.get(field)
     }

@@ -326,8 +326,7 @@ impl Ledger {
         // A newer attempt's claim, or a "sent" verdict, is left as it is.
         if let Some(current) = self.store.get(sent.key()).await?
             && current.status() == Status::Failed
-            && current.claimed_at() == claimed.claimed_at()
-            && current.get("attempts") == claimed.get("attempts")
+            && current.same_attempt(claimed)
         {
             self.store
                 .transition(&current, sent, Durability::Now)

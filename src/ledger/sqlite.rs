@@ -86,8 +86,7 @@ impl SqliteStore {
         check_sqlite_version()?;
         prepare_file(path, access)?;
         let writer_conn = connect(path)?;
-        let migrated = migrate(path, &writer_conn);
-        migrated?;
+        migrate(path, &writer_conn)?;
         let reader = connect(path)?;
         let (tx, rx) = mpsc::channel();
         let thread_path = path.to_owned();

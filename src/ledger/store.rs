@@ -13,9 +13,7 @@ use super::entry::{Entry, Status};
 
 /// True when `stored` is the same claim as `expected`: what a compare-and-set compares.
 pub fn same_claim(stored: &Entry, expected: &Entry) -> bool {
-    stored.status() == expected.status()
-        && stored.claimed_at() == expected.claimed_at()
-        && stored.get("attempts") == expected.get("attempts")
+    stored.status() == expected.status() && stored.same_attempt(expected)
 }
 
 /// How soon a write must be on disk.
