@@ -52,6 +52,30 @@ pub fn visible_inline(text: &str) -> Cow<'_, str> {
     replace(text, is_suspicious)
 }
 
+/// JSON text with every suspicious character written as a `\uXXXX` escape: the same
+/// JSON value, but nothing in it acts on a terminal. (`JSON.stringify` already escapes
+/// C0 controls; DEL, C1 and the invisible format characters it leaves raw.) Valid only
+/// for JSON text, where such characters can appear only inside strings.
+pub fn safe_json(json: &str) -> Cow<'_, str> {
+    // Line breaks in JSON text are layout (pretty printing); inside strings they are
+    // already escaped.
+    let escaped = |c: char| c != '\n' && is_suspicious(c);
+    if !json.chars().any(escaped) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if escaped(c) {
+            use std::fmt::Write;
+            // Every suspicious character is in the Basic Multilingual Plane.
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn replace(text: &str, suspicious: impl Fn(char) -> bool) -> Cow<'_, str> {
     if !text.chars().any(&suspicious) {
         return Cow::Borrowed(text);
@@ -81,5 +105,19 @@ mod tests {
         assert_eq!(visible("line\nnext\tcol"), "line\nnext\tcol");
         assert_eq!(visible_inline("line\nnext"), "line\u{240a}next");
         assert!(matches!(visible("plain text"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn safe_json_is_the_same_value_with_nothing_raw() {
+        let raw =
+            serde_json::to_string(&serde_json::json!({"to": "a\u{202e}b\u{7f}\u{9b}c\u{1b}"}))
+                .unwrap();
+        let safe = safe_json(&raw);
+        assert!(!safe.chars().any(is_suspicious), "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(
+            back,
+            serde_json::from_str::<serde_json::Value>(&raw).unwrap()
+        );
     }
 }

@@ -1,14 +1,18 @@
 //! Command-line parsing and the commands. Each command returns an [`Exit`]; messages
 //! for people go to stderr, results (and `--json`) to stdout.
 
+mod audit;
+mod docs;
+mod entries;
 mod keys;
+mod ledger_arg;
 mod run;
 mod send_command;
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, Parser, Subcommand};
 
 /// Exit codes, shared by every command (as the Gmail wrapper and the Node CLI use them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,20 +40,45 @@ Exit codes:
   2  refused or could not run (bad input, unusable ledger, a gate fired)
   3  unknown: the send may or may not have gone out; a person must check";
 
+// `-h` is not a help flag, as in the Node CLI (whose recorded behaviour this matches):
+// only `--help` is, on every command.
 #[derive(Parser, Debug)]
 #[command(
     name = "send-once",
     version,
     about = "Outbound sends that happen at most once, with a person in charge of what is unknown.",
-    after_help = EXIT_CODES
+    after_help = EXIT_CODES,
+    disable_help_flag = true
 )]
 pub struct Cli {
+    /// Never start the terminal UI; for scripts and cron (`send-once --headless audit`)
+    #[arg(long, global = true)]
+    headless: bool,
+    /// Print help
+    #[arg(long, global = true, action = ArgAction::Help)]
+    help: Option<bool>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// List sends whose outcome is unknown: claimed, and never confirmed as sent or failed.
+    #[command(after_help = audit::EXIT_CODES)]
+    Audit(audit::AuditArgs),
+    /// Record what happened to an unknown send, after checking with the provider.
+    #[command(after_help = entries::RESOLVE_EXIT_CODES)]
+    Resolve(entries::ResolveArgs),
+    /// List ledger entries, newest claim first.
+    Ls(entries::LsArgs),
+    /// Show one entry and the decisions made about it.
+    Show(entries::ShowArgs),
+    /// Make a key sendable again, after a person checked it did not go out.
+    Reset(entries::ResetArgs),
+    /// Remove settled entries older than a duration (never a pending one).
+    Gc(entries::GcArgs),
+    /// Print the decision log: every resolve and reset, with who, when and what came of it.
+    Decisions(entries::DecisionsArgs),
     /// Print the send key for a channel, recipient, intent and window.
     Key(keys::KeyArgs),
     /// Print the payload hash of a JSON document (or its canonical JSON).
@@ -57,16 +86,64 @@ enum Command {
     /// Run a send command at most once for a key.
     #[command(after_help = EXIT_CODES)]
     Run(run::RunArgs),
+    /// Print a shell completion script.
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (roff).
+    Man,
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Every command here is headless; `--headless` matters once `tui` exists.
+    let _ = cli.headless;
     let exit = match cli.command {
+        Command::Audit(args) => audit::audit(&args),
+        Command::Resolve(args) => entries::resolve(&args),
+        Command::Ls(args) => entries::ls(&args),
+        Command::Show(args) => entries::show(&args),
+        Command::Reset(args) => entries::reset(&args),
+        Command::Gc(args) => entries::gc(&args),
+        Command::Decisions(args) => entries::decisions(&args),
         Command::Key(args) => keys::key(&args),
         Command::Hash(args) => keys::hash(&args),
         Command::Run(args) => run::run(args),
+        Command::Completions(args) => docs::completions(&args),
+        Command::Man => docs::man(),
     };
     exit.into()
+}
+
+/// The async runtime a command runs its ledger calls on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| fail(Exit::Refused, format!("cannot start: {e}")))
+}
+
+/// Reports a ledger error with its exit code: 1 for a refusal (no such key, a sent
+/// entry), 2 for anything that kept the command from running.
+pub fn store_failure(e: send_once::ledger::LedgerError) -> Exit {
+    use send_once::ledger::LedgerError;
+    let exit = match e {
+        LedgerError::NotFound(_)
+        | LedgerError::AlreadySent(_)
+        | LedgerError::ResetSentNeedsForce(_) => Exit::Failed,
+        _ => Exit::Refused,
+    };
+    fail(exit, send_once::text::visible_inline(&e.to_string()))
+}
+
+/// The clap definition, for completions and the man page.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+/// Prints JSON for `--json`: what `JSON.stringify(value, null, 2)` prints, with any
+/// character that would act on a terminal written as an escape.
+pub fn print_json(value: &serde_json::Value) {
+    let text = send_once::ledger::jsjson::stringify_pretty(value);
+    print_stdout(&format!("{}\n", send_once::text::safe_json(&text)));
 }
 
 /// Tells the person something on stderr.

@@ -1,18 +1,16 @@
 //! `send-once run`: claim the key, run the send command, record what happened.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Map, Value};
 
-use send_once::ledger::sqlite::{Access, SqliteStore};
-use send_once::ledger::{
-    Ledger, LedgerError, Outcome, Receipt, SendError, canonical, duration, jsjson,
-};
+use send_once::ledger::sqlite::Access;
+use send_once::ledger::{LedgerError, Outcome, Receipt, SendError, canonical, duration, jsjson};
 
 use super::keys::key_of;
+use super::ledger_arg::open_ledger;
 use super::send_command::{self, Ending, SendCommand};
 use super::{Exit, display_path, fail, note, print_stdout, read_text_arg};
 
@@ -179,22 +177,18 @@ pub fn run(args: RunArgs) -> Exit {
         Ok(plan) => plan,
         Err(message) => return fail(Exit::Refused, message),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail(Exit::Refused, format!("cannot start: {e}")),
+        Err(exit) => return exit,
     };
     runtime.block_on(run_planned(args, plan))
 }
 
 async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
-    let store = match SqliteStore::open(&args.ledger, Access::Create) {
-        Ok(store) => store,
+    let ledger = match open_ledger(&args.ledger, Access::Create) {
+        Ok(ledger) => ledger,
         Err(e) => return fail(Exit::Refused, e),
     };
-    let ledger = Ledger::new(Arc::new(store));
     let mut not_started: Option<NotStarted> = None;
     let failed_exit = args.failed_exit.clone();
     let timeout_text = plan.timeout.as_ref().map(|(_, t)| t.clone());

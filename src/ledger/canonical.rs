@@ -103,6 +103,11 @@ impl JsValue {
 }
 
 /// A JavaScript number as a JSON value: whole numbers as integers, non-finite as null.
+/// A JavaScript number as a JSON value (see [`JsValue::to_serde`]).
+pub fn number_value(n: f64) -> Value {
+    number_to_serde(n)
+}
+
 pub(crate) fn number_to_serde(n: f64) -> Value {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
     if n.fract() == 0.0 && (-TWO_63..TWO_63).contains(&n) {

@@ -6,14 +6,16 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use super::decision::Decision;
 use super::entry::Entry;
-use super::store::{Durability, ListFilter, Store, StoreError, same_claim};
+use super::store::{Durability, GcQuery, ListFilter, Store, StoreError, gc_removes, same_claim};
 
 #[derive(Default)]
 pub struct MemoryStore {
     // Entries are kept as their JSON text, as the stores that persist keep them, so a
     // round trip through this store behaves like one through a file.
     entries: Mutex<HashMap<String, String>>,
+    decisions: Mutex<Vec<Decision>>,
 }
 
 impl MemoryStore {
@@ -29,6 +31,7 @@ impl MemoryStore {
             .collect();
         MemoryStore {
             entries: Mutex::new(map),
+            decisions: Mutex::default(),
         }
     }
 
@@ -84,5 +87,37 @@ impl Store for MemoryStore {
             .collect();
         entries.sort_by(|a, b| a.claimed_at().cmp(b.claimed_at()));
         Ok(entries)
+    }
+
+    async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
+        let mut log = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut decision = decision.clone();
+        decision.id = Some(log.len() as i64 + 1);
+        log.push(decision);
+        Ok(())
+    }
+
+    async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
+        let log = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(log
+            .iter()
+            .filter(|d| subject.is_none_or(|s| d.subject == s))
+            .cloned()
+            .collect())
+    }
+
+    async fn remove_settled(&self, query: &GcQuery) -> Result<u64, StoreError> {
+        let mut map = self.lock();
+        let doomed: Vec<String> = map
+            .iter()
+            .filter(|(_, text)| load(text).is_some_and(|e| gc_removes(query, &e)))
+            .map(|(key, _)| key.clone())
+            .collect();
+        if !query.dry_run {
+            for key in &doomed {
+                map.remove(key);
+            }
+        }
+        Ok(doomed.len() as u64)
     }
 }

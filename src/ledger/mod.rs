@@ -6,9 +6,11 @@
 //! person settle what the ledger could not confirm.
 
 pub mod canonical;
+pub mod decision;
 pub mod duration;
 pub mod entry;
 pub mod jsjson;
+pub mod jsonl;
 pub mod key;
 pub mod memory;
 pub mod sqlite;
@@ -20,8 +22,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+pub use decision::{Decision, DecisionOutcome};
 pub use entry::{Entry, Status};
-pub use store::{Durability, ListFilter, Store, StoreError};
+pub use store::{Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError};
 
 /// Rounds of "someone else changed it first, look again" before giving up.
 const MAX_ROUNDS: usize = 5;
@@ -159,6 +162,15 @@ pub enum LedgerError {
         "{0} is recorded as sent. It cannot be marked failed, because a failed entry may be sent again."
     )]
     AlreadySent(String),
+    #[error(
+        "{0} is recorded as sent. Resetting it lets it be sent again; if that is what you want, use --force"
+    )]
+    ResetSentNeedsForce(String),
+    #[error("{prefix} matches {} keys ({}); give more of the key", .matches.len(), list_keys(.matches))]
+    AmbiguousKey {
+        prefix: String,
+        matches: Vec<String>,
+    },
     #[error("an entry can be resolved as sent or failed, not pending")]
     ResolveToPending,
     #[error("gave up on {0}: it kept changing underneath")]
@@ -174,6 +186,23 @@ pub enum LedgerError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+fn list_keys(keys: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = keys
+        .iter()
+        .take(SHOWN)
+        .map(|k| crate::text::visible_inline(k).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if keys.len() > SHOWN {
+        text.push_str(", ...");
+    }
+    text
+}
+
+/// How many keys a prefix lookup asks the store for: enough to say "ambiguous".
+const PREFIX_MATCHES_SHOWN: usize = 10;
 
 /// Who settled an entry, and why.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -373,7 +402,8 @@ impl Ledger {
 
     /// Settles an entry by hand: pending to sent or failed, failed to sent. Settling to
     /// the status it already has changes nothing. A sent entry is never marked failed,
-    /// because failed means "may be sent again".
+    /// because failed means "may be sent again". Every call that finds its entry is
+    /// recorded in the decision log, with what came of it.
     pub async fn resolve(
         &self,
         key: &str,
@@ -390,16 +420,38 @@ impl Ledger {
             let Some(current) = self.store.get(key).await? else {
                 return Err(LedgerError::NotFound(key.to_owned()));
             };
+            let at = self.iso_now();
+            let mut detail = Map::new();
+            detail.insert("status".into(), status.as_str().into());
+            detail.insert("from".into(), current.status().as_str().into());
+            if let Some(id) = details.provider_id.as_deref().filter(|s| !s.is_empty()) {
+                detail.insert("providerId".into(), id.into());
+            }
+            let decision = |outcome, detail: Map<String, Value>| Decision {
+                id: None,
+                at: at.clone(),
+                by: details.by.clone(),
+                action: "resolve".into(),
+                subject: key.to_owned(),
+                note: details.note.clone(),
+                outcome,
+                detail: Value::Object(detail),
+            };
             if current.status() == status {
+                self.log(&decision(DecisionOutcome::Unchanged, detail))
+                    .await?;
                 return Ok(Resolved {
                     entry: current,
                     changed: false,
                 });
             }
             if current.status() == Status::Sent {
+                let mut detail = detail;
+                detail.insert("reason".into(), "already sent".into());
+                self.log(&decision(DecisionOutcome::Refused, detail))
+                    .await?;
                 return Err(LedgerError::AlreadySent(key.to_owned()));
             }
-            let at = self.iso_now();
             let mut next = current.clone();
             next.set_status(status);
             next.set("updatedAt", at.clone());
@@ -408,14 +460,86 @@ impl Ledger {
             resolution.insert("from".into(), current.status().as_str().into());
             resolution.insert("by".into(), details.by.clone().into());
             resolution.insert("note".into(), details.note.clone().into());
-            resolution.insert("at".into(), at.into());
+            resolution.insert("at".into(), at.clone().into());
             next.set("resolution", Value::Object(resolution));
             if let Some(id) = details.provider_id.as_deref().filter(|s| !s.is_empty()) {
                 next.set("providerId", id);
             }
             if self
                 .store
-                .transition(&current, &next, Durability::Now)
+                .transition_decided(&current, &next, &decision(DecisionOutcome::Changed, detail))
+                .await?
+            {
+                return Ok(Resolved {
+                    entry: next,
+                    changed: true,
+                });
+            }
+            // Someone changed it first: the next round reads what they decided.
+        }
+        Err(LedgerError::Contended(key.to_owned()))
+    }
+
+    /// Makes a key sendable again, after a person has checked that it did not go out:
+    /// the entry becomes failed, with a `reset` record of who did it and why. A sent
+    /// entry is reset only with `force`. The decision log records every call.
+    pub async fn reset(
+        &self,
+        key: &str,
+        details: &ResolveDetails,
+        force: bool,
+    ) -> Result<Resolved, LedgerError> {
+        if key.is_empty() {
+            return Err(LedgerError::EmptyKey);
+        }
+        for _ in 0..MAX_ROUNDS {
+            let Some(current) = self.store.get(key).await? else {
+                return Err(LedgerError::NotFound(key.to_owned()));
+            };
+            let at = self.iso_now();
+            let mut detail = Map::new();
+            detail.insert("from".into(), current.status().as_str().into());
+            detail.insert("force".into(), force.into());
+            let decision = |outcome, detail: Map<String, Value>| Decision {
+                id: None,
+                at: at.clone(),
+                by: details.by.clone(),
+                action: "reset".into(),
+                subject: key.to_owned(),
+                note: details.note.clone(),
+                outcome,
+                detail: Value::Object(detail),
+            };
+            match current.status() {
+                Status::Failed => {
+                    self.log(&decision(DecisionOutcome::Unchanged, detail))
+                        .await?;
+                    return Ok(Resolved {
+                        entry: current,
+                        changed: false,
+                    });
+                }
+                Status::Sent if !force => {
+                    let mut detail = detail;
+                    detail.insert("reason".into(), "a sent entry needs --force".into());
+                    self.log(&decision(DecisionOutcome::Refused, detail))
+                        .await?;
+                    return Err(LedgerError::ResetSentNeedsForce(key.to_owned()));
+                }
+                _ => {}
+            }
+            let mut next = current.clone();
+            next.set_status(Status::Failed);
+            next.set("updatedAt", at.clone());
+            let mut reset = Map::new();
+            reset.insert("from".into(), current.status().as_str().into());
+            reset.insert("by".into(), details.by.clone().into());
+            reset.insert("note".into(), details.note.clone().into());
+            reset.insert("at".into(), at.clone().into());
+            next.set("reset", Value::Object(reset));
+            if self
+                .store
+                .transition_decided(&current, &next, &decision(DecisionOutcome::Changed, detail))
                 .await?
             {
                 return Ok(Resolved {
@@ -425,6 +549,54 @@ impl Ledger {
             }
         }
         Err(LedgerError::Contended(key.to_owned()))
+    }
+
+    /// The key a person meant: the key itself if it exists, else the one key that
+    /// starts with it.
+    pub async fn find_key(&self, given: &str) -> Result<String, LedgerError> {
+        if given.is_empty() {
+            return Err(LedgerError::EmptyKey);
+        }
+        if self.store.get(given).await?.is_some() {
+            return Ok(given.to_owned());
+        }
+        let mut matches = self
+            .store
+            .keys_with_prefix(given, PREFIX_MATCHES_SHOWN + 1)
+            .await?;
+        match matches.len() {
+            0 => Err(LedgerError::NotFound(given.to_owned())),
+            1 => Ok(matches.remove(0)),
+            _ => Err(LedgerError::AmbiguousKey {
+                prefix: given.to_owned(),
+                matches,
+            }),
+        }
+    }
+
+    /// Appends a decision that changed nothing. A store without a decision log
+    /// (a hand-written one for tests) is allowed to skip it.
+    async fn log(&self, decision: &Decision) -> Result<(), StoreError> {
+        match self.store.append_decision(decision).await {
+            Err(StoreError::Unsupported(_)) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// What an audit reports: counts, and the pending entries claimed at least
+    /// `older_than_ms` ago, oldest first (ties in the store's order).
+    pub async fn audit(&self, older_than_ms: f64) -> Result<Audit, LedgerError> {
+        let now = self.now();
+        let mut census = self.store.census().await?;
+        let pending = std::mem::take(&mut census.pending_entries);
+        let unknown = oldest_unknown(pending, now as f64 - older_than_ms);
+        Ok(Audit {
+            now,
+            older_than_ms,
+            in_flight: census.pending.saturating_sub(unknown.len() as u64),
+            census,
+            unknown,
+        })
     }
 
     pub async fn get(&self, key: &str) -> Result<Option<Entry>, LedgerError> {
@@ -439,20 +611,42 @@ impl Ledger {
     /// claim time cannot be read is left out, as the Node library leaves it out.
     pub async fn pending(&self, older_than_ms: Option<f64>) -> Result<Vec<Entry>, LedgerError> {
         let cutoff = self.now() as f64 - older_than_ms.unwrap_or(0.0);
-        let mut found: Vec<(i64, Entry)> = self
+        let pending = self
             .store
             .list(ListFilter {
                 status: Some(Status::Pending),
             })
-            .await?
-            .into_iter()
-            .filter(|e| e.status() == Status::Pending)
-            .filter_map(|e| time::parse_date(e.claimed_at()).map(|at| (at, e)))
-            .filter(|(at, _)| *at as f64 <= cutoff)
-            .collect();
-        found.sort_by_key(|(at, _)| *at);
-        Ok(found.into_iter().map(|(_, e)| e).collect())
+            .await?;
+        Ok(oldest_unknown(pending, cutoff))
     }
+}
+
+/// The pending entries claimed at or before `cutoff` (ms), oldest first; the sort is
+/// stable, so ties keep the store's order, as the Node library's do. An entry whose
+/// claim time cannot be read is left out, as the Node library leaves it out.
+fn oldest_unknown(entries: Vec<Entry>, cutoff: f64) -> Vec<Entry> {
+    let mut found: Vec<(i64, Entry)> = entries
+        .into_iter()
+        .filter(|e| e.status() == Status::Pending)
+        .filter_map(|e| time::parse_date(e.claimed_at()).map(|at| (at, e)))
+        .filter(|(at, _)| *at as f64 <= cutoff)
+        .collect();
+    found.sort_by_key(|(at, _)| *at);
+    found.into_iter().map(|(_, e)| e).collect()
+}
+
+/// What `Ledger::audit` found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Audit {
+    /// When it was taken (ms since the epoch).
+    pub now: i64,
+    pub older_than_ms: f64,
+    /// Counts by status (its `pending_entries` moved to `unknown`).
+    pub census: Census,
+    /// Pending entries at least `older_than_ms` old, oldest first.
+    pub unknown: Vec<Entry>,
+    /// Pending entries younger than that (or with an unreadable claim time).
+    pub in_flight: u64,
 }
 
 enum Acquired {

@@ -21,8 +21,11 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use super::entry::Entry;
-use super::store::{Durability, ListFilter, Store, StoreError};
+use super::decision::Decision;
+use super::entry::{Entry, Status};
+use super::store::{
+    Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, gc_removes,
+};
 
 /// The oldest SQLite this store runs on: earlier releases have WAL bugs that can lose a
 /// committed transaction.
@@ -48,6 +51,23 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS send_once_status_claimed_at ON send_once (status, claimed_at);",
+    // 2: the decision log. Append-only: the triggers refuse any change to a logged
+    // decision, whoever tries.
+    "CREATE TABLE IF NOT EXISTS send_once_decisions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        by TEXT,
+        action TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        note TEXT,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS send_once_decisions_subject ON send_once_decisions (subject, id);
+    CREATE TRIGGER IF NOT EXISTS send_once_decisions_no_update BEFORE UPDATE ON send_once_decisions
+    BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS send_once_decisions_no_delete BEFORE DELETE ON send_once_decisions
+    BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -69,13 +89,33 @@ pub struct SqliteStore {
 
 enum WriteOp {
     Claim(Entry),
-    Transition { current: Entry, next: Entry },
+    Transition {
+        current: Entry,
+        next: Entry,
+    },
+    /// A transition and its decision, in one transaction.
+    TransitionDecided {
+        current: Entry,
+        next: Entry,
+        decision: Decision,
+    },
+    AppendDecision(Decision),
+    /// `gc`: each row is deleted only if it still has the status and update time it
+    /// was judged by.
+    Remove(Vec<RemoveRow>),
+}
+
+struct RemoveRow {
+    key: String,
+    status: String,
+    updated_at: String,
 }
 
 struct WriteJob {
     op: WriteOp,
     durability: Durability,
-    reply: oneshot::Sender<Result<bool, StoreError>>,
+    /// Rows written (0 when a compare-and-set or insert-if-absent lost).
+    reply: oneshot::Sender<Result<u64, StoreError>>,
 }
 
 impl SqliteStore {
@@ -108,7 +148,7 @@ impl SqliteStore {
         &self.path
     }
 
-    async fn write(&self, op: WriteOp, durability: Durability) -> Result<bool, StoreError> {
+    async fn write(&self, op: WriteOp, durability: Durability) -> Result<u64, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.writer
             .send(WriteJob {
@@ -139,8 +179,10 @@ impl SqliteStore {
 #[async_trait]
 impl Store for SqliteStore {
     async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
-        self.write(WriteOp::Claim(entry.clone()), Durability::Now)
-            .await
+        Ok(self
+            .write(WriteOp::Claim(entry.clone()), Durability::Now)
+            .await?
+            > 0)
     }
 
     async fn transition(
@@ -153,7 +195,7 @@ impl Store for SqliteStore {
             current: current.clone(),
             next: next.clone(),
         };
-        self.write(op, durability).await
+        Ok(self.write(op, durability).await? > 0)
     }
 
     async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
@@ -184,6 +226,214 @@ impl Store for SqliteStore {
             })
             .await?;
         texts.iter().map(|t| self.parse_entry(t)).collect()
+    }
+
+    async fn census(&self) -> Result<Census, StoreError> {
+        // Both answered from the (status, claimed_at) index: a count per status, and
+        // the pending rows only.
+        let (counts, pending): (Vec<(String, i64)>, Vec<String>) = self
+            .read(|conn| {
+                let counts = conn
+                    .prepare_cached("SELECT status, count(*) FROM send_once GROUP BY status")?
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                let pending = conn
+                    .prepare_cached(
+                        "SELECT entry FROM send_once WHERE status = 'pending' ORDER BY claimed_at",
+                    )?
+                    .query_map([], |row| row.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                Ok((counts, pending))
+            })
+            .await?;
+        let mut census = Census::default();
+        for (status, n) in counts {
+            let n = n as u64;
+            match Status::parse(&status) {
+                Some(Status::Sent) => census.sent += n,
+                Some(Status::Failed) => census.failed += n,
+                Some(Status::Pending) => census.pending += n,
+                None => {
+                    census.skipped += n;
+                    continue;
+                }
+            }
+            census.total += n;
+        }
+        for text in pending {
+            match Entry::from_json(&text) {
+                Ok(entry) => census.pending_entries.push(entry),
+                // A row that is not an entry is counted as skipped, as a line would
+                // be, rather than stopping the whole audit.
+                Err(_) => {
+                    census.pending -= 1;
+                    census.total -= 1;
+                    census.skipped += 1;
+                }
+            }
+        }
+        Ok(census)
+    }
+
+    async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
+        let query = query.clone();
+        let texts: Vec<String> = self
+            .read(move |conn| {
+                let status = query.status.map(Status::as_str);
+                conn.prepare_cached(
+                    "SELECT entry FROM send_once \
+                     WHERE (?1 IS NULL OR status = ?1) \
+                     AND (?2 IS NULL OR instr(lower(key), lower(?2)) > 0) \
+                     ORDER BY claimed_at DESC, key LIMIT ?3 OFFSET ?4",
+                )?
+                .query_map(
+                    params![
+                        status,
+                        query.search,
+                        i64::try_from(query.limit).unwrap_or(i64::MAX),
+                        i64::try_from(query.offset).unwrap_or(i64::MAX),
+                    ],
+                    |row| row.get(0),
+                )?
+                .collect()
+            })
+            .await?;
+        texts.iter().map(|t| self.parse_entry(t)).collect()
+    }
+
+    async fn keys_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.to_owned();
+        self.read(move |conn| {
+            // A range scan of the primary key: keys sort as their UTF-8 bytes, so the
+            // ones with the prefix come first from it.
+            let keys: Vec<String> = conn
+                .prepare_cached("SELECT key FROM send_once WHERE key >= ?1 ORDER BY key LIMIT ?2")?
+                .query_map(
+                    params![prefix, i64::try_from(limit).unwrap_or(i64::MAX)],
+                    |row| row.get(0),
+                )?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(keys
+                .into_iter()
+                .take_while(|k| k.starts_with(&prefix))
+                .collect())
+        })
+        .await
+    }
+
+    async fn transition_decided(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        let op = WriteOp::TransitionDecided {
+            current: current.clone(),
+            next: next.clone(),
+            decision: decision.clone(),
+        };
+        Ok(self.write(op, Durability::Now).await? > 0)
+    }
+
+    async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
+        self.write(WriteOp::AppendDecision(decision.clone()), Durability::Now)
+            .await?;
+        Ok(())
+    }
+
+    async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
+        let subject = subject.map(str::to_owned);
+        type Row = (
+            i64,
+            String,
+            Option<String>,
+            String,
+            String,
+            Option<String>,
+            String,
+            String,
+        );
+        let rows: Vec<Row> = self
+            .read(move |conn| {
+                conn.prepare_cached(
+                    "SELECT id, at, by, action, subject, note, outcome, detail \
+                     FROM send_once_decisions WHERE (?1 IS NULL OR subject = ?1) ORDER BY id",
+                )?
+                .query_map([subject], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                    ))
+                })?
+                .collect()
+            })
+            .await?;
+        rows.into_iter()
+            .map(|(id, at, by, action, subject, note, outcome, detail)| {
+                let outcome = serde_json::from_value(serde_json::Value::String(outcome.clone()))
+                    .map_err(|_| StoreError::Corrupt {
+                        path: self.path.clone(),
+                        detail: format!("decision {id} has an unknown outcome {outcome:?}"),
+                    })?;
+                Ok(Decision {
+                    id: Some(id),
+                    at,
+                    by,
+                    action,
+                    subject,
+                    note,
+                    outcome,
+                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+                })
+            })
+            .collect()
+    }
+
+    async fn remove_settled(&self, query: &GcQuery) -> Result<u64, StoreError> {
+        let statuses: Vec<&'static str> = query
+            .statuses
+            .iter()
+            .filter(|s| **s != Status::Pending)
+            .map(|s| s.as_str())
+            .collect();
+        let mut rows: Vec<(String, String, String, String)> = Vec::new();
+        for status in statuses {
+            let found: Vec<(String, String, String, String)> = self
+                .read(move |conn| {
+                    conn.prepare_cached(
+                        "SELECT key, status, updated_at, entry FROM send_once WHERE status = ?1",
+                    )?
+                    .query_map([status], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    })?
+                    .collect()
+                })
+                .await?;
+            rows.extend(found);
+        }
+        let doomed: Vec<RemoveRow> = rows
+            .into_iter()
+            .filter(|(_, _, _, entry)| Entry::from_json(entry).is_ok_and(|e| gc_removes(query, &e)))
+            .map(|(key, status, updated_at, _)| RemoveRow {
+                key,
+                status,
+                updated_at,
+            })
+            .collect();
+        if query.dry_run || doomed.is_empty() {
+            return Ok(doomed.len() as u64);
+        }
+        self.write(WriteOp::Remove(doomed), Durability::Now).await
     }
 }
 
@@ -423,7 +673,7 @@ fn commit_batch(
     batch: &[WriteJob],
     want_full: bool,
     synchronous_full: &mut Option<bool>,
-) -> rusqlite::Result<Vec<rusqlite::Result<bool>>> {
+) -> rusqlite::Result<Vec<rusqlite::Result<u64>>> {
     if *synchronous_full != Some(want_full) {
         conn.pragma_update(
             None,
@@ -455,7 +705,7 @@ fn commit_batch(
     Ok(results)
 }
 
-fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<bool> {
+fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
     match op {
         WriteOp::Claim(entry) => {
             let changed = conn
@@ -470,29 +720,72 @@ fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<bool> {
                     entry.claimed_at(),
                     entry.updated_at().unwrap_or(entry.claimed_at()),
                 ])?;
-            Ok(changed > 0)
+            Ok(changed as u64)
         }
-        WriteOp::Transition { current, next } => {
-            // The Node statement, plus the claim's time and attempt count, so that only
-            // the claim that was read can be replaced (see `Store::transition`).
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE send_once SET status = ?3, entry = ?4, claimed_at = ?5, updated_at = ?6 \
+        WriteOp::Transition { current, next } => transition(conn, current, next),
+        WriteOp::TransitionDecided {
+            current,
+            next,
+            decision,
+        } => {
+            let changed = transition(conn, current, next)?;
+            if changed > 0 {
+                insert_decision(conn, decision)?;
+            }
+            Ok(changed)
+        }
+        WriteOp::AppendDecision(decision) => insert_decision(conn, decision),
+        WriteOp::Remove(rows) => {
+            let mut statement = conn.prepare_cached(
+                "DELETE FROM send_once WHERE key = ?1 AND status = ?2 AND updated_at = ?3",
+            )?;
+            let mut removed = 0;
+            for row in rows {
+                removed += statement.execute(params![row.key, row.status, row.updated_at])? as u64;
+            }
+            Ok(removed)
+        }
+    }
+}
+
+fn insert_decision(conn: &Connection, decision: &Decision) -> rusqlite::Result<u64> {
+    conn.prepare_cached(
+        "INSERT INTO send_once_decisions (at, by, action, subject, note, outcome, detail) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        decision.at,
+        decision.by,
+        decision.action,
+        decision.subject,
+        decision.note,
+        decision.outcome.as_str(),
+        decision.detail.to_string(),
+    ])
+    .map(|n| n as u64)
+}
+
+fn transition(conn: &Connection, current: &Entry, next: &Entry) -> rusqlite::Result<u64> {
+    {
+        // The Node statement, plus the claim's time and attempt count, so that only
+        // the claim that was read can be replaced (see `Store::transition`).
+        let changed = conn
+            .prepare_cached(
+                "UPDATE send_once SET status = ?3, entry = ?4, claimed_at = ?5, updated_at = ?6 \
                      WHERE key = ?1 AND status = ?2 AND claimed_at = ?7 \
                      AND json_extract(entry, '$.attempts') IS ?8",
-                )?
-                .execute(params![
-                    next.key(),
-                    current.status().as_str(),
-                    next.status().as_str(),
-                    next.to_json(),
-                    next.claimed_at(),
-                    next.updated_at().unwrap_or(next.claimed_at()),
-                    current.claimed_at(),
-                    attempts_param(current),
-                ])?;
-            Ok(changed > 0)
-        }
+            )?
+            .execute(params![
+                next.key(),
+                current.status().as_str(),
+                next.status().as_str(),
+                next.to_json(),
+                next.claimed_at(),
+                next.updated_at().unwrap_or(next.claimed_at()),
+                current.claimed_at(),
+                attempts_param(current),
+            ])?;
+        Ok(changed as u64)
     }
 }
 
@@ -561,7 +854,7 @@ mod tests {
         let mut state = None;
         let batch = [job(WriteOp::Claim(claim.clone()), Durability::Now)];
         let results = commit_batch(&conn, &batch, true, &mut state).expect("commit");
-        assert!(matches!(results[..], [Ok(true)]));
+        assert!(matches!(results[..], [Ok(1)]));
         assert_eq!(synchronous(&conn), 2, "FULL");
 
         let mut sent = claim.clone();
@@ -574,7 +867,7 @@ mod tests {
             Durability::Lazy,
         )];
         let results = commit_batch(&conn, &batch, false, &mut state).expect("commit");
-        assert!(matches!(results[..], [Ok(true)]));
+        assert!(matches!(results[..], [Ok(1)]));
         assert_eq!(synchronous(&conn), 1, "NORMAL for a completion alone");
     }
 
@@ -609,7 +902,10 @@ mod tests {
             ),
         ];
         let results = commit_batch(&conn, &batch, true, &mut None).expect("commit");
-        let won: Vec<bool> = results.into_iter().map(|r| r.expect("no error")).collect();
+        let won: Vec<bool> = results
+            .into_iter()
+            .map(|r| r.expect("no error") > 0)
+            .collect();
         assert_eq!(won, [true, false, true]);
     }
 }

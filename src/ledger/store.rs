@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 
+use super::decision::Decision;
 use super::entry::{Entry, Status};
 
 /// True when `stored` is the same claim as `expected`: what a compare-and-set compares.
@@ -31,7 +32,7 @@ pub enum Durability {
 pub enum StoreError {
     #[error("{0} is a directory, not a ledger file")]
     IsDirectory(PathBuf),
-    #[error("{0} does not exist")]
+    #[error("no such ledger: {0}")]
     NotFound(PathBuf),
     #[error("{path} is not a send-once ledger: {why}")]
     NotALedger { path: PathBuf, why: String },
@@ -47,6 +48,14 @@ pub enum StoreError {
     SqliteTooOld { found: String, needed: String },
     #[error("the ledger {0} is busy: another process held its lock for too long; try again")]
     Busy(PathBuf),
+    #[error(
+        "could not lock {path} within {waited_ms}ms: {lock} is held. If no process using this ledger is running, delete the lock file"
+    )]
+    LockTimeout {
+        path: PathBuf,
+        lock: PathBuf,
+        waited_ms: u64,
+    },
     #[error("the disk holding {0} is full; nothing was written")]
     DiskFull(PathBuf),
     #[error("{0} is read-only; this command needs to write to it")]
@@ -62,12 +71,96 @@ pub enum StoreError {
     Database { path: PathBuf, detail: String },
     #[error("the ledger's writer has stopped")]
     Closed,
+    #[error("{0} is not supported by this store")]
+    Unsupported(&'static str),
 }
 
 /// Which entries `list` returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ListFilter {
     pub status: Option<Status>,
+}
+
+/// What the whole ledger holds, for the audit: counts by status and the pending
+/// entries (the only ones an audit prints). Stores answer it without loading every
+/// entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Census {
+    pub total: u64,
+    pub sent: u64,
+    pub failed: u64,
+    pub pending: u64,
+    /// Lines (or rows) that are not ledger entries: torn writes, foreign text.
+    pub skipped: u64,
+    /// Every pending entry, in the store's order.
+    pub pending_entries: Vec<Entry>,
+}
+
+impl Census {
+    pub fn from_entries(entries: impl IntoIterator<Item = Entry>) -> Census {
+        let mut census = Census::default();
+        for entry in entries {
+            census.total += 1;
+            match entry.status() {
+                Status::Sent => census.sent += 1,
+                Status::Failed => census.failed += 1,
+                Status::Pending => {
+                    census.pending += 1;
+                    census.pending_entries.push(entry);
+                }
+            }
+        }
+        census
+    }
+}
+
+/// One page of entries, for `ls` and the TUI's ledger view.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageQuery {
+    pub status: Option<Status>,
+    /// Keys containing this text (case-insensitive), when given.
+    pub search: Option<String>,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// Newest claim first, by the claim's time; entries whose claim time cannot be read
+/// go last. The order `PageQuery` pages through.
+pub fn newest_first(entries: &mut [Entry]) {
+    entries.sort_by_cached_key(|e| {
+        std::cmp::Reverse(super::time::parse_date(e.claimed_at()).unwrap_or(i64::MIN))
+    });
+}
+
+/// Whether an entry passes a page's status and search filters.
+pub fn page_matches(query: &PageQuery, entry: &Entry) -> bool {
+    query.status.is_none_or(|s| entry.status() == s)
+        && query
+            .search
+            .as_deref()
+            .is_none_or(|needle| entry.key().to_lowercase().contains(&needle.to_lowercase()))
+}
+
+/// Which settled entries `gc` removes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GcQuery {
+    /// Only sent and failed are ever accepted; the CLI refuses pending.
+    pub statuses: Vec<Status>,
+    /// Entries last updated before this time (ms since the epoch) go.
+    pub updated_before_ms: i64,
+    /// Count, but remove nothing.
+    pub dry_run: bool,
+}
+
+/// True when `gc` may remove `entry`: settled, of a listed status, and last updated
+/// (by a readable time) before the cut-off. Never a pending entry.
+pub fn gc_removes(query: &GcQuery, entry: &Entry) -> bool {
+    entry.status() != Status::Pending
+        && query.statuses.contains(&entry.status())
+        && entry
+            .updated_at()
+            .and_then(super::time::parse_date)
+            .is_some_and(|at| at < query.updated_before_ms)
 }
 
 #[async_trait]
@@ -93,4 +186,78 @@ pub trait Store: Send + Sync {
     /// Every entry, or those with the given status, oldest claim first where the store
     /// can tell. Returning more than asked for is allowed; callers filter again.
     async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError>;
+
+    /// Counts by status and the pending entries. The default loads every entry; the
+    /// real stores answer from an index or a streaming read.
+    async fn census(&self) -> Result<Census, StoreError> {
+        Ok(Census::from_entries(
+            self.list(ListFilter::default()).await?,
+        ))
+    }
+
+    /// A page of entries, newest claim first.
+    async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
+        let mut entries = self
+            .list(ListFilter {
+                status: query.status,
+            })
+            .await?;
+        entries.retain(|e| page_matches(query, e));
+        newest_first(&mut entries);
+        Ok(entries
+            .into_iter()
+            .skip(query.offset)
+            .take(query.limit)
+            .collect())
+    }
+
+    /// Up to `limit` keys starting with `prefix`, for commands that take a key prefix.
+    async fn keys_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut keys: Vec<String> = self
+            .list(ListFilter::default())
+            .await?
+            .into_iter()
+            .map(|e| e.key().to_owned())
+            .filter(|k| k.starts_with(prefix))
+            .collect();
+        keys.sort();
+        keys.truncate(limit);
+        Ok(keys)
+    }
+
+    /// A person's transition, with its decision appended in the same write where the
+    /// store can (SQLite: one transaction). The decision is logged only if the
+    /// transition happened.
+    async fn transition_decided(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        let changed = self.transition(current, next, Durability::Now).await?;
+        if changed {
+            self.append_decision(decision).await?;
+        }
+        Ok(changed)
+    }
+
+    /// Appends to the decision log, durably.
+    async fn append_decision(&self, _decision: &Decision) -> Result<(), StoreError> {
+        Err(StoreError::Unsupported("the decision log"))
+    }
+
+    /// The decision log, oldest first; only those about `subject` when given.
+    async fn decisions(&self, _subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
+        Err(StoreError::Unsupported("the decision log"))
+    }
+
+    /// Removes (or, dry, counts) the settled entries `query` selects. Never a pending
+    /// one: the removal is conditional on the entry being the one that was judged.
+    async fn remove_settled(&self, _query: &GcQuery) -> Result<u64, StoreError> {
+        Err(StoreError::Unsupported("gc"))
+    }
 }

@@ -1,0 +1,353 @@
+//! `send-once audit`: what is unknown in a ledger, and how to settle it. The report is
+//! the Node CLI's, word for word, so a shift that knows one reads the other; what an
+//! agent wrote (keys, meta, errors) is made visible rather than printed raw.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{Map, Value};
+
+use send_once::ledger::canonical::number_value;
+use send_once::ledger::key::is_js_whitespace;
+use send_once::ledger::sqlite::Access;
+use send_once::ledger::{Audit, Entry, duration, jsjson, time};
+use send_once::text::visible_inline;
+
+use super::ledger_arg::{ledger_or_default, open_ledger, use_colour};
+use super::{Exit, fail, print_json, print_stdout};
+
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  nothing unknown
+  1  something unknown: a person must check each listed send with the provider
+  2  could not run (missing ledger, not a ledger, bad flag or duration)";
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<PathBuf>,
+    /// Leave out entries claimed more recently than this (30s, 10m, 12h, 2d), which may still be sending
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+    /// Machine-readable output
+    #[arg(long)]
+    pub json: bool,
+    /// Plain text, no colour (also NO_COLOR, or when stdout is not a terminal)
+    #[arg(long = "no-colour", visible_alias = "no-color")]
+    pub no_colour: bool,
+}
+
+pub fn audit(args: &AuditArgs) -> Exit {
+    let older_than_ms = match args.older_than.as_deref().map(duration::parse_duration) {
+        None => 0.0,
+        Some(Ok(ms)) => ms,
+        Some(Err(e)) => return fail(Exit::Refused, format!("--older-than: {e}")),
+    };
+    let path = match ledger_or_default(args.ledger.as_deref()) {
+        Ok(path) => path,
+        Err(e) => return fail(Exit::Refused, e),
+    };
+    let runtime = match super::runtime() {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    let found = runtime.block_on(async {
+        let ledger = open_ledger(&path, Access::ReadWrite)?;
+        ledger.audit(older_than_ms).await
+    });
+    let audit: Audit = match found {
+        Ok(audit) => audit,
+        Err(e) => return super::store_failure(e),
+    };
+    let report = report(&path.display().to_string(), &audit);
+    if args.json {
+        print_json(&report);
+    } else {
+        print_stdout(&format_report(&report, use_colour(args.no_colour)));
+    }
+    if audit.unknown.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    }
+}
+
+/// The report as the Node CLI's `buildAudit` shapes it.
+fn report(ledger: &str, audit: &Audit) -> Value {
+    let now = audit.now;
+    let unknown: Vec<Value> = audit.unknown.iter().map(|e| unknown_send(e, now)).collect();
+    let mut counts = Map::new();
+    counts.insert("total".into(), audit.census.total.into());
+    counts.insert("sent".into(), audit.census.sent.into());
+    counts.insert("failed".into(), audit.census.failed.into());
+    counts.insert("pending".into(), audit.census.pending.into());
+    let mut report = Map::new();
+    report.insert("ledger".into(), ledger.into());
+    report.insert(
+        "checkedAt".into(),
+        time::iso_from_millis(now).map_or(Value::Null, Value::String),
+    );
+    report.insert("olderThanMs".into(), number_value(audit.older_than_ms));
+    report.insert("counts".into(), Value::Object(counts));
+    report.insert("unknown".into(), Value::Array(unknown));
+    report.insert("inFlight".into(), audit.in_flight.into());
+    report.insert("skippedLines".into(), audit.census.skipped.into());
+    Value::Object(report)
+}
+
+fn unknown_send(entry: &Entry, now: i64) -> Value {
+    let age = time::parse_date(entry.claimed_at()).map_or(0, |at| (now - at).max(0));
+    let mut send = Map::new();
+    send.insert("key".into(), entry.key().into());
+    send.insert("claimedAt".into(), entry.claimed_at().into());
+    send.insert("ageMs".into(), age.into());
+    // JSON.stringify leaves out a missing field rather than writing null.
+    if let Some(attempts) = entry.get("attempts") {
+        send.insert("attempts".into(), attempts.clone());
+    }
+    send.insert("meta".into(), entry.meta_value());
+    send.insert(
+        "error".into(),
+        entry.get("error").cloned().unwrap_or(Value::Null),
+    );
+    Value::Object(send)
+}
+
+const RESET: &str = "\x1b[0m";
+const DIM: &str = "\x1b[2m";
+const BOLD: &str = "\x1b[1m";
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+const GREEN: &str = "\x1b[32m";
+const WIDTH: usize = 76;
+
+/// The Node CLI's `formatAudit`, from the report it built.
+fn format_report(report: &Value, colour: bool) -> String {
+    let paint = |code: &str, text: &str| {
+        if colour {
+            format!("{code}{text}{RESET}")
+        } else {
+            text.to_owned()
+        }
+    };
+    let count = |name: &str| report["counts"][name].as_u64().unwrap_or(0);
+    let ledger = visible_inline(report["ledger"].as_str().unwrap_or_default()).into_owned();
+    let unknown = report["unknown"].as_array().cloned().unwrap_or_default();
+    let in_flight = report["inFlight"].as_u64().unwrap_or(0);
+    let skipped = report["skippedLines"].as_u64().unwrap_or(0);
+    let mut lines = vec![String::new()];
+
+    if unknown.is_empty() {
+        lines.push(format!(
+            "{}  {}",
+            paint(GREEN, "OK"),
+            paint(BOLD, &format!("Nothing unresolved in {ledger}"))
+        ));
+    } else {
+        let n = unknown.len();
+        lines.push(format!(
+            "{}  {}",
+            paint(RED, "UNKNOWN"),
+            paint(
+                BOLD,
+                &format!(
+                    "{n} send{} may or may not have gone out",
+                    if n == 1 { "" } else { "s" }
+                )
+            )
+        ));
+    }
+    lines.push(String::new());
+    lines.push(format!("      {:>6} in the ledger", count("total")));
+    lines.push(format!(
+        "      {} sent",
+        paint(GREEN, &format!("{:>6}", count("sent")))
+    ));
+    lines.push(format!(
+        "      {} failed, may be retried",
+        paint(YELLOW, &format!("{:>6}", count("failed")))
+    ));
+    lines.push(format!(
+        "      {} pending",
+        paint(RED, &format!("{:>6}", count("pending")))
+    ));
+
+    for send in &unknown {
+        lines.push(String::new());
+        lines.push(format!(
+            "  {}",
+            visible_inline(send["key"].as_str().unwrap_or_default())
+        ));
+        let attempts = match &send["attempts"] {
+            Value::Null => "?".to_owned(),
+            other => display_value(other),
+        };
+        lines.push(paint(
+            DIM,
+            &format!(
+                "      claimed {}, {} ago, attempt {}",
+                visible_inline(send["claimedAt"].as_str().unwrap_or_default()),
+                duration::format_duration(send["ageMs"].as_f64().unwrap_or(0.0)),
+                visible_inline(&attempts),
+            ),
+        ));
+        for field in meta_fields(&send["meta"]) {
+            lines.push(wrap(&field, WIDTH - 6, "      "));
+        }
+        if is_truthy(&send["error"]) {
+            lines.push(wrap(
+                &format!("last error: {}", display_value(&send["error"])),
+                WIDTH - 6,
+                "      ",
+            ));
+        }
+    }
+
+    let mut notes: Vec<String> = Vec::new();
+    if !unknown.is_empty() {
+        notes.push(
+            "Each of these was claimed and never confirmed. The send may have reached the \
+             provider or may not. send-once will not send them again on its own. Check each \
+             one with the provider, then record what happened:"
+                .to_owned(),
+        );
+    }
+    if in_flight > 0 {
+        notes.push(format!(
+            "{in_flight} more pending {} claimed less than {} ago and may still be sending.",
+            if in_flight == 1 {
+                "entry was"
+            } else {
+                "entries were"
+            },
+            duration::format_duration(report["olderThanMs"].as_f64().unwrap_or(0.0)),
+        ));
+    }
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} line{} not a ledger entry and skipped. A torn last line is left by a \
+             crash mid-write; it never counted.",
+            if skipped == 1 { " was" } else { "s were" }
+        ));
+    }
+    if !notes.is_empty() {
+        lines.push(String::new());
+    }
+    for (i, note) in notes.iter().enumerate() {
+        if i > 0 {
+            lines.push(String::new());
+        }
+        lines.push(wrap(note, WIDTH - 2, "  "));
+        if i == 0 && !unknown.is_empty() {
+            lines.push(format!("    send-once resolve {ledger} <key> sent"));
+            lines.push(format!("    send-once resolve {ledger} <key> failed"));
+        }
+    }
+    lines.push(String::new());
+    format!("{}\n", lines.join("\n"))
+}
+
+/// One "name: value" per meta field that is not null, strings as they are and
+/// anything else as JSON.
+fn meta_fields(meta: &Value) -> Vec<String> {
+    match meta {
+        Value::Null => Vec::new(),
+        Value::Object(fields) => fields
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| format!("{k}: {}", display_value(v)))
+            .collect(),
+        other => vec![format!("meta: {}", display_value(other))],
+    }
+}
+
+fn display_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => jsjson::stringify(other),
+    }
+}
+
+fn is_truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// The Node report's word wrap: words split on JavaScript white space, lines of at
+/// most `width` UTF-16 units where a word allows. Each word is made visible first, so
+/// the width counts what is shown.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut line_len = 0usize;
+    for word in js_split_whitespace(text) {
+        let word = visible_inline(word);
+        let word_len = word.encode_utf16().count();
+        if !line.is_empty() && line_len + word_len + 1 > width {
+            lines.push(std::mem::take(&mut line));
+            line.push_str(&word);
+            line_len = word_len;
+        } else if line.is_empty() {
+            line.push_str(&word);
+            line_len = word_len;
+        } else {
+            line.push(' ');
+            line.push_str(&word);
+            line_len += word_len + 1;
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+        .iter()
+        .map(|l| format!("{indent}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text.split(/\s+/)`: runs of white space separate words; an empty first or last
+/// word stays, as JavaScript keeps it.
+fn js_split_whitespace(text: &str) -> Vec<&str> {
+    let parts: Vec<&str> = text.split(is_js_whitespace).collect();
+    let last = parts.len() - 1;
+    parts
+        .into_iter()
+        .enumerate()
+        .filter(|(i, p)| !p.is_empty() || *i == 0 || *i == last)
+        .map(|(_, p)| p)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_javascripts_empty_ends() {
+        assert_eq!(js_split_whitespace("a  b"), ["a", "b"]);
+        assert_eq!(js_split_whitespace(" a"), ["", "a"]);
+        assert_eq!(js_split_whitespace("a "), ["a", ""]);
+        assert_eq!(js_split_whitespace(""), [""]);
+        assert_eq!(js_split_whitespace(" "), ["", ""]);
+    }
+
+    #[test]
+    fn wrap_keeps_a_trailing_space_for_an_empty_value() {
+        assert_eq!(wrap("empty: ", 70, "  "), "  empty: ");
+    }
+
+    #[test]
+    fn escapes_in_meta_are_shown_not_obeyed() {
+        let shown = wrap("to: a\u{1b}[2Jb\u{202e}", 70, "");
+        assert!(
+            !shown.chars().any(send_once::text::is_suspicious),
+            "{shown}"
+        );
+    }
+}

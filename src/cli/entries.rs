@@ -1,0 +1,515 @@
+//! Commands on ledger entries: `resolve`, `ls`, `show`, `reset`, `gc`, `decisions`.
+//! A key may be given whole or as a unique prefix wherever one entry is meant.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value};
+
+use send_once::ledger::sqlite::Access;
+use send_once::ledger::{
+    Decision, Entry, GcQuery, Ledger, LedgerError, PageQuery, ResolveDetails, Status, duration,
+    jsjson,
+};
+use send_once::text::visible_inline;
+
+use super::ledger_arg::{current_user, ledger_or_default, open_ledger};
+use super::{Exit, fail, print_json, print_stdout, store_failure};
+
+pub const RESOLVE_EXIT_CODES: &str = "\
+Exit codes:
+  0  resolved, or it already had that status
+  1  refused: no such key, or a sent entry marked failed
+  2  could not run (missing ledger, not a ledger, an ambiguous key prefix, bad flag)";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Settled {
+    Sent,
+    Failed,
+}
+
+impl From<Settled> for Status {
+    fn from(s: Settled) -> Status {
+        match s {
+            Settled::Sent => Status::Sent,
+            Settled::Failed => Status::Failed,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StatusArg {
+    Pending,
+    Sent,
+    Failed,
+}
+
+impl From<StatusArg> for Status {
+    fn from(s: StatusArg) -> Status {
+        match s {
+            StatusArg::Pending => Status::Pending,
+            StatusArg::Sent => Status::Sent,
+            StatusArg::Failed => Status::Failed,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ResolveArgs {
+    /// The ledger file
+    pub ledger: PathBuf,
+    /// The key, or a prefix of it that matches one key
+    pub key: String,
+    /// What the provider says happened: sent closes it; failed lets the next attempt send it
+    pub status: Settled,
+    /// Who is resolving it (default: the current user)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Why, for the next person to read the ledger
+    #[arg(long)]
+    pub note: Option<String>,
+    /// The provider's id for the message, when it went out
+    #[arg(long)]
+    pub provider_id: Option<String>,
+    /// Print the entry as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LsArgs {
+    /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<PathBuf>,
+    /// Only entries with this status
+    #[arg(long)]
+    pub status: Option<StatusArg>,
+    /// At most this many entries
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+    /// Print the entries as a JSON array
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The ledger file
+    pub ledger: PathBuf,
+    /// The key, or a prefix of it that matches one key
+    pub key: String,
+    /// Print {"entry": ..., "decisions": [...]} as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ResetArgs {
+    /// The ledger file
+    pub ledger: PathBuf,
+    /// The key, or a prefix of it that matches one key
+    pub key: String,
+    /// Also reset an entry recorded as sent (it may then be sent a second time)
+    #[arg(long)]
+    pub force: bool,
+    /// Who is resetting it (default: the current user)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Why: what was checked
+    #[arg(long)]
+    pub note: Option<String>,
+    /// Print the entry as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct GcArgs {
+    /// The ledger file
+    pub ledger: PathBuf,
+    /// Remove entries last updated longer ago than this (30s, 10m, 12h, 2d)
+    #[arg(long, value_name = "DURATION", required = true)]
+    pub older_than: String,
+    /// Which settled statuses to remove (default: sent,failed). Pending is never removed
+    #[arg(long, value_delimiter = ',')]
+    pub status: Vec<StatusArg>,
+    /// Count what would be removed, and remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DecisionsArgs {
+    /// The ledger file
+    pub ledger: PathBuf,
+    /// Only decisions about this key
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// Print the decisions as a JSON array
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Opens the ledger and runs `work` on it; a failure to open is exit 2.
+fn with_ledger<T>(
+    path: &std::path::Path,
+    work: impl AsyncFnOnce(&Ledger) -> Result<T, LedgerError>,
+) -> Result<T, Exit> {
+    let runtime = super::runtime()?;
+    runtime
+        .block_on(async {
+            let ledger = open_ledger(path, Access::ReadWrite)?;
+            work(&ledger).await
+        })
+        .map_err(store_failure)
+}
+
+fn by_or_user(by: &Option<String>) -> Option<String> {
+    by.clone().or_else(current_user)
+}
+
+pub fn resolve(args: &ResolveArgs) -> Exit {
+    let status = Status::from(args.status);
+    let details = ResolveDetails {
+        by: by_or_user(&args.by),
+        note: args.note.clone(),
+        provider_id: args.provider_id.clone(),
+    };
+    let resolved = with_ledger(&args.ledger, async |ledger| {
+        let key = ledger.find_key(&args.key).await?;
+        ledger.resolve(&key, status, &details).await
+    });
+    let resolved = match resolved {
+        Ok(r) => r,
+        Err(exit) => return exit,
+    };
+    if args.json {
+        print_json(&resolved.entry.to_value());
+        return Exit::Ok;
+    }
+    let key = visible_inline(resolved.entry.key());
+    if resolved.changed {
+        let next = match status {
+            Status::Failed => "The next attempt for this key will send it.",
+            _ => "It will not be sent again.",
+        };
+        print_stdout(&format!("Resolved {key} as {}. {next}\n", status.as_str()));
+    } else {
+        print_stdout(&format!(
+            "{key} was already {}. Nothing changed.\n",
+            status.as_str()
+        ));
+    }
+    Exit::Ok
+}
+
+pub fn ls(args: &LsArgs) -> Exit {
+    let path = match ledger_or_default(args.ledger.as_deref()) {
+        Ok(path) => path,
+        Err(e) => return fail(Exit::Refused, e),
+    };
+    let query = PageQuery {
+        status: args.status.map(Status::from),
+        search: None,
+        offset: 0,
+        limit: args.limit,
+    };
+    let entries = match with_ledger(&path, async |ledger| {
+        Ok(ledger.store().page(&query).await?)
+    }) {
+        Ok(entries) => entries,
+        Err(exit) => return exit,
+    };
+    if args.json {
+        print_json(&Value::Array(entries.iter().map(Entry::to_value).collect()));
+        return Exit::Ok;
+    }
+    if entries.is_empty() {
+        print_stdout("No entries.\n");
+        return Exit::Ok;
+    }
+    let mut out = format!(
+        "{:<8} {:>8}  {:<24}  {}\n",
+        "STATUS", "ATTEMPTS", "CLAIMED", "KEY"
+    );
+    for entry in &entries {
+        let detail = match entry.status() {
+            Status::Sent => entry.provider_id().map(|id| format!("  provider id {id}")),
+            _ => entry.error().map(|e| format!("  {}", one_line(e, 60))),
+        };
+        out.push_str(&format!(
+            "{:<8} {:>8}  {:<24}  {}{}\n",
+            entry.status().as_str(),
+            attempts_text(entry),
+            visible_inline(entry.claimed_at()),
+            visible_inline(entry.key()),
+            visible_inline(&detail.unwrap_or_default()),
+        ));
+    }
+    if entries.len() == args.limit {
+        out.push_str(&format!(
+            "(the newest {} shown; --limit N for more)\n",
+            args.limit
+        ));
+    }
+    print_stdout(&out);
+    Exit::Ok
+}
+
+fn attempts_text(entry: &Entry) -> String {
+    entry
+        .get("attempts")
+        .map_or_else(|| "?".to_owned(), jsjson::stringify)
+}
+
+/// The first line of `text`, cut to `max` characters, for a table cell.
+fn one_line(text: &str, max: usize) -> String {
+    let first = text.lines().next().unwrap_or_default();
+    let mut cut: String = first.chars().take(max).collect();
+    if cut.len() < first.len() || text.lines().nth(1).is_some() {
+        cut.push('…');
+    }
+    cut
+}
+
+pub fn show(args: &ShowArgs) -> Exit {
+    let found = with_ledger(&args.ledger, async |ledger| {
+        let key = ledger.find_key(&args.key).await?;
+        let entry = ledger
+            .get(&key)
+            .await?
+            .ok_or_else(|| LedgerError::NotFound(key.clone()))?;
+        let decisions = match ledger.store().decisions(Some(&key)).await {
+            Ok(d) => d,
+            Err(send_once::ledger::StoreError::Unsupported(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        Ok((entry, decisions))
+    });
+    let (entry, decisions) = match found {
+        Ok(found) => found,
+        Err(exit) => return exit,
+    };
+    if args.json {
+        let mut out = Map::new();
+        out.insert("entry".into(), entry.to_value());
+        out.insert(
+            "decisions".into(),
+            Value::Array(decisions.iter().map(Decision::to_value).collect()),
+        );
+        print_json(&Value::Object(out));
+        return Exit::Ok;
+    }
+    let mut out = String::new();
+    let mut row = |name: &str, value: &str| {
+        out.push_str(&format!("{name:<12} {}\n", visible_inline(value)));
+    };
+    row("key", entry.key());
+    row("status", entry.status().as_str());
+    row("attempts", &attempts_text(&entry));
+    row("claimed", entry.claimed_at());
+    if let Some(at) = entry.updated_at() {
+        row("updated", at);
+    }
+    if let Some(id) = entry.provider_id() {
+        row("provider id", id);
+    }
+    if let Some(error) = entry.error() {
+        row("last error", error);
+    }
+    if let Some(meta) = entry.meta() {
+        for (k, v) in meta {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                other => jsjson::stringify(other),
+            };
+            row("meta", &format!("{k}: {v}"));
+        }
+    }
+    for record in ["resolution", "reset"] {
+        if let Some(Value::Object(r)) = entry.get(record) {
+            let field = |name: &str| r.get(name).and_then(Value::as_str).unwrap_or("?");
+            let verb = if record == "reset" {
+                "reset to failed"
+            } else {
+                "resolved"
+            };
+            let mut text = format!(
+                "{verb} by {} at {} (was {})",
+                field("by"),
+                field("at"),
+                field("from")
+            );
+            if let Some(note) = r.get("note").and_then(Value::as_str) {
+                text.push_str(&format!(": {note}"));
+            }
+            row(record, &text);
+        }
+    }
+    if decisions.is_empty() {
+        out.push_str("\nNo decisions recorded for this key.\n");
+    } else {
+        out.push_str("\nDecisions:\n");
+        for d in &decisions {
+            out.push_str(&format!("  {}\n", decision_line(d)));
+        }
+    }
+    print_stdout(&out);
+    Exit::Ok
+}
+
+fn decision_line(d: &Decision) -> String {
+    let mut text = format!(
+        "#{} {} {} by {}: {}",
+        d.id.unwrap_or_default(),
+        d.at,
+        d.action,
+        d.by.as_deref().unwrap_or("(unknown)"),
+        d.outcome.as_str()
+    );
+    if let Value::Object(detail) = &d.detail {
+        let field = |n: &str| detail.get(n).and_then(Value::as_str);
+        if let (Some(from), Some(to)) = (field("from"), field("status")) {
+            text.push_str(&format!(" ({from} -> {to})"));
+        } else if let Some(from) = field("from") {
+            text.push_str(&format!(" (was {from})"));
+        }
+        if let Some(reason) = field("reason") {
+            text.push_str(&format!(": {reason}"));
+        }
+    }
+    if let Some(note) = &d.note {
+        text.push_str(&format!(" \"{note}\""));
+    }
+    visible_inline(&text).into_owned()
+}
+
+pub fn reset(args: &ResetArgs) -> Exit {
+    let details = ResolveDetails {
+        by: by_or_user(&args.by),
+        note: args.note.clone(),
+        provider_id: None,
+    };
+    let done = with_ledger(&args.ledger, async |ledger| {
+        let key = ledger.find_key(&args.key).await?;
+        let before = ledger.get(&key).await?.map(|e| e.status());
+        Ok((ledger.reset(&key, &details, args.force).await, before))
+    });
+    let (result, before) = match done {
+        Ok(done) => done,
+        Err(exit) => return exit,
+    };
+    let reset = match result {
+        Ok(reset) => reset,
+        Err(e) => return store_failure(e),
+    };
+    if args.json {
+        print_json(&reset.entry.to_value());
+        return Exit::Ok;
+    }
+    let key = visible_inline(reset.entry.key());
+    if reset.changed {
+        let was = before.map_or("?", Status::as_str);
+        print_stdout(&format!(
+            "Reset {key}: it was {was} and is now failed, so the next attempt for this key will send it.\n"
+        ));
+    } else {
+        print_stdout(&format!(
+            "{key} is already failed: the next attempt will send it. Nothing changed.\n"
+        ));
+    }
+    Exit::Ok
+}
+
+pub fn gc(args: &GcArgs) -> Exit {
+    let older_than_ms = match duration::parse_duration(&args.older_than) {
+        Ok(ms) => ms,
+        Err(e) => return fail(Exit::Refused, format!("--older-than: {e}")),
+    };
+    let statuses: Vec<Status> = if args.status.is_empty() {
+        vec![Status::Sent, Status::Failed]
+    } else {
+        args.status.iter().copied().map(Status::from).collect()
+    };
+    if statuses.contains(&Status::Pending) {
+        return fail(
+            Exit::Refused,
+            "gc never removes pending entries: their outcome is unknown, and removing one would let its key be sent again. Resolve them first (send-once audit)",
+        );
+    }
+    let outcome = with_ledger(&args.ledger, async |ledger| {
+        let query = GcQuery {
+            statuses: statuses.clone(),
+            updated_before_ms: ledger.now() - older_than_ms as i64,
+            dry_run: args.dry_run,
+        };
+        Ok(ledger.store().remove_settled(&query).await?)
+    });
+    let removed = match outcome {
+        Ok(n) => n,
+        Err(exit) => return exit,
+    };
+    let which = statuses
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" or ");
+    if args.json {
+        let mut out = Map::new();
+        out.insert("removed".into(), removed.into());
+        out.insert("dryRun".into(), args.dry_run.into());
+        out.insert(
+            "olderThanMs".into(),
+            send_once::ledger::canonical::number_value(older_than_ms),
+        );
+        out.insert(
+            "statuses".into(),
+            Value::Array(statuses.iter().map(|s| s.as_str().into()).collect()),
+        );
+        print_json(&Value::Object(out));
+    } else {
+        let verb = if args.dry_run {
+            "Would remove"
+        } else {
+            "Removed"
+        };
+        print_stdout(&format!(
+            "{verb} {removed} {which} entr{} last updated more than {} ago. Pending entries are never removed.\n",
+            if removed == 1 { "y" } else { "ies" },
+            duration::format_duration(older_than_ms)
+        ));
+    }
+    Exit::Ok
+}
+
+pub fn decisions(args: &DecisionsArgs) -> Exit {
+    let found = with_ledger(&args.ledger, async |ledger| {
+        Ok(ledger.store().decisions(args.subject.as_deref()).await?)
+    });
+    let decisions = match found {
+        Ok(d) => d,
+        Err(exit) => return exit,
+    };
+    if args.json {
+        print_json(&Value::Array(
+            decisions.iter().map(Decision::to_value).collect(),
+        ));
+        return Exit::Ok;
+    }
+    if decisions.is_empty() {
+        print_stdout("No decisions recorded.\n");
+        return Exit::Ok;
+    }
+    let mut out = String::new();
+    for d in &decisions {
+        out.push_str(&format!(
+            "{}  {}\n",
+            decision_line(d),
+            visible_inline(&d.subject)
+        ));
+    }
+    print_stdout(&out);
+    Exit::Ok
+}

@@ -1,0 +1,961 @@
+//! The Node library's JSON Lines ledger (`*.jsonl`), in its format and lock protocol,
+//! so that this tool and the Node library can share one file.
+//!
+//! One entry per line, appended and never rewritten (except by `gc`, which drops the
+//! lines of entries it removes); the last line for a key is its state. Lines that are
+//! not entries (a torn write, foreign text) are skipped and counted. Writes take
+//! `<path>.lock`, created exclusively and holding `{pid, host, token, at}`, then read,
+//! check, append and fsync before letting go. A lock older than 30 s whose process is
+//! gone from this host is removed; any other lock is waited for, for 10 s at most.
+//!
+//! Unlike the Node store, reads stream the file instead of holding it whole, and keep
+//! only a small index per key, so a large ledger costs time but not memory.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::decision::Decision;
+use super::entry::{Entry, Status};
+use super::key::js_trim;
+use super::sqlite::Access;
+use super::store::{
+    Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, gc_removes,
+    page_matches, same_claim,
+};
+use super::time;
+use super::{canonical, jsjson};
+
+/// How long a write waits for another process's lock (the Node default).
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+/// A lock older than this whose process is gone is removed (the Node default).
+pub const STALE_LOCK: Duration = Duration::from_secs(30);
+
+#[derive(Clone)]
+pub struct JsonlStore {
+    inner: Arc<Files>,
+}
+
+struct Files {
+    path: PathBuf,
+    lock_path: PathBuf,
+    log_path: PathBuf,
+}
+
+impl JsonlStore {
+    /// Opens the ledger at `path`. With [`Access::Create`] a missing file is created
+    /// (mode 0600) by the first write, as the Node store does; with
+    /// [`Access::ReadWrite`] it must exist. A directory is refused. A file with lines
+    /// but no entry is refused by the first operation that reads it.
+    pub fn open(path: &Path, access: Access) -> Result<JsonlStore, StoreError> {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(path.to_owned())),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if access == Access::ReadWrite {
+                    return Err(StoreError::NotFound(path.to_owned()));
+                }
+            }
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        }
+        let with_suffix = |suffix: &str| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        Ok(JsonlStore {
+            inner: Arc::new(Files {
+                path: path.to_owned(),
+                lock_path: with_suffix(".lock"),
+                log_path: with_suffix(".decisions.jsonl"),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The lock file every write takes.
+    pub fn lock_path(&self) -> &Path {
+        &self.inner.lock_path
+    }
+
+    /// Where this ledger's decision log is kept: a second JSON Lines file next to it,
+    /// so the ledger itself holds only what the Node library reads.
+    pub fn decision_log_path(&self) -> &Path {
+        &self.inner.log_path
+    }
+
+    async fn blocking<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Files) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || work(&inner))
+            .await
+            .map_err(|_| StoreError::Closed)?
+    }
+}
+
+#[async_trait]
+impl Store for JsonlStore {
+    async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
+        let entry = entry.clone();
+        self.blocking(move |files| {
+            let _lock = files.lock()?;
+            let found = files.find(entry.key())?;
+            if found.entry.is_some() {
+                return Ok(false);
+            }
+            files.append(&files.path, &entry.to_json(), &found.tail)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn transition(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        _durability: Durability,
+    ) -> Result<bool, StoreError> {
+        let (current, next) = (current.clone(), next.clone());
+        self.blocking(move |files| {
+            let _lock = files.lock()?;
+            files.transition_locked(&current, &next)
+        })
+        .await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        let key = key.to_owned();
+        // Reads take no lock, as in the Node store: a line still being written reads
+        // as torn, which shows the previous state.
+        self.blocking(move |files| Ok(files.find(&key)?.entry))
+            .await
+    }
+
+    async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
+        self.blocking(move |files| {
+            let index = files.index(false)?;
+            let mut slots: Vec<&Slot> = index
+                .slots
+                .values()
+                .filter(|s| filter.status.is_none_or(|st| s.status == st))
+                .collect();
+            slots.sort_by_key(|s| s.seq);
+            files.read_entries(&slots)
+        })
+        .await
+    }
+
+    async fn census(&self) -> Result<Census, StoreError> {
+        self.blocking(move |files| {
+            let index = files.index(false)?;
+            let mut census = Census {
+                skipped: index.skipped,
+                ..Census::default()
+            };
+            let mut pending: Vec<&Slot> = Vec::new();
+            for slot in index.slots.values() {
+                census.total += 1;
+                match slot.status {
+                    Status::Sent => census.sent += 1,
+                    Status::Failed => census.failed += 1,
+                    Status::Pending => {
+                        census.pending += 1;
+                        pending.push(slot);
+                    }
+                }
+            }
+            // The Node store keeps keys in the order they first appeared.
+            pending.sort_by_key(|s| s.seq);
+            census.pending_entries = files.read_entries(&pending)?;
+            Ok(census)
+        })
+        .await
+    }
+
+    async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
+        let query = query.clone();
+        self.blocking(move |files| {
+            let index = files.index(true)?;
+            let needle = query.search.as_deref().map(str::to_lowercase);
+            let mut slots: Vec<(&str, &Slot)> = index
+                .slots
+                .iter()
+                .filter(|(key, s)| {
+                    query.status.is_none_or(|st| s.status == st)
+                        && needle
+                            .as_deref()
+                            .is_none_or(|n| key.to_lowercase().contains(n))
+                })
+                .map(|(k, s)| (k.as_ref(), s))
+                .collect();
+            slots
+                .sort_by_key(|(_, s)| (std::cmp::Reverse(s.claimed_ms.unwrap_or(i64::MIN)), s.seq));
+            let chosen: Vec<&Slot> = slots
+                .into_iter()
+                .skip(query.offset)
+                .take(query.limit)
+                .map(|(_, s)| s)
+                .collect();
+            let mut entries = files.read_entries(&chosen)?;
+            entries.retain(|e| page_matches(&query, e));
+            Ok(entries)
+        })
+        .await
+    }
+
+    async fn keys_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.to_owned();
+        self.blocking(move |files| {
+            let index = files.index(false)?;
+            let mut keys: Vec<String> = index
+                .slots
+                .keys()
+                .filter(|k| k.starts_with(&prefix))
+                .map(|k| k.to_string())
+                .collect();
+            keys.sort();
+            keys.truncate(limit);
+            Ok(keys)
+        })
+        .await
+    }
+
+    async fn transition_decided(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        let (current, next, decision) = (current.clone(), next.clone(), decision.clone());
+        self.blocking(move |files| {
+            let _lock = files.lock()?;
+            let changed = files.transition_locked(&current, &next)?;
+            if changed {
+                files.append_decision_locked(decision)?;
+            }
+            Ok(changed)
+        })
+        .await
+    }
+
+    async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
+        let decision = decision.clone();
+        self.blocking(move |files| {
+            let _lock = files.lock()?;
+            files.append_decision_locked(decision)
+        })
+        .await
+    }
+
+    async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
+        let subject = subject.map(str::to_owned);
+        self.blocking(move |files| {
+            let file = match File::open(&files.log_path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(files.io_error(&files.log_path, e)),
+            };
+            let mut found = Vec::new();
+            for line in BufReader::new(file).split(b'\n') {
+                let line = line.map_err(|e| files.io_error(&files.log_path, e))?;
+                // A torn last decision (a crash mid-write) is skipped like a torn entry.
+                let Ok(decision) = serde_json::from_slice::<Decision>(&line) else {
+                    continue;
+                };
+                if subject.as_deref().is_none_or(|s| decision.subject == s) {
+                    found.push(decision);
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+
+    async fn remove_settled(&self, query: &GcQuery) -> Result<u64, StoreError> {
+        let query = query.clone();
+        self.blocking(move |files| {
+            let _lock = files.lock()?;
+            files.remove_settled_locked(&query)
+        })
+        .await
+    }
+}
+
+/// Where the file ends, which decides whether an append needs a leading newline.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tail {
+    len: u64,
+    ends_with_newline: bool,
+}
+
+/// The last line for one key, found by a scan.
+struct Found {
+    entry: Option<Entry>,
+    tail: Tail,
+}
+
+/// Where a key's current line is, and what it says.
+struct Slot {
+    /// The order in which the key first appeared (the Node store's Map order).
+    seq: u64,
+    status: Status,
+    claimed_ms: Option<i64>,
+    offset: u64,
+    len: usize,
+}
+
+struct Index {
+    slots: HashMap<Box<str>, Slot>,
+    skipped: u64,
+}
+
+/// What one line is, read cheaply: only the three fields that make it an entry.
+enum Line<'a> {
+    Blank,
+    NotAnEntry,
+    Entry {
+        key: Cow<'a, str>,
+        status: Status,
+        claimed_at: Cow<'a, str>,
+    },
+}
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(rename = "claimedAt", borrow)]
+    claimed_at: Option<Cow<'a, str>>,
+}
+
+/// Classifies a line as the Node store's `parseLedger` does (`JSON.parse`, then
+/// `isEntry`). serde reads the common case fast; whatever it refuses (a duplicate
+/// field, a lone surrogate, a number beyond f64) goes to the JavaScript-exact parser,
+/// which has the last word. serde accepts nothing `JSON.parse` refuses.
+fn classify(text: &str) -> Line<'_> {
+    if js_trim(text).is_empty() {
+        return Line::Blank;
+    }
+    // A struct would also deserialize from a JSON array; only objects are entries.
+    if text.trim_start_matches([' ', '\t', '\r']).starts_with('{')
+        && let Ok(head) = serde_json::from_str::<Head<'_>>(text)
+    {
+        return match (
+            head.key,
+            head.status.as_deref().and_then(Status::parse),
+            head.claimed_at,
+        ) {
+            (Some(key), Some(status), Some(claimed_at)) => Line::Entry {
+                key,
+                status,
+                claimed_at,
+            },
+            _ => Line::NotAnEntry,
+        };
+    }
+    match parse_entry(text) {
+        Some(entry) => Line::Entry {
+            status: entry.status(),
+            claimed_at: Cow::Owned(entry.claimed_at().to_owned()),
+            key: Cow::Owned(entry.key().to_owned()),
+        },
+        None => Line::NotAnEntry,
+    }
+}
+
+/// Reads a whole entry exactly as `JSON.parse` would, then `isEntry`. Values are kept
+/// as Node would write them back (a lone surrogate becomes U+FFFD).
+fn parse_entry(text: &str) -> Option<Entry> {
+    let mut value = canonical::parse_json(text).ok()?.to_serde();
+    // JSON.parse puts integer-like keys first, in numeric order.
+    jsjson::js_order(&mut value);
+    Entry::from_value(value).ok()
+}
+
+/// Streams the file's lines (without their newline), with each line's offset.
+fn for_each_line(
+    file: File,
+    mut visit: impl FnMut(u64, &[u8]) -> Result<(), StoreError>,
+) -> std::io::Result<Result<Tail, StoreError>> {
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut buf = Vec::with_capacity(4096);
+    let mut offset = 0u64;
+    let mut tail = Tail::default();
+    loop {
+        buf.clear();
+        let read = reader.read_until(b'\n', &mut buf)?;
+        if read == 0 {
+            break;
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        tail.ends_with_newline = buf.last() == Some(&b'\n');
+        if let Err(e) = visit(offset, line) {
+            return Ok(Err(e));
+        }
+        offset += read as u64;
+    }
+    tail.len = offset;
+    Ok(Ok(tail))
+}
+
+/// Node reads the file as UTF-8, replacing each invalid sequence with U+FFFD; so does
+/// this, line by line (a newline is never inside a multi-byte sequence).
+fn decode(line: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(line)
+}
+
+impl Files {
+    fn io_error(&self, path: &Path, e: std::io::Error) -> StoreError {
+        match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(path.to_owned()),
+            Some(libc::EROFS) => StoreError::ReadOnly(path.to_owned()),
+            _ if e.kind() == std::io::ErrorKind::IsADirectory => {
+                StoreError::IsDirectory(path.to_owned())
+            }
+            _ => StoreError::Io {
+                path: path.to_owned(),
+                source: e,
+            },
+        }
+    }
+
+    /// Opens the ledger for reading; None when it does not exist yet (an empty ledger).
+    fn open_for_reading(&self) -> Result<Option<File>, StoreError> {
+        match File::open(&self.path) {
+            Ok(file) => {
+                if file.metadata().is_ok_and(|m| m.is_dir()) {
+                    return Err(StoreError::IsDirectory(self.path.clone()));
+                }
+                Ok(Some(file))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_error(&self.path, e)),
+        }
+    }
+
+    fn not_a_ledger(&self, skipped: u64) -> StoreError {
+        StoreError::NotALedger {
+            path: self.path.clone(),
+            why: format!(
+                "none of its {skipped} line{} is an entry",
+                if skipped == 1 { "" } else { "s" }
+            ),
+        }
+    }
+
+    /// The last line for `key`, and where the file ends.
+    fn find(&self, key: &str) -> Result<Found, StoreError> {
+        let Some(file) = self.open_for_reading()? else {
+            return Ok(Found {
+                entry: None,
+                tail: Tail::default(),
+            });
+        };
+        let mut last: Option<Vec<u8>> = None;
+        let (mut entries, mut skipped) = (0u64, 0u64);
+        let tail = for_each_line(file, |_, bytes| {
+            match classify(&decode(bytes)) {
+                Line::Blank => {}
+                Line::NotAnEntry => skipped += 1,
+                Line::Entry { key: k, .. } => {
+                    entries += 1;
+                    if k == key {
+                        last = Some(bytes.to_vec());
+                    }
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| self.io_error(&self.path, e))??;
+        if entries == 0 && skipped > 0 {
+            return Err(self.not_a_ledger(skipped));
+        }
+        let entry = match last {
+            Some(bytes) => {
+                Some(
+                    parse_entry(&decode(&bytes)).ok_or_else(|| StoreError::Corrupt {
+                        path: self.path.clone(),
+                        detail: format!(
+                            "the last line for {key} could not be read twice the same way"
+                        ),
+                    })?,
+                )
+            }
+            None => None,
+        };
+        Ok(Found { entry, tail })
+    }
+
+    /// Every key's current line. `claim_times` also parses each claim time (for
+    /// ordering pages), which costs a little per line.
+    fn index(&self, claim_times: bool) -> Result<Index, StoreError> {
+        let mut index = Index {
+            slots: HashMap::new(),
+            skipped: 0,
+        };
+        let Some(file) = self.open_for_reading()? else {
+            return Ok(index);
+        };
+        let mut seq = 0u64;
+        for_each_line(file, |offset, bytes| {
+            match classify(&decode(bytes)) {
+                Line::Blank => {}
+                Line::NotAnEntry => index.skipped += 1,
+                Line::Entry {
+                    key,
+                    status,
+                    claimed_at,
+                } => {
+                    let claimed_ms = if claim_times {
+                        time::parse_date(&claimed_at)
+                    } else {
+                        None
+                    };
+                    let slot = Slot {
+                        seq,
+                        status,
+                        claimed_ms,
+                        offset,
+                        len: bytes.len(),
+                    };
+                    match index.slots.get_mut(key.as_ref()) {
+                        Some(existing) => {
+                            *existing = Slot {
+                                seq: existing.seq,
+                                ..slot
+                            }
+                        }
+                        None => {
+                            index.slots.insert(key.into_owned().into_boxed_str(), slot);
+                            seq += 1;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| self.io_error(&self.path, e))??;
+        if index.slots.is_empty() && index.skipped > 0 {
+            return Err(self.not_a_ledger(index.skipped));
+        }
+        Ok(index)
+    }
+
+    /// The entries on the given lines, in the order given.
+    fn read_entries(&self, slots: &[&Slot]) -> Result<Vec<Entry>, StoreError> {
+        if slots.is_empty() {
+            return Ok(Vec::new());
+        }
+        let file = File::open(&self.path).map_err(|e| self.io_error(&self.path, e))?;
+        let mut buf = Vec::new();
+        slots
+            .iter()
+            .map(|slot| {
+                buf.resize(slot.len, 0);
+                file.read_exact_at(&mut buf, slot.offset)
+                    .map_err(|e| self.io_error(&self.path, e))?;
+                parse_entry(&decode(&buf)).ok_or_else(|| StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!("the line at byte {} changed while it was read", slot.offset),
+                })
+            })
+            .collect()
+    }
+
+    fn transition_locked(&self, current: &Entry, next: &Entry) -> Result<bool, StoreError> {
+        let found = self.find(next.key())?;
+        match found.entry {
+            Some(stored) if same_claim(&stored, current) => {
+                self.append(&self.path, &next.to_json(), &found.tail)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn append_decision_locked(&self, mut decision: Decision) -> Result<(), StoreError> {
+        let (count, tail) = match File::open(&self.log_path) {
+            Ok(file) => {
+                let mut count = 0i64;
+                let tail = for_each_line(file, |_, bytes| {
+                    if serde_json::from_slice::<Decision>(bytes).is_ok() {
+                        count += 1;
+                    }
+                    Ok(())
+                })
+                .map_err(|e| self.io_error(&self.log_path, e))??;
+                (count, tail)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, Tail::default()),
+            Err(e) => return Err(self.io_error(&self.log_path, e)),
+        };
+        decision.id = Some(count + 1);
+        let line = serde_json::to_string(&decision).map_err(|e| StoreError::Corrupt {
+            path: self.log_path.clone(),
+            detail: e.to_string(),
+        })?;
+        self.append(&self.log_path, &line, &tail)
+    }
+
+    /// Appends one line and fsyncs it. After a torn last line (no newline) it starts
+    /// on a fresh line, so the torn one stays torn instead of swallowing this one.
+    fn append(&self, path: &Path, line: &str, tail: &Tail) -> Result<(), StoreError> {
+        let lead = if tail.len > 0 && !tail.ends_with_newline {
+            "\n"
+        } else {
+            ""
+        };
+        let existed = path.exists();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| self.io_error(path, e))?;
+        file.write_all(format!("{lead}{line}\n").as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| self.io_error(path, e))?;
+        if !existed {
+            sync_parent(path);
+        }
+        Ok(())
+    }
+
+    /// Rewrites the ledger without the lines of the entries `query` removes; every
+    /// other line (history, torn and foreign lines) is kept byte for byte. The new
+    /// file replaces the old by rename, so a reader sees one or the other.
+    fn remove_settled_locked(&self, query: &GcQuery) -> Result<u64, StoreError> {
+        let index = self.index(false)?;
+        let mut candidates: Vec<(&str, &Slot)> = index
+            .slots
+            .iter()
+            .filter(|(_, s)| s.status != Status::Pending && query.statuses.contains(&s.status))
+            .map(|(k, s)| (k.as_ref(), s))
+            .collect();
+        candidates.sort_by_key(|(_, s)| s.offset);
+        let slots: Vec<&Slot> = candidates.iter().map(|(_, s)| *s).collect();
+        let entries = self.read_entries(&slots)?;
+        let doomed: std::collections::HashSet<String> = entries
+            .iter()
+            .filter(|e| gc_removes(query, e))
+            .map(|e| e.key().to_owned())
+            .collect();
+        if query.dry_run || doomed.is_empty() {
+            return Ok(doomed.len() as u64);
+        }
+        let mut temp_name = self.path.as_os_str().to_owned();
+        temp_name.push(format!(".gc-{}", std::process::id()));
+        let temp = PathBuf::from(temp_name);
+        let written = (|| -> Result<(), StoreError> {
+            let source = File::open(&self.path).map_err(|e| self.io_error(&self.path, e))?;
+            let out = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)
+                .map_err(|e| self.io_error(&temp, e))?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+            let mut write_error = None;
+            let mut reader = BufReader::with_capacity(1 << 20, source);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                let read = reader
+                    .read_until(b'\n', &mut buf)
+                    .map_err(|e| self.io_error(&self.path, e))?;
+                if read == 0 {
+                    break;
+                }
+                let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+                let drop = matches!(classify(&decode(line)), Line::Entry { ref key, .. } if doomed.contains(key.as_ref()));
+                if !drop && let Err(e) = out.write_all(&buf) {
+                    write_error = Some(e);
+                    break;
+                }
+            }
+            if let Some(e) = write_error {
+                return Err(self.io_error(&temp, e));
+            }
+            let file = out
+                .into_inner()
+                .map_err(|e| self.io_error(&temp, e.into_error()))?;
+            file.sync_all().map_err(|e| self.io_error(&temp, e))?;
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+        std::fs::rename(&temp, &self.path).map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            self.io_error(&self.path, e)
+        })?;
+        sync_parent(&self.path);
+        Ok(doomed.len() as u64)
+    }
+
+    fn lock(&self) -> Result<LockGuard, StoreError> {
+        acquire_lock(&self.path, &self.lock_path, LOCK_TIMEOUT, STALE_LOCK)
+    }
+}
+
+/// Makes a new directory entry (a created or renamed file) durable.
+fn sync_parent(path: &Path) {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(dir) = File::open(parent) {
+        let _ = dir.sync_all();
+    }
+}
+
+/// A held `<path>.lock`; dropping it releases the lock if it is still ours.
+pub struct LockGuard {
+    lock_path: PathBuf,
+    token: String,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if std::fs::read_to_string(&self.lock_path)
+            .ok()
+            .and_then(|text| parse_lock(&text))
+            .is_some_and(|held| held.token == self.token)
+        {
+            let _ = std::fs::remove_file(&self.lock_path);
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct HeldLock {
+    pid: f64,
+    host: String,
+    token: String,
+    at: f64,
+}
+
+fn parse_lock(text: &str) -> Option<HeldLock> {
+    serde_json::from_str(text).ok()
+}
+
+/// Takes the lock as the Node store does: create it exclusively; while it is held,
+/// remove it only if stale, otherwise wait with backoff until `timeout`.
+pub fn acquire_lock(
+    ledger: &Path,
+    lock_path: &Path,
+    timeout: Duration,
+    stale_after: Duration,
+) -> Result<LockGuard, StoreError> {
+    let token = random_hex(8);
+    let body = serde_json::json!({
+        "pid": std::process::id(),
+        "host": hostname(),
+        "token": token,
+        "at": time::now_millis(),
+    })
+    .to_string();
+    let deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(lock_path)
+        {
+            Ok(mut file) => {
+                let guard = LockGuard {
+                    lock_path: lock_path.to_owned(),
+                    token,
+                };
+                file.write_all(body.as_bytes())
+                    .map_err(|e| lock_io_error(lock_path, e))?;
+                return Ok(guard);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(lock_io_error(lock_path, e)),
+        }
+        if break_if_stale(lock_path, stale_after)? {
+            continue;
+        }
+        if Instant::now() >= deadline {
+            return Err(StoreError::LockTimeout {
+                path: ledger.to_owned(),
+                lock: lock_path.to_owned(),
+                waited_ms: timeout.as_millis() as u64,
+            });
+        }
+        let jitter = Duration::from_nanos(u64::from(random_u32()) % (delay.as_nanos() as u64 + 1));
+        std::thread::sleep(delay + jitter);
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}
+
+fn lock_io_error(lock_path: &Path, e: std::io::Error) -> StoreError {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(lock_path.to_owned()),
+        Some(libc::EROFS) => StoreError::ReadOnly(lock_path.to_owned()),
+        _ => StoreError::Io {
+            path: lock_path.to_owned(),
+            source: e,
+        },
+    }
+}
+
+/// Removes the lock if its holder is gone. True when the caller should try again at
+/// once (it was removed, or had vanished already).
+fn break_if_stale(lock_path: &Path, stale_after: Duration) -> Result<bool, StoreError> {
+    let read = std::fs::read_to_string(lock_path).and_then(|text| {
+        let modified = std::fs::metadata(lock_path)?.modified()?;
+        Ok((text, modified))
+    });
+    let (text, modified) = match read {
+        Ok(found) => found,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(lock_io_error(lock_path, e)),
+    };
+    let held = parse_lock(&text);
+    let now = time::now_millis() as f64;
+    let modified_ms = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64);
+    let age = now - held.as_ref().map_or(modified_ms, |h| h.at);
+    if age < stale_after.as_millis() as f64 {
+        return Ok(false);
+    }
+    // An unreadable lock this old was left by a process that died between creating
+    // and writing it. A readable one is stale only if its process is gone, which can
+    // be checked only on the same host.
+    if let Some(held) = &held
+        && (held.host != hostname() || is_alive(held.pid))
+    {
+        return Ok(false);
+    }
+    // Move it aside under a unique name, then check it is the lock that was judged:
+    // another process may have removed that one and locked again in between.
+    let mut aside = lock_path.as_os_str().to_owned();
+    aside.push(format!(".stale-{}-{}", std::process::id(), random_hex(4)));
+    let aside = PathBuf::from(aside);
+    match std::fs::rename(lock_path, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(lock_io_error(lock_path, e)),
+    }
+    let moved = std::fs::read_to_string(&aside).unwrap_or_default();
+    if moved != text {
+        // That was a live lock: put it back, unless someone has locked again since.
+        let _ = std::fs::hard_link(&aside, lock_path);
+    }
+    let _ = std::fs::remove_file(&aside);
+    Ok(true)
+}
+
+fn is_alive(pid: f64) -> bool {
+    if pid.fract() != 0.0 || pid <= 0.0 || pid > f64::from(i32::MAX) {
+        // Not a pid any process could have: nothing alive holds it.
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let result = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// This machine's name, as Node's `os.hostname()` gives it.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at most that.
+    let result = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if result != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn random_bytes(n: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; n];
+    let filled = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if filled.is_err() {
+        // Uniqueness is what matters (a token tells our lock from another's): the
+        // pid and the clock's nanoseconds give that without /dev/urandom.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+            ^ (u128::from(std::process::id()) << 64);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (seed >> ((i % 16) * 8)) as u8;
+        }
+    }
+    bytes
+}
+
+fn random_hex(n: usize) -> String {
+    hex::encode(random_bytes(n))
+}
+
+fn random_u32() -> u32 {
+    let b = random_bytes(4);
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_matches_node_is_entry() {
+        let entry = |t: &str| matches!(classify(t), Line::Entry { .. });
+        assert!(entry(r#"{"key":"k","status":"pending","claimedAt":"x"}"#));
+        assert!(entry(
+            r#"  {"key":"k","status":"sent","claimedAt":"x","n":1e400}"#
+        ));
+        assert!(entry(r#"{"key":"\ud800","status":"sent","claimedAt":"x"}"#));
+        // Duplicate fields: the last one wins, as in JSON.parse.
+        assert!(entry(
+            r#"{"key":1,"status":"sent","claimedAt":"x","key":"k"}"#
+        ));
+        assert!(!entry(
+            r#"{"key":"k","status":"sent","claimedAt":"x","key":1}"#
+        ));
+        assert!(!entry(r#"["k","pending","x"]"#));
+        assert!(!entry(r#"{"key":"k","status":"done","claimedAt":"x"}"#));
+        assert!(!entry(r#"{"key":"k","status":"sent"}"#));
+        assert!(!entry(r#"{"key":"k","status":"sent","claimedAt":"x""#));
+        assert!(matches!(classify(" \t\u{a0}"), Line::Blank));
+    }
+
+    #[test]
+    fn a_lone_surrogate_key_reads_as_node_writes_it_back() {
+        match classify(r#"{"key":"a\ud800","status":"sent","claimedAt":"x"}"#) {
+            Line::Entry { key, .. } => assert_eq!(key, "a\u{fffd}"),
+            _ => panic!("an entry"),
+        }
+    }
+}
