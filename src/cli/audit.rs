@@ -17,6 +17,10 @@ use super::ledger_arg::{ledger_or_default, open_ledger, use_colour};
 use super::{Exit, fail, print_json, print_stdout};
 
 pub const EXIT_CODES: &str = "\
+After checking each unknown send with the provider, record what happened:
+  send-once resolve LEDGER KEY sent      (it went out; it will not be sent again)
+  send-once resolve LEDGER KEY failed    (it did not; the next attempt sends it)
+
 Exit codes:
   0  nothing unknown
   1  something unknown: a person must check each listed send with the provider
@@ -27,7 +31,9 @@ pub struct AuditArgs {
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
     pub ledger: Option<PathBuf>,
     /// Leave out entries claimed more recently than this (30s, 10m, 12h, 2d), which may still be sending
-    #[arg(long, value_name = "DURATION")]
+    // Hyphen values reach the duration parser, so `--older-than -5s` is named as a bad
+    // duration rather than read as an unknown flag `-5`.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub older_than: Option<String>,
     /// Machine-readable output
     #[arg(long)]

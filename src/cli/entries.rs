@@ -127,7 +127,12 @@ pub struct GcArgs {
     /// The ledger file
     pub ledger: PathBuf,
     /// Remove entries last updated longer ago than this (30s, 10m, 12h, 2d)
-    #[arg(long, value_name = "DURATION", required = true)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        required = true,
+        allow_hyphen_values = true
+    )]
     pub older_than: String,
     /// Which settled statuses to remove (default: sent,failed). Pending is never removed
     #[arg(long, value_delimiter = ',')]

@@ -101,8 +101,11 @@ impl Entry {
     }
 
     pub fn from_json(text: &str) -> Result<Entry, EntryError> {
-        let value: Value =
+        let mut value: Value =
             serde_json::from_str(text).map_err(|e| EntryError::NotJson(e.to_string()))?;
+        // As JSON.parse would hold it: integer-like keys first, so that what is shown
+        // and what is written back is in Node's order.
+        super::jsjson::js_order(&mut value);
         Entry::from_value(value)
     }
 
