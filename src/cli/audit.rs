@@ -58,7 +58,8 @@ pub fn audit(args: &AuditArgs) -> Exit {
         Err(exit) => return exit,
     };
     let found = runtime.block_on(async {
-        let ledger = open_ledger(&path, Access::ReadWrite)?;
+        // Looking never changes the ledger: no migration, no journal mode switch.
+        let ledger = open_ledger(&path, Access::ReadOnly)?;
         ledger.audit(older_than_ms).await
     });
     let audit: Audit = match found {

@@ -157,15 +157,17 @@ pub struct DecisionsArgs {
     pub json: bool,
 }
 
-/// Opens the ledger and runs `work` on it; a failure to open is exit 2.
+/// Opens the ledger and runs `work` on it; a failure to open is exit 2. Commands
+/// that only look open it read-only, so looking never changes the file.
 fn with_ledger<T>(
     path: &std::path::Path,
+    access: Access,
     work: impl AsyncFnOnce(&Ledger) -> Result<T, LedgerError>,
 ) -> Result<T, Exit> {
     let runtime = super::runtime()?;
     runtime
         .block_on(async {
-            let ledger = open_ledger(path, Access::ReadWrite)?;
+            let ledger = open_ledger(path, access)?;
             work(&ledger).await
         })
         .map_err(store_failure)
@@ -182,7 +184,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
         note: args.note.clone(),
         provider_id: args.provider_id.clone(),
     };
-    let resolved = with_ledger(&args.ledger, async |ledger| {
+    let resolved = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let key = ledger.find_key(&args.key).await?;
         ledger.resolve(&key, status, &details).await
     });
@@ -221,7 +223,7 @@ pub fn ls(args: &LsArgs) -> Exit {
         offset: 0,
         limit: args.limit,
     };
-    let entries = match with_ledger(&path, async |ledger| {
+    let entries = match with_ledger(&path, Access::ReadOnly, async |ledger| {
         Ok(ledger.store().page(&query).await?)
     }) {
         Ok(entries) => entries,
@@ -235,23 +237,34 @@ pub fn ls(args: &LsArgs) -> Exit {
         print_stdout("No entries.\n");
         return Exit::Ok;
     }
+    let keys: Vec<String> = entries
+        .iter()
+        .map(|e| visible_inline(e.key()).into_owned())
+        .collect();
+    let key_width = keys
+        .iter()
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
     let mut out = format!(
-        "{:<8} {:>8}  {:<24}  {}\n",
+        "{:<8} {:>8}  {:<24}  {:<key_width$}  PROVIDER ID / LAST ERROR\n",
         "STATUS", "ATTEMPTS", "CLAIMED", "KEY"
     );
-    for entry in &entries {
+    for (entry, key) in entries.iter().zip(&keys) {
         let detail = match entry.status() {
-            Status::Sent => entry.provider_id().map(|id| format!("  provider id {id}")),
-            _ => entry.error().map(|e| format!("  {}", one_line(e, 60))),
+            Status::Sent => entry.provider_id().map(str::to_owned),
+            _ => entry.error().map(|e| one_line(e, 60)),
         };
-        out.push_str(&format!(
-            "{:<8} {:>8}  {:<24}  {}{}\n",
+        let line = format!(
+            "{:<8} {:>8}  {:<24}  {key:<key_width$}  {}",
             entry.status().as_str(),
             attempts_text(entry),
             visible_inline(entry.claimed_at()),
-            visible_inline(entry.key()),
             visible_inline(&detail.unwrap_or_default()),
-        ));
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     if entries.len() == args.limit {
         out.push_str(&format!(
@@ -280,7 +293,7 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 pub fn show(args: &ShowArgs) -> Exit {
-    let found = with_ledger(&args.ledger, async |ledger| {
+    let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
         let key = ledger.find_key(&args.key).await?;
         let entry = ledger
             .get(&key)
@@ -397,7 +410,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
         note: args.note.clone(),
         provider_id: None,
     };
-    let done = with_ledger(&args.ledger, async |ledger| {
+    let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let key = ledger.find_key(&args.key).await?;
         let before = ledger.get(&key).await?.map(|e| e.status());
         Ok((ledger.reset(&key, &details, args.force).await, before))
@@ -444,7 +457,12 @@ pub fn gc(args: &GcArgs) -> Exit {
             "gc never removes pending entries: their outcome is unknown, and removing one would let its key be sent again. Resolve them first (send-once audit)",
         );
     }
-    let outcome = with_ledger(&args.ledger, async |ledger| {
+    let access = if args.dry_run {
+        Access::ReadOnly
+    } else {
+        Access::ReadWrite
+    };
+    let outcome = with_ledger(&args.ledger, access, async |ledger| {
         let query = GcQuery {
             statuses: statuses.clone(),
             updated_before_ms: ledger.now() - older_than_ms as i64,
@@ -490,7 +508,7 @@ pub fn gc(args: &GcArgs) -> Exit {
 }
 
 pub fn decisions(args: &DecisionsArgs) -> Exit {
-    let found = with_ledger(&args.ledger, async |ledger| {
+    let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
         Ok(ledger.store().decisions(args.subject.as_deref()).await?)
     });
     let decisions = match found {

@@ -52,7 +52,7 @@ fn is_postgres(path: &Path) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
 }
 
-/// Opens the store for `path`. `Access::ReadWrite` needs the ledger to exist.
+/// Opens the store for `path`. Only `Access::Create` makes a missing ledger.
 pub fn open_store(path: &Path, access: Access) -> Result<Arc<dyn Store>, StoreError> {
     if is_postgres(path) {
         return Err(StoreError::Unsupported("a Postgres ledger (in this build)"));
@@ -60,7 +60,7 @@ pub fn open_store(path: &Path, access: Access) -> Result<Arc<dyn Store>, StoreEr
     if is_jsonl(path) {
         Ok(Arc::new(JsonlStore::open(path, access)?))
     } else {
-        if access == Access::ReadWrite && !path.exists() {
+        if access != Access::Create && !path.exists() {
             return Err(StoreError::NotFound(path.to_owned()));
         }
         Ok(Arc::new(SqliteStore::open(path, access)?))

@@ -11,9 +11,10 @@
 //! Unlike the Node store, reads stream the file instead of holding it whole, and keep
 //! only a small index per key, so a large ledger costs time but not memory.
 
+use hashbrown::HashTable;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
+use std::hash::BuildHasher;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -52,15 +53,14 @@ struct Files {
 
 impl JsonlStore {
     /// Opens the ledger at `path`. With [`Access::Create`] a missing file is created
-    /// (mode 0600) by the first write, as the Node store does; with
-    /// [`Access::ReadWrite`] it must exist. A directory is refused. A file with lines
+    /// (mode 0600) by the first write, as the Node store does; otherwise it must exist. A directory is refused. A file with lines
     /// but no entry is refused by the first operation that reads it.
     pub fn open(path: &Path, access: Access) -> Result<JsonlStore, StoreError> {
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(path.to_owned())),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if access == Access::ReadWrite {
+                if access != Access::Create {
                     return Err(StoreError::NotFound(path.to_owned()));
                 }
             }
@@ -153,12 +153,11 @@ impl Store for JsonlStore {
     async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
         self.blocking(move |files| {
             let index = files.index(false)?;
-            let mut slots: Vec<&Slot> = index
+            let slots: Vec<&Slot> = index
                 .slots
-                .values()
+                .iter()
                 .filter(|s| filter.status.is_none_or(|st| s.status == st))
                 .collect();
-            slots.sort_by_key(|s| s.seq);
             files.read_entries(&slots)
         })
         .await
@@ -171,8 +170,9 @@ impl Store for JsonlStore {
                 skipped: index.skipped,
                 ..Census::default()
             };
+            // Slots are in the order keys first appeared, the Node store's order.
             let mut pending: Vec<&Slot> = Vec::new();
-            for slot in index.slots.values() {
+            for slot in &index.slots {
                 census.total += 1;
                 match slot.status {
                     Status::Sent => census.sent += 1,
@@ -183,8 +183,6 @@ impl Store for JsonlStore {
                     }
                 }
             }
-            // The Node store keeps keys in the order they first appeared.
-            pending.sort_by_key(|s| s.seq);
             census.pending_entries = files.read_entries(&pending)?;
             Ok(census)
         })
@@ -196,24 +194,22 @@ impl Store for JsonlStore {
         self.blocking(move |files| {
             let index = files.index(true)?;
             let needle = query.search.as_deref().map(str::to_lowercase);
-            let mut slots: Vec<(&str, &Slot)> = index
-                .slots
-                .iter()
-                .filter(|(key, s)| {
-                    query.status.is_none_or(|st| s.status == st)
+            let mut seqs: Vec<usize> = (0..index.slots.len())
+                .filter(|&i| {
+                    let slot = &index.slots[i];
+                    query.status.is_none_or(|st| slot.status == st)
                         && needle
                             .as_deref()
-                            .is_none_or(|n| key.to_lowercase().contains(n))
+                            .is_none_or(|n| index.key(slot).to_lowercase().contains(n))
                 })
-                .map(|(k, s)| (k.as_ref(), s))
                 .collect();
-            slots
-                .sort_by_key(|(_, s)| (std::cmp::Reverse(s.claimed_ms.unwrap_or(i64::MIN)), s.seq));
-            let chosen: Vec<&Slot> = slots
+            // Newest claim first; an unreadable claim time last; ties in file order.
+            seqs.sort_by_key(|&i| (std::cmp::Reverse(index.claimed_ms[i]), i));
+            let chosen: Vec<&Slot> = seqs
                 .into_iter()
                 .skip(query.offset)
                 .take(query.limit)
-                .map(|(_, s)| s)
+                .map(|i| &index.slots[i])
                 .collect();
             let mut entries = files.read_entries(&chosen)?;
             entries.retain(|e| page_matches(&query, e));
@@ -232,9 +228,10 @@ impl Store for JsonlStore {
             let index = files.index(false)?;
             let mut keys: Vec<String> = index
                 .slots
-                .keys()
+                .iter()
+                .map(|slot| index.key(slot))
                 .filter(|k| k.starts_with(&prefix))
-                .map(|k| k.to_string())
+                .map(str::to_owned)
                 .collect();
             keys.sort();
             keys.truncate(limit);
@@ -273,6 +270,7 @@ impl Store for JsonlStore {
     async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         let subject = subject.map(str::to_owned);
         self.blocking(move |files| {
+            files.check_is_ledger()?;
             let file = match File::open(&files.log_path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -304,6 +302,39 @@ impl Store for JsonlStore {
     }
 }
 
+/// Indexes the lines that start in `range`.
+fn index_range(
+    file: &File,
+    range: std::ops::Range<u64>,
+    claim_times: bool,
+) -> std::io::Result<Index> {
+    // Lines of a real ledger are a few hundred bytes: sizing the table for one key per
+    // 256 bytes spares rehashing it as it grows, at 5 bytes a slot.
+    let mut index = Index::new(((range.end - range.start) / 256).min(1 << 26) as usize);
+    for_each_line_in(file, range, |offset, bytes| match classify(bytes) {
+        Line::Blank => {}
+        Line::NotAnEntry => index.skipped += 1,
+        // A line of 4 GiB is not an entry anyone wrote.
+        Line::Entry { .. } if u32::try_from(bytes.len()).is_err() => index.skipped += 1,
+        Line::Entry {
+            key,
+            status,
+            claimed_at,
+        } => {
+            let claimed_ms = claim_times.then(|| time::parse_date(&claimed_at).unwrap_or(i64::MIN));
+            let line = Slot {
+                key_at: 0,
+                key_len: 0,
+                len: bytes.len() as u32,
+                offset,
+                status,
+            };
+            index.upsert(&key, line, claimed_ms);
+        }
+    })?;
+    Ok(index)
+}
+
 /// Where the file ends, which decides whether an append needs a leading newline.
 #[derive(Clone, Copy, Debug, Default)]
 struct Tail {
@@ -317,19 +348,103 @@ struct Found {
     tail: Tail,
 }
 
-/// Where a key's current line is, and what it says.
+/// Where a key's current line is, and what it says. Its place in `Index::slots` is the
+/// order in which the key first appeared (the Node store's Map order).
+#[derive(Clone, Copy)]
 struct Slot {
-    /// The order in which the key first appeared (the Node store's Map order).
-    seq: u64,
-    status: Status,
-    claimed_ms: Option<i64>,
+    /// The key, in `Index::keys`.
+    key_at: usize,
+    key_len: u32,
+    /// The current line, in the file.
+    len: u32,
     offset: u64,
-    len: usize,
+    status: Status,
 }
 
+/// Every key's current line, for a census or a page. Keys live in one string rather
+/// than one allocation each, and the table holds only slot numbers: about 40 bytes
+/// per key plus the key itself.
 struct Index {
-    slots: HashMap<Box<str>, Slot>,
+    slots: Vec<Slot>,
+    /// Each slot's claim time (ms), when asked for; `i64::MIN` when unreadable.
+    claimed_ms: Vec<i64>,
+    keys: String,
+    table: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
     skipped: u64,
+}
+
+impl Index {
+    fn new(expected_keys: usize) -> Index {
+        Index {
+            slots: Vec::new(),
+            claimed_ms: Vec::new(),
+            keys: String::new(),
+            table: HashTable::with_capacity(expected_keys),
+            hasher: foldhash::fast::RandomState::default(),
+            skipped: 0,
+        }
+    }
+
+    /// Takes in the index of the part of the file that follows this one's.
+    fn absorb(&mut self, later: Index) {
+        self.skipped += later.skipped;
+        for (i, slot) in later.slots.iter().enumerate() {
+            let line = Slot {
+                key_at: 0,
+                key_len: 0,
+                ..*slot
+            };
+            self.upsert(later.key(slot), line, later.claimed_ms.get(i).copied());
+        }
+    }
+
+    fn key(&self, slot: &Slot) -> &str {
+        &self.keys[slot.key_at..slot.key_at + slot.key_len as usize]
+    }
+
+    /// Records `key`'s newest line; a key seen before keeps its place.
+    fn upsert(&mut self, key: &str, line: Slot, claimed_ms: Option<i64>) {
+        let Index {
+            slots,
+            claimed_ms: times,
+            keys,
+            table,
+            hasher,
+            ..
+        } = self;
+        let hash = hasher.hash_one(key);
+        let key_of = |slot: &Slot| &keys[slot.key_at..slot.key_at + slot.key_len as usize];
+        match table.find(hash, |&i| key_of(&slots[i as usize]) == key) {
+            Some(&i) => {
+                let slot = &mut slots[i as usize];
+                slot.len = line.len;
+                slot.offset = line.offset;
+                slot.status = line.status;
+                if let Some(time) = times.get_mut(i as usize) {
+                    *time = claimed_ms.unwrap_or(i64::MIN);
+                }
+            }
+            None => {
+                let i = slots.len() as u32;
+                let key_at = keys.len();
+                keys.push_str(key);
+                slots.push(Slot {
+                    key_at,
+                    key_len: key.len() as u32,
+                    ..line
+                });
+                if let Some(time) = claimed_ms {
+                    times.push(time);
+                }
+                let (slots, keys) = (&*slots, &*keys);
+                table.insert_unique(hash, i, |&j| {
+                    let slot = &slots[j as usize];
+                    hasher.hash_one(&keys[slot.key_at..slot.key_at + slot.key_len as usize])
+                });
+            }
+        }
+    }
 }
 
 /// What one line is, read cheaply: only the three fields that make it an entry.
@@ -346,39 +461,70 @@ enum Line<'a> {
 #[derive(Deserialize)]
 struct Head<'a> {
     #[serde(borrow)]
-    key: Option<Cow<'a, str>>,
+    key: Option<Text<'a>>,
     #[serde(borrow)]
-    status: Option<Cow<'a, str>>,
+    status: Option<Text<'a>>,
     #[serde(rename = "claimedAt", borrow)]
-    claimed_at: Option<Cow<'a, str>>,
+    claimed_at: Option<Text<'a>>,
+}
+
+/// A string borrowed from the line when it has no escapes. (serde's own
+/// `Option<Cow<str>>` always copies.)
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Visitor(std::marker::PhantomData))
+    }
 }
 
 /// Classifies a line as the Node store's `parseLedger` does (`JSON.parse`, then
 /// `isEntry`). serde reads the common case fast; whatever it refuses (a duplicate
-/// field, a lone surrogate, a number beyond f64) goes to the JavaScript-exact parser,
-/// which has the last word. serde accepts nothing `JSON.parse` refuses.
-fn classify(text: &str) -> Line<'_> {
-    if js_trim(text).is_empty() {
-        return Line::Blank;
-    }
+/// field, a lone surrogate, a number beyond f64), and any line that is not UTF-8, goes
+/// to the JavaScript-exact parser, which has the last word. serde accepts nothing
+/// `JSON.parse` refuses.
+fn classify(bytes: &[u8]) -> Line<'_> {
+    let start = bytes
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+        .unwrap_or(bytes.len());
     // A struct would also deserialize from a JSON array; only objects are entries.
-    if text.trim_start_matches([' ', '\t', '\r']).starts_with('{')
+    // One check of the whole line is cheaper than serde's check of each string in it.
+    if bytes.get(start) == Some(&b'{')
+        && let Ok(text) = std::str::from_utf8(bytes)
         && let Ok(head) = serde_json::from_str::<Head<'_>>(text)
     {
         return match (
             head.key,
-            head.status.as_deref().and_then(Status::parse),
+            head.status.as_ref().and_then(|s| Status::parse(&s.0)),
             head.claimed_at,
         ) {
             (Some(key), Some(status), Some(claimed_at)) => Line::Entry {
-                key,
+                key: key.0,
                 status,
-                claimed_at,
+                claimed_at: claimed_at.0,
             },
             _ => Line::NotAnEntry,
         };
     }
-    match parse_entry(text) {
+    let text = decode(bytes);
+    if js_trim(&text).is_empty() {
+        return Line::Blank;
+    }
+    match parse_entry(&text) {
         Some(entry) => Line::Entry {
             status: entry.status(),
             claimed_at: Cow::Owned(entry.claimed_at().to_owned()),
@@ -397,30 +543,93 @@ fn parse_entry(text: &str) -> Option<Entry> {
     Entry::from_value(value).ok()
 }
 
-/// Streams the file's lines (without their newline), with each line's offset.
-fn for_each_line(
-    file: File,
-    mut visit: impl FnMut(u64, &[u8]) -> Result<(), StoreError>,
-) -> std::io::Result<Result<Tail, StoreError>> {
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut buf = Vec::with_capacity(4096);
-    let mut offset = 0u64;
-    let mut tail = Tail::default();
+/// Streams the file's lines (without their newline), with each line's offset, reading
+/// large blocks and finding newlines in place.
+fn for_each_line(file: File, visit: impl FnMut(u64, &[u8])) -> std::io::Result<Tail> {
+    for_each_line_in(&file, 0..u64::MAX, visit)
+}
+
+/// The lines that start in `range` (whose start is the start of a line).
+fn for_each_line_in(
+    file: &File,
+    range: std::ops::Range<u64>,
+    mut visit: impl FnMut(u64, &[u8]),
+) -> std::io::Result<Tail> {
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut start, mut end) = (0usize, 0usize);
+    // The file offset of buf[0].
+    let mut base = range.start;
     loop {
-        buf.clear();
-        let read = reader.read_until(b'\n', &mut buf)?;
+        while let Some(newline) = memchr::memchr(b'\n', &buf[start..end]) {
+            visit(base + start as u64, &buf[start..start + newline]);
+            start += newline + 1;
+        }
+        if start > 0 {
+            buf.copy_within(start..end, 0);
+            base += start as u64;
+            end -= start;
+            start = 0;
+        }
+        if end == buf.len() {
+            // One line longer than the buffer.
+            buf.resize(buf.len() * 2, 0);
+        }
+        let at = base + end as u64;
+        let want = (buf.len() - end)
+            .min(usize::try_from(range.end.saturating_sub(at)).unwrap_or(usize::MAX));
+        if want == 0 {
+            break;
+        }
+        let read = match file.read_at(&mut buf[end..end + want], at) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if read == 0 {
             break;
         }
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        tail.ends_with_newline = buf.last() == Some(&b'\n');
-        if let Err(e) = visit(offset, line) {
-            return Ok(Err(e));
-        }
-        offset += read as u64;
+        end += read;
     }
-    tail.len = offset;
-    Ok(Ok(tail))
+    let len = base + end as u64;
+    if end > 0 {
+        // The last line has no newline: torn, or written by hand.
+        visit(base, &buf[..end]);
+    }
+    Ok(Tail {
+        len,
+        ends_with_newline: len > 0 && end == 0,
+    })
+}
+
+/// Splits the file into `parts` ranges that each start at the start of a line.
+fn line_aligned_ranges(
+    file: &File,
+    len: u64,
+    parts: u64,
+) -> std::io::Result<Vec<std::ops::Range<u64>>> {
+    let mut starts = vec![0u64];
+    let mut probe = vec![0u8; 64 * 1024];
+    for i in 1..parts {
+        let mut at = (len * i / parts).max(*starts.last().unwrap_or(&0));
+        // The next line starts after the first newline at or past the split point.
+        let start = loop {
+            if at >= len {
+                break len;
+            }
+            let read = file.read_at(&mut probe, at)?;
+            if read == 0 {
+                break len;
+            }
+            if let Some(newline) = memchr::memchr(b'\n', &probe[..read]) {
+                break at + newline as u64 + 1;
+            }
+            at += read as u64;
+        };
+        starts.push(start);
+    }
+    starts.push(len);
+    starts.dedup();
+    Ok(starts.windows(2).map(|w| w[0]..w[1]).collect())
 }
 
 /// Node reads the file as UTF-8, replacing each invalid sequence with U+FFFD; so does
@@ -468,6 +677,27 @@ impl Files {
         }
     }
 
+    /// Refuses a file with lines but no entry, reading only as far as the first entry
+    /// (the first line, in any real ledger).
+    fn check_is_ledger(&self) -> Result<(), StoreError> {
+        let Some(file) = self.open_for_reading()? else {
+            return Ok(());
+        };
+        let mut skipped = 0u64;
+        for line in BufReader::new(file).split(b'\n') {
+            let line = line.map_err(|e| self.io_error(&self.path, e))?;
+            match classify(&line) {
+                Line::Entry { .. } => return Ok(()),
+                Line::NotAnEntry => skipped += 1,
+                Line::Blank => {}
+            }
+        }
+        if skipped > 0 {
+            return Err(self.not_a_ledger(skipped));
+        }
+        Ok(())
+    }
+
     /// The last line for `key`, and where the file ends.
     fn find(&self, key: &str) -> Result<Found, StoreError> {
         let Some(file) = self.open_for_reading()? else {
@@ -478,20 +708,17 @@ impl Files {
         };
         let mut last: Option<Vec<u8>> = None;
         let (mut entries, mut skipped) = (0u64, 0u64);
-        let tail = for_each_line(file, |_, bytes| {
-            match classify(&decode(bytes)) {
-                Line::Blank => {}
-                Line::NotAnEntry => skipped += 1,
-                Line::Entry { key: k, .. } => {
-                    entries += 1;
-                    if k == key {
-                        last = Some(bytes.to_vec());
-                    }
+        let tail = for_each_line(file, |_, bytes| match classify(bytes) {
+            Line::Blank => {}
+            Line::NotAnEntry => skipped += 1,
+            Line::Entry { key: k, .. } => {
+                entries += 1;
+                if k == key {
+                    last = Some(bytes.to_vec());
                 }
             }
-            Ok(())
         })
-        .map_err(|e| self.io_error(&self.path, e))??;
+        .map_err(|e| self.io_error(&self.path, e))?;
         if entries == 0 && skipped > 0 {
             return Err(self.not_a_ledger(skipped));
         }
@@ -513,53 +740,62 @@ impl Files {
 
     /// Every key's current line. `claim_times` also parses each claim time (for
     /// ordering pages), which costs a little per line.
+    /// Every key's current line. The file is read in as many line-aligned parts as
+    /// there are cores, each indexed on its own thread, then merged in file order
+    /// (a later part's line for a key replaces an earlier one's, as a later line
+    /// does). `claim_times` also parses each claim time (for ordering pages).
     fn index(&self, claim_times: bool) -> Result<Index, StoreError> {
-        let mut index = Index {
-            slots: HashMap::new(),
-            skipped: 0,
-        };
         let Some(file) = self.open_for_reading()? else {
-            return Ok(index);
+            return Ok(Index::new(0));
         };
-        let mut seq = 0u64;
-        for_each_line(file, |offset, bytes| {
-            match classify(&decode(bytes)) {
-                Line::Blank => {}
-                Line::NotAnEntry => index.skipped += 1,
-                Line::Entry {
-                    key,
-                    status,
-                    claimed_at,
-                } => {
-                    let claimed_ms = if claim_times {
-                        time::parse_date(&claimed_at)
-                    } else {
-                        None
-                    };
-                    let slot = Slot {
-                        seq,
-                        status,
-                        claimed_ms,
-                        offset,
-                        len: bytes.len(),
-                    };
-                    match index.slots.get_mut(key.as_ref()) {
-                        Some(existing) => {
-                            *existing = Slot {
-                                seq: existing.seq,
-                                ..slot
-                            }
-                        }
-                        None => {
-                            index.slots.insert(key.into_owned().into_boxed_str(), slot);
-                            seq += 1;
-                        }
-                    }
-                }
+        let len = file
+            .metadata()
+            .map_err(|e| self.io_error(&self.path, e))?
+            .len();
+        // Below a few MiB a thread costs more than it saves.
+        let parts = if len < 8 << 20 {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8)) as u64
+        };
+        self.index_in_parts(&file, len, parts, claim_times)
+    }
+
+    fn index_in_parts(
+        &self,
+        file: &File,
+        len: u64,
+        parts: u64,
+        claim_times: bool,
+    ) -> Result<Index, StoreError> {
+        let io = |e| self.io_error(&self.path, e);
+        let ranges = line_aligned_ranges(file, len, parts).map_err(io)?;
+        let indexes: Vec<std::io::Result<Index>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = ranges
+                .iter()
+                .map(|range| {
+                    let range = range.clone();
+                    scope.spawn(move || index_range(file, range, claim_times))
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(std::io::Error::other("an indexing thread panicked"))
+                    })
+                })
+                .collect()
+        });
+        let mut merged: Option<Index> = None;
+        for part in indexes {
+            let part = part.map_err(io)?;
+            match &mut merged {
+                None => merged = Some(part),
+                Some(index) => index.absorb(part),
             }
-            Ok(())
-        })
-        .map_err(|e| self.io_error(&self.path, e))??;
+        }
+        let index = merged.unwrap_or_else(|| Index::new(0));
         if index.slots.is_empty() && index.skipped > 0 {
             return Err(self.not_a_ledger(index.skipped));
         }
@@ -576,7 +812,7 @@ impl Files {
         slots
             .iter()
             .map(|slot| {
-                buf.resize(slot.len, 0);
+                buf.resize(slot.len as usize, 0);
                 file.read_exact_at(&mut buf, slot.offset)
                     .map_err(|e| self.io_error(&self.path, e))?;
                 parse_entry(&decode(&buf)).ok_or_else(|| StoreError::Corrupt {
@@ -606,9 +842,8 @@ impl Files {
                     if serde_json::from_slice::<Decision>(bytes).is_ok() {
                         count += 1;
                     }
-                    Ok(())
                 })
-                .map_err(|e| self.io_error(&self.log_path, e))??;
+                .map_err(|e| self.io_error(&self.log_path, e))?;
                 (count, tail)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, Tail::default()),
@@ -651,14 +886,12 @@ impl Files {
     /// file replaces the old by rename, so a reader sees one or the other.
     fn remove_settled_locked(&self, query: &GcQuery) -> Result<u64, StoreError> {
         let index = self.index(false)?;
-        let mut candidates: Vec<(&str, &Slot)> = index
+        let mut slots: Vec<&Slot> = index
             .slots
             .iter()
-            .filter(|(_, s)| s.status != Status::Pending && query.statuses.contains(&s.status))
-            .map(|(k, s)| (k.as_ref(), s))
+            .filter(|s| s.status != Status::Pending && query.statuses.contains(&s.status))
             .collect();
-        candidates.sort_by_key(|(_, s)| s.offset);
-        let slots: Vec<&Slot> = candidates.iter().map(|(_, s)| *s).collect();
+        slots.sort_by_key(|s| s.offset);
         let entries = self.read_entries(&slots)?;
         let doomed: std::collections::HashSet<String> = entries
             .iter()
@@ -673,11 +906,18 @@ impl Files {
         let temp = PathBuf::from(temp_name);
         let written = (|| -> Result<(), StoreError> {
             let source = File::open(&self.path).map_err(|e| self.io_error(&self.path, e))?;
+            // The rewritten file keeps the permissions the ledger had.
+            let mode = source
+                .metadata()
+                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
+                .unwrap_or(0o600);
             let out = OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .mode(0o600)
+                .mode(mode)
                 .open(&temp)
+                .map_err(|e| self.io_error(&temp, e))?;
+            out.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))
                 .map_err(|e| self.io_error(&temp, e))?;
             let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
             let mut write_error = None;
@@ -692,7 +932,7 @@ impl Files {
                     break;
                 }
                 let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-                let drop = matches!(classify(&decode(line)), Line::Entry { ref key, .. } if doomed.contains(key.as_ref()));
+                let drop = matches!(classify(line), Line::Entry { ref key, .. } if doomed.contains(key.as_ref()));
                 if !drop && let Err(e) = out.write_all(&buf) {
                     write_error = Some(e);
                     break;
@@ -931,7 +1171,7 @@ mod tests {
 
     #[test]
     fn classify_matches_node_is_entry() {
-        let entry = |t: &str| matches!(classify(t), Line::Entry { .. });
+        let entry = |t: &str| matches!(classify(t.as_bytes()), Line::Entry { .. });
         assert!(entry(r#"{"key":"k","status":"pending","claimedAt":"x"}"#));
         assert!(entry(
             r#"  {"key":"k","status":"sent","claimedAt":"x","n":1e400}"#
@@ -948,14 +1188,100 @@ mod tests {
         assert!(!entry(r#"{"key":"k","status":"done","claimedAt":"x"}"#));
         assert!(!entry(r#"{"key":"k","status":"sent"}"#));
         assert!(!entry(r#"{"key":"k","status":"sent","claimedAt":"x""#));
-        assert!(matches!(classify(" \t\u{a0}"), Line::Blank));
+        assert!(matches!(classify(" \t\u{a0}".as_bytes()), Line::Blank));
     }
 
     #[test]
     fn a_lone_surrogate_key_reads_as_node_writes_it_back() {
-        match classify(r#"{"key":"a\ud800","status":"sent","claimedAt":"x"}"#) {
+        match classify(br#"{"key":"a\ud800","status":"sent","claimedAt":"x"}"#) {
             Line::Entry { key, .. } => assert_eq!(key, "a\u{fffd}"),
             _ => panic!("an entry"),
+        }
+    }
+
+    /// The index of a file big enough to be read in parts must be the index of the
+    /// same file read in one pass: same keys in the same (first-seen) order, the same
+    /// current lines, the same skipped count, whatever the split.
+    #[test]
+    fn an_index_read_in_parts_equals_one_read_in_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.jsonl");
+        let mut text = String::new();
+        let pad = "x".repeat(200);
+        let line = |key: usize, status: &str| {
+            format!(
+                "{{\"key\":\"k{key}\",\"status\":\"{status}\",\"attempts\":1,\"claimedAt\":\"2026-09-{:02}T00:00:00.000Z\",\"meta\":{{\"pad\":\"{pad}\"}}}}\n",
+                1 + key % 28
+            )
+        };
+        // Every key is claimed early; many are settled only much later in the file,
+        // so their current line is in another part than their first line.
+        for key in 0..20_000 {
+            text.push_str(&line(key, "pending"));
+            if key % 97 == 0 {
+                text.push_str("{\"torn\":\n");
+            }
+        }
+        for key in (0..20_000).step_by(3) {
+            text.push_str(&line(key, if key % 2 == 0 { "sent" } else { "failed" }));
+        }
+        for key in 20_000..30_000 {
+            text.push_str(&line(key, "pending"));
+        }
+        text.push_str("{\"key\":\"torn-tail\",\"status\":\"pen");
+        std::fs::write(&path, &text).unwrap();
+        assert!(text.len() > 8 << 20, "big enough to be read in parts");
+
+        let store = JsonlStore::open(&path, Access::ReadWrite).unwrap();
+        let file = File::open(&path).unwrap();
+        let whole = index_range(&file, 0..text.len() as u64, true).unwrap();
+        let summary = |index: &Index| -> Vec<(String, Status, u64, u32, i64)> {
+            index
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    (
+                        index.key(s).to_owned(),
+                        s.status,
+                        s.offset,
+                        s.len,
+                        index.claimed_ms[i],
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(whole.skipped, 20_000 / 97 + 1 + 1);
+        assert_eq!(whole.slots.len(), 30_000);
+        for n in [2, 3, 5] {
+            let parts = store
+                .inner
+                .index_in_parts(&file, text.len() as u64, n, true)
+                .unwrap();
+            assert_eq!(parts.skipped, whole.skipped, "{n} parts");
+            assert_eq!(summary(&parts), summary(&whole), "{n} parts");
+        }
+        // And what a census reads through the store agrees.
+        assert_eq!(store.inner.index(true).unwrap().slots.len(), 30_000);
+    }
+
+    #[test]
+    fn ranges_start_at_line_starts_and_cover_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lines.jsonl");
+        let text: String = (0..1000)
+            .map(|i| format!("line {i}{}\n", "y".repeat(i % 37)))
+            .collect();
+        std::fs::write(&path, &text).unwrap();
+        let file = File::open(&path).unwrap();
+        for parts in 1..7 {
+            let ranges = line_aligned_ranges(&file, text.len() as u64, parts).unwrap();
+            assert_eq!(ranges.first().unwrap().start, 0);
+            assert_eq!(ranges.last().unwrap().end, text.len() as u64);
+            for pair in ranges.windows(2) {
+                assert_eq!(pair[0].end, pair[1].start);
+                assert_eq!(text.as_bytes()[pair[1].start as usize - 1], b'\n');
+            }
         }
     }
 }

@@ -163,10 +163,10 @@ pub enum LedgerError {
     )]
     AlreadySent(String),
     #[error(
-        "{0} is recorded as sent. Resetting it lets it be sent again; if that is what you want, use --force"
+        "{0} is recorded as sent. Resetting it lets it be sent again; if that is what you want, use --force."
     )]
     ResetSentNeedsForce(String),
-    #[error("{prefix} matches {} keys ({}); give more of the key", .matches.len(), list_keys(.matches))]
+    #[error("{prefix} matches {} keys ({}). Give more of the key.", count_keys(.matches), list_keys(.matches))]
     AmbiguousKey {
         prefix: String,
         matches: Vec<String>,
@@ -185,6 +185,14 @@ pub enum LedgerError {
     Unrecorded { key: String, source: StoreError },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn count_keys(keys: &[String]) -> String {
+    if keys.len() > PREFIX_MATCHES_SHOWN {
+        format!("more than {PREFIX_MATCHES_SHOWN}")
+    } else {
+        keys.len().to_string()
+    }
 }
 
 fn list_keys(keys: &[String]) -> String {

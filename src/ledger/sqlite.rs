@@ -79,12 +79,29 @@ pub enum Access {
     Create,
     /// Read and write an existing ledger.
     ReadWrite,
+    /// Only read an existing ledger: nothing is written to it, not even a migration,
+    /// so a ledger another tool (or user) owns can be looked at as it is.
+    ReadOnly,
 }
 
 pub struct SqliteStore {
     path: PathBuf,
-    writer: mpsc::Sender<WriteJob>,
+    /// None when opened read-only.
+    writer: Option<mpsc::Sender<WriteJob>>,
+    writer_thread: Option<std::thread::JoinHandle<()>>,
     reader: Arc<Mutex<Connection>>,
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // Closing the queue ends the writer thread once its last batch is committed;
+        // waiting for it lets the last connection to close fold the WAL back into the
+        // file, so the ledger file alone holds everything once the process exits.
+        self.writer.take();
+        if let Some(thread) = self.writer_thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 enum WriteOp {
@@ -125,12 +142,29 @@ impl SqliteStore {
     pub fn open(path: &Path, access: Access) -> Result<SqliteStore, StoreError> {
         check_sqlite_version()?;
         prepare_file(path, access)?;
+        if access == Access::ReadOnly {
+            let reader = connect_read_only(path)?;
+            check_version(path, &reader)?;
+            check_is_ledger(path, &reader)?;
+            if !has_table(&reader, "send_once").map_err(|e| map_error(path, e))? {
+                return Err(StoreError::NotALedger {
+                    path: path.to_owned(),
+                    why: "it is an empty SQLite database".into(),
+                });
+            }
+            return Ok(SqliteStore {
+                path: path.to_owned(),
+                writer: None,
+                writer_thread: None,
+                reader: Arc::new(Mutex::new(reader)),
+            });
+        }
         let writer_conn = connect(path)?;
         migrate(path, &writer_conn)?;
         let reader = connect(path)?;
         let (tx, rx) = mpsc::channel();
         let thread_path = path.to_owned();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("send-once-sqlite-writer".into())
             .spawn(move || run_writer(&thread_path, writer_conn, rx))
             .map_err(|source| StoreError::Io {
@@ -139,7 +173,8 @@ impl SqliteStore {
             })?;
         Ok(SqliteStore {
             path: path.to_owned(),
-            writer: tx,
+            writer: Some(tx),
+            writer_thread: Some(thread),
             reader: Arc::new(Mutex::new(reader)),
         })
     }
@@ -150,7 +185,10 @@ impl SqliteStore {
 
     async fn write(&self, op: WriteOp, durability: Durability) -> Result<u64, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.writer
+        let Some(writer) = &self.writer else {
+            return Err(StoreError::ReadOnly(self.path.clone()));
+        };
+        writer
             .send(WriteJob {
                 op,
                 durability,
@@ -347,6 +385,13 @@ impl Store for SqliteStore {
 
     async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         let subject = subject.map(str::to_owned);
+        // A ledger opened read-only may predate the decision log: then it has none.
+        if !self
+            .read(|conn| has_table(conn, "send_once_decisions"))
+            .await?
+        {
+            return Ok(Vec::new());
+        }
         type Row = (
             i64,
             String,
@@ -503,6 +548,39 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
     Ok(())
 }
 
+fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| map_error(path, e))?;
+    Ok(conn)
+}
+
+fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        [name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+fn check_version(path: &Path, conn: &Connection) -> Result<i64, StoreError> {
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| map_error(path, e))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.to_owned(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    Ok(found)
+}
+
 fn connect(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -517,16 +595,7 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
 /// after checking that it is a ledger (or empty) and not from a newer send-once.
 fn migrate(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let fail = |e| map_error(path, e);
-    let found: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(fail)?;
-    if found > SCHEMA_VERSION {
-        return Err(StoreError::NewerSchema {
-            path: path.to_owned(),
-            found,
-            known: SCHEMA_VERSION,
-        });
-    }
+    let found = check_version(path, conn)?;
     check_is_ledger(path, conn)?;
     set_wal(path, conn)?;
     if found == SCHEMA_VERSION {

@@ -49,7 +49,7 @@ pub enum StoreError {
     #[error("the ledger {0} is busy: another process held its lock for too long; try again")]
     Busy(PathBuf),
     #[error(
-        "could not lock {path} within {waited_ms}ms: {lock} is held. If no process using this ledger is running, delete the lock file"
+        "could not lock {path} within {waited_ms}ms: {lock} is held. If no process using this ledger is running, delete the lock file."
     )]
     LockTimeout {
         path: PathBuf,
