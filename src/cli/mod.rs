@@ -76,6 +76,9 @@ enum Command {
     /// Make a key sendable again, after a person checked it did not go out.
     Reset(entries::ResetArgs),
     /// Remove settled entries older than a duration (never a pending one).
+    ///
+    /// A removed key has no record left, so a later run for it sends again: choose a
+    /// duration longer than anything might retry.
     Gc(entries::GcArgs),
     /// Print the decision log: every resolve and reset, with who, when and what came of it.
     Decisions(entries::DecisionsArgs),

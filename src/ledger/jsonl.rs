@@ -706,23 +706,39 @@ impl Files {
                 tail: Tail::default(),
             });
         };
-        let mut last: Option<Vec<u8>> = None;
-        let (mut entries, mut skipped) = (0u64, 0u64);
-        let tail = for_each_line(file, |_, bytes| match classify(bytes) {
-            Line::Blank => {}
-            Line::NotAnEntry => skipped += 1,
-            Line::Entry { key: k, .. } => {
-                entries += 1;
-                if k == key {
-                    last = Some(bytes.to_vec());
+        struct Part {
+            last: Option<Vec<u8>>,
+            entries: u64,
+            skipped: u64,
+            tail: Tail,
+        }
+        let parts = self.in_parts(&file, |file, range| {
+            let mut part = Part {
+                last: None,
+                entries: 0,
+                skipped: 0,
+                tail: Tail::default(),
+            };
+            part.tail = for_each_line_in(file, range, |_, bytes| match classify(bytes) {
+                Line::Blank => {}
+                Line::NotAnEntry => part.skipped += 1,
+                Line::Entry { key: k, .. } => {
+                    part.entries += 1;
+                    if k == key {
+                        part.last = Some(bytes.to_vec());
+                    }
                 }
-            }
-        })
-        .map_err(|e| self.io_error(&self.path, e))?;
+            })?;
+            Ok(part)
+        })?;
+        let entries: u64 = parts.iter().map(|p| p.entries).sum();
+        let skipped: u64 = parts.iter().map(|p| p.skipped).sum();
         if entries == 0 && skipped > 0 {
             return Err(self.not_a_ledger(skipped));
         }
-        let entry = match last {
+        let tail = parts.last().map_or_else(Tail::default, |p| p.tail);
+        // The last part that has a line for the key has its newest line.
+        let entry = match parts.into_iter().rev().find_map(|p| p.last) {
             Some(bytes) => {
                 Some(
                     parse_entry(&decode(&bytes)).ok_or_else(|| StoreError::Corrupt {
@@ -738,64 +754,76 @@ impl Files {
         Ok(Found { entry, tail })
     }
 
-    /// Every key's current line. `claim_times` also parses each claim time (for
-    /// ordering pages), which costs a little per line.
-    /// Every key's current line. The file is read in as many line-aligned parts as
-    /// there are cores, each indexed on its own thread, then merged in file order
-    /// (a later part's line for a key replaces an earlier one's, as a later line
-    /// does). `claim_times` also parses each claim time (for ordering pages).
-    fn index(&self, claim_times: bool) -> Result<Index, StoreError> {
-        let Some(file) = self.open_for_reading()? else {
-            return Ok(Index::new(0));
-        };
-        let len = file
-            .metadata()
-            .map_err(|e| self.io_error(&self.path, e))?
-            .len();
-        // Below a few MiB a thread costs more than it saves.
+    /// Runs `work` on line-aligned parts of the file, one per core, in parallel, and
+    /// gives the results in file order. Below a few MiB a thread costs more than it
+    /// saves, so a small file is one part.
+    fn in_parts<T: Send>(
+        &self,
+        file: &File,
+        work: impl Fn(&File, std::ops::Range<u64>) -> std::io::Result<T> + Sync,
+    ) -> Result<Vec<T>, StoreError> {
+        let io = |e| self.io_error(&self.path, e);
+        let len = file.metadata().map_err(io)?.len();
         let parts = if len < 8 << 20 {
             1
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get().min(8)) as u64
         };
-        self.index_in_parts(&file, len, parts, claim_times)
+        self.in_n_parts(file, len, parts, work)
     }
 
-    fn index_in_parts(
+    fn in_n_parts<T: Send>(
         &self,
         file: &File,
         len: u64,
         parts: u64,
-        claim_times: bool,
-    ) -> Result<Index, StoreError> {
+        work: impl Fn(&File, std::ops::Range<u64>) -> std::io::Result<T> + Sync,
+    ) -> Result<Vec<T>, StoreError> {
         let io = |e| self.io_error(&self.path, e);
         let ranges = line_aligned_ranges(file, len, parts).map_err(io)?;
-        let indexes: Vec<std::io::Result<Index>> = std::thread::scope(|scope| {
+        if ranges.len() <= 1 {
+            return ranges
+                .into_iter()
+                .map(|range| work(file, range).map_err(io))
+                .collect();
+        }
+        let work = &work;
+        let results: Vec<std::io::Result<T>> = std::thread::scope(|scope| {
             let workers: Vec<_> = ranges
-                .iter()
-                .map(|range| {
-                    let range = range.clone();
-                    scope.spawn(move || index_range(file, range, claim_times))
-                })
+                .into_iter()
+                .map(|range| scope.spawn(move || work(file, range)))
                 .collect();
             workers
                 .into_iter()
                 .map(|w| {
-                    w.join().unwrap_or_else(|_| {
-                        Err(std::io::Error::other("an indexing thread panicked"))
-                    })
+                    w.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("a reading thread panicked")))
                 })
                 .collect()
         });
-        let mut merged: Option<Index> = None;
-        for part in indexes {
-            let part = part.map_err(io)?;
-            match &mut merged {
-                None => merged = Some(part),
-                Some(index) => index.absorb(part),
-            }
+        results.into_iter().map(|r| r.map_err(io)).collect()
+    }
+
+    /// Every key's current line. `claim_times` also parses each claim time (for
+    /// ordering pages), which costs a little per line.
+    /// Every key's current line. The file is read in parts, one per core (see
+    /// `in_parts`), each indexed on its own thread, then merged in file order: a
+    /// later part's line for a key replaces an earlier one's, as a later line does.
+    /// `claim_times` also parses each claim time (for ordering pages).
+    fn index(&self, claim_times: bool) -> Result<Index, StoreError> {
+        let Some(file) = self.open_for_reading()? else {
+            return Ok(Index::new(0));
+        };
+        let parts = self.in_parts(&file, |file, range| index_range(file, range, claim_times))?;
+        self.merge(parts)
+    }
+
+    fn merge(&self, parts: Vec<Index>) -> Result<Index, StoreError> {
+        let mut parts = parts.into_iter();
+        let mut index = parts.next().unwrap_or_else(|| Index::new(0));
+        for later in parts {
+            index.absorb(later);
         }
-        let index = merged.unwrap_or_else(|| Index::new(0));
         if index.slots.is_empty() && index.skipped > 0 {
             return Err(self.not_a_ledger(index.skipped));
         }
@@ -1256,11 +1284,22 @@ mod tests {
         for n in [2, 3, 5] {
             let parts = store
                 .inner
-                .index_in_parts(&file, text.len() as u64, n, true)
+                .in_n_parts(&file, text.len() as u64, n, |file, range| {
+                    index_range(file, range, true)
+                })
+                .and_then(|parts| store.inner.merge(parts))
                 .unwrap();
             assert_eq!(parts.skipped, whole.skipped, "{n} parts");
             assert_eq!(summary(&parts), summary(&whole), "{n} parts");
         }
+        // Finding one key reads in parts too, and sees a key's newest line in any part.
+        let status_of = |key: &str| store.inner.find(key).unwrap().entry.map(|e| e.status());
+        assert_eq!(status_of("k3"), Some(Status::Failed));
+        assert_eq!(status_of("k6"), Some(Status::Sent));
+        assert_eq!(status_of("k1"), Some(Status::Pending));
+        assert_eq!(status_of("k29999"), Some(Status::Pending));
+        assert_eq!(status_of("torn-tail"), None);
+        assert!(!store.inner.find("k1").unwrap().tail.ends_with_newline);
         // And what a census reads through the store agrees.
         assert_eq!(store.inner.index(true).unwrap().slots.len(), 30_000);
     }

@@ -317,23 +317,48 @@ impl Store for SqliteStore {
         let query = query.clone();
         let texts: Vec<String> = self
             .read(move |conn| {
-                let status = query.status.map(Status::as_str);
-                conn.prepare_cached(
-                    "SELECT entry FROM send_once \
-                     WHERE (?1 IS NULL OR status = ?1) \
-                     AND (?2 IS NULL OR instr(lower(key), lower(?2)) > 0) \
-                     ORDER BY claimed_at DESC, key LIMIT ?3 OFFSET ?4",
-                )?
-                .query_map(
-                    params![
-                        status,
-                        query.search,
-                        i64::try_from(query.limit).unwrap_or(i64::MAX),
-                        i64::try_from(query.offset).unwrap_or(i64::MAX),
-                    ],
-                    |row| row.get(0),
-                )?
-                .collect()
+                let statuses: Vec<&str> = match query.status {
+                    Some(status) => vec![status.as_str()],
+                    None => vec!["pending", "sent", "failed"],
+                };
+                // Newest first across statuses without a claimed_at index (which every
+                // claim would pay for): each status's newest rows come from the
+                // (status, claimed_at) index, and only those are merged.
+                let wanted = query.offset.saturating_add(query.limit);
+                let per_status = "SELECT entry, claimed_at, key FROM send_once \
+                     WHERE status = ? AND (?2 IS NULL OR instr(lower(key), lower(?2)) > 0) \
+                     ORDER BY claimed_at DESC, key LIMIT ?1";
+                let union = statuses
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| {
+                        format!(
+                            "SELECT * FROM ({})",
+                            per_status.replacen('?', &format!("?{}", i + 5), 1)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" UNION ALL ");
+                let sql = format!(
+                    "SELECT entry FROM ({union}) ORDER BY claimed_at DESC, key LIMIT ?3 OFFSET ?4"
+                );
+                let mut params: Vec<rusqlite::types::Value> = vec![
+                    i64::try_from(wanted).unwrap_or(i64::MAX).into(),
+                    query
+                        .search
+                        .clone()
+                        .map_or(rusqlite::types::Value::Null, Into::into),
+                    i64::try_from(query.limit).unwrap_or(i64::MAX).into(),
+                    i64::try_from(query.offset).unwrap_or(i64::MAX).into(),
+                ];
+                params.extend(
+                    statuses
+                        .iter()
+                        .map(|s| rusqlite::types::Value::from(s.to_string())),
+                );
+                conn.prepare_cached(&sql)?
+                    .query_map(rusqlite::params_from_iter(params), |row| row.get(0))?
+                    .collect()
             })
             .await?;
         texts.iter().map(|t| self.parse_entry(t)).collect()

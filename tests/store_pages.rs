@@ -1,0 +1,206 @@
+//! The store queries the review screens and `ls` page through: newest claim first
+//! across statuses, offsets, status and key filters, prefixes and gc, the same on
+//! every store.
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use tempfile::TempDir;
+
+use send_once::ledger::jsonl::JsonlStore;
+use send_once::ledger::memory::MemoryStore;
+use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::{Durability, Entry, GcQuery, PageQuery, Status, Store, time};
+
+/// 30 entries: every third pending, sent or failed, claimed a minute apart in an
+/// order unrelated to their keys, updated an hour after their claim.
+fn entries() -> Vec<Entry> {
+    (0..30)
+        .map(|i| {
+            let minute = (i * 7) % 30;
+            let at = |ms: i64| time::iso_from_millis(ms).unwrap();
+            let claimed = 1_790_000_000_000 + minute * 60_000;
+            let status = ["pending", "sent", "failed"][i as usize % 3];
+            Entry::from_value(serde_json::json!({
+                "key": format!("key-{i:02}"),
+                "status": status,
+                "attempts": 1,
+                "claimedAt": at(claimed),
+                "updatedAt": at(claimed + 3_600_000),
+                "meta": null,
+            }))
+            .unwrap()
+        })
+        .collect()
+}
+
+fn pending_claim_of(entry: &Entry) -> Entry {
+    let mut value = entry.to_value();
+    value["status"] = "pending".into();
+    value["updatedAt"] = value["claimedAt"].clone();
+    Entry::from_value(value).unwrap()
+}
+
+async fn stores(dir: &TempDir) -> Vec<(&'static str, Arc<dyn Store>)> {
+    let sqlite = SqliteStore::open(&dir.path().join("l.db"), Access::Create).unwrap();
+    let jsonl = JsonlStore::open(&dir.path().join("l.jsonl"), Access::Create).unwrap();
+    let stores: Vec<(&'static str, Arc<dyn Store>)> = vec![
+        ("memory", Arc::new(MemoryStore::new())),
+        ("sqlite", Arc::new(sqlite)),
+        ("jsonl", Arc::new(jsonl)),
+    ];
+    for (_, store) in &stores {
+        for entry in entries() {
+            // Claims are written pending; settle the others by compare-and-set, as a
+            // ledger would.
+            let claim = pending_claim_of(&entry);
+            assert!(store.claim(&claim).await.unwrap());
+            if entry.status() != Status::Pending {
+                assert!(
+                    store
+                        .transition(&claim, &entry, Durability::Now)
+                        .await
+                        .unwrap()
+                );
+            }
+        }
+    }
+    stores
+}
+
+fn expected(query: &PageQuery) -> Vec<String> {
+    let mut all = entries();
+    all.retain(|e| {
+        query.status.is_none_or(|s| e.status() == s)
+            && query
+                .search
+                .as_deref()
+                .is_none_or(|n| e.key().to_lowercase().contains(&n.to_lowercase()))
+    });
+    all.sort_by_key(|e| std::cmp::Reverse(time::parse_date(e.claimed_at())));
+    all.into_iter()
+        .skip(query.offset)
+        .take(query.limit)
+        .map(|e| e.key().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn pages_are_newest_first_with_filters_and_offsets_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let queries = [
+        PageQuery {
+            limit: 10,
+            ..PageQuery::default()
+        },
+        PageQuery {
+            limit: 10,
+            offset: 10,
+            ..PageQuery::default()
+        },
+        PageQuery {
+            limit: 100,
+            offset: 25,
+            ..PageQuery::default()
+        },
+        PageQuery {
+            limit: 4,
+            status: Some(Status::Failed),
+            ..PageQuery::default()
+        },
+        PageQuery {
+            limit: 4,
+            offset: 3,
+            status: Some(Status::Pending),
+            ..PageQuery::default()
+        },
+        PageQuery {
+            limit: 30,
+            search: Some("KEY-1".into()),
+            ..PageQuery::default()
+        },
+        PageQuery {
+            limit: 30,
+            search: Some("-2".into()),
+            status: Some(Status::Sent),
+            ..PageQuery::default()
+        },
+    ];
+    for (name, store) in stores(&dir).await {
+        for query in &queries {
+            let got: Vec<String> = store
+                .page(query)
+                .await
+                .unwrap()
+                .iter()
+                .map(|e| e.key().to_owned())
+                .collect();
+            assert_eq!(got, expected(query), "{name}: {query:?}");
+        }
+        let census = store.census().await.unwrap();
+        assert_eq!(
+            (census.total, census.pending, census.sent, census.failed),
+            (30, 10, 10, 10),
+            "{name}"
+        );
+        assert_eq!(census.pending_entries.len(), 10, "{name}");
+
+        let prefix = store.keys_with_prefix("key-1", 20).await.unwrap();
+        let want: Vec<String> = (10..20).map(|i| format!("key-{i}")).collect();
+        assert_eq!(prefix, want, "{name}");
+        assert_eq!(
+            store.keys_with_prefix("key-1", 3).await.unwrap().len(),
+            3,
+            "{name}"
+        );
+        assert!(
+            store.keys_with_prefix("nope", 3).await.unwrap().is_empty(),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn gc_removes_only_old_settled_entries_and_never_a_pending_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // Updated at minute m + 60: a cut-off at minute 75 takes those claimed before
+    // minute 15.
+    let cutoff = 1_790_000_000_000 + 75 * 60_000;
+    for (name, store) in stores(&dir).await {
+        let query = |dry_run| GcQuery {
+            statuses: vec![Status::Sent, Status::Failed, Status::Pending],
+            updated_before_ms: cutoff,
+            dry_run,
+        };
+        let doomed: Vec<String> = entries()
+            .into_iter()
+            .filter(|e| {
+                e.status() != Status::Pending
+                    && time::parse_date(e.updated_at().unwrap()).unwrap() < cutoff
+            })
+            .map(|e| e.key().to_owned())
+            .collect();
+        assert!(!doomed.is_empty());
+        assert_eq!(
+            store.remove_settled(&query(true)).await.unwrap(),
+            doomed.len() as u64,
+            "{name}"
+        );
+        assert_eq!(
+            store.census().await.unwrap().total,
+            30,
+            "{name}: a dry run removes nothing"
+        );
+        assert_eq!(
+            store.remove_settled(&query(false)).await.unwrap(),
+            doomed.len() as u64,
+            "{name}"
+        );
+        let census = store.census().await.unwrap();
+        assert_eq!(census.total, 30 - doomed.len() as u64, "{name}");
+        assert_eq!(census.pending, 10, "{name}: every pending entry stays");
+        for key in &doomed {
+            assert!(store.get(key).await.unwrap().is_none(), "{name}: {key}");
+        }
+    }
+}
