@@ -128,24 +128,6 @@ fn seeded(kind: Kind, dir: &Path) -> PathBuf {
     ledger
 }
 
-/// Every file and directory under `dir`, with each file's bytes.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() {
-            files.insert(format!("{name}/"), Vec::new());
-            for (inner, bytes) in snapshot(&path) {
-                files.insert(format!("{name}/{inner}"), bytes);
-            }
-        } else {
-            files.insert(name, std::fs::read(&path).unwrap());
-        }
-    }
-    files
-}
-
 fn names(before: &BTreeMap<String, Vec<u8>>, after: &BTreeMap<String, Vec<u8>>) -> String {
     let changed: Vec<_> = before
         .keys()

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::sync::{Arc, Barrier};
@@ -67,25 +67,6 @@ fn parsed_lines(ledger: &Path) -> Vec<serde_json::Value> {
                 .unwrap_or_else(|e| panic!("line {} is not JSON ({e}): {line:?}", i + 1))
         })
         .collect()
-}
-
-/// Every file under `dir` with its bytes, so a refused command can be shown to have
-/// written, created and removed nothing.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() {
-            files.insert(format!("{name}/"), Vec::new());
-            for (inner, bytes) in snapshot(&path) {
-                files.insert(format!("{name}/{inner}"), bytes);
-            }
-        } else {
-            files.insert(name, std::fs::read(&path).unwrap());
-        }
-    }
-    files
 }
 
 fn run_key(ledger: &Path, key: &str, command: &[&str]) -> Output {

@@ -574,13 +574,7 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
 }
 
 fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| map_error(path, e))?;
-    Ok(conn)
+    connect_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
 }
 
 fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
@@ -607,9 +601,11 @@ fn check_version(path: &Path, conn: &Connection) -> Result<i64, StoreError> {
 }
 
 fn connect(path: &Path) -> Result<Connection, StoreError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
+    connect_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+}
+
+fn connect_with(path: &Path, access: OpenFlags) -> Result<Connection, StoreError> {
+    let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| map_error(path, e))?;

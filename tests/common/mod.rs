@@ -91,3 +91,22 @@ pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
         .expect("write stdin");
     child.wait_with_output().expect("send-once finishes")
 }
+
+/// Every file and directory under `dir`, with each file's bytes, so a refused command
+/// can be shown to have written, created and removed nothing.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            files.insert(format!("{name}/"), Vec::new());
+            for (inner, bytes) in snapshot(&path) {
+                files.insert(format!("{name}/{inner}"), bytes);
+            }
+        } else {
+            files.insert(name, std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
