@@ -2,8 +2,11 @@
 //! approvals and of every send whose fate is unknown.
 //!
 //! The engine lives in [`ledger`] (keys, entries, stores, `once`/`resolve`) and
-//! [`approval`] (approve, dispatch). Neither knows about the terminal or the CLI.
+//! [`approval`] (approve, dispatch); the review queue (drafts, revisions, decisions, diffs
+//! and fact drift) in [`review`]. None of them knows about the terminal or the CLI.
 
 pub mod approval;
+pub mod command;
 pub mod ledger;
+pub mod review;
 pub mod text;

@@ -6,8 +6,8 @@ mod docs;
 mod entries;
 mod keys;
 mod ledger_arg;
+mod review;
 mod run;
-mod send_command;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -82,6 +82,20 @@ enum Command {
     Gc(entries::GcArgs),
     /// Print the decision log: every resolve and reset, with who, when and what came of it.
     Decisions(entries::DecisionsArgs),
+    /// The review queue: submit drafts, push or recheck their facts, withdraw, show.
+    #[command(subcommand)]
+    Draft(review::DraftCommand),
+    /// List the drafts waiting for review, oldest first, with their changes and fact drift.
+    Approvals(review::ApprovalsArgs),
+    /// Approve a draft's current revision: prints (or writes) the approval JSON.
+    Approve(review::ApproveArgs),
+    /// Reject a draft, with the reason.
+    Reject(review::RejectArgs),
+    /// Print a draft's stored approval JSON.
+    Approval(review::ApprovalArgs),
+    /// Send an approved draft at most once, if its approval still holds.
+    #[command(after_help = EXIT_CODES)]
+    Dispatch(review::DispatchArgs),
     /// Print the send key for a channel, recipient, intent and window.
     Key(keys::KeyArgs),
     /// Print the payload hash of a JSON document (or its canonical JSON).
@@ -107,6 +121,12 @@ pub fn main() -> ExitCode {
         Command::Reset(args) => entries::reset(&args),
         Command::Gc(args) => entries::gc(&args),
         Command::Decisions(args) => entries::decisions(&args),
+        Command::Draft(command) => review::draft(&command),
+        Command::Approvals(args) => review::approvals(&args),
+        Command::Approve(args) => review::approve(&args),
+        Command::Reject(args) => review::reject(&args),
+        Command::Approval(args) => review::approval(&args),
+        Command::Dispatch(args) => review::dispatch(&args),
         Command::Key(args) => keys::key(&args),
         Command::Hash(args) => keys::hash(&args),
         Command::Run(args) => run::run(args),

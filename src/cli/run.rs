@@ -7,12 +7,14 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use send_once::ledger::sqlite::Access;
-use send_once::ledger::{LedgerError, Outcome, Receipt, SendError, canonical, duration, jsjson};
+use send_once::ledger::{
+    LedgerError, Outcome, Receipt, SendContext, SendError, canonical, duration, jsjson,
+};
 
 use super::keys::key_of;
 use super::ledger_arg::open_ledger;
-use super::send_command::{self, Ending, SendCommand};
 use super::{Exit, display_path, fail, note, print_stdout, read_text_arg};
+use send_once::command::{self as send_command, Ending, SendCommand};
 
 /// The largest result kept in an entry for replay; a bigger one is only printed.
 const MAX_STORED_RESULT: usize = 64 * 1024;
@@ -97,22 +99,7 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
             Some(text.into_bytes())
         }
     };
-    let timeout = match &args.timeout {
-        None => None,
-        Some(text) => {
-            let ms = duration::parse_duration(text).map_err(|e| format!("--timeout: {e}"))?;
-            if ms <= 0.0 {
-                return Err("--timeout must be longer than zero".into());
-            }
-            Some((duration::to_std(ms), text.trim().to_owned()))
-        }
-    };
-    let program = &args.command[0];
-    if send_command::resolve_program(program).is_none() {
-        return Err(format!(
-            "the send command {program:?} was not found or is not executable"
-        ));
-    }
+    let timeout = check_send_options(args.timeout.as_deref(), &args.command)?;
     Ok(Plan {
         key,
         meta,
@@ -133,7 +120,7 @@ fn json_kind(value: &Value) -> &'static str {
 }
 
 /// What the send command printed: JSON when it parses, else its text.
-struct CommandResult {
+pub struct CommandResult {
     value: Value,
     stdout: Vec<u8>,
 }
@@ -170,7 +157,7 @@ fn result_of(stdout: Vec<u8>, truncated: bool) -> CommandResult {
 
 /// A send command that never started: it cannot have sent anything.
 #[derive(Debug)]
-struct NotStarted(String);
+pub struct NotStarted(String);
 
 pub fn run(args: RunArgs) -> Exit {
     let plan = match plan(&args) {
@@ -190,57 +177,107 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         Err(e) => return fail(Exit::Refused, e),
     };
     let mut not_started: Option<NotStarted> = None;
-    let failed_exit = args.failed_exit.clone();
-    let timeout_text = plan.timeout.as_ref().map(|(_, t)| t.clone());
+    let send = CommandSend {
+        argv: &args.command,
+        payload: plan.payload.as_deref(),
+        failed_exit: &args.failed_exit,
+        timeout: plan.timeout.as_ref(),
+    };
     let outcome = ledger
         .once(&plan.key, plan.meta.clone(), |context| {
-            let command = SendCommand {
-                argv: &args.command,
-                payload: plan.payload.as_deref(),
-                env: vec![
-                    ("SEND_ONCE_KEY", context.key.clone()),
-                    ("SEND_ONCE_ATTEMPT", context.attempt.to_string()),
-                ],
-                timeout: plan.timeout.as_ref().map(|(d, _)| *d),
-            };
-            let not_started = &mut not_started;
-            async move {
-                let finished = match send_command::run(command).await {
-                    Ok(finished) => finished,
-                    Err(e) => {
-                        let message = format!("the send command could not be started: {e}");
-                        *not_started = Some(NotStarted(message.clone()));
-                        return Err(SendError::definite(message));
-                    }
-                };
-                match finished.how {
-                    Ending::Exited(0) => Ok(result_of(finished.stdout, finished.stdout_truncated)),
-                    Ending::Exited(code) if failed_exit.contains(&code) => {
-                        Err(SendError::definite(finished.describe(None)))
-                    }
-                    _ => Err(SendError::uncertain(
-                        finished.describe(timeout_text.as_deref()),
-                    )),
-                }
-            }
+            send.send(context, &mut not_started)
         })
         .await;
-    report(&args, &plan.key, outcome, not_started)
+    report(&args.ledger, args.json, &plan.key, outcome, not_started)
 }
 
-fn report(
-    args: &RunArgs,
+/// A send through a command, as `run` and `dispatch` make it.
+pub struct CommandSend<'a> {
+    pub argv: &'a [String],
+    pub payload: Option<&'a [u8]>,
+    pub failed_exit: &'a [i32],
+    /// The limit, and how it was written (for messages).
+    pub timeout: Option<&'a (Duration, String)>,
+}
+
+impl CommandSend<'_> {
+    /// Runs the command for one attempt. Exit 0 is sent, a listed status a definite
+    /// failure, anything else uncertain; a command that never started is noted in
+    /// `not_started`, since it cannot have sent anything.
+    pub async fn send(
+        &self,
+        context: SendContext,
+        not_started: &mut Option<NotStarted>,
+    ) -> Result<CommandResult, SendError> {
+        let command = SendCommand {
+            argv: self.argv,
+            payload: self.payload,
+            env: vec![
+                ("SEND_ONCE_KEY", context.key.clone()),
+                ("SEND_ONCE_ATTEMPT", context.attempt.to_string()),
+            ],
+            timeout: self.timeout.map(|(d, _)| *d),
+            echo_stderr: true,
+        };
+        let finished = match send_command::run(command).await {
+            Ok(finished) => finished,
+            Err(e) => {
+                let message = format!("the send command could not be started: {e}");
+                *not_started = Some(NotStarted(message.clone()));
+                return Err(SendError::definite(message));
+            }
+        };
+        match finished.how {
+            Ending::Exited(0) => Ok(result_of(finished.stdout, finished.stdout_truncated)),
+            Ending::Exited(code) if self.failed_exit.contains(&code) => {
+                Err(SendError::definite(finished.describe(None)))
+            }
+            _ => Err(SendError::uncertain(
+                finished.describe(self.timeout.map(|(_, text)| text.as_str())),
+            )),
+        }
+    }
+}
+
+/// Checks a `--timeout` and the send command before anything is claimed.
+pub fn check_send_options(
+    timeout: Option<&str>,
+    command: &[String],
+) -> Result<Option<(Duration, String)>, String> {
+    let timeout = match timeout {
+        None => None,
+        Some(text) => {
+            let ms = duration::parse_duration(text).map_err(|e| format!("--timeout: {e}"))?;
+            if ms <= 0.0 {
+                return Err("--timeout must be longer than zero".into());
+            }
+            Some((duration::to_std(ms), text.trim().to_owned()))
+        }
+    };
+    let program = command.first().ok_or("no send command given after --")?;
+    if send_command::resolve_program(program).is_none() {
+        return Err(format!(
+            "the send command {program:?} was not found or is not executable"
+        ));
+    }
+    Ok(timeout)
+}
+
+/// Tells what the ledger did with a send, with the exit code for it.
+pub fn report(
+    ledger: &std::path::Path,
+    json: bool,
     key: &str,
     outcome: Result<Outcome<CommandResult>, LedgerError>,
     not_started: Option<NotStarted>,
 ) -> Exit {
-    let ledger = args.ledger.display();
+    let ledger = ledger.display();
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(e @ LedgerError::Unrecorded { .. }) => return fail(Exit::Unknown, e),
         Err(e) => return fail(Exit::Refused, e),
     };
-    if args.json {
+    if json {
         print_stdout(&format!(
             "{}\n",
             jsjson::stringify_pretty(&outcome_json(key, &outcome))
@@ -248,15 +285,13 @@ fn report(
     }
     match outcome {
         Outcome::Sent { result, .. } => {
-            if !args.json {
+            if !json {
                 print_stdout(&String::from_utf8_lossy(&result.stdout));
             }
             Exit::Ok
         }
         Outcome::Duplicate { entry } => {
-            if !args.json
-                && let Some(result) = entry.get("result")
-            {
+            if !json && let Some(result) = entry.get("result") {
                 print_stdout(&format!("{}\n", jsjson::stringify(result)));
             }
             note(format!(
@@ -305,7 +340,7 @@ fn report(
     }
 }
 
-fn outcome_json(key: &str, outcome: &Outcome<CommandResult>) -> Value {
+pub fn outcome_json(key: &str, outcome: &Outcome<CommandResult>) -> Value {
     let mut out = Map::new();
     out.insert("outcome".into(), outcome.name().into());
     out.insert("key".into(), key.into());

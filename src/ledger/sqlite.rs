@@ -9,6 +9,7 @@
 //! commit or checkpoint, because losing it leaves the entry pending (unknown), never
 //! unsent.
 
+use std::any::Any;
 use std::fs::OpenOptions;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -68,6 +69,47 @@ const MIGRATIONS: &[&str] = &[
     BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS send_once_decisions_no_delete BEFORE DELETE ON send_once_decisions
     BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;",
+    // 3: the review queue. A draft row holds its state and latest decision; every
+    // revision is kept, and never changed. At most one open (queued or approved) draft
+    // per key: submitting again for that key adds a revision.
+    "CREATE TABLE IF NOT EXISTS send_once_drafts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key TEXT NOT NULL,
+        state TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        submitted_by TEXT,
+        recheck TEXT,
+        meta TEXT,
+        approval TEXT,
+        approved_revision INTEGER,
+        decided_by TEXT,
+        decided_at TEXT,
+        reason TEXT,
+        latest_facts TEXT,
+        facts_checked_at TEXT,
+        facts_error TEXT,
+        outcome TEXT
+    );
+    CREATE UNIQUE INDEX IF NOT EXISTS send_once_drafts_open_key ON send_once_drafts (key)
+        WHERE state IN ('queued', 'approved');
+    CREATE INDEX IF NOT EXISTS send_once_drafts_state ON send_once_drafts (state, id);
+    CREATE TABLE IF NOT EXISTS send_once_revisions (
+        draft_id INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        payload_hash TEXT NOT NULL,
+        facts TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        submitted_by TEXT,
+        PRIMARY KEY (draft_id, revision)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER IF NOT EXISTS send_once_revisions_no_update BEFORE UPDATE ON send_once_revisions
+    BEGIN SELECT RAISE(ABORT, 'revisions are never changed'); END;
+    CREATE TRIGGER IF NOT EXISTS send_once_revisions_no_delete BEFORE DELETE ON send_once_revisions
+    BEGIN SELECT RAISE(ABORT, 'revisions are never changed'); END;",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -120,6 +162,27 @@ enum WriteOp {
     /// `gc`: each row is deleted only if it still has the status and update time it
     /// was judged by.
     Remove(Vec<RemoveRow>),
+    /// Work for another part of the crate (the review queue) in the same database,
+    /// through the same single writer. It may run in a batch with other writes, inside
+    /// its own savepoint.
+    Work(Work),
+}
+
+type Work = Box<dyn Fn(&Connection) -> rusqlite::Result<Box<dyn Any + Send>> + Send>;
+
+/// What a write gives back: rows written, or what a `Work` returned.
+enum Reply {
+    Rows(u64),
+    Data(Box<dyn Any + Send>),
+}
+
+impl Reply {
+    fn rows(self) -> u64 {
+        match self {
+            Reply::Rows(n) => n,
+            Reply::Data(_) => 0,
+        }
+    }
 }
 
 struct RemoveRow {
@@ -131,8 +194,9 @@ struct RemoveRow {
 struct WriteJob {
     op: WriteOp,
     durability: Durability,
-    /// Rows written (0 when a compare-and-set or insert-if-absent lost).
-    reply: oneshot::Sender<Result<u64, StoreError>>,
+    /// Rows written (0 when a compare-and-set or insert-if-absent lost), or what a
+    /// `Work` returned; sent only once the transaction is committed.
+    reply: oneshot::Sender<Result<Reply, StoreError>>,
 }
 
 impl SqliteStore {
@@ -183,7 +247,41 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Runs `work` in a write transaction (through the writer thread, durably) and
+    /// gives back what it returned, once committed.
+    pub(crate) async fn write_with<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let work: Work =
+            Box::new(move |conn| work(conn).map(|t| Box::new(t) as Box<dyn Any + Send>));
+        match self
+            .write_reply(WriteOp::Work(work), Durability::Now)
+            .await?
+        {
+            Reply::Data(data) => data
+                .downcast::<T>()
+                .map(|t| *t)
+                .map_err(|_| StoreError::Closed),
+            Reply::Rows(_) => Err(StoreError::Closed),
+        }
+    }
+
+    /// Runs `work` on the reading connection, off the async runtime.
+    pub(crate) async fn read_with<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.read(work).await
+    }
+
     async fn write(&self, op: WriteOp, durability: Durability) -> Result<u64, StoreError> {
+        Ok(self.write_reply(op, durability).await?.rows())
+    }
+
+    async fn write_reply(&self, op: WriteOp, durability: Durability) -> Result<Reply, StoreError> {
         let (reply, answer) = oneshot::channel();
         let Some(writer) = &self.writer else {
             return Err(StoreError::ReadOnly(self.path.clone()));
@@ -763,7 +861,7 @@ fn commit_batch(
     batch: &[WriteJob],
     want_full: bool,
     synchronous_full: &mut Option<bool>,
-) -> rusqlite::Result<Vec<rusqlite::Result<u64>>> {
+) -> rusqlite::Result<Vec<rusqlite::Result<Reply>>> {
     if *synchronous_full != Some(want_full) {
         conn.pragma_update(
             None,
@@ -795,8 +893,16 @@ fn commit_batch(
     Ok(results)
 }
 
-fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
+fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<Reply> {
+    if let WriteOp::Work(work) = op {
+        return work(conn).map(Reply::Data);
+    }
+    apply_rows(conn, op).map(Reply::Rows)
+}
+
+fn apply_rows(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
     match op {
+        WriteOp::Work(_) => Ok(0),
         WriteOp::Claim(entry) => {
             let changed = conn
                 .prepare_cached(
@@ -838,7 +944,8 @@ fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
     }
 }
 
-fn insert_decision(conn: &Connection, decision: &Decision) -> rusqlite::Result<u64> {
+/// Appends a decision inside the caller's transaction.
+pub(crate) fn insert_decision(conn: &Connection, decision: &Decision) -> rusqlite::Result<u64> {
     conn.prepare_cached(
         "INSERT INTO send_once_decisions (at, by, action, subject, note, outcome, detail) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -944,7 +1051,7 @@ mod tests {
         let mut state = None;
         let batch = [job(WriteOp::Claim(claim.clone()), Durability::Now)];
         let results = commit_batch(&conn, &batch, true, &mut state).expect("commit");
-        assert!(matches!(results[..], [Ok(1)]));
+        assert!(matches!(results[..], [Ok(Reply::Rows(1))]));
         assert_eq!(synchronous(&conn), 2, "FULL");
 
         let mut sent = claim.clone();
@@ -957,7 +1064,7 @@ mod tests {
             Durability::Lazy,
         )];
         let results = commit_batch(&conn, &batch, false, &mut state).expect("commit");
-        assert!(matches!(results[..], [Ok(1)]));
+        assert!(matches!(results[..], [Ok(Reply::Rows(1))]));
         assert_eq!(synchronous(&conn), 1, "NORMAL for a completion alone");
     }
 
@@ -994,7 +1101,7 @@ mod tests {
         let results = commit_batch(&conn, &batch, true, &mut None).expect("commit");
         let won: Vec<bool> = results
             .into_iter()
-            .map(|r| r.expect("no error") > 0)
+            .map(|r| r.expect("no error").rows() > 0)
             .collect();
         assert_eq!(won, [true, false, true]);
     }

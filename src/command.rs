@@ -1,6 +1,7 @@
-//! Runs a send command: argv as given (no shell), the payload on stdin, the key and
-//! attempt in its environment, an optional time limit. Its stdout is the send's result;
-//! the tail of its stderr is kept for the person who has to reconcile a failure.
+//! Runs an outside command (a send command, a recheck command): argv as given (no
+//! shell), input on stdin, extra environment, an optional time limit that kills the
+//! command's whole process group. Its stdout is kept (up to 1 MiB); the tail of its
+//! stderr is kept for the person who has to reconcile a failure.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use send_once::text::visible;
+use crate::text::visible;
 
 /// The most of a command's stdout kept as its result; the rest is read and dropped so
 /// the command never blocks on a full pipe.
@@ -76,6 +77,9 @@ pub struct SendCommand<'a> {
     pub payload: Option<&'a [u8]>,
     pub env: Vec<(&'static str, String)>,
     pub timeout: Option<Duration>,
+    /// Pass the command's stderr through to ours as it comes (made visible), as a
+    /// command line does; a full-screen UI keeps only the tail.
+    pub echo_stderr: bool,
 }
 
 /// Starts the command and waits for it. An error means it never started, so it cannot
@@ -133,6 +137,7 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         }
         (kept, truncated)
     };
+    let echo = command.echo_stderr;
     let tee_stderr = async move {
         // Passed through live, a line at a time, with control characters made visible:
         // a provider's error text can carry terminal escapes. The raw end is kept.
@@ -144,12 +149,14 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
             if n == 0 {
                 break;
             }
-            for &byte in &buf[..n] {
-                line.push(byte);
-                if byte == b'\n' || line.len() >= 8192 {
-                    let shown = String::from_utf8_lossy(&line);
-                    let _ = ours.write_all(visible(&shown).as_bytes()).await;
-                    line.clear();
+            if echo {
+                for &byte in &buf[..n] {
+                    line.push(byte);
+                    if byte == b'\n' || line.len() >= 8192 {
+                        let shown = String::from_utf8_lossy(&line);
+                        let _ = ours.write_all(visible(&shown).as_bytes()).await;
+                        line.clear();
+                    }
                 }
             }
             tail.extend_from_slice(&buf[..n]);
@@ -166,18 +173,23 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         let start = tail.len().saturating_sub(STDERR_TAIL);
         String::from_utf8_lossy(&tail[start..]).into_owned()
     };
-    let wait = async {
-        match command.timeout {
-            None => child.wait().await.map(Some),
-            Some(limit) => match tokio::time::timeout(limit, child.wait()).await {
-                Ok(status) => status.map(Some),
-                Err(_) => Ok(None),
-            },
-        }
+    // The time limit covers the command and everything holding its pipes open (a
+    // background child it left behind), so a limit always ends the wait.
+    let all = async { tokio::join!(child.wait(), feed, collect_stdout, tee_stderr) };
+    tokio::pin!(all);
+    let (status, timed_out) = match command.timeout {
+        None => ((&mut all).await, false),
+        Some(limit) => match tokio::time::timeout(limit, &mut all).await {
+            Ok(done) => (done, false),
+            Err(_) => {
+                kill_group(pid);
+                ((&mut all).await, true)
+            }
+        },
     };
-    let (status, (), (stdout, truncated), stderr_tail) =
-        tokio::join!(wait_then_kill(wait, pid), feed, collect_stdout, tee_stderr);
-    let how = match status? {
+    let (status, (), (stdout, truncated), stderr_tail) = status;
+    let status = if timed_out { None } else { Some(status?) };
+    let how = match status {
         Some(status) => {
             use std::os::unix::process::ExitStatusExt;
             match (status.code(), status.signal()) {
@@ -196,23 +208,16 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
     })
 }
 
-/// Waits for the command; on a time-out, kills its whole process group so the pipes
-/// close and the readers finish.
-async fn wait_then_kill(
-    wait: impl std::future::Future<Output = std::io::Result<Option<std::process::ExitStatus>>>,
-    pid: Option<u32>,
-) -> std::io::Result<Option<std::process::ExitStatus>> {
-    let status = wait.await?;
-    if status.is_none()
-        && let Some(pid) = pid
-    {
+/// Kills the process group the command leads, so the pipes close and the readers
+/// finish.
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid {
         // SAFETY: kill(2) with a negative pid signals the process group the child leads;
         // it touches no memory of ours.
         unsafe {
             libc::kill(-(pid as i32), libc::SIGKILL);
         }
     }
-    Ok(status)
 }
 
 /// Where a command would be found, so a typo is refused before anything is claimed.

@@ -1,0 +1,1068 @@
+//! The review queue, headless: `draft submit|facts|recheck|withdraw|show`,
+//! `approvals`, `approve`, `reject`, `approval` and `dispatch`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value};
+
+use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched, Ttl};
+use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::{Decision, Ledger, canonical, duration, jsjson};
+use send_once::review::diff::{LineTag, PayloadDiff};
+use send_once::review::drift::DriftStatus;
+use send_once::review::{self, Draft, DraftState, Review, ReviewError, Submission, Verdict};
+use send_once::text::visible_inline;
+
+use super::keys::key_of;
+use super::ledger_arg::{clock, current_user, is_jsonl, ledger_or_default};
+use super::run::{CommandSend, NotStarted, check_send_options, report};
+use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
+
+#[derive(Subcommand, Debug)]
+pub enum DraftCommand {
+    /// Queue a draft for review (or add a revision to the key's open draft); prints its id.
+    Submit(SubmitArgs),
+    /// Record the latest facts for a draft (a JSON object), to compare with its snapshot.
+    Facts(FactsArgs),
+    /// Run a draft's recheck command now and record what it says.
+    Recheck(RecheckArgs),
+    /// Withdraw a draft: it will not be sent.
+    Withdraw(WithdrawArgs),
+    /// Show a draft: every revision, the diffs, the fact drift and its decisions.
+    Show(DraftShowArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The send key, if you computed it yourself
+    #[arg(long, conflicts_with_all = ["channel", "to", "intent", "window"])]
+    pub key: Option<String>,
+    /// Channel, for deriving the key (with --to and --intent)
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Recipient, for deriving the key
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Intent, for deriving the key
+    #[arg(long)]
+    pub intent: Option<String>,
+    /// Window, for deriving the key
+    #[arg(long)]
+    pub window: Option<String>,
+    /// The payload to send, a JSON file (or - for stdin)
+    #[arg(long, required = true)]
+    pub payload: PathBuf,
+    /// The facts the draft relies on, a JSON object file (or -)
+    #[arg(long)]
+    pub facts: Option<PathBuf>,
+    /// A command printing the current facts as a JSON object (split like a shell would; no shell runs it)
+    #[arg(long)]
+    pub recheck: Option<String>,
+    /// A JSON object kept with the draft and the entry
+    #[arg(long)]
+    pub meta: Option<String>,
+    /// Who submits it (default: the current user)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Print {"id", "key", "revision", "state", "newDraft"} as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FactsArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// The latest facts, a JSON object file (or -)
+    #[arg(long, required = true)]
+    pub facts: PathBuf,
+    /// Print the draft as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RecheckArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// Kill the recheck command after this long
+    #[arg(long, default_value = "30s", allow_hyphen_values = true)]
+    pub timeout: String,
+    /// Print the draft as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct WithdrawArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// Who withdraws it (default: the current user)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Why
+    #[arg(long)]
+    pub note: Option<String>,
+    /// Print the draft as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DraftShowArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// Print the draft, its revisions and decisions as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ApprovalsArgs {
+    /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<PathBuf>,
+    /// Print the queue as JSON, with each draft's full diff and drift
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ApproveArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// How long the approval holds (30m, 12h, 2d)
+    #[arg(long, default_value = "12h", allow_hyphen_values = true)]
+    pub ttl: String,
+    /// Who approves it (default: the current user)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Why, for the decision log
+    #[arg(long)]
+    pub note: Option<String>,
+    /// Write the approval JSON to this file instead of printing it
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the approval JSON (the default unless --out)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RejectArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// Why it must not go out
+    #[arg(long, required = true)]
+    pub reason: String,
+    /// Who rejects it (default: the current user)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Print the draft as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ApprovalArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// Print the approval JSON (the default)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DispatchArgs {
+    /// The ledger file (SQLite)
+    pub ledger: PathBuf,
+    /// The draft's id
+    pub id: i64,
+    /// Exit statuses that mean the provider definitely refused (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    pub failed_exit: Vec<i32>,
+    /// Kill the send command after this long; the send is then unknown
+    #[arg(long, allow_hyphen_values = true)]
+    pub timeout: Option<String>,
+    /// Kill the draft's recheck command after this long
+    #[arg(long, default_value = "30s", allow_hyphen_values = true)]
+    pub recheck_timeout: String,
+    /// Print the refusal or the outcome as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// The send command and its arguments, after --
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Opens the queue of an SQLite ledger that must exist. `Access::ReadOnly` for what
+/// only looks.
+fn open_review(path: &Path, access: Access) -> Result<(Review, Arc<SqliteStore>), Exit> {
+    if is_jsonl(path) {
+        return Err(fail(
+            Exit::Refused,
+            format!(
+                "{} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)",
+                path.display()
+            ),
+        ));
+    }
+    if access != Access::Create && !path.exists() {
+        return Err(fail(
+            Exit::Refused,
+            format!("no such ledger: {}", path.display()),
+        ));
+    }
+    let store = SqliteStore::open(path, access).map_err(|e| fail(Exit::Refused, e))?;
+    let store = Arc::new(store);
+    Ok((Review::new(Arc::clone(&store), clock()), store))
+}
+
+fn review_failure(e: ReviewError) -> Exit {
+    fail(Exit::Refused, visible_inline(&e.to_string()))
+}
+
+/// Runs `work` against the queue; any error is exit 2.
+fn with_review<T>(
+    path: &Path,
+    access: Access,
+    work: impl AsyncFnOnce(&Review) -> Result<T, ReviewError>,
+) -> Result<T, Exit> {
+    let runtime = super::runtime()?;
+    runtime.block_on(async {
+        let (review, _store) = open_review(path, access)?;
+        work(&review).await.map_err(review_failure)
+    })
+}
+
+fn read_object(path: &Path, what: &str) -> Result<Map<String, Value>, String> {
+    let text = read_text_arg(path, what)?;
+    match canonical::parse_json(&text).map(|v| v.to_serde()) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!(
+            "the {what} {} must be a JSON object of named values, not {}",
+            display_path(path),
+            kind(&other)
+        )),
+        Err(e) => Err(format!(
+            "the {what} {} is not JSON: {e}",
+            display_path(path)
+        )),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub fn draft(command: &DraftCommand) -> Exit {
+    match command {
+        DraftCommand::Submit(args) => submit(args),
+        DraftCommand::Facts(args) => facts(args),
+        DraftCommand::Recheck(args) => recheck(args),
+        DraftCommand::Withdraw(args) => withdraw(args),
+        DraftCommand::Show(args) => show(args),
+    }
+}
+
+/// Everything a submission needs, checked before the ledger is opened.
+fn submission(args: &SubmitArgs) -> Result<Submission, String> {
+    let mut derived_meta = Map::new();
+    let key = match (&args.key, &args.channel, &args.to, &args.intent) {
+        (Some(key), ..) if key.is_empty() => return Err("--key must not be empty".into()),
+        (Some(key), ..) => key.clone(),
+        (None, Some(channel), Some(to), Some(intent)) => {
+            derived_meta.insert("channel".into(), channel.clone().into());
+            derived_meta.insert("to".into(), to.clone().into());
+            derived_meta.insert("intent".into(), intent.clone().into());
+            if let Some(window) = &args.window {
+                derived_meta.insert("window".into(), window.clone().into());
+            }
+            key_of(channel, to, intent, args.window.as_deref())
+                .map_err(|e| e.to_string())?
+                .key
+        }
+        _ => return Err("give either --key, or --channel, --to and --intent".into()),
+    };
+    let payload = read_text_arg(&args.payload, "payload")?;
+    canonical::parse_json(&payload).map_err(|e| {
+        format!(
+            "the payload {} is not JSON: {e}",
+            display_path(&args.payload)
+        )
+    })?;
+    let facts = match &args.facts {
+        Some(path) => read_object(path, "facts")?,
+        None => Map::new(),
+    };
+    let recheck = match &args.recheck {
+        None => None,
+        Some(line) => {
+            let words = shell_words::split(line)
+                .map_err(|e| format!("--recheck: cannot split {line:?} into words: {e}"))?;
+            if words.is_empty() {
+                return Err("--recheck is empty".into());
+            }
+            Some(words)
+        }
+    };
+    let mut meta = match &args.meta {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Some(map),
+            Ok(other) => {
+                return Err(format!(
+                    "--meta must be a JSON object, got {}",
+                    kind(&other)
+                ));
+            }
+            Err(e) => return Err(format!("--meta is not JSON: {e}")),
+        },
+    };
+    if !derived_meta.is_empty() {
+        let merged = meta.get_or_insert_with(Map::new);
+        for (k, v) in derived_meta {
+            merged.entry(k).or_insert(v);
+        }
+    }
+    Ok(Submission {
+        key,
+        payload,
+        facts,
+        recheck,
+        meta,
+        by: args.by.clone().or_else(current_user),
+    })
+}
+
+fn submit(args: &SubmitArgs) -> Exit {
+    let submission = match submission(args) {
+        Ok(s) => s,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let key = submission.key.clone();
+    // An agent's first draft creates the ledger, as a first run does.
+    let submitted = match with_review(&args.ledger, Access::Create, async |review| {
+        review.submit(submission).await
+    }) {
+        Ok(s) => s,
+        Err(exit) => return exit,
+    };
+    if args.json {
+        let mut out = Map::new();
+        out.insert("id".into(), submitted.id.into());
+        out.insert("key".into(), key.into());
+        out.insert("revision".into(), submitted.revision.into());
+        out.insert("state".into(), submitted.state.as_str().into());
+        out.insert("newDraft".into(), submitted.new_draft.into());
+        print_json(&Value::Object(out));
+    } else if submitted.new_draft {
+        print_stdout(&format!("{}\n", submitted.id));
+        note(format!("draft {} queued for review", submitted.id));
+    } else {
+        print_stdout(&format!("{}\n", submitted.id));
+        let after = if submitted.state == DraftState::Approved {
+            "; its approval was for an earlier revision, so it needs approving again"
+        } else {
+            ""
+        };
+        note(format!(
+            "draft {} revised (revision {}){after}",
+            submitted.id, submitted.revision
+        ));
+    }
+    Exit::Ok
+}
+
+fn facts(args: &FactsArgs) -> Exit {
+    let facts = match read_object(&args.facts, "facts") {
+        Ok(f) => f,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
+        review.head(args.id).await?;
+        review.record_facts(args.id, facts).await?;
+        review.draft(args.id).await
+    }) {
+        Ok(d) => d,
+        Err(exit) => return exit,
+    };
+    print_drift(&draft, args.json);
+    Exit::Ok
+}
+
+fn recheck(args: &RecheckArgs) -> Exit {
+    let timeout = match parse_limit(&args.timeout, "--timeout") {
+        Ok(t) => t,
+        Err(exit) => return exit,
+    };
+    let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
+        let head = review.head(args.id).await?;
+        if head.recheck.is_none() {
+            return Err(ReviewError::CouldNotCheck(format!(
+                "draft {} has no recheck command (push facts with send-once draft facts)",
+                args.id
+            )));
+        }
+        review.recheck(args.id, timeout).await?;
+        review.draft(args.id).await
+    }) {
+        Ok(d) => d,
+        Err(exit) => return exit,
+    };
+    print_drift(&draft, args.json);
+    Exit::Ok
+}
+
+fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, Exit> {
+    match duration::parse_duration(text) {
+        Ok(ms) if ms > 0.0 => Ok(duration::to_std(ms)),
+        Ok(_) => Err(fail(
+            Exit::Refused,
+            format!("{flag} must be longer than zero"),
+        )),
+        Err(e) => Err(fail(Exit::Refused, format!("{flag}: {e}"))),
+    }
+}
+
+fn print_drift(draft: &Draft, json: bool) {
+    if json {
+        print_json(&draft.to_json(clock()()));
+        return;
+    }
+    let drift = draft.drift();
+    let mut out = format!("draft {}: {}\n", draft.id, visible_inline(&drift.summary()));
+    out.push_str(&fact_table(draft));
+    print_stdout(&out);
+}
+
+fn withdraw(args: &WithdrawArgs) -> Exit {
+    decide_and_report(
+        &args.ledger,
+        args.id,
+        Verdict::Withdraw,
+        args.by.clone(),
+        args.note.clone(),
+        args.json,
+    )
+}
+
+fn decide_and_report(
+    ledger: &Path,
+    id: i64,
+    verdict: Verdict,
+    by: Option<String>,
+    note_text: Option<String>,
+    json: bool,
+) -> Exit {
+    let by = by.or_else(current_user);
+    let draft = match with_review(ledger, Access::ReadWrite, async |review| {
+        review.decide(id, verdict, by, note_text).await
+    }) {
+        Ok(d) => d,
+        Err(exit) => return exit,
+    };
+    if json {
+        print_json(&draft.to_json(clock()()));
+    } else {
+        print_stdout(&format!(
+            "Draft {} {} by {}.\n",
+            draft.id,
+            draft.state.as_str(),
+            visible_inline(draft.decided_by.as_deref().unwrap_or("?"))
+        ));
+    }
+    Exit::Ok
+}
+
+pub fn reject(args: &RejectArgs) -> Exit {
+    if args.reason.trim().is_empty() {
+        return fail(Exit::Refused, "--reason must say why");
+    }
+    decide_and_report(
+        &args.ledger,
+        args.id,
+        Verdict::Reject {
+            reason: args.reason.clone(),
+        },
+        args.by.clone(),
+        Some(args.reason.clone()),
+        args.json,
+    )
+}
+
+pub fn approve(args: &ApproveArgs) -> Exit {
+    // A ttl that approve() would refuse is refused before anything is read or written.
+    let ttl = Ttl::Text(args.ttl.clone());
+    if let Err(e) = approval::approve(&canonical::JsValue::Null, None, &ttl, None, 0.0) {
+        return fail(Exit::Refused, e);
+    }
+    if let Some(out) = &args.out {
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+        if out.is_dir() || parent.is_some_and(|p| !p.is_dir()) {
+            return fail(
+                Exit::Refused,
+                format!(
+                    "--out {}: not a file in an existing directory",
+                    out.display()
+                ),
+            );
+        }
+    }
+    let by = args.by.clone().or_else(current_user);
+    let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
+        review
+            .decide(args.id, Verdict::Approve { ttl }, by, args.note.clone())
+            .await
+    }) {
+        Ok(d) => d,
+        Err(exit) => return exit,
+    };
+    let approval = draft.approval.clone().unwrap_or(Value::Null);
+    let text = format!("{}\n", jsjson::stringify_pretty(&approval));
+    match &args.out {
+        Some(out) => {
+            if let Err(e) = std::fs::write(out, &text) {
+                return fail(
+                    Exit::Refused,
+                    format!(
+                        "draft {} is approved, but the approval could not be written to {}: {e}. Print it with: send-once approval {} {}",
+                        draft.id,
+                        out.display(),
+                        args.ledger.display(),
+                        draft.id
+                    ),
+                );
+            }
+            note(format!(
+                "approved draft {} (revision {}) until {}; the approval is in {}",
+                draft.id,
+                draft.revision,
+                approval["expiresAt"].as_str().unwrap_or("?"),
+                out.display()
+            ));
+            if args.json {
+                print_json(&approval);
+            }
+        }
+        None => print_stdout(&send_once::text::safe_json(&text)),
+    }
+    Exit::Ok
+}
+
+pub fn approval(args: &ApprovalArgs) -> Exit {
+    let draft = match with_review(&args.ledger, Access::ReadOnly, async |review| {
+        review.head(args.id).await
+    }) {
+        Ok(d) => d,
+        Err(exit) => return exit,
+    };
+    match &draft.approval {
+        Some(approval) => {
+            print_json(approval);
+            Exit::Ok
+        }
+        None => fail(
+            Exit::Failed,
+            format!(
+                "draft {} has no approval (it is {})",
+                draft.id,
+                draft.state.as_str()
+            ),
+        ),
+    }
+}
+
+pub fn approvals(args: &ApprovalsArgs) -> Exit {
+    let path = match ledger_or_default(args.ledger.as_deref()) {
+        Ok(path) => path,
+        Err(e) => return fail(Exit::Refused, e),
+    };
+    let queue = match with_review(&path, Access::ReadOnly, async |review| review.queue().await) {
+        Ok(q) => q,
+        Err(exit) => return exit,
+    };
+    let now = clock()();
+    if args.json {
+        print_json(&Value::Array(
+            queue.iter().map(|d| d.to_json(now)).collect(),
+        ));
+        return Exit::Ok;
+    }
+    if queue.is_empty() {
+        print_stdout("Nothing waiting for review.\n");
+        return Exit::Ok;
+    }
+    let mut out = format!(
+        "{:>5}  {:>8}  {:>3}  {:<19}  {:<40}  {}\n",
+        "ID", "AGE", "REV", "STATE", "WHAT", "CHANGES / FACTS"
+    );
+    for draft in &queue {
+        let age = send_once::ledger::time::parse_date(&draft.created_at).map_or_else(
+            || "?".to_owned(),
+            |at| duration::format_duration((now - at).max(0) as f64),
+        );
+        let state = if draft.edited_after_approval() {
+            "approved, edited".to_owned()
+        } else {
+            draft.state.as_str().to_owned()
+        };
+        let warning = if draft.suspicious() { "! " } else { "" };
+        let changes = match (draft.approved_diff(), draft.previous_diff()) {
+            (Some(d), _) => format!("{} since approved rev {}", d.summary(), d.from),
+            (None, Some(d)) => format!("{} since rev {}", d.summary(), d.from),
+            (None, None) => "new".to_owned(),
+        };
+        out.push_str(&format!(
+            "{:>5}  {:>8}  {:>3}  {:<19}  {:<40}  {}; {}\n",
+            draft.id,
+            age,
+            draft.revision,
+            state,
+            format!("{warning}{}", clip(&what(draft), 38)),
+            changes,
+            visible_inline(&draft.drift().summary()),
+        ));
+    }
+    if queue.iter().any(Draft::suspicious) {
+        out.push_str("\n! the payload holds control, escape, bidi or invisible characters: look at it with send-once draft show\n");
+    }
+    print_stdout(&out);
+    Exit::Ok
+}
+
+/// Who and what a draft is about, from its meta, else its key.
+fn what(draft: &Draft) -> String {
+    let field = |name: &str| {
+        draft
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(name))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match (field("to"), field("intent")) {
+        (Some(to), Some(intent)) => format!("{to} {intent}"),
+        (Some(to), None) => to,
+        (None, Some(intent)) => intent,
+        (None, None) => draft.key.clone(),
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let shown = visible_inline(text);
+    if shown.chars().count() <= max {
+        return shown.into_owned();
+    }
+    let mut cut: String = shown.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn fact_table(draft: &Draft) -> String {
+    let drift = draft.drift();
+    if drift.rows.is_empty() {
+        return "  (no facts)\n".to_owned();
+    }
+    let mut out = String::new();
+    for row in &drift.rows {
+        let changed = match row.changed {
+            Some(true) => "CHANGED",
+            Some(false) => "same",
+            None => "not checked",
+        };
+        out.push_str(&format!(
+            "  {:<20} at submit {}  now {}  {}{}\n",
+            clip(&row.fact, 20),
+            clip(&jsjson::stringify(&row.at_submit), 30),
+            if row.changed.is_some() {
+                clip(&jsjson::stringify(&row.now), 30)
+            } else {
+                "?".to_owned()
+            },
+            changed,
+            row.checked_at
+                .as_deref()
+                .map(|at| format!(" (checked {at})"))
+                .unwrap_or_default()
+        ));
+    }
+    if drift.status == DriftStatus::CouldNotCheck {
+        out.push_str(&format!(
+            "  the last check failed: {}\n",
+            visible_inline(drift.error.as_deref().unwrap_or("?"))
+        ));
+    }
+    out
+}
+
+fn diff_text(diff: &PayloadDiff) -> String {
+    let mut out = String::new();
+    for line in &diff.lines {
+        let mark = match line.tag {
+            LineTag::Equal => ' ',
+            LineTag::Insert => '+',
+            LineTag::Delete => '-',
+        };
+        out.push_str(&format!("  {mark} {}\n", visible_inline(&line.text)));
+    }
+    out
+}
+
+fn show(args: &DraftShowArgs) -> Exit {
+    let (draft, decisions) = match with_review(&args.ledger, Access::ReadOnly, async |review| {
+        let draft = review.draft(args.id).await?;
+        let decisions = review.decisions(args.id).await?;
+        Ok((draft, decisions))
+    }) {
+        Ok(found) => found,
+        Err(exit) => return exit,
+    };
+    let now = clock()();
+    if args.json {
+        let mut out = match draft.to_json(now) {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let revisions: Vec<Value> = draft
+            .revisions
+            .iter()
+            .map(|r| {
+                let mut rev = Map::new();
+                rev.insert("revision".into(), r.revision.into());
+                rev.insert(
+                    "payload".into(),
+                    canonical::parse_json(&r.payload).map_or(Value::Null, |v| v.to_serde()),
+                );
+                rev.insert("payloadHash".into(), r.payload_hash.clone().into());
+                rev.insert("facts".into(), Value::Object(r.facts.clone()));
+                rev.insert("submittedAt".into(), r.submitted_at.clone().into());
+                rev.insert("submittedBy".into(), r.submitted_by.clone().into());
+                Value::Object(rev)
+            })
+            .collect();
+        out.insert("revisionList".into(), Value::Array(revisions));
+        out.insert(
+            "decisions".into(),
+            Value::Array(decisions.iter().map(Decision::to_value).collect()),
+        );
+        print_json(&Value::Object(out));
+        return Exit::Ok;
+    }
+    let mut out = String::new();
+    let state = if draft.edited_after_approval() {
+        format!(
+            "approved (revision {}), then edited",
+            draft.approved_revision.unwrap_or(0)
+        )
+    } else {
+        draft.state.as_str().to_owned()
+    };
+    out.push_str(&format!("draft {}  {}\n", draft.id, state));
+    out.push_str(&format!("key       {}\n", visible_inline(&draft.key)));
+    if let Some(meta) = &draft.meta {
+        for (k, v) in meta {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                other => jsjson::stringify(other),
+            };
+            out.push_str(&format!(
+                "meta      {}: {}\n",
+                visible_inline(k),
+                visible_inline(&v)
+            ));
+        }
+    }
+    if let Some(recheck) = &draft.recheck {
+        out.push_str(&format!(
+            "recheck   {}\n",
+            visible_inline(&shell_words::join(recheck))
+        ));
+    }
+    if let (Some(by), Some(at)) = (&draft.decided_by, &draft.decided_at) {
+        out.push_str(&format!(
+            "decided   {} by {} at {}{}\n",
+            draft.state.as_str(),
+            visible_inline(by),
+            at,
+            draft
+                .reason
+                .as_deref()
+                .map(|r| format!(": {}", visible_inline(r)))
+                .unwrap_or_default()
+        ));
+    }
+    if draft.suspicious() {
+        out.push_str("WARNING   the payload holds control, escape, bidi or invisible characters (shown as marks below)\n");
+    }
+    for revision in &draft.revisions {
+        out.push_str(&format!(
+            "revision  {} submitted {} by {}, payload hash {}\n",
+            revision.revision,
+            revision.submitted_at,
+            visible_inline(revision.submitted_by.as_deref().unwrap_or("?")),
+            revision.payload_hash
+        ));
+    }
+    out.push_str("\npayload (current revision):\n");
+    if let Some(current) = draft.current() {
+        for line in review::diff::pretty_canonical(&current.payload).lines() {
+            out.push_str(&format!("  {}\n", visible_inline(line)));
+        }
+    }
+    if let Some(diff) = draft.approved_diff() {
+        out.push_str(&format!(
+            "\nchanged since the approved revision {} ({}):\n",
+            diff.from,
+            diff.summary()
+        ));
+        out.push_str(&diff_text(&diff));
+    }
+    if let Some(diff) = draft.previous_diff() {
+        out.push_str(&format!(
+            "\nchanged since revision {} ({}):\n",
+            diff.from,
+            diff.summary()
+        ));
+        out.push_str(&diff_text(&diff));
+    }
+    out.push_str(&format!(
+        "\nfacts: {}\n",
+        visible_inline(&draft.drift().summary())
+    ));
+    out.push_str(&fact_table(&draft));
+    if !decisions.is_empty() {
+        out.push_str("\ndecisions:\n");
+        for d in &decisions {
+            out.push_str(&format!(
+                "  #{} {} {} by {}: {}{}\n",
+                d.id.unwrap_or_default(),
+                d.at,
+                d.action,
+                visible_inline(d.by.as_deref().unwrap_or("?")),
+                d.outcome.as_str(),
+                d.note
+                    .as_deref()
+                    .map(|n| format!(" \"{}\"", visible_inline(n)))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    print_stdout(&out);
+    Exit::Ok
+}
+
+pub fn dispatch(args: &DispatchArgs) -> Exit {
+    let timeout = match check_send_options(args.timeout.as_deref(), &args.command) {
+        Ok(t) => t,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let recheck_timeout = match parse_limit(&args.recheck_timeout, "--recheck-timeout") {
+        Ok(t) => t,
+        Err(exit) => return exit,
+    };
+    let runtime = match super::runtime() {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    runtime.block_on(async {
+        let (review, store) = match open_review(&args.ledger, Access::ReadWrite) {
+            Ok(opened) => opened,
+            Err(exit) => return exit,
+        };
+        let draft = match review.head(args.id).await {
+            Ok(d) => d,
+            Err(e) => return review_failure(e),
+        };
+        let approval = match (&draft.approval, draft.state) {
+            (_, DraftState::Rejected | DraftState::Withdrawn) => {
+                return fail(
+                    Exit::Refused,
+                    format!(
+                        "draft {} is {}{}; it will not be sent",
+                        draft.id,
+                        draft.state.as_str(),
+                        draft
+                            .decided_by
+                            .as_deref()
+                            .map(|by| format!(" (by {})", visible_inline(by)))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+            (Some(approval), _) => approval.clone(),
+            (None, _) => {
+                return refuse(
+                    args.json,
+                    "approval_missing",
+                    &draft,
+                    format!(
+                        "draft {} has no approval; approve it first (send-once approve {} {})",
+                        draft.id,
+                        args.ledger.display(),
+                        draft.id
+                    ),
+                );
+            }
+        };
+        let Some(current) = draft.current() else {
+            return review_failure(ReviewError::NoDraft(draft.id));
+        };
+        let payload = match canonical::parse_json(&current.payload) {
+            Ok(p) => p,
+            Err(e) => return review_failure(ReviewError::PayloadNotJson(e.to_string())),
+        };
+        let payload_bytes = current.payload.clone().into_bytes();
+        let ledger = Ledger::with_clock(store.clone(), clock());
+        let id = draft.id;
+        // With a recheck command, the facts are read fresh; without one, the latest
+        // pushed facts (if any) are what the approval is held against.
+        let recheck = {
+            let review = &review;
+            let has_command = draft.recheck.is_some();
+            let pushed = draft.latest.facts.clone();
+            (has_command || pushed.is_some()).then_some(async move || {
+                if has_command {
+                    review
+                        .recheck(id, recheck_timeout)
+                        .await
+                        .map(Value::Object)
+                        .map_err(|e| match e {
+                            ReviewError::CouldNotCheck(reason) => reason,
+                            other => other.to_string(),
+                        })
+                } else {
+                    Ok(Value::Object(pushed.unwrap_or_default()))
+                }
+            })
+        };
+        let mut not_started: Option<NotStarted> = None;
+        let send = CommandSend {
+            argv: &args.command,
+            payload: Some(&payload_bytes),
+            failed_exit: &args.failed_exit,
+            timeout: timeout.as_ref(),
+        };
+        let request = DispatchRequest {
+            approval: &approval,
+            payload: &payload,
+            key: &draft.key,
+            meta: draft.meta.clone(),
+            now: ledger.now() as f64,
+        };
+        let dispatched = approval::dispatch(&ledger, request, recheck, |context| {
+            send.send(context, &mut not_started)
+        })
+        .await;
+        match dispatched {
+            Ok(Dispatched::Ledger(outcome)) => {
+                let mut record = Map::new();
+                record.insert("outcome".into(), outcome.name().into());
+                record.insert("entry".into(), outcome.entry().to_value());
+                if let Err(e) = review.record_dispatch(id, Value::Object(record)).await {
+                    note(format!(
+                        "the ledger recorded the send, but draft {id} could not be marked dispatched: {e}"
+                    ));
+                }
+                report(&args.ledger, args.json, &draft.key, Ok(outcome), not_started)
+            }
+            Ok(refused) => {
+                let message = refusal_text(&refused, &draft, &args.ledger);
+                match refused.refusal_json() {
+                    Some(json) if args.json => {
+                        print_json(&json);
+                        fail(Exit::Refused, message)
+                    }
+                    _ => fail(Exit::Refused, message),
+                }
+            }
+            Err(DispatchError::Approval(ApprovalError::RecheckFailed(reason))) => fail(
+                Exit::Refused,
+                format!(
+                    "not sent: could not check the facts of draft {id}: {}",
+                    visible_inline(&reason)
+                ),
+            ),
+            Err(DispatchError::Approval(e)) => fail(Exit::Refused, format!("not sent: {e}")),
+            Err(DispatchError::Ledger(e)) => {
+                report(&args.ledger, args.json, &draft.key, Err(e), not_started)
+            }
+        }
+    })
+}
+
+fn refuse(json: bool, outcome: &str, draft: &Draft, message: String) -> Exit {
+    if json {
+        let mut out = Map::new();
+        out.insert("outcome".into(), outcome.into());
+        out.insert("key".into(), draft.key.clone().into());
+        out.insert("draft".into(), draft.id.into());
+        print_json(&Value::Object(out));
+    }
+    fail(Exit::Refused, message)
+}
+
+fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &Path) -> String {
+    let id = draft.id;
+    let ledger = ledger.display();
+    match refused {
+        Dispatched::Expired {
+            expires_at,
+            age_hours,
+            ..
+        } => format!(
+            "not sent: the approval of draft {id} expired at {expires_at} ({} hours after it was given); approve it again to send it",
+            jsjson::js_number(*age_hours)
+        ),
+        Dispatched::PayloadChanged {
+            approved_hash,
+            current_hash,
+            ..
+        } => format!(
+            "not sent: the payload of draft {id} changed after it was approved (approved {approved_hash}, now {current_hash}); look at the change (send-once draft show {ledger} {id}) and approve it again"
+        ),
+        Dispatched::StaleFacts { changed, .. } => {
+            let list = changed
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}: {} -> {}",
+                        c.fact,
+                        jsjson::stringify(&c.before),
+                        jsjson::stringify(&c.after)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            visible_inline(&format!(
+                "not sent: facts changed since draft {id} was approved ({list}); look at them and approve it again"
+            ))
+            .into_owned()
+        }
+        Dispatched::Ledger(_) => String::new(),
+    }
+}

@@ -1,0 +1,165 @@
+//! Fact drift: each fact as it was when the draft was submitted against its latest
+//! known value, compared the way `dispatch` compares them (canonical JSON). A check that
+//! failed is "could not check", never "no drift".
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::ledger::canonical;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactRow {
+    pub fact: String,
+    pub at_submit: Value,
+    /// The latest value; null when it is missing now, or never checked.
+    pub now: Value,
+    /// None when the facts were never checked.
+    pub changed: Option<bool>,
+    pub checked_at: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftStatus {
+    NotChecked,
+    Unchanged,
+    Drifted,
+    CouldNotCheck,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    pub status: DriftStatus,
+    /// How many facts changed.
+    pub changed: usize,
+    pub checked_at: Option<String>,
+    /// Why the last check failed, when it did.
+    pub error: Option<String>,
+    #[serde(skip)]
+    pub rows: Vec<FactRow>,
+}
+
+/// What is known about the facts since submit.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatestFacts {
+    /// The last good check's values.
+    pub facts: Option<Map<String, Value>>,
+    pub checked_at: Option<String>,
+    /// Set when the most recent check failed (then `facts` may be older).
+    pub error: Option<String>,
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    canonical::canonical_json_of(a) == canonical::canonical_json_of(b)
+}
+
+/// The drift of `snapshot` (the facts submitted with the current revision) against
+/// `latest`. Facts only the latest check has are ignored, as dispatch ignores them.
+pub fn fact_drift(snapshot: &Map<String, Value>, latest: &LatestFacts) -> Drift {
+    let rows: Vec<FactRow> = snapshot
+        .iter()
+        .map(|(fact, at_submit)| {
+            let (now, changed) = match &latest.facts {
+                Some(facts) => {
+                    let now = facts.get(fact).cloned().unwrap_or(Value::Null);
+                    let changed = !same(at_submit, &now);
+                    (now, Some(changed))
+                }
+                None => (Value::Null, None),
+            };
+            FactRow {
+                fact: fact.clone(),
+                at_submit: at_submit.clone(),
+                now,
+                changed,
+                checked_at: latest.checked_at.clone(),
+            }
+        })
+        .collect();
+    let changed = rows.iter().filter(|r| r.changed == Some(true)).count();
+    let status = if latest.error.is_some() {
+        DriftStatus::CouldNotCheck
+    } else if latest.facts.is_none() {
+        DriftStatus::NotChecked
+    } else if changed > 0 {
+        DriftStatus::Drifted
+    } else {
+        DriftStatus::Unchanged
+    };
+    Drift {
+        status,
+        changed,
+        checked_at: latest.checked_at.clone(),
+        error: latest.error.clone(),
+        rows,
+    }
+}
+
+impl Drift {
+    /// "2 of 3 facts changed", "could not check: ...", for a list's row.
+    pub fn summary(&self) -> String {
+        match self.status {
+            DriftStatus::NotChecked => "facts not checked".to_owned(),
+            DriftStatus::Unchanged => "facts unchanged".to_owned(),
+            DriftStatus::Drifted => format!(
+                "{} of {} fact{} changed",
+                self.changed,
+                self.rows.len(),
+                if self.rows.len() == 1 { "" } else { "s" }
+            ),
+            DriftStatus::CouldNotCheck => format!(
+                "could not check facts: {}",
+                self.error.as_deref().unwrap_or("unknown error")
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn compares_canonically_and_counts_a_missing_fact_as_changed() {
+        let snapshot = map(json!({"balance": {"a": 1, "b": 2}, "plan": "pro", "gone": 1}));
+        let latest = LatestFacts {
+            facts: Some(map(
+                json!({"balance": {"b": 2, "a": 1}, "plan": "free", "extra": 9}),
+            )),
+            checked_at: Some("2026-09-27T12:00:00.000Z".into()),
+            error: None,
+        };
+        let drift = fact_drift(&snapshot, &latest);
+        assert_eq!(drift.status, DriftStatus::Drifted);
+        assert_eq!(drift.changed, 2);
+        let row = |name: &str| drift.rows.iter().find(|r| r.fact == name).unwrap();
+        assert_eq!(row("balance").changed, Some(false));
+        assert_eq!(row("plan").changed, Some(true));
+        assert_eq!(row("gone").now, Value::Null);
+        assert_eq!(row("gone").changed, Some(true));
+        assert!(drift.rows.iter().all(|r| r.fact != "extra"));
+    }
+
+    #[test]
+    fn a_failed_check_is_never_no_drift() {
+        let snapshot = map(json!({"plan": "pro"}));
+        let latest = LatestFacts {
+            facts: Some(map(json!({"plan": "pro"}))),
+            checked_at: Some("2026-09-27T12:00:00.000Z".into()),
+            error: Some("timed out after 30s".into()),
+        };
+        let drift = fact_drift(&snapshot, &latest);
+        assert_eq!(drift.status, DriftStatus::CouldNotCheck);
+        assert!(drift.summary().contains("timed out"));
+        let never = fact_drift(&snapshot, &LatestFacts::default());
+        assert_eq!(never.status, DriftStatus::NotChecked);
+        assert_eq!(never.rows[0].changed, None);
+    }
+}

@@ -1,0 +1,764 @@
+//! The review queue: drafts an agent or a job wants to send wait here for a person.
+//!
+//! A draft has a key, and revisions (payload, facts snapshot), each kept forever;
+//! submitting again for a key whose draft is still open (queued, or approved and not
+//! yet dispatched) adds a revision. A person approves (the Node approval JSON, stored
+//! on the draft), rejects with a reason, or the submitter withdraws it. Decisions are
+//! compare-and-set on the draft's version, so of two people deciding at once one wins
+//! and the other is told who did; every decision, refused ones too, goes to the
+//! decision log. The queue lives in the ledger's SQLite database.
+
+pub mod diff;
+pub mod drift;
+pub mod recheck;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::approval::{self, ApprovalError, Ttl};
+use crate::ledger::sqlite::{SqliteStore, insert_decision};
+use crate::ledger::{Clock, Decision, DecisionOutcome, Store, StoreError, canonical, time};
+use diff::{PayloadDiff, payload_diff};
+use drift::{Drift, LatestFacts, fact_drift};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DraftState {
+    Queued,
+    Approved,
+    Rejected,
+    Withdrawn,
+    Dispatched,
+}
+
+impl DraftState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DraftState::Queued => "queued",
+            DraftState::Approved => "approved",
+            DraftState::Rejected => "rejected",
+            DraftState::Withdrawn => "withdrawn",
+            DraftState::Dispatched => "dispatched",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DraftState> {
+        [
+            DraftState::Queued,
+            DraftState::Approved,
+            DraftState::Rejected,
+            DraftState::Withdrawn,
+            DraftState::Dispatched,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+
+    /// Still waiting for a decision or a dispatch: a new submission for its key is a
+    /// revision of it.
+    pub fn is_open(self) -> bool {
+        matches!(self, DraftState::Queued | DraftState::Approved)
+    }
+}
+
+/// One revision of a draft, as submitted. Never changed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Revision {
+    pub revision: i64,
+    /// The payload exactly as submitted (JSON text).
+    pub payload: String,
+    pub payload_hash: String,
+    pub facts: Map<String, Value>,
+    pub submitted_at: String,
+    pub submitted_by: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draft {
+    pub id: i64,
+    pub key: String,
+    pub state: DraftState,
+    /// The current revision's number.
+    pub revision: i64,
+    /// Bumped by every change; decisions compare-and-set on it.
+    pub version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub submitted_by: Option<String>,
+    pub recheck: Option<Vec<String>>,
+    pub meta: Option<Map<String, Value>>,
+    pub approval: Option<Value>,
+    pub approved_revision: Option<i64>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    /// A rejection's reason, or a withdrawal's note.
+    pub reason: Option<String>,
+    pub latest: LatestFacts,
+    /// What the ledger said when it was dispatched.
+    pub outcome: Option<Value>,
+    /// Every revision (from `Review::draft`), or the current, previous and approved
+    /// ones (from `Review::queue`), oldest first.
+    pub revisions: Vec<Revision>,
+}
+
+impl Draft {
+    pub fn revision_of(&self, n: i64) -> Option<&Revision> {
+        self.revisions.iter().find(|r| r.revision == n)
+    }
+
+    pub fn current(&self) -> Option<&Revision> {
+        self.revision_of(self.revision)
+    }
+
+    /// Approved, then submitted again: the approval no longer matches the payload.
+    pub fn edited_after_approval(&self) -> bool {
+        self.approved_revision.is_some_and(|a| a < self.revision)
+    }
+
+    /// The current revision against the one before it.
+    pub fn previous_diff(&self) -> Option<PayloadDiff> {
+        let current = self.current()?;
+        let previous = self.revision_of(self.revision - 1)?;
+        Some(payload_diff(
+            previous.revision,
+            &previous.payload,
+            current.revision,
+            &current.payload,
+        ))
+    }
+
+    /// The current revision against the approved one, when they differ.
+    pub fn approved_diff(&self) -> Option<PayloadDiff> {
+        if !self.edited_after_approval() {
+            return None;
+        }
+        let current = self.current()?;
+        let approved = self.revision_of(self.approved_revision?)?;
+        Some(payload_diff(
+            approved.revision,
+            &approved.payload,
+            current.revision,
+            &current.payload,
+        ))
+    }
+
+    pub fn drift(&self) -> Drift {
+        let snapshot = self.current().map(|r| r.facts.clone()).unwrap_or_default();
+        fact_drift(&snapshot, &self.latest)
+    }
+
+    /// Whether the current payload's text (any string in it, keys included) holds
+    /// characters that would act on a terminal or hide or reorder text: approving it
+    /// asks for an explicit confirmation. Line breaks and tabs are ordinary in a body.
+    pub fn suspicious(&self) -> bool {
+        self.current()
+            .and_then(|r| canonical::parse_json(&r.payload).ok())
+            .is_some_and(|payload| strings_hold_suspicious(&payload.to_serde()))
+    }
+
+    /// Everything a list row or a detail pane needs, as JSON (for `--json` and the UI).
+    pub fn to_json(&self, now_ms: i64) -> Value {
+        let current = self.current();
+        let first_submitted = self.created_at.clone();
+        let age = time::parse_date(&first_submitted).map_or(0, |at| (now_ms - at).max(0));
+        let payload = current
+            .and_then(|r| canonical::parse_json(&r.payload).ok())
+            .map_or(Value::Null, |v| v.to_serde());
+        let drift = self.drift();
+        let mut diff = Map::new();
+        diff.insert("previous".into(), to_value(&self.previous_diff()));
+        diff.insert("approved".into(), to_value(&self.approved_diff()));
+        let mut out = Map::new();
+        out.insert("id".into(), self.id.into());
+        out.insert("key".into(), self.key.clone().into());
+        out.insert("state".into(), self.state.as_str().into());
+        out.insert("revision".into(), self.revision.into());
+        out.insert("revisions".into(), self.revision.into());
+        out.insert("submittedAt".into(), first_submitted.into());
+        out.insert("updatedAt".into(), self.updated_at.clone().into());
+        out.insert("submittedBy".into(), self.submitted_by.clone().into());
+        out.insert("ageMs".into(), age.into());
+        out.insert(
+            "meta".into(),
+            self.meta.clone().map_or(Value::Null, Value::Object),
+        );
+        out.insert("recheck".into(), to_value(&self.recheck));
+        out.insert("payload".into(), payload);
+        out.insert(
+            "payloadHash".into(),
+            current.map(|r| r.payload_hash.clone()).into(),
+        );
+        out.insert("diff".into(), Value::Object(diff));
+        out.insert("facts".into(), to_value(&drift.rows));
+        out.insert("drift".into(), to_value(&drift));
+        out.insert(
+            "approval".into(),
+            self.approval.clone().unwrap_or(Value::Null),
+        );
+        out.insert("approvedRevision".into(), self.approved_revision.into());
+        out.insert(
+            "editedAfterApproval".into(),
+            self.edited_after_approval().into(),
+        );
+        out.insert("decidedBy".into(), self.decided_by.clone().into());
+        out.insert("decidedAt".into(), self.decided_at.clone().into());
+        out.insert("reason".into(), self.reason.clone().into());
+        out.insert(
+            "outcome".into(),
+            self.outcome.clone().unwrap_or(Value::Null),
+        );
+        out.insert("suspicious".into(), self.suspicious().into());
+        Value::Object(out)
+    }
+}
+
+fn strings_hold_suspicious(value: &Value) -> bool {
+    let bad = |text: &str| {
+        text.chars()
+            .any(|c| c != '\n' && c != '\t' && crate::text::is_suspicious(c))
+    };
+    match value {
+        Value::String(s) => bad(s),
+        Value::Array(items) => items.iter().any(strings_hold_suspicious),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| bad(k) || strings_hold_suspicious(v)),
+        _ => false,
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// What an agent or job submits for review.
+#[derive(Clone, Debug, Default)]
+pub struct Submission {
+    pub key: String,
+    /// JSON text, kept exactly as given.
+    pub payload: String,
+    pub facts: Map<String, Value>,
+    pub recheck: Option<Vec<String>>,
+    pub meta: Option<Map<String, Value>>,
+    pub by: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    pub id: i64,
+    pub revision: i64,
+    pub state: DraftState,
+    /// False when it was a new revision of an open draft.
+    pub new_draft: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error("no draft {0}")]
+    NoDraft(i64),
+    #[error("the payload is not JSON: {0}")]
+    PayloadNotJson(String),
+    #[error("a draft needs a key")]
+    EmptyKey,
+    #[error("draft {id} is {}{}; it cannot be {verb}", .state.as_str(), decided(.by, .at))]
+    Closed {
+        id: i64,
+        state: DraftState,
+        by: Option<String>,
+        at: Option<String>,
+        verb: &'static str,
+    },
+    #[error(
+        "draft {id} was {} by {} at {} while you were deciding; your decision was not recorded",
+        .state.as_str(), .by.as_deref().unwrap_or("someone"), .at.as_deref().unwrap_or("?")
+    )]
+    DecidedFirst {
+        id: i64,
+        state: DraftState,
+        by: Option<String>,
+        at: Option<String>,
+    },
+    #[error(
+        "draft {id} changed while you were deciding (it is now at revision {revision}); look at it again. Your decision was not recorded"
+    )]
+    ChangedMeanwhile { id: i64, revision: i64 },
+    #[error("could not check the facts: {0}")]
+    CouldNotCheck(String),
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn decided(by: &Option<String>, at: &Option<String>) -> String {
+    match (by, at) {
+        (Some(by), Some(at)) => format!(" (by {by} at {at})"),
+        (Some(by), None) => format!(" (by {by})"),
+        (None, Some(at)) => format!(" (at {at})"),
+        (None, None) => String::new(),
+    }
+}
+
+/// A decision a person makes on a draft.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    Approve { ttl: Ttl },
+    Reject { reason: String },
+    Withdraw,
+}
+
+impl Verdict {
+    fn action(&self) -> &'static str {
+        match self {
+            Verdict::Approve { .. } => "approve",
+            Verdict::Reject { .. } => "reject",
+            Verdict::Withdraw => "withdraw",
+        }
+    }
+
+    fn verb(&self) -> &'static str {
+        match self {
+            Verdict::Approve { .. } => "approved",
+            Verdict::Reject { .. } => "rejected",
+            Verdict::Withdraw => "withdrawn",
+        }
+    }
+}
+
+pub struct Review {
+    store: Arc<SqliteStore>,
+    clock: Clock,
+}
+
+const DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
+     d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
+     d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
+     d.outcome";
+const DRAFT_COLUMN_COUNT: usize = 19;
+const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
+
+fn json_column(row: &Row, i: usize) -> rusqlite::Result<Option<Value>> {
+    let text: Option<String> = row.get(i)?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+fn object_column(row: &Row, i: usize) -> rusqlite::Result<Option<Map<String, Value>>> {
+    Ok(match json_column(row, i)? {
+        Some(Value::Object(map)) => Some(map),
+        _ => None,
+    })
+}
+
+fn draft_from_row(row: &Row) -> rusqlite::Result<Draft> {
+    let state: String = row.get(2)?;
+    Ok(Draft {
+        id: row.get(0)?,
+        key: row.get(1)?,
+        state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+        revision: row.get(3)?,
+        version: row.get(4)?,
+        created_at: row.get(5)?,
+        updated_at: row.get(6)?,
+        submitted_by: row.get(7)?,
+        recheck: json_column(row, 8)?.and_then(|v| serde_json::from_value(v).ok()),
+        meta: object_column(row, 9)?,
+        approval: json_column(row, 10)?,
+        approved_revision: row.get(11)?,
+        decided_by: row.get(12)?,
+        decided_at: row.get(13)?,
+        reason: row.get(14)?,
+        latest: LatestFacts {
+            facts: object_column(row, 15)?,
+            checked_at: row.get(16)?,
+            error: row.get(17)?,
+        },
+        outcome: json_column(row, 18)?,
+        revisions: Vec::new(),
+    })
+}
+
+/// A revision from six columns starting at `at`; None when the join found none.
+fn revision_from_row(row: &Row, at: usize) -> rusqlite::Result<Option<Revision>> {
+    let Some(revision) = row.get::<_, Option<i64>>(at)? else {
+        return Ok(None);
+    };
+    Ok(Some(Revision {
+        revision,
+        payload: row.get(at + 1)?,
+        payload_hash: row.get(at + 2)?,
+        facts: object_column(row, at + 3)?.unwrap_or_default(),
+        submitted_at: row.get(at + 4)?,
+        submitted_by: row.get(at + 5)?,
+    }))
+}
+
+fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Result<Option<Draft>> {
+    let Some(mut draft) = conn
+        .prepare_cached(&format!(
+            "SELECT {DRAFT_COLUMNS} FROM send_once_drafts d WHERE d.id = ?1"
+        ))?
+        .query_row([id], draft_from_row)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    // Every revision, or only the current one.
+    let only = (!all_revisions).then_some(draft.revision);
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {REVISION_COLUMNS} FROM send_once_revisions \
+         WHERE draft_id = ?1 AND (?2 IS NULL OR revision = ?2) ORDER BY revision"
+    ))?;
+    for revision in statement.query_map(params![id, only], |r| revision_from_row(r, 0))? {
+        draft.revisions.extend(revision?);
+    }
+    Ok(Some(draft))
+}
+
+fn json_text(value: &impl Serialize) -> Option<String> {
+    serde_json::to_string(value).ok()
+}
+
+impl Review {
+    pub fn new(store: Arc<SqliteStore>, clock: Clock) -> Review {
+        Review { store, clock }
+    }
+
+    pub fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
+    fn iso_now(&self) -> String {
+        time::iso_from_millis(self.now()).unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+    }
+
+    /// Queues a draft, or adds a revision to the open draft for the same key.
+    pub async fn submit(&self, submission: Submission) -> Result<Submitted, ReviewError> {
+        if submission.key.is_empty() {
+            return Err(ReviewError::EmptyKey);
+        }
+        let parsed = canonical::parse_json(&submission.payload)
+            .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+        let hash = canonical::hash_payload(&parsed);
+        let now = self.iso_now();
+        let facts = Value::Object(submission.facts.clone()).to_string();
+        let recheck = submission.recheck.as_ref().and_then(json_text);
+        let meta = submission.meta.as_ref().and_then(json_text);
+        let submitted = self
+            .store
+            .write_with(move |conn| {
+                let s = &submission;
+                let open: Option<(i64, i64, String)> = conn
+                    .prepare_cached(
+                        "SELECT id, revision, state FROM send_once_drafts \
+                         WHERE key = ?1 AND state IN ('queued', 'approved')",
+                    )?
+                    .query_row([&s.key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .optional()?;
+                let (id, revision, state, new_draft) = match open {
+                    Some((id, revision, state)) => {
+                        conn.prepare_cached(
+                            "UPDATE send_once_drafts SET revision = ?2, version = version + 1, \
+                             updated_at = ?3, recheck = coalesce(?4, recheck), meta = coalesce(?5, meta) \
+                             WHERE id = ?1",
+                        )?
+                        .execute(params![id, revision + 1, now, recheck, meta])?;
+                        (id, revision + 1, state, false)
+                    }
+                    None => {
+                        conn.prepare_cached(
+                            "INSERT INTO send_once_drafts \
+                             (key, state, revision, version, created_at, updated_at, submitted_by, recheck, meta) \
+                             VALUES (?1, 'queued', 1, 1, ?2, ?2, ?3, ?4, ?5)",
+                        )?
+                        .execute(params![s.key, now, s.by, recheck, meta])?;
+                        (conn.last_insert_rowid(), 1, "queued".to_owned(), true)
+                    }
+                };
+                conn.prepare_cached(&format!(
+                    "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                ))?
+                .execute(params![id, revision, s.payload, hash, facts, now, s.by])?;
+                Ok(Submitted {
+                    id,
+                    revision,
+                    state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+                    new_draft,
+                })
+            })
+            .await?;
+        Ok(submitted)
+    }
+
+    /// A draft with every revision.
+    pub async fn draft(&self, id: i64) -> Result<Draft, ReviewError> {
+        self.store
+            .read_with(move |conn| load_draft(conn, id, true))
+            .await?
+            .ok_or(ReviewError::NoDraft(id))
+    }
+
+    /// The open drafts, oldest first, each with its current, previous and approved
+    /// revisions: everything a list row needs, in one query.
+    pub async fn queue(&self) -> Result<Vec<Draft>, ReviewError> {
+        let drafts = self
+            .store
+            .read_with(|conn| {
+                let sql = format!(
+                    "SELECT {DRAFT_COLUMNS}, \
+                     {current}, {previous}, {approved} \
+                     FROM send_once_drafts d \
+                     JOIN send_once_revisions c ON c.draft_id = d.id AND c.revision = d.revision \
+                     LEFT JOIN send_once_revisions p ON p.draft_id = d.id AND p.revision = d.revision - 1 \
+                     LEFT JOIN send_once_revisions a ON a.draft_id = d.id AND a.revision = d.approved_revision \
+                       AND d.approved_revision < d.revision - 1 \
+                     WHERE d.state IN ('queued', 'approved') ORDER BY d.id",
+                    current = prefixed("c"),
+                    previous = prefixed("p"),
+                    approved = prefixed("a"),
+                );
+                let mut statement = conn.prepare_cached(&sql)?;
+                let rows = statement.query_map([], |row| {
+                    let mut draft = draft_from_row(row)?;
+                    let base = DRAFT_COLUMN_COUNT;
+                    let mut revisions: Vec<Revision> = [base + 12, base + 6, base]
+                        .into_iter()
+                        .filter_map(|at| revision_from_row(row, at).transpose())
+                        .collect::<rusqlite::Result<_>>()?;
+                    revisions.sort_by_key(|r| r.revision);
+                    draft.revisions = revisions;
+                    Ok(draft)
+                })?;
+                rows.collect::<rusqlite::Result<Vec<Draft>>>()
+            })
+            .await?;
+        Ok(drafts)
+    }
+
+    /// Records the latest facts (pushed by `draft facts`, or read by a recheck).
+    pub async fn record_facts(
+        &self,
+        id: i64,
+        facts: Map<String, Value>,
+    ) -> Result<(), ReviewError> {
+        let now = self.iso_now();
+        let text = Value::Object(facts).to_string();
+        let changed = self
+            .store
+            .write_with(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE send_once_drafts SET latest_facts = ?2, facts_checked_at = ?3, \
+                     facts_error = NULL WHERE id = ?1",
+                )?
+                .execute(params![id, text, now])
+            })
+            .await?;
+        if changed == 0 {
+            return Err(ReviewError::NoDraft(id));
+        }
+        Ok(())
+    }
+
+    /// Records that a check failed, and why: the queue then shows "could not check".
+    pub async fn record_check_failure(&self, id: i64, error: &str) -> Result<(), ReviewError> {
+        let now = self.iso_now();
+        let error = error.to_owned();
+        self.store
+            .write_with(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE send_once_drafts SET facts_error = ?2, facts_checked_at = ?3 WHERE id = ?1",
+                )?
+                .execute(params![id, error, now])
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Runs the draft's recheck command and records what it found (or why it could
+    /// not), giving back the current facts.
+    pub async fn recheck(
+        &self,
+        id: i64,
+        timeout: Duration,
+    ) -> Result<Map<String, Value>, ReviewError> {
+        let draft = self.head(id).await?;
+        let argv = draft.recheck.clone().unwrap_or_default();
+        match recheck::run_recheck(&argv, timeout).await {
+            Ok(facts) => {
+                self.record_facts(id, facts.clone()).await?;
+                Ok(facts)
+            }
+            Err(reason) => {
+                self.record_check_failure(id, &reason).await?;
+                Err(ReviewError::CouldNotCheck(reason))
+            }
+        }
+    }
+
+    /// The draft with its current revision only.
+    pub async fn head(&self, id: i64) -> Result<Draft, ReviewError> {
+        self.store
+            .read_with(move |conn| load_draft(conn, id, false))
+            .await?
+            .ok_or(ReviewError::NoDraft(id))
+    }
+
+    /// Approves, rejects or withdraws a draft, if it is still open and nobody changed
+    /// it since it was read. Gives back the draft as decided (and, for an approval,
+    /// its approval JSON is on it).
+    pub async fn decide(
+        &self,
+        id: i64,
+        verdict: Verdict,
+        by: Option<String>,
+        note: Option<String>,
+    ) -> Result<Draft, ReviewError> {
+        let draft = self.head(id).await?;
+        let now_ms = self.now();
+        let at = self.iso_now();
+        let mut detail = Map::new();
+        detail.insert("key".into(), draft.key.clone().into());
+        detail.insert("revision".into(), draft.revision.into());
+        detail.insert("from".into(), draft.state.as_str().into());
+        let decision = |outcome, detail: &Map<String, Value>| Decision {
+            id: None,
+            at: at.clone(),
+            by: by.clone(),
+            action: verdict.action().into(),
+            subject: format!("draft:{id}"),
+            note: note.clone(),
+            outcome,
+            detail: Value::Object(detail.clone()),
+        };
+        if !draft.state.is_open() {
+            let mut refused = detail.clone();
+            refused.insert(
+                "reason".into(),
+                format!("the draft is {}", draft.state.as_str()).into(),
+            );
+            self.store
+                .append_decision(&decision(DecisionOutcome::Refused, &refused))
+                .await?;
+            return Err(ReviewError::Closed {
+                id,
+                state: draft.state,
+                by: draft.decided_by,
+                at: draft.decided_at,
+                verb: verdict.verb(),
+            });
+        }
+        let (state, approval, reason) = match &verdict {
+            Verdict::Approve { ttl } => {
+                let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
+                let payload = canonical::parse_json(&current.payload)
+                    .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+                let approval = approval::approve(
+                    &payload,
+                    Some(&Value::Object(current.facts.clone())),
+                    ttl,
+                    by.as_deref(),
+                    now_ms as f64,
+                )?;
+                (DraftState::Approved, Some(approval), None)
+            }
+            Verdict::Reject { reason } => (DraftState::Rejected, None, Some(reason.clone())),
+            Verdict::Withdraw => (DraftState::Withdrawn, None, note.clone()),
+        };
+        if let Some(approval) = &approval {
+            detail.insert("expiresAt".into(), approval["expiresAt"].clone());
+            detail.insert("payloadHash".into(), approval["payloadHash"].clone());
+        }
+        if let Some(reason) = &reason {
+            detail.insert("reason".into(), reason.clone().into());
+        }
+        let changed_decision = decision(DecisionOutcome::Changed, &detail);
+        let approval_text = approval.as_ref().map(Value::to_string);
+        let approved_revision = approval.as_ref().map(|_| draft.revision);
+        let (version, by_text, at_text) = (draft.version, by.clone(), at.clone());
+        let won = self
+            .store
+            .write_with(move |conn| {
+                // Keeps an earlier approval (and its revision) when rejecting or
+                // withdrawing, so the history of the draft stays readable.
+                let changed = conn
+                    .prepare_cached(
+                        "UPDATE send_once_drafts SET state = ?3, version = version + 1, updated_at = ?4, \
+                         decided_by = ?5, decided_at = ?4, reason = ?6, \
+                         approval = coalesce(?7, approval), approved_revision = coalesce(?8, approved_revision) \
+                         WHERE id = ?1 AND version = ?2",
+                    )?
+                    .execute(params![
+                        id,
+                        version,
+                        state.as_str(),
+                        at_text,
+                        by_text,
+                        reason,
+                        approval_text,
+                        approved_revision
+                    ])?;
+                if changed > 0 {
+                    insert_decision(conn, &changed_decision)?;
+                }
+                Ok(changed > 0)
+            })
+            .await?;
+        if won {
+            return self.draft(id).await;
+        }
+        // Someone changed it between our read and our write: say who, log ours.
+        let now = self.head(id).await?;
+        let mut refused = detail.clone();
+        refused.insert("reason".into(), "someone changed the draft first".into());
+        self.store
+            .append_decision(&decision(DecisionOutcome::Refused, &refused))
+            .await?;
+        if now.revision != draft.revision
+            || now.state == draft.state && now.decided_at == draft.decided_at
+        {
+            return Err(ReviewError::ChangedMeanwhile {
+                id,
+                revision: now.revision,
+            });
+        }
+        Err(ReviewError::DecidedFirst {
+            id,
+            state: now.state,
+            by: now.decided_by,
+            at: now.decided_at,
+        })
+    }
+
+    /// Marks a draft dispatched, with what the ledger said.
+    pub async fn record_dispatch(&self, id: i64, outcome: Value) -> Result<(), ReviewError> {
+        let now = self.iso_now();
+        let text = outcome.to_string();
+        self.store
+            .write_with(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE send_once_drafts SET state = 'dispatched', outcome = ?2, updated_at = ?3, \
+                     version = version + 1 WHERE id = ?1 AND state IN ('approved', 'dispatched')",
+                )?
+                .execute(params![id, text, now])
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// The decisions made about a draft, oldest first.
+    pub async fn decisions(&self, id: i64) -> Result<Vec<Decision>, ReviewError> {
+        Ok(self.store.decisions(Some(&format!("draft:{id}"))).await?)
+    }
+}
+
+/// The revision columns with a table prefix, for joins.
+fn prefixed(table: &str) -> String {
+    REVISION_COLUMNS
+        .split(", ")
+        .map(|c| format!("{table}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
