@@ -72,7 +72,15 @@ async fn an_approval_is_the_node_approve_output_for_the_same_inputs() {
             .await
             .unwrap();
         let draft = review
-            .decide(submitted.id, Verdict::Approve { ttl }, by, None)
+            .decide(
+                submitted.id,
+                Verdict::Approve {
+                    ttl,
+                    revision: None,
+                },
+                by,
+                None,
+            )
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
         assert_eq!(draft.approval.as_ref(), Some(output), "{}", case["name"]);
@@ -108,6 +116,7 @@ async fn revisions_are_kept_and_the_queue_has_what_a_row_needs() {
             first.id,
             Verdict::Approve {
                 ttl: Ttl::Text("1h".into()),
+                revision: None,
             },
             Some("alice".into()),
             None,
@@ -188,6 +197,7 @@ async fn a_closed_draft_refuses_every_decision_and_a_new_submission_starts_a_new
     for verdict in [
         Verdict::Approve {
             ttl: Ttl::Text("1h".into()),
+            revision: None,
         },
         Verdict::Withdraw,
         Verdict::Reject {
@@ -234,6 +244,7 @@ async fn racing_deciders_one_wins_and_the_others_are_told_who() {
             let verdict = if i % 2 == 0 {
                 Verdict::Approve {
                     ttl: Ttl::Text("1h".into()),
+                    revision: None,
                 }
             } else {
                 Verdict::Reject {
@@ -320,4 +331,27 @@ async fn a_recheck_that_fails_is_recorded_as_could_not_check() {
         review.head(id).await.unwrap().drift().status,
         DriftStatus::Unchanged
     );
+}
+
+/// A key the ledger already sent can never be dispatched again: queuing a draft for it
+/// would only waste a reviewer's time.
+#[tokio::test]
+async fn a_draft_for_a_key_already_sent_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let store = Arc::new(SqliteStore::open(&path, Access::Create).unwrap());
+    let ledger = send_once::ledger::Ledger::with_clock(store.clone(), fixed(NOW));
+    ledger
+        .once("sent-key", None, |_| async {
+            Ok::<Value, send_once::ledger::SendError>(json!({"id": "m1"}))
+        })
+        .await
+        .unwrap();
+    let review = Review::new(store, fixed(NOW));
+    let err = review
+        .submit(submission("sent-key", json!({"n": 1}), json!({})))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ReviewError::AlreadySent { .. }), "{err}");
+    assert!(review.queue().await.unwrap().is_empty());
 }

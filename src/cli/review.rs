@@ -153,6 +153,9 @@ pub struct ApproveArgs {
     /// Why, for the decision log
     #[arg(long)]
     pub note: Option<String>,
+    /// Approve only if this is still the current revision (the one you looked at)
+    #[arg(long)]
+    pub revision: Option<i64>,
     /// Write the approval JSON to this file instead of printing it
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -536,12 +539,37 @@ pub fn approve(args: &ApproveArgs) -> Exit {
     let by = args.by.clone().or_else(current_user);
     let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
         review
-            .decide(args.id, Verdict::Approve { ttl }, by, args.note.clone())
+            .decide(
+                args.id,
+                Verdict::Approve {
+                    ttl,
+                    revision: args.revision,
+                },
+                by,
+                args.note.clone(),
+            )
             .await
     }) {
         Ok(d) => d,
         Err(exit) => return exit,
     };
+    if draft.suspicious() {
+        note(format!(
+            "draft {} holds control, escape, bidi or invisible characters; check it with send-once draft show",
+            draft.id
+        ));
+    }
+    let drift = draft.drift();
+    if matches!(
+        drift.status,
+        DriftStatus::Drifted | DriftStatus::CouldNotCheck
+    ) {
+        note(format!(
+            "draft {}: {}. The approval holds the facts as submitted, so dispatch refuses (stale_facts) until they match again; ask for a new revision if they changed for good",
+            draft.id,
+            visible_inline(&drift.summary())
+        ));
+    }
     let approval = draft.approval.clone().unwrap_or(Value::Null);
     let text = format!("{}\n", jsjson::stringify_pretty(&approval));
     match &args.out {
@@ -582,6 +610,21 @@ pub fn approval(args: &ApprovalArgs) -> Exit {
         Err(exit) => return exit,
     };
     match &draft.approval {
+        // A rejection or withdrawal overrides an earlier approval: handing it out would
+        // let another tool (the Node library's dispatch) send what was turned down.
+        Some(_) if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) => fail(
+            Exit::Failed,
+            format!(
+                "draft {} was {}{} after it was approved; its approval no longer holds",
+                draft.id,
+                draft.state.as_str(),
+                draft
+                    .decided_by
+                    .as_deref()
+                    .map(|by| format!(" by {}", visible_inline(by)))
+                    .unwrap_or_default()
+            ),
+        ),
         Some(approval) => {
             print_json(approval);
             Exit::Ok
@@ -932,12 +975,33 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
         let Some(current) = draft.current() else {
             return review_failure(ReviewError::NoDraft(draft.id));
         };
+        let ledger = Ledger::with_clock(store.clone(), clock());
+        let mut not_started: Option<NotStarted> = None;
+        let send = CommandSend {
+            argv: &args.command,
+            payload: Some(current.payload.as_bytes()),
+            failed_exit: &args.failed_exit,
+            timeout: timeout.as_ref(),
+        };
+        // Dispatched already, and the ledger has it as sent or pending: ask the ledger
+        // alone, which answers duplicate or unknown without sending, whatever the
+        // approval's age. (A failed send goes through the checks again to retry.)
+        if draft.state == DraftState::Dispatched {
+            let settled = match ledger.get(&draft.key).await {
+                Ok(entry) => entry.is_some_and(|e| e.status() != send_once::ledger::Status::Failed),
+                Err(e) => return report(&args.ledger, args.json, &draft.key, Err(e), None),
+            };
+            if settled {
+                let outcome = ledger
+                    .once(&draft.key, None, |context| send.send(context, &mut not_started))
+                    .await;
+                return report(&args.ledger, args.json, &draft.key, outcome, not_started);
+            }
+        }
         let payload = match canonical::parse_json(&current.payload) {
             Ok(p) => p,
             Err(e) => return review_failure(ReviewError::PayloadNotJson(e.to_string())),
         };
-        let payload_bytes = current.payload.clone().into_bytes();
-        let ledger = Ledger::with_clock(store.clone(), clock());
         let id = draft.id;
         // With a recheck command, the facts are read fresh; without one, the latest
         // pushed facts (if any) are what the approval is held against.
@@ -960,13 +1024,6 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                 }
             })
         };
-        let mut not_started: Option<NotStarted> = None;
-        let send = CommandSend {
-            argv: &args.command,
-            payload: Some(&payload_bytes),
-            failed_exit: &args.failed_exit,
-            timeout: timeout.as_ref(),
-        };
         let request = DispatchRequest {
             approval: &approval,
             payload: &payload,
@@ -983,10 +1040,24 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                 let mut record = Map::new();
                 record.insert("outcome".into(), outcome.name().into());
                 record.insert("entry".into(), outcome.entry().to_value());
-                if let Err(e) = review.record_dispatch(id, Value::Object(record)).await {
-                    note(format!(
+                match review
+                    .record_dispatch(id, draft.revision, Value::Object(record))
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        if let Ok(now) = review.head(id).await
+                            && now.revision != draft.revision
+                        {
+                            note(format!(
+                                "draft {id} got revision {} while it was being dispatched; what was sent is the approved revision {}, and the new revision was not sent",
+                                now.revision, draft.revision
+                            ));
+                        }
+                    }
+                    Err(e) => note(format!(
                         "the ledger recorded the send, but draft {id} could not be marked dispatched: {e}"
-                    ));
+                    )),
                 }
                 report(&args.ledger, args.json, &draft.key, Ok(outcome), not_started)
             }

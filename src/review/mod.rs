@@ -231,6 +231,71 @@ fn strings_hold_suspicious(value: &Value) -> bool {
     }
 }
 
+/// The first name that appears twice in one object of `json`, if any. `JSON.parse`
+/// keeps the last; a provider's parser may keep the first.
+fn duplicate_name(json: &str) -> Option<String> {
+    use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Check;
+    impl<'de> serde::Deserialize<'de> for Check {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Check, D::Error> {
+            d.deserialize_any(CheckVisitor)
+        }
+    }
+    struct CheckVisitor;
+    impl<'de> Visitor<'de> for CheckVisitor {
+        type Value = Check;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Check, E> {
+            Ok(Check)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Check, E> {
+            Ok(Check)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Check, E> {
+            Ok(Check)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Check, E> {
+            Ok(Check)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Check, E> {
+            Ok(Check)
+        }
+        fn visit_unit<E>(self) -> Result<Check, E> {
+            Ok(Check)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Check, A::Error> {
+            while seq.next_element::<Check>()?.is_some() {}
+            Ok(Check)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Check, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(name) = map.next_key::<String>()? {
+                if !seen.insert(name.clone()) {
+                    return Err(de::Error::custom(format!("\u{0}{name}")));
+                }
+                map.next_value::<Check>()?;
+            }
+            Ok(Check)
+        }
+    }
+    match serde_json::from_str::<Check>(json) {
+        Err(e) => {
+            let text = e.to_string();
+            let start = text.find('\u{0}')?;
+            let rest = &text[start + 1..];
+            // serde_json appends " at line L column C" to a custom error.
+            Some(
+                rest.rsplit_once(" at line ")
+                    .map_or(rest, |(name, _)| name)
+                    .to_owned(),
+            )
+        }
+        Ok(Check) => None,
+    }
+}
+
 fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
@@ -264,6 +329,18 @@ pub enum ReviewError {
     PayloadNotJson(String),
     #[error("a draft needs a key")]
     EmptyKey,
+    #[error(
+        "{key} was already sent{at}; a draft for it could never be sent, so it is not queued. A new send needs a new key (another window or intent)"
+    )]
+    AlreadySent { key: String, at: String },
+    #[error(
+        "the payload has the name {0:?} twice in one object; a reviewer and a provider could read it differently, so it is not queued"
+    )]
+    DuplicateName(String),
+    #[error(
+        "draft {id} is now at revision {now}, not the revision {asked} you looked at; look at it again. Your decision was not recorded"
+    )]
+    NotTheRevision { id: i64, asked: i64, now: i64 },
     #[error("draft {id} is {}{}; it cannot be {verb}", .state.as_str(), decided(.by, .at))]
     Closed {
         id: i64,
@@ -306,8 +383,15 @@ fn decided(by: &Option<String>, at: &Option<String>) -> String {
 /// A decision a person makes on a draft.
 #[derive(Clone, Debug)]
 pub enum Verdict {
-    Approve { ttl: Ttl },
-    Reject { reason: String },
+    /// Approves the current revision; with `revision`, only if that is still the
+    /// current one (what the reviewer looked at).
+    Approve {
+        ttl: Ttl,
+        revision: Option<i64>,
+    },
+    Reject {
+        reason: String,
+    },
     Withdraw,
 }
 
@@ -442,6 +526,23 @@ impl Review {
         }
         let parsed = canonical::parse_json(&submission.payload)
             .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+        if let Some(name) = duplicate_name(&submission.payload) {
+            return Err(ReviewError::DuplicateName(name));
+        }
+        // The ledger would answer "duplicate" to its dispatch: nothing to review.
+        if let Some(entry) = self.store.get(&submission.key).await?
+            && entry.status() == crate::ledger::Status::Sent
+        {
+            return Err(ReviewError::AlreadySent {
+                key: submission.key.clone(),
+                at: entry
+                    .get("sentAt")
+                    .or_else(|| entry.get("updatedAt"))
+                    .and_then(Value::as_str)
+                    .map(|at| format!(" at {at}"))
+                    .unwrap_or_default(),
+            });
+        }
         let hash = canonical::hash_payload(&parsed);
         let now = self.iso_now();
         let facts = Value::Object(submission.facts.clone()).to_string();
@@ -633,6 +734,26 @@ impl Review {
             outcome,
             detail: Value::Object(detail.clone()),
         };
+        if let Verdict::Approve {
+            revision: Some(asked),
+            ..
+        } = &verdict
+            && *asked != draft.revision
+        {
+            let mut refused = detail.clone();
+            refused.insert(
+                "reason".into(),
+                format!("asked for revision {asked}").into(),
+            );
+            self.store
+                .append_decision(&decision(DecisionOutcome::Refused, &refused))
+                .await?;
+            return Err(ReviewError::NotTheRevision {
+                id,
+                asked: *asked,
+                now: draft.revision,
+            });
+        }
         if !draft.state.is_open() {
             let mut refused = detail.clone();
             refused.insert(
@@ -651,7 +772,7 @@ impl Review {
             });
         }
         let (state, approval, reason) = match &verdict {
-            Verdict::Approve { ttl } => {
+            Verdict::Approve { ttl, .. } => {
                 let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
                 let payload = canonical::parse_json(&current.payload)
                     .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
@@ -732,20 +853,33 @@ impl Review {
         })
     }
 
-    /// Marks a draft dispatched, with what the ledger said.
-    pub async fn record_dispatch(&self, id: i64, outcome: Value) -> Result<(), ReviewError> {
+    /// Marks a draft dispatched, with what the ledger said, if its current revision is
+    /// still the one that was dispatched, and no dispatch has recorded a send yet (a
+    /// racing dispatch that found the key pending says "unknown"; the one that sent
+    /// says "sent", and that is what stays). False when it was not marked: a new
+    /// revision came in meanwhile (it was not sent, and stays open), or a send was
+    /// recorded first.
+    pub async fn record_dispatch(
+        &self,
+        id: i64,
+        revision: i64,
+        outcome: Value,
+    ) -> Result<bool, ReviewError> {
         let now = self.iso_now();
         let text = outcome.to_string();
-        self.store
+        let changed = self
+            .store
             .write_with(move |conn| {
                 conn.prepare_cached(
-                    "UPDATE send_once_drafts SET state = 'dispatched', outcome = ?2, updated_at = ?3, \
-                     version = version + 1 WHERE id = ?1 AND state IN ('approved', 'dispatched')",
+                    "UPDATE send_once_drafts SET state = 'dispatched', outcome = ?3, updated_at = ?4, \
+                     version = version + 1 WHERE id = ?1 AND revision = ?2 \
+                     AND state IN ('approved', 'dispatched') \
+                     AND coalesce(json_extract(outcome, '$.outcome'), '') <> 'sent'",
                 )?
-                .execute(params![id, text, now])
+                .execute(params![id, revision, text, now])
             })
             .await?;
-        Ok(())
+        Ok(changed > 0)
     }
 
     /// The decisions made about a draft, oldest first.
@@ -761,4 +895,27 @@ fn prefixed(table: &str) -> String {
         .map(|c| format!("{table}.{c}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duplicate_name;
+
+    #[test]
+    fn a_name_twice_in_one_object_is_found_at_any_depth() {
+        assert_eq!(
+            duplicate_name(r#"{"to":"a","to":"b"}"#).as_deref(),
+            Some("to")
+        );
+        assert_eq!(
+            duplicate_name(r#"{"a":[{"x":1},{"y":{"k":1,"k":2}}]}"#).as_deref(),
+            Some("k")
+        );
+        assert_eq!(duplicate_name(r#"{"a":{"x":1},"b":{"x":1}}"#), None);
+        assert_eq!(duplicate_name(r#"[1,"two",null,true,{"a":1.5}]"#), None);
+        assert_eq!(
+            duplicate_name(r#"{"we\"ird at line 3":1,"we\"ird at line 3":2}"#).as_deref(),
+            Some("we\"ird at line 3")
+        );
+    }
 }

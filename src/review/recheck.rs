@@ -26,7 +26,12 @@ pub async fn run_recheck(argv: &[String], timeout: Duration) -> Result<Map<Strin
         echo_stderr: false,
     })
     .await
-    .map_err(|e| format!("the recheck command could not be started: {e}"))?;
+    .map_err(|e| {
+        format!(
+            "the recheck command {} could not be started: {e}",
+            visible_inline(&argv[0])
+        )
+    })?;
     let limit = duration::format_duration(timeout.as_millis() as f64);
     if finished.how != Ending::Exited(0) {
         return Err(visible_inline(&finished.describe(Some(&limit)).replacen(
