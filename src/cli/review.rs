@@ -651,9 +651,7 @@ pub fn approvals(args: &ApprovalsArgs) -> Exit {
     };
     let now = clock()();
     if args.json {
-        print_json(&Value::Array(
-            queue.iter().map(|d| d.to_json(now)).collect(),
-        ));
+        print_json_array(queue.iter().map(|d| d.to_json(now)));
         return Exit::Ok;
     }
     if queue.is_empty() {
@@ -696,6 +694,30 @@ pub fn approvals(args: &ApprovalsArgs) -> Exit {
     }
     print_stdout(&out);
     Exit::Ok
+}
+
+/// Prints a JSON array as `JSON.stringify(array, null, 2)` would, one element at a
+/// time, so a long queue never sits in memory as one string.
+fn print_json_array(items: impl Iterator<Item = Value>) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut first = true;
+    let mut result = Ok(());
+    for item in items {
+        let pretty = jsjson::stringify_pretty(&item);
+        let indented = pretty.replace('\n', "\n  ");
+        let text = send_once::text::safe_json(&indented);
+        let lead = if first { "[\n  " } else { ",\n  " };
+        result = result
+            .and_then(|()| out.write_all(lead.as_bytes()))
+            .and_then(|()| out.write_all(text.as_bytes()));
+        first = false;
+    }
+    let end = if first { "[]\n" } else { "\n]\n" };
+    // A closed pipe (`| head`) is not an error worth a message.
+    let _ = result
+        .and_then(|()| out.write_all(end.as_bytes()))
+        .and_then(|()| out.flush());
 }
 
 /// Who and what a draft is about, from its meta, else its key.

@@ -71,7 +71,9 @@ const MIGRATIONS: &[&str] = &[
     BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;",
     // 3: the review queue. A draft row holds its state and latest decision; every
     // revision is kept, and never changed. At most one open (queued or approved) draft
-    // per key: submitting again for that key adds a revision.
+    // per key: submitting again for that key adds a revision. Revisions are a rowid
+    // table: in a WITHOUT ROWID one, a payload of a kilobyte or more would take an
+    // overflow page of its own.
     "CREATE TABLE IF NOT EXISTS send_once_drafts (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         key TEXT NOT NULL,
@@ -105,7 +107,7 @@ const MIGRATIONS: &[&str] = &[
         submitted_at TEXT NOT NULL,
         submitted_by TEXT,
         PRIMARY KEY (draft_id, revision)
-    ) WITHOUT ROWID;
+    );
     CREATE TRIGGER IF NOT EXISTS send_once_revisions_no_update BEFORE UPDATE ON send_once_revisions
     BEGIN SELECT RAISE(ABORT, 'revisions are never changed'); END;
     CREATE TRIGGER IF NOT EXISTS send_once_revisions_no_delete BEFORE DELETE ON send_once_revisions

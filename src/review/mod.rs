@@ -155,9 +155,15 @@ impl Draft {
     /// characters that would act on a terminal or hide or reorder text: approving it
     /// asks for an explicit confirmation. Line breaks and tabs are ordinary in a body.
     pub fn suspicious(&self) -> bool {
+        self.current_payload()
+            .is_some_and(|payload| strings_hold_suspicious(&payload))
+    }
+
+    /// The current revision's payload as a JSON value.
+    pub fn current_payload(&self) -> Option<Value> {
         self.current()
             .and_then(|r| canonical::parse_json(&r.payload).ok())
-            .is_some_and(|payload| strings_hold_suspicious(&payload.to_serde()))
+            .map(|v| v.to_serde())
     }
 
     /// Everything a list row or a detail pane needs, as JSON (for `--json` and the UI).
@@ -165,9 +171,8 @@ impl Draft {
         let current = self.current();
         let first_submitted = self.created_at.clone();
         let age = time::parse_date(&first_submitted).map_or(0, |at| (now_ms - at).max(0));
-        let payload = current
-            .and_then(|r| canonical::parse_json(&r.payload).ok())
-            .map_or(Value::Null, |v| v.to_serde());
+        let payload = self.current_payload().unwrap_or(Value::Null);
+        let suspicious = strings_hold_suspicious(&payload);
         let drift = self.drift();
         let mut diff = Map::new();
         diff.insert("previous".into(), to_value(&self.previous_diff()));
@@ -211,7 +216,7 @@ impl Draft {
             "outcome".into(),
             self.outcome.clone().unwrap_or(Value::Null),
         );
-        out.insert("suspicious".into(), self.suspicious().into());
+        out.insert("suspicious".into(), suspicious.into());
         Value::Object(out)
     }
 }
