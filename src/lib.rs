@@ -10,3 +10,4 @@ pub mod command;
 pub mod ledger;
 pub mod review;
 pub mod text;
+pub mod ui;

@@ -8,6 +8,7 @@ mod keys;
 mod ledger_arg;
 mod review;
 mod run;
+mod tui;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -63,6 +64,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The review and reconciliation screen (full screen; q quits, ? shows the keys).
+    Tui(tui::TuiArgs),
     /// List sends whose outcome is unknown: claimed, and never confirmed as sent or failed.
     #[command(after_help = audit::EXIT_CODES)]
     Audit(audit::AuditArgs),
@@ -111,9 +114,8 @@ enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Every command here is headless; `--headless` matters once `tui` exists.
-    let _ = cli.headless;
     let exit = match cli.command {
+        Command::Tui(args) => tui::tui(&args, cli.headless),
         Command::Audit(args) => audit::audit(&args),
         Command::Resolve(args) => entries::resolve(&args),
         Command::Ls(args) => entries::ls(&args),

@@ -292,6 +292,26 @@ impl Store for JsonlStore {
         .await
     }
 
+    async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
+        // Appends grow the file; gc replaces it (a new inode); the decision log is a
+        // second file. Their sizes, times and inodes together change with any write.
+        let files = Arc::clone(&self.inner);
+        let marker = tokio::task::spawn_blocking(move || {
+            use std::hash::{Hash, Hasher};
+            use std::os::unix::fs::MetadataExt;
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            for path in [&files.path, &files.log_path] {
+                if let Ok(meta) = std::fs::metadata(path) {
+                    (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino()).hash(&mut hasher);
+                }
+            }
+            hasher.finish()
+        })
+        .await
+        .map_err(|_| StoreError::Closed)?;
+        Ok(Some(marker))
+    }
+
     async fn remove_settled(&self, query: &GcQuery) -> Result<u64, StoreError> {
         let query = query.clone();
         self.blocking(move |files| {

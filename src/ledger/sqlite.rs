@@ -569,6 +569,15 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
+        // data_version changes whenever another connection (any process, or this
+        // store's own writer) commits to the file.
+        let version: i64 = self
+            .read(|conn| conn.query_row("PRAGMA data_version", [], |r| r.get(0)))
+            .await?;
+        Ok(Some(version as u64))
+    }
+
     async fn remove_settled(&self, query: &GcQuery) -> Result<u64, StoreError> {
         let statuses: Vec<&'static str> = query
             .statuses

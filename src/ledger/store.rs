@@ -255,6 +255,13 @@ pub trait Store: Send + Sync {
         Err(StoreError::Unsupported("the decision log"))
     }
 
+    /// Something that changes whenever the ledger does (anyone's write, from any
+    /// process), cheap to ask for often; None when the store cannot tell, and then a
+    /// watcher must reload to see changes.
+    async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
     /// Removes (or, dry, counts) the settled entries `query` selects. Never a pending
     /// one: the removal is conditional on the entry being the one that was judged.
     async fn remove_settled(&self, _query: &GcQuery) -> Result<u64, StoreError> {

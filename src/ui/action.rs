@@ -1,0 +1,64 @@
+//! What flows through the UI: `Action`s come in (keys, data loaded, results of work
+//! done), `Effect`s go out (work for the runtime: loads, decisions). `App::update` turns
+//! the one into the other and does no IO itself.
+
+use crossterm::event::{KeyEvent, MouseEvent};
+
+use crate::ledger::{Census, Entry, PageQuery, Status};
+use crate::review::Draft;
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    Key(KeyEvent),
+    Mouse(MouseEvent),
+    Resize(u16, u16),
+    /// Time passes: ages move, and the runtime looks for changes by others.
+    Tick(i64),
+    /// Someone (this UI, another reviewer, a sender, the CLI) changed the ledger.
+    Changed,
+    ApprovalsLoaded(Result<Vec<Draft>, String>),
+    UnknownLoaded(Result<Vec<Entry>, String>),
+    LedgerLoaded {
+        query: PageQuery,
+        result: Result<Vec<Entry>, String>,
+    },
+    CountsLoaded(Result<Census, String>),
+    /// An effect finished: what to tell the person, and whether it did what was asked.
+    Done {
+        message: String,
+        ok: bool,
+    },
+}
+
+/// Work for the runtime. Decisions carry everything they need, so a confirmed
+/// decision is exactly what was shown.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    LoadApprovals,
+    LoadUnknown,
+    LoadLedger(PageQuery),
+    LoadCounts,
+    Approve {
+        id: i64,
+        revision: i64,
+        ttl: String,
+        by: String,
+        note: Option<String>,
+    },
+    Reject {
+        id: i64,
+        reason: String,
+        by: String,
+    },
+    Recheck {
+        id: i64,
+    },
+    Resolve {
+        key: String,
+        status: Status,
+        by: String,
+        note: Option<String>,
+        provider_id: Option<String>,
+    },
+    Quit,
+}

@@ -1,0 +1,65 @@
+//! Styles. Nothing is told by colour alone: the selection is reversed and marked, the
+//! active view is bracketed, badges are words; with colour off (NO_COLOR) only the
+//! modifiers remain.
+
+use ratatui::style::{Color, Modifier, Style};
+
+#[derive(Clone, Copy, Debug)]
+pub struct Theme {
+    colour: bool,
+}
+
+impl Theme {
+    pub fn new(colour: bool) -> Theme {
+        Theme { colour }
+    }
+
+    /// Colour unless `NO_COLOR` is set to something.
+    pub fn from_env() -> Theme {
+        Theme::new(std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
+    }
+
+    fn fg(&self, style: Style, colour: Color) -> Style {
+        if self.colour { style.fg(colour) } else { style }
+    }
+
+    pub fn title(&self) -> Style {
+        self.fg(Style::default().add_modifier(Modifier::BOLD), Color::Cyan)
+    }
+
+    pub fn tab(&self) -> Style {
+        Style::default()
+    }
+
+    pub fn tab_active(&self) -> Style {
+        Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+    }
+
+    pub fn dim(&self) -> Style {
+        Style::default().add_modifier(Modifier::DIM)
+    }
+
+    pub fn ok(&self) -> Style {
+        self.fg(Style::default(), Color::Green)
+    }
+
+    pub fn warn(&self) -> Style {
+        self.fg(Style::default(), Color::Yellow)
+    }
+
+    pub fn error(&self) -> Style {
+        self.fg(Style::default(), Color::Red)
+    }
+
+    pub fn key(&self) -> Style {
+        self.fg(Style::default().add_modifier(Modifier::BOLD), Color::Cyan)
+    }
+
+    pub fn selected(&self) -> Style {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+
+    pub fn input_focused(&self) -> Style {
+        Style::default().add_modifier(Modifier::UNDERLINED)
+    }
+}
