@@ -388,11 +388,16 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
         format!("Facts: {}", safe(&drift.summary())),
         theme.title(),
     )));
+    // Columns share what the pane has: the fact's name, its value at submit and now,
+    // and whether it changed (a word, so it shows without colour).
+    let inner = usize::from(area.width.saturating_sub(4));
+    let value_width = (inner.saturating_sub(10) / 3).max(6);
+    let name_width = inner.saturating_sub(2 * value_width + 10).max(6);
     if !drift.rows.is_empty() {
         lines.push(Line::from(Span::styled(
             format!(
-                "  {:<16} {:<14} {:<14} {}",
-                "fact", "at submit", "now", "changed"
+                "  {:<name_width$} {:<value_width$} {:<value_width$} changed",
+                "fact", "at submit", "now"
             ),
             theme.dim(),
         )));
@@ -401,7 +406,7 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
         let (changed, style) = match row.changed {
             Some(true) => ("CHANGED", theme.warn()),
             Some(false) => ("same", Style::default()),
-            None => ("not checked", theme.dim()),
+            None => ("?", theme.dim()),
         };
         let now = if row.changed.is_some() {
             value_text(&row.now)
@@ -410,10 +415,10 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
         };
         lines.push(Line::from(Span::styled(
             format!(
-                "  {:<16} {:<14} {:<14} {changed}",
-                clip(&safe(&row.fact), 16),
-                clip(&safe(&value_text(&row.at_submit)), 14),
-                clip(&safe(&now), 14)
+                "  {:<name_width$} {:<value_width$} {:<value_width$} {changed}",
+                clip(&safe(&row.fact), name_width),
+                clip(&safe(&value_text(&row.at_submit)), value_width),
+                clip(&safe(&now), value_width)
             ),
             style,
         )));
@@ -425,7 +430,12 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
         )));
     }
     let block = Block::default().borders(Borders::ALL).title(" Draft ");
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
 }
 
 fn value_text(value: &Value) -> String {
