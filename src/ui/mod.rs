@@ -286,13 +286,7 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             Some(review) => review.queue().await.map_err(|e| e.to_string()),
             None => Err(no_queue()),
         }),
-        Effect::LoadUnknown => Action::UnknownLoaded(
-            backend
-                .ledger
-                .pending(None)
-                .await
-                .map_err(|e| e.to_string()),
-        ),
+        Effect::LoadUnknown => Action::UnknownLoaded(unknown_sends(&backend.store).await),
         Effect::LoadLedger(query) => {
             let result = backend.store.page(&query).await.map_err(|e| e.to_string());
             Action::LedgerLoaded { query, result }
@@ -417,6 +411,21 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             }
         }
     })
+}
+
+/// Every pending entry, oldest claim first. Unlike the audit (which matches the Node
+/// CLI), one whose claim time cannot be read is listed too, last: it is still a send
+/// whose fate is unknown.
+async fn unknown_sends(store: &Arc<dyn Store>) -> Result<Vec<crate::ledger::Entry>, String> {
+    let mut pending = store
+        .list(crate::ledger::ListFilter {
+            status: Some(Status::Pending),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    pending.retain(|e| e.status() == Status::Pending);
+    pending.sort_by_key(|e| crate::ledger::time::parse_date(e.claimed_at()).unwrap_or(i64::MAX));
+    Ok(pending)
 }
 
 /// " (by dana at ...)" when an entry was settled by a person.
