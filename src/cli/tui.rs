@@ -21,6 +21,9 @@ pub struct TuiArgs {
     /// Unknown sends claimed more recently than this are marked as maybe still in flight
     #[arg(long, default_value = "5m", allow_hyphen_values = true)]
     pub older_than: String,
+    /// Open a throwaway ledger seeded with example drafts, unknown sends and history
+    #[arg(long, conflicts_with = "ledger")]
+    pub demo: bool,
 }
 
 pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
@@ -34,16 +37,25 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         Ok(ms) => ms,
         Err(e) => return fail(Exit::Refused, format!("--older-than: {e}")),
     };
-    let ledger = match ledger_or_default(args.ledger.as_deref()) {
-        Ok(path) => path,
-        Err(e) => return fail(Exit::Refused, e),
-    };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return fail(
             Exit::Refused,
             "the tui needs a terminal; for scripts use send-once audit, ls or approvals",
         );
     }
+    let demo = if args.demo {
+        match DemoLedger::create() {
+            Ok(demo) => Some(demo),
+            Err(e) => return fail(Exit::Refused, format!("--demo: {e}")),
+        }
+    } else {
+        None
+    };
+    let ledger = match (&demo, ledger_or_default(args.ledger.as_deref())) {
+        (Some(demo), _) => demo.ledger.clone(),
+        (None, Ok(path)) => path,
+        (None, Err(e)) => return fail(Exit::Refused, e),
+    };
     let by = args
         .by
         .clone()
@@ -63,5 +75,38 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     match ui::run(options) {
         Ok(()) => Exit::Ok,
         Err(e) => fail(Exit::Refused, e),
+    }
+}
+
+/// A ledger seeded from assets/demo in a directory of its own, removed afterwards.
+struct DemoLedger {
+    dir: PathBuf,
+    ledger: PathBuf,
+}
+
+impl DemoLedger {
+    fn create() -> Result<DemoLedger, String> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("send-once-demo-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let demo = DemoLedger {
+            ledger: dir.join("demo.db"),
+            dir,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(ui::demo::seed(&demo.ledger, clock()()))?;
+        Ok(demo)
+    }
+}
+
+impl Drop for DemoLedger {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

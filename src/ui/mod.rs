@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod app;
+pub mod demo;
 pub mod keymap;
 pub mod terminal;
 pub mod theme;

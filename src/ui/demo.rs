@@ -1,0 +1,746 @@
+//! The demo ledger behind `send-once tui --demo`: a throwaway SQLite ledger seeded from
+//! `assets/demo/` so that a new user sees every view filled in.
+//!
+//! `assets/demo/drafts.json` holds drafts, each a timeline of events (submit, approve,
+//! reject, withdraw, pushed facts, a failed check, a dispatch); `assets/demo/sends.json`
+//! holds sends, each a timeline of attempts (sent, failed, unknown) and perhaps a
+//! resolution by hand. Every event says how long before `now_ms` it happened ("26h"),
+//! so the ages look right whenever the demo runs. The events of all drafts and sends are
+//! replayed in time order through the library's public API (`Ledger::once`,
+//! `Ledger::resolve`, `Review`, `approval::dispatch`), with the clock set to each
+//! event's time, so the ledger, the queue and the decision log read as if it all
+//! happened.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::approval::{self, DispatchRequest, Dispatched, Ttl};
+use crate::ledger::key::{Window, send_key};
+use crate::ledger::sqlite::{Access, SqliteStore};
+use crate::ledger::{
+    Clock, Ledger, Outcome, ResolveDetails, SendError, Status, Store, canonical, duration,
+};
+use crate::review::{Review, Submission, Verdict};
+
+const DRAFTS: &str = include_str!("../../assets/demo/drafts.json");
+const SENDS: &str = include_str!("../../assets/demo/sends.json");
+
+/// What the demo ledger holds once seeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DemoSummary {
+    /// Open drafts: the review queue.
+    pub drafts: usize,
+    /// Pending entries: the unknown sends.
+    pub unknown: usize,
+    /// Sent and failed entries: the settled history.
+    pub settled: usize,
+}
+
+/// Creates a fresh SQLite ledger at `path` (must not exist) and fills it from the demo
+/// data embedded from assets/demo/, relative to `now_ms` (so ages look right whenever it
+/// runs).
+pub async fn seed(path: &Path, now_ms: i64) -> Result<DemoSummary, String> {
+    if path.symlink_metadata().is_ok() {
+        return Err(format!(
+            "{} already exists; the demo ledger is only written to a new file",
+            path.display()
+        ));
+    }
+    let drafts: Vec<DraftSpec> = serde_json::from_str(DRAFTS)
+        .map_err(|e| format!("assets/demo/drafts.json is not valid demo data: {e}"))?;
+    let sends: SendsSpec = serde_json::from_str(SENDS)
+        .map_err(|e| format!("assets/demo/sends.json is not valid demo data: {e}"))?;
+    let steps = timeline(&drafts, &sends, now_ms)?;
+
+    let store = Arc::new(
+        SqliteStore::open(path, Access::Create)
+            .map_err(|e| format!("could not create the demo ledger: {e}"))?,
+    );
+    let time = Arc::new(AtomicI64::new(now_ms));
+    let clock: Clock = {
+        let time = time.clone();
+        Arc::new(move || time.load(Ordering::SeqCst))
+    };
+    let dyn_store: Arc<dyn Store> = store.clone();
+    let mut seeder = Seeder {
+        ledger: Ledger::with_clock(dyn_store, clock.clone()),
+        review: Review::new(store.clone(), clock),
+        time,
+        drafts: HashMap::new(),
+    };
+    for step in &steps {
+        seeder.time.store(step.at, Ordering::SeqCst);
+        seeder.run(step).await?;
+    }
+    seeder.time.store(now_ms, Ordering::SeqCst);
+    seeder.check(&sends).await?;
+
+    let queue = seeder.review.queue().await.map_err(|e| e.to_string())?;
+    let unknown = seeder
+        .ledger
+        .pending(None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let census = store.census().await.map_err(|e| e.to_string())?;
+    Ok(DemoSummary {
+        drafts: queue.len(),
+        unknown: unknown.len(),
+        settled: (census.sent + census.failed) as usize,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DraftSpec {
+    /// Only for error messages (and for people reading the asset).
+    name: String,
+    channel: String,
+    to: String,
+    intent: String,
+    window: Option<String>,
+    /// Who submits it, unless a submit event says otherwise.
+    by: String,
+    recheck: Option<Vec<String>>,
+    /// Added to channel, to and intent.
+    #[serde(default)]
+    meta: Map<String, Value>,
+    events: Vec<DraftEvent>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "do", rename_all = "camelCase", deny_unknown_fields)]
+enum DraftEvent {
+    /// The first submit has the whole `payload`; a later one has the whole payload or an
+    /// `edit` (fields replaced in the previous payload). Facts default to the previous
+    /// revision's.
+    #[serde(rename_all = "camelCase")]
+    Submit {
+        ago: String,
+        by: Option<String>,
+        payload: Option<Map<String, Value>>,
+        edit: Option<Map<String, Value>>,
+        facts: Option<Map<String, Value>>,
+    },
+    Approve {
+        ago: String,
+        by: String,
+        note: Option<String>,
+    },
+    Reject {
+        ago: String,
+        by: String,
+        reason: String,
+    },
+    Withdraw {
+        ago: String,
+        by: String,
+        note: Option<String>,
+    },
+    /// The latest facts, pushed.
+    Facts {
+        ago: String,
+        facts: Map<String, Value>,
+    },
+    /// A recheck that could not read the facts.
+    #[serde(rename_all = "camelCase")]
+    CheckFailed { ago: String, error: String },
+    /// The approved revision, dispatched and sent.
+    #[serde(rename_all = "camelCase")]
+    Dispatch { ago: String, provider_id: String },
+}
+
+impl DraftEvent {
+    fn ago(&self) -> &str {
+        match self {
+            DraftEvent::Submit { ago, .. }
+            | DraftEvent::Approve { ago, .. }
+            | DraftEvent::Reject { ago, .. }
+            | DraftEvent::Withdraw { ago, .. }
+            | DraftEvent::Facts { ago, .. }
+            | DraftEvent::CheckFailed { ago, .. }
+            | DraftEvent::Dispatch { ago, .. } => ago,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendsSpec {
+    /// Sends that end pending.
+    unknown: Vec<SendSpec>,
+    /// Sends that end sent or failed.
+    settled: Vec<SendSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SendSpec {
+    channel: String,
+    to: String,
+    intent: String,
+    window: Option<String>,
+    /// Added to channel, to and intent.
+    #[serde(default)]
+    meta: Map<String, Value>,
+    attempts: Vec<Attempt>,
+    resolve: Option<ResolveSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "outcome", rename_all = "camelCase", deny_unknown_fields)]
+enum Attempt {
+    #[serde(rename_all = "camelCase")]
+    Sent {
+        ago: String,
+        provider_id: Option<String>,
+    },
+    /// A definite failure: the provider did not take it.
+    Failed { ago: String, error: String },
+    /// It may have gone out; the error is the cause, worded as `SendError::uncertain`
+    /// words it ("Delivery is unknown: ...").
+    Unknown { ago: String, error: String },
+}
+
+impl Attempt {
+    fn ago(&self) -> &str {
+        match self {
+            Attempt::Sent { ago, .. }
+            | Attempt::Failed { ago, .. }
+            | Attempt::Unknown { ago, .. } => ago,
+        }
+    }
+
+    /// How long the send took: a timeout takes its 30 seconds.
+    fn took_ms(&self) -> i64 {
+        match self {
+            Attempt::Sent { .. } => 840,
+            Attempt::Failed { .. } => 310,
+            Attempt::Unknown { .. } => 30_000,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ResolveSpec {
+    ago: String,
+    status: String,
+    by: String,
+    note: Option<String>,
+    provider_id: Option<String>,
+}
+
+/// The dispatch of a seeded draft reads no facts: none of its recheck commands is run.
+type NoRecheck = fn() -> std::future::Ready<Result<Value, String>>;
+
+/// One event, at its time.
+struct Step<'a> {
+    at: i64,
+    what: What<'a>,
+}
+
+enum What<'a> {
+    Draft(&'a DraftSpec, &'a DraftEvent),
+    Attempt(&'a SendSpec, &'a Attempt),
+    Resolve(&'a SendSpec, &'a ResolveSpec),
+}
+
+/// Every event of every draft and send, oldest first; events at the same time keep the
+/// assets' order. Each draft's and send's own events must be in time order.
+fn timeline<'a>(
+    drafts: &'a [DraftSpec],
+    sends: &'a SendsSpec,
+    now_ms: i64,
+) -> Result<Vec<Step<'a>>, String> {
+    let at = |ago: &str| -> Result<i64, String> {
+        let ms = duration::parse_duration(ago).map_err(|e| format!("demo data: {e}"))?;
+        Ok(now_ms - ms.round() as i64)
+    };
+    let in_order = |times: &[i64], name: &str| -> Result<(), String> {
+        if times.windows(2).all(|w| w[0] <= w[1]) {
+            Ok(())
+        } else {
+            Err(format!(
+                "demo data: the events of {name} are not in time order"
+            ))
+        }
+    };
+    let mut steps = Vec::new();
+    for draft in drafts {
+        let mut times = Vec::new();
+        for event in &draft.events {
+            let t = at(event.ago())?;
+            times.push(t);
+            steps.push(Step {
+                at: t,
+                what: What::Draft(draft, event),
+            });
+        }
+        in_order(&times, &format!("draft {:?}", draft.name))?;
+    }
+    for send in sends.unknown.iter().chain(&sends.settled) {
+        let mut times = Vec::new();
+        for attempt in &send.attempts {
+            let t = at(attempt.ago())?;
+            times.push(t);
+            steps.push(Step {
+                at: t,
+                what: What::Attempt(send, attempt),
+            });
+        }
+        if let Some(resolve) = &send.resolve {
+            let t = at(&resolve.ago)?;
+            times.push(t);
+            steps.push(Step {
+                at: t,
+                what: What::Resolve(send, resolve),
+            });
+        }
+        in_order(&times, &format!("the send {} to {}", send.intent, send.to))?;
+    }
+    steps.sort_by_key(|s| s.at);
+    Ok(steps)
+}
+
+fn key_of(channel: &str, to: &str, intent: &str, window: Option<&str>) -> Result<String, String> {
+    let window = window.map(|w| Window::Text(w.to_owned()));
+    send_key(channel, to, intent, window.as_ref())
+        .map_err(|e| format!("demo data: {intent} to {to}: {e}"))
+}
+
+fn meta_of(
+    channel: &str,
+    to: &str,
+    intent: &str,
+    window: Option<&str>,
+    extra: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("channel".into(), channel.into());
+    meta.insert("to".into(), to.into());
+    meta.insert("intent".into(), intent.into());
+    if let Some(window) = window {
+        meta.insert("window".into(), window.into());
+    }
+    for (name, value) in extra {
+        meta.insert(name.clone(), value.clone());
+    }
+    meta
+}
+
+/// A draft as far as the seeding has got.
+struct Seeded {
+    id: i64,
+    payload: Map<String, Value>,
+    facts: Map<String, Value>,
+}
+
+struct Seeder {
+    ledger: Ledger,
+    review: Review,
+    /// The clock of both: set to each step's time before it runs.
+    time: Arc<AtomicI64>,
+    /// By draft name.
+    drafts: HashMap<String, Seeded>,
+}
+
+impl Seeder {
+    async fn run(&mut self, step: &Step<'_>) -> Result<(), String> {
+        match step.what {
+            What::Draft(draft, event) => self
+                .draft_event(draft, event)
+                .await
+                .map_err(|e| format!("demo draft {:?}: {e}", draft.name)),
+            What::Attempt(send, attempt) => self
+                .attempt(send, attempt)
+                .await
+                .map_err(|e| format!("demo send {} to {}: {e}", send.intent, send.to)),
+            What::Resolve(send, resolve) => self
+                .resolve(send, resolve)
+                .await
+                .map_err(|e| format!("demo send {} to {}: {e}", send.intent, send.to)),
+        }
+    }
+
+    fn seeded(&self, draft: &DraftSpec) -> Result<&Seeded, String> {
+        self.drafts
+            .get(&draft.name)
+            .ok_or_else(|| "an event before the draft was submitted".to_owned())
+    }
+
+    async fn draft_event(&mut self, draft: &DraftSpec, event: &DraftEvent) -> Result<(), String> {
+        let key = key_of(
+            &draft.channel,
+            &draft.to,
+            &draft.intent,
+            draft.window.as_deref(),
+        )?;
+        match event {
+            DraftEvent::Submit {
+                by,
+                payload,
+                edit,
+                facts,
+                ..
+            } => {
+                let previous = self.drafts.get(&draft.name);
+                let mut next = match (payload, previous) {
+                    (Some(payload), _) => payload.clone(),
+                    (None, Some(previous)) => previous.payload.clone(),
+                    (None, None) => return Err("the first submit needs a payload".into()),
+                };
+                for (name, value) in edit.iter().flatten() {
+                    next.insert(name.clone(), value.clone());
+                }
+                let facts = match (facts, previous) {
+                    (Some(facts), _) => facts.clone(),
+                    (None, Some(previous)) => previous.facts.clone(),
+                    (None, None) => Map::new(),
+                };
+                let submitted = self
+                    .review
+                    .submit(Submission {
+                        key,
+                        payload: Value::Object(next.clone()).to_string(),
+                        facts: facts.clone(),
+                        recheck: draft.recheck.clone(),
+                        meta: Some(meta_of(
+                            &draft.channel,
+                            &draft.to,
+                            &draft.intent,
+                            draft.window.as_deref(),
+                            &draft.meta,
+                        )),
+                        by: Some(by.clone().unwrap_or_else(|| draft.by.clone())),
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?;
+                self.drafts.insert(
+                    draft.name.clone(),
+                    Seeded {
+                        id: submitted.id,
+                        payload: next,
+                        facts,
+                    },
+                );
+            }
+            DraftEvent::Approve { by, note, .. } => {
+                let verdict = Verdict::Approve {
+                    ttl: Ttl::Text(approval::DEFAULT_TTL.into()),
+                    revision: None,
+                };
+                self.decide(draft, verdict, by, note.clone()).await?;
+            }
+            DraftEvent::Reject { by, reason, .. } => {
+                let verdict = Verdict::Reject {
+                    reason: reason.clone(),
+                };
+                self.decide(draft, verdict, by, None).await?;
+            }
+            DraftEvent::Withdraw { by, note, .. } => {
+                self.decide(draft, Verdict::Withdraw, by, note.clone())
+                    .await?;
+            }
+            DraftEvent::Facts { facts, .. } => {
+                let id = self.seeded(draft)?.id;
+                self.review
+                    .record_facts(id, facts.clone())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            DraftEvent::CheckFailed { error, .. } => {
+                let id = self.seeded(draft)?.id;
+                self.review
+                    .record_check_failure(id, error)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            DraftEvent::Dispatch { provider_id, .. } => {
+                self.dispatch(draft, &key, provider_id).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn decide(
+        &self,
+        draft: &DraftSpec,
+        verdict: Verdict,
+        by: &str,
+        note: Option<String>,
+    ) -> Result<(), String> {
+        let id = self.seeded(draft)?.id;
+        self.review
+            .decide(id, verdict, Some(by.to_owned()), note)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// As `send-once dispatch` does it: the approval checked, the send through
+    /// `Ledger::once`, and the draft marked dispatched with what the ledger said.
+    async fn dispatch(
+        &self,
+        draft: &DraftSpec,
+        key: &str,
+        provider_id: &str,
+    ) -> Result<(), String> {
+        let id = self.seeded(draft)?.id;
+        let head = self.review.head(id).await.map_err(|e| e.to_string())?;
+        let approval = head
+            .approval
+            .clone()
+            .ok_or("dispatched without an approval")?;
+        let current = head.current().ok_or("the draft has no revision")?;
+        let payload = canonical::parse_json(&current.payload).map_err(|e| e.to_string())?;
+        let request = DispatchRequest {
+            approval: &approval,
+            payload: &payload,
+            key,
+            meta: head.meta.clone(),
+            now: self.ledger.now() as f64,
+        };
+        let no_recheck: Option<NoRecheck> = None;
+        let time = self.time.clone();
+        let sent = json!({ "id": provider_id });
+        let dispatched = approval::dispatch(&self.ledger, request, no_recheck, |_| async move {
+            time.fetch_add(1_200, Ordering::SeqCst);
+            Ok::<Value, SendError>(sent)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let outcome = match dispatched {
+            Dispatched::Ledger(outcome @ Outcome::Sent { .. }) => outcome,
+            other => return Err(format!("the dispatch came out {}", other.name())),
+        };
+        let mut record = Map::new();
+        record.insert("outcome".into(), outcome.name().into());
+        record.insert("entry".into(), outcome.entry().to_value());
+        let marked = self
+            .review
+            .record_dispatch(id, head.revision, Value::Object(record))
+            .await
+            .map_err(|e| e.to_string())?;
+        if !marked {
+            return Err("the draft could not be marked dispatched".into());
+        }
+        Ok(())
+    }
+
+    async fn attempt(&self, send: &SendSpec, attempt: &Attempt) -> Result<(), String> {
+        let key = key_of(
+            &send.channel,
+            &send.to,
+            &send.intent,
+            send.window.as_deref(),
+        )?;
+        let meta = meta_of(
+            &send.channel,
+            &send.to,
+            &send.intent,
+            send.window.as_deref(),
+            &send.meta,
+        );
+        let result = match attempt {
+            Attempt::Sent { provider_id, .. } => Ok(provider_id
+                .as_ref()
+                .map_or(Value::Null, |id| json!({ "id": id }))),
+            Attempt::Failed { error, .. } => Err(SendError::definite(error)),
+            Attempt::Unknown { error, .. } => Err(SendError::uncertain(error)),
+        };
+        let (time, took) = (self.time.clone(), attempt.took_ms());
+        let outcome = self
+            .ledger
+            .once(&key, Some(meta), |_| async move {
+                time.fetch_add(took, Ordering::SeqCst);
+                result
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let expected = match attempt {
+            Attempt::Sent { .. } => "sent",
+            Attempt::Failed { .. } => "failed",
+            Attempt::Unknown { .. } => "unknown",
+        };
+        match outcome {
+            Outcome::Unknown { error: None, .. } | Outcome::Duplicate { .. } => Err(format!(
+                "the ledger already had the key, as {}",
+                outcome.entry().status().as_str()
+            )),
+            _ if outcome.name() != expected => Err(format!(
+                "expected {expected}, the ledger said {}",
+                outcome.name()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    async fn resolve(&self, send: &SendSpec, resolve: &ResolveSpec) -> Result<(), String> {
+        let key = key_of(
+            &send.channel,
+            &send.to,
+            &send.intent,
+            send.window.as_deref(),
+        )?;
+        let status = match Status::parse(&resolve.status) {
+            Some(status @ (Status::Sent | Status::Failed)) => status,
+            _ => return Err(format!("cannot resolve as {:?}", resolve.status)),
+        };
+        let details = ResolveDetails {
+            by: Some(resolve.by.clone()),
+            note: resolve.note.clone(),
+            provider_id: resolve.provider_id.clone(),
+        };
+        let resolved = self
+            .ledger
+            .resolve(&key, status, &details)
+            .await
+            .map_err(|e| e.to_string())?;
+        if !resolved.changed {
+            return Err(format!("it was already {}", resolve.status));
+        }
+        Ok(())
+    }
+
+    /// Each send ended as its list says: the unknown ones pending, the settled ones not.
+    async fn check(&self, sends: &SendsSpec) -> Result<(), String> {
+        let lists = [(&sends.unknown, true), (&sends.settled, false)];
+        for (list, pending) in lists {
+            for send in list {
+                let key = key_of(
+                    &send.channel,
+                    &send.to,
+                    &send.intent,
+                    send.window.as_deref(),
+                )?;
+                let entry = self.ledger.get(&key).await.map_err(|e| e.to_string())?;
+                let status = entry.map(|e| e.status());
+                if status.is_none() || (status == Some(Status::Pending)) != pending {
+                    return Err(format!(
+                        "demo send {} to {} ended {}, but it is listed as {}",
+                        send.intent,
+                        send.to,
+                        status.map_or("missing", Status::as_str),
+                        if pending { "unknown" } else { "settled" }
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::DraftState;
+    use crate::review::drift::DriftStatus;
+
+    const MINUTE: f64 = 60_000.0;
+
+    #[tokio::test]
+    async fn the_demo_fills_every_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("demo.db");
+        let now = crate::ledger::time::now_millis();
+        let summary = seed(&path, now).await.unwrap();
+        assert_eq!(
+            summary,
+            DemoSummary {
+                drafts: 7,
+                unknown: 8,
+                settled: 40
+            }
+        );
+
+        let store = Arc::new(SqliteStore::open(&path, Access::ReadWrite).unwrap());
+        let clock: Clock = Arc::new(move || now);
+        let review = Review::new(store.clone(), clock.clone());
+        let queue = review.queue().await.unwrap();
+        assert_eq!(queue.len(), summary.drafts);
+        assert!(queue.iter().any(|d| d.edited_after_approval()));
+        assert!(queue.iter().any(|d| d.approved_diff().is_some()));
+        assert!(queue.iter().any(|d| d.revision == 3));
+        assert!(
+            queue
+                .iter()
+                .any(|d| d.state == DraftState::Approved && !d.edited_after_approval())
+        );
+        let drift = |status| {
+            queue
+                .iter()
+                .filter(move |d| d.drift().status == status)
+                .count()
+        };
+        assert_eq!(drift(DriftStatus::Drifted), 1);
+        assert_eq!(drift(DriftStatus::CouldNotCheck), 1);
+        assert!(drift(DriftStatus::NotChecked) >= 1);
+        assert!(drift(DriftStatus::Unchanged) >= 1);
+        assert_eq!(queue.iter().filter(|d| d.suspicious()).count(), 1);
+
+        let dyn_store: Arc<dyn Store> = store.clone();
+        let ledger = Ledger::with_clock(dyn_store, clock);
+        let unknown = ledger.pending(None).await.unwrap();
+        assert_eq!(unknown.len(), summary.unknown);
+        // One is younger than five minutes (possibly still in flight); the oldest is days old.
+        assert_eq!(ledger.pending(Some(5.0 * MINUTE)).await.unwrap().len(), 7);
+        assert!(
+            ledger
+                .pending(Some(3.0 * 24.0 * 60.0 * MINUTE))
+                .await
+                .unwrap()
+                .len()
+                == 1
+        );
+        assert!(unknown.iter().any(|e| e.attempts() == 3));
+        assert!(
+            unknown
+                .iter()
+                .any(|e| e.error().is_some_and(|m| m.contains('\u{1b}')))
+        );
+        assert!(unknown.iter().all(|e| {
+            e.error()
+                .is_some_and(|m| m.starts_with("Delivery is unknown: "))
+        }));
+
+        let decisions = store.decisions(None).await.unwrap();
+        assert_eq!(
+            decisions.iter().filter(|d| d.action == "resolve").count(),
+            3
+        );
+        assert!(decisions.iter().any(|d| d.action == "approve"));
+        assert!(decisions.iter().any(|d| d.action == "reject"));
+        let at: Vec<_> = decisions
+            .iter()
+            .map(|d| crate::ledger::time::parse_date(&d.at).unwrap())
+            .collect();
+        assert!(
+            at.windows(2).all(|w| w[0] <= w[1]),
+            "the log is in time order"
+        );
+        assert!(at.iter().all(|t| *t <= now));
+
+        // The drifted draft's recheck runs anywhere and still finds the invoice paid.
+        let drifted = queue
+            .iter()
+            .find(|d| d.drift().status == DriftStatus::Drifted)
+            .unwrap();
+        review
+            .recheck(drifted.id, std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(
+            review.head(drifted.id).await.unwrap().drift().status,
+            DriftStatus::Drifted
+        );
+
+        drop((review, ledger, store));
+        let again = seed(&path, now).await.unwrap_err();
+        assert!(again.contains("already exists"), "{again}");
+    }
+}
