@@ -393,6 +393,11 @@ impl App {
         if let Some(input) = self.filter_input.take() {
             return self.filter_key(input, key);
         }
+        // Esc backs out of whatever is narrowing the view: its filter.
+        if key.code == KeyCode::Esc && !self.filters[slot(self.view)].is_empty() {
+            self.filters[slot(self.view)].clear();
+            return self.after_filter();
+        }
         match command_for(self.view, &key) {
             Some(command) => self.command(command),
             None => Vec::new(),
