@@ -42,9 +42,12 @@ pub enum FormKind {
     },
     MarkSent {
         key: String,
+        /// Claimed less than `--older-than` ago: it may still be sending.
+        in_flight: bool,
     },
     MarkFailed {
         key: String,
+        in_flight: bool,
     },
 }
 
@@ -137,6 +140,8 @@ pub struct App {
     pub filter_input: Option<Input>,
     pub ledger_status: Option<Status>,
     pub ledger_offset: usize,
+    /// How far the detail pane is scrolled (J/K); back to the top on a new selection.
+    pub detail_scroll: u16,
     pub overlay: Option<Overlay>,
     /// What the last action did, or why it was refused.
     pub status: Option<(String, bool)>,
@@ -175,6 +180,7 @@ impl App {
             filter_input: None,
             ledger_status: None,
             ledger_offset: 0,
+            detail_scroll: 0,
             overlay: None,
             status: None,
             quit: false,
@@ -435,7 +441,23 @@ impl App {
     fn command(&mut self, command: Command) -> Vec<Effect> {
         let rows = self.row_count();
         let s = slot(self.view);
+        if matches!(
+            command,
+            Command::Up
+                | Command::Down
+                | Command::PageUp
+                | Command::PageDown
+                | Command::Top
+                | Command::Bottom
+                | Command::NextView
+                | Command::PreviousView
+                | Command::Show(_)
+        ) {
+            self.detail_scroll = 0;
+        }
         match command {
+            Command::ScrollDetailDown => self.detail_scroll = self.detail_scroll.saturating_add(3),
+            Command::ScrollDetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(3),
             Command::Quit => {
                 self.quit = true;
                 return vec![Effect::Quit];
@@ -469,6 +491,12 @@ impl App {
                 self.selected[s] = 0;
                 self.ledger = Loaded::Loading;
                 return vec![Effect::LoadLedger(self.ledger_query())];
+            }
+            Command::Approve if self.no_queue.is_some() => {
+                self.say(
+                    "This ledger has no review queue (it is a JSON Lines file).",
+                    false,
+                );
             }
             Command::Approve => self.open_approve(),
             Command::Reject => {
@@ -504,13 +532,20 @@ impl App {
                 let sent = command == Command::MarkSent;
                 if let Some(entry) = self.selected_unknown() {
                     let key = entry.key().to_owned();
+                    let in_flight = self.maybe_in_flight(entry);
                     let short = crate::text::visible_inline(&short_key(&key)).into_owned();
                     let mut fields = vec![field("Note", "", false), field("Name", &self.by, true)];
                     let (kind, title) = if sent {
                         fields.push(field("Provider id", "", false));
-                        (FormKind::MarkSent { key }, format!("Mark {short} sent"))
+                        (
+                            FormKind::MarkSent { key, in_flight },
+                            format!("Mark {short} sent"),
+                        )
                     } else {
-                        (FormKind::MarkFailed { key }, format!("Mark {short} failed"))
+                        (
+                            FormKind::MarkFailed { key, in_flight },
+                            format!("Mark {short} failed"),
+                        )
                     };
                     self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
                 } else {
@@ -694,7 +729,7 @@ impl App {
                     },
                 }
             }
-            FormKind::MarkSent { key } | FormKind::MarkFailed { key } => {
+            FormKind::MarkSent { key, in_flight } | FormKind::MarkFailed { key, in_flight } => {
                 let sent = matches!(form.kind, FormKind::MarkSent { .. });
                 let short = short_key(key);
                 let then = if sent {
@@ -708,6 +743,12 @@ impl App {
                 )];
                 if let Some(note) = optional("Note") {
                     lines.push(format!("Note: {note}"));
+                }
+                if *in_flight {
+                    lines.push(format!(
+                        "It was claimed less than {} ago and may still be sending: check with the provider first.",
+                        duration::format_duration(self.older_than_ms)
+                    ));
                 }
                 Confirm {
                     title: if sent { "Mark sent" } else { "Mark failed" }.into(),

@@ -54,6 +54,8 @@ pub enum Command {
     MarkSent,
     MarkFailed,
     CycleStatus,
+    ScrollDetailDown,
+    ScrollDetailUp,
 }
 
 pub struct Binding {
@@ -191,6 +193,24 @@ pub const BINDINGS: &[Binding] = &[
         key_label: "G",
         command: Command::Bottom,
         label: "last",
+        group: "Move",
+        views: &[],
+        hint: false,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('J'), SHIFT), (KeyCode::Char('J'), NONE)],
+        key_label: "J/K",
+        command: Command::ScrollDetailDown,
+        label: "scroll the details",
+        group: "Move",
+        views: &[],
+        hint: false,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('K'), SHIFT), (KeyCode::Char('K'), NONE)],
+        key_label: "K",
+        command: Command::ScrollDetailUp,
+        label: "scroll the details up",
         group: "Move",
         views: &[],
         hint: false,

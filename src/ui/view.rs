@@ -148,8 +148,24 @@ fn draw_status(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
 }
 
 fn draw_footer(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    // What does not fit is left out from the middle: the view's own keys come first,
+    // and how to get help and how to quit are always there.
+    let hints = keymap::hints(app.view);
+    let width = |(key, label): &(&str, &str)| key.chars().count() + label.chars().count() + 3;
+    let (always, rest): (Vec<_>, Vec<_>) = hints
+        .into_iter()
+        .partition(|(_, label)| *label == "help" || *label == "quit");
+    let mut room = usize::from(area.width).saturating_sub(always.iter().map(width).sum());
+    let mut shown = Vec::new();
+    for hint in rest {
+        if width(&hint) <= room {
+            room -= width(&hint);
+            shown.push(hint);
+        }
+    }
+    shown.extend(always);
     let mut spans = Vec::new();
-    for (key, label) in keymap::hints(app.view) {
+    for (key, label) in shown {
         spans.push(Span::styled(format!(" {key}"), theme.key()));
         spans.push(Span::styled(format!(" {label} "), theme.dim()));
     }
@@ -340,48 +356,7 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
             theme.error(),
         )));
     }
-    // The payload with its diff: against the approved revision when it changed after
-    // approval, else against the previous revision.
-    let diff = draft.approved_diff().or_else(|| draft.previous_diff());
-    lines.push(Line::from(""));
-    match &diff {
-        Some(d) => lines.push(Line::from(Span::styled(
-            format!(
-                "Payload: {} since {}revision {}",
-                d.summary(),
-                if draft.edited_after_approval() {
-                    "the approved "
-                } else {
-                    ""
-                },
-                d.from
-            ),
-            theme.title(),
-        ))),
-        None => lines.push(Line::from(Span::styled("Payload", theme.title()))),
-    }
-    match diff {
-        Some(d) => {
-            for line in &d.lines {
-                let (mark, style) = match line.tag {
-                    LineTag::Equal => ("  ", Style::default()),
-                    LineTag::Insert => ("+ ", theme.ok()),
-                    LineTag::Delete => ("- ", theme.error()),
-                };
-                lines.push(Line::from(Span::styled(
-                    format!("{mark}{}", safe(&line.text)),
-                    style,
-                )));
-            }
-        }
-        None => {
-            if let Some(current) = draft.current() {
-                for text in crate::review::diff::pretty_canonical(&current.payload).lines() {
-                    lines.push(Line::from(format!("  {}", safe(text))));
-                }
-            }
-        }
-    }
+    // The facts first: they are short, and decide whether the draft can go at all.
     let drift = draft.drift();
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
@@ -429,11 +404,81 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
             theme.dim(),
         )));
     }
-    let block = Block::default().borders(Borders::ALL).title(" Draft ");
+    // The payload with its diff: against the approved revision when it changed after
+    // approval, else against the previous revision.
+    let diff = draft.approved_diff().or_else(|| draft.previous_diff());
+    lines.push(Line::from(""));
+    match &diff {
+        Some(d) => lines.push(Line::from(Span::styled(
+            format!(
+                "Payload: {} since {}revision {}",
+                d.summary(),
+                if draft.edited_after_approval() {
+                    "the approved "
+                } else {
+                    ""
+                },
+                d.from
+            ),
+            theme.title(),
+        ))),
+        None => lines.push(Line::from(Span::styled("Payload", theme.title()))),
+    }
+    match diff {
+        Some(d) => {
+            for line in &d.lines {
+                let (mark, style) = match line.tag {
+                    LineTag::Equal => ("  ", Style::default()),
+                    LineTag::Insert => ("+ ", theme.ok()),
+                    LineTag::Delete => ("- ", theme.error()),
+                };
+                lines.push(Line::from(Span::styled(
+                    format!("{mark}{}", safe(&line.text)),
+                    style,
+                )));
+            }
+        }
+        None => {
+            if let Some(current) = draft.current() {
+                for text in crate::review::diff::pretty_canonical(&current.payload).lines() {
+                    lines.push(Line::from(format!("  {}", safe(text))));
+                }
+            }
+        }
+    }
+    draw_scrolled(frame, theme, area, " Draft ", lines, app.detail_scroll);
+}
+
+/// A detail pane that scrolls (J/K), saying so when there is more below or above.
+fn draw_scrolled(
+    frame: &mut Frame,
+    theme: &Theme,
+    area: Rect,
+    title: &str,
+    lines: Vec<Line>,
+    scroll: u16,
+) {
+    let width = usize::from(area.width.saturating_sub(2)).max(1);
+    let height = usize::from(area.height.saturating_sub(2));
+    // Rows the wrapped text takes (a close estimate: words are not moved whole).
+    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(width)).sum();
+    let scroll = usize::from(scroll).min(rows.saturating_sub(height));
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .title(title.to_owned());
+    if scroll > 0 || rows > scroll + height {
+        let more = match (scroll > 0, rows > scroll + height) {
+            (true, true) => " ↑↓ more: J/K ",
+            (true, false) => " ↑ more above: K ",
+            _ => " ↓ more below: J ",
+        };
+        block = block.title_bottom(Line::from(Span::styled(more, theme.key())));
+    }
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
-            .wrap(Wrap { trim: false }),
+            .wrap(Wrap { trim: false })
+            .scroll((scroll as u16, 0)),
         area,
     );
 }
@@ -544,13 +589,7 @@ fn draw_entry(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &E
             ))));
         }
     }
-    let block = Block::default().borders(Borders::ALL).title(" Entry ");
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        area,
-    );
+    draw_scrolled(frame, theme, area, " Entry ", lines, app.detail_scroll);
 }
 
 fn draw_ledger(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
@@ -619,32 +658,42 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 }
 
 fn draw_help(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
-    let mut lines = Vec::new();
+    let mut entries: Vec<Line> = Vec::new();
     for (group, items) in keymap::help(app.view) {
-        lines.push(Line::from(Span::styled(group, theme.title())));
+        entries.push(Line::from(Span::styled(group, theme.title())));
         for (key, label) in items {
-            lines.push(Line::from(vec![
+            entries.push(Line::from(vec![
                 Span::styled(format!("  {key:<6}"), theme.key()),
                 Span::raw(label),
             ]));
         }
     }
-    lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled(
-        "In a form: Tab moves, Enter submits, Esc cancels. Esc, ? or q closes this.",
-        theme.dim(),
-    )));
-    let height = (lines.len() as u16 + 2).min(area.height);
-    let rect = centered(area, 60, height);
+    // Two columns, so every key fits on a 24-line terminal.
+    let half = entries.len().div_ceil(2);
+    let right = entries.split_off(half);
+    let closing = "Forms: Tab moves, Enter submits, Esc cancels. Esc, ? or q closes this.";
+    let height = (half as u16 + 5).min(area.height);
+    let rect = centered(area, 72, height);
     frame.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" Keys: {} ", app.view.title()));
-    frame.render_widget(Paragraph::new(lines).block(block), rect);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let [columns, footer] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
+    let [left_area, right_area] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(columns);
+    frame.render_widget(Paragraph::new(entries), left_area);
+    frame.render_widget(Paragraph::new(right), right_area);
+    frame.render_widget(
+        Paragraph::new(Span::styled(closing, theme.dim())).wrap(Wrap { trim: true }),
+        footer,
+    );
 }
 
 fn draw_form(frame: &mut Frame, form: &super::app::Form, theme: &Theme, area: Rect) {
-    let height = form.fields.len() as u16 * 2 + 5;
+    let height = form.fields.len() as u16 * 2 + 6;
     let rect = centered(area, 64, height);
     frame.render_widget(Clear, rect);
     let block = Block::default()
@@ -691,13 +740,14 @@ fn draw_form(frame: &mut Frame, form: &super::app::Form, theme: &Theme, area: Re
             theme.dim(),
         )),
     };
+    let top = (y + 1).min(inner.bottom().saturating_sub(1));
     frame.render_widget(
-        Paragraph::new(hint),
+        Paragraph::new(hint).wrap(Wrap { trim: true }),
         Rect::new(
             inner.x,
-            (y + 1).min(inner.bottom().saturating_sub(1)),
+            top,
             inner.width,
-            1,
+            inner.bottom().saturating_sub(top).max(1),
         ),
     );
 }
