@@ -2,6 +2,7 @@
 //! error), and a panic hook restores it before the panic message is printed.
 
 use std::io::{Stdout, stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
@@ -21,6 +22,7 @@ pub struct TerminalGuard {
 impl TerminalGuard {
     pub fn enter() -> std::io::Result<TerminalGuard> {
         install_panic_hook();
+        RESTORED.store(false, Ordering::SeqCst);
         enable_raw_mode()?;
         let entered = execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)
             .and_then(|()| Terminal::new(CrosstermBackend::new(stdout())));
@@ -43,9 +45,17 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Gives the terminal back. Safe to call more than once; it never panics (a failure
-/// to restore is reported on stderr, where the shell will show it).
+/// Whether the terminal has been given back since the UI took it.
+static RESTORED: AtomicBool = AtomicBool::new(true);
+
+/// Gives the terminal back, once: after a panic the hook restores it, then the guard's
+/// drop runs while unwinding; a second "leave the alternate screen" would move the
+/// cursor back over the panic report. It never panics (a failure to restore is
+/// reported on stderr, where the shell will show it).
 pub fn restore() {
+    if RESTORED.swap(true, Ordering::SeqCst) {
+        return;
+    }
     let raw = disable_raw_mode();
     let screen = execute!(
         stdout(),

@@ -47,10 +47,16 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), rect);
         return;
     }
+    // A long status (a refusal that names who decided first) gets the lines it needs.
+    let status_rows = app.status.as_ref().map_or(1, |(message, _)| {
+        (message.chars().count() + 2)
+            .div_ceil(usize::from(area.width).max(1))
+            .clamp(1, 3) as u16
+    });
     let [header, body, status, footer] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Min(5),
-        Constraint::Length(1),
+        Constraint::Length(status_rows),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -144,7 +150,7 @@ fn draw_status(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         }
         None => Line::from(""),
     };
-    frame.render_widget(Paragraph::new(line), area);
+    frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), area);
 }
 
 fn draw_footer(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
