@@ -144,6 +144,28 @@ async fn pages_are_newest_first_with_filters_and_offsets_on_every_store() {
             "{name}"
         );
         assert_eq!(census.pending_entries.len(), 10, "{name}");
+        let counts = store.counts().await.unwrap();
+        assert_eq!(
+            (
+                counts.total,
+                counts.pending,
+                counts.sent,
+                counts.failed,
+                counts.skipped
+            ),
+            (
+                census.total,
+                census.pending,
+                census.sent,
+                census.failed,
+                census.skipped
+            ),
+            "{name}: counts agree with the census"
+        );
+        assert!(
+            counts.pending_entries.is_empty(),
+            "{name}: counts read no entry"
+        );
 
         let prefix = store.keys_with_prefix("key-1", 20).await.unwrap();
         let want: Vec<String> = (10..20).map(|i| format!("key-{i}")).collect();

@@ -49,6 +49,16 @@ struct Files {
     path: PathBuf,
     lock_path: PathBuf,
     log_path: PathBuf,
+    /// The last index read, with the file state it was read from. Reads that come
+    /// together (a screen loading its counts, a page and the unknown sends) wait for
+    /// one read of the file instead of each making its own.
+    cache: std::sync::Mutex<Option<CachedIndex>>,
+}
+
+struct CachedIndex {
+    marker: (u64, i64, i64, u64),
+    claim_times: bool,
+    index: Arc<Index>,
 }
 
 impl JsonlStore {
@@ -81,6 +91,7 @@ impl JsonlStore {
                 path: path.to_owned(),
                 lock_path: with_suffix(".lock"),
                 log_path: with_suffix(".decisions.jsonl"),
+                cache: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -152,7 +163,7 @@ impl Store for JsonlStore {
 
     async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
         self.blocking(move |files| {
-            let index = files.index(false)?;
+            let index = files.shared_index(false)?;
             let slots: Vec<&Slot> = index
                 .slots
                 .iter()
@@ -165,7 +176,7 @@ impl Store for JsonlStore {
 
     async fn census(&self) -> Result<Census, StoreError> {
         self.blocking(move |files| {
-            let index = files.index(false)?;
+            let index = files.shared_index(false)?;
             let mut census = Census {
                 skipped: index.skipped,
                 ..Census::default()
@@ -189,10 +200,30 @@ impl Store for JsonlStore {
         .await
     }
 
+    async fn counts(&self) -> Result<Census, StoreError> {
+        self.blocking(move |files| {
+            let index = files.shared_index(false)?;
+            let mut census = Census {
+                skipped: index.skipped,
+                ..Census::default()
+            };
+            for slot in &index.slots {
+                census.total += 1;
+                match slot.status {
+                    Status::Sent => census.sent += 1,
+                    Status::Failed => census.failed += 1,
+                    Status::Pending => census.pending += 1,
+                }
+            }
+            Ok(census)
+        })
+        .await
+    }
+
     async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
         let query = query.clone();
         self.blocking(move |files| {
-            let index = files.index(true)?;
+            let index = files.shared_index(true)?;
             let needle = query.search.as_deref().map(str::to_lowercase);
             let mut seqs: Vec<usize> = (0..index.slots.len())
                 .filter(|&i| {
@@ -225,7 +256,7 @@ impl Store for JsonlStore {
     ) -> Result<Vec<String>, StoreError> {
         let prefix = prefix.to_owned();
         self.blocking(move |files| {
-            let index = files.index(false)?;
+            let index = files.shared_index(false)?;
             let mut keys: Vec<String> = index
                 .slots
                 .iter()
@@ -836,6 +867,34 @@ impl Files {
         };
         let parts = self.in_parts(&file, |file, range| index_range(file, range, claim_times))?;
         self.merge(parts)
+    }
+
+    /// The index, reused while the file is unchanged (same size, time and inode: an
+    /// append grows the file, gc replaces it).
+    fn shared_index(&self, claim_times: bool) -> Result<Arc<Index>, StoreError> {
+        use std::os::unix::fs::MetadataExt;
+        let marker = match std::fs::metadata(&self.path) {
+            Ok(m) => (m.len(), m.mtime(), m.mtime_nsec(), m.ino()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, 0, 0, 0),
+            Err(e) => return Err(self.io_error(&self.path, e)),
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(cached) = cache.as_ref()
+            && cached.marker == marker
+            && (cached.claim_times || !claim_times)
+        {
+            return Ok(Arc::clone(&cached.index));
+        }
+        // Dropped before the new one is built, so two are never held at once. Claim
+        // times are always read, so whichever read comes first serves the others.
+        *cache = None;
+        let index = Arc::new(self.index(true)?);
+        *cache = Some(CachedIndex {
+            marker,
+            claim_times: true,
+            index: Arc::clone(&index),
+        });
+        Ok(index)
     }
 
     fn merge(&self, parts: Vec<Index>) -> Result<Index, StoreError> {

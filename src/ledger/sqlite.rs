@@ -366,22 +366,12 @@ impl Store for SqliteStore {
         texts.iter().map(|t| self.parse_entry(t)).collect()
     }
 
-    async fn census(&self) -> Result<Census, StoreError> {
-        // Both answered from the (status, claimed_at) index: a count per status, and
-        // the pending rows only.
-        let (counts, pending): (Vec<(String, i64)>, Vec<String>) = self
+    async fn counts(&self) -> Result<Census, StoreError> {
+        let counts: Vec<(String, i64)> = self
             .read(|conn| {
-                let counts = conn
-                    .prepare_cached("SELECT status, count(*) FROM send_once GROUP BY status")?
+                conn.prepare_cached("SELECT status, count(*) FROM send_once GROUP BY status")?
                     .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                let pending = conn
-                    .prepare_cached(
-                        "SELECT entry FROM send_once WHERE status = 'pending' ORDER BY claimed_at",
-                    )?
-                    .query_map([], |row| row.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
-                Ok((counts, pending))
+                    .collect()
             })
             .await?;
         let mut census = Census::default();
@@ -398,6 +388,22 @@ impl Store for SqliteStore {
             }
             census.total += n;
         }
+        Ok(census)
+    }
+
+    async fn census(&self) -> Result<Census, StoreError> {
+        // Both answered from the (status, claimed_at) index: a count per status, and
+        // the pending rows only.
+        let mut census = self.counts().await?;
+        let pending: Vec<String> = self
+            .read(|conn| {
+                conn.prepare_cached(
+                    "SELECT entry FROM send_once WHERE status = 'pending' ORDER BY claimed_at",
+                )?
+                .query_map([], |row| row.get(0))?
+                .collect()
+            })
+            .await?;
         for text in pending {
             match Entry::from_json(&text) {
                 Ok(entry) => census.pending_entries.push(entry),

@@ -195,6 +195,13 @@ pub trait Store: Send + Sync {
         ))
     }
 
+    /// Counts by status only (`pending_entries` left empty): what a header shows.
+    async fn counts(&self) -> Result<Census, StoreError> {
+        let mut census = self.census().await?;
+        census.pending_entries.clear();
+        Ok(census)
+    }
+
     /// A page of entries, newest claim first.
     async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
         let mut entries = self

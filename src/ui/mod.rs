@@ -293,7 +293,7 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             Action::LedgerLoaded { query, result }
         }
         Effect::LoadCounts => {
-            Action::CountsLoaded(backend.store.census().await.map_err(|e| e.to_string()))
+            Action::CountsLoaded(backend.store.counts().await.map_err(|e| e.to_string()))
         }
         Effect::Approve {
             id,
