@@ -372,7 +372,7 @@ fn index_range(
             status,
             claimed_at,
         } => {
-            let claimed_ms = claim_times.then(|| time::parse_date(&claimed_at).unwrap_or(i64::MIN));
+            let claimed_ms = claim_times.then(|| claim_time(&claimed_at));
             let line = Slot {
                 key_at: 0,
                 key_len: 0,
@@ -384,6 +384,59 @@ fn index_range(
         }
     })?;
     Ok(index)
+}
+
+/// A claim time in ms, `i64::MIN` when unreadable. The form every writer uses
+/// (`toISOString`: `2026-09-27T12:00:00.000Z`) is read directly; anything else goes
+/// through the full `Date.parse` rules.
+fn claim_time(text: &str) -> i64 {
+    fast_iso(text)
+        .or_else(|| time::parse_date(text))
+        .unwrap_or(i64::MIN)
+}
+
+fn fast_iso(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[23] != b'Z'
+    {
+        return None;
+    }
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        b[range].iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second, milli) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);
+    // Date.parse takes any day up to 31 in any month and rolls over (February 30th
+    // is March 2nd), which the arithmetic below does too.
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 24
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    if hour == 24 && (minute, second, milli) != (0, 0, 0) {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm), then the time of day.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + milli)
 }
 
 /// Where the file ends, which decides whether an append needs a leading newline.
@@ -1400,6 +1453,42 @@ mod tests {
                 assert_eq!(pair[0].end, pair[1].start);
                 assert_eq!(text.as_bytes()[pair[1].start as usize - 1], b'\n');
             }
+        }
+    }
+
+    #[test]
+    fn the_fast_claim_time_agrees_with_date_parse() {
+        let mut checked = 0;
+        for year in [1970, 1999, 2000, 2024, 2026, 2100, 9999] {
+            for month in 1..=12 {
+                for day in [1, 15, 28, 29, 30, 31] {
+                    for (h, m, s, ms) in [
+                        (0, 0, 0, 0),
+                        (12, 34, 56, 789),
+                        (23, 59, 59, 999),
+                        (24, 0, 0, 0),
+                    ] {
+                        let text =
+                            format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z");
+                        assert_eq!(fast_iso(&text), time::parse_date(&text), "{text}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 2000);
+        for odd in [
+            "2026-13-01T00:00:00.000Z",
+            "2026-02-30T00:00:00.000Z",
+            "2026-09-27T24:00:01.000Z",
+            "2026-09-27T12:00:00Z",
+            "x",
+        ] {
+            assert_eq!(
+                fast_iso(odd).or_else(|| time::parse_date(odd)),
+                time::parse_date(odd),
+                "{odd}"
+            );
         }
     }
 }
