@@ -722,20 +722,9 @@ fn print_json_array(items: impl Iterator<Item = Value>) {
 
 /// Who and what a draft is about, from its meta, else its key.
 fn what(draft: &Draft) -> String {
-    let field = |name: &str| {
-        draft
-            .meta
-            .as_ref()
-            .and_then(|m| m.get(name))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    match (field("to"), field("intent")) {
-        (Some(to), Some(intent)) => format!("{to} {intent}"),
-        (Some(to), None) => to,
-        (None, Some(intent)) => intent,
-        (None, None) => draft.key.clone(),
-    }
+    draft
+        .recipient_and_intent()
+        .unwrap_or_else(|| draft.key.clone())
 }
 
 fn clip(text: &str, max: usize) -> String {

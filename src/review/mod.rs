@@ -114,6 +114,22 @@ impl Draft {
         self.revision_of(self.revision)
     }
 
+    /// Who it goes to and what it is for ("ana@example.com · renewal"), from its meta,
+    /// when the submitter gave them.
+    pub fn recipient_and_intent(&self) -> Option<String> {
+        let field = |name: &str| {
+            self.meta
+                .as_ref()
+                .and_then(|m| m.get(name))
+                .and_then(Value::as_str)
+        };
+        match (field("to"), field("intent")) {
+            (Some(to), Some(intent)) => Some(format!("{to} · {intent}")),
+            (Some(one), None) | (None, Some(one)) => Some(one.to_owned()),
+            (None, None) => None,
+        }
+    }
+
     /// Approved, then submitted again: the approval no longer matches the payload.
     pub fn edited_after_approval(&self) -> bool {
         self.approved_revision.is_some_and(|a| a < self.revision)

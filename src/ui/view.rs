@@ -268,19 +268,9 @@ fn badges(draft: &Draft) -> String {
 }
 
 fn what(draft: &Draft) -> String {
-    let field = |name: &str| {
-        draft
-            .meta
-            .as_ref()
-            .and_then(|m| m.get(name))
-            .and_then(Value::as_str)
-    };
-    match (field("to"), field("intent")) {
-        (Some(to), Some(intent)) => format!("{to} · {intent}"),
-        (Some(to), None) => to.to_owned(),
-        (None, Some(intent)) => intent.to_owned(),
-        (None, None) => short_key(&draft.key),
-    }
+    draft
+        .recipient_and_intent()
+        .unwrap_or_else(|| short_key(&draft.key))
 }
 
 fn draw_approvals(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
