@@ -44,7 +44,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, SecondsFormat};
 use rusqlite::types::Value as SqlValue;
@@ -56,10 +56,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-const BIN: &str = env!("CARGO_BIN_EXE_send-once");
+mod common;
 
-/// The argument that makes this bench generate one ledger and exit.
-const GENERATE: &str = "--generate-ledger";
+use common::{BIN, GENERATE, Progress, Run, median, mib, min_max, ms, own_peak_rss_kib, thousands};
 
 /// Bump when the generated ledgers change, so cached files are made again.
 const GENERATOR_VERSION: u32 = 1;
@@ -1134,7 +1133,6 @@ impl Ledger {
     /// has the size it had then.
     fn prepare(dir: &Path, seed: &Seed, queued: u64) -> Ledger {
         let path = dir.join(format!("approvals-{queued}.db"));
-        let marker_path = PathBuf::from(format!("{}.generated", path.display()));
         let drafts = plan(queued);
         let revisions = drafts.iter().map(|&t| revisions_of(t)).sum();
         let mut expected = BTreeMap::new();
@@ -1160,38 +1158,17 @@ impl Ledger {
             bytes,
             expected: expected.clone(),
         };
-        let on_disk = std::fs::metadata(&path).map(|m| m.len()).ok();
-        if let (Ok(marker), Some(bytes)) = (std::fs::read_to_string(&marker_path), on_disk)
-            && marker == marker_for(bytes)
-        {
-            eprintln!("reusing {} ({:.1} MiB)", path.display(), mib(bytes));
-            return ledger(bytes);
-        }
-        let _ = std::fs::remove_file(&marker_path);
-        for suffix in ["", "-wal", "-shm", ".lock", ".decisions.jsonl"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
-        eprintln!("generating {} from the seed:", path.display());
-        let start = Instant::now();
-        let exe = std::env::current_exe().expect("this bench's executable");
-        let status = Command::new(exe)
-            .arg(GENERATE)
-            .arg(&seed.path)
-            .arg(&seed.manifest_path)
-            .arg(queued.to_string())
-            .arg(&path)
-            .status()
-            .expect("run the generator");
-        assert!(status.success(), "generating {} failed", path.display());
-        let bytes = std::fs::metadata(&path)
-            .expect("the generated ledger")
-            .len();
-        eprintln!(
-            "  {:.1} MiB in {:.1} s",
-            mib(bytes),
-            start.elapsed().as_secs_f64()
+        let bytes = common::prepare_cached(
+            &path,
+            marker_for,
+            vec![
+                seed.path.clone().into(),
+                seed.manifest_path.clone().into(),
+                queued.to_string().into(),
+                path.clone().into(),
+            ],
+            Progress::Lines(" from the seed"),
         );
-        std::fs::write(&marker_path, marker_for(bytes)).expect("write the marker");
         ledger(bytes)
     }
 }
@@ -1320,68 +1297,19 @@ impl<'de> Visitor<'de> for TallyVisitor {
 // ---------------------------------------------------------------------------------
 // Measuring.
 
-/// One child process: wall time from spawn until it was reaped, its CPU time and peak
-/// RSS, its exit code and how much it printed.
-struct Run {
-    wall: Duration,
-    user: Duration,
-    system: Duration,
-    max_rss_kib: u64,
-    code: i32,
-    stdout_bytes: u64,
-}
-
 struct Bench {
     stdout_path: PathBuf,
     stderr_path: PathBuf,
 }
 
-fn timeval(t: libc::timeval) -> Duration {
-    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-}
-
 impl Bench {
+    /// Runs `command` (see common::run) on the fixed clock, without colours.
     fn run(&self, command: &mut Command) -> Run {
-        let stdout = File::create(&self.stdout_path).expect("create the stdout file");
-        let stderr = File::create(&self.stderr_path).expect("create the stderr file");
         command
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
             .env("SEND_ONCE_FIXED_NOW_MS", NOW_MS.to_string())
             .env("NO_COLOR", "1")
             .env_remove("CLICOLOR_FORCE");
-        let start = Instant::now();
-        #[expect(
-            clippy::zombie_processes,
-            reason = "reaped below with libc::wait4, for its own rusage"
-        )]
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-        let pid = child.id() as libc::pid_t;
-        let mut status: libc::c_int = 0;
-        // SAFETY: rusage is plain old data, for which all-zero bytes are a valid value.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: pid is our own child, not yet reaped (std's Child is never waited
-        // on); status and usage are valid for writes.
-        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        let wall = start.elapsed();
-        assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
-        let code = if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            -libc::WTERMSIG(status)
-        };
-        Run {
-            wall,
-            user: timeval(usage.ru_utime),
-            system: timeval(usage.ru_stime),
-            // Linux reports ru_maxrss in KiB.
-            max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
-            code,
-            stdout_bytes: std::fs::metadata(&self.stdout_path).map_or(0, |m| m.len()),
-        }
+        common::run(command, &self.stdout_path, &self.stderr_path)
     }
 
     fn stdout(&self) -> String {
@@ -1403,15 +1331,7 @@ impl Bench {
 
     /// The start-up floor: the same binary doing (almost) nothing.
     fn startup(&self) -> Run {
-        let run = self.run(Command::new(BIN).args([
-            "key",
-            "--channel",
-            "email",
-            "--to",
-            "a@b.co",
-            "--intent",
-            "x",
-        ]));
+        let run = self.run(&mut common::startup_command());
         if run.code != 0 {
             self.fail("send-once key", &run, "failed");
         }
@@ -1560,30 +1480,13 @@ fn main() {
         );
         return;
     }
-    let dir = std::env::var_os("SEND_ONCE_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/bench-approvals"));
-    let sizes: Vec<u64> = std::env::var("SEND_ONCE_BENCH_DRAFTS")
-        .unwrap_or_else(|_| "100,10000".into())
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .replace('_', "")
-                .parse()
-                .unwrap_or_else(|_| panic!("SEND_ONCE_BENCH_DRAFTS: {s:?} is not a number"))
-        })
-        .collect();
+    let sizes = common::sizes("SEND_ONCE_BENCH_DRAFTS", "100,10000");
     assert!(
         sizes.iter().all(|&n| n >= 20),
         "below 20 drafts the queue does not hold every kind of draft"
     );
-    let rounds: usize = std::env::var("SEND_ONCE_BENCH_ROUNDS")
-        .ok()
-        .map(|r| r.parse().expect("SEND_ONCE_BENCH_ROUNDS needs a number"))
-        .unwrap_or(5)
-        .max(1);
-    std::fs::create_dir_all(&dir).expect("create the bench directory");
-    let dir = dir.canonicalize().expect("the bench directory");
+    let rounds = common::rounds();
+    let dir = common::bench_dir("target/bench-approvals");
 
     let start = Instant::now();
     let seed = make_seed(&dir);
@@ -1623,11 +1526,7 @@ fn main() {
                 samples.push(&approvals, in_order, &startup, &ls);
             }
         }
-        if warm_up {
-            eprintln!("warm-up round done");
-        } else {
-            eprintln!("round {round}/{rounds} done");
-        }
+        common::round_done(round, rounds);
     }
     report(&ledgers, &mut samples, rounds);
 }
@@ -1794,50 +1693,4 @@ fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize) {
     println!(
         "command: cargo bench --bench approvals   (SEND_ONCE_BENCH_DRAFTS=100,1000 for a quick run; SEND_ONCE_BENCH_ROUNDS, SEND_ONCE_BENCH_DIR)"
     );
-}
-
-/// This process's high-water RSS (VmHWM), in KiB.
-fn own_peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn min_max(values: &[f64]) -> (f64, f64) {
-    values
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        })
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

@@ -26,39 +26,27 @@
 //! under a second. For JSON Lines the Node CLI takes about 9 s and 1.7 GiB.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use chrono::{DateTime, SecondsFormat};
-use rusqlite::{Connection, params};
-use send_once::ledger::sqlite::{Access, SCHEMA_VERSION, SqliteStore};
+use send_once::ledger::sqlite::SCHEMA_VERSION;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
-use sha2::{Digest, Sha256};
 
-const BIN: &str = env!("CARGO_BIN_EXE_send-once");
+mod common;
 
-/// The argument that makes this bench generate one ledger and exit.
-const GENERATE: &str = "--generate-ledger";
+use common::{
+    BIN, Counts, Format, GENERATE, Progress, Run, expected_counts, median, mib, min_max, ms,
+    own_peak_rss_kib, thousands,
+};
 
 /// Bump when the generated ledgers change, so cached files are made again.
 const GENERATOR_VERSION: u32 = 1;
 
-/// 2026-09-20T08:00:00.000Z: the first claim. Claims are spread evenly over a week.
-const START_MS: i64 = 1_789_891_200_000;
-const SPAN_MS: i64 = 7 * 24 * 3_600_000;
-/// The audit's clock (SEND_ONCE_FIXED_NOW_MS): an hour after the last claim, so every
-/// pending entry is in the past and unknown, aged from an hour to a week.
-const NOW_MS: i64 = START_MS + SPAN_MS + 3_600_000;
-
 /// The Node CLI on a 1,000,000-entry JSON Lines ledger on this class of machine.
 const NODE_JSONL_1M_SECONDS: f64 = 9.0;
 const NODE_JSONL_1M_MIB: f64 = 1.7 * 1024.0;
-
-const LONG_ERROR: &str = "socket hang up after the request body was written; the provider \
-may or may not have accepted the message, so this one needs a person to look";
 
 fn main() {
     // The ledgers are generated in a child process of this bench: a child's peak RSS
@@ -77,30 +65,13 @@ fn main() {
         generate_ledger(format, n.parse().expect("ENTRIES"), Path::new(path));
         return;
     }
-    let dir = std::env::var_os("SEND_ONCE_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/bench-audit"));
-    let sizes: Vec<u64> = std::env::var("SEND_ONCE_BENCH_SIZES")
-        .unwrap_or_else(|_| "1000,1000000".into())
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .replace('_', "")
-                .parse()
-                .unwrap_or_else(|_| panic!("SEND_ONCE_BENCH_SIZES: {s:?} is not a number"))
-        })
-        .collect();
+    let sizes = common::sizes("SEND_ONCE_BENCH_SIZES", "1000,1000000");
     assert!(
         sizes.iter().all(|&n| n >= 200),
         "sizes below 200 hold no pending entry"
     );
-    let rounds: usize = std::env::var("SEND_ONCE_BENCH_ROUNDS")
-        .ok()
-        .map(|r| r.parse().expect("SEND_ONCE_BENCH_ROUNDS needs a number"))
-        .unwrap_or(5)
-        .max(1);
-    std::fs::create_dir_all(&dir).expect("create the bench directory");
-    let dir = dir.canonicalize().expect("the bench directory");
+    let rounds = common::rounds();
+    let dir = common::bench_dir("target/bench-audit");
 
     let mut ledgers = Vec::new();
     for &n in &sizes {
@@ -133,183 +104,13 @@ fn main() {
             }
             samples.push(&audit, &startup, read.as_ref());
         }
-        if warm_up {
-            eprintln!("warm-up round done");
-        } else {
-            eprintln!("round {round}/{rounds} done");
-        }
+        common::round_done(round, rounds);
     }
     report(&ledgers, &mut samples, rounds);
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    JsonLines,
-    Sqlite,
-}
-
-impl Format {
-    fn name(self) -> &'static str {
-        match self {
-            Format::JsonLines => "jsonl",
-            Format::Sqlite => "sqlite",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Counts {
-    total: u64,
-    sent: u64,
-    failed: u64,
-    pending: u64,
-    /// JSON Lines: lines in the file.
-    lines: u64,
-}
-
 // ---------------------------------------------------------------------------------
-// Generating the ledgers.
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Sent,
-    Failed,
-    Pending,
-}
-
-/// 2% failed, 0.5% left pending, the rest sent; spread through the ledger.
-fn kind(i: u64) -> Kind {
-    if i % 200 == 7 {
-        Kind::Pending
-    } else if i % 50 == 3 {
-        Kind::Failed
-    } else {
-        Kind::Sent
-    }
-}
-
-/// One entry's history as the Node library writes it: JSON Lines, oldest first. The
-/// last line is the entry's final state, which is also its SQLite row.
-struct Generated {
-    key: String,
-    status: &'static str,
-    claimed_at: String,
-    updated_at: String,
-    lines: Vec<String>,
-}
-
-fn iso(ms: i64) -> String {
-    DateTime::from_timestamp_millis(ms)
-        .expect("a representable time")
-        .to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-fn meta(i: u64) -> String {
-    if i % 10 == 9 {
-        format!(
-            r#"{{"channel":"sms","to":"+4477009{:05}","intent":"reminder"}}"#,
-            i % 100_000
-        )
-    } else {
-        let intent = ["renewal", "welcome", "receipt"][(i % 3) as usize];
-        format!(r#"{{"channel":"email","to":"user{i}@example.com","intent":"{intent}"}}"#)
-    }
-}
-
-fn generate(i: u64, n: u64) -> Generated {
-    let key = hex::encode(Sha256::digest(i.to_string().as_bytes()));
-    let claimed_ms = START_MS + (i128::from(i) * i128::from(SPAN_MS) / i128::from(n)) as i64;
-    let claimed = iso(claimed_ms);
-    let meta = meta(i);
-    let head = |status: &str, attempts: u32, claimed_at: &str, updated_at: &str| {
-        format!(
-            r#"{{"key":"{key}","status":"{status}","attempts":{attempts},"claimedAt":"{claimed_at}","updatedAt":"{updated_at}","meta":{meta}"#
-        )
-    };
-    let claim = |attempts: u32, at: &str| format!("{}}}", head("pending", attempts, at, at));
-    let later = |ms: i64| iso(claimed_ms + ms);
-    let (status, claimed_at, updated_at, lines) = match kind(i) {
-        Kind::Sent => {
-            let done = later(150 + (i % 1200) as i64);
-            let sent = format!(
-                r#"{},"sentAt":"{done}","providerId":"msg_{i}"}}"#,
-                head("sent", 1, &claimed, &done)
-            );
-            (
-                "sent",
-                claimed.clone(),
-                done,
-                vec![claim(1, &claimed), sent],
-            )
-        }
-        Kind::Failed => {
-            let done = later(400 + (i % 900) as i64);
-            let error =
-                ["422 invalid recipient", "550 5.1.1 mailbox unavailable"][((i / 50) % 2) as usize];
-            let failed = format!(
-                r#"{},"error":"{error}"}}"#,
-                head("failed", 1, &claimed, &done)
-            );
-            (
-                "failed",
-                claimed.clone(),
-                done,
-                vec![claim(1, &claimed), failed],
-            )
-        }
-        Kind::Pending => match (i / 200) % 4 {
-            // Claimed, then nothing: the process died mid-send.
-            0 => (
-                "pending",
-                claimed.clone(),
-                claimed.clone(),
-                vec![claim(1, &claimed)],
-            ),
-            // Failed once, then claimed again by a retry that never finished.
-            1 => {
-                let failed_at = later(800);
-                let retry = later(30 * 60_000);
-                let failed = format!(
-                    r#"{},"error":"503 service unavailable"}}"#,
-                    head("failed", 1, &claimed, &failed_at)
-                );
-                let lines = vec![claim(1, &claimed), failed, claim(2, &retry)];
-                ("pending", retry.clone(), retry, lines)
-            }
-            // The provider call timed out: recorded as uncertain.
-            2 => {
-                let at = later(30_000);
-                let uncertain = format!(
-                    r#"{},"error":"Delivery is unknown: ETIMEDOUT","uncertain":true}}"#,
-                    head("pending", 1, &claimed, &at)
-                );
-                let lines = vec![claim(1, &claimed), uncertain];
-                ("pending", claimed.clone(), at, lines)
-            }
-            // A long error that the text report wraps.
-            _ => {
-                let at = later(61_000);
-                let errored = format!(
-                    r#"{},"error":"{LONG_ERROR}"}}"#,
-                    head("pending", 1, &claimed, &at)
-                );
-                (
-                    "pending",
-                    claimed.clone(),
-                    at,
-                    vec![claim(1, &claimed), errored],
-                )
-            }
-        },
-    };
-    Generated {
-        key,
-        status,
-        claimed_at,
-        updated_at,
-        lines,
-    }
-}
+// Generating the ledgers (the entries: common::write_jsonl, common::write_sqlite).
 
 struct Ledger {
     format: Format,
@@ -328,57 +129,28 @@ impl Ledger {
             Format::JsonLines => format!("audit-{n}.jsonl"),
             Format::Sqlite => format!("audit-{n}.db"),
         });
-        let marker_path = PathBuf::from(format!("{}.generated", path.display()));
         // The SQLite file is made by SqliteStore::open: a new schema makes it again.
         let schema = match format {
             Format::JsonLines => 0,
             Format::Sqlite => SCHEMA_VERSION,
         };
-        let marker_for = |counts: &Counts, bytes: u64| {
+        let expected = expected_counts(n, None);
+        let marker_for = |bytes: u64| {
             format!(
                 "generator {GENERATOR_VERSION} schema {schema} entries {n} lines {} bytes {bytes} sent {} failed {} pending {}\n",
-                counts.lines, counts.sent, counts.failed, counts.pending
+                expected.lines, expected.sent, expected.failed, expected.pending
             )
         };
-        let expected = expected_counts(n);
-        let on_disk = std::fs::metadata(&path).map(|m| m.len()).ok();
-        if let (Ok(marker), Some(bytes)) = (std::fs::read_to_string(&marker_path), on_disk)
-            && marker == marker_for(&expected, bytes)
-        {
-            eprintln!("reusing {} ({:.1} MiB)", path.display(), mib(bytes));
-            return Ledger {
-                format,
-                entries: n,
-                path,
-                bytes,
-                expected,
-            };
-        }
-        let _ = std::fs::remove_file(&marker_path);
-        for suffix in ["", "-wal", "-shm", ".lock", ".decisions.jsonl"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
-        eprint!("generating {} ... ", path.display());
-        let start = Instant::now();
-        let exe = std::env::current_exe().expect("this bench's executable");
-        let status = Command::new(exe)
-            .arg(GENERATE)
-            .arg(format.name())
-            .arg(n.to_string())
-            .arg(&path)
-            .status()
-            .expect("run the generator");
-        assert!(status.success(), "generating {} failed", path.display());
-        let counts = expected;
-        let bytes = std::fs::metadata(&path)
-            .expect("the generated ledger")
-            .len();
-        eprintln!(
-            "{:.1} MiB in {:.1} s",
-            mib(bytes),
-            start.elapsed().as_secs_f64()
+        let bytes = common::prepare_cached(
+            &path,
+            marker_for,
+            vec![
+                format.name().into(),
+                n.to_string().into(),
+                path.clone().into(),
+            ],
+            Progress::OneLine,
         );
-        std::fs::write(&marker_path, marker_for(&counts, bytes)).expect("write the marker");
         Ledger {
             format,
             entries: n,
@@ -395,119 +167,18 @@ impl Ledger {
 
 fn generate_ledger(format: Format, n: u64, path: &Path) {
     let counts = match format {
-        Format::JsonLines => write_jsonl(path, n),
-        Format::Sqlite => write_sqlite(path, n),
+        Format::JsonLines => common::write_jsonl(path, n, None),
+        Format::Sqlite => common::write_sqlite(path, n, None, |_| {}),
     };
     assert_eq!(
         counts,
-        expected_counts(n),
+        expected_counts(n, None),
         "the generator and expected_counts disagree"
     );
 }
 
-fn expected_counts(n: u64) -> Counts {
-    let mut counts = Counts {
-        total: n,
-        ..Counts::default()
-    };
-    for i in 0..n {
-        match kind(i) {
-            Kind::Sent => {
-                counts.sent += 1;
-                counts.lines += 2;
-            }
-            Kind::Failed => {
-                counts.failed += 1;
-                counts.lines += 2;
-            }
-            Kind::Pending => {
-                counts.pending += 1;
-                counts.lines += [1, 3, 2, 2][((i / 200) % 4) as usize];
-            }
-        }
-    }
-    counts
-}
-
-fn tally(counts: &mut Counts, entry: &Generated) {
-    counts.total += 1;
-    counts.lines += entry.lines.len() as u64;
-    match entry.status {
-        "sent" => counts.sent += 1,
-        "failed" => counts.failed += 1,
-        _ => counts.pending += 1,
-    }
-}
-
-fn write_jsonl(path: &Path, n: u64) -> Counts {
-    let file = File::create(path).expect("create the JSON Lines ledger");
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut counts = Counts::default();
-    for i in 0..n {
-        let entry = generate(i, n);
-        for line in &entry.lines {
-            out.write_all(line.as_bytes())
-                .and_then(|()| out.write_all(b"\n"))
-                .expect("write the JSON Lines ledger");
-        }
-        tally(&mut counts, &entry);
-    }
-    out.into_inner()
-        .expect("flush the JSON Lines ledger")
-        .sync_all()
-        .expect("sync the JSON Lines ledger");
-    counts
-}
-
-fn write_sqlite(path: &Path, n: u64) -> Counts {
-    // The schema exactly as send-once creates it.
-    drop(SqliteStore::open(path, Access::Create).expect("create the SQLite ledger"));
-    let mut conn = Connection::open(path).expect("open the SQLite ledger");
-    // Keys arrive in hash order: a larger cache keeps the inserts off the disk.
-    conn.execute_batch("PRAGMA cache_size = -262144")
-        .expect("cache size");
-    let tx = conn.transaction().expect("begin");
-    let mut counts = Counts::default();
-    {
-        let mut insert = tx
-            .prepare(
-                "INSERT INTO send_once (key,status,entry,claimed_at,updated_at) VALUES (?,?,?,?,?)",
-            )
-            .expect("prepare the insert");
-        for i in 0..n {
-            let entry = generate(i, n);
-            let last = entry.lines.last().expect("an entry has a line");
-            insert
-                .execute(params![
-                    entry.key,
-                    entry.status,
-                    last,
-                    entry.claimed_at,
-                    entry.updated_at
-                ])
-                .expect("insert an entry");
-            tally(&mut counts, &entry);
-        }
-    }
-    tx.commit().expect("commit");
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .expect("checkpoint");
-    drop(conn);
-    counts
-}
-
 // ---------------------------------------------------------------------------------
 // Measuring.
-
-/// One child process: wall time from spawn until it was reaped, its peak RSS, its
-/// exit code and how much it printed (stdout goes to a file, read afterwards, so
-/// that this process stays small: see main).
-struct Run {
-    wall: Duration,
-    max_rss_kib: u64,
-    code: i32,
-    stdout_bytes: u64,
-}
 
 struct Bench {
     stdout_path: PathBuf,
@@ -533,39 +204,9 @@ struct ReportCounts {
 }
 
 impl Bench {
+    /// Runs `command` (see common::run): stdout to the stdout file, read afterwards.
     fn run(&self, command: &mut Command) -> Run {
-        let stdout = File::create(&self.stdout_path).expect("create the stdout file");
-        let stderr = File::create(&self.stderr_path).expect("create the stderr file");
-        command.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
-        let start = Instant::now();
-        #[expect(
-            clippy::zombie_processes,
-            reason = "reaped below with libc::wait4, for its own rusage"
-        )]
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-        let pid = child.id() as libc::pid_t;
-        let mut status: libc::c_int = 0;
-        // SAFETY: rusage is plain old data, for which all-zero bytes are a valid value.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: pid is our own child, not yet reaped (std's Child is never waited
-        // on); status and usage are valid for writes.
-        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        let wall = start.elapsed();
-        assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
-        let code = if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            -libc::WTERMSIG(status)
-        };
-        Run {
-            wall,
-            // Linux reports ru_maxrss in KiB.
-            max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
-            code,
-            stdout_bytes: std::fs::metadata(&self.stdout_path).map_or(0, |m| m.len()),
-        }
+        common::run(command, &self.stdout_path, &self.stderr_path)
     }
 
     fn stdout(&self) -> String {
@@ -578,15 +219,7 @@ impl Bench {
 
     /// The start-up floor: the same binary doing (almost) nothing.
     fn startup(&self) -> Run {
-        let run = self.run(Command::new(BIN).args([
-            "key",
-            "--channel",
-            "email",
-            "--to",
-            "a@b.co",
-            "--intent",
-            "x",
-        ]));
+        let run = self.run(&mut common::startup_command());
         assert_eq!(run.code, 0, "send-once key failed: {}", self.stderr());
         run
     }
@@ -616,15 +249,7 @@ impl Bench {
     }
 
     fn audit(&self, ledger: &Ledger) -> Run {
-        let run = self.run(
-            Command::new(BIN)
-                .arg("audit")
-                .arg(&ledger.path)
-                .arg("--json")
-                .env("SEND_ONCE_FIXED_NOW_MS", NOW_MS.to_string())
-                .env("NO_COLOR", "1")
-                .env_remove("CLICOLOR_FORCE"),
-        );
+        let run = self.run(&mut common::audit_command(&ledger.path));
         let fail = |why: String| -> ! {
             let stdout = self.stdout();
             panic!(
@@ -846,50 +471,4 @@ fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize) {
     println!(
         "command: cargo bench --bench audit   (SEND_ONCE_BENCH_SIZES=1000,100000 for a quick run; SEND_ONCE_BENCH_ROUNDS, SEND_ONCE_BENCH_DIR)"
     );
-}
-
-/// This process's high-water RSS (VmHWM), in KiB.
-fn own_peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn min_max(values: &[f64]) -> (f64, f64) {
-    values
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        })
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
