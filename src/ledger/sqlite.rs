@@ -207,6 +207,9 @@ impl SqliteStore {
     /// a file from a newer send-once. A refused file is not written to.
     pub fn open(path: &Path, access: Access) -> Result<SqliteStore, StoreError> {
         check_sqlite_version()?;
+        if access != Access::ReadOnly && on_read_only_filesystem(path) {
+            return Err(StoreError::ReadOnly(path.to_owned()));
+        }
         prepare_file(path, access)?;
         if access == Access::ReadOnly {
             let reader = connect_read_only(path)?;
@@ -689,7 +692,57 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
 }
 
 fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
-    connect_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+    // SQLite opens the file lazily: a first read shows whether it can be read.
+    let opened = connect_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|conn| {
+        conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+            .map_err(|e| map_error(path, e))?;
+        Ok(conn)
+    });
+    match opened {
+        Ok(conn) => Ok(conn),
+        // A WAL ledger on a read-only filesystem cannot get the shared-memory file
+        // SQLite wants. Nobody can write there either, so it is safe to read the file
+        // as immutable.
+        Err(_) if on_read_only_filesystem(path) => {
+            let absolute = std::path::absolute(path).map_err(|source| StoreError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+            let uri = format!(
+                "file:{}?immutable=1",
+                absolute
+                    .to_string_lossy()
+                    .replace('%', "%25")
+                    .replace('?', "%3f")
+                    .replace('#', "%23")
+            );
+            let conn = Connection::open_with_flags(
+                uri,
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(|e| map_error(path, e))?;
+            Ok(conn)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the filesystem holding `path` is mounted read-only.
+fn on_read_only_filesystem(path: &Path) -> bool {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(c_path) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs writes only into the struct given; the path is NUL-terminated.
+    unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(c_path.as_ptr(), &mut stat) == 0 && stat.f_flag & libc::ST_RDONLY != 0
+    }
 }
 
 fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {

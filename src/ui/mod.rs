@@ -69,7 +69,12 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
     if !path.exists() {
         return Err(StoreError::NotFound(path.clone()));
     }
-    let sqlite = Arc::new(SqliteStore::open(path, Access::ReadWrite)?);
+    // A ledger on a read-only filesystem can still be looked at; decisions will say
+    // they cannot be recorded.
+    let sqlite = match SqliteStore::open(path, Access::ReadWrite) {
+        Err(StoreError::ReadOnly(_)) => Arc::new(SqliteStore::open(path, Access::ReadOnly)?),
+        other => Arc::new(other?),
+    };
     let store: Arc<dyn Store> = sqlite.clone();
     let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
     let review = Review::new(sqlite, Arc::clone(&options.clock));
