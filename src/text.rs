@@ -52,7 +52,8 @@ pub fn visible_inline(text: &str) -> Cow<'_, str> {
     replace(text, is_suspicious)
 }
 
-/// JSON text with every suspicious character written as a `\uXXXX` escape: the same
+/// JSON text with every suspicious character written as a JSON `\u` escape (four hex
+/// digits): the same
 /// JSON value, but nothing in it acts on a terminal. (`JSON.stringify` already escapes
 /// C0 controls; DEL, C1 and the invisible format characters it leaves raw.) Valid only
 /// for JSON text, where such characters can appear only inside strings.

@@ -967,7 +967,7 @@ fn forbidden(c: char) -> bool {
 }
 
 /// The visible mark each character becomes: a control picture for C0 (␛ for ESC),
-/// <U+XXXX> for the rest.
+/// `<U+` and the code point's hex digits `>` for the rest (`<U+202E>`).
 fn marked(text: &str) -> String {
     text.chars()
         .map(|c| match c {

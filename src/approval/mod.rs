@@ -20,6 +20,20 @@ pub enum Ttl {
     Millis(f64),
 }
 
+impl Ttl {
+    /// The approval's life in milliseconds, or why it is not one.
+    pub fn millis(&self) -> Result<f64, ApprovalError> {
+        let ms = match self {
+            Ttl::Text(text) => duration::parse_duration(text)?,
+            Ttl::Millis(ms) => duration::duration_from_millis(*ms)?,
+        };
+        if ms <= 0.0 {
+            return Err(ApprovalError::TtlNotPositive);
+        }
+        Ok(ms)
+    }
+}
+
 impl Default for Ttl {
     fn default() -> Ttl {
         Ttl::Text(DEFAULT_TTL.to_owned())
@@ -69,13 +83,7 @@ pub fn approve(
         }
         Some(_) => return Err(ApprovalError::FactsNotAnObject),
     };
-    let ttl_ms = match ttl {
-        Ttl::Text(text) => duration::parse_duration(text)?,
-        Ttl::Millis(ms) => duration::duration_from_millis(*ms)?,
-    };
-    if ttl_ms <= 0.0 {
-        return Err(ApprovalError::TtlNotPositive);
-    }
+    let ttl_ms = ttl.millis()?;
     let approved_at = date_value(now).ok_or(ApprovalError::TimeOutOfRange)?;
     let expires_at = date_value(now + ttl_ms).ok_or(ApprovalError::TimeOutOfRange)?;
 

@@ -185,7 +185,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
         provider_id: args.provider_id.clone(),
     };
     let resolved = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
-        let key = ledger.find_key(&args.key).await?;
+        let key = ledger.find(&args.key).await?.key().to_owned();
         ledger.resolve(&key, status, &details).await
     });
     let resolved = match resolved {
@@ -294,12 +294,8 @@ fn one_line(text: &str, max: usize) -> String {
 
 pub fn show(args: &ShowArgs) -> Exit {
     let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
-        let key = ledger.find_key(&args.key).await?;
-        let entry = ledger
-            .get(&key)
-            .await?
-            .ok_or_else(|| LedgerError::NotFound(key.clone()))?;
-        let decisions = match ledger.store().decisions(Some(&key)).await {
+        let entry = ledger.find(&args.key).await?;
+        let decisions = match ledger.store().decisions(Some(entry.key())).await {
             Ok(d) => d,
             Err(send_once::ledger::StoreError::Unsupported(_)) => Vec::new(),
             Err(e) => return Err(e.into()),
@@ -411,11 +407,10 @@ pub fn reset(args: &ResetArgs) -> Exit {
         provider_id: None,
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
-        let key = ledger.find_key(&args.key).await?;
-        let before = ledger.get(&key).await?.map(|e| e.status());
-        Ok((ledger.reset(&key, &details, args.force).await, before))
+        let key = ledger.find(&args.key).await?.key().to_owned();
+        Ok(ledger.reset(&key, &details, args.force).await)
     });
-    let (result, before) = match done {
+    let result = match done {
         Ok(done) => done,
         Err(exit) => return exit,
     };
@@ -429,7 +424,13 @@ pub fn reset(args: &ResetArgs) -> Exit {
     }
     let key = visible_inline(reset.entry.key());
     if reset.changed {
-        let was = before.map_or("?", Status::as_str);
+        // The reset record says what it was reset from.
+        let was = reset
+            .entry
+            .get("reset")
+            .and_then(|r| r.get("from"))
+            .and_then(Value::as_str)
+            .unwrap_or("?");
         print_stdout(&format!(
             "Reset {key}: it was {was} and is now failed, so the next attempt for this key will send it.\n"
         ));

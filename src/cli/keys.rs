@@ -29,6 +29,76 @@ pub struct KeyArgs {
     pub json: bool,
 }
 
+/// Which key a send (or a draft) is for: given with `--key`, or derived from
+/// `--channel`, `--to`, `--intent` and `--window`. Flattened into `run` and
+/// `draft submit`.
+#[derive(Args, Debug)]
+pub struct KeyChoice {
+    /// The send key, if you computed it yourself
+    #[arg(long, conflicts_with_all = ["channel", "to", "intent", "window"])]
+    pub key: Option<String>,
+    /// Channel, for deriving the key (with --to and --intent)
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Recipient, for deriving the key
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Intent, for deriving the key
+    #[arg(long)]
+    pub intent: Option<String>,
+    /// Window, for deriving the key
+    #[arg(long)]
+    pub window: Option<String>,
+}
+
+impl KeyChoice {
+    /// The key, or a message naming what is missing or wrong.
+    pub fn key(&self) -> Result<String, String> {
+        match (&self.key, &self.channel, &self.to, &self.intent) {
+            (Some(key), ..) if key.is_empty() => Err("--key must not be empty".into()),
+            (Some(key), ..) => Ok(key.clone()),
+            (None, Some(channel), Some(to), Some(intent)) => {
+                key_of(channel, to, intent, self.window.as_deref())
+                    .map(|derived| derived.key)
+                    .map_err(|e| e.to_string())
+            }
+            _ => Err("give either --key, or --channel, --to and --intent".into()),
+        }
+    }
+
+    /// What the key was derived from (channel, to, intent, window), for a draft's
+    /// meta; empty when the key was given.
+    pub fn derived_from(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        if self.key.is_none() {
+            for (name, value) in [
+                ("channel", &self.channel),
+                ("to", &self.to),
+                ("intent", &self.intent),
+                ("window", &self.window),
+            ] {
+                if let Some(value) = value {
+                    fields.insert(name.into(), value.clone().into());
+                }
+            }
+        }
+        fields
+    }
+}
+
+/// `--meta`: a JSON object, or a message naming what it is instead.
+pub fn parse_meta(text: Option<&str>) -> Result<Option<Map<String, Value>>, String> {
+    let Some(text) = text else { return Ok(None) };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(other) => Err(format!(
+            "--meta must be a JSON object, got {}",
+            jsjson::json_kind(&other)
+        )),
+        Err(e) => Err(format!("--meta is not JSON: {e}")),
+    }
+}
+
 /// A send key and the exact text hashed to make it.
 pub struct DerivedKey {
     pub key: String,

@@ -15,7 +15,7 @@ use send_once::review::drift::DriftStatus;
 use send_once::review::{self, Draft, DraftState, Review, ReviewError, Submission, Verdict};
 use send_once::text::visible_inline;
 
-use super::keys::key_of;
+use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::{clock, current_user, is_jsonl, ledger_or_default};
 use super::run::{CommandSend, NotStarted, check_send_options, report};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
@@ -38,21 +38,8 @@ pub enum DraftCommand {
 pub struct SubmitArgs {
     /// The ledger file (SQLite)
     pub ledger: PathBuf,
-    /// The send key, if you computed it yourself
-    #[arg(long, conflicts_with_all = ["channel", "to", "intent", "window"])]
-    pub key: Option<String>,
-    /// Channel, for deriving the key (with --to and --intent)
-    #[arg(long)]
-    pub channel: Option<String>,
-    /// Recipient, for deriving the key
-    #[arg(long)]
-    pub to: Option<String>,
-    /// Intent, for deriving the key
-    #[arg(long)]
-    pub intent: Option<String>,
-    /// Window, for deriving the key
-    #[arg(long)]
-    pub window: Option<String>,
+    #[command(flatten)]
+    pub key: KeyChoice,
     /// The payload to send, a JSON file (or - for stdin)
     #[arg(long, required = true)]
     pub payload: PathBuf,
@@ -262,23 +249,12 @@ fn read_object(path: &Path, what: &str) -> Result<Map<String, Value>, String> {
         Ok(other) => Err(format!(
             "the {what} {} must be a JSON object of named values, not {}",
             display_path(path),
-            kind(&other)
+            jsjson::json_kind(&other)
         )),
         Err(e) => Err(format!(
             "the {what} {} is not JSON: {e}",
             display_path(path)
         )),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -294,23 +270,7 @@ pub fn draft(command: &DraftCommand) -> Exit {
 
 /// Everything a submission needs, checked before the ledger is opened.
 fn submission(args: &SubmitArgs) -> Result<Submission, String> {
-    let mut derived_meta = Map::new();
-    let key = match (&args.key, &args.channel, &args.to, &args.intent) {
-        (Some(key), ..) if key.is_empty() => return Err("--key must not be empty".into()),
-        (Some(key), ..) => key.clone(),
-        (None, Some(channel), Some(to), Some(intent)) => {
-            derived_meta.insert("channel".into(), channel.clone().into());
-            derived_meta.insert("to".into(), to.clone().into());
-            derived_meta.insert("intent".into(), intent.clone().into());
-            if let Some(window) = &args.window {
-                derived_meta.insert("window".into(), window.clone().into());
-            }
-            key_of(channel, to, intent, args.window.as_deref())
-                .map_err(|e| e.to_string())?
-                .key
-        }
-        _ => return Err("give either --key, or --channel, --to and --intent".into()),
-    };
+    let key = args.key.key()?;
     let payload = read_text_arg(&args.payload, "payload")?;
     canonical::parse_json(&payload).map_err(|e| {
         format!(
@@ -333,19 +293,8 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
             Some(words)
         }
     };
-    let mut meta = match &args.meta {
-        None => None,
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => Some(map),
-            Ok(other) => {
-                return Err(format!(
-                    "--meta must be a JSON object, got {}",
-                    kind(&other)
-                ));
-            }
-            Err(e) => return Err(format!("--meta is not JSON: {e}")),
-        },
-    };
+    let mut meta = parse_meta(args.meta.as_deref())?;
+    let derived_meta = args.key.derived_from();
     if !derived_meta.is_empty() {
         let merged = meta.get_or_insert_with(Map::new);
         for (k, v) in derived_meta {
@@ -519,9 +468,9 @@ pub fn reject(args: &RejectArgs) -> Exit {
 }
 
 pub fn approve(args: &ApproveArgs) -> Exit {
-    // A ttl that approve() would refuse is refused before anything is read or written.
+    // A bad ttl is refused before anything is read or written.
     let ttl = Ttl::Text(args.ttl.clone());
-    if let Err(e) = approval::approve(&canonical::JsValue::Null, None, &ttl, None, 0.0) {
+    if let Err(e) = ttl.millis() {
         return fail(Exit::Refused, e);
     }
     if let Some(out) = &args.out {
@@ -828,14 +777,7 @@ fn show(args: &DraftShowArgs) -> Exit {
         return Exit::Ok;
     }
     let mut out = String::new();
-    let state = if draft.edited_after_approval() {
-        format!(
-            "approved (revision {}), then edited",
-            draft.approved_revision.unwrap_or(0)
-        )
-    } else {
-        draft.state.as_str().to_owned()
-    };
+    let state = draft.state_text();
     out.push_str(&format!("draft {}  {}\n", draft.id, state));
     out.push_str(&format!("key       {}\n", visible_inline(&draft.key)));
     if let Some(meta) = &draft.meta {

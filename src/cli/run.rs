@@ -11,7 +11,7 @@ use send_once::ledger::{
     LedgerError, Outcome, Receipt, SendContext, SendError, canonical, duration, jsjson,
 };
 
-use super::keys::key_of;
+use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::open_ledger;
 use super::{Exit, display_path, fail, note, print_stdout, read_text_arg};
 use send_once::command::{self as send_command, Ending, SendCommand};
@@ -23,21 +23,8 @@ const MAX_STORED_RESULT: usize = 64 * 1024;
 pub struct RunArgs {
     /// The ledger file (created if missing)
     pub ledger: PathBuf,
-    /// The send key, if you computed it yourself
-    #[arg(long, conflicts_with_all = ["channel", "to", "intent", "window"])]
-    pub key: Option<String>,
-    /// Channel, for deriving the key (with --to and --intent)
-    #[arg(long)]
-    pub channel: Option<String>,
-    /// Recipient, for deriving the key
-    #[arg(long)]
-    pub to: Option<String>,
-    /// Intent, for deriving the key
-    #[arg(long)]
-    pub intent: Option<String>,
-    /// Window, for deriving the key
-    #[arg(long)]
-    pub window: Option<String>,
+    #[command(flatten)]
+    pub key: KeyChoice,
     /// A JSON object stored with the entry, for the audit
     #[arg(long)]
     pub meta: Option<String>,
@@ -67,29 +54,8 @@ struct Plan {
 }
 
 fn plan(args: &RunArgs) -> Result<Plan, String> {
-    let key = match (&args.key, &args.channel, &args.to, &args.intent) {
-        (Some(key), ..) if key.is_empty() => return Err("--key must not be empty".into()),
-        (Some(key), ..) => key.clone(),
-        (None, Some(channel), Some(to), Some(intent)) => {
-            key_of(channel, to, intent, args.window.as_deref())
-                .map_err(|e| e.to_string())?
-                .key
-        }
-        _ => return Err("give either --key, or --channel, --to and --intent".into()),
-    };
-    let meta = match &args.meta {
-        None => None,
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => Some(map),
-            Ok(other) => {
-                return Err(format!(
-                    "--meta must be a JSON object, got {}",
-                    json_kind(&other)
-                ));
-            }
-            Err(e) => return Err(format!("--meta is not JSON: {e}")),
-        },
-    };
+    let key = args.key.key()?;
+    let meta = parse_meta(args.meta.as_deref())?;
     let payload = match &args.payload {
         None => None,
         Some(path) => {
@@ -106,17 +72,6 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
         payload,
         timeout,
     })
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// What the send command printed: JSON when it parses, else its text.

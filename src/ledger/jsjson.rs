@@ -16,6 +16,18 @@ use std::fmt::Write as _;
 /// Non-finite numbers come back as JavaScript spells them (`"NaN"`, `"Infinity"`,
 /// `"-Infinity"`). JSON has no such numbers and `JSON.stringify` writes `null` for
 /// them; doing that is the caller's job ([`stringify`] and the canonical writer do it).
+/// What kind of JSON value this is, as a message names it: "an array", "null".
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 pub fn js_number(n: f64) -> String {
     ryu_js::Buffer::new().format(n).to_owned()
 }

@@ -212,6 +212,27 @@ fn list_keys(keys: &[String]) -> String {
 /// How many keys a prefix lookup asks the store for: enough to say "ambiguous".
 const PREFIX_MATCHES_SHOWN: usize = 10;
 
+/// What a person's decision comes to on the entry as it is now.
+enum Judged {
+    Unchanged,
+    Refused {
+        reason: &'static str,
+        error: LedgerError,
+    },
+    Change,
+}
+
+/// Who changed an entry by hand, from what, when and why: the `resolution` and
+/// `reset` records share these fields, in this order.
+fn person_record(current: &Entry, details: &ResolveDetails, at: &str) -> Map<String, Value> {
+    let mut record = Map::new();
+    record.insert("from".into(), current.status().as_str().into());
+    record.insert("by".into(), details.by.clone().into());
+    record.insert("note".into(), details.note.clone().into());
+    record.insert("at".into(), at.into());
+    record
+}
+
 /// Who settled an entry, and why.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResolveDetails {
@@ -424,68 +445,42 @@ impl Ledger {
         if status == Status::Pending {
             return Err(LedgerError::ResolveToPending);
         }
-        for _ in 0..MAX_ROUNDS {
-            let Some(current) = self.store.get(key).await? else {
-                return Err(LedgerError::NotFound(key.to_owned()));
-            };
-            let at = self.iso_now();
-            let mut detail = Map::new();
-            detail.insert("status".into(), status.as_str().into());
-            detail.insert("from".into(), current.status().as_str().into());
-            if let Some(id) = details.provider_id.as_deref().filter(|s| !s.is_empty()) {
-                detail.insert("providerId".into(), id.into());
-            }
-            let decision = |outcome, detail: Map<String, Value>| Decision {
-                id: None,
-                at: at.clone(),
-                by: details.by.clone(),
-                action: "resolve".into(),
-                subject: key.to_owned(),
-                note: details.note.clone(),
-                outcome,
-                detail: Value::Object(detail),
-            };
-            if current.status() == status {
-                self.log(&decision(DecisionOutcome::Unchanged, detail))
-                    .await?;
-                return Ok(Resolved {
-                    entry: current,
-                    changed: false,
-                });
-            }
-            if current.status() == Status::Sent {
-                let mut detail = detail;
-                detail.insert("reason".into(), "already sent".into());
-                self.log(&decision(DecisionOutcome::Refused, detail))
-                    .await?;
-                return Err(LedgerError::AlreadySent(key.to_owned()));
-            }
-            let mut next = current.clone();
-            next.set_status(status);
-            next.set("updatedAt", at.clone());
-            let mut resolution = Map::new();
-            resolution.insert("status".into(), status.as_str().into());
-            resolution.insert("from".into(), current.status().as_str().into());
-            resolution.insert("by".into(), details.by.clone().into());
-            resolution.insert("note".into(), details.note.clone().into());
-            resolution.insert("at".into(), at.clone().into());
-            next.set("resolution", Value::Object(resolution));
-            if let Some(id) = details.provider_id.as_deref().filter(|s| !s.is_empty()) {
-                next.set("providerId", id);
-            }
-            if self
-                .store
-                .transition_decided(&current, &next, &decision(DecisionOutcome::Changed, detail))
-                .await?
-            {
-                return Ok(Resolved {
-                    entry: next,
-                    changed: true,
-                });
-            }
-            // Someone changed it first: the next round reads what they decided.
-        }
-        Err(LedgerError::Contended(key.to_owned()))
+        let provider_id = details.provider_id.as_deref().filter(|s| !s.is_empty());
+        self.settle(
+            key,
+            "resolve",
+            details,
+            |current, detail| {
+                detail.insert("status".into(), status.as_str().into());
+                if let Some(id) = provider_id {
+                    detail.insert("providerId".into(), id.into());
+                }
+                if current.status() == status {
+                    Judged::Unchanged
+                } else if current.status() == Status::Sent {
+                    Judged::Refused {
+                        reason: "already sent",
+                        error: LedgerError::AlreadySent(key.to_owned()),
+                    }
+                } else {
+                    Judged::Change
+                }
+            },
+            |current, at| {
+                let mut next = current.clone();
+                next.set_status(status);
+                next.set("updatedAt", at);
+                let mut resolution = Map::new();
+                resolution.insert("status".into(), status.as_str().into());
+                resolution.extend(person_record(current, details, at));
+                next.set("resolution", Value::Object(resolution));
+                if let Some(id) = provider_id {
+                    next.set("providerId", id);
+                }
+                next
+            },
+        )
+        .await
     }
 
     /// Makes a key sendable again, after a person has checked that it did not go out:
@@ -500,6 +495,43 @@ impl Ledger {
         if key.is_empty() {
             return Err(LedgerError::EmptyKey);
         }
+        self.settle(
+            key,
+            "reset",
+            details,
+            |current, detail| {
+                detail.insert("force".into(), force.into());
+                match current.status() {
+                    Status::Failed => Judged::Unchanged,
+                    Status::Sent if !force => Judged::Refused {
+                        reason: "a sent entry needs --force",
+                        error: LedgerError::ResetSentNeedsForce(key.to_owned()),
+                    },
+                    _ => Judged::Change,
+                }
+            },
+            |current, at| {
+                let mut next = current.clone();
+                next.set_status(Status::Failed);
+                next.set("updatedAt", at);
+                next.set("reset", Value::Object(person_record(current, details, at)));
+                next
+            },
+        )
+        .await
+    }
+
+    /// A person's decision on an entry: read it, judge it, and either log why nothing
+    /// changes or write the change with its decision, by compare-and-set (another
+    /// round reads what a faster writer decided). Every outcome goes to the log.
+    async fn settle(
+        &self,
+        key: &str,
+        action: &str,
+        details: &ResolveDetails,
+        judge: impl Fn(&Entry, &mut Map<String, Value>) -> Judged,
+        change: impl Fn(&Entry, &str) -> Entry,
+    ) -> Result<Resolved, LedgerError> {
         for _ in 0..MAX_ROUNDS {
             let Some(current) = self.store.get(key).await? else {
                 return Err(LedgerError::NotFound(key.to_owned()));
@@ -507,19 +539,19 @@ impl Ledger {
             let at = self.iso_now();
             let mut detail = Map::new();
             detail.insert("from".into(), current.status().as_str().into());
-            detail.insert("force".into(), force.into());
+            let judged = judge(&current, &mut detail);
             let decision = |outcome, detail: Map<String, Value>| Decision {
                 id: None,
                 at: at.clone(),
                 by: details.by.clone(),
-                action: "reset".into(),
+                action: action.into(),
                 subject: key.to_owned(),
                 note: details.note.clone(),
                 outcome,
                 detail: Value::Object(detail),
             };
-            match current.status() {
-                Status::Failed => {
+            match judged {
+                Judged::Unchanged => {
                     self.log(&decision(DecisionOutcome::Unchanged, detail))
                         .await?;
                     return Ok(Resolved {
@@ -527,46 +559,39 @@ impl Ledger {
                         changed: false,
                     });
                 }
-                Status::Sent if !force => {
-                    let mut detail = detail;
-                    detail.insert("reason".into(), "a sent entry needs --force".into());
+                Judged::Refused { reason, error } => {
+                    detail.insert("reason".into(), reason.into());
                     self.log(&decision(DecisionOutcome::Refused, detail))
                         .await?;
-                    return Err(LedgerError::ResetSentNeedsForce(key.to_owned()));
+                    return Err(error);
                 }
-                _ => {}
-            }
-            let mut next = current.clone();
-            next.set_status(Status::Failed);
-            next.set("updatedAt", at.clone());
-            let mut reset = Map::new();
-            reset.insert("from".into(), current.status().as_str().into());
-            reset.insert("by".into(), details.by.clone().into());
-            reset.insert("note".into(), details.note.clone().into());
-            reset.insert("at".into(), at.clone().into());
-            next.set("reset", Value::Object(reset));
-            if self
-                .store
-                .transition_decided(&current, &next, &decision(DecisionOutcome::Changed, detail))
-                .await?
-            {
-                return Ok(Resolved {
-                    entry: next,
-                    changed: true,
-                });
+                Judged::Change => {
+                    let next = change(&current, &at);
+                    let logged = decision(DecisionOutcome::Changed, detail);
+                    if self
+                        .store
+                        .transition_decided(&current, &next, &logged)
+                        .await?
+                    {
+                        return Ok(Resolved {
+                            entry: next,
+                            changed: true,
+                        });
+                    }
+                }
             }
         }
         Err(LedgerError::Contended(key.to_owned()))
     }
 
-    /// The key a person meant: the key itself if it exists, else the one key that
-    /// starts with it.
-    pub async fn find_key(&self, given: &str) -> Result<String, LedgerError> {
+    /// The entry a person meant: the one with that key, else the one whose key starts
+    /// with it.
+    pub async fn find(&self, given: &str) -> Result<Entry, LedgerError> {
         if given.is_empty() {
             return Err(LedgerError::EmptyKey);
         }
-        if self.store.get(given).await?.is_some() {
-            return Ok(given.to_owned());
+        if let Some(entry) = self.store.get(given).await? {
+            return Ok(entry);
         }
         let mut matches = self
             .store
@@ -574,7 +599,13 @@ impl Ledger {
             .await?;
         match matches.len() {
             0 => Err(LedgerError::NotFound(given.to_owned())),
-            1 => Ok(matches.remove(0)),
+            1 => {
+                let key = matches.remove(0);
+                self.store
+                    .get(&key)
+                    .await?
+                    .ok_or(LedgerError::NotFound(key))
+            }
             _ => Err(LedgerError::AmbiguousKey {
                 prefix: given.to_owned(),
                 matches,

@@ -130,6 +130,17 @@ impl Draft {
         }
     }
 
+    /// The draft's state as a person reads it: "approved revision 1, then edited"
+    /// when it was submitted again after approval.
+    pub fn state_text(&self) -> String {
+        match self.approved_revision {
+            Some(approved) if self.edited_after_approval() => {
+                format!("approved revision {approved}, then edited")
+            }
+            _ => self.state.as_str().to_owned(),
+        }
+    }
+
     /// Approved, then submitted again: the approval no longer matches the payload.
     pub fn edited_after_approval(&self) -> bool {
         self.approved_revision.is_some_and(|a| a < self.revision)

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::command::{self, Ending, SendCommand};
-use crate::ledger::{canonical, duration};
+use crate::ledger::{canonical, duration, jsjson};
 use crate::text::visible_inline;
 
 /// How long a recheck may take unless told otherwise.
@@ -56,7 +56,7 @@ pub async fn run_recheck(argv: &[String], timeout: Duration) -> Result<Map<Strin
         Ok(Value::Object(facts)) => Ok(facts),
         Ok(other) => Err(format!(
             "the recheck command printed {}, not a JSON object of facts",
-            kind(&other)
+            jsjson::json_kind(&other)
         )),
         Err(e) => {
             let start: String = trimmed.chars().take(60).collect();
@@ -65,16 +65,5 @@ pub async fn run_recheck(argv: &[String], timeout: Duration) -> Result<Map<Strin
                 visible_inline(&start)
             ))
         }
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a JSON array",
-        Value::Object(_) => "an object",
     }
 }

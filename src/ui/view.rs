@@ -318,14 +318,7 @@ fn filter_title(title: &str, filter: &str) -> String {
 }
 
 fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &Draft) {
-    let state = if draft.edited_after_approval() {
-        format!(
-            "approved revision {}, then edited",
-            draft.approved_revision.unwrap_or(0)
-        )
-    } else {
-        draft.state.as_str().to_owned()
-    };
+    let state = draft.state_text();
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("Draft {} ", draft.id), theme.title()),
         Span::raw(format!("· revision {} · {state}", draft.revision)),
