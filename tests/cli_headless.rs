@@ -1074,3 +1074,29 @@ fn a_node_sqlite_ledger_is_resolved_in_place() {
     assert_eq!(ds.len(), 1, "{ds:?}");
     assert_eq!(ds[0]["by"], "alice");
 }
+
+/// The TUI is the one command that needs a terminal: asked for headless, or run with
+/// its output going to a pipe (a script, cron), it says what to use instead, exits 2,
+/// and leaves the ledger as it was.
+#[test]
+fn the_tui_refuses_to_run_without_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = seeded(Kind::Sqlite, dir.path());
+    let l = ledger.to_str().unwrap();
+    let before = snapshot(dir.path());
+    for (args, says) in [
+        (&["--headless", "tui", l][..], "--headless"),
+        (&["tui", l], "needs a terminal"),
+        (&["tui", "--demo"], "needs a terminal"),
+    ] {
+        let o = out(args);
+        expect(&o, 2, &format!("{args:?}"));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("audit"),
+            "{args:?} names what to use instead: {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(snapshot(dir.path()), before);
+}

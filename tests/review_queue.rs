@@ -2099,3 +2099,57 @@ fn a_rejected_or_withdrawn_draft_hands_out_no_approval() {
         );
     }
 }
+
+/// `approve --revision N` approves only the revision the reviewer looked at: a
+/// newer one arriving in between is refused (exit 2, naming both revisions), logged
+/// as refused, and leaves the draft unapproved; the right revision is approved.
+#[test]
+fn approve_with_a_revision_approves_only_that_revision() {
+    let q = Queue::new();
+    let now = T0;
+    let id = draft_id(&q.submit(now, "pinned", &serde_json::json!({"n": 1}), &[]));
+    q.submit(now, "pinned", &serde_json::json!({"n": 2}), &[]);
+    let id_text = id.to_string();
+
+    let stale = at(
+        now,
+        &[
+            "approve",
+            q.l(),
+            &id_text,
+            "--revision",
+            "1",
+            "--by",
+            "rita",
+        ],
+    );
+    assert_refused(
+        &stale,
+        "approve an older revision",
+        &["revision 2", "revision 1"],
+    );
+    let item = q.item(now, id);
+    assert_eq!(item["state"], "queued", "nothing was approved: {item}");
+    assert_eq!(item["approval"], Value::Null);
+    let refused = q.decisions_on(id);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["outcome"], "refused");
+    assert_eq!(refused[0]["by"], "rita");
+
+    let ok = at(
+        now,
+        &[
+            "approve",
+            q.l(),
+            &id_text,
+            "--revision",
+            "2",
+            "--by",
+            "rita",
+        ],
+    );
+    expect(&ok, 0, "approve the current revision");
+    let item = q.item(now, id);
+    assert_eq!(item["state"], "approved");
+    assert_eq!(item["approvedRevision"], 2);
+}

@@ -1026,3 +1026,60 @@ fn a_too_small_terminal_says_so_and_redraws_when_resized() {
         "q quits from the too-small screen"
     );
 }
+
+/// `tui --demo`, the README's main command: a throwaway ledger with something in
+/// every view, a detail pane that says there is more and scrolls with J/K, and a
+/// quit that removes the demo's directory.
+#[test]
+fn the_demo_fills_every_view_and_leaves_nothing_behind() {
+    require_tmux!();
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path().to_owned();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let command = vec![
+        "env".to_owned(),
+        "-u".into(),
+        "NO_COLOR".into(),
+        "-u".into(),
+        "SEND_ONCE_FIXED_NOW_MS".into(),
+        format!("TMPDIR={}", tmp.display()),
+        bin().display().to_string(),
+        "tui".into(),
+        "--demo".into(),
+        "--by".into(),
+        "you".into(),
+    ];
+    let term = Term::start(&dir, "demo", (100, 30), &[], &command);
+    term.wait_for("Approvals (7)", react());
+    let screen = term.wait_for("Unknown sends (8)", react());
+    assert!(
+        std::fs::read_dir(&tmp).unwrap().count() == 1,
+        "the demo ledger lives in a directory of its own under TMPDIR"
+    );
+    assert!(
+        screen.contains("[drift]") && screen.contains("[edited]"),
+        "{screen}"
+    );
+    // The revised draft's pane (payload and diff) is longer than the screen: it says
+    // so, and J scrolls it.
+    term.press(&["j"]);
+    term.wait_for("more below: J", react());
+    term.press(&["J"]);
+    term.wait_until("the pane scrolled", react(), |s| {
+        s.contains("more: J/K") || s.contains("more above: K")
+    });
+    term.press(&["K"]);
+    term.wait_for("more below: J", react());
+    term.press(&["2"]);
+    term.wait_for("[in flight?]", react());
+    term.press(&["3"]);
+    term.wait_for("Ledger, newest first", react());
+    term.press(&["q"]);
+    assert_eq!(term.wait_exit(react()), 0);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "quitting removes the demo ledger"
+    );
+}

@@ -953,3 +953,49 @@ fn every_hint_is_in_the_help_and_every_binding_is_reachable() {
     assert!(keymap::hints(View::Unknown).contains(&("s", "mark sent")));
     assert!(keymap::hints(View::Ledger).contains(&("t", "status filter")));
 }
+
+fn wheel(app: &mut App, kind: crossterm::event::MouseEventKind) -> Vec<Effect> {
+    app.update(Action::Mouse(crossterm::event::MouseEvent {
+        kind,
+        column: 10,
+        row: 5,
+        modifiers: KeyModifiers::NONE,
+    }))
+}
+
+#[test]
+fn the_mouse_wheel_moves_the_selection_but_not_under_an_overlay() {
+    use crossterm::event::MouseEventKind;
+    let mut app = app_with(five());
+    let first = selected_id(&app);
+    assert_eq!(wheel(&mut app, MouseEventKind::ScrollDown), vec![]);
+    assert_ne!(selected_id(&app), first);
+    wheel(&mut app, MouseEventKind::ScrollUp);
+    assert_eq!(selected_id(&app), first);
+    ch(&mut app, '?');
+    wheel(&mut app, MouseEventKind::ScrollDown);
+    assert_eq!(selected_id(&app), first, "the help overlay takes the wheel");
+}
+
+#[test]
+fn shift_j_and_k_scroll_the_details_and_a_new_selection_starts_at_the_top() {
+    let mut app = app_with(five());
+    assert_eq!(app.detail_scroll, 0);
+    for _ in 0..3 {
+        assert_eq!(app.update(key_with('J', KeyModifiers::SHIFT)), vec![]);
+    }
+    assert_eq!(app.detail_scroll, 9);
+    app.update(key_with('K', KeyModifiers::SHIFT));
+    assert_eq!(app.detail_scroll, 6);
+    ch(&mut app, 'j');
+    assert_eq!(
+        app.detail_scroll, 0,
+        "another draft's details start at the top"
+    );
+    app.update(key_with('K', KeyModifiers::SHIFT));
+    assert_eq!(app.detail_scroll, 0, "never above the top");
+}
+
+fn key_with(c: char, modifiers: KeyModifiers) -> Action {
+    Action::Key(KeyEvent::new(KeyCode::Char(c), modifiers))
+}
