@@ -66,21 +66,6 @@ fn out_at<S: AsRef<OsStr>>(now_ms: u64, args: &[S]) -> Output {
         .unwrap()
 }
 
-fn expect(o: &Output, want: i32, what: &str) {
-    assert_eq!(
-        code(o),
-        want,
-        "{what}: stdout {:?} stderr {:?}",
-        stdout(o),
-        stderr(o)
-    );
-}
-
-fn json(o: &Output, what: &str) -> Value {
-    serde_json::from_str(&stdout(o))
-        .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e}): {:?}", stdout(o)))
-}
-
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -116,7 +101,7 @@ fn seed(ledger: &Path, key: &str, how: Seed) {
         ),
         Seed::Pending => (vec!["run", l, "--key", key, "--", "sh", "-c", "exit 9"], 3),
     };
-    expect(&out(&args), want, &format!("seeding {key}"));
+    expect_exit(&out(&args), want, &format!("seeding {key}"));
 }
 
 /// sent-1, failed-1 and pend-1, claimed in that order.
@@ -181,14 +166,14 @@ fn refused<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S], expect_any: &[&str]) {
 
 fn entry(ledger: &Path, key: &str) -> Value {
     let o = out(&["show", ledger.to_str().unwrap(), key, "--json"]);
-    expect(&o, 0, &format!("show {key}"));
-    json(&o, "show")["entry"].clone()
+    expect_exit(&o, 0, &format!("show {key}"));
+    json_stdout(&o, "show")["entry"].clone()
 }
 
 fn decisions(ledger: &Path) -> Vec<Value> {
     let o = out(&["decisions", ledger.to_str().unwrap(), "--json"]);
-    expect(&o, 0, "decisions");
-    match json(&o, "decisions") {
+    expect_exit(&o, 0, "decisions");
+    match json_stdout(&o, "decisions") {
         Value::Array(items) => items,
         other => panic!("decisions --json is not an array: {other}"),
     }
@@ -198,8 +183,8 @@ fn ls_keys(ledger: &Path, extra: &[&str]) -> Vec<String> {
     let mut args = vec!["ls", ledger.to_str().unwrap(), "--json"];
     args.extend_from_slice(extra);
     let o = out(&args);
-    expect(&o, 0, &format!("{args:?}"));
-    json(&o, "ls")
+    expect_exit(&o, 0, &format!("{args:?}"));
+    json_stdout(&o, "ls")
         .as_array()
         .unwrap_or_else(|| panic!("ls --json is not an array: {}", stdout(&o)))
         .iter()
@@ -378,11 +363,11 @@ fn a_torn_last_line_is_counted_not_fatal() {
 
     // INTERFACE/Node vectors: audit exits per the pending state (t-pending: 1).
     let o = out(&["audit", l]);
-    expect(&o, 1, "audit torn");
+    expect_exit(&o, 1, "audit torn");
     assert!(stdout(&o).contains("t-pending"), "{}", stdout(&o));
     let o = out(&["audit", l, "--json"]);
-    expect(&o, 1, "audit torn --json");
-    let report = json(&o, "audit");
+    expect_exit(&o, 1, "audit torn --json");
+    let report = json_stdout(&o, "audit");
     assert_eq!(report["skippedLines"], 1, "{report}");
     assert_eq!(report["counts"]["total"], 2, "{report}");
 
@@ -405,7 +390,7 @@ fn a_unique_prefix_names_its_key_and_an_exact_key_wins() {
         let l = ledger.to_str().unwrap();
 
         let o = out(&["resolve", l, "pend", "sent", "--by", "ops"]);
-        expect(&o, 0, &format!("{kind:?}: resolve by prefix"));
+        expect_exit(&o, 0, &format!("{kind:?}: resolve by prefix"));
         assert_eq!(
             stdout(&o),
             "Resolved pend-1 as sent. It will not be sent again.\n",
@@ -415,15 +400,15 @@ fn a_unique_prefix_names_its_key_and_an_exact_key_wins() {
 
         // "job" is a key and a prefix of "job-2": the key itself is meant.
         let o = out(&["show", l, "job", "--json"]);
-        expect(&o, 0, &format!("{kind:?}: show exact"));
-        assert_eq!(json(&o, "show")["entry"]["key"], "job", "{kind:?}");
+        expect_exit(&o, 0, &format!("{kind:?}: show exact"));
+        assert_eq!(json_stdout(&o, "show")["entry"]["key"], "job", "{kind:?}");
         let o = out(&["resolve", l, "job", "failed", "--by", "ops"]);
-        expect(&o, 0, &format!("{kind:?}: resolve exact"));
+        expect_exit(&o, 0, &format!("{kind:?}: resolve exact"));
         assert_eq!(entry(&ledger, "job")["status"], "failed", "{kind:?}");
         assert_eq!(entry(&ledger, "job-2")["status"], "pending", "{kind:?}");
 
         let o = out(&["show", l, "job-"]);
-        expect(&o, 0, &format!("{kind:?}: show by prefix"));
+        expect_exit(&o, 0, &format!("{kind:?}: show by prefix"));
         assert!(stdout(&o).contains("job-2"), "{kind:?}: {}", stdout(&o));
 
         // Keys are compared byte for byte: no case folding, no LIKE or GLOB wildcards.
@@ -432,8 +417,12 @@ fn a_unique_prefix_names_its_key_and_an_exact_key_wins() {
         }
         for (prefix, key) in [("case", "case-2"), ("a_b", "a_b-1"), ("p*q", "p*q-1")] {
             let o = out(&["show", l, prefix, "--json"]);
-            expect(&o, 0, &format!("{kind:?}: show {prefix}"));
-            assert_eq!(json(&o, "show")["entry"]["key"], key, "{kind:?}: {prefix}");
+            expect_exit(&o, 0, &format!("{kind:?}: show {prefix}"));
+            assert_eq!(
+                json_stdout(&o, "show")["entry"]["key"],
+                key,
+                "{kind:?}: {prefix}"
+            );
         }
     }
 }
@@ -449,13 +438,13 @@ fn audit_reports_unknown_sends_on_both_stores() {
         let l = ledger.to_str().unwrap();
 
         let o = out(&["audit", l]);
-        expect(&o, 1, &format!("{kind:?}: audit"));
+        expect_exit(&o, 1, &format!("{kind:?}: audit"));
         assert!(stdout(&o).contains("UNKNOWN"), "{kind:?}: {}", stdout(&o));
         assert!(stdout(&o).contains("pend-1"), "{kind:?}: {}", stdout(&o));
 
         let o = out(&["audit", l, "--json"]);
-        expect(&o, 1, &format!("{kind:?}: audit --json"));
-        let report = json(&o, "audit");
+        expect_exit(&o, 1, &format!("{kind:?}: audit --json"));
+        let report = json_stdout(&o, "audit");
         assert_eq!(
             report["counts"],
             serde_json::json!({"total": 3, "sent": 1, "failed": 1, "pending": 1}),
@@ -467,15 +456,15 @@ fn audit_reports_unknown_sends_on_both_stores() {
 
         // Claimed just now: an entry younger than --older-than may still be sending.
         let o = out(&["audit", l, "--older-than", "1h", "--json"]);
-        expect(&o, 0, &format!("{kind:?}: audit --older-than 1h"));
-        assert_eq!(json(&o, "audit")["inFlight"], 1, "{kind:?}");
+        expect_exit(&o, 0, &format!("{kind:?}: audit --older-than 1h"));
+        assert_eq!(json_stdout(&o, "audit")["inFlight"], 1, "{kind:?}");
 
-        expect(
+        expect_exit(
             &out(&["resolve", l, "pend-1", "failed", "--by", "ops"]),
             0,
             "resolve",
         );
-        expect(
+        expect_exit(
             &out(&["audit", l]),
             0,
             &format!("{kind:?}: audit after resolve"),
@@ -495,22 +484,22 @@ fn audit_finds_the_default_ledger() {
         .env("XDG_DATA_HOME", &data)
         .output()
         .unwrap();
-    expect(&o, 1, "audit with XDG_DATA_HOME");
-    assert_eq!(json(&o, "audit")["counts"]["pending"], 1);
+    expect_exit(&o, 1, "audit with XDG_DATA_HOME");
+    assert_eq!(json_stdout(&o, "audit")["counts"]["pending"], 1);
 
     let o = cli(&["audit", "--json"])
         .env("XDG_DATA_HOME", dir.path().join("elsewhere"))
         .env("SEND_ONCE_LEDGER", &ledger)
         .output()
         .unwrap();
-    expect(&o, 1, "audit with SEND_ONCE_LEDGER");
-    assert_eq!(json(&o, "audit")["counts"]["pending"], 1);
+    expect_exit(&o, 1, "audit with SEND_ONCE_LEDGER");
+    assert_eq!(json_stdout(&o, "audit")["counts"]["pending"], 1);
 
     let o = cli(&["ls", "--json"])
         .env("SEND_ONCE_LEDGER", &ledger)
         .output()
         .unwrap();
-    expect(&o, 0, "ls with SEND_ONCE_LEDGER");
+    expect_exit(&o, 0, "ls with SEND_ONCE_LEDGER");
 
     // No ledger at the default place: could not run, and none is created there.
     let empty = dir.path().join("empty-data");
@@ -518,7 +507,7 @@ fn audit_finds_the_default_ledger() {
         .env("XDG_DATA_HOME", &empty)
         .output()
         .unwrap();
-    expect(&o, 2, "audit with no ledger anywhere");
+    expect_exit(&o, 2, "audit with no ledger anywhere");
     assert!(stderr(&o).contains("ledger.db"), "{}", stderr(&o));
     assert!(!empty.join("send-once").join("ledger.db").exists());
 }
@@ -553,7 +542,7 @@ fn ls_filters_limits_and_prints_json() {
         );
 
         let o = out(&["ls", l, "--json"]);
-        let entries = json(&o, "ls");
+        let entries = json_stdout(&o, "ls");
         assert_eq!(
             entries[2]["status"], "sent",
             "{kind:?}: whole entries: {entries}"
@@ -561,7 +550,7 @@ fn ls_filters_limits_and_prints_json() {
         assert_eq!(entries[2]["attempts"], 1, "{kind:?}");
 
         let o = out(&["ls", l]);
-        expect(&o, 0, &format!("{kind:?}: ls"));
+        expect_exit(&o, 0, &format!("{kind:?}: ls"));
         let text = stdout(&o);
         for key in ["sent-1", "failed-1", "pend-1"] {
             assert!(text.contains(key), "{kind:?}: {key} missing from {text}");
@@ -579,25 +568,25 @@ fn show_prints_the_entry_and_its_decisions() {
         let l = ledger.to_str().unwrap();
 
         let o = out(&["show", l, "failed-1"]);
-        expect(&o, 0, &format!("{kind:?}: show"));
+        expect_exit(&o, 0, &format!("{kind:?}: show"));
         assert!(stdout(&o).contains("failed-1"), "{kind:?}: {}", stdout(&o));
         assert!(stdout(&o).contains("failed"), "{kind:?}: {}", stdout(&o));
 
         let o = out(&["show", l, "pend-1", "--json"]);
-        expect(&o, 0, &format!("{kind:?}: show --json"));
-        let shown = json(&o, "show");
+        expect_exit(&o, 0, &format!("{kind:?}: show --json"));
+        let shown = json_stdout(&o, "show");
         assert_eq!(shown["entry"]["key"], "pend-1", "{kind:?}");
         assert_eq!(shown["entry"]["status"], "pending", "{kind:?}");
         assert_eq!(shown["entry"]["uncertain"], true, "{kind:?}");
         assert_eq!(shown["decisions"], serde_json::json!([]), "{kind:?}");
 
-        expect(
+        expect_exit(
             &out(&["resolve", l, "pend-1", "sent", "--by", "alice"]),
             0,
             "resolve",
         );
         let o = out(&["show", l, "pend-1", "--json"]);
-        let shown = json(&o, "show");
+        let shown = json_stdout(&o, "show");
         assert_eq!(shown["entry"]["status"], "sent", "{kind:?}");
         let ds = shown["decisions"].as_array().unwrap();
         assert_eq!(ds.len(), 1, "{kind:?}: {shown}");
@@ -610,7 +599,7 @@ fn show_prints_the_entry_and_its_decisions() {
         );
 
         let o = out(&["show", l, "no-such-key"]);
-        expect(&o, 1, &format!("{kind:?}: show unknown"));
+        expect_exit(&o, 1, &format!("{kind:?}: show unknown"));
         assert!(
             stderr(&o).contains("no-such-key"),
             "{kind:?}: {}",
@@ -637,7 +626,7 @@ fn resolve_records_who_decided_and_why() {
                 "resolve", l, "pend-1", "sent", "--by", "alice", "--note", "checked",
             ],
         );
-        expect(&o, 0, &format!("{kind:?}: resolve"));
+        expect_exit(&o, 0, &format!("{kind:?}: resolve"));
         assert_eq!(
             stdout(&o),
             "Resolved pend-1 as sent. It will not be sent again.\n"
@@ -660,7 +649,7 @@ fn resolve_records_who_decided_and_why() {
 
         // A refusal is a decision too: someone tried, and the log says so.
         let o = out(&["resolve", l, "sent-1", "failed", "--by", "bob"]);
-        expect(&o, 1, &format!("{kind:?}: sent -> failed"));
+        expect_exit(&o, 1, &format!("{kind:?}: sent -> failed"));
         assert!(
             stderr(&o).contains(
                 "sent-1 is recorded as sent. It cannot be marked failed, because a failed entry may be sent again."
@@ -671,7 +660,7 @@ fn resolve_records_who_decided_and_why() {
         assert_eq!(entry(&ledger, "sent-1")["status"], "sent", "{kind:?}");
 
         let o = out(&["resolve", l, "failed-1", "failed", "--by", "carol"]);
-        expect(&o, 0, &format!("{kind:?}: failed -> failed"));
+        expect_exit(&o, 0, &format!("{kind:?}: failed -> failed"));
         assert_eq!(
             stdout(&o),
             "failed-1 was already failed. Nothing changed.\n"
@@ -679,7 +668,7 @@ fn resolve_records_who_decided_and_why() {
 
         // No entry found: nothing to log.
         let o = out(&["resolve", l, "no-such-key", "sent", "--by", "dave"]);
-        expect(&o, 1, &format!("{kind:?}: no such key"));
+        expect_exit(&o, 1, &format!("{kind:?}: no such key"));
         assert!(
             stderr(&o).contains("No entry for no-such-key."),
             "{}",
@@ -687,8 +676,8 @@ fn resolve_records_who_decided_and_why() {
         );
 
         let o = out(&["resolve", l, "pend-2", "failed", "--json"]);
-        expect(&o, 0, &format!("{kind:?}: resolve without --by"));
-        let resolved = json(&o, "resolve --json");
+        expect_exit(&o, 0, &format!("{kind:?}: resolve without --by"));
+        let resolved = json_stdout(&o, "resolve --json");
         assert_eq!(resolved["key"], "pend-2", "{kind:?}: {resolved}");
         assert_eq!(resolved["status"], "failed", "{kind:?}: {resolved}");
         assert_eq!(
@@ -724,13 +713,13 @@ fn resolve_records_who_decided_and_why() {
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "{kind:?}: ids {ids:?}");
 
         let o = out(&["decisions", l, "--subject", "sent-1", "--json"]);
-        expect(&o, 0, "decisions --subject");
-        let only = json(&o, "decisions");
+        expect_exit(&o, 0, "decisions --subject");
+        let only = json_stdout(&o, "decisions");
         assert_eq!(only.as_array().map(Vec::len), Some(1), "{kind:?}: {only}");
         assert_eq!(only[0]["outcome"], "refused");
 
         let o = out(&["decisions", l]);
-        expect(&o, 0, "decisions text");
+        expect_exit(&o, 0, "decisions text");
         assert!(
             stdout(&o).contains("alice") && stdout(&o).contains("carol"),
             "{}",
@@ -762,7 +751,7 @@ fn reset_makes_a_key_sendable_again() {
         let before = entry(&ledger, "sent-1");
         let ledger_bytes = std::fs::read(&ledger).unwrap();
         let o = out(&["reset", l, "sent-1", "--by", "bob"]);
-        expect(&o, 1, &format!("{kind:?}: reset sent without --force"));
+        expect_exit(&o, 1, &format!("{kind:?}: reset sent without --force"));
         assert!(
             stderr(&o).contains("--force"),
             "{kind:?}: say how: {}",
@@ -780,7 +769,7 @@ fn reset_makes_a_key_sendable_again() {
         let o = out(&[
             "reset", l, "sent-1", "--force", "--by", "bob", "--note", "bounced",
         ]);
-        expect(&o, 0, &format!("{kind:?}: reset --force"));
+        expect_exit(&o, 0, &format!("{kind:?}: reset --force"));
         let e = entry(&ledger, "sent-1");
         assert_eq!(e["status"], "failed", "{kind:?}: {e}");
         assert!(
@@ -799,24 +788,24 @@ fn reset_makes_a_key_sendable_again() {
             "-c",
             "echo \"$SEND_ONCE_ATTEMPT\"",
         ]);
-        expect(&o, 0, &format!("{kind:?}: run after reset"));
+        expect_exit(&o, 0, &format!("{kind:?}: run after reset"));
         assert_eq!(stdout(&o).trim(), "2", "{kind:?}: the resend is attempt 2");
         let e = entry(&ledger, "sent-1");
         assert_eq!(e["status"], "sent", "{kind:?}: {e}");
         assert_eq!(e["attempts"], 2, "{kind:?}: {e}");
 
         let o = out(&["reset", l, "pend-1"]);
-        expect(&o, 0, &format!("{kind:?}: reset pending"));
+        expect_exit(&o, 0, &format!("{kind:?}: reset pending"));
         assert_eq!(entry(&ledger, "pend-1")["status"], "failed", "{kind:?}");
         // A reset pending key is no longer unknown.
-        expect(
+        expect_exit(
             &out(&["audit", l]),
             0,
             &format!("{kind:?}: audit after reset"),
         );
 
         let o = out(&["reset", l, "no-such-key", "--by", "bob"]);
-        expect(&o, 1, &format!("{kind:?}: reset unknown key"));
+        expect_exit(&o, 1, &format!("{kind:?}: reset unknown key"));
 
         let ds = decisions(&ledger);
         let summary: Vec<(String, String, String, String)> = ds
@@ -855,13 +844,13 @@ fn gc_removes_old_settled_entries_and_never_pending_ones() {
 
         // Everything was settled moments ago: nothing is a day old yet.
         let o = out(&["gc", l, "--older-than", "1d", "--json"]);
-        expect(&o, 0, &format!("{kind:?}: gc now"));
-        assert_eq!(json(&o, "gc")["removed"], 0, "{kind:?}");
+        expect_exit(&o, 0, &format!("{kind:?}: gc now"));
+        assert_eq!(json_stdout(&o, "gc")["removed"], 0, "{kind:?}");
         assert_eq!(ls_keys(&ledger, &[]), all, "{kind:?}");
 
         let before = snapshot(dir.path());
         let o = out_at(later, &["gc", l, "--older-than", "1d", "--dry-run"]);
-        expect(&o, 0, &format!("{kind:?}: gc --dry-run"));
+        expect_exit(&o, 0, &format!("{kind:?}: gc --dry-run"));
         assert!(
             stdout(&o).contains('2') || stderr(&o).contains('2'),
             "{kind:?}: a dry run says how many it would remove: {:?} {:?}",
@@ -882,12 +871,12 @@ fn gc_removes_old_settled_entries_and_never_pending_ones() {
             later,
             &["gc", l, "--older-than", "1d", "--status", "sent", "--json"],
         );
-        expect(&o, 0, &format!("{kind:?}: gc --status sent"));
-        assert_eq!(json(&o, "gc")["removed"], 1, "{kind:?}");
+        expect_exit(&o, 0, &format!("{kind:?}: gc --status sent"));
+        assert_eq!(json_stdout(&o, "gc")["removed"], 1, "{kind:?}");
         assert_eq!(ls_keys(&ledger, &[]), ["pend-1", "failed-1"], "{kind:?}");
 
         let o = out_at(later, &["gc", l, "--older-than", "1d"]);
-        expect(&o, 0, &format!("{kind:?}: gc"));
+        expect_exit(&o, 0, &format!("{kind:?}: gc"));
         let said = format!("{}{}", stdout(&o), stderr(&o));
         assert!(
             said.contains('1') && said.to_lowercase().contains("remov"),
@@ -895,12 +884,16 @@ fn gc_removes_old_settled_entries_and_never_pending_ones() {
         );
         assert_eq!(ls_keys(&ledger, &[]), ["pend-1"], "{kind:?}");
         let o = out_at(later, &["gc", l, "--older-than", "1d", "--json"]);
-        assert_eq!(json(&o, "gc")["removed"], 0, "{kind:?}: already removed");
+        assert_eq!(
+            json_stdout(&o, "gc")["removed"],
+            0,
+            "{kind:?}: already removed"
+        );
 
         // What gc keeps is still a working ledger with its unknown send in it.
         let o = out(&["audit", l, "--json"]);
-        expect(&o, 1, &format!("{kind:?}: audit after gc"));
-        assert_eq!(json(&o, "audit")["counts"]["total"], 1, "{kind:?}");
+        expect_exit(&o, 1, &format!("{kind:?}: audit after gc"));
+        assert_eq!(json_stdout(&o, "audit")["counts"]["total"], 1, "{kind:?}");
         let mode = std::fs::metadata(&ledger).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{kind:?}: gc loosened the ledger's mode");
         if let Kind::Jsonl = kind {
@@ -934,8 +927,13 @@ fn gc_json_counts_every_removed_entry() {
                 "--json",
             ],
         );
-        expect(&o, 0, &format!("{kind:?}: gc --json"));
-        assert_eq!(json(&o, "gc")["removed"], 3, "{kind:?}: {}", stdout(&o));
+        expect_exit(&o, 0, &format!("{kind:?}: gc --json"));
+        assert_eq!(
+            json_stdout(&o, "gc")["removed"],
+            3,
+            "{kind:?}: {}",
+            stdout(&o)
+        );
         assert_eq!(ls_keys(&ledger, &[]), ["pend-1"], "{kind:?}");
     }
 }
@@ -946,7 +944,7 @@ fn gc_json_counts_every_removed_entry() {
 #[test]
 fn completions_and_man_page() {
     let o = out(&["completions", "bash"]);
-    expect(&o, 0, "completions bash");
+    expect_exit(&o, 0, "completions bash");
     let script = stdout(&o);
     assert!(
         script.contains("send-once") && script.contains("audit"),
@@ -954,13 +952,13 @@ fn completions_and_man_page() {
     );
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let o = out(&["completions", shell]);
-        expect(&o, 0, shell);
+        expect_exit(&o, 0, shell);
         assert!(stdout(&o).contains("send-once"), "{shell}");
     }
     refused(&["completions", "tcsh"], &["tcsh"]);
 
     let o = out(&["man"]);
-    expect(&o, 0, "man");
+    expect_exit(&o, 0, "man");
     let page = stdout(&o);
     assert!(page.starts_with(".TH") || page.contains("\n.TH"), "{page}");
     assert!(page.contains("send-once"), "{page}");
@@ -984,7 +982,7 @@ fn headless_flag_runs_the_same_audit() {
             assert_eq!(stdout(&b), stdout(&a), "{kind:?} {extra:?}");
             assert_eq!(stderr(&b), stderr(&a), "{kind:?} {extra:?}");
         }
-        expect(
+        expect_exit(
             &out_at(at, &["--headless", "audit", l]),
             1,
             "headless audit",
@@ -1038,16 +1036,16 @@ fn looking_at_a_node_sqlite_ledger_does_not_change_it() {
     // Looking must not migrate: a Node process may share this file, the person
     // auditing may only be able to read it, and an older send-once would then
     // refuse it as "newer".
-    expect(&out(&["audit", l]), 1, "audit");
+    expect_exit(&out(&["audit", l]), 1, "audit");
     assert_eq!(ls_keys(&ledger, &[]), ["n-pend", "n-sent"]);
     let o = out(&["show", l, "n-pend", "--json"]);
-    expect(&o, 0, "show");
-    assert_eq!(json(&o, "show")["decisions"], serde_json::json!([]));
+    expect_exit(&o, 0, "show");
+    assert_eq!(json_stdout(&o, "show")["decisions"], serde_json::json!([]));
     let o = out(&["decisions", l, "--json"]);
-    expect(&o, 0, "decisions on a ledger with no decision table");
-    assert_eq!(json(&o, "decisions"), serde_json::json!([]));
+    expect_exit(&o, 0, "decisions on a ledger with no decision table");
+    assert_eq!(json_stdout(&o, "decisions"), serde_json::json!([]));
     let o = out(&["gc", l, "--older-than", "1d", "--dry-run"]);
-    expect(&o, 0, "gc --dry-run");
+    expect_exit(&o, 0, "gc --dry-run");
     let after = snapshot(dir.path());
     assert!(before == after, "reading wrote: {}", names(&before, &after));
 }
@@ -1056,9 +1054,9 @@ fn looking_at_a_node_sqlite_ledger_does_not_change_it() {
 fn a_node_sqlite_ledger_is_resolved_in_place() {
     let (_dir, ledger) = node_sqlite_ledger();
     let l = ledger.to_str().unwrap();
-    expect(&out(&["audit", l]), 1, "audit");
+    expect_exit(&out(&["audit", l]), 1, "audit");
     let o = out(&["resolve", l, "n-pend", "sent", "--by", "alice"]);
-    expect(&o, 0, "resolve");
+    expect_exit(&o, 0, "resolve");
     let stored: String = rusqlite::Connection::open(&ledger)
         .unwrap()
         .query_row(
@@ -1090,7 +1088,7 @@ fn the_tui_refuses_to_run_without_a_terminal() {
         (&["tui", "--demo"], "needs a terminal"),
     ] {
         let o = out(args);
-        expect(&o, 2, &format!("{args:?}"));
+        expect_exit(&o, 2, &format!("{args:?}"));
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).contains("audit"),

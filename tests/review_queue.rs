@@ -46,21 +46,6 @@ fn at<S: AsRef<OsStr>>(now_ms: u64, args: &[S]) -> Output {
     cli_at(now_ms, args).output().unwrap()
 }
 
-fn expect(o: &Output, want: i32, what: &str) {
-    assert_eq!(
-        code(o),
-        want,
-        "{what}: stdout {:?} stderr {:?}",
-        stdout(o),
-        stderr(o)
-    );
-}
-
-fn json_of(o: &Output, what: &str) -> Value {
-    serde_json::from_str(&stdout(o))
-        .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e}): {:?}", stdout(o)))
-}
-
 fn iso(ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(ms as i64)
         .unwrap()
@@ -76,7 +61,7 @@ fn lower_contains_any(text: &str, any: &[&str]) -> bool {
 /// Exit 2, a message for people carrying the program's name, and one of `expect_any`
 /// (any case) in it.
 fn assert_refused(o: &Output, what: &str, expect_any: &[&str]) {
-    expect(o, 2, what);
+    expect_exit(o, 2, what);
     assert!(
         lower_contains_any(&stderr(o), expect_any),
         "{what}: expected one of {expect_any:?} in stderr {:?}",
@@ -133,14 +118,14 @@ impl Queue {
         ];
         args.extend_from_slice(extra);
         let o = at(now, &args);
-        expect(&o, 0, &format!("submit {key}"));
-        json_of(&o, "submit --json")
+        expect_exit(&o, 0, &format!("submit {key}"));
+        json_stdout(&o, "submit --json")
     }
 
     fn approvals(&self, now: u64) -> Vec<Value> {
         let o = at(now, &["approvals", self.l(), "--json"]);
-        expect(&o, 0, "approvals --json");
-        match json_of(&o, "approvals --json") {
+        expect_exit(&o, 0, "approvals --json");
+        match json_stdout(&o, "approvals --json") {
             Value::Array(items) => items,
             other => panic!("approvals --json is not an array: {other}"),
         }
@@ -158,8 +143,8 @@ impl Queue {
 
     fn decisions(&self) -> Vec<Value> {
         let o = cli(&["decisions", self.l(), "--json"]).output().unwrap();
-        expect(&o, 0, "decisions --json");
-        match json_of(&o, "decisions --json") {
+        expect_exit(&o, 0, "decisions --json");
+        match json_stdout(&o, "decisions --json") {
             Value::Array(items) => items,
             other => panic!("decisions --json is not an array: {other}"),
         }
@@ -176,16 +161,16 @@ impl Queue {
     fn show(&self, now: u64, id: u64) -> Value {
         let id = id.to_string();
         let o = at(now, &["draft", "show", self.l(), &id, "--json"]);
-        expect(&o, 0, "draft show --json");
-        json_of(&o, "draft show --json")
+        expect_exit(&o, 0, "draft show --json");
+        json_stdout(&o, "draft show --json")
     }
 
     /// `approve --by NAME` at `now`; the approval JSON it prints.
     fn approve(&self, now: u64, id: u64, by: &str) -> Value {
         let id = id.to_string();
         let o = at(now, &["approve", self.l(), &id, "--by", by]);
-        expect(&o, 0, &format!("approve {id} by {by}"));
-        json_of(&o, "approve")
+        expect_exit(&o, 0, &format!("approve {id} by {by}"));
+        json_stdout(&o, "approve")
     }
 
     /// A send command that records each run's key in `runs-NAME` and its stdin in
@@ -233,7 +218,7 @@ fn hash_of(file: &Path) -> String {
     let o = cli(&[OsStr::new("hash"), file.as_os_str()])
         .output()
         .unwrap();
-    expect(&o, 0, "hash");
+    expect_exit(&o, 0, "hash");
     stdout(&o).trim().to_owned()
 }
 
@@ -372,7 +357,7 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     assert_eq!(s1["newDraft"], true, "{s1}");
 
     let o = at(T0, &["approval", &l, &id.to_string()]);
-    expect(&o, 1, "approval before any approval");
+    expect_exit(&o, 1, "approval before any approval");
 
     // Nothing approved yet: dispatch must refuse before running anything.
     let o = q.dispatch(T0, id, &send, &[]);
@@ -396,8 +381,8 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     );
     cmd.args(revision_args);
     let o = output_with_stdin(&mut cmd, v2.to_string().as_bytes());
-    expect(&o, 0, "submit revision 2 from stdin");
-    let s2 = json_of(&o, "submit");
+    expect_exit(&o, 0, "submit revision 2 from stdin");
+    let s2 = json_stdout(&o, "submit");
     assert_eq!(s2["id"], id, "a revision keeps the draft's id: {s2}");
     assert_eq!(s2["revision"], 2, "{s2}");
     assert_eq!(s2["newDraft"], false, "{s2}");
@@ -451,7 +436,7 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     assert!(balance["now"].is_null(), "{item}");
 
     let o = at(T0 + 2 * MIN, &["approvals", &l]);
-    expect(&o, 0, "approvals");
+    expect_exit(&o, 0, "approvals");
     assert!(stdout(&o).contains(key), "{}", stdout(&o));
 
     // Facts pushed from outside drift from what the draft was submitted with.
@@ -460,7 +445,7 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
         T0 + 3 * MIN,
         &["draft", "facts", &l, &id.to_string(), "--facts", &pushed],
     );
-    expect(&o, 0, "draft facts");
+    expect_exit(&o, 0, "draft facts");
     let item = q.item(T0 + 3 * MIN, id);
     let drift = &item["drift"];
     assert_eq!(drift["status"], "drifted", "{item}");
@@ -487,8 +472,8 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
         alice["facts"]
     );
     let o = at(t_alice, &["approval", &l, &id.to_string()]);
-    expect(&o, 0, "approval");
-    assert_eq!(json_of(&o, "approval"), alice);
+    expect_exit(&o, 0, "approval");
+    assert_eq!(json_stdout(&o, "approval"), alice);
     let item = q.item(t_alice, id);
     assert_eq!(item["state"], "approved", "{item}");
     assert_eq!(item["approvedRevision"], 3, "{item}");
@@ -516,8 +501,8 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     );
 
     let o = q.dispatch(T0 + 6 * MIN, id, &send, &["--json"]);
-    expect(&o, 2, "dispatch after an edit");
-    let refusal = json_of(&o, "dispatch --json refusal");
+    expect_exit(&o, 2, "dispatch after an edit");
+    let refusal = json_stdout(&o, "dispatch --json refusal");
     assert_eq!(refusal["outcome"], "payload_changed", "{refusal}");
     assert_eq!(refusal["approvedHash"], alice["payloadHash"], "{refusal}");
     assert_eq!(refusal["currentHash"], hash_of(&payload_file), "{refusal}");
@@ -542,7 +527,7 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
             out_file.to_str().unwrap(),
         ],
     );
-    expect(&o, 0, "approve --out");
+    expect_exit(&o, 0, "approve --out");
     assert!(
         (stdout(&o) + &stderr(&o)).contains("approval-bob.json"),
         "approve --out says where it wrote: {:?} {:?}",
@@ -554,14 +539,14 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     assert_eq!(bob["payloadHash"], hash_of(&payload_file), "{bob}");
     assert_eq!(bob["expiresAt"], iso(t_bob + 12 * HOUR), "{bob}");
     let o = at(t_bob, &["approval", &l, &id.to_string()]);
-    assert_eq!(json_of(&o, "approval"), bob);
+    assert_eq!(json_stdout(&o, "approval"), bob);
     assert_eq!(q.item(t_bob, id)["editedAfterApproval"], false);
 
     // Recheck facts that match the approval, so expiry is the only reason to refuse.
     std::fs::write(&facts_now, bob["facts"].to_string()).unwrap();
     let o = q.dispatch(t_bob + 12 * HOUR + MIN, id, &send, &["--json"]);
-    expect(&o, 2, "dispatch after 12h");
-    let refusal = json_of(&o, "dispatch --json refusal");
+    expect_exit(&o, 2, "dispatch after 12h");
+    let refusal = json_stdout(&o, "dispatch --json refusal");
     assert_eq!(refusal["outcome"], "expired", "{refusal}");
     assert_eq!(refusal["expiresAt"], iso(t_bob + 12 * HOUR), "{refusal}");
     assert!(!runs.exists(), "an expired approval was sent");
@@ -574,7 +559,7 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     drifted["balance"] = json!(5);
     std::fs::write(&facts_now, drifted.to_string()).unwrap();
     let o = at(t_carol, &["draft", "recheck", &l, &id.to_string()]);
-    expect(&o, 0, "draft recheck with drifted facts");
+    expect_exit(&o, 0, "draft recheck with drifted facts");
     assert!(stdout(&o).contains("balance"), "{}", stdout(&o));
     let item = q.item(t_carol, id);
     assert_eq!(item["drift"]["status"], "drifted", "{item}");
@@ -583,8 +568,8 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     let o = q.dispatch(t_carol + MIN, id, &send, &[]);
     assert_refused(&o, "dispatch with drifted facts", &["balance"]);
     let o = q.dispatch(t_carol + MIN, id, &send, &["--json"]);
-    expect(&o, 2, "dispatch --json with drifted facts");
-    let refusal = json_of(&o, "dispatch --json refusal");
+    expect_exit(&o, 2, "dispatch --json with drifted facts");
+    let refusal = json_stdout(&o, "dispatch --json refusal");
     assert_eq!(refusal["outcome"], "stale_facts", "{refusal}");
     let changed = refusal["changed"].as_array().unwrap();
     assert_eq!(changed.len(), 1, "{refusal}");
@@ -595,8 +580,8 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
 
     std::fs::write(&facts_now, carol["facts"].to_string()).unwrap();
     let o = q.dispatch(t_carol + 2 * MIN, id, &send, &["--json"]);
-    expect(&o, 0, "dispatch with matching facts");
-    let sent = json_of(&o, "dispatch --json");
+    expect_exit(&o, 0, "dispatch with matching facts");
+    let sent = json_stdout(&o, "dispatch --json");
     assert_eq!(sent["outcome"], "sent", "{sent}");
     assert_eq!(sent["key"], key, "{sent}");
     assert_eq!(lines_in(&runs), [key], "the send command ran once");
@@ -605,8 +590,8 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     assert_eq!(received, v4);
 
     let o = cli(&["show", &l, key, "--json"]).output().unwrap();
-    expect(&o, 0, "show");
-    let entry = &json_of(&o, "show")["entry"];
+    expect_exit(&o, 0, "show");
+    let entry = &json_stdout(&o, "show")["entry"];
     assert_eq!(entry["status"], "sent", "{entry}");
     assert_eq!(entry["meta"]["approvedBy"], "carol", "{entry}");
     assert_eq!(entry["meta"]["approvedAt"], carol["approvedAt"], "{entry}");
@@ -618,8 +603,8 @@ fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
     );
 
     let o = q.dispatch(t_carol + 3 * MIN, id, &send, &["--json"]);
-    expect(&o, 0, "dispatch again");
-    assert_eq!(json_of(&o, "dispatch again")["outcome"], "duplicate");
+    expect_exit(&o, 0, "dispatch again");
+    assert_eq!(json_stdout(&o, "dispatch again")["outcome"], "duplicate");
     assert_eq!(
         lines_in(&runs),
         [key],
@@ -694,7 +679,7 @@ fn could_not_check(q: &Queue, id: u64, timeout: &str, limit: Duration, reason_an
         "{what}: the recorded error names the reason: {item}"
     );
     let o = at(T0 + 2 * MIN, &["draft", "show", q.l(), &ids]);
-    expect(&o, 0, "draft show");
+    expect_exit(&o, 0, "draft show");
     assert!(
         lower_contains_any(&stdout(&o), &["could not check"]),
         "{what}: a failed check reads as a failure, not as no drift: {}",
@@ -755,7 +740,7 @@ fn a_recheck_that_fails_is_could_not_check_and_dispatch_refuses() {
         let recheck = format!("sh {}", script.display());
         let id = approved_with_recheck(&q, name, &recheck);
         let o = at(T0 + MIN, &["draft", "recheck", q.l(), &id.to_string()]);
-        expect(&o, 0, &format!("{name}: a working recheck"));
+        expect_exit(&o, 0, &format!("{name}: a working recheck"));
         assert_eq!(q.item(T0 + MIN, id)["drift"]["status"], "unchanged");
 
         std::fs::write(&script, format!("{body}\n")).unwrap();
@@ -876,8 +861,8 @@ fn logical(q: &Queue, ids: &[u64]) -> Vec<Value> {
     let now = T0 + HOUR;
     let mut state = vec![Value::Array(q.approvals(now))];
     let o = cli(&["ls", q.l(), "--json"]).output().unwrap();
-    expect(&o, 0, "ls --json");
-    state.push(json_of(&o, "ls"));
+    expect_exit(&o, 0, "ls --json");
+    state.push(json_stdout(&o, "ls"));
     for id in ids {
         let mut shown = q.show(now, *id);
         if let Some(map) = shown.as_object_mut() {
@@ -919,12 +904,12 @@ fn bad_input_is_refused_and_changes_nothing() {
     let approved = draft_id(&q.submit(T0, "a-1", &payload, &[]));
     let ids = [queued, withdrawn, rejected, dispatched, approved];
     let [a, w, r, d, e] = ids.map(|i| i.to_string());
-    expect(
+    expect_exit(
         &at(T0 + MIN, &["draft", "withdraw", &l, &w, "--by", "wendy"]),
         0,
         "withdraw",
     );
-    expect(
+    expect_exit(
         &at(
             T0 + MIN,
             &["reject", &l, &r, "--reason", "wrong amount", "--by", "rita"],
@@ -933,7 +918,7 @@ fn bad_input_is_refused_and_changes_nothing() {
         "reject",
     );
     q.approve(T0 + MIN, dispatched, "dan");
-    expect(
+    expect_exit(
         &at(T0 + 2 * MIN, &["dispatch", &l, &d, "--", "true"]),
         0,
         "dispatch",
@@ -1293,7 +1278,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     let files_before = files_but_ledger(&q);
     for (args, all) in &state_refusals {
         let o = at(T0 + 3 * MIN, args);
-        expect(&o, 2, &format!("{args:?}"));
+        expect_exit(&o, 2, &format!("{args:?}"));
         for word in all {
             assert!(
                 lower_contains_any(&stderr(&o), &[word]),
@@ -1332,7 +1317,7 @@ fn queue_commands_need_an_sqlite_ledger() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("L.jsonl");
     let l = ledger.to_str().unwrap();
-    expect(
+    expect_exit(
         &cli(&["run", l, "--key", "seed", "--", "true"])
             .output()
             .unwrap(),
@@ -1379,7 +1364,7 @@ fn a_ledger_from_before_the_queue_has_an_empty_queue() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("L.db");
     let l = ledger.to_str().unwrap();
-    expect(
+    expect_exit(
         &cli(&["run", l, "--key", "old", "--", "true"])
             .output()
             .unwrap(),
@@ -1387,8 +1372,8 @@ fn a_ledger_from_before_the_queue_has_an_empty_queue() {
         "seed",
     );
     let o = cli(&["approvals", l, "--json"]).output().unwrap();
-    expect(&o, 0, "approvals on an old ledger");
-    assert_eq!(json_of(&o, "approvals"), json!([]));
+    expect_exit(&o, 0, "approvals on an old ledger");
+    assert_eq!(json_stdout(&o, "approvals"), json!([]));
     assert_refused(
         &cli(&["draft", "show", l, "1"]).output().unwrap(),
         "draft show on an old ledger",
@@ -1504,15 +1489,15 @@ fn two_deciders_racing_on_one_draft_get_one_answer() {
         match win_verb {
             Verb::Approve => {
                 assert_eq!(state, "approved", "{what}");
-                expect(&o, 0, &what);
+                expect_exit(&o, 0, &what);
             }
             Verb::Reject => {
                 assert_eq!(state, "rejected", "{what}");
-                expect(&o, 1, &what);
+                expect_exit(&o, 1, &what);
             }
             Verb::Withdraw => {
                 assert_eq!(state, "withdrawn", "{what}");
-                expect(&o, 1, &what);
+                expect_exit(&o, 1, &what);
             }
         }
         let outcome_of = |name: &str| -> Vec<Value> {
@@ -1646,11 +1631,11 @@ fn an_edit_during_dispatch_never_sends_or_buries_an_unapproved_revision() {
     if runs.exists() {
         let received: Value = serde_json::from_slice(&std::fs::read(&got).unwrap()).unwrap();
         assert_eq!(received, v1, "only the approved payload may be sent");
-        expect(&dispatched, 0, "dispatch that sent");
+        expect_exit(&dispatched, 0, "dispatch that sent");
     } else {
-        expect(&dispatched, 2, "dispatch that did not send");
+        expect_exit(&dispatched, 2, "dispatch that did not send");
         assert_eq!(
-            json_of(&dispatched, "dispatch")["outcome"],
+            json_stdout(&dispatched, "dispatch")["outcome"],
             "payload_changed"
         );
     }
@@ -1699,7 +1684,7 @@ fn an_approval_racing_a_new_revision_covers_the_revision_it_names() {
             })
         };
         let (approved, submitted) = (approve.join().unwrap(), submit.join().unwrap());
-        expect(&submitted, 0, "submit racing an approval");
+        expect_exit(&submitted, 0, "submit racing an approval");
         let shown = q.show(T0, id);
         let what = format!("round {round}: approve {:?}: {shown}", stderr(&approved));
         let revisions = draft_field(&shown, "revisionList")
@@ -1709,7 +1694,7 @@ fn an_approval_racing_a_new_revision_covers_the_revision_it_names() {
         assert_eq!(revisions.len(), 2, "{what}");
         match code(&approved) {
             0 => {
-                let approval = json_of(&approved, "approve");
+                let approval = json_stdout(&approved, "approve");
                 let n = draft_field(&shown, "approvedRevision").as_u64().unwrap();
                 let covered = revisions.iter().find(|r| r["revision"] == n).unwrap();
                 assert_eq!(covered["payloadHash"], approval["payloadHash"], "{what}");
@@ -1754,7 +1739,7 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
         "pushed.json",
         &json!({"bal\u{1b}[8mance": 2, "owner": "\u{202e}gnp.exe"}).to_string(),
     );
-    expect(
+    expect_exit(
         &at(
             T0 + 2 * MIN,
             &["draft", "facts", q.l(), &id.to_string(), "--facts", &pushed],
@@ -1770,7 +1755,7 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
         &json!({"note": "plain"}),
         &["--by", "agent\u{1b}[2J\u{202e}"],
     ));
-    expect(
+    expect_exit(
         &at(
             T0 + MIN,
             &[
@@ -1801,7 +1786,7 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
     ];
     for (name, args) in &views {
         let o = at(T0 + 3 * MIN, args);
-        expect(&o, 0, name);
+        expect_exit(&o, 0, name);
         for (stream, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
             assert!(
                 !bytes.contains(&0x1b),
@@ -1830,7 +1815,7 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
             .env("CLICOLOR_FORCE", "1")
             .output()
             .unwrap();
-        expect(&o, 0, name);
+        expect_exit(&o, 0, name);
         let text = String::from_utf8_lossy(&o.stdout);
         for planted in ["\u{1b}[2J", "\u{1b}]0;", "\u{1b}[8m", "\u{202e}"] {
             assert!(
@@ -1872,8 +1857,8 @@ fn the_queue_lists_open_drafts_oldest_first() {
             "--json",
         ],
     );
-    expect(&o, 0, "submit by channel, to and intent");
-    let derived = json_of(&o, "submit");
+    expect_exit(&o, 0, "submit by channel, to and intent");
+    let derived = json_stdout(&o, "submit");
     let o = cli(&[
         "key",
         "--channel",
@@ -1885,7 +1870,7 @@ fn the_queue_lists_open_drafts_oldest_first() {
     ])
     .output()
     .unwrap();
-    expect(&o, 0, "key");
+    expect_exit(&o, 0, "key");
     assert_eq!(
         derived["key"],
         stdout(&o).trim(),
@@ -1897,7 +1882,7 @@ fn the_queue_lists_open_drafts_oldest_first() {
     let later = draft_id(&q.submit(T0 + 2 * MIN, "later", &json!({"b": 1}), &[]));
     // Revising the first draft late must not move it behind the others.
     q.submit(T0 + 3 * MIN, "earlier", &json!({"c": 2}), &[]);
-    expect(
+    expect_exit(
         &at(T0 + 3 * MIN, &["draft", "withdraw", &l, &gone.to_string()]),
         0,
         "withdraw",
@@ -1937,7 +1922,7 @@ fn the_queue_lists_open_drafts_oldest_first() {
         "approve --out into a missing directory",
         &["no-such-dir"],
     );
-    expect(
+    expect_exit(
         &at(T0 + 5 * MIN, &["approval", &l, &later.to_string()]),
         1,
         "approval after a failed --out",
@@ -1948,8 +1933,8 @@ fn the_queue_lists_open_drafts_oldest_first() {
         .env("SEND_ONCE_LEDGER", &q.ledger)
         .output()
         .unwrap();
-    expect(&o, 0, "approvals from SEND_ONCE_LEDGER");
-    assert_eq!(json_of(&o, "approvals").as_array().unwrap().len(), 4);
+    expect_exit(&o, 0, "approvals from SEND_ONCE_LEDGER");
+    assert_eq!(json_stdout(&o, "approvals").as_array().unwrap().len(), 4);
 }
 
 #[test]
@@ -1968,21 +1953,21 @@ fn an_approval_holds_for_its_ttl_and_not_a_millisecond_longer() {
             "alice",
         ],
     );
-    expect(&o, 0, "approve --ttl 90m");
-    let approval = json_of(&o, "approve");
+    expect_exit(&o, 0, "approve --ttl 90m");
+    let approval = json_stdout(&o, "approve");
     let expires = T0 + MIN + 90 * MIN;
     assert_eq!(approval["expiresAt"], iso(expires), "{approval}");
     let (send, runs, _) = q.sender("ttl");
 
     let o = q.dispatch(expires + 1, id, &send, &["--json"]);
-    expect(&o, 2, "one millisecond after expiresAt");
-    assert_eq!(json_of(&o, "dispatch")["outcome"], "expired");
+    expect_exit(&o, 2, "one millisecond after expiresAt");
+    assert_eq!(json_stdout(&o, "dispatch")["outcome"], "expired");
     assert!(!runs.exists(), "an expired approval was sent");
 
     // As in the Node library, expiresAt itself is still inside the approval.
     let o = q.dispatch(expires, id, &send, &["--json"]);
-    expect(&o, 0, "at expiresAt");
-    assert_eq!(json_of(&o, "dispatch")["outcome"], "sent");
+    expect_exit(&o, 0, "at expiresAt");
+    assert_eq!(json_stdout(&o, "dispatch")["outcome"], "sent");
     assert_eq!(lines_in(&runs), ["ttl"]);
 }
 
@@ -2016,8 +2001,8 @@ fn a_payload_with_duplicate_names_is_not_approved_as_something_else() {
         );
         return;
     }
-    expect(&o, 0, "submit with duplicate names");
-    let id = draft_id(&json_of(&o, "submit"));
+    expect_exit(&o, 0, "submit with duplicate names");
+    let id = draft_id(&json_stdout(&o, "submit"));
     let item = q.item(T0, id);
     assert_eq!(
         item["suspicious"], true,
@@ -2043,8 +2028,8 @@ fn a_fact_the_recheck_leaves_out_counts_as_changed() {
     q.approve(T0 + MIN, id, "alice");
     let (send, runs, _) = q.sender("left-out");
     let o = q.dispatch(T0 + 2 * MIN, id, &send, &["--json"]);
-    expect(&o, 2, "dispatch with a fact left out");
-    let refusal = json_of(&o, "dispatch");
+    expect_exit(&o, 2, "dispatch with a fact left out");
+    let refusal = json_stdout(&o, "dispatch");
     assert_eq!(refusal["outcome"], "stale_facts", "{refusal}");
     assert_eq!(
         refusal["changed"],
@@ -2079,7 +2064,7 @@ fn a_rejected_or_withdrawn_draft_hands_out_no_approval() {
         let mut full: Vec<&str> = args[..split].to_vec();
         full.extend([l, ids.as_str()]);
         full.extend_from_slice(&args[split..]);
-        expect(
+        expect_exit(
             &at(T0 + 2 * MIN, &full),
             0,
             &format!("{verb} an approved draft"),
@@ -2148,7 +2133,7 @@ fn approve_with_a_revision_approves_only_that_revision() {
             "rita",
         ],
     );
-    expect(&ok, 0, "approve the current revision");
+    expect_exit(&ok, 0, "approve the current revision");
     let item = q.item(now, id);
     assert_eq!(item["state"], "approved");
     assert_eq!(item["approvedRevision"], 2);

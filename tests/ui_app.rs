@@ -2,13 +2,16 @@
 //! Every irreversible decision must leave `App::update` as exactly one effect carrying
 //! what the person saw and typed, and only after a confirmation.
 
+mod common;
+
+use common::queued_draft;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
 use send_once::ledger::{Census, Entry, PageQuery, Status, time};
 use send_once::review::drift::LatestFacts;
-use send_once::review::{Draft, DraftState, Revision};
+use send_once::review::{Draft, Revision};
 use send_once::ui::action::{Action, Effect};
 use send_once::ui::app::{App, FormKind, LEDGER_PAGE, Loaded, Options, Overlay};
 use send_once::ui::keymap::{self, BINDINGS, View, command_for};
@@ -41,26 +44,11 @@ fn revision(n: i64, payload: Value, facts: Value) -> Revision {
 }
 
 fn draft(id: i64, to: &str) -> Draft {
-    Draft {
-        id,
-        key: format!("draft-key-{id}"),
-        state: DraftState::Queued,
-        revision: 1,
-        version: 1,
-        created_at: ago(60 * MIN),
-        updated_at: ago(60 * MIN),
-        submitted_by: Some("agent".into()),
-        recheck: None,
-        meta: Some(obj(json!({"to": to, "intent": "reminder"}))),
-        approval: None,
-        approved_revision: None,
-        decided_by: None,
-        decided_at: None,
-        reason: None,
-        latest: LatestFacts::default(),
-        outcome: None,
-        revisions: vec![revision(1, json!({"to": to, "body": "hello"}), json!({}))],
-    }
+    let mut d = queued_draft(id, &format!("draft-key-{id}"), ago(60 * MIN));
+    d.submitted_by = Some("agent".into());
+    d.meta = Some(obj(json!({"to": to, "intent": "reminder"})));
+    d.revisions = vec![revision(1, json!({"to": to, "body": "hello"}), json!({}))];
+    d
 }
 
 fn suspicious_draft(id: i64) -> Draft {

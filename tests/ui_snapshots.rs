@@ -4,6 +4,9 @@
 //! the cells; and every kind of hostile text is drawn into every view to prove none of
 //! it reaches the screen raw.
 
+mod common;
+
+use common::queued_draft;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -52,26 +55,11 @@ fn revision(n: i64, at: i64, payload: Value, facts: Value) -> Revision {
 }
 
 fn base_draft(id: i64, key: &str, created: i64, meta: Value) -> Draft {
-    Draft {
-        id,
-        key: key.into(),
-        state: DraftState::Queued,
-        revision: 1,
-        version: 1,
-        created_at: ago(created),
-        updated_at: ago(created),
-        submitted_by: Some("billing-agent".into()),
-        recheck: Some(vec!["./facts.sh".into()]),
-        meta: Some(obj(meta)),
-        approval: None,
-        approved_revision: None,
-        decided_by: None,
-        decided_at: None,
-        reason: None,
-        latest: LatestFacts::default(),
-        outcome: None,
-        revisions: Vec::new(),
-    }
+    let mut d = queued_draft(id, key, ago(created));
+    d.submitted_by = Some("billing-agent".into());
+    d.recheck = Some(vec!["./facts.sh".into()]);
+    d.meta = Some(obj(meta));
+    d
 }
 
 fn checked(facts: Value, at: i64) -> LatestFacts {

@@ -110,3 +110,45 @@ pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     }
     files
 }
+
+/// Insists on an exit code, showing both streams when it differs.
+pub fn expect_exit(o: &Output, want: i32, what: &str) {
+    assert_eq!(
+        code(o),
+        want,
+        "{what}: stdout {:?} stderr {:?}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// The command's stdout as JSON.
+pub fn json_stdout(o: &Output, what: &str) -> serde_json::Value {
+    serde_json::from_str(&stdout(o))
+        .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e}): {:?}", stdout(o)))
+}
+
+/// A queued draft at revision 1 with nothing decided, checked or loaded yet: the
+/// UI tests fill in what each case needs.
+pub fn queued_draft(id: i64, key: &str, created_at: String) -> send_once::review::Draft {
+    send_once::review::Draft {
+        id,
+        key: key.into(),
+        state: send_once::review::DraftState::Queued,
+        revision: 1,
+        version: 1,
+        updated_at: created_at.clone(),
+        created_at,
+        submitted_by: None,
+        recheck: None,
+        meta: None,
+        approval: None,
+        approved_revision: None,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        latest: send_once::review::drift::LatestFacts::default(),
+        outcome: None,
+        revisions: Vec::new(),
+    }
+}
