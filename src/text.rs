@@ -4,9 +4,11 @@
 
 use std::borrow::Cow;
 
+use crate::ledger::lone::{self, Piece};
+
 /// Would this character act on the terminal, or hide or reorder text, if printed raw?
 pub fn is_suspicious(c: char) -> bool {
-    is_control(c) || is_invisible_format(c)
+    is_control(c) || is_invisible_format(c) || c == lone::MARK
 }
 
 fn is_control(c: char) -> bool {
@@ -65,6 +67,9 @@ pub fn safe_json(json: &str) -> Cow<'_, str> {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
+    // Character by character, never by `lone::pieces`: the writers in `jsjson` have
+    // already written every lone surrogate as an escape, so a raw U+FDD0 here is a real
+    // one, and escaping it keeps a following character from reading as a spelling.
     for c in json.chars() {
         if escaped(c) {
             use std::fmt::Write;
@@ -82,11 +87,16 @@ fn replace(text: &str, suspicious: impl Fn(char) -> bool) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if suspicious(c) {
-            mark(c, &mut out);
-        } else {
-            out.push(c);
+    for piece in lone::pieces(text) {
+        match piece {
+            Piece::Char(c) if suspicious(c) => mark(c, &mut out),
+            Piece::Char(c) => out.push(c),
+            // A string cut through a character (by the Node library, or an agent):
+            // what is left of it is shown, not guessed.
+            Piece::Lone(unit) => {
+                use std::fmt::Write;
+                let _ = write!(out, "<U+{unit:04X}>");
+            }
         }
     }
     Cow::Owned(out)
@@ -106,6 +116,10 @@ mod tests {
         assert_eq!(visible("line\nnext\tcol"), "line\nnext\tcol");
         assert_eq!(visible_inline("line\nnext"), "line\u{240a}next");
         assert!(matches!(visible("plain text"), Cow::Borrowed(_)));
+        let cut = lone::from_utf16(&[0x48, 0x69, 0x20, 0xD83D]);
+        assert_eq!(visible(&cut), "Hi <U+D83D>");
+        let json = crate::ledger::jsjson::stringify(&serde_json::Value::String(cut));
+        assert_eq!(safe_json(&json), "\"Hi \\ud83d\"");
     }
 
     #[test]

@@ -279,7 +279,7 @@ fn bad_input_to_run_changes_nothing() {
         ),
         (
             vec!["run", l, "--key", "", "--", "true"],
-            "--key must not be empty",
+            "--key: a key must not be empty",
         ),
         (
             vec![

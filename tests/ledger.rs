@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::Barrier;
 
+use send_once::ledger::key::BadKey;
 use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::sqlite::{Access, SqliteStore};
 use send_once::ledger::{
@@ -351,7 +352,31 @@ async fn once_outcomes_on_sqlite_store() {
 async fn once_refuses_an_empty_key_without_sending() {
     let ledger = Ledger::new(Arc::new(MemoryStore::new()));
     let result = ledger.once("", None, never_sends).await;
-    assert!(matches!(result, Err(LedgerError::EmptyKey)), "{result:?}");
+    assert!(
+        matches!(result, Err(LedgerError::BadKey(BadKey::Empty))),
+        "{result:?}"
+    );
+}
+
+/// A key has one spelling: an upper-case copy of a send key, a padded or invisible
+/// variant would be a second key for the same send, so none is claimed.
+#[tokio::test]
+async fn once_refuses_a_second_spelling_of_a_key_without_sending() {
+    let ledger = Ledger::new(Arc::new(MemoryStore::new()));
+    let hex = "3163254257af51b78b95ad0315aa253439b9023a314f742ac23cc511d7eb4ae8";
+    for bad in [
+        hex.to_ascii_uppercase(),
+        format!(" {hex}"),
+        format!("{hex}\u{200b}"),
+        "  ".into(),
+    ] {
+        let result = ledger.once(&bad, None, never_sends).await;
+        assert!(
+            matches!(result, Err(LedgerError::BadKey(_))),
+            "{bad:?}: {result:?}"
+        );
+        assert_eq!(ledger.get(&bad).await.unwrap(), None, "{bad:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -618,6 +643,7 @@ async fn resolve_pending_to_sent_records_who_why_when_and_provider_id() {
         by: Some("alice".into()),
         note: Some("the provider's dashboard shows it delivered".into()),
         provider_id: Some("prov-42".into()),
+        seen: None,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)
@@ -692,6 +718,7 @@ async fn resolve_to_current_status_changes_nothing() {
         by: Some("bob".into()),
         note: Some("again".into()),
         provider_id: Some("other-id".into()),
+        seen: None,
     };
     for (key, status) in [("k-sent", Status::Sent), ("k-failed", Status::Failed)] {
         let before = stored(&ledger, key).await.to_json();
@@ -743,6 +770,7 @@ async fn resolve_failed_to_sent_is_allowed() {
         by: Some("carol".into()),
         note: None,
         provider_id: Some("late-receipt".into()),
+        seen: None,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)

@@ -1748,10 +1748,25 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
         "draft facts",
     );
 
-    // The key and the submitter's name come from the agent too.
+    // The key and the submitter's name come from the agent too. A key with escapes
+    // is refused (a key has one spelling), and the refusal shows it safely.
+    let refused = at(
+        T0,
+        &[
+            "draft",
+            "submit",
+            q.l(),
+            "--key",
+            "k\u{1b}[31mred\u{202e}",
+            "--payload",
+            "-",
+        ],
+    );
+    expect_exit(&refused, 2, "a key with escapes");
+    assert!(!refused.stderr.contains(&0x1b), "{:?}", stderr(&refused));
     let odd = draft_id(&q.submit(
         T0,
-        "k\u{1b}[31mred\u{202e}",
+        "odd-key",
         &json!({"note": "plain"}),
         &["--by", "agent\u{1b}[2J\u{202e}"],
     ));
@@ -1802,7 +1817,7 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
         // Something of the drafts is shown, so the absence of raw bytes means cleaning.
         assert!(
             stdout(&o).contains("evil")
-                || stdout(&o).contains("red")
+                || stdout(&o).contains("odd-key")
                 || stdout(&o).contains("draft:"),
             "{name}: {}",
             stdout(&o)

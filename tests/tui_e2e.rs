@@ -746,10 +746,10 @@ fn changes_by_others_show_up_live_and_lost_races_are_refused_and_logged() {
     term.press(&["Enter"]);
     term.wait_for("Mark race-send-2 failed as alice?", react());
     term.press(&["Enter"]);
-    let screen = term.wait_for("✗ race-send-2 is already recorded as sent (by bob", react());
+    let screen = term.wait_for("✗ race-send-2 changed after it was shown", react());
     assert!(
-        screen.contains("it cannot be marked failed. Nothing changed."),
-        "the refusal does not say why:\n{screen}"
+        screen.contains("is now sent (attempt 1), by bob at") && screen.contains("Nothing was"),
+        "the refusal does not say who changed it:\n{screen}"
     );
 
     // Carol rejects the draft while Alice has the form open to approve it.

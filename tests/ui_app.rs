@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
-use send_once::ledger::{Census, Entry, PageQuery, Status, time};
+use send_once::ledger::{Census, Entry, PageQuery, Seen, Status, time};
 use send_once::review::drift::LatestFacts;
 use send_once::review::{Draft, Revision};
 use send_once::ui::action::{Action, Effect};
@@ -742,6 +742,8 @@ fn mark_sent_resolves_with_note_name_and_provider_id() {
     press(&mut app, KeyCode::Tab);
     assert_eq!(form(&app).fields[form(&app).focus].label, "Provider id");
     type_text(&mut app, "msg_123");
+    let seen = seen_in_form(&app);
+    assert_eq!((seen.status, seen.attempts), (Status::Pending, Some(1)));
     press(&mut app, KeyCode::Enter);
     assert_eq!(confirm(&app).title, "Mark sent");
     assert_eq!(
@@ -752,6 +754,7 @@ fn mark_sent_resolves_with_note_name_and_provider_id() {
             by: "dana".into(),
             note: Some("provider dashboard shows it".into()),
             provider_id: Some("msg_123".into()),
+            seen,
         }]
     );
 }
@@ -766,6 +769,7 @@ fn mark_failed_resolves_without_a_provider_id() {
         vec![("Note", String::new()), ("Name", "dana".to_owned())]
     );
     type_text(&mut app, "bounced");
+    let seen = seen_in_form(&app);
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         ch(&mut app, 'y'),
@@ -775,8 +779,17 @@ fn mark_failed_resolves_without_a_provider_id() {
             by: "dana".into(),
             note: Some("bounced".into()),
             provider_id: None,
+            seen,
         }]
     );
+}
+
+/// What the open mark-sent or mark-failed form says the person is looking at.
+fn seen_in_form(app: &App) -> Seen {
+    match &form(app).kind {
+        FormKind::MarkSent { seen, .. } | FormKind::MarkFailed { seen, .. } => seen.clone(),
+        other => panic!("not a mark form: {other:?}"),
+    }
 }
 
 #[test]

@@ -262,6 +262,7 @@ fn census() -> Census {
         pending: 4,
         skipped: 0,
         pending_entries: Vec::new(),
+        unreadable: Vec::new(),
     }
 }
 

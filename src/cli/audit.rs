@@ -72,7 +72,7 @@ pub fn audit(args: &AuditArgs) -> Exit {
     } else {
         print_stdout(&format_report(&report, use_colour(args.no_colour)));
     }
-    if audit.unknown.is_empty() {
+    if audit.unknown.is_empty() && audit.census.unreadable.is_empty() {
         Exit::Ok
     } else {
         Exit::Failed
@@ -99,6 +99,16 @@ fn report(ledger: &str, audit: &Audit) -> Value {
     report.insert("unknown".into(), Value::Array(unknown));
     report.insert("inFlight".into(), audit.in_flight.into());
     report.insert("skippedLines".into(), audit.census.skipped.into());
+    // Not in the Node report, which has no such rows; present only when there are some.
+    if !audit.census.unreadable.is_empty() {
+        let rows = audit.census.unreadable.iter().map(|row| {
+            let mut one = Map::new();
+            one.insert("key".into(), row.key.clone().into());
+            one.insert("detail".into(), row.detail.clone().into());
+            Value::Object(one)
+        });
+        report.insert("unreadable".into(), Value::Array(rows.collect()));
+    }
     Value::Object(report)
 }
 
@@ -142,9 +152,23 @@ fn format_report(report: &Value, colour: bool) -> String {
     let unknown = report["unknown"].as_array().cloned().unwrap_or_default();
     let in_flight = report["inFlight"].as_u64().unwrap_or(0);
     let skipped = report["skippedLines"].as_u64().unwrap_or(0);
+    let unreadable = report["unreadable"].as_array().cloned().unwrap_or_default();
     let mut lines = vec![String::new()];
 
-    if unknown.is_empty() {
+    if unknown.is_empty() && !unreadable.is_empty() {
+        let n = unreadable.len();
+        lines.push(format!(
+            "{}  {}",
+            paint(RED, "UNKNOWN"),
+            paint(
+                BOLD,
+                &format!(
+                    "{n} pending row{} could not be read",
+                    if n == 1 { "" } else { "s" }
+                )
+            )
+        ));
+    } else if unknown.is_empty() {
         lines.push(format!(
             "{}  {}",
             paint(GREEN, "OK"),
@@ -210,7 +234,31 @@ fn format_report(report: &Value, colour: bool) -> String {
         }
     }
 
+    for row in &unreadable {
+        lines.push(String::new());
+        lines.push(format!(
+            "  {}",
+            visible_inline(row["key"].as_str().unwrap_or_default())
+        ));
+        lines.push(wrap(
+            &format!(
+                "pending, but its row could not be read: {}",
+                visible_inline(row["detail"].as_str().unwrap_or_default())
+            ),
+            WIDTH - 6,
+            "      ",
+        ));
+    }
+
     let mut notes: Vec<String> = Vec::new();
+    if !unreadable.is_empty() {
+        notes.push(
+            "A row marked pending that cannot be read may be an unknown send. Nothing will \
+             send it again on its own. Look at the row with sqlite3, check the send with the \
+             provider, and repair or resolve it."
+                .to_owned(),
+        );
+    }
     if !unknown.is_empty() {
         notes.push(
             "Each of these was claimed and never confirmed. The send may have reached the \
@@ -245,7 +293,7 @@ fn format_report(report: &Value, colour: bool) -> String {
             lines.push(String::new());
         }
         lines.push(wrap(note, WIDTH - 2, "  "));
-        if i == 0 && !unknown.is_empty() {
+        if i == usize::from(!unreadable.is_empty()) && !unknown.is_empty() {
             lines.push(format!("    send-once resolve {ledger} <key> sent"));
             lines.push(format!("    send-once resolve {ledger} <key> failed"));
         }

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::sqlite::Access;
 use send_once::ledger::{
-    Decision, Entry, GcQuery, Ledger, LedgerError, PageQuery, ResolveDetails, Status, duration,
-    jsjson,
+    Decision, Entry, GcQuery, Ledger, LedgerError, PageQuery, ResolveDetails, Seen, Status,
+    duration, jsjson,
 };
 use send_once::text::visible_inline;
 
@@ -71,6 +71,10 @@ pub struct ResolveArgs {
     /// The provider's id for the message, when it went out
     #[arg(long)]
     pub provider_id: Option<String>,
+    /// Only if the entry is still in this status (what you checked); refused, naming who
+    /// changed it, otherwise
+    #[arg(long, value_name = "STATUS")]
+    pub expect: Option<StatusArg>,
     /// Print the entry as JSON
     #[arg(long)]
     pub json: bool,
@@ -183,6 +187,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
         by: by_or_user(&args.by),
         note: args.note.clone(),
         provider_id: args.provider_id.clone(),
+        seen: args.expect.map(|s| Seen::status(Status::from(s))),
     };
     let resolved = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let key = ledger.find(&args.key).await?.key().to_owned();
@@ -405,6 +410,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
         by: by_or_user(&args.by),
         note: args.note.clone(),
         provider_id: None,
+        seen: None,
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let key = ledger.find(&args.key).await?.key().to_owned();

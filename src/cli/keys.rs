@@ -55,8 +55,10 @@ impl KeyChoice {
     /// The key, or a message naming what is missing or wrong.
     pub fn key(&self) -> Result<String, String> {
         match (&self.key, &self.channel, &self.to, &self.intent) {
-            (Some(key), ..) if key.is_empty() => Err("--key must not be empty".into()),
-            (Some(key), ..) => Ok(key.clone()),
+            (Some(given), ..) => match key::check_key(given) {
+                Ok(()) => Ok(given.clone()),
+                Err(e) => Err(format!("--key: {e}")),
+            },
             (None, Some(channel), Some(to), Some(intent)) => {
                 key_of(channel, to, intent, self.window.as_deref())
                     .map(|derived| derived.key)
@@ -89,7 +91,13 @@ impl KeyChoice {
 /// `--meta`: a JSON object, or a message naming what it is instead.
 pub fn parse_meta(text: Option<&str>) -> Result<Option<Map<String, Value>>, String> {
     let Some(text) = text else { return Ok(None) };
-    match serde_json::from_str::<Value>(text) {
+    // As JSON.parse reads it: a lone surrogate such as "\ud83d" is JSON, and is kept.
+    let parsed = canonical::parse_json(text).map(|v| {
+        let mut value = v.to_serde();
+        jsjson::js_order(&mut value);
+        value
+    });
+    match parsed {
         Ok(Value::Object(map)) => Ok(Some(map)),
         Ok(other) => Err(format!(
             "--meta must be a JSON object, got {}",

@@ -153,7 +153,8 @@ pub fn store_failure(e: send_once::ledger::LedgerError) -> Exit {
     let exit = match e {
         LedgerError::NotFound(_)
         | LedgerError::AlreadySent(_)
-        | LedgerError::ResetSentNeedsForce(_) => Exit::Failed,
+        | LedgerError::ResetSentNeedsForce(_)
+        | LedgerError::ChangedSinceSeen { .. } => Exit::Failed,
         _ => Exit::Refused,
     };
     fail(exit, send_once::text::visible_inline(&e.to_string()))

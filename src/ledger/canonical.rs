@@ -10,6 +10,7 @@
 //! UTF-16 code units, which is also the order JavaScript sorts keys in.
 
 use super::jsjson::{array_index, push_json_number, push_quoted_utf16};
+use super::lone;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -67,11 +68,11 @@ impl From<&Value> for JsValue {
             Value::Null => JsValue::Null,
             Value::Bool(b) => JsValue::Bool(*b),
             Value::Number(n) => JsValue::Number(n.as_f64().unwrap_or(f64::NAN)),
-            Value::String(s) => JsValue::String(s.encode_utf16().collect()),
+            Value::String(s) => JsValue::String(lone::to_utf16(s)),
             Value::Array(items) => JsValue::Array(items.iter().map(JsValue::from).collect()),
             Value::Object(map) => JsValue::Object(
                 map.iter()
-                    .map(|(k, v)| (k.encode_utf16().collect(), JsValue::from(v)))
+                    .map(|(k, v)| (lone::to_utf16(k), JsValue::from(v)))
                     .collect(),
             ),
         }
@@ -83,19 +84,20 @@ impl JsValue {
     /// `JSON.parse` made of it (unlike `serde_json::from_str`, whose default float
     /// parsing can be a unit in the last place off). Two things `serde_json` cannot hold
     /// are changed the way `JSON.stringify` would write them back: a non-finite number
-    /// becomes `null`, and a lone surrogate becomes U+FFFD. Whole numbers are stored as
+    /// becomes `null`, and a lone surrogate is kept in send-once's internal spelling
+    /// (see [`super::lone`]), which the JSON writers turn back into `\udXXX`. Whole numbers are stored as
     /// integers where they fit, so that `as_u64`/`as_i64` work on them.
     pub fn to_serde(&self) -> Value {
         match self {
             JsValue::Null => Value::Null,
             JsValue::Bool(b) => Value::Bool(*b),
             JsValue::Number(n) => number_to_serde(*n),
-            JsValue::String(units) => Value::String(String::from_utf16_lossy(units)),
+            JsValue::String(units) => Value::String(lone::from_utf16(units)),
             JsValue::Array(items) => Value::Array(items.iter().map(JsValue::to_serde).collect()),
             JsValue::Object(entries) => Value::Object(
                 entries
                     .iter()
-                    .map(|(k, v)| (String::from_utf16_lossy(k), v.to_serde()))
+                    .map(|(k, v)| (lone::from_utf16(k), v.to_serde()))
                     .collect(),
             ),
         }
@@ -666,10 +668,19 @@ mod tests {
         assert_eq!(v[2].as_u64(), Some(7));
         assert_eq!(v[3].as_i64(), Some(0));
         assert!(v[4].is_null());
-        assert_eq!(v[5], "\u{fffd}");
+        // A lone surrogate is kept (in send-once's internal spelling) and written back
+        // as the escape JSON.stringify writes, never as U+FFFD.
+        assert_eq!(v[5], lone::from_utf16(&[0xd800]).as_str());
         assert_eq!(
             super::super::jsjson::stringify(&v),
-            "[1043999.9999999999,123456789012345680000,7,0,null,\"\u{fffd}\"]"
+            "[1043999.9999999999,123456789012345680000,7,0,null,\"\\ud800\"]"
+        );
+        assert_eq!(
+            hash_payload_of(&v),
+            hash_payload_text(
+                "[1043999.9999999999, 123456789012345680000, 7, -0, null, \"\\ud800\"]"
+            )
+            .unwrap()
         );
     }
 

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::jsjson;
+use super::{canonical, jsjson, lone};
 
 /// Where a send stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,9 +100,21 @@ impl Entry {
         }
     }
 
+    /// Reads an entry as `JSON.parse` would: serde for the common case, and the
+    /// JavaScript-exact parser for what serde refuses or cannot hold (a lone surrogate
+    /// such as `"\ud83d"`, a duplicate field, a number beyond f64).
     pub fn from_json(text: &str) -> Result<Entry, EntryError> {
-        let mut value: Value =
-            serde_json::from_str(text).map_err(|e| EntryError::NotJson(e.to_string()))?;
+        let fast = if lone::has_mark(text) {
+            None
+        } else {
+            serde_json::from_str::<Value>(text).ok()
+        };
+        let mut value = match fast {
+            Some(value) => value,
+            None => canonical::parse_json(text)
+                .map_err(|e| EntryError::NotJson(e.to_string()))?
+                .to_serde(),
+        };
         // As JSON.parse would hold it: integer-like keys first, so that what is shown
         // and what is written back is in Node's order.
         super::jsjson::js_order(&mut value);

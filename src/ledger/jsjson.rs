@@ -8,6 +8,7 @@
 //! `\u001F`. The string and number writers here are also what `canonical` uses, so the
 //! two can never drift apart.
 
+use super::lone;
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 
@@ -95,8 +96,17 @@ pub(crate) fn push_json_number(out: &mut String, n: f64) {
 pub(crate) fn push_quoted_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        push_escaped_char(out, c);
+    if lone::has_mark(s) {
+        for piece in lone::pieces(s) {
+            match piece {
+                lone::Piece::Char(c) => push_escaped_char(out, c),
+                lone::Piece::Lone(unit) => push_unicode_escape(out, unit),
+            }
+        }
+    } else {
+        for c in s.chars() {
+            push_escaped_char(out, c);
+        }
     }
     out.push('"');
 }

@@ -32,6 +32,65 @@ pub enum KeyError {
 
 const VERSION_TAG: &str = "send-once:v1";
 
+/// The longest key send-once claims, in UTF-8 bytes. A send key is 64; an op id such
+/// as `loop-morning-brief-2026-09-17` is far below it. The Node library sets no limit,
+/// and a key it wrote is still read, shown and settled whatever its length.
+pub const MAX_KEY_BYTES: usize = 512;
+
+/// Why a key is refused for a new claim or draft.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadKey {
+    #[error("a key must not be empty")]
+    Empty,
+    #[error("a key must not be only white space")]
+    Blank,
+    #[error(
+        "a key must not start or end with white space (the trimmed key would be a second spelling)"
+    )]
+    PaddedWithSpace,
+    #[error("a key must not hold control, invisible or bidi characters (found U+{0:04X})")]
+    Hidden(u32),
+    #[error("a key must not hold a lone surrogate")]
+    LoneSurrogate,
+    #[error("a key is at most {MAX_KEY_BYTES} bytes (this one is {0})")]
+    TooLong(usize),
+    #[error(
+        "send keys are lower-case hex: use {0} (an upper-case copy would be a second key for the same send)"
+    )]
+    UpperCaseHex(String),
+}
+
+/// Checks a key before anything is claimed or queued under it: one send has one
+/// spelling. A key that differs from another only by case, padding or an invisible
+/// character would be a second key for the same send, and would send it again.
+pub fn check_key(key: &str) -> Result<(), BadKey> {
+    if key.is_empty() {
+        return Err(BadKey::Empty);
+    }
+    if key.chars().all(is_js_whitespace) {
+        return Err(BadKey::Blank);
+    }
+    if key.starts_with(is_js_whitespace) || key.ends_with(is_js_whitespace) {
+        return Err(BadKey::PaddedWithSpace);
+    }
+    if key.len() > MAX_KEY_BYTES {
+        return Err(BadKey::TooLong(key.len()));
+    }
+    if super::lone::pieces(key).any(|p| matches!(p, super::lone::Piece::Lone(_))) {
+        return Err(BadKey::LoneSurrogate);
+    }
+    if let Some(c) = key.chars().find(|&c| crate::text::is_suspicious(c)) {
+        return Err(BadKey::Hidden(u32::from(c)));
+    }
+    if key.len() == 64
+        && key.bytes().all(|b| b.is_ascii_hexdigit())
+        && key.bytes().any(|b| b.is_ascii_uppercase())
+    {
+        return Err(BadKey::UpperCaseHex(key.to_ascii_lowercase()));
+    }
+    Ok(())
+}
+
 /// The send key: sha256 hex of [`send_key_preimage`].
 pub fn send_key(
     channel: &str,
@@ -176,6 +235,27 @@ fn required<'a>(value: &'a str, name: &'static str) -> Result<&'a str, KeyError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_has_one_spelling() {
+        let hex = "3163254257af51b78b95ad0315aa253439b9023a314f742ac23cc511d7eb4ae8";
+        assert_eq!(check_key(hex), Ok(()));
+        assert_eq!(check_key("loop-morning-brief-2026-09-17"), Ok(()));
+        assert_eq!(
+            check_key(&hex.to_ascii_uppercase()),
+            Err(BadKey::UpperCaseHex(hex.into()))
+        );
+        assert_eq!(check_key(""), Err(BadKey::Empty));
+        assert_eq!(check_key("   "), Err(BadKey::Blank));
+        assert_eq!(check_key(" k"), Err(BadKey::PaddedWithSpace));
+        assert_eq!(check_key("k\u{feff}"), Err(BadKey::PaddedWithSpace));
+        assert_eq!(check_key("a\u{200b}b"), Err(BadKey::Hidden(0x200b)));
+        assert_eq!(check_key("a\u{1b}b"), Err(BadKey::Hidden(0x1b)));
+        assert_eq!(check_key(&"k".repeat(513)), Err(BadKey::TooLong(513)));
+        assert_eq!(check_key(&"k".repeat(512)), Ok(()));
+        // Upper-case op ids are not hex keys, and stay valid.
+        assert_eq!(check_key("ORDER-1042"), Ok(()));
+    }
 
     #[test]
     fn window_number_and_text_agree() {

@@ -12,6 +12,7 @@ pub mod entry;
 pub mod jsjson;
 pub mod jsonl;
 pub mod key;
+pub mod lone;
 pub mod memory;
 pub mod sqlite;
 pub mod store;
@@ -24,7 +25,9 @@ use serde_json::{Map, Value};
 
 pub use decision::{Decision, DecisionOutcome};
 pub use entry::{Entry, Status};
-pub use store::{Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError};
+pub use store::{
+    Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, UnreadableRow,
+};
 
 /// Rounds of "someone else changed it first, look again" before giving up.
 const MAX_ROUNDS: usize = 5;
@@ -156,6 +159,8 @@ impl<R> Outcome<R> {
 pub enum LedgerError {
     #[error("a key must be a non-empty string")]
     EmptyKey,
+    #[error(transparent)]
+    BadKey(#[from] key::BadKey),
     #[error("No entry for {0}.")]
     NotFound(String),
     #[error(
@@ -173,6 +178,16 @@ pub enum LedgerError {
     },
     #[error("an entry can be resolved as sent or failed, not pending")]
     ResolveToPending,
+    /// The entry is no longer what the person saw; their decision was not applied.
+    #[error(
+        "{key} changed after it was shown: it was {seen}, and is now {now}, {change}. Nothing was changed; look again and decide on what it is now."
+    )]
+    ChangedSinceSeen {
+        key: String,
+        seen: String,
+        now: String,
+        change: String,
+    },
     #[error("gave up on {0}: it kept changing underneath")]
     Contended(String),
     #[error("the store refused to claim {0} but has no entry for it")]
@@ -212,6 +227,22 @@ fn list_keys(keys: &[String]) -> String {
 /// How many keys a prefix lookup asks the store for: enough to say "ambiguous".
 const PREFIX_MATCHES_SHOWN: usize = 10;
 
+/// True when the decision would change nothing on `current`: settling to the status
+/// it has is no-op whatever was seen, so a rerun script stays quiet.
+fn judge_unchanged(
+    judge: &impl Fn(&Entry, &mut Map<String, Value>) -> Judged,
+    current: &Entry,
+) -> bool {
+    matches!(judge(current, &mut Map::new()), Judged::Unchanged)
+}
+
+fn describe_seen(seen: &Seen) -> String {
+    match seen.attempts {
+        Some(n) => format!("{} (attempt {n})", seen.status),
+        None => seen.status.to_string(),
+    }
+}
+
 /// What a person's decision comes to on the entry as it is now.
 enum Judged {
     Unchanged,
@@ -239,6 +270,81 @@ pub struct ResolveDetails {
     pub by: Option<String>,
     pub note: Option<String>,
     pub provider_id: Option<String>,
+    /// What the person saw when they decided. When set, the decision applies only to
+    /// an entry still in that state, and is refused (naming who changed it) otherwise.
+    pub seen: Option<Seen>,
+}
+
+/// The state of an entry a person decided on: its status and, when known, which
+/// attempt (claim time and attempt count) it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub status: Status,
+    pub claimed_at: Option<String>,
+    pub attempts: Option<u64>,
+}
+
+impl Seen {
+    /// Exactly the entry that was shown: its status and its attempt.
+    pub fn entry(entry: &Entry) -> Seen {
+        Seen {
+            status: entry.status(),
+            claimed_at: Some(entry.claimed_at().to_owned()),
+            attempts: Some(entry.attempts()),
+        }
+    }
+
+    /// Only a status (`resolve --expect STATUS`).
+    pub fn status(status: Status) -> Seen {
+        Seen {
+            status,
+            claimed_at: None,
+            attempts: None,
+        }
+    }
+
+    fn matches(&self, current: &Entry) -> bool {
+        current.status() == self.status
+            && self
+                .claimed_at
+                .as_deref()
+                .is_none_or(|at| at == current.claimed_at())
+            && self.attempts.is_none_or(|n| n == current.attempts())
+    }
+}
+
+/// Who last changed an entry, as far as the entry says: a person's resolution or
+/// reset, else the send itself.
+fn last_change(entry: &Entry) -> String {
+    let record = ["resolution", "reset"]
+        .iter()
+        .filter_map(|field| entry.get(field).and_then(Value::as_object))
+        .max_by_key(|r| {
+            r.get("at")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        });
+    let text = |r: &Map<String, Value>, field: &str| {
+        r.get(field).and_then(Value::as_str).map(str::to_owned)
+    };
+    match record {
+        Some(r) => {
+            let mut said = format!(
+                "by {} at {}",
+                text(r, "by").unwrap_or_else(|| "someone".into()),
+                text(r, "at").unwrap_or_else(|| "?".into())
+            );
+            if let Some(note) = text(r, "note").filter(|n| !n.is_empty()) {
+                said.push_str(&format!(": \"{note}\""));
+            }
+            said
+        }
+        None => format!(
+            "by its own send, at {}",
+            entry.updated_at().unwrap_or(entry.claimed_at())
+        ),
+    }
 }
 
 /// What `resolve` did.
@@ -298,9 +404,7 @@ impl Ledger {
         Fut: Future<Output = Result<R, SendError>>,
         R: Receipt,
     {
-        if key.is_empty() {
-            return Err(LedgerError::EmptyKey);
-        }
+        key::check_key(key)?;
         let claimed = match self.acquire(key, meta).await? {
             Acquired::Claimed(entry) => entry,
             Acquired::Existing(entry) if entry.status() == Status::Sent => {
@@ -380,15 +484,51 @@ impl Ledger {
             return Ok(());
         }
         // Someone settled this very attempt while its send was in flight. The send did
-        // happen, so a "failed" verdict is corrected rather than left to invite a retry.
+        // happen, so a "failed" verdict is corrected rather than left to invite a retry,
+        // and both the entry and the decision log say whose verdict the send overrode.
         // A newer attempt's claim, or a "sent" verdict, is left as it is.
         if let Some(current) = self.store.get(sent.key()).await?
             && current.status() == Status::Failed
             && current.same_attempt(claimed)
         {
-            self.store
-                .transition(&current, sent, Durability::Now)
-                .await?;
+            let overridden = ["resolution", "reset"]
+                .iter()
+                .find_map(|field| current.get(field).cloned())
+                .unwrap_or(Value::Null);
+            let mut corrected = sent.clone();
+            corrected.set("overrode", overridden.clone());
+            let mut detail = Map::new();
+            detail.insert("from".into(), Status::Failed.as_str().into());
+            detail.insert("status".into(), Status::Sent.as_str().into());
+            detail.insert("overrode".into(), overridden);
+            let decision = Decision {
+                id: None,
+                at: corrected
+                    .updated_at()
+                    .unwrap_or(corrected.claimed_at())
+                    .to_owned(),
+                by: None,
+                action: "completed".into(),
+                subject: sent.key().to_owned(),
+                note: Some("the send returned after a person marked it failed: it went out".into()),
+                outcome: DecisionOutcome::Changed,
+                detail: Value::Object(detail),
+            };
+            match self
+                .store
+                .transition_decided(&current, &corrected, &decision)
+                .await
+            {
+                // A store without a decision log still gets the corrected entry.
+                Err(StoreError::Unsupported(_)) => {
+                    self.store
+                        .transition(&current, &corrected, Durability::Now)
+                        .await?;
+                }
+                other => {
+                    other?;
+                }
+            }
         }
         Ok(())
     }
@@ -539,7 +679,22 @@ impl Ledger {
             let at = self.iso_now();
             let mut detail = Map::new();
             detail.insert("from".into(), current.status().as_str().into());
-            let judged = judge(&current, &mut detail);
+            let judged = match &details.seen {
+                Some(seen) if !seen.matches(&current) && !judge_unchanged(&judge, &current) => {
+                    detail.insert("seen".into(), describe_seen(seen).into());
+                    Judged::Refused {
+                        reason: "changed since it was shown",
+                        error: LedgerError::ChangedSinceSeen {
+                            key: key.to_owned(),
+                            seen: describe_seen(seen),
+                            now: describe_seen(&Seen::entry(&current)),
+                            change: crate::text::visible_inline(&last_change(&current))
+                                .into_owned(),
+                        },
+                    }
+                }
+                _ => judge(&current, &mut detail),
+            };
             let decision = |outcome, detail: Map<String, Value>| Decision {
                 id: None,
                 at: at.clone(),
@@ -632,7 +787,10 @@ impl Ledger {
         Ok(Audit {
             now,
             older_than_ms,
-            in_flight: census.pending.saturating_sub(unknown.len() as u64),
+            in_flight: census
+                .pending
+                .saturating_sub(unknown.len() as u64)
+                .saturating_sub(census.unreadable.len() as u64),
             census,
             unknown,
         })

@@ -25,7 +25,8 @@ use tokio::sync::oneshot;
 use super::decision::Decision;
 use super::entry::{Entry, Status};
 use super::store::{
-    Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, gc_removes,
+    Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, UnreadableRow,
+    gc_removes,
 };
 
 /// The oldest SQLite this store runs on: earlier releases have WAL bugs that can lose a
@@ -340,15 +341,15 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
-        let key = key.to_owned();
+        let column = column_key(key).into_owned();
         let text: Option<String> = self
             .read(move |conn| {
                 conn.prepare_cached("SELECT entry FROM send_once WHERE key = ?1")?
-                    .query_row([key], |row| row.get(0))
+                    .query_row([column], |row| row.get(0))
                     .optional()
             })
             .await?;
-        text.map(|t| self.parse_entry(&t)).transpose()
+        text.map(|t| self.parse_entry(key, &t)).transpose()
     }
 
     async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
@@ -366,7 +367,7 @@ impl Store for SqliteStore {
                     .collect(),
             })
             .await?;
-        texts.iter().map(|t| self.parse_entry(t)).collect()
+        Ok(readable(&texts))
     }
 
     async fn counts(&self) -> Result<Census, StoreError> {
@@ -398,28 +399,28 @@ impl Store for SqliteStore {
         // Both answered from the (status, claimed_at) index: a count per status, and
         // the pending rows only.
         let mut census = self.counts().await?;
-        let pending: Vec<String> = self
-            .read(|conn| {
-                conn.prepare_cached(
-                    "SELECT entry FROM send_once WHERE status = 'pending' ORDER BY claimed_at",
-                )?
-                .query_map([], |row| row.get(0))?
-                .collect()
-            })
-            .await?;
-        for text in pending {
+        for (key, text) in self.pending_rows().await? {
             match Entry::from_json(&text) {
                 Ok(entry) => census.pending_entries.push(entry),
-                // A row that is not an entry is counted as skipped, as a line would
-                // be, rather than stopping the whole audit.
-                Err(_) => {
-                    census.pending -= 1;
-                    census.total -= 1;
-                    census.skipped += 1;
-                }
+                // Its status column says pending, so it may be an unknown send: it stays
+                // counted and is named, rather than read as "nothing unknown".
+                Err(e) => census.unreadable.push(unreadable_row(key, &e)),
             }
         }
         Ok(census)
+    }
+
+    async fn unreadable_pending(&self) -> Result<Vec<UnreadableRow>, StoreError> {
+        Ok(self
+            .pending_rows()
+            .await?
+            .into_iter()
+            .filter_map(|(key, text)| {
+                Entry::from_json(&text)
+                    .err()
+                    .map(|e| unreadable_row(key, &e))
+            })
+            .collect())
     }
 
     async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
@@ -470,7 +471,7 @@ impl Store for SqliteStore {
                     .collect()
             })
             .await?;
-        texts.iter().map(|t| self.parse_entry(t)).collect()
+        Ok(readable(&texts))
     }
 
     async fn keys_with_prefix(
@@ -625,13 +626,46 @@ impl Store for SqliteStore {
     }
 }
 
+fn unreadable_row(key: String, e: &crate::ledger::entry::EntryError) -> UnreadableRow {
+    UnreadableRow {
+        key,
+        detail: format!("its entry is {e}"),
+    }
+}
+
 impl SqliteStore {
-    fn parse_entry(&self, text: &str) -> Result<Entry, StoreError> {
+    /// Every pending row's key and entry text, oldest claim first.
+    async fn pending_rows(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT key, entry FROM send_once WHERE status = 'pending' ORDER BY claimed_at",
+            )?
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect()
+        })
+        .await
+    }
+
+    /// One row's entry; a row that cannot be read is named, and only it is refused.
+    fn parse_entry(&self, key: &str, text: &str) -> Result<Entry, StoreError> {
         Entry::from_json(text).map_err(|e| StoreError::Corrupt {
             path: self.path.clone(),
-            detail: format!("a row of send_once holds {e}"),
+            detail: format!(
+                "the row for {} holds an entry that is {e}; the other rows are not affected",
+                crate::text::visible_inline(key)
+            ),
         })
     }
+}
+
+/// The entries of the rows that can be read. A listing leaves out a row it cannot
+/// read rather than refusing the whole ledger for it; the audit (`census`) names such
+/// rows when they may be unknown sends.
+fn readable(texts: &[String]) -> Vec<Entry> {
+    texts
+        .iter()
+        .filter_map(|t| Entry::from_json(t).ok())
+        .collect()
 }
 
 fn check_sqlite_version() -> Result<(), StoreError> {
@@ -980,7 +1014,7 @@ fn apply_rows(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
                      VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO NOTHING",
                 )?
                 .execute(params![
-                    entry.key(),
+                    column_key(entry.key()),
                     entry.status().as_str(),
                     entry.to_json(),
                     entry.claimed_at(),
@@ -1043,7 +1077,7 @@ fn transition(conn: &Connection, current: &Entry, next: &Entry) -> rusqlite::Res
                      AND json_extract(entry, '$.attempts') IS ?8",
             )?
             .execute(params![
-                next.key(),
+                column_key(next.key()),
                 current.status().as_str(),
                 next.status().as_str(),
                 next.to_json(),
@@ -1054,6 +1088,13 @@ fn transition(conn: &Connection, current: &Entry, next: &Entry) -> rusqlite::Res
             ])?;
         Ok(changed as u64)
     }
+}
+
+/// The `key` column for a key: its UTF-8, with a lone surrogate as U+FFFD, which is
+/// what better-sqlite3 binds for the Node library's string (the entry JSON keeps the
+/// exact key as `\udXXX`). Matching Node here is what lets both find the same row.
+fn column_key(key: &str) -> std::borrow::Cow<'_, str> {
+    super::lone::lossy(key)
 }
 
 /// The entry's `attempts` as SQLite's `json_extract` reads it: an integer, a real, or

@@ -94,6 +94,16 @@ pub struct Census {
     pub skipped: u64,
     /// Every pending entry, in the store's order.
     pub pending_entries: Vec<Entry>,
+    /// Rows whose status says pending but whose entry cannot be read. Each may be an
+    /// unknown send, so they are counted as pending and named, never left out.
+    pub unreadable: Vec<UnreadableRow>,
+}
+
+/// A row (or line) that names a key and a status but whose entry cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnreadableRow {
+    pub key: String,
+    pub detail: String,
 }
 
 impl Census {
@@ -260,6 +270,12 @@ pub trait Store: Send + Sync {
     /// The decision log, oldest first; only those about `subject` when given.
     async fn decisions(&self, _subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         Err(StoreError::Unsupported("the decision log"))
+    }
+
+    /// Rows whose status says pending but whose entry cannot be read (see
+    /// [`Census::unreadable`]). A store that cannot hold such rows has none.
+    async fn unreadable_pending(&self) -> Result<Vec<UnreadableRow>, StoreError> {
+        Ok(Vec::new())
     }
 
     /// Something that changes whenever the ledger does (anyone's write, from any

@@ -361,6 +361,8 @@ pub enum ReviewError {
     PayloadNotJson(String),
     #[error("a draft needs a key")]
     EmptyKey,
+    #[error(transparent)]
+    BadKey(#[from] crate::ledger::key::BadKey),
     #[error(
         "{key} was already sent{at}; a draft for it could never be sent, so it is not queued. A new send needs a new key (another window or intent)"
     )]
@@ -556,6 +558,7 @@ impl Review {
         if submission.key.is_empty() {
             return Err(ReviewError::EmptyKey);
         }
+        crate::ledger::key::check_key(&submission.key)?;
         let parsed = canonical::parse_json(&submission.payload)
             .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
         if let Some(name) = duplicate_name(&submission.payload) {

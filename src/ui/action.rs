@@ -4,7 +4,7 @@
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
-use crate::ledger::{Census, Entry, PageQuery, Status};
+use crate::ledger::{Census, Entry, PageQuery, Seen, Status};
 use crate::review::Draft;
 
 #[derive(Clone, Debug)]
@@ -59,6 +59,8 @@ pub enum Effect {
         by: String,
         note: Option<String>,
         provider_id: Option<String>,
+        /// The entry as the person saw it when they decided.
+        seen: Seen,
     },
     Quit,
 }

@@ -7,7 +7,7 @@ use tui_input::backend::crossterm::EventHandler;
 
 use super::action::{Action, Effect};
 use super::keymap::{Command, View, command_for};
-use crate::ledger::{Census, Entry, PageQuery, Status, duration, time};
+use crate::ledger::{Census, Entry, PageQuery, Seen, Status, duration, time};
 use crate::review::Draft;
 
 /// Rows of the ledger view loaded at a time.
@@ -44,10 +44,13 @@ pub enum FormKind {
         key: String,
         /// Claimed less than `--older-than` ago: it may still be sending.
         in_flight: bool,
+        /// The entry as it was shown: the decision applies only to it.
+        seen: Seen,
     },
     MarkFailed {
         key: String,
         in_flight: bool,
+        seen: Seen,
     },
 }
 
@@ -533,17 +536,26 @@ impl App {
                 if let Some(entry) = self.selected_unknown() {
                     let key = entry.key().to_owned();
                     let in_flight = self.maybe_in_flight(entry);
+                    let seen = Seen::entry(entry);
                     let short = crate::text::visible_inline(&short_key(&key)).into_owned();
                     let mut fields = vec![field("Note", "", false), field("Name", &self.by, true)];
                     let (kind, title) = if sent {
                         fields.push(field("Provider id", "", false));
                         (
-                            FormKind::MarkSent { key, in_flight },
+                            FormKind::MarkSent {
+                                key,
+                                in_flight,
+                                seen,
+                            },
                             format!("Mark {short} sent"),
                         )
                     } else {
                         (
-                            FormKind::MarkFailed { key, in_flight },
+                            FormKind::MarkFailed {
+                                key,
+                                in_flight,
+                                seen,
+                            },
                             format!("Mark {short} failed"),
                         )
                     };
@@ -729,7 +741,16 @@ impl App {
                     },
                 }
             }
-            FormKind::MarkSent { key, in_flight } | FormKind::MarkFailed { key, in_flight } => {
+            FormKind::MarkSent {
+                key,
+                in_flight,
+                seen,
+            }
+            | FormKind::MarkFailed {
+                key,
+                in_flight,
+                seen,
+            } => {
                 let sent = matches!(form.kind, FormKind::MarkSent { .. });
                 let short = short_key(key);
                 let then = if sent {
@@ -760,6 +781,7 @@ impl App {
                         by,
                         note: optional("Note"),
                         provider_id: if sent { optional("Provider id") } else { None },
+                        seen: seen.clone(),
                     },
                 }
             }

@@ -595,6 +595,7 @@ impl Seeder {
             by: Some(resolve.by.clone()),
             note: resolve.note.clone(),
             provider_id: resolve.provider_id.clone(),
+            seen: None,
         };
         let resolved = self
             .ledger

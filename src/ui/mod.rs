@@ -297,9 +297,7 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             let result = backend.store.page(&query).await.map_err(|e| e.to_string());
             Action::LedgerLoaded { query, result }
         }
-        Effect::LoadCounts => {
-            Action::CountsLoaded(backend.store.counts().await.map_err(|e| e.to_string()))
-        }
+        Effect::LoadCounts => Action::CountsLoaded(counts(&backend.store).await),
         Effect::Approve {
             id,
             revision,
@@ -379,11 +377,13 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             by,
             note,
             provider_id,
+            seen,
         } => {
             let details = ResolveDetails {
                 by: Some(by),
                 note,
                 provider_id,
+                seen: Some(seen),
             };
             let short = app::short_key(&key);
             match backend.ledger.resolve(&key, status, &details).await {
@@ -422,6 +422,19 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
 /// Every pending entry, oldest claim first. Unlike the audit (which matches the Node
 /// CLI), one whose claim time cannot be read is listed too, last: it is still a send
 /// whose fate is unknown.
+/// The header's counts, with the pending rows that cannot be read: each may be an
+/// unknown send the Unknown view cannot list, so the header names how many.
+async fn counts(store: &Arc<dyn Store>) -> Result<crate::ledger::Census, String> {
+    let mut census = store.counts().await.map_err(|e| e.to_string())?;
+    if census.pending > 0 {
+        census.unreadable = store
+            .unreadable_pending()
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(census)
+}
+
 async fn unknown_sends(store: &Arc<dyn Store>) -> Result<Vec<crate::ledger::Entry>, String> {
     let mut pending = store
         .list(crate::ledger::ListFilter {

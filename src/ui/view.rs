@@ -102,17 +102,26 @@ fn draw_header(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         tabs.push(Span::styled(label, style));
     }
     let counts = match &app.counts {
-        Some(c) => format!(
-            "{} pending · {} sent · {} failed{}",
-            c.pending,
-            c.sent,
-            c.failed,
-            if c.skipped > 0 {
-                format!(" · {} skipped lines", c.skipped)
-            } else {
+        Some(c) => {
+            format!(
+                "{} pending · {} sent · {} failed{}",
+                c.pending,
+                c.sent,
+                c.failed,
+                if c.skipped > 0 {
+                    format!(" · {} skipped lines", c.skipped)
+                } else {
+                    String::new()
+                },
+            ) + &if c.unreadable.is_empty() {
                 String::new()
+            } else {
+                format!(
+                    " · {} pending unreadable (see send-once audit)",
+                    c.unreadable.len()
+                )
             }
-        ),
+        }
         None => match &app.counts_error {
             Some(e) => format!("could not count: {}", safe(e)),
             None => "counting…".to_owned(),
