@@ -748,7 +748,8 @@ fn changes_by_others_show_up_live_and_lost_races_are_refused_and_logged() {
     term.press(&["Enter"]);
     let screen = term.wait_for("✗ race-send-2 changed after it was shown", react());
     assert!(
-        screen.contains("is now sent (attempt 1), by bob at") && screen.contains("Nothing was"),
+        screen.contains("is now sent (attempt 1), by bob at")
+            && screen.contains("Nothing changed."),
         "the refusal does not say who changed it:\n{screen}"
     );
 
@@ -1082,4 +1083,95 @@ fn the_demo_fills_every_view_and_leaves_nothing_behind() {
         0,
         "quitting removes the demo ledger"
     );
+}
+
+/// The shift's D1: Dana has "mark sent" open on a pending send when Bob marks it failed
+/// from another shell. Her confirmation must not turn Bob's failed into sent: it is
+/// refused, naming Bob and his note, and only the refusal is logged for her.
+#[test]
+fn a_mark_sent_on_what_someone_else_marked_failed_is_refused_naming_them() {
+    require_tmux!();
+    let (dir, ledger) = tempdir();
+    let l = path_str(&ledger);
+    unknown_send(&ledger, "ops-alert-1", "exit 9");
+    let term = Term::start(
+        dir.path(),
+        "seen",
+        (160, 30),
+        &[],
+        &tui_command(&ledger, &["--by", "dana"]),
+    );
+    term.press(&["2"]);
+    term.wait_for("ops-alert-1", react());
+    term.press(&["s"]);
+    term.wait_for("Mark ops-alert-1 sent", react());
+    term.type_text("slack shows the message");
+    term.press(&["Enter"]);
+    term.wait_for("Mark ops-alert-1 sent as dana?", react());
+    cli(
+        &[
+            "resolve",
+            l,
+            "ops-alert-1",
+            "failed",
+            "--by",
+            "bob",
+            "--note",
+            "slack API says not posted",
+        ],
+        0,
+    );
+    term.wait_for("Unknown sends (0)", patience(3));
+    term.press(&["y"]);
+    let screen = term.wait_for("✗ ops-alert-1 changed after it was shown", react());
+    assert!(
+        screen.contains("by bob at") && screen.contains("slack API says not posted"),
+        "the refusal does not name who decided first:\n{screen}"
+    );
+    let shown = cli_json(&["show", l, "ops-alert-1", "--json"]);
+    let entry = shown.get("entry").unwrap_or(&shown);
+    assert_eq!(entry["status"], "failed", "{shown}");
+    assert_eq!(entry["resolution"]["by"], "bob", "{shown}");
+    let rows = decision_rows(&decisions(&ledger));
+    let dana: Vec<_> = rows.iter().filter(|r| r.2 == "dana").collect();
+    assert_eq!(dana.len(), 1, "{rows:?}");
+    assert_eq!(dana[0].4, "refused", "{rows:?}");
+    term.press(&["q"]);
+}
+
+/// A row the Node library wrote with a lone surrogate is listed like any other, and a
+/// pending row that cannot be read is counted in the header rather than hidden.
+#[test]
+fn node_rows_with_lone_surrogates_are_listed_and_unreadable_ones_are_counted() {
+    require_tmux!();
+    let (dir, ledger) = tempdir();
+    cli(
+        &["run", path_str(&ledger), "--key", "sentinel", "--", "true"],
+        0,
+    );
+    let conn = rusqlite::Connection::open(&ledger).unwrap();
+    let insert = "INSERT INTO send_once (key, status, entry, claimed_at, updated_at) \
+                  VALUES (?1, 'pending', ?2, '2026-12-01T07:00:00.000Z', '2026-12-01T07:00:00.000Z')";
+    conn.execute(
+        insert,
+        [
+            "cut-meta-1",
+            r#"{"key":"cut-meta-1","status":"pending","attempts":1,"claimedAt":"2026-12-01T07:00:00.000Z","meta":{"note":"Hi \ud83d"}}"#,
+        ],
+    )
+    .unwrap();
+    conn.execute(insert, ["torn-row-1", "{not json"]).unwrap();
+    drop(conn);
+    let term = Term::start(
+        dir.path(),
+        "lone",
+        (120, 30),
+        &[],
+        &tui_command(&ledger, &["--by", "dana"]),
+    );
+    term.wait_for("1 pending unreadable (see send-once audit)", react());
+    term.press(&["2"]);
+    term.wait_for("cut-meta-1", react());
+    term.wait_for("Hi <U+D83D>", react());
+    term.press(&["q"]);
 }

@@ -404,6 +404,9 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
                     resolved.entry.status().as_str(),
                     resolution_by(&resolved.entry)
                 )),
+                Err(LedgerError::ChangedSinceSeen { now, change, .. }) => failed(format!(
+                    "{short} changed after it was shown: it is now {now}, {change}. Nothing changed."
+                )),
                 Err(LedgerError::AlreadySent(_)) => {
                     let by = match backend.ledger.get(&key).await {
                         Ok(Some(entry)) => resolution_by(&entry),
