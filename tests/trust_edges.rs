@@ -418,4 +418,10 @@ fn a_send_that_completes_after_a_person_marked_it_failed_says_so() {
         .collect();
     assert_eq!(completed.len(), 1, "{log}");
     assert_eq!(completed[0]["detail"]["overrode"]["by"], "bob", "{log}");
+    let shown = stdout(&output(&["show", p(&ledger), "slow-1"]));
+    assert!(
+        shown.contains("the send went out after it was marked failed by bob"),
+        "{shown}"
+    );
+    assert!(shown.contains("completed by its own send"), "{shown}");
 }

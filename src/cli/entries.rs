@@ -347,13 +347,14 @@ pub fn show(args: &ShowArgs) -> Exit {
             row("meta", &format!("{k}: {v}"));
         }
     }
-    for record in ["resolution", "reset"] {
+    for record in ["resolution", "reset", "overrode"] {
         if let Some(Value::Object(r)) = entry.get(record) {
             let field = |name: &str| r.get(name).and_then(Value::as_str).unwrap_or("?");
-            let verb = if record == "reset" {
-                "reset to failed"
-            } else {
-                "resolved"
+            let verb = match record {
+                "reset" => "reset to failed",
+                // The send returned after this verdict: it went out, whatever was said.
+                "overrode" => "the send went out after it was marked failed",
+                _ => "resolved",
             };
             let mut text = format!(
                 "{verb} by {} at {} (was {})",
@@ -367,7 +368,15 @@ pub fn show(args: &ShowArgs) -> Exit {
             row(record, &text);
         }
     }
-    if decisions.is_empty() {
+    let settled_elsewhere = ["resolution", "reset"]
+        .iter()
+        .any(|field| entry.get(field).is_some());
+    if decisions.is_empty() && settled_elsewhere {
+        // The Node library's resolve() records on the entry only.
+        out.push_str(
+            "\nNo decisions in this ledger's log for this key: the record above was written on the entry by another tool.\n",
+        );
+    } else if decisions.is_empty() {
         out.push_str("\nNo decisions recorded for this key.\n");
     } else {
         out.push_str("\nDecisions:\n");
@@ -385,7 +394,11 @@ fn decision_line(d: &Decision) -> String {
         d.id.unwrap_or_default(),
         d.at,
         d.action,
-        d.by.as_deref().unwrap_or("(unknown)"),
+        d.by.as_deref().unwrap_or(if d.action == "completed" {
+            "its own send"
+        } else {
+            "(unknown)"
+        }),
         d.outcome.as_str()
     );
     if let Value::Object(detail) = &d.detail {
