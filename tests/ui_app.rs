@@ -546,7 +546,8 @@ fn approve_confirms_then_returns_exactly_the_decision_shown() {
         }]
     );
     assert!(app.overlay.is_none());
-    assert_eq!(status(&app), ("Working…", true));
+    assert_eq!(status(&app), (send_once::ui::app::WORKING, true));
+    assert!(app.working());
 }
 
 #[test]

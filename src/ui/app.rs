@@ -54,6 +54,10 @@ pub enum FormKind {
     },
 }
 
+/// The status while a confirmed decision is written (a busy ledger can take seconds):
+/// neither a tick nor a cross, because nothing is decided yet.
+pub const WORKING: &str = "Working… (writing to the ledger)";
+
 #[derive(Clone, Debug)]
 pub struct Field {
     pub label: &'static str,
@@ -613,6 +617,11 @@ impl App {
         self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
     }
 
+    /// Whether the status line says a decision is still being written.
+    pub fn working(&self) -> bool {
+        matches!(&self.status, Some((message, _)) if message == WORKING)
+    }
+
     fn say(&mut self, message: &str, ok: bool) {
         self.status = Some((message.to_owned(), ok));
     }
@@ -645,7 +654,7 @@ impl App {
     }
 
     fn confirmed(&mut self, confirm: Confirm) -> Vec<Effect> {
-        self.say("Working…", true);
+        self.say(WORKING, true);
         vec![confirm.effect]
     }
 

@@ -147,7 +147,9 @@ fn draw_status(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     }
     let line = match &app.status {
         Some((message, ok)) => {
-            let (mark, style) = if *ok {
+            let (mark, style) = if app.working() {
+                ("… ", theme.title())
+            } else if *ok {
                 ("✓ ", theme.ok())
             } else {
                 ("✗ ", theme.error())
