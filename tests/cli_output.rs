@@ -1,9 +1,88 @@
-//! What reaches stdout and stderr: a send command's stderr comes before send-once's
-//! verdict.
+//! What reaches stdout and stderr: a failed write to stdout is an error while a
+//! closed pipe is not, a send command's stderr comes before send-once's verdict, a
+//! send command's stdout is passed on safely, and `--json` errors are JSON.
 
 mod common;
 
+use std::io::Read;
+use std::process::Stdio;
+
 use common::*;
+use serde_json::{Value, json};
+
+fn dev_full() -> Option<std::fs::File> {
+    match std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        Ok(file) => Some(file),
+        Err(e) => {
+            println!("skipped: /dev/full cannot be opened here ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_failed_write_to_stdout_is_exit_2_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let l = ledger.to_str().unwrap();
+    let ran = output(&["run", l, "--key", "k0", "--", "echo", "m0"]);
+    expect_exit(&ran, 0, "seed");
+    let cases: [&[&str]; 4] = [
+        &[
+            "key",
+            "--channel",
+            "email",
+            "--to",
+            "a@x.com",
+            "--intent",
+            "i",
+        ],
+        &["ls", l, "--json"],
+        &["ls", l],
+        &["audit", l, "--json"],
+    ];
+    for args in cases {
+        let Some(full) = dev_full() else { return };
+        let out = send_once(args).stdout(full).output().unwrap();
+        expect_exit(&out, 2, &format!("{args:?} > /dev/full"));
+        assert!(
+            stderr(&out).contains("could not write the output to stdout: No space left"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    // A send that went out but whose output was lost: exit 2 and the message, and the
+    // ledger has it as sent, so a rerun is a duplicate.
+    let Some(full) = dev_full() else { return };
+    let out = send_once(&["run", l, "--key", "k1", "--", "echo", "m1"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    expect_exit(&out, 2, "run > /dev/full");
+    assert!(stderr(&out).contains("No space left"), "{}", stderr(&out));
+    assert_eq!(status_of(&ledger, "k1").as_deref(), Some("sent"));
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // More than a pipe holds, so send-once is still writing when the reader leaves.
+    let doc = dir.path().join("big.json");
+    let items: Vec<Value> = (0..40_000).map(|i| json!({"n": i})).collect();
+    std::fs::write(&doc, serde_json::to_string(&items).unwrap()).unwrap();
+    let mut child = send_once(&["hash", doc.to_str().unwrap(), "--canonical"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout); // `| head -c1`
+    let out = child.wait_with_output().unwrap();
+    expect_exit(&out, 0, "hash --canonical | head -c1");
+    assert_eq!(stderr(&out), "", "a closed pipe is not worth a message");
+}
 
 #[test]
 fn the_send_commands_stderr_comes_before_the_verdict() {
@@ -37,4 +116,86 @@ fn the_send_commands_stderr_comes_before_the_verdict() {
         );
         assert!(lines[1].starts_with("send-once: the send failed"), "{err}");
     }
+}
+
+#[test]
+fn a_send_commands_stdout_is_passed_on_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let l = ledger.to_str().unwrap();
+    let run = |key: &str, printed: &[u8]| {
+        let file = dir.path().join(format!("{key}.out"));
+        std::fs::write(&file, printed).unwrap();
+        let out = output(&["run", l, "--key", key, "--", "cat", file.to_str().unwrap()]);
+        expect_exit(&out, 0, key);
+        out.stdout
+    };
+    // Nothing suspicious: byte for byte, layout and all.
+    let clean = b"{ \"id\" : \"m1\",\n\t\"ok\": true }\n";
+    assert_eq!(run("clean", clean), clean);
+    // JSON with C1, bidi and a CRLF ending: the same value, nothing raw.
+    let json_text = "{\"id\":\"a\u{9b}2J\u{202e}b\",\r\n\t\"n\":1}\r\n";
+    let shown = String::from_utf8(run("json", json_text.as_bytes())).unwrap();
+    assert!(
+        !shown
+            .chars()
+            .any(|c| c != '\n' && send_once::text::is_suspicious(c)),
+        "{shown:?}"
+    );
+    let value: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(value, json!({"id": "a\u{9b}2J\u{202e}b", "n": 1}));
+    // Text: visible marks.
+    let shown = String::from_utf8(run("text", b"sent \x1b[2J\x07 ok\r\n")).unwrap();
+    assert_eq!(shown, "sent \u{241b}[2J\u{2407} ok\u{240d}\n");
+}
+
+#[test]
+fn json_errors_are_json_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let out = output(&["ls", missing.to_str().unwrap(), "--json"]);
+    expect_exit(&out, 2, "ls missing --json");
+    let error = json_stdout(&out, "ls missing --json");
+    assert!(
+        error["error"].as_str().unwrap().contains("no such ledger"),
+        "{error}"
+    );
+    assert_eq!(error["exitCode"], 2);
+    assert!(stderr(&out).contains("no such ledger"), "{}", stderr(&out));
+
+    // Bad input under --json: the error object, exit 2, and nothing written.
+    let ledger = dir.path().join("l.db");
+    let out = output(&[
+        "run",
+        ledger.to_str().unwrap(),
+        "--key",
+        "k",
+        "--meta",
+        "[1]",
+        "--json",
+        "--",
+        "true",
+    ]);
+    expect_exit(&out, 2, "bad meta");
+    let error = json_stdout(&out, "bad meta");
+    assert!(
+        error["error"].as_str().unwrap().contains("--meta"),
+        "{error}"
+    );
+    assert!(!ledger.exists(), "nothing is created");
+
+    // A command that printed its own JSON (an unknown outcome) adds no second one.
+    let out = output(&[
+        "run",
+        ledger.to_str().unwrap(),
+        "--key",
+        "k",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "exit 75",
+    ]);
+    expect_exit(&out, 3, "unknown --json");
+    assert_eq!(json_stdout(&out, "unknown --json")["outcome"], "unknown");
 }

@@ -14,7 +14,8 @@ use send_once::ledger::{Audit, Entry, duration, jsjson, time};
 use send_once::text::visible_inline;
 
 use super::ledger_arg::{ledger_or_default, open_ledger, use_colour};
-use super::{Exit, fail, print_json, print_stdout};
+use super::output::{Paint, Styled, print_styled};
+use super::{Exit, fail, print_json};
 
 pub const EXIT_CODES: &str = "\
 After checking each unknown send with the provider, record what happened:
@@ -70,7 +71,7 @@ pub fn audit(args: &AuditArgs) -> Exit {
     if args.json {
         print_json(&report);
     } else {
-        print_stdout(&format_report(&report, use_colour(args.no_colour)));
+        print_styled(&format_report(&report), use_colour(args.no_colour));
     }
     if audit.unknown.is_empty() {
         Exit::Ok
@@ -120,93 +121,79 @@ fn unknown_send(entry: &Entry, now: i64) -> Value {
     Value::Object(send)
 }
 
-const RESET: &str = "\x1b[0m";
-const DIM: &str = "\x1b[2m";
-const BOLD: &str = "\x1b[1m";
-const RED: &str = "\x1b[31m";
-const YELLOW: &str = "\x1b[33m";
-const GREEN: &str = "\x1b[32m";
 const WIDTH: usize = 76;
 
-/// The Node CLI's `formatAudit`, from the report it built.
-fn format_report(report: &Value, colour: bool) -> String {
-    let paint = |code: &str, text: &str| {
-        if colour {
-            format!("{code}{text}{RESET}")
-        } else {
-            text.to_owned()
-        }
-    };
+/// The Node CLI's `formatAudit`, from the report it built; colour is added by the
+/// writer (see [`Styled`]), so nothing in the text can bring its own.
+fn format_report(report: &Value) -> Styled {
+    let mut out = Styled::default();
     let count = |name: &str| report["counts"][name].as_u64().unwrap_or(0);
     let ledger = visible_inline(report["ledger"].as_str().unwrap_or_default()).into_owned();
     let unknown = report["unknown"].as_array().cloned().unwrap_or_default();
     let in_flight = report["inFlight"].as_u64().unwrap_or(0);
     let skipped = report["skippedLines"].as_u64().unwrap_or(0);
-    let mut lines = vec![String::new()];
+    out.plain("\n");
 
     if unknown.is_empty() {
-        lines.push(format!(
-            "{}  {}",
-            paint(GREEN, "OK"),
-            paint(BOLD, &format!("Nothing unresolved in {ledger}"))
-        ));
+        out.paint(Paint::Green, "OK")
+            .plain("  ")
+            .paint(Paint::Bold, format!("Nothing unresolved in {ledger}"))
+            .plain("\n");
     } else {
         let n = unknown.len();
-        lines.push(format!(
-            "{}  {}",
-            paint(RED, "UNKNOWN"),
-            paint(
-                BOLD,
-                &format!(
+        out.paint(Paint::Red, "UNKNOWN")
+            .plain("  ")
+            .paint(
+                Paint::Bold,
+                format!(
                     "{n} send{} may or may not have gone out",
                     if n == 1 { "" } else { "s" }
-                )
+                ),
             )
-        ));
+            .plain("\n");
     }
-    lines.push(String::new());
-    lines.push(format!("      {:>6} in the ledger", count("total")));
-    lines.push(format!(
-        "      {} sent",
-        paint(GREEN, &format!("{:>6}", count("sent")))
-    ));
-    lines.push(format!(
-        "      {} failed, may be retried",
-        paint(YELLOW, &format!("{:>6}", count("failed")))
-    ));
-    lines.push(format!(
-        "      {} pending",
-        paint(RED, &format!("{:>6}", count("pending")))
-    ));
+    out.plain("\n");
+    out.plain(format!("      {:>6} in the ledger\n", count("total")));
+    for (paint, name, what) in [
+        (Paint::Green, "sent", "sent"),
+        (Paint::Yellow, "failed", "failed, may be retried"),
+        (Paint::Red, "pending", "pending"),
+    ] {
+        out.plain("      ")
+            .paint(paint, format!("{:>6}", count(name)))
+            .plain(format!(" {what}\n"));
+    }
 
     for send in &unknown {
-        lines.push(String::new());
-        lines.push(format!(
-            "  {}",
+        out.plain("\n");
+        out.plain(format!(
+            "  {}\n",
             visible_inline(send["key"].as_str().unwrap_or_default())
         ));
         let attempts = match &send["attempts"] {
             Value::Null => "?".to_owned(),
             other => display_value(other),
         };
-        lines.push(paint(
-            DIM,
-            &format!(
+        out.paint(
+            Paint::Dim,
+            format!(
                 "      claimed {}, {} ago, attempt {}",
                 visible_inline(send["claimedAt"].as_str().unwrap_or_default()),
                 duration::format_duration(send["ageMs"].as_f64().unwrap_or(0.0)),
                 visible_inline(&attempts),
             ),
-        ));
+        )
+        .plain("\n");
         for field in meta_fields(&send["meta"]) {
-            lines.push(wrap(&field, WIDTH - 6, "      "));
+            out.plain(wrap(&field, WIDTH - 6, "      ")).plain("\n");
         }
         if is_truthy(&send["error"]) {
-            lines.push(wrap(
+            out.plain(wrap(
                 &format!("last error: {}", display_value(&send["error"])),
                 WIDTH - 6,
                 "      ",
-            ));
+            ))
+            .plain("\n");
         }
     }
 
@@ -238,20 +225,20 @@ fn format_report(report: &Value, colour: bool) -> String {
         ));
     }
     if !notes.is_empty() {
-        lines.push(String::new());
+        out.plain("\n");
     }
     for (i, note) in notes.iter().enumerate() {
         if i > 0 {
-            lines.push(String::new());
+            out.plain("\n");
         }
-        lines.push(wrap(note, WIDTH - 2, "  "));
+        out.plain(wrap(note, WIDTH - 2, "  ")).plain("\n");
         if i == 0 && !unknown.is_empty() {
-            lines.push(format!("    send-once resolve {ledger} <key> sent"));
-            lines.push(format!("    send-once resolve {ledger} <key> failed"));
+            out.plain(format!("    send-once resolve {ledger} <key> sent\n"));
+            out.plain(format!("    send-once resolve {ledger} <key> failed\n"));
         }
     }
-    lines.push(String::new());
-    format!("{}\n", lines.join("\n"))
+    out.plain("\n");
+    out
 }
 
 /// One "name: value" per meta field that is not null, strings as they are and

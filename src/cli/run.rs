@@ -13,7 +13,8 @@ use send_once::ledger::{
 
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::open_ledger;
-use super::{Exit, display_path, fail, note, print_stdout, read_text_arg};
+use super::output::{print_command_stdout, print_json_line};
+use super::{Exit, display_path, fail, note, print_json, read_text_arg};
 use send_once::command::{self as send_command, Ending, SendCommand};
 
 /// The largest result kept in an entry for replay; a bigger one is only printed.
@@ -233,21 +234,18 @@ pub fn report(
         Err(e) => return fail(Exit::Refused, e),
     };
     if json {
-        print_stdout(&format!(
-            "{}\n",
-            jsjson::stringify_pretty(&outcome_json(key, &outcome))
-        ));
+        print_json(&outcome_json(key, &outcome));
     }
     match outcome {
         Outcome::Sent { result, .. } => {
             if !json {
-                print_stdout(&String::from_utf8_lossy(&result.stdout));
+                print_command_stdout(&result.stdout);
             }
             Exit::Ok
         }
         Outcome::Duplicate { entry } => {
             if !json && let Some(result) = entry.get("result") {
-                print_stdout(&format!("{}\n", jsjson::stringify(result)));
+                print_json_line(result);
             }
             note(format!(
                 "{key} was already sent{}{}; not sent again",
