@@ -1,10 +1,12 @@
-//! What reaches stdout and stderr: a failed write to stdout is an error while a
-//! closed pipe is not, a send command's stderr comes before send-once's verdict, a
-//! send command's stdout is passed on safely, and `--json` errors are JSON.
+//! What reaches stdout and stderr, and what is kept: a failed write to stdout is an
+//! error while a closed pipe is not, a send command's stderr comes before send-once's
+//! verdict, entries hold what Node writes unless `--keep-result`, a send command's
+//! stdout is passed on safely, and `--json` errors are JSON.
 
 mod common;
 
 use std::io::Read;
+use std::path::Path;
 use std::process::Stdio;
 
 use common::*;
@@ -115,6 +117,109 @@ fn the_send_commands_stderr_comes_before_the_verdict() {
             "round {round}: the command's line comes first:\n{err}"
         );
         assert!(lines[1].starts_with("send-once: the send failed"), "{err}");
+    }
+}
+
+/// The field names of the last line of a JSON Lines ledger.
+fn last_line(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+fn field_names(entry: &Value) -> Vec<String> {
+    entry.as_object().unwrap().keys().cloned().collect()
+}
+
+const NODE_SENT_FIELDS: [&str; 8] = [
+    "key",
+    "status",
+    "attempts",
+    "claimedAt",
+    "updatedAt",
+    "meta",
+    "sentAt",
+    "providerId",
+];
+
+#[test]
+fn an_entry_holds_what_node_writes_unless_the_result_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    let l = ledger.to_str().unwrap();
+    let reply = r#"echo '{"id":"m1","token":"t0k3n"}'"#;
+
+    let first = output(&["run", l, "--key", "k", "--", "sh", "-c", reply]);
+    expect_exit(&first, 0, "first send");
+    assert_eq!(stdout(&first), "{\"id\":\"m1\",\"token\":\"t0k3n\"}\n");
+    let entry = last_line(&ledger);
+    assert_eq!(field_names(&entry), NODE_SENT_FIELDS, "{entry}");
+    assert_eq!(entry["providerId"], "m1");
+    assert!(
+        !std::fs::read_to_string(&ledger).unwrap().contains("t0k3n"),
+        "the reply's secret is not kept"
+    );
+    // A duplicate prints what the ledger has: the provider id.
+    let again = output(&["run", l, "--key", "k", "--", "sh", "-c", reply]);
+    expect_exit(&again, 0, "duplicate");
+    assert_eq!(stdout(&again), "m1\n");
+    assert!(
+        stderr(&again).contains("already sent"),
+        "{}",
+        stderr(&again)
+    );
+    let again = json_stdout(
+        &output(&["run", l, "--key", "k", "--json", "--", "true"]),
+        "duplicate --json",
+    );
+    assert_eq!(again["outcome"], "duplicate");
+    assert_eq!(again["result"], Value::Null);
+    assert_eq!(again["entry"]["providerId"], "m1");
+
+    // Asked for, the result is kept and replayed.
+    let kept = output(&[
+        "run",
+        l,
+        "--key",
+        "k2",
+        "--keep-result",
+        "--",
+        "sh",
+        "-c",
+        reply,
+    ]);
+    expect_exit(&kept, 0, "kept");
+    let entry = last_line(&ledger);
+    assert_eq!(entry["result"], json!({"id": "m1", "token": "t0k3n"}));
+    let again = output(&["run", l, "--key", "k2", "--", "true"]);
+    assert_eq!(stdout(&again), "{\"id\":\"m1\",\"token\":\"t0k3n\"}\n");
+
+    // dispatch is the same: nothing kept unless asked.
+    let db = dir.path().join("q.db");
+    let q = db.to_str().unwrap();
+    let payload = dir.path().join("p.json");
+    std::fs::write(&payload, r#"{"to":"a@x.com"}"#).unwrap();
+    for (key, keep) in [("d1", false), ("d2", true)] {
+        let submitted = output(&[
+            "draft",
+            "submit",
+            q,
+            "--key",
+            key,
+            "--payload",
+            payload.to_str().unwrap(),
+        ]);
+        expect_exit(&submitted, 0, "submit");
+        let id = stdout(&submitted).trim().to_owned();
+        expect_exit(&output(&["approve", q, &id, "--by", "rev"]), 0, "approve");
+        let mut args = vec!["dispatch", q, &id];
+        if keep {
+            args.push("--keep-result");
+        }
+        args.extend(["--", "sh", "-c", reply]);
+        expect_exit(&output(&args), 0, "dispatch");
+        let entry = entry_of(&db, key).unwrap();
+        assert_eq!(entry["providerId"], "m1");
+        assert_eq!(entry.get("result").is_some(), keep, "{key}: {entry}");
     }
 }
 

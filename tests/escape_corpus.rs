@@ -275,6 +275,52 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
             }
         }
     }
+    // The same with the result kept, so the duplicate replays it.
+    let intent = format!("kept-{h}");
+    for json_flag in ["--keep-result", "--json"] {
+        let args = [
+            "run",
+            l,
+            "--channel",
+            "email",
+            "--to",
+            "a@x.com",
+            "--intent",
+            &intent,
+            "--keep-result",
+            json_flag,
+            "--",
+            "sh",
+            &reply,
+        ];
+        let out = output(&args);
+        c.check(&format!("run --keep-result {json_flag}"), &out, Json::No);
+        let again = output(&args);
+        c.check(
+            &format!("run --keep-result {json_flag}, duplicate"),
+            &again,
+            Json::No,
+        );
+    }
+    let kept = output(&[
+        "run",
+        l,
+        "--channel",
+        "email",
+        "--to",
+        "a@x.com",
+        "--intent",
+        &intent,
+        "--json",
+        "--",
+        "true",
+    ]);
+    c.check(
+        "run duplicate of a kept result --json",
+        &kept,
+        Json::Holding,
+    );
+
     // What the ledger now holds, listed and shown.
     for ledger in [l, j] {
         c.both(

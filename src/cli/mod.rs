@@ -38,7 +38,7 @@ impl From<Exit> for ExitCode {
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  sent now, or already sent (a duplicate prints the stored result)
+  0  sent now, or already sent (a duplicate prints the kept result, else the provider id)
   1  the send failed definitely; it may be retried
   2  refused or could not run (bad input, unusable ledger, a gate fired)
   3  unknown: the send may or may not have gone out; a person must check";

@@ -208,6 +208,10 @@ pub struct DispatchArgs {
     /// Kill the draft's recheck command after this long
     #[arg(long, default_value = "30s", allow_hyphen_values = true)]
     pub recheck_timeout: String,
+    /// Keep the command's output (up to 64 KiB) in the entry as `result`, so a duplicate
+    /// prints it again. Off by default: a provider's reply can hold a secret
+    #[arg(long)]
+    pub keep_result: bool,
     /// Print the refusal or the outcome as JSON
     #[arg(long)]
     pub json: bool,
@@ -925,6 +929,7 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             payload: Some(current.payload.as_bytes()),
             failed_exit: &args.failed_exit,
             timeout: timeout.as_ref(),
+            keep_result: args.keep_result,
         };
         // Dispatched already, and the ledger has it as sent or pending: ask the ledger
         // alone, which answers duplicate or unknown without sending, whatever the
