@@ -1,7 +1,8 @@
 //! What reaches stdout and stderr, and what is kept: a failed write to stdout is an
 //! error while a closed pipe is not, a send command's stderr comes before send-once's
 //! verdict, entries hold what Node writes unless `--keep-result`, a send command's
-//! stdout is passed on safely, and `--json` errors are JSON.
+//! stdout is passed on safely, `audit` text cuts huge meta, and `--json` errors are
+//! JSON.
 
 mod common;
 
@@ -252,6 +253,47 @@ fn a_send_commands_stdout_is_passed_on_safely() {
     // Text: visible marks.
     let shown = String::from_utf8(run("text", b"sent \x1b[2J\x07 ok\r\n")).unwrap();
     assert_eq!(shown, "sent \u{241b}[2J\u{2407} ok\u{240d}\n");
+}
+
+#[test]
+fn audit_text_cuts_long_meta_and_json_keeps_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    let l = ledger.to_str().unwrap();
+    let long = format!("{}{}", "é".repeat(300), "x".repeat(100));
+    let mut meta = serde_json::Map::new();
+    meta.insert("long".into(), long.clone().into());
+    for i in 0..60 {
+        meta.insert(format!("f{i:02}"), "v".into());
+    }
+    let meta = Value::Object(meta).to_string();
+    let out = output(&[
+        "run", l, "--key", "k", "--meta", &meta, "--", "sh", "-c", "exit 75",
+    ]);
+    expect_exit(&out, 3, "unknown");
+
+    let text = output(&["audit", l]);
+    expect_exit(&text, 1, "audit");
+    let shown = stdout(&text);
+    // Word wrap may break a line anywhere there is a space.
+    let words = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    let kept = format!("long: {}…", "é".repeat(200));
+    assert!(words.contains(&kept), "{shown}");
+    // 100 é (2 bytes each) and 100 x were left out.
+    assert!(
+        words.contains("(300 more bytes; audit --json has it whole)"),
+        "{shown}"
+    );
+    assert!(words.contains("f48: v"), "{shown}");
+    assert!(!words.contains("f49: v"), "{shown}");
+    assert!(
+        words.contains("… 11 more meta fields (44 bytes) left out"),
+        "{shown}"
+    );
+
+    let report = json_stdout(&output(&["audit", l, "--json"]), "audit --json");
+    assert_eq!(report["unknown"][0]["meta"]["long"], long.as_str());
+    assert_eq!(report["unknown"][0]["meta"]["f59"], "v");
 }
 
 #[test]

@@ -122,6 +122,11 @@ fn unknown_send(entry: &Entry, now: i64) -> Value {
 }
 
 const WIDTH: usize = 76;
+/// The most of one meta field's name or value the text report prints, in characters
+/// (never splitting one); `--json` has it whole.
+const META_VALUE_CHARS: usize = 200;
+/// The most meta fields the text report prints for one send.
+const META_FIELDS: usize = 50;
 
 /// The Node CLI's `formatAudit`, from the report it built; colour is added by the
 /// writer (see [`Styled`]), so nothing in the text can bring its own.
@@ -242,16 +247,46 @@ fn format_report(report: &Value) -> Styled {
 }
 
 /// One "name: value" per meta field that is not null, strings as they are and
-/// anything else as JSON.
+/// anything else as JSON. Long names and values are cut, and fields past
+/// [`META_FIELDS`] left out, each saying how much is missing.
 fn meta_fields(meta: &Value) -> Vec<String> {
     match meta {
         Value::Null => Vec::new(),
-        Value::Object(fields) => fields
-            .iter()
-            .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| format!("{k}: {}", display_value(v)))
-            .collect(),
-        other => vec![format!("meta: {}", display_value(other))],
+        Value::Object(fields) => {
+            let shown: Vec<(&String, &Value)> =
+                fields.iter().filter(|(_, v)| !v.is_null()).collect();
+            let mut lines: Vec<String> = shown
+                .iter()
+                .take(META_FIELDS)
+                .map(|(k, v)| format!("{}: {}", cut(k), cut(&display_value(v))))
+                .collect();
+            if shown.len() > META_FIELDS {
+                let rest = &shown[META_FIELDS..];
+                let bytes: usize = rest
+                    .iter()
+                    .map(|(k, v)| k.len() + display_value(v).len())
+                    .sum();
+                lines.push(format!(
+                    "… {} more meta field{} ({bytes} bytes) left out; audit --json has them all",
+                    rest.len(),
+                    if rest.len() == 1 { "" } else { "s" }
+                ));
+            }
+            lines
+        }
+        other => vec![format!("meta: {}", cut(&display_value(other)))],
+    }
+}
+
+/// `text` up to [`META_VALUE_CHARS`] characters, saying how many bytes were left out.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(META_VALUE_CHARS) {
+        None => text.to_owned(),
+        Some((at, _)) => format!(
+            "{}… ({} more bytes; audit --json has it whole)",
+            &text[..at],
+            text.len() - at
+        ),
     }
 }
 
