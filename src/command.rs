@@ -154,7 +154,10 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
                     line.push(byte);
                     if byte == b'\n' || line.len() >= 8192 {
                         let shown = String::from_utf8_lossy(&line);
+                        // tokio's stderr hands the write to another thread: flushed,
+                        // each line is out before the next, and before our own verdict.
                         let _ = ours.write_all(visible(&shown).as_bytes()).await;
+                        let _ = ours.flush().await;
                         line.clear();
                     }
                 }
@@ -170,6 +173,7 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
                 .write_all(format!("{}\n", visible(&shown)).as_bytes())
                 .await;
         }
+        let _ = ours.flush().await;
         let start = tail.len().saturating_sub(STDERR_TAIL);
         String::from_utf8_lossy(&tail[start..]).into_owned()
     };

@@ -22,6 +22,7 @@ fn sends_once_then_replays_the_stored_result() {
 
     let first = send_once(&run_args(l, "k1"))
         .args([
+            "--keep-result",
             "--payload",
             payload.to_str().unwrap(),
             "--meta",
@@ -573,6 +574,7 @@ fn json_output_reports_the_outcome() {
     let out = output_with_stdin(
         send_once(&run_args(l, "k-json")).args([
             "--json",
+            "--keep-result",
             "--payload",
             "-",
             "--",

@@ -119,8 +119,7 @@ fn node_statements_work_on_a_ledger_this_tool_wrote() {
             "updatedAt",
             "meta",
             "sentAt",
-            "providerId",
-            "result"
+            "providerId"
         ]
     );
     assert_eq!(sent["providerId"], "msg_9");

@@ -14,7 +14,8 @@ use send_once::ledger::{Audit, Entry, duration, jsjson, time};
 use send_once::text::visible_inline;
 
 use super::ledger_arg::{ledger_or_default, open_ledger, use_colour};
-use super::{Exit, fail, print_json, print_stdout};
+use super::output::{Paint, Styled, print_styled};
+use super::{Exit, fail, print_json};
 
 pub const EXIT_CODES: &str = "\
 After checking each unknown send with the provider, record what happened:
@@ -70,7 +71,7 @@ pub fn audit(args: &AuditArgs) -> Exit {
     if args.json {
         print_json(&report);
     } else {
-        print_stdout(&format_report(&report, use_colour(args.no_colour)));
+        print_styled(&format_report(&report), use_colour(args.no_colour));
     }
     if audit.unknown.is_empty() && audit.census.unreadable.is_empty() {
         Exit::Ok
@@ -130,124 +131,115 @@ fn unknown_send(entry: &Entry, now: i64) -> Value {
     Value::Object(send)
 }
 
-const RESET: &str = "\x1b[0m";
-const DIM: &str = "\x1b[2m";
-const BOLD: &str = "\x1b[1m";
-const RED: &str = "\x1b[31m";
-const YELLOW: &str = "\x1b[33m";
-const GREEN: &str = "\x1b[32m";
 const WIDTH: usize = 76;
+/// The most of one meta field's name or value the text report prints, in characters
+/// (never splitting one); `--json` has it whole.
+const META_VALUE_CHARS: usize = 200;
+/// The most meta fields the text report prints for one send.
+const META_FIELDS: usize = 50;
 
-/// The Node CLI's `formatAudit`, from the report it built.
-fn format_report(report: &Value, colour: bool) -> String {
-    let paint = |code: &str, text: &str| {
-        if colour {
-            format!("{code}{text}{RESET}")
-        } else {
-            text.to_owned()
-        }
-    };
+/// The Node CLI's `formatAudit`, from the report it built; colour is added by the
+/// writer (see [`Styled`]), so nothing in the text can bring its own.
+fn format_report(report: &Value) -> Styled {
+    let mut out = Styled::default();
     let count = |name: &str| report["counts"][name].as_u64().unwrap_or(0);
     let ledger = visible_inline(report["ledger"].as_str().unwrap_or_default()).into_owned();
     let unknown = report["unknown"].as_array().cloned().unwrap_or_default();
     let in_flight = report["inFlight"].as_u64().unwrap_or(0);
     let skipped = report["skippedLines"].as_u64().unwrap_or(0);
     let unreadable = report["unreadable"].as_array().cloned().unwrap_or_default();
-    let mut lines = vec![String::new()];
+    out.plain("\n");
 
     if unknown.is_empty() && !unreadable.is_empty() {
         let n = unreadable.len();
-        lines.push(format!(
-            "{}  {}",
-            paint(RED, "UNKNOWN"),
-            paint(
-                BOLD,
-                &format!(
+        out.paint(Paint::Red, "UNKNOWN")
+            .plain("  ")
+            .paint(
+                Paint::Bold,
+                format!(
                     "{n} pending row{} could not be read",
                     if n == 1 { "" } else { "s" }
-                )
+                ),
             )
-        ));
+            .plain("\n");
     } else if unknown.is_empty() {
-        lines.push(format!(
-            "{}  {}",
-            paint(GREEN, "OK"),
-            paint(BOLD, &format!("Nothing unresolved in {ledger}"))
-        ));
+        out.paint(Paint::Green, "OK")
+            .plain("  ")
+            .paint(Paint::Bold, format!("Nothing unresolved in {ledger}"))
+            .plain("\n");
     } else {
         let n = unknown.len();
-        lines.push(format!(
-            "{}  {}",
-            paint(RED, "UNKNOWN"),
-            paint(
-                BOLD,
-                &format!(
+        out.paint(Paint::Red, "UNKNOWN")
+            .plain("  ")
+            .paint(
+                Paint::Bold,
+                format!(
                     "{n} send{} may or may not have gone out",
                     if n == 1 { "" } else { "s" }
-                )
+                ),
             )
-        ));
+            .plain("\n");
     }
-    lines.push(String::new());
-    lines.push(format!("      {:>6} in the ledger", count("total")));
-    lines.push(format!(
-        "      {} sent",
-        paint(GREEN, &format!("{:>6}", count("sent")))
-    ));
-    lines.push(format!(
-        "      {} failed, may be retried",
-        paint(YELLOW, &format!("{:>6}", count("failed")))
-    ));
-    lines.push(format!(
-        "      {} pending",
-        paint(RED, &format!("{:>6}", count("pending")))
-    ));
+    out.plain("\n");
+    out.plain(format!("      {:>6} in the ledger\n", count("total")));
+    for (paint, name, what) in [
+        (Paint::Green, "sent", "sent"),
+        (Paint::Yellow, "failed", "failed, may be retried"),
+        (Paint::Red, "pending", "pending"),
+    ] {
+        out.plain("      ")
+            .paint(paint, format!("{:>6}", count(name)))
+            .plain(format!(" {what}\n"));
+    }
 
     for send in &unknown {
-        lines.push(String::new());
-        lines.push(format!(
-            "  {}",
+        out.plain("\n");
+        out.plain(format!(
+            "  {}\n",
             visible_inline(send["key"].as_str().unwrap_or_default())
         ));
         let attempts = match &send["attempts"] {
             Value::Null => "?".to_owned(),
             other => display_value(other),
         };
-        lines.push(paint(
-            DIM,
-            &format!(
+        out.paint(
+            Paint::Dim,
+            format!(
                 "      claimed {}, {} ago, attempt {}",
                 visible_inline(send["claimedAt"].as_str().unwrap_or_default()),
                 duration::format_duration(send["ageMs"].as_f64().unwrap_or(0.0)),
                 visible_inline(&attempts),
             ),
-        ));
+        )
+        .plain("\n");
         for field in meta_fields(&send["meta"]) {
-            lines.push(wrap(&field, WIDTH - 6, "      "));
+            out.plain(wrap(&field, WIDTH - 6, "      ")).plain("\n");
         }
         if is_truthy(&send["error"]) {
-            lines.push(wrap(
+            out.plain(wrap(
                 &format!("last error: {}", display_value(&send["error"])),
                 WIDTH - 6,
                 "      ",
-            ));
+            ))
+            .plain("\n");
         }
     }
 
     for row in &unreadable {
-        lines.push(String::new());
-        lines.push(format!(
-            "  {}",
+        out.plain("\n");
+        out.plain(format!(
+            "  {}\n",
             visible_inline(row["key"].as_str().unwrap_or_default())
         ));
-        lines.push(wrap(
+        out.plain(wrap(
             &format!(
                 "pending, but its row could not be read: {}",
                 visible_inline(row["detail"].as_str().unwrap_or_default())
             ),
             WIDTH - 6,
             "      ",
-        ));
+        ))
+        .plain("\n");
     }
 
     let mut notes: Vec<String> = Vec::new();
@@ -286,33 +278,63 @@ fn format_report(report: &Value, colour: bool) -> String {
         ));
     }
     if !notes.is_empty() {
-        lines.push(String::new());
+        out.plain("\n");
     }
     for (i, note) in notes.iter().enumerate() {
         if i > 0 {
-            lines.push(String::new());
+            out.plain("\n");
         }
-        lines.push(wrap(note, WIDTH - 2, "  "));
+        out.plain(wrap(note, WIDTH - 2, "  ")).plain("\n");
         if i == usize::from(!unreadable.is_empty()) && !unknown.is_empty() {
-            lines.push(format!("    send-once resolve {ledger} <key> sent"));
-            lines.push(format!("    send-once resolve {ledger} <key> failed"));
+            out.plain(format!("    send-once resolve {ledger} <key> sent\n"));
+            out.plain(format!("    send-once resolve {ledger} <key> failed\n"));
         }
     }
-    lines.push(String::new());
-    format!("{}\n", lines.join("\n"))
+    out.plain("\n");
+    out
 }
 
 /// One "name: value" per meta field that is not null, strings as they are and
-/// anything else as JSON.
+/// anything else as JSON. Long names and values are cut, and fields past
+/// [`META_FIELDS`] left out, each saying how much is missing.
 fn meta_fields(meta: &Value) -> Vec<String> {
     match meta {
         Value::Null => Vec::new(),
-        Value::Object(fields) => fields
-            .iter()
-            .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| format!("{k}: {}", display_value(v)))
-            .collect(),
-        other => vec![format!("meta: {}", display_value(other))],
+        Value::Object(fields) => {
+            let shown: Vec<(&String, &Value)> =
+                fields.iter().filter(|(_, v)| !v.is_null()).collect();
+            let mut lines: Vec<String> = shown
+                .iter()
+                .take(META_FIELDS)
+                .map(|(k, v)| format!("{}: {}", cut(k), cut(&display_value(v))))
+                .collect();
+            if shown.len() > META_FIELDS {
+                let rest = &shown[META_FIELDS..];
+                let bytes: usize = rest
+                    .iter()
+                    .map(|(k, v)| k.len() + display_value(v).len())
+                    .sum();
+                lines.push(format!(
+                    "… {} more meta field{} ({bytes} bytes) left out; audit --json has them all",
+                    rest.len(),
+                    if rest.len() == 1 { "" } else { "s" }
+                ));
+            }
+            lines
+        }
+        other => vec![format!("meta: {}", cut(&display_value(other)))],
+    }
+}
+
+/// `text` up to [`META_VALUE_CHARS`] characters, saying how many bytes were left out.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(META_VALUE_CHARS) {
+        None => text.to_owned(),
+        Some((at, _)) => format!(
+            "{}… ({} more bytes; audit --json has it whole)",
+            &text[..at],
+            text.len() - at
+        ),
     }
 }
 

@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::{canonical, jsjson, key};
 
-use super::{Exit, display_path, fail, print_stdout, read_text_arg};
+use super::output::print_json_text;
+use super::{Exit, display_path, fail, print_json, print_stdout, read_text_arg};
 
 #[derive(Args, Debug)]
 pub struct KeyArgs {
@@ -141,10 +142,7 @@ pub fn key(args: &KeyArgs) -> Exit {
             let mut out = Map::new();
             out.insert("key".into(), derived.key.into());
             out.insert("preimage".into(), derived.preimage.into());
-            print_stdout(&format!(
-                "{}\n",
-                jsjson::stringify_pretty(&Value::Object(out))
-            ));
+            print_json(&Value::Object(out));
             Exit::Ok
         }
         Ok(derived) => {
@@ -182,16 +180,16 @@ pub fn hash(args: &HashArgs) -> Exit {
         }
     };
     let sha = canonical::sha256_hex(&canonical);
-    let out = if args.json {
+    if args.json {
         let mut out = Map::new();
         out.insert("sha256".into(), sha.into());
         out.insert("canonical".into(), canonical.into());
-        jsjson::stringify_pretty(&Value::Object(out))
+        print_json(&Value::Object(out));
     } else if args.canonical {
-        canonical
+        // JSON text: escaped as JSON, the same value that is hashed.
+        print_json_text(&canonical);
     } else {
-        sha
-    };
-    print_stdout(&format!("{out}\n"));
+        print_stdout(&format!("{sha}\n"));
+    }
     Exit::Ok
 }

@@ -6,14 +6,16 @@ mod docs;
 mod entries;
 mod keys;
 mod ledger_arg;
+mod output;
 mod review;
 mod run;
 mod tui;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{ArgAction, Parser, Subcommand};
+
+pub use output::{fail, note, print_json, print_stdout};
 
 /// Exit codes, shared by every command (as the Gmail wrapper and the Node CLI use them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +38,7 @@ impl From<Exit> for ExitCode {
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  sent now, or already sent (a duplicate prints the stored result)
+  0  sent now, or already sent (a duplicate prints the kept result, else the provider id)
   1  the send failed definitely; it may be retried
   2  refused or could not run (bad input, unusable ledger, a gate fired)
   3  unknown: the send may or may not have gone out; a person must check";
@@ -113,7 +115,11 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failure(&e),
+    };
+    output::json_errors(cli.command.json());
     let exit = match cli.command {
         Command::Tui(args) => tui::tui(&args, cli.headless),
         Command::Audit(args) => audit::audit(&args),
@@ -135,7 +141,47 @@ pub fn main() -> ExitCode {
         Command::Completions(args) => docs::completions(&args),
         Command::Man => docs::man(),
     };
-    exit.into()
+    output::finish(exit).into()
+}
+
+/// Help and the version are printed as clap prints them. A real parse error quotes
+/// what was typed, which can hold escapes, so it goes out plain and made visible.
+fn parse_failure(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit()
+    }
+    let text = e.render().to_string();
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        send_once::text::visible(&text).as_bytes(),
+    );
+    ExitCode::from(e.exit_code().clamp(0, 255) as u8)
+}
+
+impl Command {
+    /// Was `--json` asked for (so errors are JSON too)?
+    fn json(&self) -> bool {
+        match self {
+            Command::Audit(a) => a.json,
+            Command::Resolve(a) => a.json,
+            Command::Ls(a) => a.json,
+            Command::Show(a) => a.json,
+            Command::Reset(a) => a.json,
+            Command::Gc(a) => a.json,
+            Command::Decisions(a) => a.json,
+            Command::Draft(d) => d.json(),
+            Command::Approvals(a) => a.json,
+            Command::Approve(a) => a.json,
+            Command::Reject(a) => a.json,
+            Command::Approval(a) => a.json,
+            Command::Dispatch(a) => a.json,
+            Command::Key(a) => a.json,
+            Command::Hash(a) => a.json,
+            Command::Run(a) => a.json,
+            Command::Tui(_) | Command::Completions(_) | Command::Man => false,
+        }
+    }
 }
 
 /// The async runtime a command runs its ledger calls on.
@@ -165,24 +211,6 @@ pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
-/// Prints JSON for `--json`: what `JSON.stringify(value, null, 2)` prints, with any
-/// character that would act on a terminal written as an escape.
-pub fn print_json(value: &serde_json::Value) {
-    let text = send_once::ledger::jsjson::stringify_pretty(value);
-    print_stdout(&format!("{}\n", send_once::text::safe_json(&text)));
-}
-
-/// Tells the person something on stderr.
-pub fn note(message: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stderr(), "send-once: {message}");
-}
-
-/// Reports a problem on stderr and gives the exit code for it.
-pub fn fail(exit: Exit, message: impl std::fmt::Display) -> Exit {
-    note(message);
-    exit
-}
-
 /// How a file argument is named in messages: `-` is stdin.
 pub fn display_path(path: &std::path::Path) -> String {
     if path.as_os_str() == "-" {
@@ -190,12 +218,6 @@ pub fn display_path(path: &std::path::Path) -> String {
     } else {
         path.display().to_string()
     }
-}
-
-/// Writes a result to stdout. A closed pipe (`| head`) is not an error worth a message.
-pub fn print_stdout(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// Reads a file argument, `-` meaning stdin, as UTF-8 text.

@@ -17,6 +17,7 @@ use send_once::text::visible_inline;
 
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::{clock, current_user, is_jsonl, ledger_or_default};
+use super::output::print_json_array;
 use super::run::{CommandSend, NotStarted, check_send_options, report};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 
@@ -32,6 +33,19 @@ pub enum DraftCommand {
     Withdraw(WithdrawArgs),
     /// Show a draft: every revision, the diffs, the fact drift and its decisions.
     Show(DraftShowArgs),
+}
+
+impl DraftCommand {
+    /// Was `--json` asked for?
+    pub fn json(&self) -> bool {
+        match self {
+            DraftCommand::Submit(a) => a.json,
+            DraftCommand::Facts(a) => a.json,
+            DraftCommand::Recheck(a) => a.json,
+            DraftCommand::Withdraw(a) => a.json,
+            DraftCommand::Show(a) => a.json,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -194,6 +208,10 @@ pub struct DispatchArgs {
     /// Kill the draft's recheck command after this long
     #[arg(long, default_value = "30s", allow_hyphen_values = true)]
     pub recheck_timeout: String,
+    /// Keep the command's output (up to 64 KiB) in the entry as `result`, so a duplicate
+    /// prints it again. Off by default: a provider's reply can hold a secret
+    #[arg(long)]
+    pub keep_result: bool,
     /// Print the refusal or the outcome as JSON
     #[arg(long)]
     pub json: bool,
@@ -546,7 +564,7 @@ pub fn approve(args: &ApproveArgs) -> Exit {
                 print_json(&approval);
             }
         }
-        None => print_stdout(&send_once::text::safe_json(&text)),
+        None => print_json(&approval),
     }
     Exit::Ok
 }
@@ -643,30 +661,6 @@ pub fn approvals(args: &ApprovalsArgs) -> Exit {
     }
     print_stdout(&out);
     Exit::Ok
-}
-
-/// Prints a JSON array as `JSON.stringify(array, null, 2)` would, one element at a
-/// time, so a long queue never sits in memory as one string.
-fn print_json_array(items: impl Iterator<Item = Value>) {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut first = true;
-    let mut result = Ok(());
-    for item in items {
-        let pretty = jsjson::stringify_pretty(&item);
-        let indented = pretty.replace('\n', "\n  ");
-        let text = send_once::text::safe_json(&indented);
-        let lead = if first { "[\n  " } else { ",\n  " };
-        result = result
-            .and_then(|()| out.write_all(lead.as_bytes()))
-            .and_then(|()| out.write_all(text.as_bytes()));
-        first = false;
-    }
-    let end = if first { "[]\n" } else { "\n]\n" };
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = result
-        .and_then(|()| out.write_all(end.as_bytes()))
-        .and_then(|()| out.flush());
 }
 
 /// Who and what a draft is about, from its meta, else its key.
@@ -935,6 +929,7 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             payload: Some(current.payload.as_bytes()),
             failed_exit: &args.failed_exit,
             timeout: timeout.as_ref(),
+            keep_result: args.keep_result,
         };
         // Dispatched already, and the ledger has it as sent or pending: ask the ledger
         // alone, which answers duplicate or unknown without sending, whatever the

@@ -13,10 +13,12 @@ use send_once::ledger::{
 
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::open_ledger;
-use super::{Exit, display_path, fail, note, print_stdout, read_text_arg};
+use super::output::{print_command_stdout, print_json_line};
+use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 use send_once::command::{self as send_command, Ending, SendCommand};
 
-/// The largest result kept in an entry for replay; a bigger one is only printed.
+/// The largest result `--keep-result` keeps in an entry for replay; a bigger one is
+/// only printed.
 const MAX_STORED_RESULT: usize = 64 * 1024;
 
 #[derive(Args, Debug)]
@@ -37,6 +39,11 @@ pub struct RunArgs {
     /// Kill the command after this long (500ms, 30s, 15m...); the send is then unknown
     #[arg(long)]
     pub timeout: Option<String>,
+    /// Keep the command's output (up to 64 KiB) in the entry as `result`, so a duplicate
+    /// prints it again. Off by default: a provider's reply can hold a secret, and the
+    /// Node library keeps none
+    #[arg(long)]
+    pub keep_result: bool,
     /// Print the outcome as JSON instead of the command's output
     #[arg(long)]
     pub json: bool,
@@ -78,6 +85,8 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
 pub struct CommandResult {
     value: Value,
     stdout: Vec<u8>,
+    /// Asked for with `--keep-result`.
+    keep: bool,
 }
 
 impl Receipt for CommandResult {
@@ -86,18 +95,25 @@ impl Receipt for CommandResult {
     }
 
     fn to_record(&self) -> Option<Value> {
-        let small = jsjson::stringify(&self.value).len() <= MAX_STORED_RESULT;
-        (!self.value.is_null() && small).then(|| self.value.clone())
+        if !self.keep || self.value.is_null() {
+            return None;
+        }
+        if jsjson::stringify(&self.value).len() > MAX_STORED_RESULT {
+            note("the send command's output is over 64 KiB; --keep-result kept none of it");
+            return None;
+        }
+        Some(self.value.clone())
     }
 }
 
-fn result_of(stdout: Vec<u8>, truncated: bool) -> CommandResult {
+fn result_of(stdout: Vec<u8>, truncated: bool, keep: bool) -> CommandResult {
     if truncated {
         // Cut short, it is no longer the JSON the command meant; keep none of it.
         note("the send command printed more than 1 MiB; its output is not kept as the result");
         return CommandResult {
             value: Value::Null,
             stdout,
+            keep,
         };
     }
     let text = String::from_utf8_lossy(&stdout);
@@ -107,7 +123,11 @@ fn result_of(stdout: Vec<u8>, truncated: bool) -> CommandResult {
     } else {
         serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
     };
-    CommandResult { value, stdout }
+    CommandResult {
+        value,
+        stdout,
+        keep,
+    }
 }
 
 /// A send command that never started: it cannot have sent anything.
@@ -137,6 +157,7 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         payload: plan.payload.as_deref(),
         failed_exit: &args.failed_exit,
         timeout: plan.timeout.as_ref(),
+        keep_result: args.keep_result,
     };
     let outcome = ledger
         .once(&plan.key, plan.meta.clone(), |context| {
@@ -153,6 +174,8 @@ pub struct CommandSend<'a> {
     pub failed_exit: &'a [i32],
     /// The limit, and how it was written (for messages).
     pub timeout: Option<&'a (Duration, String)>,
+    /// Keep the command's output in the entry (`--keep-result`).
+    pub keep_result: bool,
 }
 
 impl CommandSend<'_> {
@@ -183,7 +206,11 @@ impl CommandSend<'_> {
             }
         };
         match finished.how {
-            Ending::Exited(0) => Ok(result_of(finished.stdout, finished.stdout_truncated)),
+            Ending::Exited(0) => Ok(result_of(
+                finished.stdout,
+                finished.stdout_truncated,
+                self.keep_result,
+            )),
             Ending::Exited(code) if self.failed_exit.contains(&code) => {
                 Err(SendError::definite(finished.describe(None)))
             }
@@ -233,21 +260,26 @@ pub fn report(
         Err(e) => return fail(Exit::Refused, e),
     };
     if json {
-        print_stdout(&format!(
-            "{}\n",
-            jsjson::stringify_pretty(&outcome_json(key, &outcome))
-        ));
+        print_json(&outcome_json(key, &outcome));
     }
     match outcome {
         Outcome::Sent { result, .. } => {
             if !json {
-                print_stdout(&String::from_utf8_lossy(&result.stdout));
+                print_command_stdout(&result.stdout);
             }
             Exit::Ok
         }
         Outcome::Duplicate { entry } => {
-            if !json && let Some(result) = entry.get("result") {
-                print_stdout(&format!("{}\n", jsjson::stringify(result)));
+            // What the first send returned when it was kept (--keep-result), else
+            // the provider id: all the ledger has.
+            if !json {
+                match (entry.get("result"), entry.provider_id()) {
+                    (Some(result), _) => print_json_line(result),
+                    (None, Some(id)) => {
+                        print_stdout(&format!("{}\n", send_once::text::visible_inline(id)))
+                    }
+                    (None, None) => {}
+                }
             }
             note(format!(
                 "{key} was already sent{}{}; not sent again",

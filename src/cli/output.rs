@@ -1,0 +1,261 @@
+//! The one way anything reaches stdout or stderr. JSON always goes through
+//! [`safe_json`] and text through the visible marks of [`visible`], so a command cannot
+//! forget to escape what an agent or a provider wrote: what it prints is safe whether
+//! or not it made its own pieces visible first (making text visible twice changes
+//! nothing).
+//!
+//! A write to stdout that fails is remembered and turned into exit 2 by [`finish`],
+//! except a closed pipe (`| head -c1`), which is the reader's choice and stays quiet.
+
+use std::io::{ErrorKind, Write};
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+use send_once::ledger::{canonical, jsjson};
+use send_once::text::{safe_json, visible};
+
+use super::Exit;
+
+#[derive(Default)]
+struct State {
+    /// Under `--json`, an error is also a JSON object on stdout (unless the command
+    /// already printed its own JSON, such as a refusal or an outcome).
+    json_errors: bool,
+    /// Something reached stdout, so an error must not add a second JSON document.
+    wrote: bool,
+    /// The reader went away (EPIPE): nothing more is written, and nothing is said.
+    closed: bool,
+    /// The first write error other than a closed pipe.
+    failed: Option<std::io::Error>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    json_errors: false,
+    wrote: false,
+    closed: false,
+    failed: None,
+});
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    // A panic while holding the lock leaves the state as usable as it was.
+    STATE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Makes errors JSON objects on stdout as well, for a command run with `--json`.
+pub fn json_errors(on: bool) {
+    state().json_errors = on;
+}
+
+/// The exit code once the command is done: a result that could not be written is a
+/// failure to run (2), unless the command's own answer was "unknown" (3), which asks a
+/// person to look whatever else went wrong.
+pub fn finish(exit: Exit) -> Exit {
+    let failed = state().failed.take();
+    match failed {
+        None => exit,
+        Some(e) => {
+            note(format!("could not write the output to stdout: {e}"));
+            if exit == Exit::Unknown {
+                exit
+            } else {
+                Exit::Refused
+            }
+        }
+    }
+}
+
+/// Writes `pieces` to stdout as one flushed write, noting how it went.
+fn write_stdout(pieces: &[&[u8]]) {
+    let mut state = state();
+    if state.closed || state.failed.is_some() {
+        return;
+    }
+    state.wrote = true;
+    let mut out = std::io::stdout().lock();
+    let result = pieces
+        .iter()
+        .try_for_each(|piece| out.write_all(piece))
+        .and_then(|()| out.flush());
+    match result {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => state.closed = true,
+        Err(e) => state.failed = Some(e),
+    }
+}
+
+/// Prints text for people on stdout, with every control, escape, bidi and zero-width
+/// character shown as a mark (line breaks and tabs kept).
+pub fn print_stdout(text: &str) {
+    write_stdout(&[visible(text).as_bytes()]);
+}
+
+/// Prints JSON as `JSON.stringify(value, null, 2)` does, with every character that
+/// would act on a terminal written as a `\u` escape: the same JSON value.
+pub fn print_json(value: &Value) {
+    let text = jsjson::stringify_pretty(value);
+    write_stdout(&[safe_json(&text).as_bytes(), b"\n"]);
+}
+
+/// Prints JSON on one line, as `JSON.stringify(value)` does, escaped as [`print_json`].
+pub fn print_json_line(value: &Value) {
+    let text = jsjson::stringify(value);
+    write_stdout(&[safe_json(&text).as_bytes(), b"\n"]);
+}
+
+/// Prints JSON text made elsewhere (canonical JSON), escaped as [`print_json`].
+pub fn print_json_text(json: &str) {
+    write_stdout(&[safe_json(json).as_bytes(), b"\n"]);
+}
+
+/// Prints a JSON array as `JSON.stringify(array, null, 2)` would, an element at a
+/// time in writes of about 64 KiB, so a long list never sits in memory as one string.
+pub fn print_json_array(items: impl Iterator<Item = Value>) {
+    const CHUNK: usize = 64 * 1024;
+    let mut pending = String::new();
+    let mut first = true;
+    for item in items {
+        let pretty = jsjson::stringify_pretty(&item);
+        let indented = pretty.replace('\n', "\n  ");
+        pending.push_str(if first { "[\n  " } else { ",\n  " });
+        pending.push_str(&safe_json(&indented));
+        first = false;
+        if pending.len() >= CHUNK {
+            write_stdout(&[pending.as_bytes()]);
+            pending.clear();
+        }
+    }
+    pending.push_str(if first { "[]\n" } else { "\n]\n" });
+    write_stdout(&[pending.as_bytes()]);
+}
+
+/// Passes a send command's stdout on. UTF-8 output with nothing suspicious in it goes
+/// out byte for byte. Otherwise JSON stays JSON, the same value with the suspicious
+/// characters in its strings written as `\u` escapes (so `| jq` reads what the command
+/// meant), and any other text gets visible marks. This holds whether or not stdout is
+/// a terminal: a pipe often ends in one (`| less -R`, `| tee`), and `--json` carries
+/// the exact text for a program that needs it.
+pub fn print_command_stdout(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let risky = |c: char| c != '\n' && c != '\t' && send_once::text::is_suspicious(c);
+    if !text.chars().any(risky) {
+        // Bytes that are not UTF-8 are already U+FFFD here: a stray 0x9b is CSI to a
+        // terminal in an 8-bit mode.
+        write_stdout(&[text.as_bytes()]);
+    } else if canonical::parse_json(&text).is_ok() {
+        // In JSON text a raw tab or carriage return can only be white space between
+        // tokens (inside strings they must be escaped), so dropping them keeps the
+        // value and leaves `safe_json` nothing outside a string to escape.
+        let json: String = text.chars().filter(|c| !matches!(c, '\r' | '\t')).collect();
+        write_stdout(&[safe_json(&json).as_bytes()]);
+    } else {
+        write_stdout(&[visible(&text).as_bytes()]);
+    }
+}
+
+/// Tells the person something on stderr, made visible as stdout text is.
+pub fn note(message: impl std::fmt::Display) {
+    let text = format!("send-once: {message}\n");
+    // Nowhere is left to report a failing stderr.
+    let _ = std::io::stderr().write_all(visible(&text).as_bytes());
+}
+
+/// Reports a problem on stderr and gives the exit code for it. Under `--json` it is
+/// also `{"error", "exitCode"}` on stdout, unless the command already printed its JSON.
+pub fn fail(exit: Exit, message: impl std::fmt::Display) -> Exit {
+    let message = message.to_string();
+    note(&message);
+    let as_json = {
+        let state = state();
+        state.json_errors && !state.wrote
+    };
+    if as_json {
+        let mut out = Map::new();
+        out.insert("error".into(), message.into());
+        out.insert("exitCode".into(), (exit as u8).into());
+        print_json(&Value::Object(out));
+    }
+    exit
+}
+
+/// What a terminal is told to do around a painted piece of text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paint {
+    Bold,
+    Dim,
+    Red,
+    Yellow,
+    Green,
+}
+
+impl Paint {
+    fn code(self) -> &'static str {
+        match self {
+            Paint::Bold => "\x1b[1m",
+            Paint::Dim => "\x1b[2m",
+            Paint::Red => "\x1b[31m",
+            Paint::Yellow => "\x1b[33m",
+            Paint::Green => "\x1b[32m",
+        }
+    }
+}
+
+const RESET: &str = "\x1b[0m";
+
+/// Text with colour kept apart from it, so the only escapes printed are the ones this
+/// writer adds: text inside can never carry its own.
+#[derive(Default)]
+pub struct Styled {
+    parts: Vec<(Option<Paint>, String)>,
+}
+
+impl Styled {
+    pub fn plain(&mut self, text: impl Into<String>) -> &mut Self {
+        self.parts.push((None, text.into()));
+        self
+    }
+
+    pub fn paint(&mut self, paint: Paint, text: impl Into<String>) -> &mut Self {
+        self.parts.push((Some(paint), text.into()));
+        self
+    }
+
+    /// The text, made visible, with the colour codes when `colour`.
+    pub fn render(&self, colour: bool) -> String {
+        let mut out = String::new();
+        for (paint, text) in &self.parts {
+            match paint {
+                Some(paint) if colour => {
+                    out.push_str(paint.code());
+                    out.push_str(&visible(text));
+                    out.push_str(RESET);
+                }
+                _ => out.push_str(&visible(text)),
+            }
+        }
+        out
+    }
+}
+
+/// Prints styled text on stdout, in colour when `colour`.
+pub fn print_styled(text: &Styled, colour: bool) {
+    write_stdout(&[text.render(colour).as_bytes()]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_writers_own_colour_codes_are_escapes() {
+        let mut text = Styled::default();
+        text.paint(Paint::Red, "UNKNOWN").plain(" a\u{1b}[2Jb\n");
+        assert_eq!(
+            text.render(true),
+            "\u{1b}[31mUNKNOWN\u{1b}[0m a\u{241b}[2Jb\n"
+        );
+        assert_eq!(text.render(false), "UNKNOWN a\u{241b}[2Jb\n");
+    }
+}
