@@ -3,7 +3,8 @@
 //! `App` (state and `update`), `keymap` (one table of keys), `view` (drawing) and
 //! `action` (what comes in, what goes out) are pure; this module is the runtime that
 //! reads the terminal, runs effects on the ledger off the UI's path, watches the
-//! ledger for changes by others, and feeds everything back as actions.
+//! ledger for changes by others, ends on a signal as on `q`, and feeds everything back
+//! as actions.
 
 pub mod action;
 pub mod app;
@@ -19,7 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{self, Event};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::approval::Ttl;
 use crate::ledger::jsonl::JsonlStore;
@@ -88,19 +90,59 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
     ))
 }
 
-/// Runs the UI until the person quits. The terminal is restored however it ends.
-pub fn run(options: UiOptions) -> Result<(), String> {
+/// How the UI ended, when it did not fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The person quit.
+    Quit,
+    /// This signal asked it to end (the terminal is restored all the same); a shell
+    /// reports it as exit status 128 + the number.
+    Signal(i32),
+}
+
+/// Runs the UI until the person quits or a signal ends it. The terminal is restored
+/// however it ends.
+pub fn run(options: UiOptions) -> Result<Ended, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start: {e}"))?;
-    runtime.block_on(run_async(options))
+    let ended = runtime.block_on(run_async(options));
+    // Whatever is still running (a recheck command, a load) gets a moment, not an
+    // open-ended wait: the person, or a signal, asked to leave.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    ended
 }
 
-async fn run_async(options: UiOptions) -> Result<(), String> {
+/// The signals that end the UI as `q` does, so the terminal is given back; their
+/// default action would end the process with the terminal still raw.
+fn watch_signals() -> Result<UnboundedReceiver<i32>, String> {
+    let (tx, rx) = unbounded_channel();
+    for (kind, number) in [
+        (SignalKind::terminate(), libc::SIGTERM),
+        (SignalKind::hangup(), libc::SIGHUP),
+        (SignalKind::interrupt(), libc::SIGINT),
+        (SignalKind::quit(), libc::SIGQUIT),
+        (SignalKind::user_defined1(), libc::SIGUSR1),
+    ] {
+        let mut stream = signal(kind).map_err(|e| format!("cannot watch for signals: {e}"))?;
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while stream.recv().await.is_some() {
+                if tx.send(number).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Ok(rx)
+}
+
+async fn run_async(options: UiOptions) -> Result<Ended, String> {
     let (backend, no_queue) = open(&options).map_err(|e| e.to_string())?;
     let (tx, mut rx) = unbounded_channel::<Action>();
+    let mut signals = watch_signals()?;
 
     let mut guard =
         terminal::TerminalGuard::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
@@ -127,8 +169,13 @@ async fn run_async(options: UiOptions) -> Result<(), String> {
     }
     draw(&mut guard, &app, &theme)?;
     hooks.after_first_draw()?;
+    let mut ended = Ended::Quit;
     loop {
         tokio::select! {
+            Some(number) = signals.recv() => {
+                ended = Ended::Signal(number);
+                break;
+            }
             Some(kind) = done_rx.recv() => {
                 in_flight.remove(kind);
                 continue;
@@ -153,13 +200,13 @@ async fn run_async(options: UiOptions) -> Result<(), String> {
                         "send-once: first full frame after {} ms",
                         started.elapsed().as_millis()
                     );
-                    return Ok(());
+                    return Ok(Ended::Quit);
                 }
             }
         }
     }
     drop(guard);
-    Ok(())
+    Ok(ended)
 }
 
 /// Switches for tests and benchmarks, read from the environment (undocumented for

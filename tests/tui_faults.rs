@@ -1,0 +1,302 @@
+//! `send-once tui` under faults, end to end: the real binary in tmux (a socket of its
+//! own per test, as in tests/tui_e2e.rs). A signal must give the terminal back as `q`
+//! does; keys on the too-small screen must decide nothing; a ledger deleted, moved
+//! away or replaced under the running UI must be noticed, refuse decisions, and be
+//! picked up again when a ledger is back at its path. Every step waits for what it
+//! expects on the screen (or for the program to end), never for a fixed time.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{bin, stderr, stdout};
+
+// ---------------------------------------------------------------------------------
+// The harness: a trimmed copy of tests/tui_e2e.rs's.
+
+macro_rules! require_tmux {
+    () => {
+        let found = Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            eprintln!("note: tmux is not installed; skipping this terminal test");
+            return;
+        }
+    };
+}
+
+/// How long to wait for what should take well under a second; CI runners are slower.
+fn react() -> Duration {
+    let factor = if std::env::var_os("CI").is_some() {
+        3
+    } else {
+        1
+    };
+    Duration::from_secs(10 * factor)
+}
+
+static SOCKETS: AtomicUsize = AtomicUsize::new(0);
+
+/// One tmux server with one window, killed when dropped.
+struct Term {
+    socket: String,
+    socket_path: Option<PathBuf>,
+}
+
+impl Term {
+    /// Runs `command` (no shell) in a `width`×`height` window whose working directory
+    /// is `dir`; the pane stays after it ends so that its exit status can be read.
+    fn start<S: AsRef<OsStr>>(
+        dir: &Path,
+        tag: &str,
+        (width, height): (u16, u16),
+        command: &[S],
+    ) -> Term {
+        let socket = format!(
+            "so-faults-{}-{tag}-{}",
+            std::process::id(),
+            SOCKETS.fetch_add(1, Ordering::Relaxed)
+        );
+        let conf = dir.join(format!("{tag}.tmux.conf"));
+        std::fs::write(&conf, "set -g remain-on-exit on\n").unwrap();
+        let mut term = Term {
+            socket,
+            socket_path: None,
+        };
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&term.socket)
+            .arg("-f")
+            .arg(&conf)
+            .args(["new-session", "-d", "-s", "t", "-c"])
+            .arg(dir)
+            .args(["-x", &width.to_string(), "-y", &height.to_string(), "--"])
+            .args(command)
+            .current_dir(dir)
+            .output()
+            .expect("tmux runs");
+        assert!(out.status.success(), "tmux new-session: {}", stderr(&out));
+        term.socket_path = Some(PathBuf::from(term.display("#{socket_path}")));
+        term
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+
+    fn type_text(&self, text: &str) {
+        self.ok(&["send-keys", "-t", "t", "-l", "--", text]);
+    }
+
+    /// Presses keys by tmux name ("Enter", "q").
+    fn press(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t", "--"];
+        args.extend_from_slice(keys);
+        self.ok(&args);
+    }
+
+    fn screen(&self) -> String {
+        self.ok(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    fn display(&self, format: &str) -> String {
+        self.ok(&["display-message", "-p", "-t", "t", format])
+            .trim_end()
+            .to_owned()
+    }
+
+    /// Polls the screen until `check` holds; fails with the last screen.
+    fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < react(),
+                "waited {:?} for {what}; the screen:\n{screen}",
+                react()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for `text`, which may be wrapped over lines.
+    fn wait_for(&self, text: &str) -> String {
+        self.wait_until(&format!("{text:?}"), |s| flat(s).contains(text))
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+        if let Some(path) = &self.socket_path {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The screen's words on one line, so that text wrapped over lines is found whole.
+fn flat(screen: &str) -> String {
+    screen.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+// ---------------------------------------------------------------------------------
+// 1. Signals give the terminal back (faults D10, review 2.11 item 5).
+
+/// Runs `tui --demo` in a shell in tmux, sends it `signal` once every view is filled,
+/// and checks what the shell gets back: the exit status 128 + the signal, the main
+/// screen with the cursor shown and mouse reporting off, the same stty settings as
+/// before, and no demo directory left.
+fn a_signal_restores_the_terminal(signal: &str, number: i32) {
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let shell = vec![
+        "env".to_owned(),
+        "-u".into(),
+        "NO_COLOR".into(),
+        "-u".into(),
+        "SEND_ONCE_TUI_FAULT".into(),
+        format!("B={}", bin().display()),
+        format!("TMPDIR={}", tmp.display()),
+        "PS1=e2e$ ".into(),
+        "HISTFILE=/dev/null".into(),
+        "bash".into(),
+        "--norc".into(),
+        "--noprofile".into(),
+    ];
+    let term = Term::start(dir, signal, (100, 30), &shell);
+    term.wait_for("e2e$");
+    // `exec` gives the UI the pid written, so the signal goes to it alone.
+    term.type_text(
+        "stty -g > before; sh -c 'echo $$ > tui.pid; exec \"$B\" tui --demo --by t'; s=$?; stty -g > after; echo EXIT:$s",
+    );
+    term.press(&["Enter"]);
+    term.wait_for("Unknown sends (8)");
+    let flags = "#{alternate_on} #{cursor_flag} #{mouse_any_flag}#{mouse_standard_flag}#{mouse_button_flag}#{mouse_sgr_flag}";
+    assert_eq!(
+        term.display(flags),
+        "1 0 1001",
+        "while the UI runs: alternate screen, cursor hidden, mouse reporting on"
+    );
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        1,
+        "the demo's directory"
+    );
+
+    let pid = std::fs::read_to_string(dir.join("tui.pid")).unwrap();
+    let killed = Command::new("kill")
+        .args(["-s", signal, pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let screen = term.wait_until("EXIT:", |s| s.lines().any(|l| l.starts_with("EXIT:")));
+    let exit = screen.lines().find(|l| l.starts_with("EXIT:")).unwrap();
+    assert_eq!(
+        exit.trim_end(),
+        format!("EXIT:{}", 128 + number),
+        "{screen}"
+    );
+    assert_eq!(
+        term.display(flags),
+        "0 1 0000",
+        "after SIG{signal}: main screen, cursor shown, mouse reporting off:\n{screen}"
+    );
+    let before = std::fs::read_to_string(dir.join("before")).unwrap();
+    let after = std::fs::read_to_string(dir.join("after")).unwrap();
+    assert_eq!(
+        after, before,
+        "stty settings after SIG{signal} (raw mode left on?)"
+    );
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "SIG{signal} left the demo's directory behind"
+    );
+}
+
+#[test]
+fn sigterm_restores_the_terminal_and_exits_143() {
+    require_tmux!();
+    a_signal_restores_the_terminal("TERM", libc::SIGTERM);
+}
+
+#[test]
+fn sighup_restores_the_terminal_and_exits_129() {
+    require_tmux!();
+    a_signal_restores_the_terminal("HUP", libc::SIGHUP);
+}
+
+#[test]
+fn sigint_restores_the_terminal_and_exits_130() {
+    require_tmux!();
+    a_signal_restores_the_terminal("INT", libc::SIGINT);
+}
+
+#[test]
+fn sigquit_restores_the_terminal_and_exits_131() {
+    require_tmux!();
+    a_signal_restores_the_terminal("QUIT", libc::SIGQUIT);
+}
+
+#[test]
+fn sigusr1_restores_the_terminal_and_exits_138() {
+    require_tmux!();
+    a_signal_restores_the_terminal("USR1", libc::SIGUSR1);
+}
+
+/// The terminal itself going away (the window closed) hangs the UI up: it ends, and
+/// its demo directory goes with it.
+#[test]
+fn closing_the_window_removes_the_demo_directory() {
+    require_tmux!();
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let command = vec![
+        "env".to_owned(),
+        "-u".into(),
+        "NO_COLOR".into(),
+        format!("TMPDIR={}", tmp.display()),
+        bin().display().to_string(),
+        "tui".into(),
+        "--demo".into(),
+    ];
+    let term = Term::start(dir, "hangup", (100, 30), &command);
+    term.wait_for("Unknown sends (8)");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 1);
+    // A second window keeps the server (and so this test's view of it) alive.
+    term.ok(&["new-window", "-d", "-t", "t", "sleep 60"]);
+    term.ok(&["kill-window", "-t", "t:0"]);
+    let start = Instant::now();
+    while std::fs::read_dir(&tmp).unwrap().count() != 0 {
+        assert!(
+            start.elapsed() < react(),
+            "the demo's directory was left behind"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
