@@ -9,11 +9,12 @@ mod common;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{bin, stderr, stdout};
+use common::{bin, code, stderr, stdout};
+use serde_json::Value;
 
 // ---------------------------------------------------------------------------------
 // The harness: a trimmed copy of tests/tui_e2e.rs's.
@@ -139,6 +140,35 @@ impl Term {
     fn wait_for(&self, text: &str) -> String {
         self.wait_until(&format!("{text:?}"), |s| flat(s).contains(text))
     }
+
+    /// Waits for the program in the window to end, and returns its exit status (tmux
+    /// may need a SIGCHLD to reap it; see tests/tui_e2e.rs).
+    fn wait_exit(&self) -> i32 {
+        let start = Instant::now();
+        let server = self.display("#{pid}");
+        loop {
+            let state = self.display("#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}");
+            let parts: Vec<&str> = state.split(':').collect();
+            assert!(
+                parts[0] != "1" || parts[2].is_empty(),
+                "killed by signal {}:\n{}",
+                parts[2],
+                self.screen()
+            );
+            if parts[0] == "1" && !parts[1].is_empty() {
+                return parts[1].parse().expect("an exit status");
+            }
+            assert!(
+                start.elapsed() < react(),
+                "the program did not exit ({state}):\n{}",
+                self.screen()
+            );
+            if parts[0] == "1" {
+                let _ = Command::new("kill").args(["-CHLD", &server]).status();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Term {
@@ -157,6 +187,81 @@ impl Drop for Term {
 /// The screen's words on one line, so that text wrapped over lines is found whole.
 fn flat(screen: &str) -> String {
     screen.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `send-once tui LEDGER --by alice`, for tmux, with nothing from the test's
+/// environment changing it. The ledger is named relative to the window's directory so
+/// the messages that name it stay short.
+fn tui(ledger: &str) -> Vec<String> {
+    let mut command: Vec<String> = ["env", "-u", "NO_COLOR", "-u", "SEND_ONCE_FIXED_NOW_MS"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for hook in ["SEND_ONCE_TUI_FAULT", "SEND_ONCE_TUI_EXIT_WHEN_LOADED"] {
+        command.push("-u".into());
+        command.push(hook.into());
+    }
+    command.push(bin().display().to_string());
+    command.extend(["tui", ledger, "--by", "alice"].map(String::from));
+    command
+}
+
+/// Runs the CLI in `dir` and insists on its exit code.
+fn cli(dir: &Path, args: &[&str], want: i32) -> Output {
+    let out = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("SEND_ONCE_FIXED_NOW_MS")
+        .env_remove("SEND_ONCE_LEDGER")
+        .output()
+        .expect("send-once runs");
+    assert_eq!(
+        code(&out),
+        want,
+        "send-once {args:?}: stdout {:?} stderr {:?}",
+        stdout(&out),
+        stderr(&out)
+    );
+    out
+}
+
+fn cli_json(dir: &Path, args: &[&str]) -> Value {
+    let out = cli(dir, args, 0);
+    serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)))
+}
+
+/// A send whose command fails in a way that leaves delivery unknown: pending.
+fn unknown_send(dir: &Path, ledger: &str, key: &str) {
+    cli(
+        dir,
+        &["run", ledger, "--key", key, "--", "sh", "-c", "exit 9"],
+        3,
+    );
+}
+
+fn status_of(dir: &Path, ledger: &str, key: &str) -> String {
+    let shown = cli_json(dir, &["show", ledger, key, "--json"]);
+    shown["entry"]["status"].as_str().unwrap_or("?").to_owned()
+}
+
+/// (action, subject, by, outcome) of each decision in the ledger's log.
+fn decisions(dir: &Path, ledger: &str) -> Vec<(String, String, String, String)> {
+    let log = cli_json(dir, &["decisions", ledger, "--json"]);
+    let text = |v: &Value| v.as_str().unwrap_or("<none>").to_owned();
+    log.as_array()
+        .expect("an array of decisions")
+        .iter()
+        .map(|d| {
+            (
+                text(&d["action"]),
+                text(&d["subject"]),
+                text(&d["by"]),
+                text(&d["outcome"]),
+            )
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------
@@ -299,4 +404,58 @@ fn closing_the_window_removes_the_demo_directory() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+// ---------------------------------------------------------------------------------
+// 2. Keys on the too-small screen decide nothing (faults D11, review 2.11 item 6).
+
+#[test]
+fn keys_on_a_20x5_terminal_record_no_decision() {
+    require_tmux!();
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path();
+    std::fs::write(dir.join("payload.json"), r#"{"text":"hi"}"#).unwrap();
+    cli(
+        dir,
+        &[
+            "draft",
+            "submit",
+            "l.db",
+            "--key",
+            "draft-1",
+            "--payload",
+            "payload.json",
+            "--by",
+            "agent",
+        ],
+        0,
+    );
+    unknown_send(dir, "l.db", "send-1");
+
+    for (tag, keys) in [
+        (
+            "approve",
+            &["a", "Enter", "Enter", "Enter", "y", "Enter"][..],
+        ),
+        ("mark", &["2", "s", "Enter", "Enter", "Enter"][..]),
+    ] {
+        let term = Term::start(dir, tag, (20, 5), &tui("l.db"));
+        term.wait_for("needs at least");
+        for key in keys {
+            term.press(&[key]);
+        }
+        // q ends it once every key before it was read: the keys were taken in and
+        // dropped, not left unread.
+        term.press(&["q"]);
+        assert_eq!(
+            term.wait_exit(),
+            0,
+            "{tag}: q quits from the too-small screen"
+        );
+    }
+
+    let draft = cli_json(dir, &["draft", "show", "l.db", "1", "--json"]);
+    assert_eq!(draft["state"], "queued", "{draft}");
+    assert_eq!(status_of(dir, "l.db", "send-1"), "pending");
+    assert_eq!(decisions(dir, "l.db"), vec![], "a decision was made blind");
 }

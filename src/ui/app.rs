@@ -7,6 +7,7 @@ use tui_input::backend::crossterm::EventHandler;
 
 use super::action::{Action, Effect};
 use super::keymap::{Command, View, command_for};
+use super::view::{MIN_HEIGHT, MIN_WIDTH};
 use crate::ledger::{Census, Entry, PageQuery, Status, duration, time};
 use crate::review::Draft;
 
@@ -187,6 +188,12 @@ impl App {
         }
     }
 
+    /// The terminal is smaller than anything is drawn at: the screen shows only how big
+    /// it needs to be, so no key may act on what is not shown.
+    pub fn too_small(&self) -> bool {
+        self.size.0 < MIN_WIDTH || self.size.1 < MIN_HEIGHT
+    }
+
     /// Whether every view's data (and the counts) has arrived.
     pub fn loaded(&self) -> bool {
         let queue = self.no_queue.is_some() || !matches!(self.approvals, Loaded::Loading);
@@ -303,7 +310,7 @@ impl App {
             Action::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
             Action::Key(_) => Vec::new(),
             Action::Mouse(mouse) => {
-                if self.overlay.is_some() {
+                if self.overlay.is_some() || self.too_small() {
                     return Vec::new();
                 }
                 match mouse.kind {
@@ -392,6 +399,17 @@ impl App {
         if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
             self.quit = true;
             return vec![Effect::Quit];
+        }
+        if self.too_small() {
+            if command_for(self.view, &key) == Some(Command::Quit) {
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            self.say(
+                "A key was ignored while the terminal was too small; nothing was decided.",
+                false,
+            );
+            return Vec::new();
         }
         if let Some(overlay) = self.overlay.take() {
             return self.overlay_key(overlay, key);

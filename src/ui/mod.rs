@@ -167,7 +167,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     for effect in app.start() {
         run_effect(effect, &backend, &tx, &done_tx, &mut in_flight);
     }
-    draw(&mut guard, &app, &theme)?;
+    draw(&mut guard, &mut app, &theme)?;
     hooks.after_first_draw()?;
     let mut ended = Ended::Quit;
     loop {
@@ -182,9 +182,13 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
             }
             action = rx.recv() => {
                 let Some(action) = action else { break };
+                let mut resized = matches!(action, Action::Resize(..));
                 let mut effects = app.update(action);
-                // Take in everything already waiting before drawing once.
-                while let Ok(more) = rx.try_recv() {
+                // Take in everything already waiting before drawing once, but not past
+                // a resize: what follows it meets the screen drawn at the new size, so
+                // no key acts on a form the person cannot see yet.
+                while !resized && let Ok(more) = rx.try_recv() {
+                    resized = matches!(more, Action::Resize(..));
                     effects.extend(app.update(more));
                 }
                 for effect in effects {
@@ -193,7 +197,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                 if app.quit {
                     break;
                 }
-                draw(&mut guard, &app, &theme)?;
+                draw(&mut guard, &mut app, &theme)?;
                 if hooks.exit_when_loaded && app.loaded() {
                     drop(guard);
                     eprintln!(
@@ -235,16 +239,22 @@ impl TestHooks {
     }
 }
 
+/// Draws a frame, and keeps the app's size to the one drawn: the keys' size guard
+/// must judge the screen the person sees, even before its resize event arrives.
 fn draw(
     guard: &mut terminal::TerminalGuard,
-    app: &App,
+    app: &mut App,
     theme: &theme::Theme,
 ) -> Result<(), String> {
-    guard
+    let area = guard
         .terminal
         .draw(|frame| view::draw(frame, app, theme))
-        .map(|_| ())
-        .map_err(|e| format!("cannot draw: {e}"))
+        .map_err(|e| format!("cannot draw: {e}"))?
+        .area;
+    if (area.width, area.height) != app.size {
+        app.update(Action::Resize(area.width, area.height));
+    }
+    Ok(())
 }
 
 /// Terminal events, read on a thread of their own so the UI never waits on them.
