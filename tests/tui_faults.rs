@@ -264,6 +264,35 @@ fn decisions(dir: &Path, ledger: &str) -> Vec<(String, String, String, String)> 
         .collect()
 }
 
+fn resolved(key: &str) -> Vec<(String, String, String, String)> {
+    vec![(
+        "resolve".into(),
+        key.into(),
+        "alice".into(),
+        "changed".into(),
+    )]
+}
+
+/// Moves `from` (and its SQLite -wal and -shm, when there are any) to `to`.
+fn move_sqlite(dir: &Path, from: &str, to: &str) {
+    for suffix in ["", "-wal", "-shm"] {
+        let source = dir.join(format!("{from}{suffix}"));
+        if suffix.is_empty() || source.exists() {
+            std::fs::rename(&source, dir.join(format!("{to}{suffix}"))).unwrap();
+        }
+    }
+}
+
+/// Waits for the banner of a ledger gone, printing how long it took to show.
+fn wait_for_banner(term: &Term, since: Instant, banner: &str) -> String {
+    let screen = term.wait_for(banner);
+    eprintln!(
+        "the banner showed {:?} after the file went",
+        since.elapsed()
+    );
+    screen
+}
+
 // ---------------------------------------------------------------------------------
 // 1. Signals give the terminal back (faults D10, review 2.11 item 5).
 
@@ -400,10 +429,26 @@ fn closing_the_window_removes_the_demo_directory() {
     while std::fs::read_dir(&tmp).unwrap().count() != 0 {
         assert!(
             start.elapsed() < react(),
-            "the demo's directory was left behind"
+            "the demo's directory was left behind; processes still running with it: {:?}",
+            processes_with_env(&format!("TMPDIR={}", tmp.display()))
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The pid and state of each process whose environment holds `var`, for a failure's
+/// message.
+fn processes_with_env(var: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+        if environ.split(|b| *b == 0).any(|v| v == var.as_bytes()) {
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            found.push(stat.split(' ').take(3).collect::<Vec<_>>().join(" "));
+        }
+    }
+    found
 }
 
 // ---------------------------------------------------------------------------------
@@ -458,4 +503,156 @@ fn keys_on_a_20x5_terminal_record_no_decision() {
     assert_eq!(draft["state"], "queued", "{draft}");
     assert_eq!(status_of(dir, "l.db", "send-1"), "pending");
     assert_eq!(decisions(dir, "l.db"), vec![], "a decision was made blind");
+}
+
+// ---------------------------------------------------------------------------------
+// 3. A ledger that disappears is noticed (faults D12).
+
+/// Opens the mark-sent confirmation of `key` in the Unknown view.
+fn confirm_mark_sent(term: &Term, key: &str) {
+    term.press(&["2"]);
+    term.wait_for(key);
+    term.press(&["s"]);
+    term.wait_for(&format!("Mark {key} sent"));
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Mark {key} sent as alice?"));
+}
+
+/// Marks the first unknown send, `key`, sent, from the Unknown view.
+fn mark_sent(term: &Term, key: &str) {
+    term.press(&["s"]);
+    term.wait_for(&format!("Mark {key} sent"));
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Mark {key} sent as alice?"));
+    term.press(&["Enter"]);
+    term.wait_for(&format!("✓ Marked {key} sent."));
+}
+
+#[test]
+fn an_sqlite_ledger_moved_away_refuses_decisions_until_another_is_back() {
+    require_tmux!();
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path();
+    unknown_send(dir, "ledger.db", "gone-1");
+    let term = Term::start(dir, "moved", (100, 30), &tui("ledger.db"));
+    term.wait_for("Unknown sends (1)");
+    confirm_mark_sent(&term, "gone-1");
+
+    // Moved away with its -wal and -shm: the file lives on (as kept.db) to show that
+    // nothing was written to it.
+    let since = Instant::now();
+    move_sqlite(dir, "ledger.db", "kept.db");
+    wait_for_banner(
+        &term,
+        since,
+        "✗ The ledger ledger.db was deleted or moved away; decisions are off until it is back.",
+    );
+    term.press(&["Enter"]);
+    term.wait_for(
+        "✗ Refused, nothing was written: the ledger ledger.db was deleted or moved away.",
+    );
+    term.press(&["s"]);
+    assert!(
+        !flat(&term.screen()).contains("Mark gone-1 sent"),
+        "a form opened"
+    );
+
+    // Another ledger is put at the path.
+    unknown_send(dir, "new.db", "back-1");
+    std::fs::rename(dir.join("new.db"), dir.join("ledger.db")).unwrap();
+    term.wait_for("✓ The ledger ledger.db was replaced by another file, now opened");
+    let screen = term.wait_for("back-1");
+    assert!(!screen.contains("decisions are off"), "{screen}");
+    mark_sent(&term, "back-1");
+    term.press(&["q"]);
+    assert_eq!(term.wait_exit(), 0);
+
+    assert_eq!(status_of(dir, "ledger.db", "back-1"), "sent");
+    assert_eq!(decisions(dir, "ledger.db"), resolved("back-1"));
+    assert_eq!(status_of(dir, "kept.db", "gone-1"), "pending");
+    assert_eq!(
+        decisions(dir, "kept.db"),
+        vec![],
+        "written into the file moved away"
+    );
+}
+
+#[test]
+fn an_sqlite_ledger_replaced_is_reopened_and_what_was_open_on_the_old_one_is_refused() {
+    require_tmux!();
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path();
+    unknown_send(dir, "ledger.db", "old-1");
+    // A backup of it, restored over it while the UI runs: the same entries, another file.
+    std::fs::copy(dir.join("ledger.db"), dir.join("backup.db")).unwrap();
+    let term = Term::start(dir, "replaced", (100, 30), &tui("ledger.db"));
+    term.wait_for("Unknown sends (1)");
+    confirm_mark_sent(&term, "old-1");
+
+    std::fs::rename(dir.join("backup.db"), dir.join("ledger.db")).unwrap();
+    term.wait_for("✓ The ledger ledger.db was replaced by another file, now opened");
+    // The confirmation still shows, but it was made on the old file.
+    term.press(&["Enter"]);
+    term.wait_for(
+        "✗ Refused, nothing was written: the ledger ledger.db was replaced while this was open.",
+    );
+    assert_eq!(decisions(dir, "ledger.db"), vec![]);
+
+    mark_sent(&term, "old-1");
+    term.press(&["q"]);
+    assert_eq!(term.wait_exit(), 0);
+    assert_eq!(status_of(dir, "ledger.db", "old-1"), "sent");
+    assert_eq!(decisions(dir, "ledger.db"), resolved("old-1"));
+}
+
+#[test]
+fn a_json_lines_ledger_deleted_never_reads_as_nothing_pending() {
+    require_tmux!();
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path();
+    unknown_send(dir, "ledger.jsonl", "j-1");
+    let term = Term::start(dir, "jsonl", (100, 30), &tui("ledger.jsonl"));
+    term.wait_for("Unknown sends (1)");
+    term.press(&["2"]);
+    term.wait_for("j-1");
+
+    let since = Instant::now();
+    std::fs::remove_file(dir.join("ledger.jsonl")).unwrap();
+    let banner =
+        "✗ The ledger ledger.jsonl was deleted or moved away; decisions are off until it is back.";
+    term.wait_until("the banner, and never 0 pending on the way", |screen| {
+        let flat = flat(screen);
+        assert!(
+            !flat.contains(" 0 pending") && !flat.contains("Unknown sends (0)"),
+            "the vanished ledger read as nothing pending:\n{screen}"
+        );
+        flat.contains(banner)
+    });
+    eprintln!(
+        "the banner showed {:?} after the file went",
+        since.elapsed()
+    );
+    let screen = term.screen();
+    assert!(
+        flat(&screen).contains("1 pending"),
+        "what it held still shows:\n{screen}"
+    );
+    term.press(&["s"]);
+    term.wait_for(
+        "✗ Refused, nothing was written: the ledger ledger.jsonl was deleted or moved away.",
+    );
+    assert!(
+        !dir.join("ledger.jsonl").exists(),
+        "a refused decision made the file again"
+    );
+
+    unknown_send(dir, "new.jsonl", "j-2");
+    std::fs::rename(dir.join("new.jsonl"), dir.join("ledger.jsonl")).unwrap();
+    term.wait_for("✓ The ledger ledger.jsonl was replaced by another file, now opened");
+    term.wait_for("j-2");
+    mark_sent(&term, "j-2");
+    term.press(&["q"]);
+    assert_eq!(term.wait_exit(), 0);
+    assert_eq!(status_of(dir, "ledger.jsonl", "j-2"), "sent");
+    assert_eq!(decisions(dir, "ledger.jsonl"), resolved("j-2"));
 }

@@ -1,6 +1,7 @@
 //! What the TUI refuses to do blind, without a terminal: no key but quit acts while the
 //! too-small screen hides the views (a form or confirmation open when the terminal
-//! shrank waits, untouched, until it shows again).
+//! shrank waits, untouched, until it shows again), and no decision is made while the
+//! ledger's file is gone or after it was replaced under an open form.
 
 mod common;
 
@@ -9,9 +10,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKi
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use send_once::ledger::{Census, Entry, time};
+use send_once::ledger::{Census, Entry, Status, time};
 use send_once::review::{Draft, Revision};
-use send_once::ui::action::{Action, Effect};
+use send_once::ui::action::{Action, Effect, Gone};
 use send_once::ui::app::{App, Options, Overlay};
 use send_once::ui::keymap::View;
 
@@ -122,6 +123,10 @@ fn overlay_title(app: &App) -> Option<String> {
         Some(Overlay::Help) => Some("help".into()),
         None => None,
     }
+}
+
+fn is_resolve(effects: &[Effect], want: &str, status: Status) -> bool {
+    matches!(effects, [Effect::Resolve { key, status: s, .. }] if key == want && *s == status)
 }
 
 // ---------------------------------------------------------------------------------
@@ -266,4 +271,238 @@ fn data_keeps_arriving_while_the_terminal_is_too_small() {
     );
     app.update(Action::UnknownLoaded(Ok(vec![pending("order-3:charge")])));
     assert_eq!(app.visible_unknown().len(), 1);
+}
+
+// ---------------------------------------------------------------------------------
+// The ledger's file gone or replaced
+
+fn gone(app: &mut App, gone: Gone) {
+    assert_eq!(app.update(Action::LedgerGone(gone)), vec![]);
+}
+
+#[test]
+fn a_deleted_ledger_shows_a_banner_and_refuses_every_decision() {
+    let mut app = loaded();
+    assert_eq!(app.banner(), None);
+    gone(&mut app, Gone::Deleted);
+    assert_eq!(
+        app.banner().as_deref(),
+        Some(
+            "The ledger ledger.db was deleted or moved away; decisions are off until it is back. What shows is what it held."
+        )
+    );
+    let refused = (
+        "Refused, nothing was written: the ledger ledger.db was deleted or moved away.".to_owned(),
+        false,
+    );
+    for (view, key) in [("1", "a"), ("1", "r"), ("1", "c"), ("2", "s"), ("2", "f")] {
+        assert_eq!(keys(&mut app, &[view, key]), vec![], "{key}");
+        assert_eq!(overlay_title(&app), None, "{key} opened something");
+        assert_eq!(status(&app), refused, "{key}");
+    }
+    // Looking around still works.
+    keys(&mut app, &["2", "j"]);
+    assert_eq!(app.selected(View::Unknown), 1);
+}
+
+#[test]
+fn a_vanished_ledger_never_reads_as_nothing_pending() {
+    let mut app = loaded();
+    gone(&mut app, Gone::Deleted);
+    // A JSON Lines ledger that is gone reads as empty: nothing is reloaded from it, and
+    // an answer that arrives anyway is not taken.
+    assert_eq!(app.update(Action::Changed), vec![]);
+    assert_eq!(
+        app.update(Action::Done {
+            message: "x".into(),
+            ok: false
+        }),
+        vec![]
+    );
+    app.update(Action::UnknownLoaded(Ok(Vec::new())));
+    app.update(Action::ApprovalsLoaded(Ok(Vec::new())));
+    app.update(Action::CountsLoaded(Ok(census(0))));
+    assert_eq!(app.visible_unknown().len(), 2);
+    assert_eq!(app.visible_drafts().len(), 2);
+    assert_eq!(app.counts.as_ref().map(|c| c.pending), Some(2));
+}
+
+#[test]
+fn a_form_or_confirmation_open_when_the_ledger_went_is_refused() {
+    let mut app = loaded();
+    keys(&mut app, &["2", "s"]);
+    assert_eq!(
+        overlay_title(&app).as_deref(),
+        Some("form: Mark order-1:charge sent")
+    );
+    gone(&mut app, Gone::Deleted);
+    // Typing goes on in the form (a `q` in a note must not quit), but it cannot be sent.
+    assert_eq!(keys(&mut app, &["q", "u", "i", "t", "e"]), vec![]);
+    assert!(!app.quit);
+    assert_eq!(keys(&mut app, &["Enter"]), vec![]);
+    assert_eq!(overlay_title(&app), None);
+    assert!(status(&app).0.starts_with("Refused, nothing was written"));
+
+    // A confirmation already on the screen: the same.
+    let mut app = loaded();
+    keys(&mut app, &["2", "s", "Enter"]);
+    assert_eq!(overlay_title(&app).as_deref(), Some("confirm: Mark sent"));
+    gone(&mut app, Gone::Replaced);
+    assert_eq!(keys(&mut app, &["Enter"]), vec![]);
+    assert_eq!(overlay_title(&app), None);
+    assert_eq!(
+        status(&app),
+        (
+            "Refused, nothing was written: the ledger ledger.db was replaced by another file."
+                .into(),
+            false
+        )
+    );
+}
+
+#[test]
+fn a_ledger_moved_back_lifts_the_banner_reloads_and_decides_again() {
+    let mut app = loaded();
+    keys(&mut app, &["2", "s", "Enter"]);
+    gone(&mut app, Gone::Deleted);
+    let effects = app.update(Action::LedgerBack { reopened: false });
+    assert_eq!(effects.len(), 4, "everything reloads: {effects:?}");
+    assert_eq!(app.banner(), None);
+    assert_eq!(status(&app), ("The ledger ledger.db is back.".into(), true));
+    // The very file that was opened is back: what was open on it still stands.
+    let effects = keys(&mut app, &["Enter"]);
+    assert!(
+        is_resolve(&effects, "order-1:charge", Status::Sent),
+        "{effects:?}"
+    );
+}
+
+#[test]
+fn after_a_replaced_ledger_is_reopened_what_was_open_on_the_old_file_is_refused() {
+    let mut app = loaded();
+    keys(&mut app, &["2", "s", "Enter"]);
+    gone(&mut app, Gone::Replaced);
+    let effects = app.update(Action::LedgerBack { reopened: true });
+    assert_eq!(effects.len(), 4, "everything reloads: {effects:?}");
+    assert_eq!(app.banner(), None);
+    assert_eq!(
+        status(&app),
+        (
+            "The ledger ledger.db was replaced by another file, now opened: what shows is what it holds."
+                .into(),
+            true
+        )
+    );
+    assert_eq!(overlay_title(&app).as_deref(), Some("confirm: Mark sent"));
+    assert_eq!(keys(&mut app, &["y"]), vec![]);
+    assert_eq!(overlay_title(&app), None);
+    assert_eq!(
+        status(&app),
+        (
+            "Refused, nothing was written: the ledger ledger.db was replaced while this was open. Look at it again and decide anew."
+                .into(),
+            false
+        )
+    );
+    // Decided anew, on the file now open, it goes through.
+    let effects = keys(&mut app, &["s", "Enter", "Enter"]);
+    assert!(
+        is_resolve(&effects, "order-1:charge", Status::Sent),
+        "{effects:?}"
+    );
+
+    // A reopen with nothing open leaves nothing stale behind.
+    let mut app = loaded();
+    gone(&mut app, Gone::Replaced);
+    app.update(Action::LedgerBack { reopened: true });
+    let effects = keys(&mut app, &["2", "f", "Enter", "Enter"]);
+    assert!(
+        is_resolve(&effects, "order-1:charge", Status::Failed),
+        "{effects:?}"
+    );
+}
+
+#[test]
+fn a_file_that_cannot_be_opened_says_why_in_the_banner() {
+    let mut app = loaded();
+    gone(&mut app, Gone::Replaced);
+    gone(
+        &mut app,
+        Gone::Unusable("the file there now is empty".into()),
+    );
+    assert_eq!(
+        app.banner().as_deref(),
+        Some(
+            "The ledger ledger.db cannot be used (the file there now is empty); decisions are off until it is back. What shows is what it held."
+        )
+    );
+    assert_eq!(keys(&mut app, &["a"]), vec![]);
+    assert!(status(&app).0.starts_with("Refused, nothing was written"));
+}
+
+// ---------------------------------------------------------------------------------
+// The banner, as drawn
+
+fn drawn(app: &mut App, w: u16, h: u16) -> ratatui::buffer::Buffer {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use send_once::ui::theme::Theme;
+    app.update(Action::Resize(w, h));
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal
+        .draw(|f| send_once::ui::view::draw(f, app, &Theme::new(false)))
+        .unwrap();
+    terminal.backend().buffer().clone()
+}
+
+fn text(buffer: &ratatui::buffer::Buffer) -> String {
+    let area = buffer.area;
+    let mut out = String::new();
+    for y in area.top()..area.bottom() {
+        let line: String = (area.left()..area.right())
+            .map(|x| buffer[(x, y)].symbol())
+            .collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_banner_of_a_deleted_ledger_100x30() {
+    let mut app = loaded();
+    keys(&mut app, &["2"]);
+    gone(&mut app, Gone::Deleted);
+    let buffer = drawn(&mut app, 100, 30);
+    let screen = text(&buffer);
+    insta::assert_snapshot!("ledger_deleted_100x30", screen);
+    // Under the header, before the views; reversed, so it stands out without colour.
+    let row = screen
+        .lines()
+        .position(|l| l.starts_with("✗ The ledger ledger.db was deleted"))
+        .unwrap_or_else(|| panic!("no banner:\n{screen}"));
+    assert_eq!(row, 2, "{screen}");
+    assert!(
+        buffer[(0, row as u16)]
+            .modifier
+            .contains(ratatui::style::Modifier::REVERSED)
+    );
+    assert!(
+        screen.contains("order-1:charge"),
+        "what it held still shows"
+    );
+}
+
+#[test]
+fn the_banner_of_a_ledger_replaced_by_a_file_that_cannot_be_opened_80x24() {
+    let mut app = loaded();
+    keys(&mut app, &["2", "s", "Enter"]);
+    gone(&mut app, Gone::Unusable(
+        "the file there now cannot be opened: ledger.db is not a send-once ledger: it has no send_once table"
+            .into(),
+    ));
+    keys(&mut app, &["Enter"]);
+    let screen = text(&drawn(&mut app, 80, 24));
+    insta::assert_snapshot!("ledger_unusable_80x24", screen);
+    assert!(screen.contains("Refused, nothing was written"), "{screen}");
 }

@@ -53,14 +53,30 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
             .div_ceil(usize::from(area.width).max(1))
             .clamp(1, 3) as u16
     });
-    let [header, body, status, footer] = Layout::vertical([
+    let banner_text = app.banner().map(|text| format!("✗ {}", safe(&text)));
+    let banner_rows = banner_text.as_ref().map_or(0, |text| {
+        text.chars()
+            .count()
+            .div_ceil(usize::from(area.width).max(1))
+            .clamp(1, 3) as u16
+    });
+    let [header, banner, body, status, footer] = Layout::vertical([
         Constraint::Length(2),
+        Constraint::Length(banner_rows),
         Constraint::Min(5),
         Constraint::Length(status_rows),
         Constraint::Length(1),
     ])
     .areas(area);
     draw_header(frame, app, theme, header);
+    if let Some(text) = banner_text {
+        frame.render_widget(
+            Paragraph::new(text)
+                .style(theme.alert())
+                .wrap(Wrap { trim: false }),
+            banner,
+        );
+    }
     match app.view {
         View::Approvals => draw_approvals(frame, app, theme, body),
         View::Unknown => draw_unknown(frame, app, theme, body),
