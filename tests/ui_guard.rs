@@ -506,3 +506,19 @@ fn the_banner_of_a_ledger_replaced_by_a_file_that_cannot_be_opened_80x24() {
     insta::assert_snapshot!("ledger_unusable_80x24", screen);
     assert!(screen.contains("Refused, nothing was written"), "{screen}");
 }
+
+#[test]
+fn the_banner_fits_the_smallest_screen_drawn() {
+    let mut app = loaded();
+    gone(&mut app, Gone::Unusable("x".repeat(300)));
+    let screen = text(&drawn(&mut app, 64, 18));
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(
+        lines[2].starts_with("✗ The ledger ledger.db cannot be used"),
+        "{screen}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("q quit")),
+        "the footer is still there:\n{screen}"
+    );
+}

@@ -207,7 +207,9 @@ impl Watcher {
             AtPath::Other(now) if self.refused == Some(now) => None,
             AtPath::Other(now) if self.settling == Some(now) => {
                 self.settling = None;
-                self.reopen(opened, now).await;
+                let generation = opened.generation;
+                drop(opened);
+                self.reopen(generation, now).await;
                 None
             }
             AtPath::Other(now) => {
@@ -226,7 +228,7 @@ impl Watcher {
     }
 
     /// Opens the file now at the path in place of the one opened before.
-    async fn reopen(&mut self, old: Opened, seen: Look) {
+    async fn reopen(&mut self, generation: u64, seen: Look) {
         let options = Arc::clone(&self.options);
         let opened = tokio::task::spawn_blocking(move || open_file(&options))
             .await
@@ -236,7 +238,7 @@ impl Watcher {
                 let old = self.current.replace(Opened {
                     backend,
                     file,
-                    generation: old.generation + 1,
+                    generation: generation + 1,
                 });
                 // Closing an SQLite store waits for its writer thread.
                 tokio::task::spawn_blocking(move || drop(old));
