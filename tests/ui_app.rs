@@ -238,19 +238,24 @@ fn moving_clamps_at_both_ends() {
     press(&mut app, KeyCode::Up);
     assert_eq!(selected_id(&app), Some(4));
 
-    // A page is what fits in the list: 14 rows of terminal leave 2.
-    assert_eq!(app.update(Action::Resize(100, 14)), vec![]);
+    // A page is what fits in the list: the smallest terminal drawn (18 rows) leaves 6.
+    let fifteen = (1..=15)
+        .map(|i| draft(i, &format!("p{i}@example.com")))
+        .collect();
+    app.update(Action::ApprovalsLoaded(Ok(fifteen)));
+    assert_eq!(app.update(Action::Resize(100, 18)), vec![]);
     ch(&mut app, 'g');
     assert_eq!(press(&mut app, KeyCode::PageDown), vec![]);
-    assert_eq!(selected_id(&app), Some(3));
+    assert_eq!(selected_id(&app), Some(7));
+    press(&mut app, KeyCode::PageDown);
     press(&mut app, KeyCode::PageDown);
     assert_eq!(
         selected_id(&app),
-        Some(5),
+        Some(15),
         "a page down past the end clamps"
     );
     press(&mut app, KeyCode::PageUp);
-    assert_eq!(selected_id(&app), Some(3));
+    assert_eq!(selected_id(&app), Some(9));
     press(&mut app, KeyCode::PageUp);
     press(&mut app, KeyCode::PageUp);
     assert_eq!(selected_id(&app), Some(1));

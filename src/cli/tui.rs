@@ -73,7 +73,13 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         clock: clock(),
     };
     match ui::run(options) {
-        Ok(()) => Exit::Ok,
+        Ok(ui::Ended::Quit) => Exit::Ok,
+        Ok(ui::Ended::Signal(number)) => {
+            // Ended as a shell reports a command a signal ended (128 + the signal), once
+            // the demo's directory is gone: process::exit runs no destructors.
+            drop(demo);
+            std::process::exit(128 + number)
+        }
         Err(e) => fail(Exit::Refused, e),
     }
 }

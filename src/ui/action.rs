@@ -28,6 +28,26 @@ pub enum Action {
         message: String,
         ok: bool,
     },
+    /// The ledger's path no longer holds the file that was opened: decisions are off
+    /// until a ledger is back there.
+    LedgerGone(Gone),
+    /// A ledger is at the path again: the file opened (moved back), or another one,
+    /// now opened in its place (`reopened`).
+    LedgerBack {
+        reopened: bool,
+    },
+}
+
+/// What became of the ledger's file while the UI ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// Nothing is at the path: deleted, or moved away.
+    Deleted,
+    /// Another file is at the path, not yet opened.
+    Replaced,
+    /// Another file is at the path and it cannot be opened as a ledger, or the path
+    /// cannot be looked at: why.
+    Unusable(String),
 }
 
 /// Work for the runtime. Decisions carry everything they need, so a confirmed

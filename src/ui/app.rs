@@ -5,8 +5,9 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, Mou
 use tui_input::Input;
 use tui_input::backend::crossterm::EventHandler;
 
-use super::action::{Action, Effect};
+use super::action::{Action, Effect, Gone};
 use super::keymap::{Command, View, command_for};
+use super::view::{MIN_HEIGHT, MIN_WIDTH};
 use crate::ledger::{Census, Entry, PageQuery, Seen, Status, duration, time};
 use crate::review::Draft;
 
@@ -152,6 +153,11 @@ pub struct App {
     pub overlay: Option<Overlay>,
     /// What the last action did, or why it was refused.
     pub status: Option<(String, bool)>,
+    /// The ledger's path no longer holds the file opened: decisions are off.
+    pub ledger_gone: Option<Gone>,
+    /// The open form or confirmation was made on a ledger file since replaced: it
+    /// cannot be confirmed.
+    pub overlay_stale: bool,
     pub quit: bool,
 }
 
@@ -190,8 +196,48 @@ impl App {
             detail_scroll: 0,
             overlay: None,
             status: None,
+            ledger_gone: None,
+            overlay_stale: false,
             quit: false,
         }
+    }
+
+    /// The terminal is smaller than anything is drawn at: the screen shows only how big
+    /// it needs to be, so no key may act on what is not shown.
+    pub fn too_small(&self) -> bool {
+        self.size.0 < MIN_WIDTH || self.size.1 < MIN_HEIGHT
+    }
+
+    /// What became of the ledger's file ("ledger X was …"), when it is no longer the
+    /// one opened.
+    fn gone_reason(&self) -> Option<String> {
+        let label = &self.ledger_label;
+        self.ledger_gone.as_ref().map(|gone| match gone {
+            Gone::Deleted => format!("ledger {label} was deleted or moved away"),
+            Gone::Replaced => format!("ledger {label} was replaced by another file"),
+            Gone::Unusable(why) => format!("ledger {label} cannot be used ({why})"),
+        })
+    }
+
+    /// The banner shown over the views while the ledger is gone.
+    pub fn banner(&self) -> Option<String> {
+        self.gone_reason().map(|reason| {
+            format!("The {reason}; decisions are off until it is back. What shows is what it held.")
+        })
+    }
+
+    /// Why a decision cannot be made now, if it cannot.
+    fn decisions_off(&self) -> Option<String> {
+        if let Some(reason) = self.gone_reason() {
+            return Some(format!("Refused, nothing was written: the {reason}."));
+        }
+        if self.overlay_stale {
+            return Some(format!(
+                "Refused, nothing was written: the ledger {} was replaced while this was open. Look at it again and decide anew.",
+                self.ledger_label
+            ));
+        }
+        None
     }
 
     /// Whether every view's data (and the counts) has arrived.
@@ -210,6 +256,11 @@ impl App {
 
     fn reload(&self) -> Vec<Effect> {
         let mut effects = Vec::new();
+        // What the path holds now is not the ledger shown; what was loaded stays, under
+        // the banner, until a ledger is back.
+        if self.ledger_gone.is_some() {
+            return effects;
+        }
         if self.no_queue.is_none() {
             effects.push(Effect::LoadApprovals);
         }
@@ -310,7 +361,7 @@ impl App {
             Action::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
             Action::Key(_) => Vec::new(),
             Action::Mouse(mouse) => {
-                if self.overlay.is_some() {
+                if self.overlay.is_some() || self.too_small() {
                     return Vec::new();
                 }
                 match mouse.kind {
@@ -328,6 +379,36 @@ impl App {
                 Vec::new()
             }
             Action::Changed => self.reload(),
+            Action::LedgerGone(gone) => {
+                self.ledger_gone = Some(gone);
+                Vec::new()
+            }
+            Action::LedgerBack { reopened } => {
+                let was_gone = self.ledger_gone.take().is_some();
+                if reopened {
+                    self.overlay_stale = self.overlay_stale
+                        || matches!(self.overlay, Some(Overlay::Form(_) | Overlay::Confirm(_)));
+                    self.say(
+                        &format!(
+                            "The ledger {} was replaced by another file, now opened: what shows is what it holds.",
+                            self.ledger_label
+                        ),
+                        true,
+                    );
+                } else if was_gone {
+                    self.say(&format!("The ledger {} is back.", self.ledger_label), true);
+                }
+                self.reload()
+            }
+            // Loads answered after the ledger went are of a file no longer at the path.
+            Action::ApprovalsLoaded(_)
+            | Action::UnknownLoaded(_)
+            | Action::LedgerLoaded { .. }
+            | Action::CountsLoaded(_)
+                if self.ledger_gone.is_some() =>
+            {
+                Vec::new()
+            }
             Action::ApprovalsLoaded(result) => {
                 let keep = self.selected_draft().map(|d| d.id);
                 self.approvals = loaded(result);
@@ -400,6 +481,20 @@ impl App {
             self.quit = true;
             return vec![Effect::Quit];
         }
+        if self.too_small() {
+            if command_for(self.view, &key) == Some(Command::Quit) {
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            self.say(
+                "A key was ignored while the terminal was too small; nothing was decided.",
+                false,
+            );
+            return Vec::new();
+        }
+        if self.overlay.is_none() {
+            self.overlay_stale = false;
+        }
         if let Some(overlay) = self.overlay.take() {
             return self.overlay_key(overlay, key);
         }
@@ -446,6 +541,18 @@ impl App {
     }
 
     fn command(&mut self, command: Command) -> Vec<Effect> {
+        if matches!(
+            command,
+            Command::Approve
+                | Command::Reject
+                | Command::Recheck
+                | Command::MarkSent
+                | Command::MarkFailed
+        ) && let Some(why) = self.decisions_off()
+        {
+            self.say(&why, false);
+            return Vec::new();
+        }
         let rows = self.row_count();
         let s = slot(self.view);
         if matches!(
@@ -654,6 +761,10 @@ impl App {
     }
 
     fn confirmed(&mut self, confirm: Confirm) -> Vec<Effect> {
+        if let Some(why) = self.decisions_off() {
+            self.say(&why, false);
+            return Vec::new();
+        }
         self.say(WORKING, true);
         vec![confirm.effect]
     }
@@ -668,13 +779,19 @@ impl App {
             KeyCode::BackTab | KeyCode::Up => {
                 form.focus = (form.focus + form.fields.len() - 1) % form.fields.len();
             }
-            KeyCode::Enter => match self.submit(&form) {
-                Ok(confirm) => {
-                    self.overlay = Some(Overlay::Confirm(confirm));
+            KeyCode::Enter => {
+                if let Some(why) = self.decisions_off() {
+                    self.say(&why, false);
                     return Vec::new();
                 }
-                Err(message) => form.error = Some(message),
-            },
+                match self.submit(&form) {
+                    Ok(confirm) => {
+                        self.overlay = Some(Overlay::Confirm(confirm));
+                        return Vec::new();
+                    }
+                    Err(message) => form.error = Some(message),
+                }
+            }
             _ => {
                 if let Some(field) = form.fields.get_mut(form.focus) {
                     field.input.handle_event(&Event::Key(key));

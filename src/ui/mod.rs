@@ -3,7 +3,8 @@
 //! `App` (state and `update`), `keymap` (one table of keys), `view` (drawing) and
 //! `action` (what comes in, what goes out) are pure; this module is the runtime that
 //! reads the terminal, runs effects on the ledger off the UI's path, watches the
-//! ledger for changes by others, and feeds everything back as actions.
+//! ledger for changes by others (and for its file being deleted or replaced), ends on
+//! a signal as on `q`, and feeds everything back as actions.
 
 pub mod action;
 pub mod app;
@@ -12,6 +13,7 @@ pub mod keymap;
 pub mod terminal;
 pub mod theme;
 pub mod view;
+mod watch;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -19,7 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{self, Event};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::approval::Ttl;
 use crate::ledger::jsonl::JsonlStore;
@@ -28,6 +31,7 @@ use crate::ledger::{Clock, Ledger, LedgerError, ResolveDetails, Status, Store, S
 use crate::review::{Review, Verdict};
 use action::{Action, Effect};
 use app::{App, Options};
+use watch::{Current, Opened, Watcher, not_there, open_file};
 
 /// How often ages move and the ledger is checked for changes by others.
 const TICK: Duration = Duration::from_millis(500);
@@ -88,19 +92,65 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
     ))
 }
 
-/// Runs the UI until the person quits. The terminal is restored however it ends.
-pub fn run(options: UiOptions) -> Result<(), String> {
+/// How the UI ended, when it did not fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The person quit.
+    Quit,
+    /// This signal asked it to end (the terminal is restored all the same); a shell
+    /// reports it as exit status 128 + the number.
+    Signal(i32),
+}
+
+/// Runs the UI until the person quits or a signal ends it. The terminal is restored
+/// however it ends.
+pub fn run(options: UiOptions) -> Result<Ended, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start: {e}"))?;
-    runtime.block_on(run_async(options))
+    let ended = runtime.block_on(run_async(options));
+    // Whatever is still running (a recheck command, a load) gets a moment, not an
+    // open-ended wait: the person, or a signal, asked to leave.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    ended
 }
 
-async fn run_async(options: UiOptions) -> Result<(), String> {
-    let (backend, no_queue) = open(&options).map_err(|e| e.to_string())?;
+/// The signals that end the UI as `q` does, so the terminal is given back; their
+/// default action would end the process with the terminal still raw.
+fn watch_signals() -> Result<UnboundedReceiver<i32>, String> {
+    let (tx, rx) = unbounded_channel();
+    for (kind, number) in [
+        (SignalKind::terminate(), libc::SIGTERM),
+        (SignalKind::hangup(), libc::SIGHUP),
+        (SignalKind::interrupt(), libc::SIGINT),
+        (SignalKind::quit(), libc::SIGQUIT),
+        (SignalKind::user_defined1(), libc::SIGUSR1),
+    ] {
+        let mut stream = signal(kind).map_err(|e| format!("cannot watch for signals: {e}"))?;
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while stream.recv().await.is_some() {
+                if tx.send(number).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Ok(rx)
+}
+
+async fn run_async(options: UiOptions) -> Result<Ended, String> {
+    let options = Arc::new(options);
+    let (backend, no_queue, file) = open_file(&options)?;
+    let current = Current::new(Opened {
+        backend,
+        file,
+        generation: 0,
+    });
     let (tx, mut rx) = unbounded_channel::<Action>();
+    let mut signals = watch_signals()?;
 
     let mut guard =
         terminal::TerminalGuard::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
@@ -116,50 +166,67 @@ async fn run_async(options: UiOptions) -> Result<(), String> {
     app.size = (size.width, size.height);
 
     spawn_input(tx.clone());
-    spawn_watcher(backend.clone(), Arc::clone(&options.clock), tx.clone());
+    Watcher::spawn(current.clone(), Arc::clone(&options), tx.clone());
 
     let hooks = TestHooks::from_env();
     let started = std::time::Instant::now();
-    let mut in_flight: HashSet<&'static str> = HashSet::new();
-    let (done_tx, mut done_rx) = unbounded_channel::<&'static str>();
+    let mut in_flight: HashSet<LoadSlot> = HashSet::new();
+    let (done_tx, mut done_rx) = unbounded_channel::<LoadSlot>();
+    let mut runner = Runner {
+        current,
+        path: options.ledger.clone(),
+        tx: tx.clone(),
+        done: done_tx,
+        shown: 0,
+    };
     for effect in app.start() {
-        run_effect(effect, &backend, &tx, &done_tx, &mut in_flight);
+        runner.run(effect, 0, &mut in_flight);
     }
-    draw(&mut guard, &app, &theme)?;
+    draw(&mut guard, &mut app, &theme)?;
     hooks.after_first_draw()?;
+    let mut ended = Ended::Quit;
     loop {
         tokio::select! {
-            Some(kind) = done_rx.recv() => {
-                in_flight.remove(kind);
+            Some(number) = signals.recv() => {
+                ended = Ended::Signal(number);
+                break;
+            }
+            Some(slot) = done_rx.recv() => {
+                in_flight.remove(&slot);
                 continue;
             }
             action = rx.recv() => {
                 let Some(action) = action else { break };
-                let mut effects = app.update(action);
-                // Take in everything already waiting before drawing once.
-                while let Ok(more) = rx.try_recv() {
-                    effects.extend(app.update(more));
+                let mut resized = matches!(action, Action::Resize(..));
+                let mut effects = Vec::new();
+                runner.update(&mut app, action, &mut effects);
+                // Take in everything already waiting before drawing once, but not past
+                // a resize: what follows it meets the screen drawn at the new size, so
+                // no key acts on a form the person cannot see yet.
+                while !resized && let Ok(more) = rx.try_recv() {
+                    resized = matches!(more, Action::Resize(..));
+                    runner.update(&mut app, more, &mut effects);
                 }
-                for effect in effects {
-                    run_effect(effect, &backend, &tx, &done_tx, &mut in_flight);
+                for (effect, shown) in effects {
+                    runner.run(effect, shown, &mut in_flight);
                 }
                 if app.quit {
                     break;
                 }
-                draw(&mut guard, &app, &theme)?;
+                draw(&mut guard, &mut app, &theme)?;
                 if hooks.exit_when_loaded && app.loaded() {
                     drop(guard);
                     eprintln!(
                         "send-once: first full frame after {} ms",
                         started.elapsed().as_millis()
                     );
-                    return Ok(());
+                    return Ok(Ended::Quit);
                 }
             }
         }
     }
     drop(guard);
-    Ok(())
+    Ok(ended)
 }
 
 /// Switches for tests and benchmarks, read from the environment (undocumented for
@@ -188,16 +255,22 @@ impl TestHooks {
     }
 }
 
+/// Draws a frame, and keeps the app's size to the one drawn: the keys' size guard
+/// must judge the screen the person sees, even before its resize event arrives.
 fn draw(
     guard: &mut terminal::TerminalGuard,
-    app: &App,
+    app: &mut App,
     theme: &theme::Theme,
 ) -> Result<(), String> {
-    guard
+    let area = guard
         .terminal
         .draw(|frame| view::draw(frame, app, theme))
-        .map(|_| ())
-        .map_err(|e| format!("cannot draw: {e}"))
+        .map_err(|e| format!("cannot draw: {e}"))?
+        .area;
+    if (area.width, area.height) != app.size {
+        app.update(Action::Resize(area.width, area.height));
+    }
+    Ok(())
 }
 
 /// Terminal events, read on a thread of their own so the UI never waits on them.
@@ -223,63 +296,115 @@ fn spawn_input(tx: UnboundedSender<Action>) {
     });
 }
 
-/// Moves the clock on, and says when the ledger changed (whoever changed it).
-fn spawn_watcher(backend: Backend, clock: Clock, tx: UnboundedSender<Action>) {
-    tokio::spawn(async move {
-        let mut last = backend.store.change_marker().await.ok().flatten();
-        let mut interval = tokio::time::interval(TICK);
-        loop {
-            interval.tick().await;
-            if tx.send(Action::Tick(clock())).is_err() {
-                break;
-            }
-            let marker = backend.store.change_marker().await.ok().flatten();
-            if marker.is_none() || marker != last {
-                last = marker;
-                if tx.send(Action::Changed).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-}
+/// A kind of load against one opening of the ledger, so the same load is not started
+/// twice while one runs.
+type LoadSlot = (&'static str, u64);
 
-/// The kind of a load, so the same load is not started twice while one runs.
 fn load_kind(effect: &Effect) -> Option<&'static str> {
     match effect {
         Effect::LoadApprovals => Some("approvals"),
         Effect::LoadUnknown => Some("unknown"),
+        Effect::LoadLedger(_) => Some("ledger"),
         Effect::LoadCounts => Some("counts"),
         _ => None,
     }
 }
 
-fn run_effect(
-    effect: Effect,
-    backend: &Backend,
-    tx: &UnboundedSender<Action>,
-    done: &UnboundedSender<&'static str>,
-    in_flight: &mut HashSet<&'static str>,
-) {
-    if effect == Effect::Quit {
-        return;
-    }
-    let kind = load_kind(&effect);
-    if let Some(kind) = kind
-        && !in_flight.insert(kind)
-    {
-        return;
-    }
-    let (backend, tx, done) = (backend.clone(), tx.clone(), done.clone());
-    tokio::spawn(async move {
-        let action = perform(effect, &backend).await;
-        if let Some(kind) = kind {
-            let _ = done.send(kind);
+/// Runs effects off the UI's path and sends back what came of them.
+struct Runner {
+    current: Current,
+    path: PathBuf,
+    tx: UnboundedSender<Action>,
+    done: UnboundedSender<LoadSlot>,
+    /// Which opening of the ledger the app has been told of (and so has shown).
+    shown: u64,
+}
+
+impl Runner {
+    /// Hands `action` to the app, keeping each effect with the opening of the ledger
+    /// the app knew of when it asked for it.
+    fn update(&mut self, app: &mut App, action: Action, effects: &mut Vec<(Effect, u64)>) {
+        if matches!(action, Action::LedgerBack { reopened: true }) {
+            self.shown += 1;
         }
-        if let Some(action) = action {
-            let _ = tx.send(action);
+        let shown = self.shown;
+        effects.extend(app.update(action).into_iter().map(|e| (e, shown)));
+    }
+
+    fn run(&self, effect: Effect, shown: u64, in_flight: &mut HashSet<LoadSlot>) {
+        if effect == Effect::Quit {
+            return;
         }
-    });
+        let opened = self.current.get();
+        // A decision confirmed before the app heard that another file was opened is
+        // about the old one.
+        let reopened_since = opened.generation != shown;
+        let kind = load_kind(&effect);
+        // Ledger pages are never skipped: each answers a query of its own.
+        let slot = kind
+            .filter(|k| *k != "ledger")
+            .map(|k| (k, opened.generation));
+        if let Some(slot) = slot
+            && !in_flight.insert(slot)
+        {
+            return;
+        }
+        let (current, path, tx, done) = (
+            self.current.clone(),
+            self.path.clone(),
+            self.tx.clone(),
+            self.done.clone(),
+        );
+        tokio::spawn(async move {
+            let action = if kind.is_some() {
+                let action = perform(effect, &opened.backend).await;
+                // A load that raced the file's deletion may have read nothing at all
+                // (a JSON Lines ledger reads as empty): it must not show as "0 pending".
+                match (action, not_there(&path, opened.file)) {
+                    _ if current.get().generation != opened.generation => None,
+                    (Some(action), Some(why)) => Some(failed_load(action, why)),
+                    (action, None) => action,
+                    (None, Some(_)) => None,
+                }
+            } else if reopened_since {
+                Some(failed(format!(
+                    "Refused, nothing was written: {} was replaced by another file just now. Look at it again and decide anew.",
+                    path.display()
+                )))
+            } else if let Some(why) = not_there(&path, opened.file) {
+                Some(failed(format!("Refused, nothing was written: {why}.")))
+            } else {
+                let action = perform(effect, &opened.backend).await;
+                match (action, not_there(&path, opened.file)) {
+                    (Some(Action::Done { message, ok: true }), Some(_)) => Some(failed(format!(
+                        "{message} But the ledger's file was deleted or replaced as this was written, so it may not be in {} now: look before deciding again.",
+                        path.display()
+                    ))),
+                    (action, _) => action,
+                }
+            };
+            if let Some(slot) = slot {
+                let _ = done.send(slot);
+            }
+            if let Some(action) = action {
+                let _ = tx.send(action);
+            }
+        });
+    }
+}
+
+/// A load's answer replaced by why it cannot be trusted.
+fn failed_load(action: Action, why: String) -> Action {
+    match action {
+        Action::ApprovalsLoaded(_) => Action::ApprovalsLoaded(Err(why)),
+        Action::UnknownLoaded(_) => Action::UnknownLoaded(Err(why)),
+        Action::LedgerLoaded { query, .. } => Action::LedgerLoaded {
+            query,
+            result: Err(why),
+        },
+        Action::CountsLoaded(_) => Action::CountsLoaded(Err(why)),
+        other => other,
+    }
 }
 
 /// Does the work an effect asks for and says what came of it.

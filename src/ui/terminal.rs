@@ -1,7 +1,8 @@
 //! The terminal, always given back: a guard restores it on every way out (quit, an
 //! error), and a panic hook restores it before the panic message is printed.
 
-use std::io::{Stdout, stdout};
+use std::io::{Stdout, Write, stdout};
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
@@ -16,7 +17,10 @@ pub type Tui = Terminal<CrosstermBackend<Stdout>>;
 
 /// Owns the terminal while the UI runs; dropping it restores the terminal.
 pub struct TerminalGuard {
-    pub terminal: Tui,
+    /// Never dropped: ratatui's drop shows the cursor again, which `restore` has done,
+    /// and when the terminal is gone (hung up) it panics saying it could not, which
+    /// aborts the process before the demo's directory is removed.
+    pub terminal: ManuallyDrop<Tui>,
 }
 
 impl TerminalGuard {
@@ -29,7 +33,9 @@ impl TerminalGuard {
         match entered {
             Ok(mut terminal) => {
                 terminal.hide_cursor()?;
-                Ok(TerminalGuard { terminal })
+                Ok(TerminalGuard {
+                    terminal: ManuallyDrop::new(terminal),
+                })
             }
             Err(e) => {
                 restore();
@@ -64,7 +70,11 @@ pub fn restore() {
         crossterm::cursor::Show
     );
     if let Err(e) = raw.and(screen) {
-        eprintln!("send-once: could not restore the terminal: {e}; try `reset`");
+        // Not eprintln!, which panics when stderr is gone too (the terminal hung up).
+        let _ = writeln!(
+            std::io::stderr(),
+            "send-once: could not restore the terminal: {e}; try `reset`"
+        );
     }
 }
 

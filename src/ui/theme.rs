@@ -51,6 +51,13 @@ impl Theme {
         self.fg(Style::default(), Color::Red)
     }
 
+    /// What must not be missed (the ledger is gone): reversed, so it stands out
+    /// without colour too.
+    pub fn alert(&self) -> Style {
+        self.error()
+            .add_modifier(Modifier::REVERSED | Modifier::BOLD)
+    }
+
     pub fn key(&self) -> Style {
         self.fg(Style::default().add_modifier(Modifier::BOLD), Color::Cyan)
     }

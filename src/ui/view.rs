@@ -53,14 +53,27 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
             .div_ceil(usize::from(area.width).max(1))
             .clamp(1, 3) as u16
     });
-    let [header, body, status, footer] = Layout::vertical([
+    let banner_text = app.banner().map(|text| format!("✗ {}", safe(&text)));
+    let banner_rows = banner_text
+        .as_ref()
+        .map_or(0, |text| wrapped_rows(text, area.width).clamp(1, 3));
+    let [header, banner, body, status, footer] = Layout::vertical([
         Constraint::Length(2),
+        Constraint::Length(banner_rows),
         Constraint::Min(5),
         Constraint::Length(status_rows),
         Constraint::Length(1),
     ])
     .areas(area);
     draw_header(frame, app, theme, header);
+    if let Some(text) = banner_text {
+        frame.render_widget(
+            Paragraph::new(text)
+                .style(theme.alert())
+                .wrap(Wrap { trim: false }),
+            banner,
+        );
+    }
     match app.view {
         View::Approvals => draw_approvals(frame, app, theme, body),
         View::Unknown => draw_unknown(frame, app, theme, body),
@@ -74,6 +87,23 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Some(Overlay::Confirm(confirm)) => draw_confirm(frame, confirm, theme, area),
         None => {}
     }
+}
+
+/// How many rows `text` takes, wrapped at word boundaries to `width` columns.
+fn wrapped_rows(text: &str, width: u16) -> u16 {
+    let width = usize::from(width).max(1);
+    let (mut rows, mut used) = (1u16, 0usize);
+    for word in text.split(' ') {
+        let len = word.chars().count();
+        let needed = if used == 0 { len } else { used + 1 + len };
+        if needed <= width {
+            used = needed;
+        } else {
+            rows = rows.saturating_add(1);
+            used = len.min(width);
+        }
+    }
+    rows
 }
 
 fn draw_header(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
