@@ -924,8 +924,9 @@ fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
     }
 }
 
-/// Runs a batch in one transaction. A failing write rolls back to its own savepoint
-/// and reports its error without undoing the others; a failing commit fails them all.
+/// Runs a batch in one transaction. Each write runs in its own savepoint, however
+/// many are queued with it: a failing write rolls back all of its own changes and
+/// reports its error without undoing the others; a failing commit fails them all.
 fn commit_batch(
     conn: &Connection,
     batch: &[WriteJob],
@@ -941,24 +942,36 @@ fn commit_batch(
         *synchronous_full = Some(want_full);
     }
     conn.execute_batch("BEGIN IMMEDIATE")?;
+    let committed = apply_each(conn, batch).and_then(|results| {
+        conn.execute_batch("COMMIT")?;
+        Ok(results)
+    });
+    if committed.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    committed
+}
+
+fn apply_each(
+    conn: &Connection,
+    batch: &[WriteJob],
+) -> rusqlite::Result<Vec<rusqlite::Result<Reply>>> {
     let mut results = Vec::with_capacity(batch.len());
     for job in batch {
-        let one = if batch.len() == 1 {
-            apply(conn, &job.op)
-        } else {
-            conn.execute_batch("SAVEPOINT job")?;
-            let result = apply(conn, &job.op);
-            if result.is_err() {
-                conn.execute_batch("ROLLBACK TO job")?;
+        conn.execute_batch("SAVEPOINT job")?;
+        match apply(conn, &job.op) {
+            // SQLite rolls the whole transaction back itself after some failures (a
+            // full disk, an I/O error): then nothing in the batch happened.
+            Err(e) if conn.is_autocommit() => return Err(e),
+            Err(e) => {
+                conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                results.push(Err(e));
             }
-            conn.execute_batch("RELEASE job")?;
-            result
-        };
-        results.push(one);
-    }
-    if let Err(e) = conn.execute_batch("COMMIT") {
-        let _ = conn.execute_batch("ROLLBACK");
-        return Err(e);
+            Ok(reply) => {
+                conn.execute_batch("RELEASE job")?;
+                results.push(Ok(reply));
+            }
+        }
     }
     Ok(results)
 }
@@ -1136,6 +1149,73 @@ mod tests {
         let results = commit_batch(&conn, &batch, false, &mut state).expect("commit");
         assert!(matches!(results[..], [Ok(Reply::Rows(1))]));
         assert_eq!(synchronous(&conn), 1, "NORMAL for a completion alone");
+    }
+
+    fn count(conn: &Connection, table: &str) -> i64 {
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    }
+
+    /// Whether a write is atomic must not depend on what else is queued with it: alone
+    /// in its batch, a failing write still leaves none of its changes.
+    #[test]
+    fn a_lone_failing_write_leaves_none_of_its_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ledger.db");
+        prepare_file(&path, Access::Create).expect("create");
+        let conn = connect(&path).expect("connect");
+        migrate(&path, &conn).expect("migrate");
+
+        let work: Work = Box::new(|conn| {
+            conn.execute(
+                "INSERT INTO send_once_drafts (key, state, revision, version, created_at, updated_at) \
+                 VALUES ('k', 'queued', 1, 1, 'now', 'now')",
+                [],
+            )?;
+            Err(rusqlite::Error::QueryReturnedNoRows)
+        });
+        let batch = [job(WriteOp::Work(work), Durability::Now)];
+        let results = commit_batch(&conn, &batch, true, &mut None).expect("commit");
+        assert!(results[0].is_err());
+        assert_eq!(count(&conn, "send_once_drafts"), 0, "the insert was undone");
+
+        // A transition whose decision cannot be logged does not happen either.
+        let claim = Entry::claim("k", "2026-09-27T10:00:00.000Z", None);
+        let batch = [job(WriteOp::Claim(claim.clone()), Durability::Now)];
+        commit_batch(&conn, &batch, true, &mut None).expect("commit");
+        conn.execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON send_once_decisions \
+             BEGIN SELECT RAISE(ABORT, 'refused'); END",
+        )
+        .expect("trigger");
+        let mut sent = claim.clone();
+        sent.set_status(Status::Sent);
+        let decision = Decision {
+            id: None,
+            at: "2026-09-27T10:01:00.000Z".into(),
+            by: Some("ops".into()),
+            action: "resolve".into(),
+            subject: "k".into(),
+            note: None,
+            outcome: crate::ledger::DecisionOutcome::Changed,
+            detail: serde_json::Value::Null,
+        };
+        let batch = [job(
+            WriteOp::TransitionDecided {
+                current: claim,
+                next: sent,
+                decision,
+            },
+            Durability::Now,
+        )];
+        let results = commit_batch(&conn, &batch, true, &mut None).expect("commit");
+        assert!(results[0].is_err());
+        let status: String = conn
+            .query_row("SELECT status FROM send_once WHERE key = 'k'", [], |r| {
+                r.get(0)
+            })
+            .expect("status");
+        assert_eq!(status, "pending", "the entry is as it was");
     }
 
     #[test]
