@@ -132,6 +132,9 @@ pub struct SqliteStore {
     path: PathBuf,
     /// None when opened read-only.
     writer: Option<mpsc::Sender<WriteJob>>,
+    /// Why a store without a writer refuses writes: asked to only read, or opened to
+    /// look because the disk was full.
+    no_writer_because_full: bool,
     writer_thread: Option<std::thread::JoinHandle<()>>,
     reader: Arc<Mutex<Connection>>,
 }
@@ -224,6 +227,7 @@ impl SqliteStore {
             return Ok(SqliteStore {
                 path: path.to_owned(),
                 writer: None,
+                no_writer_because_full: false,
                 writer_thread: None,
                 reader: Arc::new(Mutex::new(reader)),
             });
@@ -243,9 +247,25 @@ impl SqliteStore {
         Ok(SqliteStore {
             path: path.to_owned(),
             writer: Some(tx),
+            no_writer_because_full: false,
             writer_thread: Some(thread),
             reader: Arc::new(Mutex::new(reader)),
         })
+    }
+
+    /// Opens an existing ledger to look at and, where it can, to write. On a read-only
+    /// filesystem or a full disk it is opened read-only, and each write says which of
+    /// the two stopped it (the TUI: its views still load, its decisions are refused).
+    pub fn open_to_look(path: &Path) -> Result<SqliteStore, StoreError> {
+        match SqliteStore::open(path, Access::ReadWrite) {
+            Err(StoreError::ReadOnly(_)) => SqliteStore::open(path, Access::ReadOnly),
+            Err(StoreError::DiskFull(_)) => {
+                let mut store = SqliteStore::open(path, Access::ReadOnly)?;
+                store.no_writer_because_full = true;
+                Ok(store)
+            }
+            other => other,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -289,6 +309,9 @@ impl SqliteStore {
     async fn write_reply(&self, op: WriteOp, durability: Durability) -> Result<Reply, StoreError> {
         let (reply, answer) = oneshot::channel();
         let Some(writer) = &self.writer else {
+            if self.no_writer_because_full {
+                return Err(StoreError::DiskFull(self.path.clone()));
+            }
             return Err(StoreError::ReadOnly(self.path.clone()));
         };
         writer
@@ -310,7 +333,7 @@ impl SqliteStore {
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || {
             let conn = reader.lock().unwrap_or_else(|p| p.into_inner());
-            work(&conn).map_err(|e| map_error(&path, e))
+            work(&conn).map_err(|e| map_error_on(&conn, &path, e))
         })
         .await
         .map_err(|_| StoreError::Closed)?
@@ -695,29 +718,25 @@ fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
     // SQLite opens the file lazily: a first read shows whether it can be read.
     let opened = connect_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|conn| {
         conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
-            .map_err(|e| map_error(path, e))?;
+            .map_err(|e| map_error_on(&conn, path, e))?;
         Ok(conn)
     });
     match opened {
         Ok(conn) => Ok(conn),
+        // A WAL reader on a full disk cannot grow the shared-memory file. Opened with
+        // readonly_shm, SQLite reads the -shm without growing it, or, when no process
+        // has the ledger open, builds the WAL's index in its own memory from the -wal
+        // file, still taking the WAL's read locks: what is committed in the WAL is read,
+        // and a writer that comes back once space is freed cannot checkpoint under it.
+        // (immutable would be wrong here: it ignores the WAL and takes no locks, and the
+        // filesystem is still writable.)
+        Err(StoreError::DiskFull(_)) => connect_without_growing_shm(path),
         // A WAL ledger on a read-only filesystem cannot get the shared-memory file
         // SQLite wants. Nobody can write there either, so it is safe to read the file
         // as immutable.
         Err(_) if on_read_only_filesystem(path) => {
-            let absolute = std::path::absolute(path).map_err(|source| StoreError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
-            let uri = format!(
-                "file:{}?immutable=1",
-                absolute
-                    .to_string_lossy()
-                    .replace('%', "%25")
-                    .replace('?', "%3f")
-                    .replace('#', "%23")
-            );
             let conn = Connection::open_with_flags(
-                uri,
+                file_uri(path, "immutable=1")?,
                 OpenFlags::SQLITE_OPEN_READ_ONLY
                     | OpenFlags::SQLITE_OPEN_NO_MUTEX
                     | OpenFlags::SQLITE_OPEN_URI,
@@ -727,6 +746,49 @@ fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// A reading connection that never writes to the shared-memory file (see
+/// `connect_read_only`). SQLite opens that file read-only here, so it must exist: the
+/// failed attempt before this one leaves it, and an empty file needs no free space.
+fn connect_without_growing_shm(path: &Path) -> Result<Connection, StoreError> {
+    let mut shm = path.as_os_str().to_owned();
+    shm.push("-shm");
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(PathBuf::from(shm))
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return Err(StoreError::DiskFull(path.to_owned())),
+    }
+    let conn = connect_with_uri(
+        &file_uri(path, "readonly_shm=1")?,
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )?;
+    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .map_err(|e| map_error_on(&conn, path, e))?;
+    Ok(conn)
+}
+
+/// `path` as an SQLite URI with `query`, so that a name holding `%`, `?` or `#` is
+/// still the file meant.
+fn file_uri(path: &Path, query: &str) -> Result<String, StoreError> {
+    let absolute = std::path::absolute(path).map_err(|source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(format!(
+        "file:{}?{query}",
+        absolute
+            .to_string_lossy()
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23")
+    ))
 }
 
 /// Whether the filesystem holding `path` is mounted read-only.
@@ -757,7 +819,7 @@ fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
 fn check_version(path: &Path, conn: &Connection) -> Result<i64, StoreError> {
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(conn, path, e))?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             path: path.to_owned(),
@@ -773,17 +835,27 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
 }
 
 fn connect_with(path: &Path, access: OpenFlags) -> Result<Connection, StoreError> {
+    connect_with_uri(path, path, access)
+}
+
+/// Opens `target` (a path, or an SQLite URI for the ledger at `path`).
+fn connect_with_uri(
+    target: impl AsRef<Path>,
+    path: &Path,
+    access: OpenFlags,
+) -> Result<Connection, StoreError> {
     let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
+    let conn =
+        Connection::open_with_flags(target.as_ref(), flags).map_err(|e| map_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(&conn, path, e))?;
     Ok(conn)
 }
 
 /// Puts the file in WAL mode and brings its schema up to date in one transaction,
 /// after checking that it is a ledger (or empty) and not from a newer send-once.
 fn migrate(path: &Path, conn: &Connection) -> Result<(), StoreError> {
-    let fail = |e| map_error(path, e);
+    let fail = |e| map_error_on(conn, path, e);
     let found = check_version(path, conn)?;
     check_is_ledger(path, conn)?;
     set_wal(path, conn)?;
@@ -817,7 +889,7 @@ fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(conn, path, e))?;
     if tables.is_empty() {
         return Ok(());
     }
@@ -829,7 +901,7 @@ fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let columns: Vec<String> = conn
         .prepare("SELECT name FROM pragma_table_info('send_once')")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(conn, path, e))?;
     for needed in ["key", "status", "entry", "claimed_at", "updated_at"] {
         if !columns.iter().any(|c| c == needed) {
             return Err(not_a_ledger(&format!(
@@ -857,7 +929,7 @@ fn set_wal(path: &Path, conn: &Connection) -> Result<(), StoreError> {
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(100));
             }
-            Err(e) => return Err(map_error(path, e)),
+            Err(e) => return Err(map_error_on(conn, path, e)),
         }
     }
     Err(StoreError::Busy(path.to_owned()))
@@ -870,8 +942,30 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// As `map_error`, and an I/O error that the OS reported as "no space" is a full
+/// disk: SQLite says SQLITE_FULL only when a write to the database or its WAL runs out
+/// of room, and reports the same failure elsewhere (an fsync, a truncate) as an I/O
+/// error whose errno it keeps on the connection.
+fn map_error_on(conn: &Connection, path: &Path, e: rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(ErrorCode::SystemIoFailure) {
+        // SAFETY: the handle is this open connection's, and sqlite3_system_errno only
+        // reads a number from it.
+        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+        if errno == libc::ENOSPC || errno == libc::EDQUOT {
+            return StoreError::DiskFull(path.to_owned());
+        }
+    }
+    map_error(path, e)
+}
+
 pub(crate) fn map_error(path: &Path, e: rusqlite::Error) -> StoreError {
     let path = path.to_owned();
+    // Growing the shared-memory file fails only when there is no room for it.
+    if e.sqlite_error()
+        .is_some_and(|f| f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE)
+    {
+        return StoreError::DiskFull(path);
+    }
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy(path),
         Some(ErrorCode::DiskFull) => StoreError::DiskFull(path),
@@ -910,14 +1004,18 @@ fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
         match results {
             Ok(results) => {
                 for (job, result) in batch.into_iter().zip(results) {
-                    let _ = job.reply.send(result.map_err(|e| map_error(path, e)));
+                    let _ = job
+                        .reply
+                        .send(result.map_err(|e| map_error_on(&conn, path, e)));
                 }
             }
             Err(e) => {
                 // The commit failed, so nothing in the batch happened: every caller
                 // gets the error, and none of them sends.
                 for job in batch {
-                    let _ = job.reply.send(Err(map_error(path, clone_error(&e))));
+                    let _ = job
+                        .reply
+                        .send(Err(map_error_on(&conn, path, clone_error(&e))));
                 }
             }
         }
