@@ -853,11 +853,13 @@ fn connect_with_uri(
 }
 
 /// Puts the file in WAL mode and brings its schema up to date in one transaction,
-/// after checking that it is a ledger (or empty) and not from a newer send-once.
+/// after checking that it is a ledger (or empty), not from a newer send-once, and not
+/// damaged where writes go.
 fn migrate(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let fail = |e| map_error_on(conn, path, e);
     let found = check_version(path, conn)?;
     check_is_ledger(path, conn)?;
+    check_write_paths(path, conn)?;
     set_wal(path, conn)?;
     if found == SCHEMA_VERSION {
         return Ok(());
@@ -907,6 +909,56 @@ fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
             return Err(not_a_ledger(&format!(
                 "its send_once table has no {needed} column"
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a damaged ledger before anything is written to it. A full
+/// `PRAGMA quick_check` reads every page (about a second at a million entries), so
+/// this reads where writes start instead: the root page and the leftmost path of every
+/// table and index, and the last leaf of every rowid table (where its next row goes),
+/// a few pages per b-tree whatever the ledger's size. A damaged page anywhere else is
+/// reported by the statement that reaches it, as SQLITE_CORRUPT.
+fn check_write_paths(path: &Path, conn: &Connection) -> Result<(), StoreError> {
+    let fail = |e| map_error_on(conn, path, e);
+    let damaged = |detail: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail,
+    };
+    let trees: Vec<(String, bool)> = conn
+        .prepare(
+            "SELECT name, type = 'table' AND wr = 0 FROM pragma_table_list WHERE schema = 'main' \
+             UNION ALL SELECT name, 0 FROM sqlite_schema WHERE type = 'index' AND rootpage > 0",
+        )
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(fail)?;
+    for (name, has_rowid) in trees {
+        // dbstat walks a b-tree depth first from its root: the rows up to the first
+        // leaf are its leftmost path.
+        let mut pages = conn
+            .prepare_cached("SELECT pageno, pagetype FROM dbstat WHERE name = ?1")
+            .map_err(fail)?;
+        let mut rows = pages.query([&name]).map_err(fail)?;
+        while let Some(row) = rows.next().map_err(fail)? {
+            let kind: String = row.get(1).map_err(fail)?;
+            match kind.as_str() {
+                "leaf" => break,
+                "corrupted" => {
+                    let page: i64 = row.get(0).map_err(fail)?;
+                    return Err(damaged(format!(
+                        "database disk image is malformed (page {page}, of {name})"
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if has_rowid {
+            let quoted = name.replace('"', "\"\"");
+            conn.query_row(&format!("SELECT max(rowid) FROM \"{quoted}\""), [], |_| {
+                Ok(())
+            })
+            .map_err(fail)?;
         }
     }
     Ok(())
