@@ -281,9 +281,26 @@ impl Store for JsonlStore {
         let (current, next, decision) = (current.clone(), next.clone(), decision.clone());
         self.blocking(move |files| {
             let _lock = files.lock()?;
+            let before = std::fs::metadata(&files.path)
+                .map_err(|e| files.io_error(&files.path, e))?
+                .len();
             let changed = files.transition_locked(&current, &next)?;
-            if changed {
-                files.append_decision_locked(decision)?;
+            if changed && let Err(e) = files.append_decision_locked(decision) {
+                // A change is recorded with its decision or not at all: the line just
+                // appended is taken back.
+                let cut = OpenOptions::new()
+                    .write(true)
+                    .open(&files.path)
+                    .and_then(|f| f.set_len(before).and_then(|()| f.sync_all()));
+                return Err(match cut {
+                    Ok(()) => e,
+                    Err(cut) => StoreError::PartlyWritten {
+                        path: files.path.clone(),
+                        why: failure(&e),
+                        cut,
+                        left: "the entry is changed, but the decision log does not say who changed it",
+                    },
+                });
             }
             Ok(changed)
         })
@@ -1021,7 +1038,9 @@ impl Files {
     }
 
     /// Appends one line and fsyncs it. After a torn last line (no newline) it starts
-    /// on a fresh line, so the torn one stays torn instead of swallowing this one.
+    /// on a fresh line, so the torn one stays torn instead of swallowing this one. A
+    /// write or fsync that fails is cut back to the previous length, so that on error
+    /// nothing was written; when the cut fails too, the error says so.
     fn append(&self, path: &Path, line: &str, tail: &Tail) -> Result<(), StoreError> {
         let lead = if tail.len > 0 && !tail.ends_with_newline {
             "\n"
@@ -1035,9 +1054,28 @@ impl Files {
             .mode(0o600)
             .open(path)
             .map_err(|e| self.io_error(path, e))?;
-        file.write_all(format!("{lead}{line}\n").as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| self.io_error(path, e))?;
+        // The lock is held, so nothing else appends: the length now is where this
+        // line starts.
+        let before = file.metadata().map_err(|e| self.io_error(path, e))?.len();
+        let written = file
+            .write_all(format!("{lead}{line}\n").as_bytes())
+            .and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            let cut = if existed {
+                file.set_len(before).and_then(|()| file.sync_all())
+            } else {
+                std::fs::remove_file(path)
+            };
+            return Err(match cut {
+                Ok(()) => self.io_error(path, e),
+                Err(cut) => StoreError::PartlyWritten {
+                    path: path.to_owned(),
+                    why: failure(&self.io_error(path, e)),
+                    cut,
+                    left: "part of a line may be left at its end, which readers skip as torn",
+                },
+            });
+        }
         if !existed {
             sync_parent(path);
         }
@@ -1127,6 +1165,14 @@ impl Files {
     }
 }
 
+/// What went wrong, without the "nothing was written" a refused write adds.
+fn failure(e: &StoreError) -> String {
+    match e {
+        StoreError::DiskFull(path) => format!("the disk holding {} is full", path.display()),
+        other => other.to_string(),
+    }
+}
+
 /// Makes a new directory entry (a created or renamed file) durable.
 fn sync_parent(path: &Path) {
     let parent = match path.parent() {
@@ -1194,13 +1240,16 @@ pub fn acquire_lock(
             .open(lock_path)
         {
             Ok(mut file) => {
-                let guard = LockGuard {
+                if let Err(e) = file.write_all(body.as_bytes()) {
+                    // The file was created by this call, so it is ours to remove: left
+                    // behind, unreadable, it would hold every writer off until stale.
+                    let _ = std::fs::remove_file(lock_path);
+                    return Err(lock_io_error(lock_path, e));
+                }
+                return Ok(LockGuard {
                     lock_path: lock_path.to_owned(),
                     token,
-                };
-                file.write_all(body.as_bytes())
-                    .map_err(|e| lock_io_error(lock_path, e))?;
-                return Ok(guard);
+                });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(lock_io_error(lock_path, e)),

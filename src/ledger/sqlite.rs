@@ -133,6 +133,9 @@ pub struct SqliteStore {
     path: PathBuf,
     /// None when opened read-only.
     writer: Option<mpsc::Sender<WriteJob>>,
+    /// Why a store without a writer refuses writes: asked to only read, or opened to
+    /// look because the disk was full.
+    no_writer_because_full: bool,
     writer_thread: Option<std::thread::JoinHandle<()>>,
     reader: Arc<Mutex<Connection>>,
 }
@@ -225,6 +228,7 @@ impl SqliteStore {
             return Ok(SqliteStore {
                 path: path.to_owned(),
                 writer: None,
+                no_writer_because_full: false,
                 writer_thread: None,
                 reader: Arc::new(Mutex::new(reader)),
             });
@@ -244,9 +248,25 @@ impl SqliteStore {
         Ok(SqliteStore {
             path: path.to_owned(),
             writer: Some(tx),
+            no_writer_because_full: false,
             writer_thread: Some(thread),
             reader: Arc::new(Mutex::new(reader)),
         })
+    }
+
+    /// Opens an existing ledger to look at and, where it can, to write. On a read-only
+    /// filesystem or a full disk it is opened read-only, and each write says which of
+    /// the two stopped it (the TUI: its views still load, its decisions are refused).
+    pub fn open_to_look(path: &Path) -> Result<SqliteStore, StoreError> {
+        match SqliteStore::open(path, Access::ReadWrite) {
+            Err(StoreError::ReadOnly(_)) => SqliteStore::open(path, Access::ReadOnly),
+            Err(StoreError::DiskFull(_)) => {
+                let mut store = SqliteStore::open(path, Access::ReadOnly)?;
+                store.no_writer_because_full = true;
+                Ok(store)
+            }
+            other => other,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -290,6 +310,9 @@ impl SqliteStore {
     async fn write_reply(&self, op: WriteOp, durability: Durability) -> Result<Reply, StoreError> {
         let (reply, answer) = oneshot::channel();
         let Some(writer) = &self.writer else {
+            if self.no_writer_because_full {
+                return Err(StoreError::DiskFull(self.path.clone()));
+            }
             return Err(StoreError::ReadOnly(self.path.clone()));
         };
         writer
@@ -311,7 +334,7 @@ impl SqliteStore {
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || {
             let conn = reader.lock().unwrap_or_else(|p| p.into_inner());
-            work(&conn).map_err(|e| map_error(&path, e))
+            work(&conn).map_err(|e| map_error_on(&conn, &path, e))
         })
         .await
         .map_err(|_| StoreError::Closed)?
@@ -729,29 +752,25 @@ fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
     // SQLite opens the file lazily: a first read shows whether it can be read.
     let opened = connect_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|conn| {
         conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
-            .map_err(|e| map_error(path, e))?;
+            .map_err(|e| map_error_on(&conn, path, e))?;
         Ok(conn)
     });
     match opened {
         Ok(conn) => Ok(conn),
+        // A WAL reader on a full disk cannot grow the shared-memory file. Opened with
+        // readonly_shm, SQLite reads the -shm without growing it, or, when no process
+        // has the ledger open, builds the WAL's index in its own memory from the -wal
+        // file, still taking the WAL's read locks: what is committed in the WAL is read,
+        // and a writer that comes back once space is freed cannot checkpoint under it.
+        // (immutable would be wrong here: it ignores the WAL and takes no locks, and the
+        // filesystem is still writable.)
+        Err(StoreError::DiskFull(_)) => connect_without_growing_shm(path),
         // A WAL ledger on a read-only filesystem cannot get the shared-memory file
         // SQLite wants. Nobody can write there either, so it is safe to read the file
         // as immutable.
         Err(_) if on_read_only_filesystem(path) => {
-            let absolute = std::path::absolute(path).map_err(|source| StoreError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
-            let uri = format!(
-                "file:{}?immutable=1",
-                absolute
-                    .to_string_lossy()
-                    .replace('%', "%25")
-                    .replace('?', "%3f")
-                    .replace('#', "%23")
-            );
             let conn = Connection::open_with_flags(
-                uri,
+                file_uri(path, "immutable=1")?,
                 OpenFlags::SQLITE_OPEN_READ_ONLY
                     | OpenFlags::SQLITE_OPEN_NO_MUTEX
                     | OpenFlags::SQLITE_OPEN_URI,
@@ -761,6 +780,49 @@ fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// A reading connection that never writes to the shared-memory file (see
+/// `connect_read_only`). SQLite opens that file read-only here, so it must exist: the
+/// failed attempt before this one leaves it, and an empty file needs no free space.
+fn connect_without_growing_shm(path: &Path) -> Result<Connection, StoreError> {
+    let mut shm = path.as_os_str().to_owned();
+    shm.push("-shm");
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(PathBuf::from(shm))
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return Err(StoreError::DiskFull(path.to_owned())),
+    }
+    let conn = connect_with_uri(
+        &file_uri(path, "readonly_shm=1")?,
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )?;
+    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .map_err(|e| map_error_on(&conn, path, e))?;
+    Ok(conn)
+}
+
+/// `path` as an SQLite URI with `query`, so that a name holding `%`, `?` or `#` is
+/// still the file meant.
+fn file_uri(path: &Path, query: &str) -> Result<String, StoreError> {
+    let absolute = std::path::absolute(path).map_err(|source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(format!(
+        "file:{}?{query}",
+        absolute
+            .to_string_lossy()
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23")
+    ))
 }
 
 /// Whether the filesystem holding `path` is mounted read-only.
@@ -791,7 +853,7 @@ fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
 fn check_version(path: &Path, conn: &Connection) -> Result<i64, StoreError> {
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(conn, path, e))?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             path: path.to_owned(),
@@ -807,19 +869,31 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
 }
 
 fn connect_with(path: &Path, access: OpenFlags) -> Result<Connection, StoreError> {
+    connect_with_uri(path, path, access)
+}
+
+/// Opens `target` (a path, or an SQLite URI for the ledger at `path`).
+fn connect_with_uri(
+    target: impl AsRef<Path>,
+    path: &Path,
+    access: OpenFlags,
+) -> Result<Connection, StoreError> {
     let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
+    let conn =
+        Connection::open_with_flags(target.as_ref(), flags).map_err(|e| map_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(&conn, path, e))?;
     Ok(conn)
 }
 
 /// Puts the file in WAL mode and brings its schema up to date in one transaction,
-/// after checking that it is a ledger (or empty) and not from a newer send-once.
+/// after checking that it is a ledger (or empty), not from a newer send-once, and not
+/// damaged where writes go.
 fn migrate(path: &Path, conn: &Connection) -> Result<(), StoreError> {
-    let fail = |e| map_error(path, e);
+    let fail = |e| map_error_on(conn, path, e);
     let found = check_version(path, conn)?;
     check_is_ledger(path, conn)?;
+    check_write_paths(path, conn)?;
     set_wal(path, conn)?;
     if found == SCHEMA_VERSION {
         return Ok(());
@@ -851,7 +925,7 @@ fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(conn, path, e))?;
     if tables.is_empty() {
         return Ok(());
     }
@@ -863,12 +937,62 @@ fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let columns: Vec<String> = conn
         .prepare("SELECT name FROM pragma_table_info('send_once')")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| map_error(path, e))?;
+        .map_err(|e| map_error_on(conn, path, e))?;
     for needed in ["key", "status", "entry", "claimed_at", "updated_at"] {
         if !columns.iter().any(|c| c == needed) {
             return Err(not_a_ledger(&format!(
                 "its send_once table has no {needed} column"
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a damaged ledger before anything is written to it. A full
+/// `PRAGMA quick_check` reads every page (about a second at a million entries), so
+/// this reads where writes start instead: the root page and the leftmost path of every
+/// table and index, and the last leaf of every rowid table (where its next row goes),
+/// a few pages per b-tree whatever the ledger's size. A damaged page anywhere else is
+/// reported by the statement that reaches it, as SQLITE_CORRUPT.
+fn check_write_paths(path: &Path, conn: &Connection) -> Result<(), StoreError> {
+    let fail = |e| map_error_on(conn, path, e);
+    let damaged = |detail: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail,
+    };
+    let trees: Vec<(String, bool)> = conn
+        .prepare(
+            "SELECT name, type = 'table' AND wr = 0 FROM pragma_table_list WHERE schema = 'main' \
+             UNION ALL SELECT name, 0 FROM sqlite_schema WHERE type = 'index' AND rootpage > 0",
+        )
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(fail)?;
+    for (name, has_rowid) in trees {
+        // dbstat walks a b-tree depth first from its root: the rows up to the first
+        // leaf are its leftmost path.
+        let mut pages = conn
+            .prepare_cached("SELECT pageno, pagetype FROM dbstat WHERE name = ?1")
+            .map_err(fail)?;
+        let mut rows = pages.query([&name]).map_err(fail)?;
+        while let Some(row) = rows.next().map_err(fail)? {
+            let kind: String = row.get(1).map_err(fail)?;
+            match kind.as_str() {
+                "leaf" => break,
+                "corrupted" => {
+                    let page: i64 = row.get(0).map_err(fail)?;
+                    return Err(damaged(format!(
+                        "database disk image is malformed (page {page}, of {name})"
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if has_rowid {
+            let quoted = name.replace('"', "\"\"");
+            conn.query_row(&format!("SELECT max(rowid) FROM \"{quoted}\""), [], |_| {
+                Ok(())
+            })
+            .map_err(fail)?;
         }
     }
     Ok(())
@@ -891,7 +1015,7 @@ fn set_wal(path: &Path, conn: &Connection) -> Result<(), StoreError> {
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(100));
             }
-            Err(e) => return Err(map_error(path, e)),
+            Err(e) => return Err(map_error_on(conn, path, e)),
         }
     }
     Err(StoreError::Busy(path.to_owned()))
@@ -904,8 +1028,30 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// As `map_error`, and an I/O error that the OS reported as "no space" is a full
+/// disk: SQLite says SQLITE_FULL only when a write to the database or its WAL runs out
+/// of room, and reports the same failure elsewhere (an fsync, a truncate) as an I/O
+/// error whose errno it keeps on the connection.
+fn map_error_on(conn: &Connection, path: &Path, e: rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(ErrorCode::SystemIoFailure) {
+        // SAFETY: the handle is this open connection's, and sqlite3_system_errno only
+        // reads a number from it.
+        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+        if errno == libc::ENOSPC || errno == libc::EDQUOT {
+            return StoreError::DiskFull(path.to_owned());
+        }
+    }
+    map_error(path, e)
+}
+
 pub(crate) fn map_error(path: &Path, e: rusqlite::Error) -> StoreError {
     let path = path.to_owned();
+    // Growing the shared-memory file fails only when there is no room for it.
+    if e.sqlite_error()
+        .is_some_and(|f| f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE)
+    {
+        return StoreError::DiskFull(path);
+    }
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy(path),
         Some(ErrorCode::DiskFull) => StoreError::DiskFull(path),
@@ -944,22 +1090,27 @@ fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
         match results {
             Ok(results) => {
                 for (job, result) in batch.into_iter().zip(results) {
-                    let _ = job.reply.send(result.map_err(|e| map_error(path, e)));
+                    let _ = job
+                        .reply
+                        .send(result.map_err(|e| map_error_on(&conn, path, e)));
                 }
             }
             Err(e) => {
                 // The commit failed, so nothing in the batch happened: every caller
                 // gets the error, and none of them sends.
                 for job in batch {
-                    let _ = job.reply.send(Err(map_error(path, clone_error(&e))));
+                    let _ = job
+                        .reply
+                        .send(Err(map_error_on(&conn, path, clone_error(&e))));
                 }
             }
         }
     }
 }
 
-/// Runs a batch in one transaction. A failing write rolls back to its own savepoint
-/// and reports its error without undoing the others; a failing commit fails them all.
+/// Runs a batch in one transaction. Each write runs in its own savepoint, however
+/// many are queued with it: a failing write rolls back all of its own changes and
+/// reports its error without undoing the others; a failing commit fails them all.
 fn commit_batch(
     conn: &Connection,
     batch: &[WriteJob],
@@ -975,24 +1126,36 @@ fn commit_batch(
         *synchronous_full = Some(want_full);
     }
     conn.execute_batch("BEGIN IMMEDIATE")?;
+    let committed = apply_each(conn, batch).and_then(|results| {
+        conn.execute_batch("COMMIT")?;
+        Ok(results)
+    });
+    if committed.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    committed
+}
+
+fn apply_each(
+    conn: &Connection,
+    batch: &[WriteJob],
+) -> rusqlite::Result<Vec<rusqlite::Result<Reply>>> {
     let mut results = Vec::with_capacity(batch.len());
     for job in batch {
-        let one = if batch.len() == 1 {
-            apply(conn, &job.op)
-        } else {
-            conn.execute_batch("SAVEPOINT job")?;
-            let result = apply(conn, &job.op);
-            if result.is_err() {
-                conn.execute_batch("ROLLBACK TO job")?;
+        conn.execute_batch("SAVEPOINT job")?;
+        match apply(conn, &job.op) {
+            // SQLite rolls the whole transaction back itself after some failures (a
+            // full disk, an I/O error): then nothing in the batch happened.
+            Err(e) if conn.is_autocommit() => return Err(e),
+            Err(e) => {
+                conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                results.push(Err(e));
             }
-            conn.execute_batch("RELEASE job")?;
-            result
-        };
-        results.push(one);
-    }
-    if let Err(e) = conn.execute_batch("COMMIT") {
-        let _ = conn.execute_batch("ROLLBACK");
-        return Err(e);
+            Ok(reply) => {
+                conn.execute_batch("RELEASE job")?;
+                results.push(Ok(reply));
+            }
+        }
     }
     Ok(results)
 }
@@ -1177,6 +1340,73 @@ mod tests {
         let results = commit_batch(&conn, &batch, false, &mut state).expect("commit");
         assert!(matches!(results[..], [Ok(Reply::Rows(1))]));
         assert_eq!(synchronous(&conn), 1, "NORMAL for a completion alone");
+    }
+
+    fn count(conn: &Connection, table: &str) -> i64 {
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    }
+
+    /// Whether a write is atomic must not depend on what else is queued with it: alone
+    /// in its batch, a failing write still leaves none of its changes.
+    #[test]
+    fn a_lone_failing_write_leaves_none_of_its_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ledger.db");
+        prepare_file(&path, Access::Create).expect("create");
+        let conn = connect(&path).expect("connect");
+        migrate(&path, &conn).expect("migrate");
+
+        let work: Work = Box::new(|conn| {
+            conn.execute(
+                "INSERT INTO send_once_drafts (key, state, revision, version, created_at, updated_at) \
+                 VALUES ('k', 'queued', 1, 1, 'now', 'now')",
+                [],
+            )?;
+            Err(rusqlite::Error::QueryReturnedNoRows)
+        });
+        let batch = [job(WriteOp::Work(work), Durability::Now)];
+        let results = commit_batch(&conn, &batch, true, &mut None).expect("commit");
+        assert!(results[0].is_err());
+        assert_eq!(count(&conn, "send_once_drafts"), 0, "the insert was undone");
+
+        // A transition whose decision cannot be logged does not happen either.
+        let claim = Entry::claim("k", "2026-09-27T10:00:00.000Z", None);
+        let batch = [job(WriteOp::Claim(claim.clone()), Durability::Now)];
+        commit_batch(&conn, &batch, true, &mut None).expect("commit");
+        conn.execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON send_once_decisions \
+             BEGIN SELECT RAISE(ABORT, 'refused'); END",
+        )
+        .expect("trigger");
+        let mut sent = claim.clone();
+        sent.set_status(Status::Sent);
+        let decision = Decision {
+            id: None,
+            at: "2026-09-27T10:01:00.000Z".into(),
+            by: Some("ops".into()),
+            action: "resolve".into(),
+            subject: "k".into(),
+            note: None,
+            outcome: crate::ledger::DecisionOutcome::Changed,
+            detail: serde_json::Value::Null,
+        };
+        let batch = [job(
+            WriteOp::TransitionDecided {
+                current: claim,
+                next: sent,
+                decision,
+            },
+            Durability::Now,
+        )];
+        let results = commit_batch(&conn, &batch, true, &mut None).expect("commit");
+        assert!(results[0].is_err());
+        let status: String = conn
+            .query_row("SELECT status FROM send_once WHERE key = 'k'", [], |r| {
+                r.get(0)
+            })
+            .expect("status");
+        assert_eq!(status, "pending", "the entry is as it was");
     }
 
     #[test]

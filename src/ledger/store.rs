@@ -58,6 +58,15 @@ pub enum StoreError {
     },
     #[error("the disk holding {0} is full; nothing was written")]
     DiskFull(PathBuf),
+    /// A write failed, and so did cutting the file back to where it was.
+    #[error("{why}, and {path} could not be cut back to where it was ({cut}): {left}")]
+    PartlyWritten {
+        path: PathBuf,
+        why: String,
+        cut: std::io::Error,
+        /// What is left in the file.
+        left: &'static str,
+    },
     #[error("{0} is read-only; this command needs to write to it")]
     ReadOnly(PathBuf),
     #[error("{path} is damaged: {detail}")]

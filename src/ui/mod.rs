@@ -73,12 +73,9 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
     if !path.exists() {
         return Err(StoreError::NotFound(path.clone()));
     }
-    // A ledger on a read-only filesystem can still be looked at; decisions will say
-    // they cannot be recorded.
-    let sqlite = match SqliteStore::open(path, Access::ReadWrite) {
-        Err(StoreError::ReadOnly(_)) => Arc::new(SqliteStore::open(path, Access::ReadOnly)?),
-        other => Arc::new(other?),
-    };
+    // A ledger on a read-only filesystem or a full disk can still be looked at;
+    // decisions will say why they cannot be recorded.
+    let sqlite = Arc::new(SqliteStore::open_to_look(path)?);
     let store: Arc<dyn Store> = sqlite.clone();
     let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
     let review = Review::new(sqlite, Arc::clone(&options.clock));
