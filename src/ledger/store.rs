@@ -49,12 +49,15 @@ pub enum StoreError {
     #[error("the ledger {0} is busy: another process held its lock for too long; try again")]
     Busy(PathBuf),
     #[error(
-        "could not lock {path} within {waited_ms}ms: {lock} is held. If no process using this ledger is running, delete the lock file."
+        "could not lock {path} within {waited_ms}ms: {lock} is held{held_by}. If no process using this ledger is running, delete the lock file."
     )]
     LockTimeout {
         path: PathBuf,
         lock: PathBuf,
         waited_ms: u64,
+        /// Who holds it, as its lock file says (" by process 4242 on db-1, since …"),
+        /// or empty when the file cannot be read as a lock.
+        held_by: String,
     },
     #[error("the disk holding {0} is full; nothing was written")]
     DiskFull(PathBuf),
