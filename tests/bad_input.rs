@@ -5,7 +5,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -85,6 +86,254 @@ fn assert_same(
         .filter(|name| before.get(*name) != after.get(*name))
         .collect();
     assert!(changed.is_empty(), "{what} changed {changed:?}");
+}
+
+#[test]
+fn failed_exit_statuses_outside_1_to_255_are_refused_naming_the_value() {
+    let dir = seeded();
+    let d = dir.path();
+    let side = d.join("side");
+    let send = format!("echo sent >> '{}'", side.display());
+    for (list, bad) in [("0", "0"), ("-1", "-1"), ("256", "256"), ("7,0,9", "0")] {
+        let flag = format!("--failed-exit {bad}");
+        refused(
+            d,
+            &[
+                "run",
+                "New.db",
+                "--key",
+                KEY,
+                "--failed-exit",
+                list,
+                "--",
+                "sh",
+                "-c",
+                &send,
+            ],
+            &[&flag, "1 to 255"],
+        );
+        refused(
+            d,
+            &["dispatch", "L.db", "1", "--failed-exit", list, "--", "true"],
+            &[&flag],
+        );
+    }
+    assert!(!side.exists(), "nothing was sent");
+    // The edges of the range are statuses a command can exit with.
+    let o = run_in(
+        d,
+        &[
+            "run",
+            "L.db",
+            "--key",
+            KEY2,
+            "--failed-exit",
+            "1,255",
+            "--",
+            "sh",
+            "-c",
+            "exit 255",
+        ],
+    );
+    expect_exit(&o, 1, "255 listed: a definite failure");
+}
+
+#[test]
+fn an_empty_or_blank_by_is_refused_by_every_command_that_takes_it() {
+    let dir = seeded();
+    let d = dir.path();
+    for by in ["", "   ", "\t"] {
+        for args in [
+            vec!["resolve", "L.db", KEY, "sent", "--by", by],
+            vec!["resolve", "L.jsonl", KEY, "failed", "--by", by],
+            vec!["reset", "L.db", KEY, "--by", by],
+            vec!["reset", "L.jsonl", KEY, "--by", by],
+            vec![
+                "draft",
+                "submit",
+                "L.db",
+                "--key",
+                KEY2,
+                "--payload",
+                "p.json",
+                "--by",
+                by,
+            ],
+            vec!["draft", "withdraw", "L.db", "1", "--by", by],
+            vec!["approve", "L.db", "1", "--by", by],
+            vec!["reject", "L.db", "1", "--reason", "no", "--by", by],
+            // Refused before the TUI asks for a terminal, which this test has not.
+            vec!["tui", "L.db", "--by", by],
+        ] {
+            refused(d, &args, &["--by", "names nobody"]);
+        }
+    }
+}
+
+#[test]
+fn negative_durations_and_limits_get_send_onces_own_message() {
+    let dir = seeded();
+    let d = dir.path();
+    let negative = "a duration cannot be negative";
+    for (args, flag_and_value) in [
+        (
+            vec![
+                "run",
+                "L.db",
+                "--key",
+                KEY2,
+                "--timeout",
+                "-5m",
+                "--",
+                "true",
+            ],
+            "--timeout -5m",
+        ),
+        (
+            vec!["dispatch", "L.db", "1", "--timeout", "-5m", "--", "true"],
+            "--timeout -5m",
+        ),
+        (
+            vec![
+                "dispatch",
+                "L.db",
+                "1",
+                "--recheck-timeout",
+                "-5m",
+                "--",
+                "true",
+            ],
+            "--recheck-timeout -5m",
+        ),
+        (
+            vec!["draft", "recheck", "L.db", "1", "--timeout", "-5m"],
+            "--timeout -5m",
+        ),
+        (
+            vec!["audit", "L.db", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (
+            vec!["audit", "L.jsonl", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (
+            vec!["gc", "L.db", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (
+            vec!["tui", "L.db", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (vec!["approve", "L.db", "1", "--ttl", "-5m"], "--ttl -5m"),
+    ] {
+        refused(d, &args, &[flag_and_value, negative]);
+    }
+    for limit in ["-1", "0"] {
+        refused(
+            d,
+            &["ls", "L.db", "--limit", limit],
+            &[&format!("--limit {limit}"), "1 or more"],
+        );
+    }
+}
+
+/// Runs `args` in `dir`, failing (and killing it) if it has not finished within a
+/// generous limit: a command that opened a FIFO would wait for a writer forever.
+fn run_bounded(dir: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SEND_ONCE_LEDGER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("send-once runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} did not finish: it opened the ledger and waits on it");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Names and kinds of what is in `dir` (a FIFO must not be read to be compared), and
+/// the bytes of its regular files.
+fn tree(dir: &Path) -> Vec<(String, String, Vec<u8>)> {
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let kind = e.file_type().unwrap();
+            let bytes = if kind.is_file() {
+                std::fs::read(e.path()).unwrap()
+            } else {
+                Vec::new()
+            };
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, format!("{kind:?}"), bytes)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_ledger_that_is_not_a_regular_file_is_refused_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("p.json"), r#"{"body":"hi"}"#).unwrap();
+    std::fs::write(d.join("f.json"), r#"{"paid":false}"#).unwrap();
+    for fifo in ["fifo.db", "fifo.jsonl"] {
+        let ok = Command::new("mkfifo")
+            .arg(d.join(fifo))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mkfifo {fifo}");
+    }
+    // A device behind a symbolic link, so the name says .jsonl.
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.jsonl")).unwrap();
+    let side = d.join("side");
+    let send = format!("echo sent >> '{}'", side.display());
+    for ledger in ["/dev/null", "fifo.db", "fifo.jsonl", "zero.jsonl"] {
+        let l = ledger;
+        let commands: Vec<Vec<&str>> = vec![
+            vec!["audit", l],
+            vec!["ls", l],
+            vec!["show", l, "abc"],
+            vec!["decisions", l],
+            vec!["resolve", l, "abc", "sent", "--by", "x"],
+            vec!["reset", l, "abc", "--by", "x"],
+            vec!["gc", l, "--older-than", "1d"],
+            vec!["gc", l, "--older-than", "1d", "--dry-run"],
+            vec!["run", l, "--key", KEY, "--", "sh", "-c", &send],
+            vec!["draft", "submit", l, "--key", KEY, "--payload", "p.json"],
+            vec!["draft", "facts", l, "1", "--facts", "f.json"],
+            vec!["draft", "recheck", l, "1"],
+            vec!["draft", "withdraw", l, "1"],
+            vec!["draft", "show", l, "1"],
+            vec!["approvals", l],
+            vec!["approve", l, "1"],
+            vec!["reject", l, "1", "--reason", "no"],
+            vec!["approval", l, "1"],
+            vec!["dispatch", l, "1", "--", "sh", "-c", &send],
+            vec!["tui", l],
+        ];
+        for args in commands {
+            let before = tree(d);
+            let o = run_bounded(d, &args);
+            expect_exit(&o, 2, &format!("{args:?}"));
+            let want = format!("send-once: {l} is not a regular file");
+            assert!(stderr(&o).starts_with(&want), "{args:?}: {}", stderr(&o));
+            assert_eq!(tree(d), before, "{args:?} changed the directory");
+        }
+    }
+    assert!(!side.exists(), "nothing was sent");
 }
 
 #[test]

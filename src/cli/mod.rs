@@ -113,7 +113,10 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failure(e),
+    };
     let exit = match cli.command {
         Command::Tui(args) => tui::tui(&args, cli.headless),
         Command::Audit(args) => audit::audit(&args),
@@ -136,6 +139,29 @@ pub fn main() -> ExitCode {
         Command::Man => docs::man(),
     };
     exit.into()
+}
+
+/// What clap prints for a bad command line, except that a Postgres URL it quotes back
+/// (an argument in the wrong place) is shown without its password.
+fn parse_failure(e: clap::Error) -> ExitCode {
+    if !e.use_stderr() {
+        // --help and --version: nothing the user typed is quoted.
+        e.exit()
+    }
+    let rendered = e.render();
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let text = if colour {
+        rendered.ansi().to_string()
+    } else {
+        rendered.to_string()
+    };
+    let _ = write!(
+        std::io::stderr(),
+        "{}",
+        ledger_arg::redact_given_urls(&text)
+    );
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
 /// The async runtime a command runs its ledger calls on.
@@ -173,6 +199,9 @@ pub fn print_json(value: &serde_json::Value) {
 
 /// Tells the person something on stderr.
 pub fn note(message: impl std::fmt::Display) {
+    // Whatever quotes an argument back (a file that could not be read, say) must not
+    // show a Postgres password the user typed.
+    let message = ledger_arg::redact_given_urls(&message.to_string());
     let _ = writeln!(std::io::stderr(), "send-once: {message}");
 }
 

@@ -9,14 +9,14 @@ use serde_json::{Map, Value};
 
 use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched, Ttl};
 use send_once::ledger::sqlite::{Access, SqliteStore};
-use send_once::ledger::{Decision, Ledger, canonical, duration, jsjson};
+use send_once::ledger::{Decision, Ledger, LedgerLocation, canonical, duration, jsjson};
 use send_once::review::diff::{LineTag, PayloadDiff};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{self, Draft, DraftState, Review, ReviewError, Submission, Verdict};
 use send_once::text::visible_inline;
 
 use super::keys::{KeyChoice, parse_meta};
-use super::ledger_arg::{clock, current_user, is_jsonl, ledger_or_default};
+use super::ledger_arg::{check_by, clock, current_user, duration_flag, ledger_or_default};
 use super::run::{CommandSend, NotStarted, check_send_options, report};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 
@@ -37,7 +37,7 @@ pub enum DraftCommand {
 #[derive(Args, Debug)]
 pub struct SubmitArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     #[command(flatten)]
     pub key: KeyChoice,
     /// The payload to send, a JSON file (or - for stdin)
@@ -63,7 +63,7 @@ pub struct SubmitArgs {
 #[derive(Args, Debug)]
 pub struct FactsArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// The latest facts, a JSON object file (or -)
@@ -77,7 +77,7 @@ pub struct FactsArgs {
 #[derive(Args, Debug)]
 pub struct RecheckArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Kill the recheck command after this long
@@ -91,7 +91,7 @@ pub struct RecheckArgs {
 #[derive(Args, Debug)]
 pub struct WithdrawArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Who withdraws it (default: the current user)
@@ -108,7 +108,7 @@ pub struct WithdrawArgs {
 #[derive(Args, Debug)]
 pub struct DraftShowArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Print the draft, its revisions and decisions as JSON
@@ -119,7 +119,7 @@ pub struct DraftShowArgs {
 #[derive(Args, Debug)]
 pub struct ApprovalsArgs {
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
-    pub ledger: Option<PathBuf>,
+    pub ledger: Option<LedgerLocation>,
     /// Print the queue as JSON, with each draft's full diff and drift
     #[arg(long)]
     pub json: bool,
@@ -128,7 +128,7 @@ pub struct ApprovalsArgs {
 #[derive(Args, Debug)]
 pub struct ApproveArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// How long the approval holds (30m, 12h, 2d)
@@ -154,7 +154,7 @@ pub struct ApproveArgs {
 #[derive(Args, Debug)]
 pub struct RejectArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Why it must not go out
@@ -171,7 +171,7 @@ pub struct RejectArgs {
 #[derive(Args, Debug)]
 pub struct ApprovalArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Print the approval JSON (the default)
@@ -182,11 +182,11 @@ pub struct ApprovalArgs {
 #[derive(Args, Debug)]
 pub struct DispatchArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
-    /// Exit statuses that mean the provider definitely refused (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    /// Exit statuses that mean the provider definitely refused (comma-separated, 1-255)
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub failed_exit: Vec<i32>,
     /// Kill the send command after this long; the send is then unknown
     #[arg(long, allow_hyphen_values = true)]
@@ -204,23 +204,13 @@ pub struct DispatchArgs {
 
 /// Opens the queue of an SQLite ledger that must exist. `Access::ReadOnly` for what
 /// only looks.
-fn open_review(path: &Path, access: Access) -> Result<(Review, Arc<SqliteStore>), Exit> {
-    if is_jsonl(path) {
-        return Err(fail(
-            Exit::Refused,
-            format!(
-                "{} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)",
-                path.display()
-            ),
-        ));
-    }
-    if access != Access::Create && !path.exists() {
-        return Err(fail(
-            Exit::Refused,
-            format!("no such ledger: {}", path.display()),
-        ));
-    }
-    let store = SqliteStore::open(path, access).map_err(|e| fail(Exit::Refused, e))?;
+fn open_review(
+    location: &LedgerLocation,
+    access: Access,
+) -> Result<(Review, Arc<SqliteStore>), Exit> {
+    let store = location
+        .open_sqlite(access)
+        .map_err(|e| fail(Exit::Refused, visible_inline(&e.to_string())))?;
     let store = Arc::new(store);
     Ok((Review::new(Arc::clone(&store), clock()), store))
 }
@@ -231,13 +221,13 @@ fn review_failure(e: ReviewError) -> Exit {
 
 /// Runs `work` against the queue; any error is exit 2.
 fn with_review<T>(
-    path: &Path,
+    location: &LedgerLocation,
     access: Access,
     work: impl AsyncFnOnce(&Review) -> Result<T, ReviewError>,
 ) -> Result<T, Exit> {
     let runtime = super::runtime()?;
     runtime.block_on(async {
-        let (review, _store) = open_review(path, access)?;
+        let (review, _store) = open_review(location, access)?;
         work(&review).await.map_err(review_failure)
     })
 }
@@ -270,6 +260,7 @@ pub fn draft(command: &DraftCommand) -> Exit {
 
 /// Everything a submission needs, checked before the ledger is opened.
 fn submission(args: &SubmitArgs) -> Result<Submission, String> {
+    check_by(args.by.as_deref())?;
     let key = args.key.key()?;
     let payload = read_text_arg(&args.payload, "payload")?;
     canonical::parse_json(&payload).map_err(|e| {
@@ -391,13 +382,13 @@ fn recheck(args: &RecheckArgs) -> Exit {
 }
 
 fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, Exit> {
-    match duration::parse_duration(text) {
+    match duration_flag(flag, text) {
         Ok(ms) if ms > 0.0 => Ok(duration::to_std(ms)),
         Ok(_) => Err(fail(
             Exit::Refused,
             format!("{flag} must be longer than zero"),
         )),
-        Err(e) => Err(fail(Exit::Refused, format!("{flag}: {e}"))),
+        Err(message) => Err(fail(Exit::Refused, message)),
     }
 }
 
@@ -424,13 +415,16 @@ fn withdraw(args: &WithdrawArgs) -> Exit {
 }
 
 fn decide_and_report(
-    ledger: &Path,
+    ledger: &LedgerLocation,
     id: i64,
     verdict: Verdict,
     by: Option<String>,
     note_text: Option<String>,
     json: bool,
 ) -> Exit {
+    if let Err(message) = check_by(by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
     let by = by.or_else(current_user);
     let draft = match with_review(ledger, Access::ReadWrite, async |review| {
         review.decide(id, verdict, by, note_text).await
@@ -468,7 +462,10 @@ pub fn reject(args: &RejectArgs) -> Exit {
 }
 
 pub fn approve(args: &ApproveArgs) -> Exit {
-    // A bad ttl is refused before anything is read or written.
+    // A bad ttl or name is refused before anything is read or written.
+    if let Err(message) = duration_flag("--ttl", &args.ttl).and(check_by(args.by.as_deref())) {
+        return fail(Exit::Refused, message);
+    }
     let ttl = Ttl::Text(args.ttl.clone());
     if let Err(e) = ttl.millis() {
         return fail(Exit::Refused, e);
@@ -530,7 +527,7 @@ pub fn approve(args: &ApproveArgs) -> Exit {
                         "draft {} is approved, but the approval could not be written to {}: {e}. Print it with: send-once approval {} {}",
                         draft.id,
                         out.display(),
-                        args.ledger.display(),
+                        args.ledger,
                         draft.id
                     ),
                 );
@@ -590,7 +587,7 @@ pub fn approval(args: &ApprovalArgs) -> Exit {
 }
 
 pub fn approvals(args: &ApprovalsArgs) -> Exit {
-    let path = match ledger_or_default(args.ledger.as_deref()) {
+    let path = match ledger_or_default(args.ledger.as_ref()) {
         Ok(path) => path,
         Err(e) => return fail(Exit::Refused, e),
     };
@@ -873,10 +870,11 @@ fn show(args: &DraftShowArgs) -> Exit {
 }
 
 pub fn dispatch(args: &DispatchArgs) -> Exit {
-    let timeout = match check_send_options(args.timeout.as_deref(), &args.command) {
-        Ok(t) => t,
-        Err(message) => return fail(Exit::Refused, message),
-    };
+    let timeout =
+        match check_send_options(args.timeout.as_deref(), &args.failed_exit, &args.command) {
+            Ok(t) => t,
+            Err(message) => return fail(Exit::Refused, message),
+        };
     let recheck_timeout = match parse_limit(&args.recheck_timeout, "--recheck-timeout") {
         Ok(t) => t,
         Err(exit) => return exit,
@@ -918,9 +916,7 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                     &draft,
                     format!(
                         "draft {} has no approval; approve it first (send-once approve {} {})",
-                        draft.id,
-                        args.ledger.display(),
-                        draft.id
+                        draft.id, args.ledger, draft.id
                     ),
                 );
             }
@@ -1050,9 +1046,8 @@ fn refuse(json: bool, outcome: &str, draft: &Draft, message: String) -> Exit {
     fail(Exit::Refused, message)
 }
 
-fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &Path) -> String {
+fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &LedgerLocation) -> String {
     let id = draft.id;
-    let ledger = ledger.display();
     match refused {
         Dispatched::Expired {
             expires_at,

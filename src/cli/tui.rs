@@ -5,16 +5,18 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use send_once::ledger::duration;
+use send_once::ledger::LedgerLocation;
+use send_once::ledger::sqlite::Access;
 use send_once::ui::{self, UiOptions};
 
-use super::ledger_arg::{clock, current_user, ledger_or_default};
+use super::ledger_arg::{check_by, clock, current_user, duration_flag, ledger_or_default};
 use super::{Exit, fail};
+use send_once::text::visible_inline;
 
 #[derive(Args, Debug)]
 pub struct TuiArgs {
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
-    pub ledger: Option<PathBuf>,
+    pub ledger: Option<LedgerLocation>,
     /// Your name on decisions (default: $SEND_ONCE_USER, else the OS user)
     #[arg(long)]
     pub by: Option<String>,
@@ -33,9 +35,24 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
             "--headless: the tui is the one command that needs a terminal; use audit, ls or approvals instead",
         );
     }
-    let older_than_ms = match duration::parse_duration(&args.older_than) {
+    let older_than_ms = match duration_flag("--older-than", &args.older_than) {
         Ok(ms) => ms,
-        Err(e) => return fail(Exit::Refused, format!("--older-than: {e}")),
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    if let Err(message) = check_by(args.by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
+    // A ledger no command could open is bad input, said before asking for a terminal.
+    let given = if args.demo {
+        None
+    } else {
+        match ledger_or_default(args.ledger.as_ref()) {
+            Ok(location) => match location.check(Access::ReadWrite) {
+                Ok(()) => Some(location),
+                Err(e) => return fail(Exit::Refused, visible_inline(&e.to_string())),
+            },
+            Err(e) => return fail(Exit::Refused, e),
+        }
     };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return fail(
@@ -51,10 +68,10 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     } else {
         None
     };
-    let ledger = match (&demo, ledger_or_default(args.ledger.as_deref())) {
-        (Some(demo), _) => demo.ledger.clone(),
-        (None, Ok(path)) => path,
-        (None, Err(e)) => return fail(Exit::Refused, e),
+    let ledger = match (&demo, given) {
+        (Some(demo), _) => LedgerLocation::Sqlite(demo.ledger.clone()),
+        (None, Some(location)) => location,
+        (None, None) => return fail(Exit::Refused, "no ledger to open"),
     };
     let by = args
         .by

@@ -12,6 +12,7 @@ pub mod entry;
 pub mod jsjson;
 pub mod jsonl;
 pub mod key;
+pub mod location;
 pub mod memory;
 pub mod sqlite;
 pub mod store;
@@ -24,6 +25,7 @@ use serde_json::{Map, Value};
 
 pub use decision::{Decision, DecisionOutcome};
 pub use entry::{Entry, Status};
+pub use location::LedgerLocation;
 pub use store::{Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError};
 
 /// Rounds of "someone else changed it first, look again" before giving up.

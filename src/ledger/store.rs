@@ -34,6 +34,13 @@ pub enum StoreError {
     IsDirectory(PathBuf),
     #[error("no such ledger: {0}")]
     NotFound(PathBuf),
+    #[error("{0} is not a regular file; a ledger is an SQLite file or a .jsonl file")]
+    NotARegularFile(PathBuf),
+    /// The URL, its password already hidden.
+    #[error("{0}: Postgres ledgers are not supported yet in this build")]
+    PostgresNotSupported(String),
+    #[error("{0} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)")]
+    NoReviewQueue(PathBuf),
     #[error("{path} is not a send-once ledger: {why}")]
     NotALedger { path: PathBuf, why: String },
     #[error(

@@ -14,7 +14,6 @@ pub mod theme;
 pub mod view;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,9 +21,10 @@ use crossterm::event::{self, Event};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::approval::Ttl;
-use crate::ledger::jsonl::JsonlStore;
-use crate::ledger::sqlite::{Access, SqliteStore};
-use crate::ledger::{Clock, Ledger, LedgerError, ResolveDetails, Status, Store, StoreError};
+use crate::ledger::sqlite::Access;
+use crate::ledger::{
+    Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Status, Store, StoreError,
+};
 use crate::review::{Review, Verdict};
 use action::{Action, Effect};
 use app::{App, Options};
@@ -33,7 +33,7 @@ use app::{App, Options};
 const TICK: Duration = Duration::from_millis(500);
 
 pub struct UiOptions {
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// Who decides: `--by`, `SEND_ONCE_USER` or the OS user.
     pub by: String,
     pub older_than_ms: f64,
@@ -49,9 +49,9 @@ struct Backend {
 }
 
 fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
-    let path = &options.ledger;
-    if path.extension().is_some_and(|e| e == "jsonl") {
-        let store: Arc<dyn Store> = Arc::new(JsonlStore::open(path, Access::ReadWrite)?);
+    let location = &options.ledger;
+    if let LedgerLocation::Jsonl(path) = location {
+        let store = location.open_store(Access::ReadWrite)?;
         let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
         let why = format!(
             "{} is a JSON Lines ledger. The review queue lives in SQLite ledgers (a .db file), so there is nothing to approve here; unknown sends and the ledger are in views 2 and 3.",
@@ -66,13 +66,10 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
             Some(why),
         ));
     }
-    if !path.exists() {
-        return Err(StoreError::NotFound(path.clone()));
-    }
     // A ledger on a read-only filesystem can still be looked at; decisions will say
     // they cannot be recorded.
-    let sqlite = match SqliteStore::open(path, Access::ReadWrite) {
-        Err(StoreError::ReadOnly(_)) => Arc::new(SqliteStore::open(path, Access::ReadOnly)?),
+    let sqlite = match location.open_sqlite(Access::ReadWrite) {
+        Err(StoreError::ReadOnly(_)) => Arc::new(location.open_sqlite(Access::ReadOnly)?),
         other => Arc::new(other?),
     };
     let store: Arc<dyn Store> = sqlite.clone();
@@ -107,7 +104,7 @@ async fn run_async(options: UiOptions) -> Result<(), String> {
     let size = guard.terminal.size().map_err(|e| e.to_string())?;
     let theme = theme::Theme::from_env();
     let mut app = App::new(Options {
-        ledger_label: options.ledger.display().to_string(),
+        ledger_label: options.ledger.to_string(),
         by: options.by.clone(),
         older_than_ms: options.older_than_ms,
         no_queue,
