@@ -6,6 +6,7 @@ mod docs;
 mod entries;
 mod keys;
 mod ledger_arg;
+mod out_file;
 mod review;
 mod run;
 mod tui;

@@ -17,6 +17,7 @@ use send_once::text::visible_inline;
 
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::{check_by, clock, current_user, duration_flag, ledger_or_default};
+use super::out_file;
 use super::run::{CommandSend, NotStarted, check_send_options, report};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 
@@ -462,7 +463,7 @@ pub fn reject(args: &RejectArgs) -> Exit {
 }
 
 pub fn approve(args: &ApproveArgs) -> Exit {
-    // A bad ttl or name is refused before anything is read or written.
+    // A bad ttl, name or --out is refused before anything is read or written.
     if let Err(message) = duration_flag("--ttl", &args.ttl).and(check_by(args.by.as_deref())) {
         return fail(Exit::Refused, message);
     }
@@ -470,18 +471,15 @@ pub fn approve(args: &ApproveArgs) -> Exit {
     if let Err(e) = ttl.millis() {
         return fail(Exit::Refused, e);
     }
-    if let Some(out) = &args.out {
-        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
-        if out.is_dir() || parent.is_some_and(|p| !p.is_dir()) {
-            return fail(
-                Exit::Refused,
-                format!(
-                    "--out {}: not a file in an existing directory",
-                    out.display()
-                ),
-            );
-        }
-    }
+    let out_file = match args
+        .out
+        .as_deref()
+        .map(|out| out_file::prepare("--out", out))
+    {
+        None => None,
+        Some(Ok(pending)) => Some(pending),
+        Some(Err(message)) => return fail(Exit::Refused, message),
+    };
     let by = args.by.clone().or_else(current_user);
     let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
         review
@@ -518,13 +516,13 @@ pub fn approve(args: &ApproveArgs) -> Exit {
     }
     let approval = draft.approval.clone().unwrap_or(Value::Null);
     let text = format!("{}\n", jsjson::stringify_pretty(&approval));
-    match &args.out {
-        Some(out) => {
-            if let Err(e) = std::fs::write(out, &text) {
+    match (out_file, &args.out) {
+        (Some(pending), Some(out)) => {
+            if let Err(e) = pending.commit(&text) {
                 return fail(
                     Exit::Refused,
                     format!(
-                        "draft {} is approved, but the approval could not be written to {}: {e}. Print it with: send-once approval {} {}",
+                        "draft {} is approved, but the approval could not be written to {}: {e}; nothing was left there. Print it with: send-once approval {} {}",
                         draft.id,
                         out.display(),
                         args.ledger,
@@ -543,7 +541,7 @@ pub fn approve(args: &ApproveArgs) -> Exit {
                 print_json(&approval);
             }
         }
-        None => print_stdout(&send_once::text::safe_json(&text)),
+        _ => print_stdout(&send_once::text::safe_json(&text)),
     }
     Exit::Ok
 }

@@ -1,7 +1,6 @@
 //! `send-once tui [LEDGER] [--by NAME] [--older-than D] [--demo]`.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 use clap::Args;
 
@@ -95,23 +94,28 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     }
 }
 
-/// A ledger seeded from assets/demo in a directory of its own, removed afterwards.
+/// A ledger seeded from assets/demo in a directory of its own (mode 0700, whatever
+/// the umask), removed afterwards.
 struct DemoLedger {
-    dir: PathBuf,
-    ledger: PathBuf,
+    _dir: tempfile::TempDir,
+    ledger: std::path::PathBuf,
 }
 
 impl DemoLedger {
     fn create() -> Result<DemoLedger, String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("send-once-demo-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("send-once-demo-{}-", std::process::id()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| {
+                format!(
+                    "cannot create a directory in {}: {e}",
+                    std::env::temp_dir().display()
+                )
+            })?;
         let demo = DemoLedger {
-            ledger: dir.join("demo.db"),
-            dir,
+            ledger: dir.path().join("demo.db"),
+            _dir: dir,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -119,11 +123,5 @@ impl DemoLedger {
             .map_err(|e| e.to_string())?;
         runtime.block_on(ui::demo::seed(&demo.ledger, clock()()))?;
         Ok(demo)
-    }
-}
-
-impl Drop for DemoLedger {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
