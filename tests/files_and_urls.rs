@@ -364,16 +364,22 @@ fn the_demo_directory_is_owner_only_under_any_umask() {
         .status()
         .unwrap();
     assert!(started.success(), "tmux new-session");
-    // Ends the session however the test ends.
-    struct Server(String);
+    // Ends the session, and removes the socket tmux leaves, however the test ends.
+    struct Server(String, PathBuf);
     impl Drop for Server {
         fn drop(&mut self) {
             let _ = Command::new("tmux")
                 .args(["-L", &self.0, "kill-server"])
                 .output();
+            let _ = std::fs::remove_file(&self.1);
         }
     }
-    let _server = Server(socket.clone());
+    let socket_path = Command::new("tmux")
+        .args(["-L", &socket, "display", "-p", "#{socket_path}"])
+        .output()
+        .unwrap();
+    let socket_path = PathBuf::from(String::from_utf8_lossy(&socket_path.stdout).trim());
+    let _server = Server(socket.clone(), socket_path);
     let tmux = |args: &[&str]| {
         Command::new("tmux")
             .args(["-L", &socket])
