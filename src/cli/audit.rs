@@ -2,18 +2,16 @@
 //! the Node CLI's, word for word, so a shift that knows one reads the other; what an
 //! agent wrote (keys, meta, errors) is made visible rather than printed raw.
 
-use std::path::PathBuf;
-
 use clap::Args;
 use serde_json::{Map, Value};
 
 use send_once::ledger::canonical::number_value;
 use send_once::ledger::key::is_js_whitespace;
 use send_once::ledger::sqlite::Access;
-use send_once::ledger::{Audit, Entry, duration, jsjson, time};
+use send_once::ledger::{Audit, Entry, LedgerLocation, duration, jsjson, time};
 use send_once::text::visible_inline;
 
-use super::ledger_arg::{ledger_or_default, open_ledger, use_colour};
+use super::ledger_arg::{duration_flag, ledger_or_default, open_ledger, use_colour};
 use super::output::{Paint, Styled, print_styled};
 use super::{Exit, fail, print_json};
 
@@ -30,7 +28,7 @@ Exit codes:
 #[derive(Args, Debug)]
 pub struct AuditArgs {
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
-    pub ledger: Option<PathBuf>,
+    pub ledger: Option<LedgerLocation>,
     /// Leave out entries claimed more recently than this (30s, 10m, 12h, 2d), which may still be sending
     // Hyphen values reach the duration parser, so `--older-than -5s` is named as a bad
     // duration rather than read as an unknown flag `-5`.
@@ -45,12 +43,16 @@ pub struct AuditArgs {
 }
 
 pub fn audit(args: &AuditArgs) -> Exit {
-    let older_than_ms = match args.older_than.as_deref().map(duration::parse_duration) {
+    let older_than_ms = match args
+        .older_than
+        .as_deref()
+        .map(|text| duration_flag("--older-than", text))
+    {
         None => 0.0,
         Some(Ok(ms)) => ms,
-        Some(Err(e)) => return fail(Exit::Refused, format!("--older-than: {e}")),
+        Some(Err(message)) => return fail(Exit::Refused, message),
     };
-    let path = match ledger_or_default(args.ledger.as_deref()) {
+    let path = match ledger_or_default(args.ledger.as_ref()) {
         Ok(path) => path,
         Err(e) => return fail(Exit::Refused, e),
     };
@@ -67,7 +69,7 @@ pub fn audit(args: &AuditArgs) -> Exit {
         Ok(audit) => audit,
         Err(e) => return super::store_failure(e),
     };
-    let report = report(&path.display().to_string(), &audit);
+    let report = report(&path.to_string(), &audit);
     if args.json {
         print_json(&report);
     } else {

@@ -1,19 +1,17 @@
 //! Commands on ledger entries: `resolve`, `ls`, `show`, `reset`, `gc`, `decisions`.
 //! A key may be given whole or as a unique prefix wherever one entry is meant.
 
-use std::path::PathBuf;
-
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
 use send_once::ledger::sqlite::Access;
 use send_once::ledger::{
-    Decision, Entry, GcQuery, Ledger, LedgerError, PageQuery, ResolveDetails, Seen, Status,
-    duration, jsjson,
+    Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails, Seen,
+    Status, duration, jsjson,
 };
 use send_once::text::visible_inline;
 
-use super::ledger_arg::{current_user, ledger_or_default, open_ledger};
+use super::ledger_arg::{check_by, current_user, duration_flag, ledger_or_default, open_ledger};
 use super::{Exit, fail, print_json, print_stdout, store_failure};
 
 pub const RESOLVE_EXIT_CODES: &str = "\
@@ -57,7 +55,7 @@ impl From<StatusArg> for Status {
 #[derive(Args, Debug)]
 pub struct ResolveArgs {
     /// The ledger file
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The key, or a prefix of it that matches one key
     pub key: String,
     /// What the provider says happened: sent closes it; failed lets the next attempt send it
@@ -83,13 +81,13 @@ pub struct ResolveArgs {
 #[derive(Args, Debug)]
 pub struct LsArgs {
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
-    pub ledger: Option<PathBuf>,
+    pub ledger: Option<LedgerLocation>,
     /// Only entries with this status
     #[arg(long)]
     pub status: Option<StatusArg>,
     /// At most this many entries
-    #[arg(long, default_value_t = 100)]
-    pub limit: usize,
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
+    pub limit: i64,
     /// Print the entries as a JSON array
     #[arg(long)]
     pub json: bool,
@@ -98,7 +96,7 @@ pub struct LsArgs {
 #[derive(Args, Debug)]
 pub struct ShowArgs {
     /// The ledger file
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The key, or a prefix of it that matches one key
     pub key: String,
     /// Print {"entry": ..., "decisions": [...]} as JSON
@@ -109,7 +107,7 @@ pub struct ShowArgs {
 #[derive(Args, Debug)]
 pub struct ResetArgs {
     /// The ledger file
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The key, or a prefix of it that matches one key
     pub key: String,
     /// Also reset an entry recorded as sent (it may then be sent a second time)
@@ -129,7 +127,7 @@ pub struct ResetArgs {
 #[derive(Args, Debug)]
 pub struct GcArgs {
     /// The ledger file
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// Remove entries last updated longer ago than this (30s, 10m, 12h, 2d)
     #[arg(
         long,
@@ -152,7 +150,7 @@ pub struct GcArgs {
 #[derive(Args, Debug)]
 pub struct DecisionsArgs {
     /// The ledger file
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// Only decisions about this key
     #[arg(long)]
     pub subject: Option<String>,
@@ -164,14 +162,14 @@ pub struct DecisionsArgs {
 /// Opens the ledger and runs `work` on it; a failure to open is exit 2. Commands
 /// that only look open it read-only, so looking never changes the file.
 fn with_ledger<T>(
-    path: &std::path::Path,
+    location: &LedgerLocation,
     access: Access,
     work: impl AsyncFnOnce(&Ledger) -> Result<T, LedgerError>,
 ) -> Result<T, Exit> {
     let runtime = super::runtime()?;
     runtime
         .block_on(async {
-            let ledger = open_ledger(path, access)?;
+            let ledger = open_ledger(location, access)?;
             work(&ledger).await
         })
         .map_err(store_failure)
@@ -182,6 +180,9 @@ fn by_or_user(by: &Option<String>) -> Option<String> {
 }
 
 pub fn resolve(args: &ResolveArgs) -> Exit {
+    if let Err(message) = check_by(args.by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
     let status = Status::from(args.status);
     let details = ResolveDetails {
         by: by_or_user(&args.by),
@@ -218,7 +219,19 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
 }
 
 pub fn ls(args: &LsArgs) -> Exit {
-    let path = match ledger_or_default(args.ledger.as_deref()) {
+    let limit = match usize::try_from(args.limit) {
+        Ok(n) if n > 0 => n,
+        _ => {
+            return fail(
+                Exit::Refused,
+                format!(
+                    "--limit {}: give how many entries to list, 1 or more",
+                    args.limit
+                ),
+            );
+        }
+    };
+    let path = match ledger_or_default(args.ledger.as_ref()) {
         Ok(path) => path,
         Err(e) => return fail(Exit::Refused, e),
     };
@@ -226,7 +239,7 @@ pub fn ls(args: &LsArgs) -> Exit {
         status: args.status.map(Status::from),
         search: None,
         offset: 0,
-        limit: args.limit,
+        limit,
     };
     let entries = match with_ledger(&path, Access::ReadOnly, async |ledger| {
         Ok(ledger.store().page(&query).await?)
@@ -271,11 +284,8 @@ pub fn ls(args: &LsArgs) -> Exit {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    if entries.len() == args.limit {
-        out.push_str(&format!(
-            "(the newest {} shown; --limit N for more)\n",
-            args.limit
-        ));
+    if entries.len() == limit {
+        out.push_str(&format!("(the newest {limit} shown; --limit N for more)\n"));
     }
     print_stdout(&out);
     Exit::Ok
@@ -419,6 +429,9 @@ fn decision_line(d: &Decision) -> String {
 }
 
 pub fn reset(args: &ResetArgs) -> Exit {
+    if let Err(message) = check_by(args.by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
     let details = ResolveDetails {
         by: by_or_user(&args.by),
         note: args.note.clone(),
@@ -462,9 +475,9 @@ pub fn reset(args: &ResetArgs) -> Exit {
 }
 
 pub fn gc(args: &GcArgs) -> Exit {
-    let older_than_ms = match duration::parse_duration(&args.older_than) {
+    let older_than_ms = match duration_flag("--older-than", &args.older_than) {
         Ok(ms) => ms,
-        Err(e) => return fail(Exit::Refused, format!("--older-than: {e}")),
+        Err(message) => return fail(Exit::Refused, message),
     };
     let statuses: Vec<Status> = if args.status.is_empty() {
         vec![Status::Sent, Status::Failed]

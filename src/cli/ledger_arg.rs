@@ -1,24 +1,24 @@
-//! Which ledger a command uses, and opening it: `*.jsonl` is the Node file format,
-//! anything else SQLite. Where the ledger is the only positional it may be left out.
+//! Which ledger a command uses, and opening it. What a ledger argument names is
+//! decided by [`LedgerLocation`]; where the ledger is the only positional it may be
+//! left out. Also the checks every command makes of `--by` and duration flags.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use send_once::ledger::jsonl::JsonlStore;
-use send_once::ledger::sqlite::{Access, SqliteStore};
-use send_once::ledger::{Clock, Ledger, Store, StoreError, time};
+use send_once::ledger::sqlite::Access;
+use send_once::ledger::{Clock, Ledger, LedgerLocation, StoreError, duration, location, time};
 
 /// The ledger given, else `$SEND_ONCE_LEDGER`, else `send-once/ledger.db` in the
 /// user's data directory.
-pub fn ledger_or_default(given: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(path) = given {
-        return Ok(path.to_owned());
+pub fn ledger_or_default(given: Option<&LedgerLocation>) -> Result<LedgerLocation, String> {
+    if let Some(location) = given {
+        return Ok(location.clone());
     }
     if let Some(path) = std::env::var_os("SEND_ONCE_LEDGER").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(path));
+        return Ok(LedgerLocation::new(path));
     }
     data_dir()
-        .map(|dir| dir.join("send-once").join("ledger.db"))
+        .map(|dir| LedgerLocation::Sqlite(dir.join("send-once").join("ledger.db")))
         .ok_or_else(|| {
             "no ledger given, SEND_ONCE_LEDGER is not set, and there is no home directory to look in"
                 .to_owned()
@@ -43,33 +43,45 @@ fn data_dir() -> Option<PathBuf> {
     })
 }
 
-pub fn is_jsonl(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "jsonl")
+/// `text` with the password of any Postgres URL the user gave (as an argument or in
+/// `$SEND_ONCE_LEDGER`) hidden, for messages that may quote one back.
+pub fn redact_given_urls(text: &str) -> String {
+    let given: Vec<String> = std::env::args_os()
+        .skip(1)
+        .chain(std::env::var_os("SEND_ONCE_LEDGER"))
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    location::redact_known_urls(text, given.iter().map(String::as_str))
 }
 
-fn is_postgres(path: &Path) -> bool {
-    let text = path.to_string_lossy();
-    text.starts_with("postgres://") || text.starts_with("postgresql://")
+/// A ledger on the command line's clock. Only `Access::Create` makes a missing ledger.
+pub fn open_ledger(location: &LedgerLocation, access: Access) -> Result<Ledger, StoreError> {
+    Ok(Ledger::with_clock(location.open_store(access)?, clock()))
 }
 
-/// Opens the store for `path`. Only `Access::Create` makes a missing ledger.
-pub fn open_store(path: &Path, access: Access) -> Result<Arc<dyn Store>, StoreError> {
-    if is_postgres(path) {
-        return Err(StoreError::Unsupported("a Postgres ledger (in this build)"));
+/// `--by`, when given, must name someone: an empty name (an unset shell variable)
+/// would record a decision nobody made.
+pub fn check_by(by: Option<&str>) -> Result<(), String> {
+    match by {
+        Some(name) if name.trim().is_empty() => Err(format!(
+            "--by {name:?} names nobody: give the name of the person deciding, or leave it out to use the current user"
+        )),
+        _ => Ok(()),
     }
-    if is_jsonl(path) {
-        Ok(Arc::new(JsonlStore::open(path, access)?))
-    } else {
-        if access != Access::Create && !path.exists() {
-            return Err(StoreError::NotFound(path.to_owned()));
+}
+
+/// A duration flag's value in milliseconds. A negative one gets a message of its own
+/// rather than "not a duration".
+pub fn duration_flag(flag: &str, text: &str) -> Result<f64, String> {
+    duration::parse_duration(text).map_err(|e| {
+        let trimmed = text.trim();
+        match trimmed.strip_prefix('-') {
+            Some(rest) if duration::parse_duration(rest).is_ok() => format!(
+                "{flag} {trimmed} is not a duration: a duration cannot be negative; give how long, such as 30s, 15m or 12h"
+            ),
+            _ => format!("{flag}: {e}"),
         }
-        Ok(Arc::new(SqliteStore::open(path, access)?))
-    }
-}
-
-/// A ledger on the command line's clock.
-pub fn open_ledger(path: &Path, access: Access) -> Result<Ledger, StoreError> {
-    Ok(Ledger::with_clock(open_store(path, access)?, clock()))
+    })
 }
 
 /// The wall clock, or the time in `SEND_ONCE_FIXED_NOW_MS` (for tests and reproducible

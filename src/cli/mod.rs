@@ -6,6 +6,7 @@ mod docs;
 mod entries;
 mod keys;
 mod ledger_arg;
+mod out_file;
 mod output;
 mod review;
 mod run;
@@ -151,7 +152,8 @@ fn parse_failure(e: &clap::Error) -> ExitCode {
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         e.exit()
     }
-    let text = e.render().to_string();
+    // clap quotes what was typed: a Postgres password must not be shown.
+    let text = ledger_arg::redact_given_urls(&e.render().to_string());
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         send_once::text::visible(&text).as_bytes(),
@@ -203,7 +205,7 @@ pub fn store_failure(e: send_once::ledger::LedgerError) -> Exit {
         | LedgerError::ChangedSinceSeen { .. } => Exit::Failed,
         _ => Exit::Refused,
     };
-    fail(exit, send_once::text::visible_inline(&e.to_string()))
+    fail(exit, e.to_string())
 }
 
 /// The clap definition, for completions and the man page.

@@ -157,6 +157,9 @@ pub fn print_command_stdout(bytes: &[u8]) {
 
 /// Tells the person something on stderr, made visible as stdout text is.
 pub fn note(message: impl std::fmt::Display) {
+    // Whatever quotes an argument back (a file that could not be read, say) must not
+    // show a Postgres password the user typed.
+    let message = super::ledger_arg::redact_given_urls(&message.to_string());
     let text = format!("send-once: {message}\n");
     // Nowhere is left to report a failing stderr.
     let _ = std::io::stderr().write_all(visible(&text).as_bytes());
@@ -165,7 +168,7 @@ pub fn note(message: impl std::fmt::Display) {
 /// Reports a problem on stderr and gives the exit code for it. Under `--json` it is
 /// also `{"error", "exitCode"}` on stdout, unless the command already printed its JSON.
 pub fn fail(exit: Exit, message: impl std::fmt::Display) -> Exit {
-    let message = message.to_string();
+    let message = super::ledger_arg::redact_given_urls(&message.to_string());
     note(&message);
     let as_json = {
         let state = state();

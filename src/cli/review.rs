@@ -9,14 +9,15 @@ use serde_json::{Map, Value};
 
 use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched, Ttl};
 use send_once::ledger::sqlite::{Access, SqliteStore};
-use send_once::ledger::{Decision, Ledger, canonical, duration, jsjson};
+use send_once::ledger::{Decision, Ledger, LedgerLocation, canonical, duration, jsjson};
 use send_once::review::diff::{LineTag, PayloadDiff};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{self, Draft, DraftState, Review, ReviewError, Submission, Verdict};
 use send_once::text::visible_inline;
 
 use super::keys::{KeyChoice, parse_meta};
-use super::ledger_arg::{clock, current_user, is_jsonl, ledger_or_default};
+use super::ledger_arg::{check_by, clock, current_user, duration_flag, ledger_or_default};
+use super::out_file;
 use super::output::print_json_array;
 use super::run::{CommandSend, NotStarted, check_send_options, report};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
@@ -51,7 +52,7 @@ impl DraftCommand {
 #[derive(Args, Debug)]
 pub struct SubmitArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     #[command(flatten)]
     pub key: KeyChoice,
     /// The payload to send, a JSON file (or - for stdin)
@@ -77,7 +78,7 @@ pub struct SubmitArgs {
 #[derive(Args, Debug)]
 pub struct FactsArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// The latest facts, a JSON object file (or -)
@@ -91,7 +92,7 @@ pub struct FactsArgs {
 #[derive(Args, Debug)]
 pub struct RecheckArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Kill the recheck command after this long
@@ -105,7 +106,7 @@ pub struct RecheckArgs {
 #[derive(Args, Debug)]
 pub struct WithdrawArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Who withdraws it (default: the current user)
@@ -122,7 +123,7 @@ pub struct WithdrawArgs {
 #[derive(Args, Debug)]
 pub struct DraftShowArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Print the draft, its revisions and decisions as JSON
@@ -133,7 +134,7 @@ pub struct DraftShowArgs {
 #[derive(Args, Debug)]
 pub struct ApprovalsArgs {
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
-    pub ledger: Option<PathBuf>,
+    pub ledger: Option<LedgerLocation>,
     /// Print the queue as JSON, with each draft's full diff and drift
     #[arg(long)]
     pub json: bool,
@@ -142,7 +143,7 @@ pub struct ApprovalsArgs {
 #[derive(Args, Debug)]
 pub struct ApproveArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// How long the approval holds (30m, 12h, 2d)
@@ -168,7 +169,7 @@ pub struct ApproveArgs {
 #[derive(Args, Debug)]
 pub struct RejectArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Why it must not go out
@@ -185,7 +186,7 @@ pub struct RejectArgs {
 #[derive(Args, Debug)]
 pub struct ApprovalArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
     /// Print the approval JSON (the default)
@@ -196,11 +197,11 @@ pub struct ApprovalArgs {
 #[derive(Args, Debug)]
 pub struct DispatchArgs {
     /// The ledger file (SQLite)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// The draft's id
     pub id: i64,
-    /// Exit statuses that mean the provider definitely refused (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    /// Exit statuses that mean the provider definitely refused (comma-separated, 1-255)
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub failed_exit: Vec<i32>,
     /// Kill the send command after this long; the send is then unknown
     #[arg(long, allow_hyphen_values = true)]
@@ -222,40 +223,30 @@ pub struct DispatchArgs {
 
 /// Opens the queue of an SQLite ledger that must exist. `Access::ReadOnly` for what
 /// only looks.
-fn open_review(path: &Path, access: Access) -> Result<(Review, Arc<SqliteStore>), Exit> {
-    if is_jsonl(path) {
-        return Err(fail(
-            Exit::Refused,
-            format!(
-                "{} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)",
-                path.display()
-            ),
-        ));
-    }
-    if access != Access::Create && !path.exists() {
-        return Err(fail(
-            Exit::Refused,
-            format!("no such ledger: {}", path.display()),
-        ));
-    }
-    let store = SqliteStore::open(path, access).map_err(|e| fail(Exit::Refused, e))?;
+fn open_review(
+    location: &LedgerLocation,
+    access: Access,
+) -> Result<(Review, Arc<SqliteStore>), Exit> {
+    let store = location
+        .open_sqlite(access)
+        .map_err(|e| fail(Exit::Refused, e.to_string()))?;
     let store = Arc::new(store);
     Ok((Review::new(Arc::clone(&store), clock()), store))
 }
 
 fn review_failure(e: ReviewError) -> Exit {
-    fail(Exit::Refused, visible_inline(&e.to_string()))
+    fail(Exit::Refused, e.to_string())
 }
 
 /// Runs `work` against the queue; any error is exit 2.
 fn with_review<T>(
-    path: &Path,
+    location: &LedgerLocation,
     access: Access,
     work: impl AsyncFnOnce(&Review) -> Result<T, ReviewError>,
 ) -> Result<T, Exit> {
     let runtime = super::runtime()?;
     runtime.block_on(async {
-        let (review, _store) = open_review(path, access)?;
+        let (review, _store) = open_review(location, access)?;
         work(&review).await.map_err(review_failure)
     })
 }
@@ -288,6 +279,7 @@ pub fn draft(command: &DraftCommand) -> Exit {
 
 /// Everything a submission needs, checked before the ledger is opened.
 fn submission(args: &SubmitArgs) -> Result<Submission, String> {
+    check_by(args.by.as_deref())?;
     let key = args.key.key()?;
     let payload = read_text_arg(&args.payload, "payload")?;
     canonical::parse_json(&payload).map_err(|e| {
@@ -409,13 +401,13 @@ fn recheck(args: &RecheckArgs) -> Exit {
 }
 
 fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, Exit> {
-    match duration::parse_duration(text) {
+    match duration_flag(flag, text) {
         Ok(ms) if ms > 0.0 => Ok(duration::to_std(ms)),
         Ok(_) => Err(fail(
             Exit::Refused,
             format!("{flag} must be longer than zero"),
         )),
-        Err(e) => Err(fail(Exit::Refused, format!("{flag}: {e}"))),
+        Err(message) => Err(fail(Exit::Refused, message)),
     }
 }
 
@@ -442,13 +434,16 @@ fn withdraw(args: &WithdrawArgs) -> Exit {
 }
 
 fn decide_and_report(
-    ledger: &Path,
+    ledger: &LedgerLocation,
     id: i64,
     verdict: Verdict,
     by: Option<String>,
     note_text: Option<String>,
     json: bool,
 ) -> Exit {
+    if let Err(message) = check_by(by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
     let by = by.or_else(current_user);
     let draft = match with_review(ledger, Access::ReadWrite, async |review| {
         review.decide(id, verdict, by, note_text).await
@@ -486,23 +481,23 @@ pub fn reject(args: &RejectArgs) -> Exit {
 }
 
 pub fn approve(args: &ApproveArgs) -> Exit {
-    // A bad ttl is refused before anything is read or written.
+    // A bad ttl, name or --out is refused before anything is read or written.
+    if let Err(message) = duration_flag("--ttl", &args.ttl).and(check_by(args.by.as_deref())) {
+        return fail(Exit::Refused, message);
+    }
     let ttl = Ttl::Text(args.ttl.clone());
     if let Err(e) = ttl.millis() {
         return fail(Exit::Refused, e);
     }
-    if let Some(out) = &args.out {
-        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
-        if out.is_dir() || parent.is_some_and(|p| !p.is_dir()) {
-            return fail(
-                Exit::Refused,
-                format!(
-                    "--out {}: not a file in an existing directory",
-                    out.display()
-                ),
-            );
-        }
-    }
+    let out_file = match args
+        .out
+        .as_deref()
+        .map(|out| out_file::prepare("--out", out))
+    {
+        None => None,
+        Some(Ok(pending)) => Some(pending),
+        Some(Err(message)) => return fail(Exit::Refused, message),
+    };
     let by = args.by.clone().or_else(current_user);
     let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
         review
@@ -539,16 +534,16 @@ pub fn approve(args: &ApproveArgs) -> Exit {
     }
     let approval = draft.approval.clone().unwrap_or(Value::Null);
     let text = format!("{}\n", jsjson::stringify_pretty(&approval));
-    match &args.out {
-        Some(out) => {
-            if let Err(e) = std::fs::write(out, &text) {
+    match (out_file, &args.out) {
+        (Some(pending), Some(out)) => {
+            if let Err(e) = pending.commit(&text) {
                 return fail(
                     Exit::Refused,
                     format!(
-                        "draft {} is approved, but the approval could not be written to {}: {e}. Print it with: send-once approval {} {}",
+                        "draft {} is approved, but the approval could not be written to {}: {e}; nothing was left there. Print it with: send-once approval {} {}",
                         draft.id,
                         out.display(),
-                        args.ledger.display(),
+                        args.ledger,
                         draft.id
                     ),
                 );
@@ -564,7 +559,7 @@ pub fn approve(args: &ApproveArgs) -> Exit {
                 print_json(&approval);
             }
         }
-        None => print_json(&approval),
+        _ => print_json(&approval),
     }
     Exit::Ok
 }
@@ -608,7 +603,7 @@ pub fn approval(args: &ApprovalArgs) -> Exit {
 }
 
 pub fn approvals(args: &ApprovalsArgs) -> Exit {
-    let path = match ledger_or_default(args.ledger.as_deref()) {
+    let path = match ledger_or_default(args.ledger.as_ref()) {
         Ok(path) => path,
         Err(e) => return fail(Exit::Refused, e),
     };
@@ -867,10 +862,11 @@ fn show(args: &DraftShowArgs) -> Exit {
 }
 
 pub fn dispatch(args: &DispatchArgs) -> Exit {
-    let timeout = match check_send_options(args.timeout.as_deref(), &args.command) {
-        Ok(t) => t,
-        Err(message) => return fail(Exit::Refused, message),
-    };
+    let timeout =
+        match check_send_options(args.timeout.as_deref(), &args.failed_exit, &args.command) {
+            Ok(t) => t,
+            Err(message) => return fail(Exit::Refused, message),
+        };
     let recheck_timeout = match parse_limit(&args.recheck_timeout, "--recheck-timeout") {
         Ok(t) => t,
         Err(exit) => return exit,
@@ -912,9 +908,7 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                     &draft,
                     format!(
                         "draft {} has no approval; approve it first (send-once approve {} {})",
-                        draft.id,
-                        args.ledger.display(),
-                        draft.id
+                        draft.id, args.ledger, draft.id
                     ),
                 );
             }
@@ -1045,9 +1039,8 @@ fn refuse(json: bool, outcome: &str, draft: &Draft, message: String) -> Exit {
     fail(Exit::Refused, message)
 }
 
-fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &Path) -> String {
+fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &LedgerLocation) -> String {
     let id = draft.id;
-    let ledger = ledger.display();
     match refused {
         Dispatched::Expired {
             expires_at,

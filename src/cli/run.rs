@@ -8,11 +8,12 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::sqlite::Access;
 use send_once::ledger::{
-    LedgerError, Outcome, Receipt, SendContext, SendError, canonical, duration, jsjson,
+    LedgerError, LedgerLocation, Outcome, Receipt, SendContext, SendError, canonical, duration,
+    jsjson,
 };
 
 use super::keys::{KeyChoice, parse_meta};
-use super::ledger_arg::open_ledger;
+use super::ledger_arg::{duration_flag, open_ledger};
 use super::output::{print_command_stdout, print_json_line};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 use send_once::command::{self as send_command, Ending, SendCommand};
@@ -24,7 +25,7 @@ const MAX_STORED_RESULT: usize = 64 * 1024;
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The ledger file (created if missing)
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     #[command(flatten)]
     pub key: KeyChoice,
     /// A JSON object stored with the entry, for the audit
@@ -33,11 +34,11 @@ pub struct RunArgs {
     /// A JSON file (or -) given to the command on stdin
     #[arg(long)]
     pub payload: Option<PathBuf>,
-    /// Exit statuses that mean the provider definitely refused (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    /// Exit statuses that mean the provider definitely refused (comma-separated, 1-255)
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub failed_exit: Vec<i32>,
     /// Kill the command after this long (500ms, 30s, 15m...); the send is then unknown
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// Keep the command's output (up to 64 KiB) in the entry as `result`, so a duplicate
     /// prints it again. Off by default: a provider's reply can hold a secret, and the
@@ -72,7 +73,7 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
             Some(text.into_bytes())
         }
     };
-    let timeout = check_send_options(args.timeout.as_deref(), &args.command)?;
+    let timeout = check_send_options(args.timeout.as_deref(), &args.failed_exit, &args.command)?;
     Ok(Plan {
         key,
         meta,
@@ -224,12 +225,25 @@ impl CommandSend<'_> {
 /// Checks a `--timeout` and the send command before anything is claimed.
 pub fn check_send_options(
     timeout: Option<&str>,
+    failed_exit: &[i32],
     command: &[String],
 ) -> Result<Option<(Duration, String)>, String> {
+    // A status outside 1-255 can never be what the command exits with (0 is success),
+    // so listing one would silently mean nothing.
+    if let Some(bad) = failed_exit.iter().find(|&&code| !(1..=255).contains(&code)) {
+        let why = if *bad == 0 {
+            "exit status 0 means the send succeeded, so it cannot mean refused"
+        } else {
+            "no command exits with that"
+        };
+        return Err(format!(
+            "--failed-exit {bad}: {why}; list the exit statuses (1 to 255) that mean the provider refused"
+        ));
+    }
     let timeout = match timeout {
         None => None,
         Some(text) => {
-            let ms = duration::parse_duration(text).map_err(|e| format!("--timeout: {e}"))?;
+            let ms = duration_flag("--timeout", text)?;
             if ms <= 0.0 {
                 return Err("--timeout must be longer than zero".into());
             }
@@ -247,13 +261,12 @@ pub fn check_send_options(
 
 /// Tells what the ledger did with a send, with the exit code for it.
 pub fn report(
-    ledger: &std::path::Path,
+    ledger: &LedgerLocation,
     json: bool,
     key: &str,
     outcome: Result<Outcome<CommandResult>, LedgerError>,
     not_started: Option<NotStarted>,
 ) -> Exit {
-    let ledger = ledger.display();
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(e @ LedgerError::Unrecorded { .. }) => return fail(Exit::Unknown, e),

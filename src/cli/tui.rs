@@ -1,20 +1,20 @@
 //! `send-once tui [LEDGER] [--by NAME] [--older-than D] [--demo]`.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 use clap::Args;
 
-use send_once::ledger::duration;
+use send_once::ledger::LedgerLocation;
+use send_once::ledger::sqlite::Access;
 use send_once::ui::{self, UiOptions};
 
-use super::ledger_arg::{clock, current_user, ledger_or_default};
+use super::ledger_arg::{check_by, clock, current_user, duration_flag, ledger_or_default};
 use super::{Exit, fail};
 
 #[derive(Args, Debug)]
 pub struct TuiArgs {
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
-    pub ledger: Option<PathBuf>,
+    pub ledger: Option<LedgerLocation>,
     /// Your name on decisions (default: $SEND_ONCE_USER, else the OS user)
     #[arg(long)]
     pub by: Option<String>,
@@ -33,9 +33,24 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
             "--headless: the tui is the one command that needs a terminal; use audit, ls or approvals instead",
         );
     }
-    let older_than_ms = match duration::parse_duration(&args.older_than) {
+    let older_than_ms = match duration_flag("--older-than", &args.older_than) {
         Ok(ms) => ms,
-        Err(e) => return fail(Exit::Refused, format!("--older-than: {e}")),
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    if let Err(message) = check_by(args.by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
+    // A ledger no command could open is bad input, said before asking for a terminal.
+    let given = if args.demo {
+        None
+    } else {
+        match ledger_or_default(args.ledger.as_ref()) {
+            Ok(location) => match location.check(Access::ReadWrite) {
+                Ok(()) => Some(location),
+                Err(e) => return fail(Exit::Refused, e.to_string()),
+            },
+            Err(e) => return fail(Exit::Refused, e),
+        }
     };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return fail(
@@ -51,10 +66,10 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     } else {
         None
     };
-    let ledger = match (&demo, ledger_or_default(args.ledger.as_deref())) {
-        (Some(demo), _) => demo.ledger.clone(),
-        (None, Ok(path)) => path,
-        (None, Err(e)) => return fail(Exit::Refused, e),
+    let ledger = match (&demo, given) {
+        (Some(demo), _) => LedgerLocation::Sqlite(demo.ledger.clone()),
+        (None, Some(location)) => location,
+        (None, None) => return fail(Exit::Refused, "no ledger to open"),
     };
     let by = args
         .by
@@ -84,23 +99,28 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     }
 }
 
-/// A ledger seeded from assets/demo in a directory of its own, removed afterwards.
+/// A ledger seeded from assets/demo in a directory of its own (mode 0700, whatever
+/// the umask), removed afterwards.
 struct DemoLedger {
-    dir: PathBuf,
-    ledger: PathBuf,
+    _dir: tempfile::TempDir,
+    ledger: std::path::PathBuf,
 }
 
 impl DemoLedger {
     fn create() -> Result<DemoLedger, String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("send-once-demo-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("send-once-demo-{}-", std::process::id()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| {
+                format!(
+                    "cannot create a directory in {}: {e}",
+                    std::env::temp_dir().display()
+                )
+            })?;
         let demo = DemoLedger {
-            ledger: dir.join("demo.db"),
-            dir,
+            ledger: dir.path().join("demo.db"),
+            _dir: dir,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -108,11 +128,5 @@ impl DemoLedger {
             .map_err(|e| e.to_string())?;
         runtime.block_on(ui::demo::seed(&demo.ledger, clock()()))?;
         Ok(demo)
-    }
-}
-
-impl Drop for DemoLedger {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -1086,6 +1086,9 @@ impl Files {
     /// other line (history, torn and foreign lines) is kept byte for byte. The new
     /// file replaces the old by rename, so a reader sees one or the other.
     fn remove_settled_locked(&self, query: &GcQuery) -> Result<u64, StoreError> {
+        if !query.dry_run {
+            self.remove_abandoned_gc_files();
+        }
         let index = self.index(false)?;
         let mut slots: Vec<&Slot> = index
             .slots
@@ -1158,6 +1161,43 @@ impl Files {
         })?;
         sync_parent(&self.path);
         Ok(doomed.len() as u64)
+    }
+
+    /// Removes `LEDGER.gc-PID` files that a killed `gc` left behind (each as large as
+    /// the ledger). Called with the lock held, so no gc that follows the lock protocol
+    /// is writing one now, on any host; the pid check keeps the file of a process on
+    /// this host that is still alive after losing its lock. Our own pid's file is from
+    /// an earlier process that had the same pid, and would block our rewrite.
+    fn remove_abandoned_gc_files(&self) {
+        let (Some(name), dir) = (self.path.file_name(), self.path.parent()) else {
+            return;
+        };
+        let dir = match dir {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut prefix = name.to_owned();
+        prefix.push(".gc-");
+        let prefix = prefix.as_encoded_bytes();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(pid) = file_name
+                .as_encoded_bytes()
+                .strip_prefix(prefix)
+                .and_then(|digits| std::str::from_utf8(digits).ok())
+                .and_then(|digits| digits.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if (pid == std::process::id() || !is_alive(f64::from(pid)))
+                && entry.file_type().is_ok_and(|t| t.is_file())
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 
     fn lock(&self) -> Result<LockGuard, StoreError> {
@@ -1262,12 +1302,36 @@ pub fn acquire_lock(
                 path: ledger.to_owned(),
                 lock: lock_path.to_owned(),
                 waited_ms: timeout.as_millis() as u64,
+                held_by: holder(lock_path),
             });
         }
         let jitter = Duration::from_nanos(u64::from(random_u32()) % (delay.as_nanos() as u64 + 1));
         std::thread::sleep(delay + jitter);
         delay = (delay * 2).min(Duration::from_millis(50));
     }
+}
+
+/// Who holds the lock, as its file says, for the person told to wait or delete it:
+/// the pid and host say which process to look for, and where.
+fn holder(lock_path: &Path) -> String {
+    let Some(held) = std::fs::read_to_string(lock_path)
+        .ok()
+        .and_then(|text| parse_lock(&text))
+    else {
+        return String::new();
+    };
+    let host: String = held.host.chars().take(64).collect();
+    let here = if held.host != hostname() {
+        ""
+    } else if is_alive(held.pid) {
+        " (this host)"
+    } else {
+        " (this host; that process is no longer running)"
+    };
+    let since = time::iso_from_millis(held.at as i64)
+        .map(|at| format!(", since {at}"))
+        .unwrap_or_default();
+    format!(" by process {} on {host}{here}{since}", held.pid)
 }
 
 fn lock_io_error(lock_path: &Path, e: std::io::Error) -> StoreError {

@@ -12,6 +12,7 @@ pub mod entry;
 pub mod jsjson;
 pub mod jsonl;
 pub mod key;
+pub mod location;
 pub mod lone;
 pub mod memory;
 pub mod sqlite;
@@ -25,6 +26,7 @@ use serde_json::{Map, Value};
 
 pub use decision::{Decision, DecisionOutcome};
 pub use entry::{Entry, Status};
+pub use location::LedgerLocation;
 pub use store::{
     Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, UnreadableRow,
 };

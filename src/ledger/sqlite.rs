@@ -219,12 +219,14 @@ impl SqliteStore {
             let reader = connect_read_only(path)?;
             check_version(path, &reader)?;
             check_is_ledger(path, &reader)?;
-            if !has_table(&reader, "send_once").map_err(|e| map_error(path, e))? {
-                return Err(StoreError::NotALedger {
-                    path: path.to_owned(),
-                    why: "it is an empty SQLite database".into(),
-                });
-            }
+            // An empty file (or an SQLite file without tables) is a ledger nobody has
+            // written to yet, which a write command would initialise: looking at it
+            // finds nothing, from an empty schema in memory, and leaves the file as it is.
+            let reader = if has_table(&reader, "send_once").map_err(|e| map_error(path, e))? {
+                reader
+            } else {
+                empty_ledger(path)?
+            };
             return Ok(SqliteStore {
                 path: path.to_owned(),
                 writer: None,
@@ -713,16 +715,23 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(path.to_owned())),
         Ok(meta) if meta.len() > 0 => {
-            let mut header = [0u8; 16];
+            let mut header = [0u8; 100];
             let read = std::fs::File::open(path)
                 .and_then(|mut f| f.read(&mut header))
                 .map_err(io)?;
-            if read < header.len() || &header != b"SQLite format 3\0" {
+            if read < 16 || &header[..16] != b"SQLite format 3\0" {
                 return Err(StoreError::NotALedger {
                     path: path.to_owned(),
                     why: "it is not an SQLite database (a ledger is an SQLite file, or a .jsonl file)"
                         .into(),
                 });
+            }
+            // The user version as last checkpointed (offset 60): a negative one is
+            // refused here, before SQLite makes its -wal and -shm files next to a file
+            // that is not ours. `check_version` still reads the current one.
+            if read == header.len() {
+                let version = i32::from_be_bytes([header[60], header[61], header[62], header[63]]);
+                check_version_number(path, i64::from(version))?;
             }
         }
         Ok(_) => {}
@@ -850,10 +859,34 @@ fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     .map(|n| n > 0)
 }
 
+/// A connection to an empty ledger in memory, for reading a ledger file that has no
+/// tables yet.
+fn empty_ledger(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_in_memory().map_err(|e| map_error(path, e))?;
+    for sql in MIGRATIONS {
+        conn.execute_batch(sql).map_err(|e| map_error(path, e))?;
+    }
+    Ok(conn)
+}
+
+/// send-once only ever counts up from 0; a negative version was set by someone else.
+fn check_version_number(path: &Path, found: i64) -> Result<(), StoreError> {
+    if found < 0 {
+        return Err(StoreError::NotALedger {
+            path: path.to_owned(),
+            why: format!(
+                "its schema version (PRAGMA user_version) is {found}, which send-once never writes"
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn check_version(path: &Path, conn: &Connection) -> Result<i64, StoreError> {
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(|e| map_error_on(conn, path, e))?;
+    check_version_number(path, found)?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             path: path.to_owned(),

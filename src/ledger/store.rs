@@ -34,6 +34,13 @@ pub enum StoreError {
     IsDirectory(PathBuf),
     #[error("no such ledger: {0}")]
     NotFound(PathBuf),
+    #[error("{0} is not a regular file; a ledger is an SQLite file or a .jsonl file")]
+    NotARegularFile(PathBuf),
+    /// The URL, its password already hidden.
+    #[error("{0}: Postgres ledgers are not supported yet in this build")]
+    PostgresNotSupported(String),
+    #[error("{0} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)")]
+    NoReviewQueue(PathBuf),
     #[error("{path} is not a send-once ledger: {why}")]
     NotALedger { path: PathBuf, why: String },
     #[error(
@@ -49,12 +56,15 @@ pub enum StoreError {
     #[error("the ledger {0} is busy: another process held its lock for too long; try again")]
     Busy(PathBuf),
     #[error(
-        "could not lock {path} within {waited_ms}ms: {lock} is held. If no process using this ledger is running, delete the lock file."
+        "could not lock {path} within {waited_ms}ms: {lock} is held{held_by}. If no process using this ledger is running, delete the lock file."
     )]
     LockTimeout {
         path: PathBuf,
         lock: PathBuf,
         waited_ms: u64,
+        /// Who holds it, as its lock file says (" by process 4242 on db-1, since …"),
+        /// or empty when the file cannot be read as a lock.
+        held_by: String,
     },
     #[error("the disk holding {0} is full; nothing was written")]
     DiskFull(PathBuf),

@@ -21,9 +21,10 @@ use serde_json::{Map, Value, json};
 
 use crate::approval::{self, DispatchRequest, Dispatched, Ttl};
 use crate::ledger::key::{Window, send_key};
-use crate::ledger::sqlite::{Access, SqliteStore};
+use crate::ledger::sqlite::Access;
 use crate::ledger::{
-    Clock, Ledger, Outcome, ResolveDetails, SendError, Status, Store, canonical, duration,
+    Clock, Ledger, LedgerLocation, Outcome, ResolveDetails, SendError, Status, Store, canonical,
+    duration,
 };
 use crate::review::{Review, Submission, Verdict};
 
@@ -58,7 +59,8 @@ pub async fn seed(path: &Path, now_ms: i64) -> Result<DemoSummary, String> {
     let steps = timeline(&drafts, &sends, now_ms)?;
 
     let store = Arc::new(
-        SqliteStore::open(path, Access::Create)
+        LedgerLocation::Sqlite(path.to_owned())
+            .open_sqlite(Access::Create)
             .map_err(|e| format!("could not create the demo ledger: {e}"))?,
     );
     let time = Arc::new(AtomicI64::new(now_ms));
@@ -639,6 +641,7 @@ impl Seeder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::sqlite::SqliteStore;
     use crate::review::DraftState;
     use crate::review::drift::DriftStatus;
 

@@ -25,9 +25,10 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::approval::Ttl;
-use crate::ledger::jsonl::JsonlStore;
-use crate::ledger::sqlite::{Access, SqliteStore};
-use crate::ledger::{Clock, Ledger, LedgerError, ResolveDetails, Status, Store, StoreError};
+use crate::ledger::sqlite::Access;
+use crate::ledger::{
+    Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Status, Store, StoreError,
+};
 use crate::review::{Review, Verdict};
 use action::{Action, Effect};
 use app::{App, Options};
@@ -37,11 +38,22 @@ use watch::{Current, Opened, Watcher, not_there, open_file};
 const TICK: Duration = Duration::from_millis(500);
 
 pub struct UiOptions {
-    pub ledger: PathBuf,
+    pub ledger: LedgerLocation,
     /// Who decides: `--by`, `SEND_ONCE_USER` or the OS user.
     pub by: String,
     pub older_than_ms: f64,
     pub clock: Clock,
+}
+
+impl UiOptions {
+    /// The ledger's file, which the watcher looks at. A Postgres location is refused
+    /// by `open` before anything looks at it, so its (redacted) text stands in here.
+    fn file_path(&self) -> PathBuf {
+        match self.ledger.path() {
+            Some(path) => path.to_owned(),
+            None => PathBuf::from(self.ledger.to_string()),
+        }
+    }
 }
 
 /// What effects run against.
@@ -53,9 +65,9 @@ struct Backend {
 }
 
 fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
-    let path = &options.ledger;
-    if path.extension().is_some_and(|e| e == "jsonl") {
-        let store: Arc<dyn Store> = Arc::new(JsonlStore::open(path, Access::ReadWrite)?);
+    let location = &options.ledger;
+    if let LedgerLocation::Jsonl(path) = location {
+        let store = location.open_store(Access::ReadWrite)?;
         let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
         let why = format!(
             "{} is a JSON Lines ledger. The review queue lives in SQLite ledgers (a .db file), so there is nothing to approve here; unknown sends and the ledger are in views 2 and 3.",
@@ -70,12 +82,13 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
             Some(why),
         ));
     }
-    if !path.exists() {
-        return Err(StoreError::NotFound(path.clone()));
-    }
+    location.check(Access::ReadWrite)?;
+    let Some(path) = location.path() else {
+        return Err(StoreError::Unsupported("a ledger that is not a file"));
+    };
     // A ledger on a read-only filesystem or a full disk can still be looked at;
     // decisions will say why they cannot be recorded.
-    let sqlite = Arc::new(SqliteStore::open_to_look(path)?);
+    let sqlite = Arc::new(crate::ledger::sqlite::SqliteStore::open_to_look(path)?);
     let store: Arc<dyn Store> = sqlite.clone();
     let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
     let review = Review::new(sqlite, Arc::clone(&options.clock));
@@ -154,7 +167,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     let size = guard.terminal.size().map_err(|e| e.to_string())?;
     let theme = theme::Theme::from_env();
     let mut app = App::new(Options {
-        ledger_label: options.ledger.display().to_string(),
+        ledger_label: options.ledger.to_string(),
         by: options.by.clone(),
         older_than_ms: options.older_than_ms,
         no_queue,
@@ -171,7 +184,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     let (done_tx, mut done_rx) = unbounded_channel::<LoadSlot>();
     let mut runner = Runner {
         current,
-        path: options.ledger.clone(),
+        path: options.file_path(),
         tx: tx.clone(),
         done: done_tx,
         shown: 0,

@@ -75,7 +75,7 @@ pub(super) fn not_there(path: &Path, opened: FileId) -> Option<String> {
 /// Opens the ledger and says which file was opened. A path that named another file
 /// after the open than before it is refused rather than guessed at.
 pub(super) fn open_file(options: &UiOptions) -> Result<(Backend, Option<String>, FileId), String> {
-    let path = &options.ledger;
+    let path = &options.file_path();
     let before = look(path).ok().map(|l| l.id);
     let (backend, no_queue) = open(options).map_err(|e| e.to_string())?;
     let after = look(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -176,7 +176,7 @@ impl Watcher {
     /// opened.
     async fn check_path(&mut self) -> Option<Arc<dyn Store>> {
         let opened = self.current.get();
-        match at_path(&self.options.ledger, opened.file) {
+        match at_path(&self.options.file_path(), opened.file) {
             AtPath::Opened => {
                 self.settling = None;
                 self.refused = None;

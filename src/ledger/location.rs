@@ -1,0 +1,268 @@
+//! What a ledger argument names, decided in one place: a `postgres://` or
+//! `postgresql://` URL is Postgres, a path ending in `.jsonl` the Node JSON Lines file,
+//! anything else an SQLite file. Every command and the TUI open their ledger through
+//! [`LedgerLocation`], so a URL is never taken for a file name and a file that is not
+//! a regular file is refused the same way everywhere.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::jsonl::JsonlStore;
+use super::sqlite::{Access, SqliteStore};
+use super::store::{Store, StoreError};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LedgerLocation {
+    Sqlite(PathBuf),
+    Jsonl(PathBuf),
+    /// The URL with its password already replaced by `***`: nothing that only holds
+    /// a location can print a credential, and there is no Postgres store yet to need it.
+    Postgres(String),
+}
+
+impl LedgerLocation {
+    pub fn new(arg: impl AsRef<OsStr>) -> LedgerLocation {
+        let arg = arg.as_ref();
+        let text = arg.to_string_lossy();
+        if postgres_url_start(&text) == Some(0) {
+            return LedgerLocation::Postgres(redact_url(&text));
+        }
+        let path = PathBuf::from(arg);
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            LedgerLocation::Jsonl(path)
+        } else {
+            LedgerLocation::Sqlite(path)
+        }
+    }
+
+    /// The file, for the two stores that are files.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            LedgerLocation::Sqlite(path) | LedgerLocation::Jsonl(path) => Some(path),
+            LedgerLocation::Postgres(_) => None,
+        }
+    }
+
+    /// Refuses, before anything is opened, what no command can use: a Postgres URL
+    /// (no store yet), a directory, something that is not a regular file (`/dev/null`,
+    /// a FIFO, a device: SQLite would report "disk I/O error", and reading a FIFO
+    /// waits for a writer forever), and a missing ledger unless `access` may create it.
+    pub fn check(&self, access: Access) -> Result<(), StoreError> {
+        let path = match self {
+            LedgerLocation::Postgres(url) => {
+                return Err(StoreError::PostgresNotSupported(url.clone()));
+            }
+            LedgerLocation::Sqlite(path) | LedgerLocation::Jsonl(path) => path,
+        };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory(path.clone())),
+            Ok(meta) if !meta.is_file() => Err(StoreError::NotARegularFile(path.clone())),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if access == Access::Create {
+                    Ok(())
+                } else {
+                    Err(StoreError::NotFound(path.clone()))
+                }
+            }
+            Err(source) => Err(StoreError::Io {
+                path: path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Opens the store. Only `Access::Create` makes a missing ledger.
+    pub fn open_store(&self, access: Access) -> Result<Arc<dyn Store>, StoreError> {
+        self.check(access)?;
+        match self {
+            LedgerLocation::Jsonl(path) => Ok(Arc::new(JsonlStore::open(path, access)?)),
+            LedgerLocation::Sqlite(path) => Ok(Arc::new(SqliteStore::open(path, access)?)),
+            LedgerLocation::Postgres(url) => Err(StoreError::PostgresNotSupported(url.clone())),
+        }
+    }
+
+    /// Opens an SQLite ledger, for what only SQLite holds (the review queue).
+    pub fn open_sqlite(&self, access: Access) -> Result<SqliteStore, StoreError> {
+        self.check(access)?;
+        match self {
+            LedgerLocation::Sqlite(path) => SqliteStore::open(path, access),
+            LedgerLocation::Jsonl(path) => Err(StoreError::NoReviewQueue(path.clone())),
+            LedgerLocation::Postgres(url) => Err(StoreError::PostgresNotSupported(url.clone())),
+        }
+    }
+}
+
+/// How a location is shown to people: the path, or the URL without its password.
+impl fmt::Display for LedgerLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LedgerLocation::Sqlite(path) | LedgerLocation::Jsonl(path) => {
+                write!(f, "{}", path.display())
+            }
+            LedgerLocation::Postgres(url) => f.write_str(url),
+        }
+    }
+}
+
+/// For clap: a ledger positional parses into a location directly.
+impl From<OsString> for LedgerLocation {
+    fn from(arg: OsString) -> LedgerLocation {
+        LedgerLocation::new(arg)
+    }
+}
+
+impl From<&Path> for LedgerLocation {
+    fn from(path: &Path) -> LedgerLocation {
+        LedgerLocation::new(path)
+    }
+}
+
+/// Where a Postgres URL's scheme starts in `text`, when it holds one.
+fn postgres_url_start(text: &str) -> Option<usize> {
+    let lower = text.to_ascii_lowercase();
+    ["postgres://", "postgresql://"]
+        .iter()
+        .filter_map(|scheme| lower.find(scheme))
+        .min()
+}
+
+/// Whether `text` is a Postgres URL (the scheme's case does not matter).
+pub fn is_postgres_url(text: &str) -> bool {
+    postgres_url_start(text) == Some(0)
+}
+
+/// `url` with the password in its user info and any `password=` parameter replaced by
+/// `***`. The user info is taken to end at the last `@`, not at the first `/`: a
+/// password holding a raw `/`, `?` or `#` is not a valid URL, but it is still a secret,
+/// and hiding too much of a URL in a message costs less than showing a password.
+pub fn redact_url(url: &str) -> String {
+    let Some(after_scheme) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let (head, rest) = url.split_at(after_scheme);
+    let without_userinfo_password = match rest.rfind('@') {
+        Some(at) => match rest[..at].find(':') {
+            Some(colon) => format!("{}***{}", &rest[..=colon], &rest[at..]),
+            None => rest.to_owned(),
+        },
+        None => rest.to_owned(),
+    };
+    format!(
+        "{head}{}",
+        redact_password_parameter(&without_userinfo_password)
+    )
+}
+
+/// The `password=` value of a URL's query (libpq reads one there too), hidden.
+fn redact_password_parameter(rest: &str) -> String {
+    let Some(query_start) = rest.find('?') else {
+        return rest.to_owned();
+    };
+    let (before, query) = rest.split_at(query_start + 1);
+    let (query, fragment) = match query.find('#') {
+        Some(i) => query.split_at(i),
+        None => (query, ""),
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+            _ => param.to_owned(),
+        })
+        .collect();
+    format!("{before}{}{fragment}", params.join("&"))
+}
+
+/// `text` with every Postgres URL among `known` (the arguments a user gave, say)
+/// replaced by its redacted form: for messages that may quote an argument back, such
+/// as a command-line parser's errors. An argument may hold a URL after a prefix
+/// (`--ledger=postgres://…`), so the URL is taken from where its scheme starts.
+pub fn redact_known_urls<'a>(text: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = text.to_owned();
+    for arg in known {
+        let Some(start) = postgres_url_start(arg) else {
+            continue;
+        };
+        let url = &arg[start..];
+        let redacted = redact_url(url);
+        if redacted != url {
+            out = out.replace(url, &redacted);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_is_decided_by_its_text() {
+        assert_eq!(
+            LedgerLocation::new("l.db"),
+            LedgerLocation::Sqlite("l.db".into())
+        );
+        assert_eq!(
+            LedgerLocation::new("dir/l.jsonl"),
+            LedgerLocation::Jsonl("dir/l.jsonl".into())
+        );
+        assert_eq!(
+            LedgerLocation::new("postgres://alice:s3cret@db.example/sends"),
+            LedgerLocation::Postgres("postgres://alice:***@db.example/sends".into())
+        );
+        assert_eq!(
+            LedgerLocation::new("POSTGRESQL://db.example/sends"),
+            LedgerLocation::Postgres("POSTGRESQL://db.example/sends".into())
+        );
+        // A file whose name merely contains the scheme is a file.
+        assert_eq!(
+            LedgerLocation::new("./postgres://x"),
+            LedgerLocation::Sqlite("./postgres://x".into())
+        );
+    }
+
+    #[test]
+    fn passwords_are_hidden_wherever_a_url_holds_one() {
+        for (url, shown) in [
+            ("postgres://alice:pw@h/db", "postgres://alice:***@h/db"),
+            ("postgres://:pw@h:5432/db", "postgres://:***@h:5432/db"),
+            ("postgres://alice@h/db", "postgres://alice@h/db"),
+            ("postgres://h:5432/db", "postgres://h:5432/db"),
+            (
+                "postgres://alice:p@ss/w?rd@h/db",
+                "postgres://alice:***@h/db",
+            ),
+            (
+                "postgresql://h/db?user=a&password=pw&sslmode=require#x",
+                "postgresql://h/db?user=a&password=***&sslmode=require#x",
+            ),
+            (
+                "postgres://h/db?password=pw@x",
+                "postgres://h/db?password=***",
+            ),
+            (
+                "postgres://a:pw@h/db?PASSWORD=pw",
+                "postgres://a:***@h/db?PASSWORD=***",
+            ),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+            assert!(
+                !LedgerLocation::new(url).to_string().contains("pw"),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn known_urls_are_hidden_in_any_text() {
+        let args = ["ls", "l.db", "--x=postgres://alice:pw@h/db"];
+        let text = "error: unexpected argument '--x=postgres://alice:pw@h/db' found";
+        assert_eq!(
+            redact_known_urls(text, args),
+            "error: unexpected argument '--x=postgres://alice:***@h/db' found"
+        );
+    }
+}
