@@ -542,7 +542,11 @@ pub fn gc(args: &GcArgs) -> Exit {
 
 pub fn decisions(args: &DecisionsArgs) -> Exit {
     let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
-        Ok(ledger.store().decisions(args.subject.as_deref()).await?)
+        let subject = args
+            .subject
+            .as_deref()
+            .map(|s| send_once::ledger::lone::from_text(s).into_owned());
+        Ok(ledger.store().decisions(subject.as_deref()).await?)
     });
     let decisions = match found {
         Ok(d) => d,

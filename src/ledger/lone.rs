@@ -55,6 +55,20 @@ pub fn from_utf16(units: &[u16]) -> String {
     out
 }
 
+/// Text that came from outside JSON (a command-line argument, a person typing) in the
+/// internal spelling: a real U+FDD0 is doubled, so it can never be read as the start
+/// of a lone surrogate and name another key.
+pub fn from_text(s: &str) -> std::borrow::Cow<'_, str> {
+    if !has_mark(s) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 3);
+    for c in s.chars() {
+        push_char(&mut out, c);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// True when `s` may hold the internal spelling (a quick test before decoding).
 pub fn has_mark(s: &str) -> bool {
     // U+FDD0 is EF B7 90 in UTF-8.
@@ -133,6 +147,14 @@ mod tests {
             let s = from_utf16(&units);
             assert_eq!(to_utf16(&s), units, "{s:?}");
         }
+    }
+
+    #[test]
+    fn typed_text_never_reads_as_a_lone_surrogate() {
+        let typed = "z-\u{FDD0}\u{F0389}";
+        let spelled = from_text(typed);
+        assert!(pieces(&spelled).all(|p| matches!(p, Piece::Char(_))));
+        assert_eq!(to_utf16(&spelled), typed.encode_utf16().collect::<Vec<_>>());
     }
 
     #[test]

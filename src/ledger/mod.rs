@@ -747,6 +747,8 @@ impl Ledger {
         if given.is_empty() {
             return Err(LedgerError::EmptyKey);
         }
+        // What a person typed is text, not JSON: a U+FDD0 in it is that character.
+        let given = &*lone::from_text(given);
         if let Some(entry) = self.store.get(given).await? {
             return Ok(entry);
         }

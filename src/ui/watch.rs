@@ -133,6 +133,21 @@ pub(super) struct Watcher {
     settling: Option<Look>,
     /// A file that could not be opened: not tried again until it changes.
     refused: Option<Look>,
+    /// The SQLite ledger's `-shm` as it was when the ledger was opened. A file moved
+    /// over a live SQLite ledger keeps the old `-wal` and `-shm` beside it, and SQLite
+    /// then reads (and checkpoints) the old log into the new file; opening it as well
+    /// would only add this process to the mix.
+    shm_at_open: Option<FileId>,
+}
+
+/// The `-shm` file next to an SQLite ledger, if there is one.
+fn shm_of(options: &UiOptions) -> Option<FileId> {
+    let crate::ledger::LedgerLocation::Sqlite(path) = &options.ledger else {
+        return None;
+    };
+    let mut shm = path.clone().into_os_string();
+    shm.push("-shm");
+    look(Path::new(&shm)).ok().map(|l| l.id)
 }
 
 impl Watcher {
@@ -144,7 +159,9 @@ impl Watcher {
             reported: None,
             settling: None,
             refused: None,
+            shm_at_open: None,
         };
+        watcher.shm_at_open = shm_of(&watcher.options);
         tokio::spawn(async move {
             let store = watcher.current.get().backend.store;
             let mut last = store.change_marker().await.ok().flatten();
@@ -205,6 +222,16 @@ impl Watcher {
                 None
             }
             AtPath::Other(now) if self.refused == Some(now) => None,
+            AtPath::Other(now)
+                if self.shm_at_open.is_some() && shm_of(&self.options) == self.shm_at_open =>
+            {
+                self.settling = None;
+                self.refused = Some(now);
+                self.report(Gone::Unusable(
+                    "another file was moved over it while its write-ahead log (-wal, -shm) was in use, so SQLite may mix the two; quit every send-once process using this ledger, then check it with send-once audit and sqlite3's pragma integrity_check before trusting it".into(),
+                ));
+                None
+            }
             AtPath::Other(now) if self.settling == Some(now) => {
                 self.settling = None;
                 let generation = opened.generation;
@@ -244,6 +271,7 @@ impl Watcher {
                 tokio::task::spawn_blocking(move || drop(old));
                 self.reported = None;
                 self.refused = None;
+                self.shm_at_open = shm_of(&self.options);
                 let _ = self.tx.send(Action::LedgerBack { reopened: true });
             }
             // It changed again while being opened: look again next tick.
