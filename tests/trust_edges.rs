@@ -425,3 +425,83 @@ fn a_send_that_completes_after_a_person_marked_it_failed_says_so() {
     );
     assert!(shown.contains("completed by its own send"), "{shown}");
 }
+
+/// A send marked failed while it was still running, then claimed again and sent by a
+/// second run: when the first returns, both went out. The ledger must not hide that.
+#[test]
+fn a_late_first_send_after_a_retry_is_recorded_as_a_possible_second_send() {
+    for name in ["twice.db", "twice.jsonl"] {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = ledger_in(dir.path(), name);
+        let go = dir.path().join("go");
+        let started = dir.path().join("started");
+        let slow = format!(
+            "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; echo msg_first",
+            started.display(),
+            go.display()
+        );
+        let first = send_once(&[
+            "run",
+            p(&ledger),
+            "--key",
+            "twice-1",
+            "--",
+            "sh",
+            "-c",
+            &slow,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+        wait_for_file(&started, Duration::from_secs(20));
+        expect_exit(
+            &output(&["resolve", p(&ledger), "twice-1", "failed", "--by", "bob"]),
+            0,
+            "bob marks the running send failed",
+        );
+        expect_exit(
+            &output(&[
+                "run",
+                p(&ledger),
+                "--key",
+                "twice-1",
+                "--",
+                "echo",
+                "msg_second",
+            ]),
+            0,
+            "the retry sends",
+        );
+        std::fs::write(&go, b"").unwrap();
+        let first = first.wait_with_output().unwrap();
+        expect_exit(&first, 0, name);
+        assert!(
+            stderr(&first).contains("may have it twice"),
+            "{name}: {}",
+            stderr(&first)
+        );
+
+        let shown = stdout(&output(&["show", p(&ledger), "twice-1", "--json"]));
+        let shown: Value = serde_json::from_str(&shown).unwrap();
+        let entry = &shown["entry"];
+        assert_eq!(entry["status"], "sent", "{name}: {shown}");
+        assert_eq!(entry["attempts"], 2, "{name}: {shown}");
+        assert_eq!(entry["lateSends"][0]["attempt"], 1, "{name}: {shown}");
+        assert_eq!(
+            entry["lateSends"][0]["providerId"], "msg_first",
+            "{name}: {shown}"
+        );
+        let completed: Vec<&Value> = shown["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["action"] == "completed")
+            .collect();
+        assert_eq!(completed.len(), 1, "{name}: {shown}");
+        assert!(
+            completed[0]["note"].as_str().unwrap().contains("twice"),
+            "{name}: {shown}"
+        );
+    }
+}

@@ -378,6 +378,27 @@ pub fn show(args: &ShowArgs) -> Exit {
             row(record, &text);
         }
     }
+    for late in entry
+        .get("lateSends")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = |name: &str| match late.get(name) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => "?".into(),
+            Some(other) => jsjson::stringify(other),
+        };
+        row(
+            "late send",
+            &format!(
+                "attempt {} went out too, at {} (provider id {}), after it was marked failed: the recipient may have this twice",
+                field("attempt"),
+                field("sentAt"),
+                field("providerId")
+            ),
+        );
+    }
     let settled_elsewhere = ["resolution", "reset"]
         .iter()
         .any(|field| entry.get(field).is_some());

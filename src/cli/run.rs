@@ -260,6 +260,27 @@ pub fn check_send_options(
 }
 
 /// Tells what the ledger did with a send, with the exit code for it.
+/// A send that returned after a person's verdict went out all the same: say so, since
+/// the person (and perhaps a second send) acted on "it did not".
+fn warn_if_late(entry: &send_once::ledger::Entry) {
+    if let Some(Value::Object(verdict)) = entry.get("overrode") {
+        let by = verdict
+            .get("by")
+            .and_then(Value::as_str)
+            .unwrap_or("someone");
+        note(format!(
+            "this send returned after {by} marked it failed; it went out, and {} is now recorded as sent",
+            entry.key()
+        ));
+    } else if entry.get("lateSends").is_some() {
+        note(format!(
+            "this send returned after it was marked failed and {} was claimed again (attempt {}): it went out too, so the recipient may have it twice. The decision log records it.",
+            entry.key(),
+            entry.attempts()
+        ));
+    }
+}
+
 pub fn report(
     ledger: &LedgerLocation,
     json: bool,
@@ -276,10 +297,11 @@ pub fn report(
         print_json(&outcome_json(key, &outcome));
     }
     match outcome {
-        Outcome::Sent { result, .. } => {
+        Outcome::Sent { result, entry } => {
             if !json {
                 print_command_stdout(&result.stdout);
             }
+            warn_if_late(&entry);
             Exit::Ok
         }
         Outcome::Duplicate { entry } => {

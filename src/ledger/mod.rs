@@ -245,6 +245,20 @@ fn describe_seen(seen: &Seen) -> String {
     }
 }
 
+/// The decision a send makes about itself when it returns after a person's verdict.
+fn completed(entry: &Entry, note: String, detail: Map<String, Value>) -> Decision {
+    Decision {
+        id: None,
+        at: entry.updated_at().unwrap_or(entry.claimed_at()).to_owned(),
+        by: None,
+        action: "completed".into(),
+        subject: entry.key().to_owned(),
+        note: Some(note),
+        outcome: DecisionOutcome::Changed,
+        detail: Value::Object(detail),
+    }
+}
+
 /// What a person's decision comes to on the entry as it is now.
 enum Judged {
     Unchanged,
@@ -434,12 +448,12 @@ impl Ledger {
                     sent.set("result", record);
                 }
                 let recorded = self.record_sent(&claimed, &sent).await;
-                recorded.map_err(|source| LedgerError::Unrecorded {
+                let left = recorded.map_err(|source| LedgerError::Unrecorded {
                     key: key.to_owned(),
                     source,
                 })?;
                 Ok(Outcome::Sent {
-                    entry: sent,
+                    entry: left.unwrap_or(sent),
                     result,
                 })
             }
@@ -477,62 +491,115 @@ impl Ledger {
         }
     }
 
-    async fn record_sent(&self, claimed: &Entry, sent: &Entry) -> Result<(), StoreError> {
+    /// Records a send that returned. Gives the entry as it was left when that is not
+    /// `sent` as written: a verdict corrected, or a late send noted on a newer attempt.
+    async fn record_sent(
+        &self,
+        claimed: &Entry,
+        sent: &Entry,
+    ) -> Result<Option<Entry>, StoreError> {
         if self
             .store
             .transition(claimed, sent, Durability::Lazy)
             .await?
         {
-            return Ok(());
+            return Ok(None);
         }
-        // Someone settled this very attempt while its send was in flight. The send did
-        // happen, so a "failed" verdict is corrected rather than left to invite a retry,
-        // and both the entry and the decision log say whose verdict the send overrode.
-        // A newer attempt's claim, or a "sent" verdict, is left as it is.
-        if let Some(current) = self.store.get(sent.key()).await?
-            && current.status() == Status::Failed
-            && current.same_attempt(claimed)
-        {
-            let overridden = ["resolution", "reset"]
-                .iter()
-                .find_map(|field| current.get(field).cloned())
-                .unwrap_or(Value::Null);
-            let mut corrected = sent.clone();
-            corrected.set("overrode", overridden.clone());
-            let mut detail = Map::new();
-            detail.insert("from".into(), Status::Failed.as_str().into());
-            detail.insert("status".into(), Status::Sent.as_str().into());
-            detail.insert("overrode".into(), overridden);
-            let decision = Decision {
-                id: None,
-                at: corrected
-                    .updated_at()
-                    .unwrap_or(corrected.claimed_at())
-                    .to_owned(),
-                by: None,
-                action: "completed".into(),
-                subject: sent.key().to_owned(),
-                note: Some("the send returned after a person marked it failed: it went out".into()),
-                outcome: DecisionOutcome::Changed,
-                detail: Value::Object(detail),
+        for _ in 0..MAX_ROUNDS {
+            let Some(current) = self.store.get(sent.key()).await? else {
+                return Ok(None);
             };
-            match self
+            let (next, decision) = if current.same_attempt(claimed) {
+                // Someone settled this very attempt while its send was in flight. The send
+                // did happen, so a "failed" verdict is corrected rather than left to invite
+                // a retry, and both the entry and the decision log say whose verdict the
+                // send overrode. A "sent" verdict is left as it is.
+                if current.status() != Status::Failed {
+                    return Ok(None);
+                }
+                self.overriding(&current, sent)
+            } else {
+                // A newer attempt: this one was marked failed and the key was claimed
+                // again. This send went out as well, so the recipient may have it twice;
+                // the current entry and the decision log say so.
+                self.late_send(&current, claimed, sent)
+            };
+            let written = match self
                 .store
-                .transition_decided(&current, &corrected, &decision)
+                .transition_decided(&current, &next, &decision)
                 .await
             {
-                // A store without a decision log still gets the corrected entry.
+                // A store without a decision log still gets the entry.
                 Err(StoreError::Unsupported(_)) => {
                     self.store
-                        .transition(&current, &corrected, Durability::Now)
-                        .await?;
+                        .transition(&current, &next, Durability::Now)
+                        .await?
                 }
-                other => {
-                    other?;
-                }
+                other => other?,
+            };
+            if written {
+                return Ok(Some(next));
             }
         }
-        Ok(())
+        Ok(None)
+    }
+
+    fn overriding(&self, current: &Entry, sent: &Entry) -> (Entry, Decision) {
+        let overridden = ["resolution", "reset"]
+            .iter()
+            .find_map(|field| current.get(field).cloned())
+            .unwrap_or(Value::Null);
+        let mut corrected = sent.clone();
+        corrected.set("overrode", overridden.clone());
+        let mut detail = Map::new();
+        detail.insert("from".into(), Status::Failed.as_str().into());
+        detail.insert("status".into(), Status::Sent.as_str().into());
+        detail.insert("overrode".into(), overridden);
+        let decision = completed(
+            &corrected,
+            "the send returned after a person marked it failed: it went out".into(),
+            detail,
+        );
+        (corrected, decision)
+    }
+
+    fn late_send(&self, current: &Entry, claimed: &Entry, sent: &Entry) -> (Entry, Decision) {
+        let mut late = Map::new();
+        late.insert(
+            "attempt".into(),
+            claimed.get("attempts").cloned().unwrap_or(Value::Null),
+        );
+        late.insert("claimedAt".into(), claimed.claimed_at().into());
+        late.insert(
+            "sentAt".into(),
+            sent.get("sentAt").cloned().unwrap_or(Value::Null),
+        );
+        late.insert(
+            "providerId".into(),
+            sent.get("providerId").cloned().unwrap_or(Value::Null),
+        );
+        let mut noted = current.clone();
+        let mut all = noted
+            .get("lateSends")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        all.push(Value::Object(late.clone()));
+        noted.set("lateSends", Value::Array(all));
+        noted.set("updatedAt", self.iso_now());
+        let mut detail = late;
+        detail.insert(
+            "currentAttempt".into(),
+            current.get("attempts").cloned().unwrap_or(Value::Null),
+        );
+        detail.insert("status".into(), current.status().as_str().into());
+        let note = format!(
+            "attempt {} returned after it was marked failed and attempt {} was claimed: it went out, so the recipient may have this twice",
+            claimed.attempts(),
+            current.attempts()
+        );
+        let decision = completed(&noted, note, detail);
+        (noted, decision)
     }
 
     async fn acquire(
