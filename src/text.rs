@@ -15,18 +15,38 @@ fn is_control(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
 }
 
-/// Bidi overrides and isolates, marks, zero-width characters and the soft hyphen.
+/// Bidi overrides and isolates, marks, zero-width characters, the soft hyphen, line
+/// and paragraph separators, and every other character Unicode says a renderer may
+/// draw as nothing (Default_Ignorable_Code_Point: the combining grapheme joiner, the
+/// Hangul fillers, variation selectors, tag characters...), plus the blank braille
+/// pattern, which draws as a space but is none.
 fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{180e}' | '\u{2028}' | '\u{2029}' | '\u{2800}') || is_default_ignorable(c)
+}
+
+/// Unicode's Default_Ignorable_Code_Point property (DerivedCoreProperties.txt, stable
+/// since Unicode 5.2 apart from the additions listed there): characters that show as
+/// nothing where a font has no glyph for them.
+pub fn is_default_ignorable(c: char) -> bool {
     matches!(
         c,
         '\u{00ad}'
+            | '\u{034f}'
             | '\u{061c}'
-            | '\u{180e}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
             | '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}'
             | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fff8}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
     )
 }
 
@@ -73,8 +93,12 @@ pub fn safe_json(json: &str) -> Cow<'_, str> {
     for c in json.chars() {
         if escaped(c) {
             use std::fmt::Write;
-            // Every suspicious character is in the Basic Multilingual Plane.
-            let _ = write!(out, "\\u{:04x}", c as u32);
+            // JSON escapes are UTF-16 units: a character beyond the Basic Multilingual
+            // Plane (a tag character) is written as its surrogate pair.
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
         } else {
             out.push(c);
         }

@@ -158,6 +158,26 @@ fn a_json_lines_key_with_a_lone_surrogate_is_resolved_as_itself() {
     expect_exit(&output(&["audit", p(&ledger)]), 0, "audit after resolve");
 }
 
+/// Keys another tool wrote with characters that draw as nothing are shown with marks,
+/// so two keys never look the same on a screen.
+#[test]
+fn invisible_characters_in_a_stored_key_are_shown_as_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "inv.jsonl");
+    run_ok(&ledger, "inv-1");
+    let line = node_pending_line(r"inv\u3164-1", "x");
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str(&line);
+    text.push('\n');
+    std::fs::write(&ledger, &text).unwrap();
+    for args in [vec!["ls", p(&ledger)], vec!["audit", p(&ledger)]] {
+        let o = output(&args);
+        let shown = stdout(&o);
+        assert!(shown.contains("inv<U+3164>-1"), "{args:?}: {shown}");
+        assert!(!shown.contains('\u{3164}'), "{args:?}: {shown}");
+    }
+}
+
 #[test]
 fn meta_with_a_lone_surrogate_is_json_and_is_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -220,6 +240,15 @@ fn a_second_spelling_of_a_key_is_refused_and_nothing_is_sent() {
         (" padded", "white space"),
         ("zero\u{200b}width", "U+200B"),
         ("esc\u{1b}[2J", "U+001B"),
+        ("inv\u{34f}-1", "U+034F"),
+        ("inv\u{3164}-1", "U+3164"),
+        ("inv\u{ffa0}-1", "U+FFA0"),
+        ("inv\u{fe0f}-1", "U+FE0F"),
+        ("inv\u{e0041}-1", "U+E0041"),
+        ("inv\u{206a}-1", "U+206A"),
+        ("inv\u{2800}-1", "U+2800"),
+        ("inv\u{a0}1", "U+00A0"),
+        ("cafe\u{301}", "normal form C"),
         (long.as_str(), "at most 512 bytes"),
     ] {
         let o = output(&[

@@ -50,6 +50,12 @@ pub enum BadKey {
     PaddedWithSpace,
     #[error("a key must not hold control, invisible or bidi characters (found U+{0:04X})")]
     Hidden(u32),
+    #[error("a key's spaces must be plain spaces (found U+{0:04X}, which looks like one)")]
+    OddSpace(u32),
+    #[error(
+        "a key must be in Unicode normal form C (composed characters), or the same text could be a second key"
+    )]
+    NotNfc,
     #[error("a key must not hold a lone surrogate")]
     LoneSurrogate,
     #[error("a key is at most {MAX_KEY_BYTES} bytes (this one is {0})")]
@@ -81,6 +87,12 @@ pub fn check_key(key: &str) -> Result<(), BadKey> {
     }
     if let Some(c) = key.chars().find(|&c| crate::text::is_suspicious(c)) {
         return Err(BadKey::Hidden(u32::from(c)));
+    }
+    if let Some(c) = key.chars().find(|&c| c != ' ' && is_js_whitespace(c)) {
+        return Err(BadKey::OddSpace(u32::from(c)));
+    }
+    if !unicode_normalization::is_nfc(key) {
+        return Err(BadKey::NotNfc);
     }
     if key.len() == 64
         && key.bytes().all(|b| b.is_ascii_hexdigit())
@@ -255,6 +267,23 @@ mod tests {
         assert_eq!(check_key(&"k".repeat(512)), Ok(()));
         // Upper-case op ids are not hex keys, and stay valid.
         assert_eq!(check_key("ORDER-1042"), Ok(()));
+        // Characters that draw as nothing, or as a space, are second spellings too.
+        for hidden in [
+            '\u{34f}',
+            '\u{3164}',
+            '\u{fe0f}',
+            '\u{e0041}',
+            '\u{206a}',
+            '\u{2800}',
+        ] {
+            assert!(
+                matches!(check_key(&format!("inv{hidden}-1")), Err(BadKey::Hidden(_))),
+                "{hidden:?}"
+            );
+        }
+        assert_eq!(check_key("inv\u{a0}1"), Err(BadKey::OddSpace(0xa0)));
+        assert_eq!(check_key("cafe\u{301}"), Err(BadKey::NotNfc));
+        assert_eq!(check_key("caf\u{e9} order"), Ok(()));
     }
 
     #[test]
