@@ -1175,3 +1175,55 @@ fn node_rows_with_lone_surrogates_are_listed_and_unreadable_ones_are_counted() {
     term.wait_for("Hi <U+D83D>", react());
     term.press(&["q"]);
 }
+
+/// Carol approves (for 1h) while Dana has the approve form open: Dana's confirmation
+/// must not replace Carol's approval with her own 12h one, and a rejection on the
+/// screen as it was must not revoke it either.
+#[test]
+fn an_approval_by_someone_else_is_never_replaced_or_revoked_from_a_stale_screen() {
+    require_tmux!();
+    let (dir, ledger) = tempdir();
+    let l = path_str(&ledger);
+    let id = submit(
+        &ledger,
+        dir.path(),
+        "ann@example.com",
+        r#"{"text":"hi ann"}"#,
+    );
+    let term = Term::start(
+        dir.path(),
+        "approved",
+        (140, 30),
+        &[],
+        &tui_command(&ledger, &["--by", "dana"]),
+    );
+    term.wait_for("ann@example.com", react());
+    term.press(&["a"]);
+    term.wait_for(&format!("Approve draft {id} (revision 1)"), react());
+    cli(
+        &[
+            "approve",
+            l,
+            &id.to_string(),
+            "--ttl",
+            "1h",
+            "--by",
+            "carol",
+        ],
+        0,
+    );
+    term.wait_for("[approved]", patience(3));
+    term.press(&["Enter"]);
+    term.wait_for("as dana?", react());
+    term.press(&["Enter"]);
+    term.wait_until("the refused approval", react(), |s| {
+        s.lines().any(|line| {
+            line.starts_with("✗") && line.contains("approved") && line.contains("carol")
+        })
+    });
+    let draft = cli_json(&["draft", "show", l, &id.to_string(), "--json"]);
+    assert_eq!(draft["state"], "approved", "{draft}");
+    assert_eq!(draft["decidedBy"], "carol", "{draft}");
+    term.press(&["q"]);
+    assert_eq!(term.wait_exit(react()), 0);
+}

@@ -478,6 +478,7 @@ fn approve_opens_a_form_with_defaults_and_the_cursor_in_note() {
         FormKind::Approve {
             id: 2,
             revision: 1,
+            version: 1,
             suspicious: false,
             drifted: false
         }
@@ -545,6 +546,7 @@ fn approve_confirms_then_returns_exactly_the_decision_shown() {
         vec![Effect::Approve {
             id: 2,
             revision: 1,
+            version: 1,
             ttl: "12h".into(),
             by: "dana".into(),
             note: Some("looks right".into()),
@@ -579,6 +581,7 @@ fn an_empty_note_is_no_note_and_a_changed_ttl_and_name_are_used() {
         vec![Effect::Approve {
             id: 1,
             revision: 1,
+            version: 1,
             ttl: "30m".into(),
             by: "lee".into(),
             note: None,
@@ -606,6 +609,7 @@ fn a_reload_under_an_open_form_does_not_change_what_is_approved() {
         vec![Effect::Approve {
             id: 1,
             revision: 1,
+            version: 1,
             ttl: "12h".into(),
             by: "dana".into(),
             note: None,
@@ -647,6 +651,7 @@ fn a_suspicious_draft_needs_y_not_enter() {
         FormKind::Approve {
             id: 7,
             revision: 1,
+            version: 1,
             suspicious: true,
             drifted: false
         }
@@ -662,6 +667,7 @@ fn a_suspicious_draft_needs_y_not_enter() {
         vec![Effect::Approve {
             id: 7,
             revision: 1,
+            version: 1,
             ttl: "12h".into(),
             by: "dana".into(),
             note: None,
@@ -689,7 +695,7 @@ fn reject_starts_in_reason_and_refuses_an_empty_one() {
     let mut app = app_with(five());
     ch(&mut app, 'G');
     assert_eq!(ch(&mut app, 'r'), vec![]);
-    assert_eq!(form(&app).kind, FormKind::Reject { id: 5 });
+    assert_eq!(form(&app).kind, FormKind::Reject { id: 5, version: 1 });
     assert_eq!(form(&app).fields[form(&app).focus].label, "Reason");
     assert_eq!(
         field_values(&app),
@@ -711,6 +717,7 @@ fn reject_starts_in_reason_and_refuses_an_empty_one() {
         press(&mut app, KeyCode::Enter),
         vec![Effect::Reject {
             id: 5,
+            version: 1,
             reason: "wrong amount".into(),
             by: "dana".into(),
         }]

@@ -752,6 +752,21 @@ impl Review {
         by: Option<String>,
         note: Option<String>,
     ) -> Result<Draft, ReviewError> {
+        self.decide_seen(id, verdict, by, note, None).await
+    }
+
+    /// [`Review::decide`], applied only if the draft is still at `seen_version`, the
+    /// version the person was shown: an approval or rejection by someone else, or a new
+    /// revision, since then refuses it (naming who decided first), so that a decision
+    /// never replaces one the person did not see.
+    pub async fn decide_seen(
+        &self,
+        id: i64,
+        verdict: Verdict,
+        by: Option<String>,
+        note: Option<String>,
+        seen_version: Option<i64>,
+    ) -> Result<Draft, ReviewError> {
         let draft = self.head(id).await?;
         let now_ms = self.now();
         let at = self.iso_now();
@@ -787,6 +802,35 @@ impl Review {
                 id,
                 asked: *asked,
                 now: draft.revision,
+            });
+        }
+        if let Some(seen) = seen_version
+            && seen != draft.version
+        {
+            let mut refused = detail.clone();
+            refused.insert(
+                "reason".into(),
+                format!(
+                    "changed since it was shown (version {seen}, now {})",
+                    draft.version
+                )
+                .into(),
+            );
+            self.store
+                .append_decision(&decision(DecisionOutcome::Refused, &refused))
+                .await?;
+            return Err(if draft.decided_at.is_some() {
+                ReviewError::DecidedFirst {
+                    id,
+                    state: draft.state,
+                    by: draft.decided_by,
+                    at: draft.decided_at,
+                }
+            } else {
+                ReviewError::ChangedMeanwhile {
+                    id,
+                    revision: draft.revision,
+                }
             });
         }
         if !draft.state.is_open() {

@@ -61,12 +61,16 @@ pub enum Effect {
     Approve {
         id: i64,
         revision: i64,
+        /// The draft's version when it was shown: any change since (a decision by
+        /// someone else, a new revision) refuses this one.
+        version: i64,
         ttl: String,
         by: String,
         note: Option<String>,
     },
     Reject {
         id: i64,
+        version: i64,
         reason: String,
         by: String,
     },

@@ -35,11 +35,14 @@ pub enum FormKind {
     Approve {
         id: i64,
         revision: i64,
+        /// The draft's version as shown: the decision applies only to it.
+        version: i64,
         suspicious: bool,
         drifted: bool,
     },
     Reject {
         id: i64,
+        version: i64,
     },
     MarkSent {
         key: String,
@@ -615,9 +618,9 @@ impl App {
             Command::Approve => self.open_approve(),
             Command::Reject => {
                 if let Some(draft) = self.selected_draft() {
-                    let (id, revision) = (draft.id, draft.revision);
+                    let (id, revision, version) = (draft.id, draft.revision, draft.version);
                     self.overlay = Some(Overlay::Form(Form::new(
-                        FormKind::Reject { id },
+                        FormKind::Reject { id, version },
                         format!("Reject draft {id} (revision {revision})"),
                         vec![field("Reason", "", true), field("Name", &self.by, true)],
                     )));
@@ -712,6 +715,7 @@ impl App {
         let kind = FormKind::Approve {
             id: draft.id,
             revision: draft.revision,
+            version: draft.version,
             suspicious: draft.suspicious(),
             drifted: drift.changed > 0,
         };
@@ -818,6 +822,7 @@ impl App {
             FormKind::Approve {
                 id,
                 revision,
+                version,
                 suspicious,
                 drifted,
             } => {
@@ -845,13 +850,14 @@ impl App {
                     effect: Effect::Approve {
                         id: *id,
                         revision: *revision,
+                        version: *version,
                         ttl,
                         by,
                         note: optional("Note"),
                     },
                 }
             }
-            FormKind::Reject { id } => {
+            FormKind::Reject { id, version } => {
                 let reason = form.value("Reason");
                 Confirm {
                     title: "Reject".into(),
@@ -862,6 +868,7 @@ impl App {
                     warning: None,
                     effect: Effect::Reject {
                         id: *id,
+                        version: *version,
                         reason,
                         by,
                     },

@@ -436,6 +436,7 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
         Effect::Approve {
             id,
             revision,
+            version,
             ttl,
             by,
             note,
@@ -447,7 +448,10 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
                 ttl: Ttl::Text(ttl),
                 revision: Some(revision),
             };
-            match review.decide(id, verdict, Some(by), note).await {
+            match review
+                .decide_seen(id, verdict, Some(by), note, Some(version))
+                .await
+            {
                 Ok(draft) => Action::Done {
                     message: format!(
                         "Approved draft {id} (revision {revision}) until {}.",
@@ -462,18 +466,24 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
                 Err(e) => failed(e.to_string()),
             }
         }
-        Effect::Reject { id, reason, by } => {
+        Effect::Reject {
+            id,
+            version,
+            reason,
+            by,
+        } => {
             let Some(review) = review else {
                 return Some(failed(no_queue()));
             };
             match review
-                .decide(
+                .decide_seen(
                     id,
                     Verdict::Reject {
                         reason: reason.clone(),
                     },
                     Some(by),
                     Some(reason),
+                    Some(version),
                 )
                 .await
             {
