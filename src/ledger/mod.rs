@@ -182,7 +182,7 @@ pub enum LedgerError {
     ResolveToPending,
     /// The entry is no longer what the person saw; their decision was not applied.
     #[error(
-        "{key} changed after it was shown: it was {seen}, and is now {now}, {change}. Nothing was changed; look again and decide on what it is now."
+        "{key} changed after it was shown (as {seen}): it is now {now}, {change}. Nothing was changed; look again and decide on what it is now."
     )]
     ChangedSinceSeen {
         key: String,
