@@ -7,12 +7,12 @@ use serde_json::{Map, Value};
 use send_once::ledger::sqlite::Access;
 use send_once::ledger::{
     Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails, Seen,
-    Status, duration, jsjson,
+    Status, UnreadableRow, duration, jsjson,
 };
 use send_once::text::visible_inline;
 
 use super::ledger_arg::{check_by, current_user, duration_flag, ledger_or_default, open_ledger};
-use super::{Exit, fail, print_json, print_stdout, store_failure};
+use super::{Exit, fail, note, print_json, print_stdout, store_failure};
 
 pub const RESOLVE_EXIT_CODES: &str = "\
 Exit codes:
@@ -241,13 +241,49 @@ pub fn ls(args: &LsArgs) -> Exit {
         offset: 0,
         limit,
     };
-    let entries = match with_ledger(&path, Access::ReadOnly, async |ledger| {
-        Ok(ledger.store().page(&query).await?)
+    // A pending row that cannot be read is left out of the page, but it may be an
+    // unknown send: a listing of what is pending must not read as "nothing is".
+    let wants_pending = matches!(query.status, None | Some(Status::Pending));
+    let (entries, unreadable) = match with_ledger(&path, Access::ReadOnly, async |ledger| {
+        let entries = ledger.store().page(&query).await?;
+        let unreadable = if wants_pending {
+            ledger.store().unreadable_pending().await?
+        } else {
+            Vec::new()
+        };
+        Ok((entries, unreadable))
     }) {
-        Ok(entries) => entries,
+        Ok(found) => found,
         Err(exit) => return exit,
     };
-    if args.json {
+    let exit = list_entries(args.json, &entries, limit);
+    if !unreadable.is_empty() {
+        note(unreadable_note(&unreadable));
+    }
+    exit
+}
+
+/// The most keys a note about unreadable rows names; the audit names them all.
+const UNREADABLE_KEYS_NAMED: usize = 5;
+
+fn unreadable_note(rows: &[UnreadableRow]) -> String {
+    let mut keys: Vec<String> = rows
+        .iter()
+        .take(UNREADABLE_KEYS_NAMED)
+        .map(|row| visible_inline(&row.key).into_owned())
+        .collect();
+    if rows.len() > UNREADABLE_KEYS_NAMED {
+        keys.push(format!("and {} more", rows.len() - UNREADABLE_KEYS_NAMED));
+    }
+    format!(
+        "{} pending row(s) could not be read ({}): send-once audit names them",
+        rows.len(),
+        keys.join(", ")
+    )
+}
+
+fn list_entries(json: bool, entries: &[Entry], limit: usize) -> Exit {
+    if json {
         print_json(&Value::Array(entries.iter().map(Entry::to_value).collect()));
         return Exit::Ok;
     }

@@ -86,13 +86,15 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
 pub struct CommandResult {
     value: Value,
     stdout: Vec<u8>,
+    /// Decided once, when the output is read, so its note is given once.
+    provider_id: Option<String>,
     /// Asked for with `--keep-result`.
     keep: bool,
 }
 
 impl Receipt for CommandResult {
     fn provider_id(&self) -> Option<String> {
-        self.value.provider_id()
+        self.provider_id.clone()
     }
 
     fn to_record(&self) -> Option<Value> {
@@ -114,6 +116,7 @@ fn result_of(stdout: Vec<u8>, truncated: bool, keep: bool) -> CommandResult {
         return CommandResult {
             value: Value::Null,
             stdout,
+            provider_id: None,
             keep,
         };
     }
@@ -124,10 +127,61 @@ fn result_of(stdout: Vec<u8>, truncated: bool, keep: bool) -> CommandResult {
     } else {
         serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
     };
+    let provider_id = provider_id_of(&value, stdout.len());
     CommandResult {
         value,
         stdout,
+        provider_id,
         keep,
+    }
+}
+
+/// The longest text taken as a provider id. Real ids are tens of characters; a reply
+/// longer than this is a reply, and it can hold a token the entry must not keep.
+const MAX_PROVIDER_ID_CHARS: usize = 200;
+
+/// The provider id in a reply: plain text that is one short line, or the first
+/// non-empty `providerId`, `messageId`, `id` or `sid` of a JSON object, when it too is
+/// one short line. Anything else is not an id, and is said so once, on stderr.
+fn provider_id_of(value: &Value, output_bytes: usize) -> Option<String> {
+    let (candidate, what, bytes) = match value {
+        Value::String(text) if !text.is_empty() => {
+            (text.as_str(), "output".to_owned(), output_bytes)
+        }
+        Value::Object(fields) => {
+            let (name, id) = ["providerId", "messageId", "id", "sid"]
+                .iter()
+                .find_map(|f| {
+                    fields
+                        .get(*f)
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty())
+                        .map(|s| (*f, s))
+                })?;
+            (id, format!("{name:?}"), id.len())
+        }
+        _ => return None,
+    };
+    match why_not_an_id(candidate) {
+        None => Some(candidate.to_owned()),
+        Some(why) => {
+            note(format!(
+                "the send command's {what} is not an id ({bytes} bytes, {why}); no provider id recorded"
+            ));
+            None
+        }
+    }
+}
+
+fn why_not_an_id(text: &str) -> Option<String> {
+    if text.contains(['\n', '\r']) {
+        Some("several lines".into())
+    } else if text.chars().any(char::is_control) {
+        Some("control characters".into())
+    } else if text.chars().count() > MAX_PROVIDER_ID_CHARS {
+        Some(format!("over {MAX_PROVIDER_ID_CHARS} characters"))
+    } else {
+        None
     }
 }
 

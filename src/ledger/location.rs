@@ -1,6 +1,6 @@
-//! What a ledger argument names, decided in one place: a `postgres://` or
-//! `postgresql://` URL is Postgres, a path ending in `.jsonl` the Node JSON Lines file,
-//! anything else an SQLite file. Every command and the TUI open their ledger through
+//! What a ledger argument names, decided in one place: anything that starts with
+//! `postgres:` or `postgresql:` (any case, with or without `//`) is Postgres, a path
+//! ending in `.jsonl` the Node JSON Lines file, anything else an SQLite file. Every command and the TUI open their ledger through
 //! [`LedgerLocation`], so a URL is never taken for a file name and a file that is not
 //! a regular file is refused the same way everywhere.
 
@@ -120,10 +120,13 @@ impl From<&Path> for LedgerLocation {
     }
 }
 
-/// Where a Postgres URL's scheme starts in `text`, when it holds one.
+/// Where a Postgres URL's scheme starts in `text`, when it holds one. The scheme is
+/// enough: libpq also reads `postgres:user:pw@host/db`, without the `//`, and an
+/// argument that starts so is a URL to the person who typed it, never a file name
+/// to create.
 fn postgres_url_start(text: &str) -> Option<usize> {
     let lower = text.to_ascii_lowercase();
-    ["postgres://", "postgresql://"]
+    ["postgres:", "postgresql:"]
         .iter()
         .filter_map(|scheme| lower.find(scheme))
         .min()
@@ -134,14 +137,17 @@ pub fn is_postgres_url(text: &str) -> bool {
     postgres_url_start(text) == Some(0)
 }
 
-/// `url` with the password in its user info and any `password=` parameter replaced by
+/// `url` with the password in its user info and the value of every query parameter
+/// whose name holds `password` (`password=`, libpq's `sslpassword=`) replaced by
 /// `***`. The user info is taken to end at the last `@`, not at the first `/`: a
 /// password holding a raw `/`, `?` or `#` is not a valid URL, but it is still a secret,
 /// and hiding too much of a URL in a message costs less than showing a password.
 pub fn redact_url(url: &str) -> String {
-    let Some(after_scheme) = url.find("://").map(|i| i + 3) else {
+    let Some(colon) = url.find(':') else {
         return url.to_owned();
     };
+    let after_scheme =
+        colon + 1 + url[colon + 1..].len() - url[colon + 1..].trim_start_matches('/').len();
     let (head, rest) = url.split_at(after_scheme);
     let without_userinfo_password = match rest.rfind('@') {
         Some(at) => match rest[..at].find(':') {
@@ -156,7 +162,8 @@ pub fn redact_url(url: &str) -> String {
     )
 }
 
-/// The `password=` value of a URL's query (libpq reads one there too), hidden.
+/// The values of a URL's password parameters (libpq reads `password` and
+/// `sslpassword` there), hidden.
 fn redact_password_parameter(rest: &str) -> String {
     let Some(query_start) = rest.find('?') else {
         return rest.to_owned();
@@ -169,7 +176,9 @@ fn redact_password_parameter(rest: &str) -> String {
     let params: Vec<String> = query
         .split('&')
         .map(|param| match param.split_once('=') {
-            Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+            Some((name, _)) if name.to_ascii_lowercase().contains("password") => {
+                format!("{name}=***")
+            }
             _ => param.to_owned(),
         })
         .collect();
@@ -217,6 +226,10 @@ mod tests {
             LedgerLocation::new("POSTGRESQL://db.example/sends"),
             LedgerLocation::Postgres("POSTGRESQL://db.example/sends".into())
         );
+        assert_eq!(
+            LedgerLocation::new("Postgres:alice:s3cret@db.example/sends"),
+            LedgerLocation::Postgres("Postgres:alice:***@db.example/sends".into())
+        );
         // A file whose name merely contains the scheme is a file.
         assert_eq!(
             LedgerLocation::new("./postgres://x"),
@@ -246,6 +259,15 @@ mod tests {
             (
                 "postgres://a:pw@h/db?PASSWORD=pw",
                 "postgres://a:***@h/db?PASSWORD=***",
+            ),
+            (
+                "postgres://h/db?sslmode=verify-full&sslpassword=pw&SSLPassword=pw",
+                "postgres://h/db?sslmode=verify-full&sslpassword=***&SSLPassword=***",
+            ),
+            ("postgres:u:pw@h/db", "postgres:u:***@h/db"),
+            (
+                "POSTGRESQL:/u:pw@h/db?password=pw",
+                "POSTGRESQL:/u:***@h/db?password=***",
             ),
         ] {
             assert_eq!(redact_url(url), shown, "{url}");

@@ -532,12 +532,20 @@ fn clip(text: &str, width: usize) -> String {
 fn draw_unknown(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     let entries = app.visible_unknown();
     if entries.is_empty() {
-        let empty = if app.filters[1].is_empty() {
-            "No unknown sends: every claimed send is recorded as sent or failed."
+        // A pending row that cannot be read is not listed, but it may be an unknown
+        // send: the view must not say every send is recorded while the header
+        // counts such rows.
+        let unreadable = app.counts.as_ref().map_or(0, |c| c.unreadable.len());
+        let empty = if !app.filters[1].is_empty() {
+            "No unknown send matches the filter.".to_owned()
+        } else if unreadable > 0 {
+            format!(
+                "No unknown sends can be listed, but {unreadable} pending row(s) could not be read: send-once audit names them."
+            )
         } else {
-            "No unknown send matches the filter."
+            "No unknown sends: every claimed send is recorded as sent or failed.".to_owned()
         };
-        let message = placeholder(&app.unknown, empty).unwrap_or_default();
+        let message = placeholder(&app.unknown, &empty).unwrap_or_default();
         draw_message(frame, area, " Unknown sends ", &message);
         return;
     }
