@@ -422,9 +422,12 @@ fn closing_the_window_removes_the_demo_directory() {
     let term = Term::start(dir, "hangup", (100, 30), &command);
     term.wait_for("Unknown sends (8)");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 1);
-    // A second window keeps the server (and so this test's view of it) alive.
-    term.ok(&["new-window", "-d", "-t", "t", "sleep 60"]);
-    term.ok(&["kill-window", "-t", "t:0"]);
+    // A second window keeps the server (and so this test's view of it) alive. Windows
+    // are named by id, not index: `-t t` alone can resolve to the UI's own window
+    // ("index 0 in use"), and base-index may differ.
+    let ui_window = term.display("#{window_id}");
+    term.ok(&["new-window", "-d", "-t", "t:", "sleep 60"]);
+    term.ok(&["kill-window", "-t", &ui_window]);
     let start = Instant::now();
     while std::fs::read_dir(&tmp).unwrap().count() != 0 {
         assert!(
