@@ -40,6 +40,10 @@ pub struct AuditArgs {
     /// Plain text, no colour (also NO_COLOR, or when stdout is not a terminal)
     #[arg(long = "no-colour", visible_alias = "no-color")]
     pub no_colour: bool,
+    /// Print nothing when nothing is unknown (for cron, which mails only when a person
+    /// is needed); the full report otherwise
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 pub fn audit(args: &AuditArgs) -> Exit {
@@ -70,16 +74,16 @@ pub fn audit(args: &AuditArgs) -> Exit {
         Err(e) => return super::store_failure(e),
     };
     let report = report(&path.to_string(), &audit);
+    let all_well = audit.unknown.is_empty() && audit.census.unreadable.is_empty();
+    if args.quiet && all_well {
+        return Exit::Ok;
+    }
     if args.json {
         print_json(&report);
     } else {
         print_styled(&format_report(&report), use_colour(args.no_colour));
     }
-    if audit.unknown.is_empty() && audit.census.unreadable.is_empty() {
-        Exit::Ok
-    } else {
-        Exit::Failed
-    }
+    if all_well { Exit::Ok } else { Exit::Failed }
 }
 
 /// The report as the Node CLI's `buildAudit` shapes it.
