@@ -11,7 +11,12 @@ use send_once::ledger::{
 };
 use send_once::text::visible_inline;
 
-use super::ledger_arg::{check_by, current_user, duration_flag, ledger_or_default, open_ledger};
+use std::ffi::OsString;
+
+use super::ledger_arg::{
+    by_or_default, check_by, duration_flag, given_or_default, ledger_or_default, open_ledger,
+    split_ledger, text_positional, unsettled,
+};
 use super::{Exit, fail, note, print_json, print_stdout, store_failure};
 
 pub const RESOLVE_EXIT_CODES: &str = "\
@@ -53,14 +58,18 @@ impl From<StatusArg> for Status {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once resolve [LEDGER] <KEY> <sent|failed> [OPTIONS]")]
 pub struct ResolveArgs {
-    /// The ledger file
+    /// [LEDGER] KEY STATUS: the ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), the key or a prefix of it that matches one key, and what the provider says happened: sent closes it; failed lets the next attempt send it
+    #[arg(value_name = "ARGS", num_args = 2..=3, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The key, or a prefix of it that matches one key
+    #[arg(skip)]
     pub key: String,
-    /// What the provider says happened: sent closes it; failed lets the next attempt send it
+    #[arg(skip = Settled::Sent)]
     pub status: Settled,
-    /// Who is resolving it (default: the current user)
+    /// Who is resolving it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
     /// Why, for the next person to read the ledger
@@ -94,10 +103,14 @@ pub struct LsArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once show [LEDGER] <KEY> [OPTIONS]")]
 pub struct ShowArgs {
-    /// The ledger file
+    /// [LEDGER] KEY: the ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the key or a prefix of it that matches one key
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The key, or a prefix of it that matches one key
+    #[arg(skip)]
     pub key: String,
     /// Print {"entry": ..., "decisions": [...]} as JSON
     #[arg(long)]
@@ -105,15 +118,19 @@ pub struct ShowArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once reset [LEDGER] <KEY> [OPTIONS]")]
 pub struct ResetArgs {
-    /// The ledger file
+    /// [LEDGER] KEY: the ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the key or a prefix of it that matches one key
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The key, or a prefix of it that matches one key
+    #[arg(skip)]
     pub key: String,
     /// Also reset an entry recorded as sent (it may then be sent a second time)
     #[arg(long)]
     pub force: bool,
-    /// Who is resetting it (default: the current user)
+    /// Who is resetting it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
     /// Why: what was checked
@@ -126,8 +143,8 @@ pub struct ResetArgs {
 
 #[derive(Args, Debug)]
 pub struct GcArgs {
-    /// The ledger file
-    pub ledger: LedgerLocation,
+    /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<LedgerLocation>,
     /// Remove entries last updated longer ago than this (30s, 10m, 12h, 2d)
     #[arg(
         long,
@@ -149,8 +166,8 @@ pub struct GcArgs {
 
 #[derive(Args, Debug)]
 pub struct DecisionsArgs {
-    /// The ledger file
-    pub ledger: LedgerLocation,
+    /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<LedgerLocation>,
     /// Only decisions about this key
     #[arg(long)]
     pub subject: Option<String>,
@@ -175,8 +192,53 @@ fn with_ledger<T>(
         .map_err(store_failure)
 }
 
-fn by_or_user(by: &Option<String>) -> Option<String> {
-    by.clone().or_else(current_user)
+impl ResolveArgs {
+    /// Reads `[LEDGER] KEY STATUS` by their count; the status first, so that a missing
+    /// one is named as missing.
+    pub fn settle(&mut self) -> Result<(), String> {
+        let (ledger, rest) = split_ledger(&self.positionals, 2);
+        let [key, status] = rest else {
+            return Err(RESOLVE_USAGE.to_owned());
+        };
+        self.status = status
+            .to_str()
+            .and_then(|s| Settled::from_str(s, true).ok())
+            .ok_or_else(|| {
+                format!(
+                    "{} is not a status: give sent or failed. {RESOLVE_USAGE}",
+                    visible_inline(&status.to_string_lossy())
+                )
+            })?;
+        self.key = text_positional(key, "key")?;
+        self.ledger = given_or_default(ledger)?;
+        Ok(())
+    }
+}
+
+const RESOLVE_USAGE: &str = "resolve takes an optional ledger, a key, and sent or failed: send-once resolve [LEDGER] KEY sent|failed";
+
+/// `[LEDGER] KEY`, by their count.
+fn settle_key(positionals: &[OsString]) -> Result<(LedgerLocation, String), String> {
+    let (ledger, rest) = split_ledger(positionals, 1);
+    let key = match rest {
+        [key] => text_positional(key, "key")?,
+        _ => return Err("give the key, after the ledger if it is not the default one".to_owned()),
+    };
+    Ok((given_or_default(ledger)?, key))
+}
+
+impl ShowArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.key) = settle_key(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl ResetArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.key) = settle_key(&self.positionals)?;
+        Ok(())
+    }
 }
 
 pub fn resolve(args: &ResolveArgs) -> Exit {
@@ -185,7 +247,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
     }
     let status = Status::from(args.status);
     let details = ResolveDetails {
-        by: by_or_user(&args.by),
+        by: by_or_default(args.by.as_deref()),
         note: args.note.clone(),
         provider_id: args.provider_id.clone(),
         seen: args.expect.map(|s| Seen::status(Status::from(s))),
@@ -490,7 +552,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
         return fail(Exit::Refused, message);
     }
     let details = ResolveDetails {
-        by: by_or_user(&args.by),
+        by: by_or_default(args.by.as_deref()),
         note: args.note.clone(),
         provider_id: None,
         seen: None,
@@ -552,7 +614,11 @@ pub fn gc(args: &GcArgs) -> Exit {
     } else {
         Access::ReadWrite
     };
-    let outcome = with_ledger(&args.ledger, access, async |ledger| {
+    let location = match ledger_or_default(args.ledger.as_ref()) {
+        Ok(location) => location,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let outcome = with_ledger(&location, access, async |ledger| {
         let query = GcQuery {
             statuses: statuses.clone(),
             updated_before_ms: ledger.now() - older_than_ms as i64,
@@ -598,7 +664,11 @@ pub fn gc(args: &GcArgs) -> Exit {
 }
 
 pub fn decisions(args: &DecisionsArgs) -> Exit {
-    let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
+    let location = match ledger_or_default(args.ledger.as_ref()) {
+        Ok(location) => location,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let found = with_ledger(&location, Access::ReadOnly, async |ledger| {
         let subject = args
             .subject
             .as_deref()

@@ -2,6 +2,7 @@
 //! decided by [`LedgerLocation`]; where the ledger is the only positional it may be
 //! left out. Also the checks every command makes of `--by` and duration flags.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -25,22 +26,80 @@ pub fn ledger_or_default(given: Option<&LedgerLocation>) -> Result<LedgerLocatio
         })
 }
 
-fn data_dir() -> Option<PathBuf> {
-    let absolute = |p: PathBuf| p.is_absolute().then_some(p);
-    if let Some(dir) = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .and_then(absolute)
+/// The ledger a command that creates one (`run`, `draft submit`) uses: as
+/// [`ledger_or_default`], with the default ledger's directory made (private to the
+/// user) when it is not there yet. A ledger given is used as given.
+pub fn ledger_to_create(given: Option<&LedgerLocation>) -> Result<LedgerLocation, String> {
+    let location = ledger_or_default(given)?;
+    let defaulted =
+        given.is_none() && std::env::var_os("SEND_ONCE_LEDGER").is_none_or(|p| p.is_empty());
+    if let (true, LedgerLocation::Sqlite(path)) = (defaulted, &location)
+        && let Some(dir) = path.parent()
     {
-        return Some(dir);
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .and_then(absolute)?;
-    Some(if cfg!(target_os = "macos") {
-        home.join("Library").join("Application Support")
-    } else {
-        home.join(".local").join("share")
+    Ok(location)
+}
+
+// `directories` knows each platform's rule (XDG_DATA_HOME, when absolute, else
+// ~/.local/share on Linux; ~/Library/Application Support on macOS).
+fn data_dir() -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|dirs| dirs.data_dir().to_path_buf())
+}
+
+/// Splits positionals of the shape `[LEDGER] REST...` by their count: `rest` of them
+/// are always given (clap holds the count to `rest..=rest + 1`), and one more in front
+/// is the ledger.
+pub fn split_ledger(positionals: &[OsString], rest: usize) -> (Option<&OsString>, &[OsString]) {
+    let (ledger, tail) = positionals.split_at(positionals.len().saturating_sub(rest));
+    (ledger.first(), tail)
+}
+
+/// The ledger a `[LEDGER]` positional names, or the default one when it was left out.
+pub fn given_or_default(ledger: Option<&OsString>) -> Result<LedgerLocation, String> {
+    ledger_or_default(ledger.map(LedgerLocation::new).as_ref())
+}
+
+/// A positional that must be UTF-8 text, such as a key.
+pub fn text_positional(value: &OsString, what: &str) -> Result<String, String> {
+    value.to_str().map(str::to_owned).ok_or_else(|| {
+        format!(
+            "the {what} {} is not UTF-8 text",
+            send_once::text::visible_inline(&value.to_string_lossy())
+        )
     })
+}
+
+/// A draft's id, as `send-once approvals` lists it.
+pub fn draft_id(value: &OsString) -> Result<i64, String> {
+    value
+        .to_str()
+        .and_then(|text| text.parse::<i64>().ok())
+        .ok_or_else(|| {
+            format!(
+                "{} is not a draft id: give the number `send-once approvals` lists",
+                send_once::text::visible_inline(&value.to_string_lossy())
+            )
+        })
+}
+
+/// The placeholder a settled field holds between clap's parse and [`split_ledger`].
+pub fn unsettled() -> LedgerLocation {
+    LedgerLocation::Sqlite(PathBuf::new())
+}
+
+/// Who a decision is recorded as: `--by` when given, else a non-blank
+/// `$SEND_ONCE_USER`, else the OS user (the TUI's rule, for every command).
+pub fn by_or_default(by: Option<&str>) -> Option<String> {
+    by.map(str::to_owned)
+        .or_else(|| {
+            std::env::var("SEND_ONCE_USER")
+                .ok()
+                .filter(|u| !u.trim().is_empty())
+        })
+        .or_else(current_user)
 }
 
 /// `text` with the password of any Postgres URL the user gave (as an argument or in

@@ -116,11 +116,14 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return parse_failure(&e),
     };
     output::json_errors(cli.command.json());
+    if let Err(message) = cli.command.settle() {
+        return output::finish(fail(Exit::Refused, message)).into();
+    }
     let exit = match cli.command {
         Command::Tui(args) => tui::tui(&args, cli.headless),
         Command::Audit(args) => audit::audit(&args),
@@ -162,6 +165,22 @@ fn parse_failure(e: &clap::Error) -> ExitCode {
 }
 
 impl Command {
+    /// Reads the `[LEDGER] ...` positionals clap counted, filling in the default
+    /// ledger where the count says it was left out.
+    fn settle(&mut self) -> Result<(), String> {
+        match self {
+            Command::Resolve(a) => a.settle(),
+            Command::Show(a) => a.settle(),
+            Command::Reset(a) => a.settle(),
+            Command::Draft(d) => d.settle(),
+            Command::Approve(a) => a.settle(),
+            Command::Reject(a) => a.settle(),
+            Command::Approval(a) => a.settle(),
+            Command::Dispatch(a) => a.settle(),
+            _ => Ok(()),
+        }
+    }
+
     /// Was `--json` asked for (so errors are JSON too)?
     fn json(&self) -> bool {
         match self {

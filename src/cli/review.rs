@@ -1,6 +1,7 @@
 //! The review queue, headless: `draft submit|facts|recheck|withdraw|show`,
 //! `approvals`, `approve`, `reject`, `approval` and `dispatch`.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -16,7 +17,10 @@ use send_once::review::{self, Draft, DraftState, Review, ReviewError, Submission
 use send_once::text::visible_inline;
 
 use super::keys::{KeyChoice, parse_meta};
-use super::ledger_arg::{check_by, clock, current_user, duration_flag, ledger_or_default};
+use super::ledger_arg::{
+    by_or_default, check_by, clock, draft_id, duration_flag, given_or_default, ledger_or_default,
+    ledger_to_create, split_ledger, unsettled,
+};
 use super::out_file;
 use super::output::print_json_array;
 use super::run::{CommandSend, NotStarted, check_send_options, report};
@@ -36,7 +40,88 @@ pub enum DraftCommand {
     Show(DraftShowArgs),
 }
 
+/// `[LEDGER] ID`, by their count.
+fn settle_id(positionals: &[OsString]) -> Result<(LedgerLocation, i64), String> {
+    let (ledger, rest) = split_ledger(positionals, 1);
+    let id = match rest {
+        [id] => draft_id(id)?,
+        _ => {
+            return Err(
+                "give the draft's id, after the ledger if it is not the default one".to_owned(),
+            );
+        }
+    };
+    Ok((given_or_default(ledger)?, id))
+}
+
+impl FactsArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl RecheckArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl WithdrawArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl DraftShowArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl ApproveArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl RejectArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl ApprovalArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl DispatchArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
 impl DraftCommand {
+    /// Reads the positionals clap left for counting.
+    pub fn settle(&mut self) -> Result<(), String> {
+        match self {
+            DraftCommand::Submit(_) => Ok(()),
+            DraftCommand::Facts(a) => a.settle(),
+            DraftCommand::Recheck(a) => a.settle(),
+            DraftCommand::Withdraw(a) => a.settle(),
+            DraftCommand::Show(a) => a.settle(),
+        }
+    }
+
     /// Was `--json` asked for?
     pub fn json(&self) -> bool {
         match self {
@@ -51,8 +136,8 @@ impl DraftCommand {
 
 #[derive(Args, Debug)]
 pub struct SubmitArgs {
-    /// The ledger file (SQLite)
-    pub ledger: LedgerLocation,
+    /// The ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<LedgerLocation>,
     #[command(flatten)]
     pub key: KeyChoice,
     /// The payload to send, a JSON file (or - for stdin)
@@ -67,7 +152,7 @@ pub struct SubmitArgs {
     /// A JSON object kept with the draft and the entry
     #[arg(long)]
     pub meta: Option<String>,
-    /// Who submits it (default: the current user)
+    /// Who submits it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
     /// Print {"id", "key", "revision", "state", "newDraft"} as JSON
@@ -76,10 +161,14 @@ pub struct SubmitArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once draft facts [LEDGER] <ID> [OPTIONS]")]
 pub struct FactsArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
     /// The latest facts, a JSON object file (or -)
     #[arg(long, required = true)]
@@ -90,10 +179,14 @@ pub struct FactsArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once draft recheck [LEDGER] <ID> [OPTIONS]")]
 pub struct RecheckArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
     /// Kill the recheck command after this long
     #[arg(long, default_value = "30s", allow_hyphen_values = true)]
@@ -104,12 +197,16 @@ pub struct RecheckArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once draft withdraw [LEDGER] <ID> [OPTIONS]")]
 pub struct WithdrawArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
-    /// Who withdraws it (default: the current user)
+    /// Who withdraws it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
     /// Why
@@ -121,10 +218,14 @@ pub struct WithdrawArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once draft show [LEDGER] <ID> [OPTIONS]")]
 pub struct DraftShowArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
     /// Print the draft, its revisions and decisions as JSON
     #[arg(long)]
@@ -141,15 +242,19 @@ pub struct ApprovalsArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once approve [LEDGER] <ID> [OPTIONS]")]
 pub struct ApproveArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
     /// How long the approval holds (30m, 12h, 2d)
     #[arg(long, default_value = "12h", allow_hyphen_values = true)]
     pub ttl: String,
-    /// Who approves it (default: the current user)
+    /// Who approves it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
     /// Why, for the decision log
@@ -167,15 +272,19 @@ pub struct ApproveArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once reject [LEDGER] <ID> [OPTIONS]")]
 pub struct RejectArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
     /// Why it must not go out
     #[arg(long, required = true)]
     pub reason: String,
-    /// Who rejects it (default: the current user)
+    /// Who rejects it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
     /// Print the draft as JSON
@@ -184,10 +293,14 @@ pub struct RejectArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once approval [LEDGER] <ID> [OPTIONS]")]
 pub struct ApprovalArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
     /// Print the approval JSON (the default)
     #[arg(long)]
@@ -195,10 +308,14 @@ pub struct ApprovalArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "send-once dispatch [LEDGER] <ID> [OPTIONS] -- <COMMAND>...")]
 pub struct DispatchArgs {
-    /// The ledger file (SQLite)
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
     pub ledger: LedgerLocation,
-    /// The draft's id
+    #[arg(skip)]
     pub id: i64,
     /// Exit statuses that mean the provider definitely refused (comma-separated, 1-255)
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
@@ -317,7 +434,7 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
         facts,
         recheck,
         meta,
-        by: args.by.clone().or_else(current_user),
+        by: by_or_default(args.by.as_deref()),
     })
 }
 
@@ -327,8 +444,12 @@ fn submit(args: &SubmitArgs) -> Exit {
         Err(message) => return fail(Exit::Refused, message),
     };
     let key = submission.key.clone();
+    let location = match ledger_to_create(args.ledger.as_ref()) {
+        Ok(location) => location,
+        Err(message) => return fail(Exit::Refused, message),
+    };
     // An agent's first draft creates the ledger, as a first run does.
-    let submitted = match with_review(&args.ledger, Access::Create, async |review| {
+    let submitted = match with_review(&location, Access::Create, async |review| {
         review.submit(submission).await
     }) {
         Ok(s) => s,
@@ -444,7 +565,7 @@ fn decide_and_report(
     if let Err(message) = check_by(by.as_deref()) {
         return fail(Exit::Refused, message);
     }
-    let by = by.or_else(current_user);
+    let by = by_or_default(by.as_deref());
     let draft = match with_review(ledger, Access::ReadWrite, async |review| {
         review.decide(id, verdict, by, note_text).await
     }) {
@@ -498,7 +619,7 @@ pub fn approve(args: &ApproveArgs) -> Exit {
         Some(Ok(pending)) => Some(pending),
         Some(Err(message)) => return fail(Exit::Refused, message),
     };
-    let by = args.by.clone().or_else(current_user);
+    let by = by_or_default(args.by.as_deref());
     let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
         review
             .decide(

@@ -13,7 +13,7 @@ use send_once::ledger::{
 };
 
 use super::keys::{KeyChoice, parse_meta};
-use super::ledger_arg::{duration_flag, open_ledger};
+use super::ledger_arg::{duration_flag, ledger_to_create, open_ledger};
 use super::output::{print_command_stdout, print_json_line};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 use send_once::command::{self as send_command, Ending, SendCommand};
@@ -24,8 +24,8 @@ const MAX_STORED_RESULT: usize = 64 * 1024;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The ledger file (created if missing)
-    pub ledger: LedgerLocation,
+    /// The ledger, created if missing (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<LedgerLocation>,
     #[command(flatten)]
     pub key: KeyChoice,
     /// A JSON object stored with the entry, for the audit
@@ -202,7 +202,11 @@ pub fn run(args: RunArgs) -> Exit {
 }
 
 async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
-    let ledger = match open_ledger(&args.ledger, Access::Create) {
+    let location = match ledger_to_create(args.ledger.as_ref()) {
+        Ok(location) => location,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let ledger = match open_ledger(&location, Access::Create) {
         Ok(ledger) => ledger,
         Err(e) => return fail(Exit::Refused, e),
     };
@@ -219,7 +223,7 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
             send.send(context, &mut not_started)
         })
         .await;
-    report(&args.ledger, args.json, &plan.key, outcome, not_started)
+    report(&location, args.json, &plan.key, outcome, not_started)
 }
 
 /// A send through a command, as `run` and `dispatch` make it.

@@ -8,7 +8,7 @@ use send_once::ledger::LedgerLocation;
 use send_once::ledger::sqlite::Access;
 use send_once::ui::{self, UiOptions};
 
-use super::ledger_arg::{check_by, clock, current_user, duration_flag, ledger_or_default};
+use super::ledger_arg::{by_or_default, check_by, clock, duration_flag, ledger_or_default};
 use super::{Exit, fail};
 
 #[derive(Args, Debug)]
@@ -45,6 +45,9 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         None
     } else {
         match ledger_or_default(args.ledger.as_ref()) {
+            Ok(location) if args.ledger.is_none() && !default_exists(&location) => {
+                return fail(Exit::Refused, no_ledger_yet(&location));
+            }
             Ok(location) => match location.check(Access::ReadWrite) {
                 Ok(()) => Some(location),
                 Err(e) => return fail(Exit::Refused, e.to_string()),
@@ -71,16 +74,7 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         (None, Some(location)) => location,
         (None, None) => return fail(Exit::Refused, "no ledger to open"),
     };
-    let by = args
-        .by
-        .clone()
-        .or_else(|| {
-            std::env::var("SEND_ONCE_USER")
-                .ok()
-                .filter(|u| !u.is_empty())
-        })
-        .or_else(current_user)
-        .unwrap_or_else(|| "unknown".to_owned());
+    let by = by_or_default(args.by.as_deref()).unwrap_or_else(|| "unknown".to_owned());
     let options = UiOptions {
         ledger,
         by,
@@ -97,6 +91,28 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         }
         Err(e) => fail(Exit::Refused, e),
     }
+}
+
+/// Whether the default ledger is there to open. One named by `$SEND_ONCE_LEDGER` was
+/// given, as good as on the command line, so it counts as there and gets the usual
+/// "no such ledger" when it is not.
+fn default_exists(location: &LedgerLocation) -> bool {
+    if std::env::var_os("SEND_ONCE_LEDGER").is_some_and(|v| !v.is_empty()) {
+        return true;
+    }
+    match location {
+        LedgerLocation::Sqlite(path) => path.exists(),
+        _ => true,
+    }
+}
+
+/// What a first-time user needs instead of "no such ledger": how to get one.
+fn no_ledger_yet(location: &LedgerLocation) -> String {
+    format!(
+        "no ledger yet: the default ledger {location} does not exist. To look around, try `send-once tui --demo`; \
+         to open a ledger, give its path (`send-once tui LEDGER`) or set SEND_ONCE_LEDGER; \
+         a ledger is created by the first `send-once run` or `send-once draft submit`"
+    )
 }
 
 /// A ledger seeded from assets/demo in a directory of its own (mode 0700, whatever
