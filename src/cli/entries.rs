@@ -363,17 +363,24 @@ fn list_entries(json: bool, entries: &[Entry], limit: usize) -> Exit {
         .max()
         .unwrap_or(0)
         .max(3);
+    let recipients: Vec<String> = entries.iter().map(recipient_cell).collect();
+    let to_width = recipients
+        .iter()
+        .map(|r| r.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(2);
     let mut out = format!(
-        "{:<8} {:>8}  {:<24}  {:<key_width$}  PROVIDER ID / LAST ERROR\n",
-        "STATUS", "ATTEMPTS", "CLAIMED", "KEY"
+        "{:<8} {:>8}  {:<24}  {:<to_width$}  {:<key_width$}  PROVIDER ID / LAST ERROR\n",
+        "STATUS", "ATTEMPTS", "CLAIMED", "TO", "KEY"
     );
-    for (entry, key) in entries.iter().zip(&keys) {
+    for ((entry, key), to) in entries.iter().zip(&keys).zip(&recipients) {
         let detail = match entry.status() {
             Status::Sent => entry.provider_id().map(str::to_owned),
             _ => entry.error().map(|e| one_line(e, 60)),
         };
         let line = format!(
-            "{:<8} {:>8}  {:<24}  {key:<key_width$}  {}",
+            "{:<8} {:>8}  {:<24}  {to:<to_width$}  {key:<key_width$}  {}",
             entry.status().as_str(),
             attempts_text(entry),
             visible_inline(entry.claimed_at()),
@@ -387,6 +394,21 @@ fn list_entries(json: bool, entries: &[Entry], limit: usize) -> Exit {
     }
     print_stdout(&out);
     Exit::Ok
+}
+
+/// The widest recipient `ls` shows; the entry itself keeps all of it.
+const RECIPIENT_CELL: usize = 32;
+
+/// Who a send went to (meta `to`), made visible and cut to fit a column; empty
+/// when the entry does not say.
+fn recipient_cell(entry: &Entry) -> String {
+    let to = entry
+        .get("meta")
+        .and_then(|meta| meta.get("to"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    // Cut after escaping, so an escape is never split and the width is what shows.
+    one_line(&visible_inline(to), RECIPIENT_CELL)
 }
 
 fn attempts_text(entry: &Entry) -> String {

@@ -87,6 +87,20 @@ impl KeyChoice {
         }
         fields
     }
+
+    /// The caller's `--meta` with what the key was derived from added, so the entry
+    /// says who and what it is about; a field the caller set is kept as set.
+    pub fn with_derived(&self, meta: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
+        let derived = self.derived_from();
+        if derived.is_empty() {
+            return meta;
+        }
+        let mut merged = meta.unwrap_or_default();
+        for (k, v) in derived {
+            merged.entry(k).or_insert(v);
+        }
+        Some(merged)
+    }
 }
 
 /// `--meta`: a JSON object, or a message naming what it is instead.

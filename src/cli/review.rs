@@ -420,14 +420,7 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
             Some(words)
         }
     };
-    let mut meta = parse_meta(args.meta.as_deref())?;
-    let derived_meta = args.key.derived_from();
-    if !derived_meta.is_empty() {
-        let merged = meta.get_or_insert_with(Map::new);
-        for (k, v) in derived_meta {
-            merged.entry(k).or_insert(v);
-        }
-    }
+    let meta = args.key.with_derived(parse_meta(args.meta.as_deref())?);
     Ok(Submission {
         key,
         payload,

@@ -63,7 +63,7 @@ struct Plan {
 
 fn plan(args: &RunArgs) -> Result<Plan, String> {
     let key = args.key.key()?;
-    let meta = parse_meta(args.meta.as_deref())?;
+    let meta = args.key.with_derived(parse_meta(args.meta.as_deref())?);
     let payload = match &args.payload {
         None => None,
         Some(path) => {

@@ -59,6 +59,9 @@ pub enum SendError {
     Uncertain(String),
 }
 
+/// How every uncertain send's error begins, as the Node library words it.
+pub const UNKNOWN_PREFIX: &str = "Delivery is unknown: ";
+
 impl SendError {
     pub fn definite(cause: impl std::fmt::Display) -> SendError {
         SendError::Definite(cause.to_string())
@@ -66,7 +69,7 @@ impl SendError {
 
     /// Worded as the Node library's `UncertainSendError`.
     pub fn uncertain(cause: impl std::fmt::Display) -> SendError {
-        SendError::Uncertain(format!("Delivery is unknown: {cause}"))
+        SendError::Uncertain(format!("{UNKNOWN_PREFIX}{cause}"))
     }
 
     pub fn message(&self) -> &str {

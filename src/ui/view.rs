@@ -550,20 +550,35 @@ fn draw_unknown(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         return;
     }
     let [list, detail] = split_body(area);
+    // Who and what first, cut so the age, attempt and marker columns still fit
+    // (borders and the selection mark take 4 columns, those columns 24).
+    let room = usize::from(list.width).saturating_sub(4 + 24).clamp(12, 36);
+    let whos: Vec<String> = entries
+        .iter()
+        .map(|e| clip(&safe(&entry_who(e)), room))
+        .collect();
+    let who_width = whos.iter().map(|w| w.chars().count()).max().unwrap_or(0);
     let rows: Vec<Line> = entries
         .iter()
-        .map(|e| {
+        .zip(whos)
+        .map(|(e, who)| {
             let flight = if app.maybe_in_flight(e) {
                 "[in flight?] "
             } else {
                 ""
             };
+            // Every uncertain error starts with the same words; the view's title
+            // already says so.
+            let error = e.error().unwrap_or("");
+            let error = error
+                .strip_prefix(crate::ledger::UNKNOWN_PREFIX)
+                .unwrap_or(error);
             Line::from(vec![
+                Span::raw(format!("{who:<who_width$} ")),
                 Span::styled(format!("{:>7} ", age(app.now, e.claimed_at())), theme.dim()),
                 Span::raw(format!("#{} ", e.attempts())),
                 Span::styled(flight.to_owned(), theme.warn()),
-                Span::raw(safe(&short_key(e.key()))),
-                Span::styled(format!("  {}", safe(e.error().unwrap_or(""))), theme.dim()),
+                Span::styled(safe(error), theme.dim()),
             ])
         })
         .collect();
@@ -572,6 +587,22 @@ fn draw_unknown(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     draw_list(frame, theme, list, rows, selected, title);
     if let Some(entry) = entries.get(selected) {
         draw_entry(frame, app, theme, detail, entry);
+    }
+}
+
+/// Who an entry went to and what it is for, from its meta, else its short key.
+fn entry_who(entry: &Entry) -> String {
+    let field = |name: &str| {
+        entry
+            .get("meta")
+            .and_then(|m| m.get(name))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    match (field("to"), field("intent")) {
+        (Some(to), Some(intent)) => format!("{to} · {intent}"),
+        (Some(one), None) | (None, Some(one)) => one.to_owned(),
+        (None, None) => short_key(entry.key()),
     }
 }
 
