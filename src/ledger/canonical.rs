@@ -85,7 +85,7 @@ impl JsValue {
     /// parsing can be a unit in the last place off). Two things `serde_json` cannot hold
     /// are changed the way `JSON.stringify` would write them back: a non-finite number
     /// becomes `null`, and a lone surrogate is kept in send-once's internal spelling
-    /// (see [`super::lone`]), which the JSON writers turn back into `\udXXX`. Whole numbers are stored as
+    /// (see [`super::lone`]), which the JSON writers turn back into `\ud83d`-style escapes. Whole numbers are stored as
     /// integers where they fit, so that `as_u64`/`as_i64` work on them.
     pub fn to_serde(&self) -> Value {
         match self {

@@ -13,7 +13,7 @@
 //! text is doubled, so the spelling is reversible for every string. This is the same
 //! trick as Python's `surrogateescape`, in the other direction. Only the JavaScript-
 //! exact parser ([`super::canonical`]) produces the spelling, and only three places
-//! read it: the JSON writers (which write `\udXXX` again), the canonical hash (which
+//! read it: the JSON writers (which write `\ud83d`-style escapes again), the canonical hash (which
 //! hashes the UTF-16 unit, as Node does) and the terminal gate (which shows a mark).
 
 /// Starts the internal spelling of a lone surrogate (or of a real U+FDD0).

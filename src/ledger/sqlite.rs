@@ -1288,7 +1288,7 @@ fn transition(conn: &Connection, current: &Entry, next: &Entry) -> rusqlite::Res
 
 /// The `key` column for a key: its UTF-8, with a lone surrogate as U+FFFD, which is
 /// what better-sqlite3 binds for the Node library's string (the entry JSON keeps the
-/// exact key as `\udXXX`). Matching Node here is what lets both find the same row.
+/// exact key as `\ud83d`-style escapes). Matching Node here is what lets both find the same row.
 fn column_key(key: &str) -> std::borrow::Cow<'_, str> {
     super::lone::lossy(key)
 }
