@@ -627,9 +627,10 @@ fn classify(bytes: &[u8]) -> Line<'_> {
     // One check of the whole line is cheaper than serde's check of each string in it.
     if bytes.get(start) == Some(&b'{')
         && let Ok(text) = std::str::from_utf8(bytes)
-        // A real U+FDD0 must be doubled (see `lone`), which only the exact parser does.
-        && !lone::has_mark(text)
         && let Ok(head) = serde_json::from_str::<Head<'_>>(text)
+        // A real U+FDD0 in the key must be doubled (see `lone`), which only the exact
+        // parser does. The rest of a line is parsed by it anyway when it is read whole.
+        && !head.key.as_ref().is_some_and(|k| lone::has_mark(&k.0))
     {
         return match (
             head.key,
