@@ -532,5 +532,29 @@ fn a_late_first_send_after_a_retry_is_recorded_as_a_possible_second_send() {
             completed[0]["note"].as_str().unwrap().contains("twice"),
             "{name}: {shown}"
         );
+        let text = stdout(&output(&["show", p(&ledger), "twice-1"]));
+        assert!(
+            text.contains("late send") && text.contains("attempt 1 went out too"),
+            "{name}: {text}"
+        );
     }
+}
+
+/// The Node library's `resolve()` records on the entry only: `show` says where the
+/// record came from rather than "no decisions".
+#[test]
+fn a_resolution_another_tool_wrote_is_shown_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "node.jsonl");
+    let line = r#"{"key":"n-1","status":"sent","attempts":1,"claimedAt":"2026-12-01T07:00:00.000Z","updatedAt":"2026-12-01T07:05:00.000Z","meta":null,"resolution":{"status":"sent","from":"pending","by":"ops","note":"in provider log","at":"2026-12-01T07:05:00.000Z"}}"#;
+    std::fs::write(&ledger, format!("{line}\n")).unwrap();
+    let o = output(&["show", p(&ledger), "n-1"]);
+    expect_exit(&o, 0, "show");
+    let text = stdout(&o);
+    assert!(text.contains("resolved by ops"), "{text}");
+    assert!(
+        text.contains("written on the entry by another tool"),
+        "{text}"
+    );
+    assert!(!text.contains("No decisions recorded"), "{text}");
 }

@@ -519,10 +519,7 @@ pub fn show(args: &ShowArgs) -> Exit {
             ),
         );
     }
-    let settled_elsewhere = ["resolution", "reset"]
-        .iter()
-        .any(|field| entry.get(field).is_some());
-    if decisions.is_empty() && settled_elsewhere {
+    if decisions.is_empty() && entry.latest_person_record().is_some() {
         // The Node library's resolve() records on the entry only.
         out.push_str(
             "\nNo decisions in this ledger's log for this key: the record above was written on the entry by another tool.\n",

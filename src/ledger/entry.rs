@@ -165,6 +165,24 @@ impl Entry {
         self.str_field("providerId")
     }
 
+    /// The latest record a person left on the entry: its `resolution` or its `reset`,
+    /// whichever was written last (by its `at`). Another tool (the Node library's
+    /// `resolve()`) may have written it, so it is read from the entry, not the log.
+    pub fn latest_person_record(&self) -> Option<&Map<String, Value>> {
+        ["resolution", "reset"]
+            .iter()
+            .filter_map(|field| self.fields.get(*field).and_then(Value::as_object))
+            .max_by(|a, b| {
+                let at = |r: &Map<String, Value>| {
+                    r.get("at")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                at(a).cmp(&at(b))
+            })
+    }
+
     pub fn uncertain(&self) -> bool {
         self.fields.get("uncertain") == Some(&Value::Bool(true))
     }

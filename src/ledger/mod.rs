@@ -335,15 +335,7 @@ impl Seen {
 /// Who last changed an entry, as far as the entry says: a person's resolution or
 /// reset, else the send itself.
 fn last_change(entry: &Entry) -> String {
-    let record = ["resolution", "reset"]
-        .iter()
-        .filter_map(|field| entry.get(field).and_then(Value::as_object))
-        .max_by_key(|r| {
-            r.get("at")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        });
+    let record = entry.latest_person_record();
     let text = |r: &Map<String, Value>, field: &str| {
         r.get(field).and_then(Value::as_str).map(str::to_owned)
     };
@@ -548,10 +540,9 @@ impl Ledger {
     }
 
     fn overriding(&self, current: &Entry, sent: &Entry) -> (Entry, Decision) {
-        let overridden = ["resolution", "reset"]
-            .iter()
-            .find_map(|field| current.get(field).cloned())
-            .unwrap_or(Value::Null);
+        let overridden = current
+            .latest_person_record()
+            .map_or(Value::Null, |r| Value::Object(r.clone()));
         let mut corrected = sent.clone();
         corrected.set("overrode", overridden.clone());
         let mut detail = Map::new();
