@@ -17,37 +17,6 @@ use common::*;
 use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Store, StoreError};
 
-/// A small tmpfs, unmounted (lazily, so a straggling process cannot keep it) on drop,
-/// which a failed assertion reaches too.
-struct Mount {
-    _dir: tempfile::TempDir,
-    point: PathBuf,
-}
-
-impl Mount {
-    fn new() -> Option<Mount> {
-        let dir = tempfile::tempdir().ok()?;
-        let point = dir.path().join("full");
-        std::fs::create_dir(&point).ok()?;
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=512k", "tmpfs"])
-            .arg(&point)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !mounted {
-            eprintln!("note: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN); skipped");
-            return None;
-        }
-        Some(Mount { _dir: dir, point })
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.point).status();
-    }
-}
-
 /// Fills the filesystem holding `dir` with 4 KiB files (a tmpfs counts whole pages)
 /// until one cannot be written, so no page is free; returns them.
 fn fill(dir: &Path) -> Vec<PathBuf> {
@@ -143,7 +112,9 @@ fn expect_full(out: &Output, what: &str) {
 
 #[test]
 fn a_full_disk_is_named_and_costs_nothing() {
-    let Some(mount) = Mount::new() else { return };
+    let Some(mount) = Tmpfs::mount("512k") else {
+        return;
+    };
     let elsewhere = tempfile::tempdir().unwrap();
     let ctx = Ctx {
         dir: mount.point.clone(),

@@ -138,59 +138,29 @@ fn approve_out_refuses_what_is_not_a_file_before_approving() {
     }
 }
 
-/// A small tmpfs, unmounted (lazily, so a straggling process cannot keep it) on drop.
-struct Mount {
-    _dir: tempfile::TempDir,
-    point: PathBuf,
-}
-
-impl Mount {
-    fn new(size: &str) -> Option<Mount> {
-        let dir = tempfile::tempdir().ok()?;
-        let point = dir.path().join("small");
-        std::fs::create_dir(&point).ok()?;
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&point)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !mounted {
-            println!("skipped: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)");
-            return None;
+/// Fills the filesystem holding `dir` until a write fails for want of space.
+fn fill(dir: &Path) {
+    use std::io::Write;
+    let mut filler = std::fs::File::create(dir.join("filler")).unwrap();
+    let block = vec![0u8; 4096];
+    loop {
+        match filler.write_all(&block) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => panic!("filling the tmpfs: {e}"),
         }
-        Some(Mount { _dir: dir, point })
-    }
-
-    /// Fills the filesystem until a write fails for want of space.
-    fn fill(&self) {
-        use std::io::Write;
-        let mut filler = std::fs::File::create(self.point.join("filler")).unwrap();
-        let block = vec![0u8; 4096];
-        loop {
-            match filler.write_all(&block) {
-                Ok(()) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
-                Err(e) => panic!("filling the tmpfs: {e}"),
-            }
-        }
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.point).status();
     }
 }
 
 #[test]
 fn approve_out_on_a_full_disk_leaves_nothing_behind() {
-    let Some(mount) = Mount::new("64k") else {
+    let Some(mount) = Tmpfs::mount("64k") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     with_drafts(d, 1);
-    mount.fill();
+    fill(&mount.point);
     let before = snapshot(&mount.point);
     let out = mount.point.join("approval.json");
     let o = run_in(d, &["approve", "L.db", "1", "--out", out.to_str().unwrap()]);

@@ -5,49 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use common::*;
-
-/// A small tmpfs, unmounted (lazily, so a straggling process cannot keep it) on drop.
-struct Mount {
-    _dir: tempfile::TempDir,
-    point: PathBuf,
-}
-
-impl Mount {
-    fn new() -> Option<Mount> {
-        let dir = tempfile::tempdir().ok()?;
-        let point = dir.path().join("ro");
-        std::fs::create_dir(&point).ok()?;
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
-            .arg(&point)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !mounted {
-            eprintln!("note: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN); skipped");
-            return None;
-        }
-        Some(Mount { _dir: dir, point })
-    }
-
-    fn read_only(&self) {
-        let ok = Command::new("mount")
-            .args(["-o", "remount,ro"])
-            .arg(&self.point)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "remount read-only");
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.point).status();
-    }
-}
 
 fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
     send_once(args)
@@ -59,7 +19,9 @@ fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn looking_works_and_writing_fails_closed_on_a_read_only_filesystem() {
-    let Some(mount) = Mount::new() else { return };
+    let Some(mount) = Tmpfs::mount("8m") else {
+        return;
+    };
     let dir = &mount.point;
     let payload = dir.join("p.json");
     std::fs::write(&payload, r#"{"to":"ana@example.com"}"#).unwrap();
@@ -95,7 +57,7 @@ fn looking_works_and_writing_fails_closed_on_a_read_only_filesystem() {
     );
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let before = snapshot(dir);
-    mount.read_only();
+    mount.remount_read_only();
 
     // Looking: every read-only command answers as on a writable disk.
     for (args, expected) in [

@@ -152,3 +152,44 @@ pub fn queued_draft(id: i64, key: &str, created_at: String) -> send_once::review
         revisions: Vec::new(),
     }
 }
+
+/// A small tmpfs for one test (a full disk, a read-only filesystem), unmounted lazily
+/// on drop, which a failed assertion reaches too, so a straggling process cannot keep
+/// it. None, with one printed line, where mounting is not allowed (not root).
+pub struct Tmpfs {
+    _dir: tempfile::TempDir,
+    pub point: PathBuf,
+}
+
+impl Tmpfs {
+    pub fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let point = dir.path().join("mnt");
+        std::fs::create_dir(&point).ok()?;
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&point)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !mounted {
+            eprintln!("note: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN); skipped");
+            return None;
+        }
+        Some(Tmpfs { _dir: dir, point })
+    }
+
+    pub fn remount_read_only(&self) {
+        let ok = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.point)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "remount read-only");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.point).status();
+    }
+}
