@@ -12,7 +12,7 @@ use serde_json::json;
 
 use send_once::ledger::{Census, Entry, Status, time};
 use send_once::review::{Draft, Revision};
-use send_once::ui::action::{Action, Effect, Gone};
+use send_once::ui::action::{Action, Effect, Gone, Outcome};
 use send_once::ui::app::{App, Options, Overlay};
 use send_once::ui::keymap::View;
 
@@ -113,7 +113,8 @@ fn wheel_down(app: &mut App) -> Vec<Effect> {
 }
 
 fn status(app: &App) -> (String, bool) {
-    app.status.clone().expect("a status line")
+    let status = app.status.clone().expect("a status line");
+    (status.text, status.ok)
 }
 
 /// The title of the open form or confirmation, to tell which one is open.
@@ -122,6 +123,8 @@ fn overlay_title(app: &App) -> Option<String> {
         Some(Overlay::Form(form)) => Some(format!("form: {}", form.title)),
         Some(Overlay::Confirm(confirm)) => Some(format!("confirm: {}", confirm.title)),
         Some(Overlay::Help) => Some("help".into()),
+        Some(Overlay::Command(_)) => Some("command line".into()),
+        Some(Overlay::Copy(_)) => Some("copy".into()),
         None => None,
     }
 }
@@ -153,7 +156,7 @@ fn keys_on_the_too_small_screen_approve_nothing() {
     );
     // Once it is big enough again, nothing is waiting to be confirmed either.
     app.update(Action::Resize(100, 30));
-    assert_eq!(keys(&mut app, &["Enter", "y"]), vec![]);
+    assert_eq!(keys(&mut app, &["Enter", "Y"]), vec![]);
     assert_eq!(overlay_title(&app), None);
 }
 
@@ -267,7 +270,7 @@ fn data_keeps_arriving_while_the_terminal_is_too_small() {
     app.update(Action::Resize(20, 5));
     assert_eq!(
         app.update(Action::Changed).len(),
-        4,
+        5,
         "a change still reloads"
     );
     app.update(Action::UnknownLoaded(Ok(vec![pending("order-3:charge")])));
@@ -314,10 +317,10 @@ fn a_vanished_ledger_never_reads_as_nothing_pending() {
     // an answer that arrives anyway is not taken.
     assert_eq!(app.update(Action::Changed), vec![]);
     assert_eq!(
-        app.update(Action::Done {
-            message: "x".into(),
-            ok: false
-        }),
+        app.update(Action::Done(Outcome::Refused {
+            subject: String::new(),
+            why: "x".into(),
+        })),
         vec![]
     );
     app.update(Action::UnknownLoaded(Ok(Vec::new())));
@@ -367,7 +370,7 @@ fn a_ledger_moved_back_lifts_the_banner_reloads_and_decides_again() {
     keys(&mut app, &["2", "s", "Enter"]);
     gone(&mut app, Gone::Deleted);
     let effects = app.update(Action::LedgerBack { reopened: false });
-    assert_eq!(effects.len(), 4, "everything reloads: {effects:?}");
+    assert_eq!(effects.len(), 5, "everything reloads: {effects:?}");
     assert_eq!(app.banner(), None);
     assert_eq!(status(&app), ("The ledger ledger.db is back.".into(), true));
     // The very file that was opened is back: what was open on it still stands.
@@ -384,7 +387,7 @@ fn after_a_replaced_ledger_is_reopened_what_was_open_on_the_old_file_is_refused(
     keys(&mut app, &["2", "s", "Enter"]);
     gone(&mut app, Gone::Replaced);
     let effects = app.update(Action::LedgerBack { reopened: true });
-    assert_eq!(effects.len(), 4, "everything reloads: {effects:?}");
+    assert_eq!(effects.len(), 5, "everything reloads: {effects:?}");
     assert_eq!(app.banner(), None);
     assert_eq!(
         status(&app),

@@ -17,9 +17,9 @@ use serde_json::{Map, Value, json};
 use send_once::ledger::{Census, Entry, Status, time};
 use send_once::review::drift::LatestFacts;
 use send_once::review::{Draft, DraftState, Revision};
-use send_once::ui::action::Action;
+use send_once::ui::action::{Action, Outcome};
 use send_once::ui::app::{App, Options};
-use send_once::ui::keymap::View;
+use send_once::ui::keymap::{self, View};
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
 
@@ -441,7 +441,11 @@ fn approvals_no_match_for_the_filter() {
     keys(&mut app, "zzz");
     key(&mut app, KeyCode::Enter);
     let text = screen(&mut app, 100, 30);
-    assert!(text.contains("No draft matches the filter."), "{text}");
+    assert!(text.contains("No draft matches the filter"), "{text}");
+    assert!(
+        text.contains("filter: zzz"),
+        "the title keeps the filter: {text}"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -466,7 +470,7 @@ fn unknown_send_in_flight_80x24() {
     key(&mut app, KeyCode::Char('2'));
     key(&mut app, KeyCode::Char('G'));
     let text = snap("unknown_in_flight_80x24", &mut app, 80, 24);
-    assert!(text.contains("it may still be sending"), "{text}");
+    assert!(text.contains("it may still be"), "{text}");
 }
 
 // ---------------------------------------------------------------------------------
@@ -540,8 +544,11 @@ fn ledger_search_with_no_entries() {
         result: Ok(vec![]),
     });
     let text = screen(&mut app, 100, 30);
-    assert!(text.contains("search: nothing"), "{text}");
-    assert!(text.contains("No entries."), "{text}");
+    assert!(text.contains("filter: nothing"), "{text}");
+    assert!(
+        text.contains("No entry matches the search (it looks at key, recipient"),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -562,9 +569,16 @@ fn help_overlay_shows_every_key_and_how_to_close_it_at_80x24() {
     key(&mut app, KeyCode::Char('?'));
     let terminal = draw_with(&mut app, 80, 24, &Theme::new(false));
     let buffer = terminal.backend().buffer();
-    for want in ["  q     quit", "  ?     help", "Esc, ? or q closes this."] {
+    // Every binding of the view, and the mouse, on one screen.
+    let mut wants: Vec<String> = keymap::help(View::Approvals)
+        .into_iter()
+        .flat_map(|(_, items)| items)
+        .map(|(key, label)| format!("{key:<9}{label}"))
+        .collect();
+    wants.push("Esc, ? or q closes this.".into());
+    for want in wants {
         assert!(
-            on_screen(buffer, want),
+            on_screen(buffer, &want),
             "{want:?}:\n{}",
             buffer_text(buffer)
         );
@@ -656,12 +670,11 @@ fn confirm_overlay_for_a_suspicious_draft_asks_for_y() {
 fn status_line_with_an_error() {
     let mut app = full_app();
     select_draft(&mut app, 13);
-    app.update(Action::Done {
-        message:
-            "Draft 13 was already approved by lee at 2026-09-27T11:58:00.000Z; nothing changed."
-                .into(),
-        ok: false,
-    });
+    app.update(Action::Done(Outcome::Refused {
+        subject: "draft 13".into(),
+        why: "Draft 13 was already approved by lee at 2026-09-27T11:58:00.000Z; nothing changed."
+            .into(),
+    }));
     let text = snap("status_error_100x30", &mut app, 100, 30);
     assert!(
         text.contains("✗ Draft 13 was already approved by lee"),
@@ -673,10 +686,10 @@ fn status_line_with_an_error() {
 fn status_line_with_success_80x24() {
     let mut app = full_app();
     key(&mut app, KeyCode::Char('2'));
-    app.update(Action::Done {
-        message: "Marked order-77:charge sent. It will not be sent again.".into(),
-        ok: true,
-    });
+    app.update(Action::Done(Outcome::Resolved {
+        key: "order-77:charge".into(),
+        status: Status::Sent,
+    }));
     let text = screen(&mut app, 80, 24);
     assert!(
         text.contains("✓ Marked order-77:charge sent. It will not be sent again."),
@@ -702,6 +715,9 @@ fn jsonl_ledger_has_no_queue() {
     app.ledger_label = "/srv/billing/ledger.jsonl".into();
     app.update(Action::UnknownLoaded(Ok(unknown())));
     app.update(Action::CountsLoaded(Ok(census())));
+    // There is nothing to review in such a ledger: it opens where the work is.
+    assert_eq!(app.view, View::Unknown);
+    key(&mut app, KeyCode::Char('1'));
     let text = snap("no_queue_jsonl_80x24", &mut app, 80, 24);
     assert!(text.contains("nothing to approve here"), "{text}");
 }
@@ -1205,10 +1221,10 @@ fn hostile_text_in_a_status_message_and_a_load_error() {
         let mut app = empty_app(None);
         app.update(Action::ApprovalsLoaded(Err(format!("locked{seq}l"))));
         app.update(Action::CountsLoaded(Err(format!("count{seq}c"))));
-        app.update(Action::Done {
-            message: format!("done{seq}d"),
-            ok: false,
-        });
+        app.update(Action::Done(Outcome::Refused {
+            subject: String::new(),
+            why: format!("done{seq}d"),
+        }));
         let terminal = draw_with(&mut app, 100, 30, &Theme::new(true));
         let buffer = terminal.backend().buffer();
         assert_clean(buffer, label, "status line");

@@ -1,4 +1,4 @@
-//! `send-once tui [LEDGER] [--by NAME] [--older-than D] [--demo]`.
+//! `send-once tui [LEDGER] [--by NAME] [--older-than D] [--demo] [--view V] [--key K]`.
 
 use std::io::IsTerminal;
 
@@ -24,6 +24,12 @@ pub struct TuiArgs {
     /// Open a throwaway ledger seeded with example drafts, unknown sends and history
     #[arg(long, conflicts_with = "ledger")]
     pub demo: bool,
+    /// Open on this view (default: approvals, or unknown when there is nothing to review)
+    #[arg(long, value_parser = ["approvals", "unknown", "ledger", "decisions"])]
+    pub view: Option<String>,
+    /// Open with this key (or draft id) selected, for a link in an alert
+    #[arg(long)]
+    pub key: Option<String>,
 }
 
 pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
@@ -80,6 +86,13 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         by,
         older_than_ms,
         clock: clock(),
+        start: ui::app::Start {
+            view: args.view.as_deref().and_then(ui::keymap::View::from_name),
+            focus: args
+                .key
+                .as_deref()
+                .map(|k| send_once::ledger::lone::from_text(k).into_owned()),
+        },
     };
     match ui::run(options) {
         Ok(ui::Ended::Quit) => Exit::Ok,

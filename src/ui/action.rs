@@ -1,9 +1,11 @@
 //! What flows through the UI: `Action`s come in (keys, data loaded, results of work
 //! done), `Effect`s go out (work for the runtime: loads, decisions). `App::update` turns
-//! the one into the other and does no IO itself.
+//! the one into the other and does no IO itself. The runtime reports what came of a
+//! decision as an `Outcome` (a typed result); the app words it.
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
+use crate::ledger::decision::Decision;
 use crate::ledger::{Census, Entry, PageQuery, Seen, Status};
 use crate::review::Draft;
 
@@ -23,11 +25,9 @@ pub enum Action {
         result: Result<Vec<Entry>, String>,
     },
     CountsLoaded(Result<Census, String>),
-    /// An effect finished: what to tell the person, and whether it did what was asked.
-    Done {
-        message: String,
-        ok: bool,
-    },
+    DecisionsLoaded(Result<Vec<Decision>, String>),
+    /// An effect finished: what came of it.
+    Done(Outcome),
     /// The ledger's path no longer holds the file that was opened: decisions are off
     /// until a ledger is back there.
     LedgerGone(Gone),
@@ -58,6 +58,7 @@ pub enum Effect {
     LoadUnknown,
     LoadLedger(PageQuery),
     LoadCounts,
+    LoadDecisions,
     Approve {
         id: i64,
         revision: i64,
@@ -86,5 +87,65 @@ pub enum Effect {
         /// The entry as the person saw it when they decided.
         seen: Seen,
     },
+    /// Decisions confirmed together (a bulk settle or reject): each is still its own
+    /// compare-and-set, run one after another, reported as one outcome and followed
+    /// by one reload.
+    Batch(Vec<Effect>),
+    /// Show this text in `$PAGER`, the UI suspended meanwhile.
+    Page {
+        title: String,
+        text: String,
+    },
+    /// Put this text on the clipboard (OSC 52).
+    Copy {
+        what: String,
+        text: String,
+    },
     Quit,
+}
+
+/// What came of one decision.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Approved {
+        id: i64,
+        revision: i64,
+        expires_at: String,
+    },
+    Rejected {
+        id: i64,
+    },
+    Rechecked {
+        id: i64,
+        summary: String,
+    },
+    Resolved {
+        key: String,
+        status: Status,
+    },
+    /// Nothing was written, and why (someone decided first, it changed since it was
+    /// shown, the ledger could not be written).
+    Refused {
+        subject: String,
+        why: String,
+    },
+    /// Decisions confirmed together, each with what came of it, in order.
+    Batch(Vec<Outcome>),
+    /// A pager ran and returned, or could not start.
+    Paged(Result<(), String>),
+    /// Copied to the clipboard.
+    Copied {
+        what: String,
+    },
+}
+
+impl Outcome {
+    pub fn ok(&self) -> bool {
+        match self {
+            Outcome::Refused { .. } => false,
+            Outcome::Batch(items) => items.iter().all(Outcome::ok),
+            Outcome::Paged(result) => result.is_ok(),
+            _ => true,
+        }
+    }
 }

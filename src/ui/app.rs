@@ -1,116 +1,46 @@
 //! The UI's state and its one way to change: `App::update(action)`, which returns the
 //! effects to run and does no IO. Every key press is testable without a terminal.
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+};
 use tui_input::Input;
 use tui_input::backend::crossterm::EventHandler;
 
-use super::action::{Action, Effect, Gone};
-use super::keymap::{Command, View, command_for};
-use super::view::{MIN_HEIGHT, MIN_WIDTH};
-use crate::ledger::{Census, Entry, PageQuery, Seen, Status, duration, time};
+use super::action::{Action, Effect, Gone, Outcome};
+use super::keymap::{self, Command, View, command_for};
+use super::view::{self, Hit, MIN_HEIGHT, MIN_WIDTH};
+use crate::ledger::decision::Decision;
+use crate::ledger::{Census, Entry, PageQuery, Seen, Status, time};
 use crate::review::Draft;
+use crate::review::drift::DriftStatus;
+
+pub use super::forms::{Confirm, Field, Form, FormKind, Settle, short_key};
+use super::forms::{field, submit};
+pub use super::state::{Loaded, Sort, StatusLine, ViewState};
+use super::state::{
+    decision_matches, draft_matches, entry_matches, loaded, sort_drafts, sort_entries,
+};
 
 /// Rows of the ledger view loaded at a time.
 pub const LEDGER_PAGE: usize = 200;
 
-#[derive(Clone, Debug, PartialEq)]
-pub enum Loaded<T> {
-    Loading,
-    Ready(T),
-    Failed(String),
-}
+/// The newest decisions the Decisions view holds.
+pub const DECISIONS_SHOWN: usize = 2000;
 
-impl<T> Loaded<T> {
-    pub fn ready(&self) -> Option<&T> {
-        match self {
-            Loaded::Ready(t) => Some(t),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FormKind {
-    Approve {
-        id: i64,
-        revision: i64,
-        /// The draft's version as shown: the decision applies only to it.
-        version: i64,
-        suspicious: bool,
-        drifted: bool,
-    },
-    Reject {
-        id: i64,
-        version: i64,
-    },
-    MarkSent {
-        key: String,
-        /// Claimed less than `--older-than` ago: it may still be sending.
-        in_flight: bool,
-        /// The entry as it was shown: the decision applies only to it.
-        seen: Seen,
-    },
-    MarkFailed {
-        key: String,
-        in_flight: bool,
-        seen: Seen,
-    },
-}
+/// How long a status message stays, unless a key clears it first.
+pub const STATUS_FADE_MS: i64 = 6000;
 
 /// The status while a confirmed decision is written (a busy ledger can take seconds):
 /// neither a tick nor a cross, because nothing is decided yet.
 pub const WORKING: &str = "Working… (writing to the ledger)";
 
-#[derive(Clone, Debug)]
-pub struct Field {
-    pub label: &'static str,
-    pub input: Input,
-    pub required: bool,
-}
-
-#[derive(Clone, Debug)]
-pub struct Form {
-    pub kind: FormKind,
-    pub title: String,
-    pub fields: Vec<Field>,
-    pub focus: usize,
-    pub error: Option<String>,
-}
-
-impl Form {
-    fn new(kind: FormKind, title: String, fields: Vec<Field>) -> Form {
-        // The cursor starts in the first field without a default (the reason, the note).
-        let focus = fields
-            .iter()
-            .position(|f| f.input.value().is_empty())
-            .unwrap_or(0);
-        Form {
-            kind,
-            title,
-            fields,
-            focus,
-            error: None,
-        }
-    }
-
-    pub fn value(&self, label: &str) -> String {
-        self.fields
-            .iter()
-            .find(|f| f.label == label)
-            .map(|f| f.input.value().trim().to_owned())
-            .unwrap_or_default()
-    }
-}
-
-/// An irreversible step, shown before it is taken.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Confirm {
-    pub title: String,
-    pub lines: Vec<String>,
-    /// When set, only `y` confirms (Enter does not): the draft needs a second look.
-    pub warning: Option<String>,
-    pub effect: Effect,
+/// One thing `y` can copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyChoice {
+    pub key: char,
+    pub what: &'static str,
+    pub text: String,
 }
 
 #[derive(Clone, Debug)]
@@ -118,6 +48,10 @@ pub enum Overlay {
     Help,
     Form(Form),
     Confirm(Confirm),
+    /// The `:` command line.
+    Command(Input),
+    /// What `y` can copy, when there is more than one thing.
+    Copy(Vec<CopyChoice>),
 }
 
 pub struct Options {
@@ -127,6 +61,14 @@ pub struct Options {
     /// Why there is no review queue (a JSON Lines ledger), if there is none.
     pub no_queue: Option<String>,
     pub now: i64,
+}
+
+/// Where the UI opens: `tui --view`, `tui --key`.
+#[derive(Clone, Debug, Default)]
+pub struct Start {
+    pub view: Option<View>,
+    /// A key or draft id to select once the lists are loaded.
+    pub focus: Option<String>,
 }
 
 pub struct App {
@@ -140,40 +82,57 @@ pub struct App {
     pub approvals: Loaded<Vec<Draft>>,
     pub unknown: Loaded<Vec<Entry>>,
     pub ledger: Loaded<Vec<Entry>>,
+    pub decisions: Loaded<Vec<Decision>>,
     pub counts: Option<Census>,
     /// Why the counts could not be had, when they could not.
     pub counts_error: Option<String>,
-    /// The selected row of each view (index into its filtered list).
-    pub selected: [usize; 3],
-    /// The filter text of each view.
-    pub filters: [String; 3],
-    /// The filter being typed, when `/` was pressed.
+    /// Each view's own selection, filter, marks and sort, in `View::ALL`'s order.
+    pub views: [ViewState; 4],
+    /// The filter being typed, when `/` was pressed: it applies as it is typed.
     pub filter_input: Option<Input>,
     pub ledger_status: Option<Status>,
     pub ledger_offset: usize,
     /// How far the detail pane is scrolled (J/K); back to the top on a new selection.
     pub detail_scroll: u16,
+    /// The revision the selected draft's payload is compared with (`[`/`]`); `None`
+    /// is the default: the approved one when it was edited after approval, else the
+    /// previous one.
+    pub diff_base: Option<i64>,
     pub overlay: Option<Overlay>,
     /// What the last action did, or why it was refused.
-    pub status: Option<(String, bool)>,
+    pub status: Option<StatusLine>,
     /// The ledger's path no longer holds the file opened: decisions are off.
     pub ledger_gone: Option<Gone>,
     /// The open form or confirmation was made on a ledger file since replaced: it
     /// cannot be confirmed.
     pub overlay_stale: bool,
+    /// Where to open, until it has been applied (or a key was pressed first).
+    pub start: Start,
     pub quit: bool,
 }
 
-fn slot(view: View) -> usize {
-    match view {
-        View::Approvals => 0,
-        View::Unknown => 1,
-        View::Ledger => 2,
-    }
+/// The pending entry's attempt has not ended (no error is recorded for it) and it was
+/// claimed less than `older_than_ms` ago: it may still be sending.
+pub fn in_flight(entry: &Entry, now: i64, older_than_ms: f64) -> bool {
+    entry.status() == Status::Pending
+        && entry.error().is_none()
+        && time::parse_date(entry.claimed_at()).is_none_or(|at| (now - at) as f64 <= older_than_ms)
 }
 
-fn contains(haystack: &str, needle: &str) -> bool {
-    haystack.to_lowercase().contains(&needle.to_lowercase())
+/// Who an entry went to and what it is for, from its meta, else its short key.
+pub fn entry_who(entry: &Entry) -> String {
+    let field = |name: &str| {
+        entry
+            .meta()
+            .and_then(|m| m.get(name))
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    match (field("to"), field("intent")) {
+        (Some(to), Some(intent)) => format!("{to} · {intent}"),
+        (Some(one), None) | (None, Some(one)) => one.to_owned(),
+        (None, None) => short_key(entry.key()),
+    }
 }
 
 impl App {
@@ -189,20 +148,44 @@ impl App {
             approvals: Loaded::Loading,
             unknown: Loaded::Loading,
             ledger: Loaded::Loading,
+            decisions: Loaded::Loading,
             counts: None,
             counts_error: None,
-            selected: [0; 3],
-            filters: Default::default(),
+            views: Default::default(),
             filter_input: None,
             ledger_status: None,
             ledger_offset: 0,
             detail_scroll: 0,
+            diff_base: None,
             overlay: None,
             status: None,
             ledger_gone: None,
             overlay_stale: false,
+            start: Start::default(),
             quit: false,
         }
+    }
+
+    /// Opens on `start.view`, and selects `start.focus` once it is loaded.
+    pub fn with_start(mut self, start: Start) -> App {
+        if let Some(view) = start.view {
+            self.view = view;
+        }
+        self.start = start;
+        self
+    }
+
+    pub fn state(&self, view: View) -> &ViewState {
+        &self.views[view.index()]
+    }
+
+    pub fn state_mut(&mut self, view: View) -> &mut ViewState {
+        &mut self.views[view.index()]
+    }
+
+    /// The filter text of `view`.
+    pub fn filter(&self, view: View) -> &str {
+        &self.state(view).filter
     }
 
     /// The terminal is smaller than anything is drawn at: the screen shows only how big
@@ -249,6 +232,7 @@ impl App {
         queue
             && !matches!(self.unknown, Loaded::Loading)
             && !matches!(self.ledger, Loaded::Loading)
+            && !matches!(self.decisions, Loaded::Loading)
             && (self.counts.is_some() || self.counts_error.is_some())
     }
 
@@ -270,47 +254,55 @@ impl App {
         effects.push(Effect::LoadUnknown);
         effects.push(Effect::LoadLedger(self.ledger_query()));
         effects.push(Effect::LoadCounts);
+        effects.push(Effect::LoadDecisions);
         effects
     }
 
     pub fn ledger_query(&self) -> PageQuery {
-        let search = &self.filters[slot(View::Ledger)];
+        let search = self.filter(View::Ledger);
         PageQuery {
             status: self.ledger_status,
-            search: (!search.is_empty()).then(|| search.clone()),
+            search: (!search.is_empty()).then(|| search.to_owned()),
             offset: self.ledger_offset,
             limit: LEDGER_PAGE,
         }
     }
 
-    /// The drafts the Approvals view lists, after its filter.
+    /// The drafts the Approvals view lists, after its filter and sort.
     pub fn visible_drafts(&self) -> Vec<&Draft> {
-        let filter = &self.filters[slot(View::Approvals)];
-        self.approvals
+        let state = self.state(View::Approvals);
+        let mut drafts: Vec<&Draft> = self
+            .approvals
             .ready()
             .map(|drafts| {
                 drafts
                     .iter()
-                    .filter(|d| filter.is_empty() || draft_matches(d, filter))
+                    .filter(|d| draft_matches(d, &state.filter))
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap_or_default();
+        sort_drafts(&mut drafts, state.sort);
+        drafts
     }
 
-    /// The pending entries the Unknown view lists, after its filter.
+    /// The pending entries the Unknown view lists, after its filter and sort.
     pub fn visible_unknown(&self) -> Vec<&Entry> {
-        let filter = &self.filters[slot(View::Unknown)];
-        self.unknown
+        let state = self.state(View::Unknown);
+        let mut entries: Vec<&Entry> = self
+            .unknown
             .ready()
             .map(|entries| {
                 entries
                     .iter()
-                    .filter(|e| filter.is_empty() || entry_matches(e, filter))
+                    .filter(|e| entry_matches(e, &state.filter))
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap_or_default();
+        sort_entries(&mut entries, state.sort);
+        entries
     }
 
+    /// The ledger page (the store searched it: key, recipient, intent, meta, error).
     pub fn visible_ledger(&self) -> Vec<&Entry> {
         self.ledger
             .ready()
@@ -318,16 +310,26 @@ impl App {
             .unwrap_or_default()
     }
 
-    fn row_count(&self) -> usize {
-        match self.view {
+    /// The decision log, newest first, after its filter.
+    pub fn visible_decisions(&self) -> Vec<&Decision> {
+        let filter = self.filter(View::Decisions);
+        self.decisions
+            .ready()
+            .map(|all| all.iter().filter(|d| decision_matches(d, filter)).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn row_count(&self, view: View) -> usize {
+        match view {
             View::Approvals => self.visible_drafts().len(),
             View::Unknown => self.visible_unknown().len(),
             View::Ledger => self.visible_ledger().len(),
+            View::Decisions => self.visible_decisions().len(),
         }
     }
 
     pub fn selected(&self, view: View) -> usize {
-        self.selected[slot(view)]
+        self.state(view).selected
     }
 
     pub fn selected_draft(&self) -> Option<&Draft> {
@@ -348,15 +350,45 @@ impl App {
             .copied()
     }
 
-    /// A pending entry claimed more recently than `--older-than`: maybe still sending.
+    pub fn selected_decision(&self) -> Option<&Decision> {
+        self.visible_decisions()
+            .get(self.selected(View::Decisions))
+            .copied()
+    }
+
+    /// The decisions about one subject (a key, or a draft's id), oldest first, from
+    /// the log the Decisions view holds.
+    pub fn decisions_about(&self, subject: &str) -> Vec<&Decision> {
+        let mut found: Vec<&Decision> = self
+            .decisions
+            .ready()
+            .map(|all| all.iter().filter(|d| d.subject == subject).collect())
+            .unwrap_or_default();
+        found.reverse();
+        found
+    }
+
+    /// Its attempt has not ended and it was claimed recently: maybe still sending.
     pub fn maybe_in_flight(&self, entry: &Entry) -> bool {
-        time::parse_date(entry.claimed_at())
-            .is_none_or(|at| (self.now - at) as f64 <= self.older_than_ms)
+        in_flight(entry, self.now, self.older_than_ms)
     }
 
     /// Rows a page key moves by: what fits in the list.
     fn page_rows(&self) -> usize {
         usize::from(self.size.1.saturating_sub(12)).max(1)
+    }
+
+    /// Whether the status line says a decision is still being written.
+    pub fn working(&self) -> bool {
+        matches!(&self.status, Some(s) if s.text == WORKING)
+    }
+
+    fn say(&mut self, message: &str, ok: bool) {
+        self.status = Some(StatusLine {
+            text: message.to_owned(),
+            ok,
+            at: self.now,
+        });
     }
 
     pub fn update(&mut self, action: Action) -> Vec<Effect> {
@@ -367,11 +399,7 @@ impl App {
                 if self.overlay.is_some() || self.too_small() {
                     return Vec::new();
                 }
-                match mouse.kind {
-                    MouseEventKind::ScrollDown => self.command(Command::Down),
-                    MouseEventKind::ScrollUp => self.command(Command::Up),
-                    _ => Vec::new(),
-                }
+                self.mouse(mouse.kind, mouse.column, mouse.row)
             }
             Action::Resize(w, h) => {
                 self.size = (w, h);
@@ -379,6 +407,12 @@ impl App {
             }
             Action::Tick(now) => {
                 self.now = now;
+                if let Some(status) = &self.status
+                    && !self.working()
+                    && now - status.at >= STATUS_FADE_MS
+                {
+                    self.status = None;
+                }
                 Vec::new()
             }
             Action::Changed => self.reload(),
@@ -408,6 +442,7 @@ impl App {
             | Action::UnknownLoaded(_)
             | Action::LedgerLoaded { .. }
             | Action::CountsLoaded(_)
+            | Action::DecisionsLoaded(_)
                 if self.ledger_gone.is_some() =>
             {
                 Vec::new()
@@ -418,10 +453,10 @@ impl App {
                 if let Some(id) = keep
                     && let Some(i) = self.visible_drafts().iter().position(|d| d.id == id)
                 {
-                    self.selected[slot(View::Approvals)] = i;
+                    self.state_mut(View::Approvals).selected = i;
                 }
-                self.clamp();
-                Vec::new()
+                self.prune_marks();
+                self.after_load()
             }
             Action::UnknownLoaded(result) => {
                 let keep = self.selected_unknown().map(|e| e.key().to_owned());
@@ -429,10 +464,10 @@ impl App {
                 if let Some(key) = keep
                     && let Some(i) = self.visible_unknown().iter().position(|e| e.key() == key)
                 {
-                    self.selected[slot(View::Unknown)] = i;
+                    self.state_mut(View::Unknown).selected = i;
                 }
-                self.clamp();
-                Vec::new()
+                self.prune_marks();
+                self.after_load()
             }
             Action::LedgerLoaded { query, result } => {
                 // An answer to a query no longer asked (the filter changed since) is
@@ -445,10 +480,19 @@ impl App {
                 if let Some(key) = keep
                     && let Some(i) = self.visible_ledger().iter().position(|e| e.key() == key)
                 {
-                    self.selected[slot(View::Ledger)] = i;
+                    self.state_mut(View::Ledger).selected = i;
                 }
-                self.clamp();
-                Vec::new()
+                self.after_load()
+            }
+            Action::DecisionsLoaded(result) => {
+                let keep = self.selected_decision().map(|d| d.id);
+                self.decisions = loaded(result);
+                if let Some(id) = keep
+                    && let Some(i) = self.visible_decisions().iter().position(|d| d.id == id)
+                {
+                    self.state_mut(View::Decisions).selected = i;
+                }
+                self.after_load()
             }
             Action::CountsLoaded(result) => {
                 match result {
@@ -460,22 +504,168 @@ impl App {
                 }
                 Vec::new()
             }
-            Action::Done { message, ok } => {
-                self.status = Some((message, ok));
-                self.reload()
+            Action::Done(outcome) => {
+                let ok = outcome.ok();
+                let text = self.word(&outcome);
+                self.say(&text, ok);
+                match outcome {
+                    Outcome::Paged(_) | Outcome::Copied { .. } => Vec::new(),
+                    _ => self.reload(),
+                }
             }
+        }
+    }
+
+    /// What came of a decision, as the status line says it.
+    fn word(&self, outcome: &Outcome) -> String {
+        match outcome {
+            Outcome::Approved {
+                id,
+                revision,
+                expires_at,
+            } => format!("Approved draft {id} (revision {revision}) until {expires_at}."),
+            Outcome::Rejected { id } => format!("Rejected draft {id}."),
+            Outcome::Rechecked { id, summary } => format!("Rechecked draft {id}: {summary}."),
+            Outcome::Resolved { key, status } => format!(
+                "Marked {} {}. {}",
+                short_key(key),
+                status.as_str(),
+                if *status == Status::Sent {
+                    "It will not be sent again."
+                } else {
+                    "The next attempt for this key will send it."
+                }
+            ),
+            Outcome::Refused { why, .. } => why.clone(),
+            Outcome::Paged(Ok(())) => "Back from the pager.".into(),
+            Outcome::Paged(Err(why)) => format!("Could not open the pager: {why}"),
+            Outcome::Copied { what } => format!("Copied the {what} to the clipboard."),
+            Outcome::Batch(items) => {
+                let done = items.iter().filter(|o| o.ok()).count();
+                let verb = match items.first() {
+                    Some(Outcome::Rejected { .. }) => "Rejected".to_owned(),
+                    Some(Outcome::Resolved { status, .. }) => format!("Marked {}", status.as_str()),
+                    _ => match items.iter().find_map(|o| match o {
+                        Outcome::Resolved { status, .. } => Some(*status),
+                        _ => None,
+                    }) {
+                        Some(status) => format!("Marked {}", status.as_str()),
+                        None if items.iter().any(|o| matches!(o, Outcome::Rejected { .. })) => {
+                            "Rejected".to_owned()
+                        }
+                        None => "Done".to_owned(),
+                    },
+                };
+                let mut text = format!("{verb}: {done} of {}.", items.len());
+                let refused: Vec<String> = items
+                    .iter()
+                    .filter_map(|o| match o {
+                        Outcome::Refused { subject, why } => {
+                            Some(format!("{}: {why}", short_key(subject)))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                if !refused.is_empty() {
+                    text.push_str(&format!(" Refused {}: ", refused.len()));
+                    text.push_str(&refused.join("; "));
+                }
+                text
+            }
+        }
+    }
+
+    /// After a list arrived: keep every selection in range, and apply where the UI
+    /// was asked to open, once what it needs has arrived.
+    fn after_load(&mut self) -> Vec<Effect> {
+        self.clamp();
+        self.apply_start()
+    }
+
+    fn apply_start(&mut self) -> Vec<Effect> {
+        let queue_ready = self.no_queue.is_some() || self.approvals.ready().is_some();
+        if !queue_ready || self.unknown.ready().is_none() {
+            return Vec::new();
+        }
+        let start = std::mem::take(&mut self.start);
+        if let Some(focus) = start.focus {
+            let draft_at = self
+                .visible_drafts()
+                .iter()
+                .position(|d| d.key == focus || d.id.to_string() == focus);
+            let unknown_at = self.visible_unknown().iter().position(|e| e.key() == focus);
+            match (draft_at, unknown_at) {
+                (Some(i), _) if start.view.is_none_or(|v| v == View::Approvals) => {
+                    self.view = View::Approvals;
+                    self.state_mut(View::Approvals).selected = i;
+                }
+                (_, Some(i)) if start.view.is_none_or(|v| v == View::Unknown) => {
+                    self.view = View::Unknown;
+                    self.state_mut(View::Unknown).selected = i;
+                }
+                _ => {
+                    // Anything else is looked up in the ledger: a search for it.
+                    self.view = View::Ledger;
+                    self.state_mut(View::Ledger).filter = focus;
+                    self.state_mut(View::Ledger).selected = 0;
+                    self.ledger_offset = 0;
+                    self.ledger = Loaded::Loading;
+                    return vec![Effect::LoadLedger(self.ledger_query())];
+                }
+            }
+        } else if start.view.is_none() {
+            // Nothing to review but sends to reconcile: open where the work is.
+            let no_drafts =
+                self.no_queue.is_some() || self.approvals.ready().is_some_and(|d| d.is_empty());
+            let unknown = self.unknown.ready().is_some_and(|u| !u.is_empty());
+            if self.view == View::Approvals && no_drafts && unknown {
+                self.view = View::Unknown;
+            }
+        }
+        Vec::new()
+    }
+
+    /// Marks of what no longer is listed (settled, decided, gone) are dropped.
+    fn prune_marks(&mut self) {
+        if let Some(drafts) = self.approvals.ready() {
+            let ids: std::collections::HashSet<String> =
+                drafts.iter().map(|d| d.id.to_string()).collect();
+            self.views[View::Approvals.index()]
+                .marked
+                .retain(|id| ids.contains(id));
+        }
+        if let Some(entries) = self.unknown.ready() {
+            let keys: std::collections::HashSet<&str> = entries.iter().map(|e| e.key()).collect();
+            self.views[View::Unknown.index()]
+                .marked
+                .retain(|k| keys.contains(k.as_str()));
         }
     }
 
     fn clamp(&mut self) {
         for view in View::ALL {
-            let count = match view {
-                View::Approvals => self.visible_drafts().len(),
-                View::Unknown => self.visible_unknown().len(),
-                View::Ledger => self.visible_ledger().len(),
-            };
-            let s = &mut self.selected[slot(view)];
+            let count = self.row_count(view);
+            let s = &mut self.state_mut(view).selected;
             *s = (*s).min(count.saturating_sub(1));
+        }
+    }
+
+    fn mouse(&mut self, kind: MouseEventKind, column: u16, row: u16) -> Vec<Effect> {
+        let hit = view::hit(self, column, row);
+        match (kind, hit) {
+            (MouseEventKind::Down(MouseButton::Left), Hit::Row(i)) => {
+                if i < self.row_count(self.view) {
+                    self.state_mut(self.view).selected = i;
+                    self.detail_scroll = 0;
+                    self.diff_base = None;
+                }
+                Vec::new()
+            }
+            (MouseEventKind::ScrollDown, Hit::Detail) => self.command(Command::ScrollDetailDown),
+            (MouseEventKind::ScrollUp, Hit::Detail) => self.command(Command::ScrollDetailUp),
+            (MouseEventKind::ScrollDown, _) => self.command(Command::Down),
+            (MouseEventKind::ScrollUp, _) => self.command(Command::Up),
+            _ => Vec::new(),
         }
     }
 
@@ -495,6 +685,13 @@ impl App {
             );
             return Vec::new();
         }
+        // A key after the UI opened is the person choosing: it no longer moves itself.
+        self.start.view = self.start.view.or(Some(self.view));
+        // What the status said has been read: the next key clears it (a decision
+        // still being written keeps saying so).
+        if !self.working() {
+            self.status = None;
+        }
         if self.overlay.is_none() {
             self.overlay_stale = false;
         }
@@ -504,11 +701,6 @@ impl App {
         if let Some(input) = self.filter_input.take() {
             return self.filter_key(input, key);
         }
-        // Esc backs out of whatever is narrowing the view: its filter.
-        if key.code == KeyCode::Esc && !self.filters[slot(self.view)].is_empty() {
-            self.filters[slot(self.view)].clear();
-            return self.after_filter();
-        }
         match command_for(self.view, &key) {
             Some(command) => self.command(command),
             None => Vec::new(),
@@ -517,25 +709,34 @@ impl App {
 
     fn filter_key(&mut self, mut input: Input, key: KeyEvent) -> Vec<Effect> {
         match key.code {
-            KeyCode::Esc => {
-                self.filters[slot(self.view)].clear();
-                self.after_filter()
-            }
+            KeyCode::Esc => self.set_filter(String::new()),
             KeyCode::Enter => {
-                self.filters[slot(self.view)] = input.value().trim().to_owned();
-                self.after_filter()
+                let text = input.value().trim().to_owned();
+                if text == self.filter(self.view) {
+                    return Vec::new();
+                }
+                self.set_filter(text)
             }
             _ => {
                 input.handle_event(&Event::Key(key));
+                let text = input.value().trim().to_owned();
                 self.filter_input = Some(input);
-                Vec::new()
+                if text == self.filter(self.view) {
+                    return Vec::new();
+                }
+                self.set_filter(text)
             }
         }
     }
 
-    fn after_filter(&mut self) -> Vec<Effect> {
-        self.selected[slot(self.view)] = 0;
-        if self.view == View::Ledger {
+    fn set_filter(&mut self, text: String) -> Vec<Effect> {
+        let view = self.view;
+        let state = self.state_mut(view);
+        state.filter = text;
+        state.selected = 0;
+        self.detail_scroll = 0;
+        self.diff_base = None;
+        if view == View::Ledger {
             self.ledger_offset = 0;
             self.ledger = Loaded::Loading;
             return vec![Effect::LoadLedger(self.ledger_query())];
@@ -543,21 +744,27 @@ impl App {
         Vec::new()
     }
 
-    fn command(&mut self, command: Command) -> Vec<Effect> {
-        if matches!(
+    /// The commands that write a decision.
+    fn decides(command: Command) -> bool {
+        matches!(
             command,
             Command::Approve
                 | Command::Reject
                 | Command::Recheck
                 | Command::MarkSent
                 | Command::MarkFailed
-        ) && let Some(why) = self.decisions_off()
+        )
+    }
+
+    fn command(&mut self, command: Command) -> Vec<Effect> {
+        if Self::decides(command)
+            && let Some(why) = self.decisions_off()
         {
             self.say(&why, false);
             return Vec::new();
         }
-        let rows = self.row_count();
-        let s = slot(self.view);
+        let view = self.view;
+        let rows = self.row_count(view);
         if matches!(
             command,
             Command::Up
@@ -571,6 +778,7 @@ impl App {
                 | Command::Show(_)
         ) {
             self.detail_scroll = 0;
+            self.diff_base = None;
         }
         match command {
             Command::ScrollDetailDown => self.detail_scroll = self.detail_scroll.saturating_add(3),
@@ -579,23 +787,49 @@ impl App {
                 self.quit = true;
                 return vec![Effect::Quit];
             }
-            Command::NextView => self.view = self.view.next(),
-            Command::PreviousView => self.view = self.view.previous(),
-            Command::Show(view) => self.view = view,
-            Command::Up => self.selected[s] = self.selected[s].saturating_sub(1),
+            Command::NextView => self.view = view.next(),
+            Command::PreviousView => self.view = view.previous(),
+            Command::Show(to) => self.view = to,
+            Command::Up => {
+                let s = &mut self.state_mut(view).selected;
+                *s = s.saturating_sub(1);
+            }
             Command::Down => return self.move_down(1, rows),
             Command::PageUp => {
-                self.selected[s] = self.selected[s].saturating_sub(self.page_rows());
-                if self.view == View::Ledger && self.selected[s] == 0 && self.ledger_offset > 0 {
+                let by = self.page_rows();
+                let s = &mut self.state_mut(view).selected;
+                *s = s.saturating_sub(by);
+                let at_top = *s == 0;
+                if view == View::Ledger && at_top && self.ledger_offset > 0 {
                     return self.turn_ledger_page(false);
                 }
             }
             Command::PageDown => return self.move_down(self.page_rows(), rows),
-            Command::Top => self.selected[s] = 0,
-            Command::Bottom => self.selected[s] = rows.saturating_sub(1),
+            Command::Top => self.state_mut(view).selected = 0,
+            Command::Bottom => self.state_mut(view).selected = rows.saturating_sub(1),
             Command::Help => self.overlay = Some(Overlay::Help),
+            Command::CommandLine => self.overlay = Some(Overlay::Command(Input::default())),
             Command::Filter => {
-                self.filter_input = Some(Input::new(self.filters[s].clone()));
+                self.filter_input = Some(Input::new(self.filter(view).to_owned()));
+            }
+            Command::Back => {
+                let state = self.state_mut(view);
+                if !state.marked.is_empty() {
+                    let n = state.marked.len();
+                    state.marked.clear();
+                    self.say(&format!("Cleared {n} mark(s)."), true);
+                } else if !state.filter.is_empty() {
+                    return self.set_filter(String::new());
+                }
+            }
+            Command::ToggleMark => self.toggle_mark(),
+            Command::MarkAll => self.mark_all(),
+            Command::Sort => {
+                let state = self.state_mut(view);
+                state.sort = state.sort.next();
+                state.selected = 0;
+                let label = state.sort.label();
+                self.say(&format!("Sorted {label}."), true);
             }
             Command::CycleStatus => {
                 self.ledger_status = match self.ledger_status {
@@ -605,7 +839,7 @@ impl App {
                     Some(Status::Failed) => None,
                 };
                 self.ledger_offset = 0;
-                self.selected[s] = 0;
+                self.state_mut(view).selected = 0;
                 self.ledger = Loaded::Loading;
                 return vec![Effect::LoadLedger(self.ledger_query())];
             }
@@ -616,18 +850,7 @@ impl App {
                 );
             }
             Command::Approve => self.open_approve(),
-            Command::Reject => {
-                if let Some(draft) = self.selected_draft() {
-                    let (id, revision, version) = (draft.id, draft.revision, draft.version);
-                    self.overlay = Some(Overlay::Form(Form::new(
-                        FormKind::Reject { id, version },
-                        format!("Reject draft {id} (revision {revision})"),
-                        vec![field("Reason", "", true), field("Name", &self.by, true)],
-                    )));
-                } else {
-                    self.say("No draft selected.", false);
-                }
-            }
+            Command::Reject => self.open_reject(),
             Command::Recheck => match self.selected_draft() {
                 Some(draft) if draft.recheck.is_some() => {
                     let id = draft.id;
@@ -646,67 +869,107 @@ impl App {
                 None => self.say("No draft selected.", false),
             },
             Command::MarkSent | Command::MarkFailed => {
-                let sent = command == Command::MarkSent;
-                if let Some(entry) = self.selected_unknown() {
-                    let key = entry.key().to_owned();
-                    let in_flight = self.maybe_in_flight(entry);
-                    let seen = Seen::entry(entry);
-                    let short = crate::text::visible_inline(&short_key(&key)).into_owned();
-                    let mut fields = vec![field("Note", "", false), field("Name", &self.by, true)];
-                    let (kind, title) = if sent {
-                        fields.push(field("Provider id", "", false));
-                        (
-                            FormKind::MarkSent {
-                                key,
-                                in_flight,
-                                seen,
-                            },
-                            format!("Mark {short} sent"),
-                        )
-                    } else {
-                        (
-                            FormKind::MarkFailed {
-                                key,
-                                in_flight,
-                                seen,
-                            },
-                            format!("Mark {short} failed"),
-                        )
-                    };
-                    self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
+                let status = if command == Command::MarkSent {
+                    Status::Sent
                 } else {
-                    self.say("No unknown send selected.", false);
-                }
+                    Status::Failed
+                };
+                self.open_settle(status);
             }
+            Command::Copy => return self.copy(),
+            Command::Page => return self.page(),
+            Command::OlderDiffBase => self.move_diff_base(true),
+            Command::NewerDiffBase => self.move_diff_base(false),
         }
         Vec::new()
     }
 
     fn move_down(&mut self, by: usize, rows: usize) -> Vec<Effect> {
-        let s = slot(self.view);
-        let wanted = self.selected[s] + by;
-        if self.view == View::Ledger && wanted >= rows && rows == LEDGER_PAGE {
+        let view = self.view;
+        let wanted = self.selected(view) + by;
+        if view == View::Ledger && wanted >= rows && rows == LEDGER_PAGE {
             return self.turn_ledger_page(true);
         }
-        self.selected[s] = wanted.min(rows.saturating_sub(1));
+        self.state_mut(view).selected = wanted.min(rows.saturating_sub(1));
         Vec::new()
     }
 
     /// Loads the next (or previous) page of the ledger view from the store.
     fn turn_ledger_page(&mut self, forward: bool) -> Vec<Effect> {
-        let s = slot(View::Ledger);
         if forward {
             self.ledger_offset += LEDGER_PAGE;
-            self.selected[s] = 0;
+            self.state_mut(View::Ledger).selected = 0;
         } else {
             self.ledger_offset = self.ledger_offset.saturating_sub(LEDGER_PAGE);
-            self.selected[s] = LEDGER_PAGE - 1;
+            self.state_mut(View::Ledger).selected = LEDGER_PAGE - 1;
         }
         self.ledger = Loaded::Loading;
         vec![Effect::LoadLedger(self.ledger_query())]
     }
 
+    /// The id (a draft's) or key (an entry's) of the selected row, for marks.
+    fn selected_mark_id(&self) -> Option<String> {
+        match self.view {
+            View::Approvals => self.selected_draft().map(|d| d.id.to_string()),
+            View::Unknown => self.selected_unknown().map(|e| e.key().to_owned()),
+            _ => None,
+        }
+    }
+
+    fn toggle_mark(&mut self) {
+        let Some(id) = self.selected_mark_id() else {
+            self.say("Nothing selected to mark.", false);
+            return;
+        };
+        let view = self.view;
+        let marked = &mut self.state_mut(view).marked;
+        if !marked.remove(&id) {
+            marked.insert(id);
+        }
+        let rows = self.row_count(view);
+        self.move_down(1, rows);
+    }
+
+    fn mark_all(&mut self) {
+        let view = self.view;
+        let ids: Vec<String> = match view {
+            View::Approvals => self
+                .visible_drafts()
+                .iter()
+                .map(|d| d.id.to_string())
+                .collect(),
+            View::Unknown => self
+                .visible_unknown()
+                .iter()
+                .map(|e| e.key().to_owned())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let marked = &mut self.state_mut(view).marked;
+        // Pressed again when everything shown is marked, it unmarks them (as k9s does).
+        if !ids.is_empty() && ids.iter().all(|id| marked.contains(id)) {
+            for id in &ids {
+                marked.remove(id);
+            }
+            self.say(&format!("Unmarked {} row(s).", ids.len()), true);
+        } else {
+            let n = ids.len();
+            marked.extend(ids);
+            self.say(
+                &format!("Marked {n} row(s) the filter shows; Esc clears the marks."),
+                true,
+            );
+        }
+    }
+
     fn open_approve(&mut self) {
+        if !self.state(View::Approvals).marked.is_empty() {
+            self.say(
+                "Approving is one draft at a time: a person approves a payload they read. Esc clears the marks.",
+                false,
+            );
+            return;
+        }
         let Some(draft) = self.selected_draft() else {
             self.say("No draft selected.", false);
             return;
@@ -718,6 +981,7 @@ impl App {
             version: draft.version,
             suspicious: draft.suspicious(),
             drifted: drift.changed > 0,
+            unchecked: matches!(drift.status, DriftStatus::NotChecked) && !drift.rows.is_empty(),
         };
         let title = format!("Approve draft {} (revision {})", draft.id, draft.revision);
         let fields = vec![
@@ -728,13 +992,267 @@ impl App {
         self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
     }
 
-    /// Whether the status line says a decision is still being written.
-    pub fn working(&self) -> bool {
-        matches!(&self.status, Some((message, _)) if message == WORKING)
+    fn open_reject(&mut self) {
+        let marked = &self.state(View::Approvals).marked;
+        if !marked.is_empty() {
+            let drafts: Vec<(i64, i64)> = self
+                .approvals
+                .ready()
+                .map(|all| {
+                    all.iter()
+                        .filter(|d| marked.contains(&d.id.to_string()))
+                        .map(|d| (d.id, d.version))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let n = drafts.len();
+            self.overlay = Some(Overlay::Form(Form::new(
+                FormKind::RejectMany { drafts },
+                format!("Reject {n} marked drafts"),
+                vec![field("Reason", "", true), field("Name", &self.by, true)],
+            )));
+            return;
+        }
+        if let Some(draft) = self.selected_draft() {
+            let (id, revision, version) = (draft.id, draft.revision, draft.version);
+            self.overlay = Some(Overlay::Form(Form::new(
+                FormKind::Reject { id, version },
+                format!("Reject draft {id} (revision {revision})"),
+                vec![field("Reason", "", true), field("Name", &self.by, true)],
+            )));
+        } else {
+            self.say("No draft selected.", false);
+        }
     }
 
-    fn say(&mut self, message: &str, ok: bool) {
-        self.status = Some((message.to_owned(), ok));
+    fn open_settle(&mut self, status: Status) {
+        let sent = status == Status::Sent;
+        let marked = &self.state(View::Unknown).marked;
+        if !marked.is_empty() {
+            let sends: Vec<Settle> = self
+                .unknown
+                .ready()
+                .map(|all| {
+                    all.iter()
+                        .filter(|e| marked.contains(e.key()))
+                        .map(|e| Settle {
+                            key: e.key().to_owned(),
+                            who: crate::text::visible_inline(&entry_who(e)).into_owned(),
+                            in_flight: self.maybe_in_flight(e),
+                            seen: Seen::entry(e),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let n = sends.len();
+            self.overlay = Some(Overlay::Form(Form::new(
+                FormKind::SettleMany { status, sends },
+                format!("Mark {n} marked sends {}", status.as_str()),
+                vec![field("Note", "", false), field("Name", &self.by, true)],
+            )));
+            return;
+        }
+        let Some(entry) = self.selected_unknown() else {
+            self.say("No unknown send selected.", false);
+            return;
+        };
+        let key = entry.key().to_owned();
+        let in_flight = self.maybe_in_flight(entry);
+        let seen = Seen::entry(entry);
+        let short = crate::text::visible_inline(&short_key(&key)).into_owned();
+        let mut fields = vec![field("Note", "", false), field("Name", &self.by, true)];
+        let (kind, title) = if sent {
+            fields.push(field("Provider id", "", false));
+            (
+                FormKind::MarkSent {
+                    key,
+                    in_flight,
+                    seen,
+                },
+                format!("Mark {short} sent"),
+            )
+        } else {
+            (
+                FormKind::MarkFailed {
+                    key,
+                    in_flight,
+                    seen,
+                },
+                format!("Mark {short} failed"),
+            )
+        };
+        self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
+    }
+
+    /// What `y` can copy from the selected row.
+    pub fn copy_choices(&self) -> Vec<CopyChoice> {
+        let mut choices = Vec::new();
+        let mut entry_choices = |entry: &Entry| {
+            choices.push(CopyChoice {
+                key: 'k',
+                what: "key",
+                text: entry.key().to_owned(),
+            });
+            if let Some(id) = entry.provider_id() {
+                choices.push(CopyChoice {
+                    key: 'p',
+                    what: "provider id",
+                    text: id.to_owned(),
+                });
+            }
+        };
+        match self.view {
+            View::Approvals => {
+                if let Some(draft) = self.selected_draft() {
+                    choices.push(CopyChoice {
+                        key: 'i',
+                        what: "draft id",
+                        text: draft.id.to_string(),
+                    });
+                    choices.push(CopyChoice {
+                        key: 'k',
+                        what: "key",
+                        text: draft.key.clone(),
+                    });
+                }
+            }
+            View::Unknown => {
+                if let Some(entry) = self.selected_unknown() {
+                    entry_choices(entry);
+                }
+            }
+            View::Ledger => {
+                if let Some(entry) = self.selected_entry() {
+                    entry_choices(entry);
+                }
+            }
+            View::Decisions => {
+                if let Some(decision) = self.selected_decision() {
+                    choices.push(CopyChoice {
+                        key: 's',
+                        what: "subject",
+                        text: decision.subject.clone(),
+                    });
+                }
+            }
+        }
+        choices
+    }
+
+    fn copy(&mut self) -> Vec<Effect> {
+        let mut choices = self.copy_choices();
+        match choices.len() {
+            0 => {
+                self.say("Nothing selected to copy.", false);
+                Vec::new()
+            }
+            1 => {
+                let choice = choices.remove(0);
+                vec![Effect::Copy {
+                    what: choice.what.to_owned(),
+                    text: choice.text,
+                }]
+            }
+            _ => {
+                self.overlay = Some(Overlay::Copy(choices));
+                Vec::new()
+            }
+        }
+    }
+
+    /// The revisions the selected draft's payload can be compared with, newest first.
+    pub fn diff_bases(&self) -> Vec<i64> {
+        let Some(draft) = self.selected_draft() else {
+            return Vec::new();
+        };
+        let mut bases: Vec<i64> = draft
+            .revisions
+            .iter()
+            .map(|r| r.revision)
+            .filter(|r| *r < draft.revision)
+            .collect();
+        bases.sort_unstable_by(|a, b| b.cmp(a));
+        bases
+    }
+
+    /// The revision the payload is compared with now, if any.
+    pub fn diff_base_of(&self, draft: &Draft) -> Option<i64> {
+        self.diff_base
+            .filter(|b| draft.revision_of(*b).is_some() && *b < draft.revision)
+            .or_else(|| {
+                if draft.edited_after_approval() {
+                    draft.approved_revision
+                } else {
+                    draft.revision_of(draft.revision - 1).map(|r| r.revision)
+                }
+            })
+    }
+
+    fn move_diff_base(&mut self, older: bool) {
+        let Some(draft) = self.selected_draft() else {
+            self.say("No draft selected.", false);
+            return;
+        };
+        let bases = self.diff_bases();
+        let Some(current) = self.diff_base_of(draft) else {
+            self.say(
+                "This draft has one revision: there is nothing to compare.",
+                false,
+            );
+            return;
+        };
+        let approved = draft.approved_revision;
+        let at = bases.iter().position(|b| *b == current).unwrap_or(0);
+        let next = if older {
+            bases.get(at + 1)
+        } else {
+            at.checked_sub(1).and_then(|i| bases.get(i))
+        };
+        match next {
+            Some(base) => {
+                let base = *base;
+                self.diff_base = Some(base);
+                self.detail_scroll = 0;
+                let approved = if approved == Some(base) {
+                    " (the approved one)"
+                } else {
+                    ""
+                };
+                self.say(&format!("Comparing with revision {base}{approved}."), true);
+            }
+            None => self.say(
+                &format!(
+                    "Already comparing with the {} revision there is ({current}).",
+                    if older { "oldest" } else { "newest" }
+                ),
+                false,
+            ),
+        }
+    }
+
+    fn page(&mut self) -> Vec<Effect> {
+        let page = match self.view {
+            View::Approvals => self.selected_draft().map(|draft| {
+                (
+                    format!("draft {}", draft.id),
+                    view::draft_text(draft, self.diff_base_of(draft)),
+                )
+            }),
+            View::Unknown => self
+                .selected_unknown()
+                .map(|e| (format!("entry {}", short_key(e.key())), view::entry_text(e))),
+            View::Ledger => self
+                .selected_entry()
+                .map(|e| (format!("entry {}", short_key(e.key())), view::entry_text(e))),
+            View::Decisions => None,
+        };
+        match page {
+            Some((title, text)) => vec![Effect::Page { title, text }],
+            None => {
+                self.say("Nothing selected to open.", false);
+                Vec::new()
+            }
+        }
     }
 
     fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Vec<Effect> {
@@ -761,6 +1279,83 @@ impl App {
                 }
             },
             Overlay::Form(form) => self.form_key(form, key),
+            Overlay::Command(input) => self.command_line_key(input, key),
+            Overlay::Copy(choices) => match key.code {
+                KeyCode::Esc | KeyCode::Char('q') => Vec::new(),
+                KeyCode::Char(c) => match choices.iter().find(|choice| choice.key == c) {
+                    Some(choice) => vec![Effect::Copy {
+                        what: choice.what.to_owned(),
+                        text: choice.text.clone(),
+                    }],
+                    None => {
+                        self.overlay = Some(Overlay::Copy(choices));
+                        Vec::new()
+                    }
+                },
+                _ => {
+                    self.overlay = Some(Overlay::Copy(choices));
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    fn command_line_key(&mut self, mut input: Input, key: KeyEvent) -> Vec<Effect> {
+        match key.code {
+            KeyCode::Esc => Vec::new(),
+            KeyCode::Tab => {
+                let typed = input.value().trim().to_owned();
+                let found = keymap::completions(self.view, &typed);
+                if let Some(first) = found.first() {
+                    // The longest prefix every completion shares; the whole name when
+                    // there is one.
+                    let mut common = first.to_string();
+                    for name in &found[1..] {
+                        while !name.starts_with(&common) {
+                            common.pop();
+                        }
+                    }
+                    input = Input::new(common);
+                }
+                self.overlay = Some(Overlay::Command(input));
+                Vec::new()
+            }
+            KeyCode::Enter => {
+                let typed = input.value().trim().to_owned();
+                if typed.is_empty() {
+                    return Vec::new();
+                }
+                let found = keymap::completions(self.view, &typed);
+                let command = keymap::command_named(self.view, &typed).or_else(|| {
+                    (found.len() == 1)
+                        .then(|| keymap::command_named(self.view, found[0]))
+                        .flatten()
+                });
+                match command {
+                    Some(command) => self.command(command),
+                    None => {
+                        let names = keymap::completions(self.view, "");
+                        let hint = if found.len() > 1 {
+                            format!("it could be {}", found.join(", "))
+                        } else {
+                            format!("here: {}", names.join(", "))
+                        };
+                        self.say(
+                            &format!(
+                                "No command {}; {hint}.",
+                                crate::text::visible_inline(&typed)
+                            ),
+                            false,
+                        );
+                        Vec::new()
+                    }
+                }
+            }
+            _ => {
+                input.handle_event(&Event::Key(key));
+                self.overlay = Some(Overlay::Command(input));
+                Vec::new()
+            }
         }
     }
 
@@ -768,6 +1363,11 @@ impl App {
         if let Some(why) = self.decisions_off() {
             self.say(&why, false);
             return Vec::new();
+        }
+        if matches!(confirm.effect, Effect::Batch(_)) {
+            // What was settled is no longer marked; what is refused stays listed.
+            self.views[View::Unknown.index()].marked.clear();
+            self.views[View::Approvals.index()].marked.clear();
         }
         self.say(WORKING, true);
         vec![confirm.effect]
@@ -788,7 +1388,7 @@ impl App {
                     self.say(&why, false);
                     return Vec::new();
                 }
-                match self.submit(&form) {
+                match submit(&form, self.older_than_ms) {
                     Ok(confirm) => {
                         self.overlay = Some(Overlay::Confirm(confirm));
                         return Vec::new();
@@ -806,160 +1406,4 @@ impl App {
         self.overlay = Some(Overlay::Form(form));
         Vec::new()
     }
-
-    /// Checks a form and turns it into the confirmation of what it will do.
-    fn submit(&self, form: &Form) -> Result<Confirm, String> {
-        if let Some(missing) = form
-            .fields
-            .iter()
-            .find(|f| f.required && f.input.value().trim().is_empty())
-        {
-            return Err(format!("{} is needed.", missing.label));
-        }
-        let by = form.value("Name");
-        let optional = |label: &str| Some(form.value(label)).filter(|v| !v.is_empty());
-        Ok(match &form.kind {
-            FormKind::Approve {
-                id,
-                revision,
-                version,
-                suspicious,
-                drifted,
-            } => {
-                let ttl = form.value("TTL");
-                let ms = duration::parse_duration(&ttl).map_err(|e| format!("TTL: {e}"))?;
-                if ms <= 0.0 {
-                    return Err("TTL must be longer than zero.".into());
-                }
-                let mut lines = vec![format!(
-                    "Approve draft {id} (revision {revision}) for {ttl}, as {by}?"
-                )];
-                if *drifted {
-                    lines.push(
-                        "Its facts have changed since it was submitted: dispatch will refuse (stale_facts) until they match again."
-                            .into(),
-                    );
-                }
-                Confirm {
-                    title: "Approve".into(),
-                    lines,
-                    warning: suspicious.then(|| {
-                        "The payload holds control, escape, bidi or invisible characters (shown as marks). Approve it anyway? Press y."
-                            .to_owned()
-                    }),
-                    effect: Effect::Approve {
-                        id: *id,
-                        revision: *revision,
-                        version: *version,
-                        ttl,
-                        by,
-                        note: optional("Note"),
-                    },
-                }
-            }
-            FormKind::Reject { id, version } => {
-                let reason = form.value("Reason");
-                Confirm {
-                    title: "Reject".into(),
-                    lines: vec![
-                        format!("Reject draft {id} as {by}?"),
-                        format!("Reason: {reason}"),
-                    ],
-                    warning: None,
-                    effect: Effect::Reject {
-                        id: *id,
-                        version: *version,
-                        reason,
-                        by,
-                    },
-                }
-            }
-            FormKind::MarkSent {
-                key,
-                in_flight,
-                seen,
-            }
-            | FormKind::MarkFailed {
-                key,
-                in_flight,
-                seen,
-            } => {
-                let sent = matches!(form.kind, FormKind::MarkSent { .. });
-                let short = short_key(key);
-                let then = if sent {
-                    "It will not be sent again."
-                } else {
-                    "The next attempt for this key will send it."
-                };
-                let mut lines = vec![format!(
-                    "Mark {short} {} as {by}? {then}",
-                    if sent { "sent" } else { "failed" }
-                )];
-                if let Some(note) = optional("Note") {
-                    lines.push(format!("Note: {note}"));
-                }
-                if *in_flight {
-                    lines.push(format!(
-                        "It was claimed less than {} ago and may still be sending: check with the provider first.",
-                        duration::format_duration(self.older_than_ms)
-                    ));
-                }
-                Confirm {
-                    title: if sent { "Mark sent" } else { "Mark failed" }.into(),
-                    lines,
-                    warning: None,
-                    effect: Effect::Resolve {
-                        key: key.clone(),
-                        status: if sent { Status::Sent } else { Status::Failed },
-                        by,
-                        note: optional("Note"),
-                        provider_id: if sent { optional("Provider id") } else { None },
-                        seen: seen.clone(),
-                    },
-                }
-            }
-        })
-    }
-}
-
-fn field(label: &'static str, value: &str, required: bool) -> Field {
-    Field {
-        label,
-        input: Input::new(value.to_owned()),
-        required,
-    }
-}
-
-fn loaded<T>(result: Result<T, String>) -> Loaded<T> {
-    match result {
-        Ok(t) => Loaded::Ready(t),
-        Err(e) => Loaded::Failed(e),
-    }
-}
-
-/// A key as a person reads it: the first 12 characters of a 64-character hash.
-pub fn short_key(key: &str) -> String {
-    if key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()) {
-        format!("{}…", &key[..12])
-    } else {
-        key.to_owned()
-    }
-}
-
-fn draft_matches(draft: &Draft, filter: &str) -> bool {
-    contains(&draft.key, filter)
-        || draft.id.to_string() == filter
-        || draft.meta.as_ref().is_some_and(|m| {
-            m.values()
-                .any(|v| v.as_str().is_some_and(|s| contains(s, filter)))
-        })
-}
-
-fn entry_matches(entry: &Entry, filter: &str) -> bool {
-    contains(entry.key(), filter)
-        || entry.error().is_some_and(|e| contains(e, filter))
-        || entry.meta().is_some_and(|m| {
-            m.values()
-                .any(|v| v.as_str().is_some_and(|s| contains(s, filter)))
-        })
 }

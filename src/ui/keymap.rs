@@ -1,5 +1,6 @@
-//! One table of keys: what each does, where, and how it is labelled. The footer hints
-//! and the help overlay are both drawn from it, so they cannot drift apart.
+//! One table of keys: what each does, where, how it is labelled and what it is called
+//! on the `:` command line. The footer hints, the help overlay, the command line's
+//! completion and the key routing are all drawn from it, so they cannot drift apart.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -8,29 +9,50 @@ pub enum View {
     Approvals,
     Unknown,
     Ledger,
+    Decisions,
 }
 
 impl View {
-    pub const ALL: [View; 3] = [View::Approvals, View::Unknown, View::Ledger];
+    pub const ALL: [View; 4] = [
+        View::Approvals,
+        View::Unknown,
+        View::Ledger,
+        View::Decisions,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
             View::Approvals => "Approvals",
             View::Unknown => "Unknown sends",
             View::Ledger => "Ledger",
+            View::Decisions => "Decisions",
         }
+    }
+
+    /// The name `--view` and the command line know it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Approvals => "approvals",
+            View::Unknown => "unknown",
+            View::Ledger => "ledger",
+            View::Decisions => "decisions",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<View> {
+        View::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    pub fn index(self) -> usize {
+        View::ALL.iter().position(|v| *v == self).unwrap_or(0)
     }
 
     pub fn next(self) -> View {
-        match self {
-            View::Approvals => View::Unknown,
-            View::Unknown => View::Ledger,
-            View::Ledger => View::Approvals,
-        }
+        View::ALL[(self.index() + 1) % View::ALL.len()]
     }
 
     pub fn previous(self) -> View {
-        self.next().next()
+        View::ALL[(self.index() + View::ALL.len() - 1) % View::ALL.len()]
     }
 }
 
@@ -48,6 +70,8 @@ pub enum Command {
     Bottom,
     Help,
     Filter,
+    /// Clears the marks, else the filter.
+    Back,
     Approve,
     Reject,
     Recheck,
@@ -56,19 +80,29 @@ pub enum Command {
     CycleStatus,
     ScrollDetailDown,
     ScrollDetailUp,
+    ToggleMark,
+    MarkAll,
+    Sort,
+    Copy,
+    Page,
+    OlderDiffBase,
+    NewerDiffBase,
+    CommandLine,
 }
 
 pub struct Binding {
     pub keys: &'static [(KeyCode, KeyModifiers)],
-    /// How the key is written in hints: "a", "j/k", "Tab".
+    /// How the keys are written in the help: "j/↓", "PgDn/C-d".
     pub key_label: &'static str,
     pub command: Command,
     pub label: &'static str,
+    /// Its name on the `:` command line.
+    pub name: &'static str,
     pub group: &'static str,
     /// The views it works in; empty means every view.
     pub views: &'static [View],
-    /// Shown in the footer (the help overlay shows every binding).
-    pub hint: bool,
+    /// The footer's short form, when it is shown there: ("j/k", "move").
+    pub hint: Option<(&'static str, &'static str)>,
 }
 
 const NONE: KeyModifiers = KeyModifiers::NONE;
@@ -80,109 +114,221 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('a'), NONE)],
         key_label: "a",
         command: Command::Approve,
-        label: "approve",
+        label: "approve the draft",
+        name: "approve",
         group: "Decide",
         views: &[View::Approvals],
-        hint: true,
+        hint: Some(("a", "approve")),
     },
     Binding {
         keys: &[(KeyCode::Char('r'), NONE)],
         key_label: "r",
         command: Command::Reject,
         label: "reject",
+        name: "reject",
         group: "Decide",
         views: &[View::Approvals],
-        hint: true,
+        hint: Some(("r", "reject")),
     },
     Binding {
         keys: &[(KeyCode::Char('c'), NONE)],
         key_label: "c",
         command: Command::Recheck,
-        label: "recheck facts",
+        label: "recheck the facts",
+        name: "recheck",
         group: "Decide",
         views: &[View::Approvals],
-        hint: true,
+        hint: Some(("c", "recheck")),
     },
     Binding {
         keys: &[(KeyCode::Char('s'), NONE)],
         key_label: "s",
         command: Command::MarkSent,
         label: "mark sent",
+        name: "mark-sent",
         group: "Decide",
         views: &[View::Unknown],
-        hint: true,
+        hint: Some(("s", "sent")),
     },
     Binding {
         keys: &[(KeyCode::Char('f'), NONE)],
         key_label: "f",
         command: Command::MarkFailed,
         label: "mark failed",
+        name: "mark-failed",
         group: "Decide",
         views: &[View::Unknown],
-        hint: true,
+        hint: Some(("f", "failed")),
     },
     Binding {
-        keys: &[(KeyCode::Char('t'), NONE)],
-        key_label: "t",
-        command: Command::CycleStatus,
-        label: "status filter",
-        group: "Find",
-        views: &[View::Ledger],
-        hint: true,
+        keys: &[(KeyCode::Char(' '), NONE)],
+        key_label: "Space",
+        command: Command::ToggleMark,
+        label: "mark row for s, f, r",
+        name: "mark",
+        group: "Marks",
+        views: &[View::Approvals, View::Unknown],
+        hint: Some(("Space", "mark")),
+    },
+    Binding {
+        keys: &[(KeyCode::Char('a'), CTRL)],
+        key_label: "C-a",
+        command: Command::MarkAll,
+        label: "mark every row shown",
+        name: "mark-all",
+        group: "Marks",
+        views: &[View::Approvals, View::Unknown],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Esc, NONE)],
+        key_label: "Esc",
+        command: Command::Back,
+        label: "clear marks, filter",
+        name: "clear",
+        group: "Marks",
+        views: &[],
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char('/'), NONE)],
         key_label: "/",
         command: Command::Filter,
-        label: "filter",
+        label: "filter as you type",
+        name: "filter",
         group: "Find",
         views: &[],
-        hint: true,
+        hint: Some(("/", "filter")),
+    },
+    Binding {
+        keys: &[(KeyCode::Char('S'), SHIFT), (KeyCode::Char('S'), NONE)],
+        key_label: "S",
+        command: Command::Sort,
+        label: "cycle the sort",
+        name: "sort",
+        group: "Find",
+        views: &[View::Approvals, View::Unknown],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('t'), NONE)],
+        key_label: "t",
+        command: Command::CycleStatus,
+        label: "cycle status filter",
+        name: "status",
+        group: "Find",
+        views: &[View::Ledger],
+        hint: Some(("t", "status")),
+    },
+    Binding {
+        keys: &[(KeyCode::Char('o'), NONE)],
+        key_label: "o",
+        command: Command::Page,
+        label: "open in $PAGER",
+        name: "open",
+        group: "Read",
+        views: &[View::Approvals, View::Unknown, View::Ledger],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('['), NONE)],
+        key_label: "[",
+        command: Command::OlderDiffBase,
+        label: "older diff base",
+        name: "diff-older",
+        group: "Read",
+        views: &[View::Approvals],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char(']'), NONE)],
+        key_label: "]",
+        command: Command::NewerDiffBase,
+        label: "newer diff base",
+        name: "diff-newer",
+        group: "Read",
+        views: &[View::Approvals],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('y'), NONE)],
+        key_label: "y",
+        command: Command::Copy,
+        label: "copy key or id",
+        name: "copy",
+        group: "Read",
+        views: &[],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('J'), SHIFT), (KeyCode::Char('J'), NONE)],
+        key_label: "J",
+        command: Command::ScrollDetailDown,
+        label: "scroll details down",
+        name: "details-down",
+        group: "Read",
+        views: &[],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('K'), SHIFT), (KeyCode::Char('K'), NONE)],
+        key_label: "K",
+        command: Command::ScrollDetailUp,
+        label: "scroll details up",
+        name: "details-up",
+        group: "Read",
+        views: &[],
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char('j'), NONE), (KeyCode::Down, NONE)],
-        key_label: "j/k",
+        key_label: "j/↓",
         command: Command::Down,
-        label: "move",
+        label: "down",
+        name: "down",
         group: "Move",
         views: &[],
-        hint: true,
+        hint: Some(("j/k", "move")),
     },
     Binding {
         keys: &[(KeyCode::Char('k'), NONE), (KeyCode::Up, NONE)],
         key_label: "k/↑",
         command: Command::Up,
         label: "up",
+        name: "up",
         group: "Move",
         views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::PageDown, NONE), (KeyCode::Char('d'), CTRL)],
-        key_label: "PgDn",
+        key_label: "PgDn/C-d",
         command: Command::PageDown,
         label: "page down",
+        name: "page-down",
         group: "Move",
         views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::PageUp, NONE), (KeyCode::Char('u'), CTRL)],
-        key_label: "PgUp",
+        key_label: "PgUp/C-u",
         command: Command::PageUp,
         label: "page up",
+        name: "page-up",
         group: "Move",
         views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char('g'), NONE), (KeyCode::Home, NONE)],
-        key_label: "g",
+        key_label: "g/Home",
         command: Command::Top,
-        label: "first",
+        label: "first row",
+        name: "first",
         group: "Move",
         views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[
@@ -190,97 +336,118 @@ pub const BINDINGS: &[Binding] = &[
             (KeyCode::Char('G'), NONE),
             (KeyCode::End, NONE),
         ],
-        key_label: "G",
+        key_label: "G/End",
         command: Command::Bottom,
-        label: "last",
+        label: "last row",
+        name: "last",
         group: "Move",
         views: &[],
-        hint: false,
-    },
-    Binding {
-        keys: &[(KeyCode::Char('J'), SHIFT), (KeyCode::Char('J'), NONE)],
-        key_label: "J/K",
-        command: Command::ScrollDetailDown,
-        label: "scroll the details",
-        group: "Move",
-        views: &[],
-        hint: false,
-    },
-    Binding {
-        keys: &[(KeyCode::Char('K'), SHIFT), (KeyCode::Char('K'), NONE)],
-        key_label: "K",
-        command: Command::ScrollDetailUp,
-        label: "scroll the details up",
-        group: "Move",
-        views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Tab, NONE)],
         key_label: "Tab",
         command: Command::NextView,
         label: "next view",
+        name: "next-view",
         group: "Views",
         views: &[],
-        hint: true,
+        hint: Some(("Tab", "view")),
     },
     Binding {
         keys: &[(KeyCode::BackTab, SHIFT), (KeyCode::BackTab, NONE)],
         key_label: "S-Tab",
         command: Command::PreviousView,
         label: "previous view",
+        name: "previous-view",
         group: "Views",
         views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char('1'), NONE)],
         key_label: "1",
         command: Command::Show(View::Approvals),
         label: "approvals",
+        name: "approvals",
         group: "Views",
         views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char('2'), NONE)],
         key_label: "2",
         command: Command::Show(View::Unknown),
         label: "unknown sends",
+        name: "unknown",
         group: "Views",
         views: &[],
-        hint: false,
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char('3'), NONE)],
         key_label: "3",
         command: Command::Show(View::Ledger),
         label: "ledger",
+        name: "ledger",
         group: "Views",
         views: &[],
-        hint: false,
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char('4'), NONE)],
+        key_label: "4",
+        command: Command::Show(View::Decisions),
+        label: "decisions",
+        name: "decisions",
+        group: "Views",
+        views: &[],
+        hint: None,
+    },
+    Binding {
+        keys: &[(KeyCode::Char(':'), NONE), (KeyCode::Char(':'), SHIFT)],
+        key_label: ":",
+        command: Command::CommandLine,
+        label: "command by name",
+        name: "command",
+        group: "Other",
+        views: &[],
+        hint: Some((":", "cmd")),
     },
     Binding {
         keys: &[(KeyCode::Char('?'), NONE), (KeyCode::Char('?'), SHIFT)],
         key_label: "?",
         command: Command::Help,
         label: "help",
+        name: "help",
         group: "Other",
         views: &[],
-        hint: true,
+        hint: Some(("?", "help")),
     },
     Binding {
         keys: &[(KeyCode::Char('q'), NONE), (KeyCode::Char('c'), CTRL)],
-        key_label: "q",
+        key_label: "q/C-c",
         command: Command::Quit,
         label: "quit",
+        name: "quit",
         group: "Other",
         views: &[],
-        hint: true,
+        hint: Some(("q", "quit")),
     },
 ];
 
-fn applies(binding: &Binding, view: View) -> bool {
+/// What the mouse does, for the help overlay (it is not a key, so not a binding).
+pub const MOUSE_HELP: &[(&str, &str)] =
+    &[("click", "select a row"), ("wheel", "scroll pane under it")];
+
+/// The keys of an open overlay, for its own hint line and the help.
+pub const FORM_KEYS: &str = "Enter submit · Tab/↓ next field · S-Tab/↑ previous · Esc cancel";
+pub const CONFIRM_KEYS: &str = "Enter/y confirm · Esc/n cancel";
+pub const CONFIRM_KEYS_STRICT: &str = "y confirm · Esc/n cancel";
+pub const FILTER_KEYS: &str = "typing filters now · Enter keep · Esc clear";
+pub const COMMAND_KEYS: &str = "Tab complete · Enter run · Esc cancel";
+
+pub fn applies(binding: &Binding, view: View) -> bool {
     binding.views.is_empty() || binding.views.contains(&view)
 }
 
@@ -301,16 +468,35 @@ pub fn command_for(view: View, key: &KeyEvent) -> Option<Command> {
         .map(|b| b.command)
 }
 
+/// The command a `:` name means in `view`: every binding that works there.
+pub fn command_named(view: View, name: &str) -> Option<Command> {
+    BINDINGS
+        .iter()
+        .filter(|b| applies(b, view) && b.command != Command::CommandLine)
+        .find(|b| b.name == name)
+        .map(|b| b.command)
+}
+
+/// The `:` names that work in `view` and start with `prefix`, in table order.
+pub fn completions(view: View, prefix: &str) -> Vec<&'static str> {
+    BINDINGS
+        .iter()
+        .filter(|b| applies(b, view) && b.command != Command::CommandLine)
+        .map(|b| b.name)
+        .filter(|name| name.starts_with(prefix))
+        .collect()
+}
+
 /// The footer's hints for `view`: "a approve", "r reject", ...
 pub fn hints(view: View) -> Vec<(&'static str, &'static str)> {
     BINDINGS
         .iter()
-        .filter(|b| b.hint && applies(b, view))
-        .map(|b| (b.key_label, b.label))
+        .filter(|b| applies(b, view))
+        .filter_map(|b| b.hint)
         .collect()
 }
 
-/// Every binding for `view`, by group, for the help overlay.
+/// Every binding for `view`, by group, for the help overlay: each key once.
 pub fn help(view: View) -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
     let mut groups: Vec<(&'static str, Vec<(&'static str, &'static str)>)> = Vec::new();
     for binding in BINDINGS.iter().filter(|b| applies(b, view)) {
@@ -319,5 +505,6 @@ pub fn help(view: View) -> Vec<(&'static str, Vec<(&'static str, &'static str)>)
             None => groups.push((binding.group, vec![(binding.key_label, binding.label)])),
         }
     }
+    groups.push(("Mouse", MOUSE_HELP.to_vec()));
     groups
 }

@@ -9,7 +9,10 @@
 pub mod action;
 pub mod app;
 pub mod demo;
+pub mod forms;
 pub mod keymap;
+pub mod state;
+mod suspend_tmp;
 pub mod terminal;
 pub mod theme;
 pub mod view;
@@ -30,7 +33,7 @@ use crate::ledger::{
     Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Status, Store, StoreError,
 };
 use crate::review::{Review, Verdict};
-use action::{Action, Effect};
+use action::{Action, Effect, Outcome};
 use app::{App, Options};
 use watch::{Current, Opened, Watcher, not_there, open_file};
 
@@ -43,6 +46,8 @@ pub struct UiOptions {
     pub by: String,
     pub older_than_ms: f64,
     pub clock: Clock,
+    /// Where to open (`--view`, `--key`).
+    pub start: app::Start,
 }
 
 impl UiOptions {
@@ -172,10 +177,12 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
         older_than_ms: options.older_than_ms,
         no_queue,
         now: (options.clock)(),
-    });
+    })
+    .with_start(options.start.clone());
     app.size = (size.width, size.height);
 
-    spawn_input(tx.clone());
+    let input_gate = Arc::new(std::sync::Mutex::new(()));
+    spawn_input(tx.clone(), Arc::clone(&input_gate));
     Watcher::spawn(current.clone(), Arc::clone(&options), tx.clone());
 
     let hooks = TestHooks::from_env();
@@ -218,7 +225,24 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                     runner.update(&mut app, more, &mut effects);
                 }
                 for (effect, shown) in effects {
-                    runner.run(effect, shown, &mut in_flight);
+                    match effect {
+                        // These use the terminal itself, so they run here, in order.
+                        Effect::Page { text, .. } => {
+                            let result = page(&mut guard, &input_gate, &text);
+                            app.update(Action::Done(Outcome::Paged(result)));
+                        }
+                        Effect::Copy { what, text } => {
+                            let outcome = match suspend_tmp::copy_to_clipboard(&mut guard, &text) {
+                                Ok(()) => Outcome::Copied { what },
+                                Err(why) => Outcome::Refused {
+                                    subject: what,
+                                    why: format!("Could not copy: {why}"),
+                                },
+                            };
+                            app.update(Action::Done(outcome));
+                        }
+                        effect => runner.run(effect, shown, &mut in_flight),
+                    }
                 }
                 if app.quit {
                     break;
@@ -283,10 +307,25 @@ fn draw(
     Ok(())
 }
 
+/// Runs `$PAGER` on `text`, the UI suspended meanwhile. The input thread is held
+/// off the terminal first (it would read the pager's keys), and let go after.
+fn page(
+    guard: &mut terminal::TerminalGuard,
+    input_gate: &std::sync::Mutex<()>,
+    text: &str,
+) -> Result<(), String> {
+    let _held = input_gate
+        .lock()
+        .map_err(|_| "the input thread stopped".to_owned())?;
+    tokio::task::block_in_place(|| suspend_tmp::run_pager(guard, text))
+}
+
 /// Terminal events, read on a thread of their own so the UI never waits on them.
-fn spawn_input(tx: UnboundedSender<Action>) {
+/// While a pager runs, the gate is held and this thread does not read.
+fn spawn_input(tx: UnboundedSender<Action>, gate: Arc<std::sync::Mutex<()>>) {
     std::thread::spawn(move || {
         while !tx.is_closed() {
+            let Ok(_reading) = gate.lock() else { break };
             match event::poll(Duration::from_millis(100)) {
                 Ok(true) => {}
                 Ok(false) => continue,
@@ -316,6 +355,7 @@ fn load_kind(effect: &Effect) -> Option<&'static str> {
         Effect::LoadUnknown => Some("unknown"),
         Effect::LoadLedger(_) => Some("ledger"),
         Effect::LoadCounts => Some("counts"),
+        Effect::LoadDecisions => Some("decisions"),
         _ => None,
     }
 }
@@ -342,7 +382,10 @@ impl Runner {
     }
 
     fn run(&self, effect: Effect, shown: u64, in_flight: &mut HashSet<LoadSlot>) {
-        if effect == Effect::Quit {
+        if matches!(
+            effect,
+            Effect::Quit | Effect::Page { .. } | Effect::Copy { .. }
+        ) {
             return;
         }
         let opened = self.current.get();
@@ -367,7 +410,7 @@ impl Runner {
         );
         tokio::spawn(async move {
             let action = if kind.is_some() {
-                let action = perform(effect, &opened.backend).await;
+                let action = load(effect, &opened.backend).await;
                 // A load that raced the file's deletion may have read nothing at all
                 // (a JSON Lines ledger reads as empty): it must not show as "0 pending".
                 match (action, not_there(&path, opened.file)) {
@@ -376,22 +419,31 @@ impl Runner {
                     (action, None) => action,
                     (None, Some(_)) => None,
                 }
-            } else if reopened_since {
-                Some(failed(format!(
-                    "Refused, nothing was written: {} was replaced by another file just now. Look at it again and decide anew.",
-                    path.display()
-                )))
-            } else if let Some(why) = not_there(&path, opened.file) {
-                Some(failed(format!("Refused, nothing was written: {why}.")))
             } else {
-                let action = perform(effect, &opened.backend).await;
-                match (action, not_there(&path, opened.file)) {
-                    (Some(Action::Done { message, ok: true }), Some(_)) => Some(failed(format!(
-                        "{message} But the ledger's file was deleted or replaced as this was written, so it may not be in {} now: look before deciding again.",
-                        path.display()
-                    ))),
-                    (action, _) => action,
-                }
+                let outcome = if reopened_since {
+                    refused_all(
+                        &effect,
+                        format!(
+                            "Refused, nothing was written: {} was replaced by another file just now. Look at it again and decide anew.",
+                            path.display()
+                        ),
+                    )
+                } else if let Some(why) = not_there(&path, opened.file) {
+                    refused_all(&effect, format!("Refused, nothing was written: {why}."))
+                } else {
+                    let outcome = decide(effect, &opened.backend).await;
+                    match not_there(&path, opened.file) {
+                        Some(_) if outcome.ok() => Outcome::Refused {
+                            subject: String::new(),
+                            why: format!(
+                                "It was written, but the ledger's file was deleted or replaced as this was written, so it may not be in {} now: look before deciding again.",
+                                path.display()
+                            ),
+                        },
+                        _ => outcome,
+                    }
+                };
+                Some(Action::Done(outcome))
             };
             if let Some(slot) = slot {
                 let _ = done.send(slot);
@@ -400,6 +452,33 @@ impl Runner {
                 let _ = tx.send(action);
             }
         });
+    }
+}
+
+/// The same refusal for a decision, or for every decision of a batch.
+fn refused_all(effect: &Effect, why: String) -> Outcome {
+    match effect {
+        Effect::Batch(items) => Outcome::Batch(
+            items
+                .iter()
+                .map(|item| refused_all(item, why.clone()))
+                .collect(),
+        ),
+        other => Outcome::Refused {
+            subject: subject_of(other),
+            why,
+        },
+    }
+}
+
+/// What a decision is about, as a refusal names it.
+fn subject_of(effect: &Effect) -> String {
+    match effect {
+        Effect::Approve { id, .. } | Effect::Reject { id, .. } | Effect::Recheck { id } => {
+            format!("draft {id}")
+        }
+        Effect::Resolve { key, .. } => key.clone(),
+        _ => String::new(),
     }
 }
 
@@ -413,19 +492,17 @@ fn failed_load(action: Action, why: String) -> Action {
             result: Err(why),
         },
         Action::CountsLoaded(_) => Action::CountsLoaded(Err(why)),
+        Action::DecisionsLoaded(_) => Action::DecisionsLoaded(Err(why)),
         other => other,
     }
 }
 
-/// Does the work an effect asks for and says what came of it.
-async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
-    let review = backend.review.clone();
-    let no_queue = || "this ledger has no review queue".to_owned();
+/// Loads what a view shows.
+async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
     Some(match effect {
-        Effect::Quit => return None,
-        Effect::LoadApprovals => Action::ApprovalsLoaded(match review {
+        Effect::LoadApprovals => Action::ApprovalsLoaded(match backend.review.clone() {
             Some(review) => review.queue().await.map_err(|e| e.to_string()),
-            None => Err(no_queue()),
+            None => Err("this ledger has no review queue".to_owned()),
         }),
         Effect::LoadUnknown => Action::UnknownLoaded(unknown_sends(&backend.store).await),
         Effect::LoadLedger(query) => {
@@ -433,6 +510,38 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             Action::LedgerLoaded { query, result }
         }
         Effect::LoadCounts => Action::CountsLoaded(counts(&backend.store).await),
+        Effect::LoadDecisions => Action::DecisionsLoaded(newest_decisions(&backend.store).await),
+        _ => return None,
+    })
+}
+
+/// The newest decisions, newest first.
+async fn newest_decisions(
+    store: &Arc<dyn Store>,
+) -> Result<Vec<crate::ledger::decision::Decision>, String> {
+    let mut all = store.decisions(None).await.map_err(|e| e.to_string())?;
+    all.reverse();
+    all.truncate(app::DECISIONS_SHOWN);
+    Ok(all)
+}
+
+/// Makes a decision (or each of a batch, one after another) and says what came of it.
+async fn decide(effect: Effect, backend: &Backend) -> Outcome {
+    if let Effect::Batch(items) = effect {
+        let mut outcomes = Vec::with_capacity(items.len());
+        for item in items {
+            outcomes.push(Box::pin(decide(item, backend)).await);
+        }
+        return Outcome::Batch(outcomes);
+    }
+    let subject = subject_of(&effect);
+    let refused = |why: String| Outcome::Refused {
+        subject: subject.clone(),
+        why,
+    };
+    let review = backend.review.clone();
+    let no_queue = || "this ledger has no review queue".to_owned();
+    match effect {
         Effect::Approve {
             id,
             revision,
@@ -442,7 +551,7 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             note,
         } => {
             let Some(review) = review else {
-                return Some(failed(no_queue()));
+                return refused(no_queue());
             };
             let verdict = Verdict::Approve {
                 ttl: Ttl::Text(ttl),
@@ -452,18 +561,17 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
                 .decide_seen(id, verdict, Some(by), note, Some(version))
                 .await
             {
-                Ok(draft) => Action::Done {
-                    message: format!(
-                        "Approved draft {id} (revision {revision}) until {}.",
-                        draft
-                            .approval
-                            .as_ref()
-                            .and_then(|a| a["expiresAt"].as_str())
-                            .unwrap_or("?")
-                    ),
-                    ok: true,
+                Ok(draft) => Outcome::Approved {
+                    id,
+                    revision,
+                    expires_at: draft
+                        .approval
+                        .as_ref()
+                        .and_then(|a| a["expiresAt"].as_str())
+                        .unwrap_or("?")
+                        .to_owned(),
                 },
-                Err(e) => failed(e.to_string()),
+                Err(e) => refused(e.to_string()),
             }
         }
         Effect::Reject {
@@ -473,7 +581,7 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             by,
         } => {
             let Some(review) = review else {
-                return Some(failed(no_queue()));
+                return refused(no_queue());
             };
             match review
                 .decide_seen(
@@ -487,33 +595,27 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
                 )
                 .await
             {
-                Ok(_) => Action::Done {
-                    message: format!("Rejected draft {id}."),
-                    ok: true,
-                },
-                Err(e) => failed(e.to_string()),
+                Ok(_) => Outcome::Rejected { id },
+                Err(e) => refused(e.to_string()),
             }
         }
         Effect::Recheck { id } => {
             let Some(review) = review else {
-                return Some(failed(no_queue()));
+                return refused(no_queue());
             };
             match review
                 .recheck(id, crate::review::recheck::DEFAULT_TIMEOUT)
                 .await
             {
-                Ok(_) => {
-                    let summary = review
+                Ok(_) => Outcome::Rechecked {
+                    id,
+                    summary: review
                         .head(id)
                         .await
                         .map(|d| d.drift().summary())
-                        .unwrap_or_default();
-                    Action::Done {
-                        message: format!("Rechecked draft {id}: {summary}."),
-                        ok: true,
-                    }
-                }
-                Err(e) => failed(format!("Draft {id}: {e}")),
+                        .unwrap_or_default(),
+                },
+                Err(e) => refused(format!("Draft {id}: {e}")),
             }
         }
         Effect::Resolve {
@@ -532,24 +634,13 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
             };
             let short = app::short_key(&key);
             match backend.ledger.resolve(&key, status, &details).await {
-                Ok(resolved) if resolved.changed => Action::Done {
-                    message: format!(
-                        "Marked {short} {}. {}",
-                        status.as_str(),
-                        if status == Status::Sent {
-                            "It will not be sent again."
-                        } else {
-                            "The next attempt for this key will send it."
-                        }
-                    ),
-                    ok: true,
-                },
-                Ok(resolved) => failed(format!(
+                Ok(resolved) if resolved.changed => Outcome::Resolved { key, status },
+                Ok(resolved) => refused(format!(
                     "{short} was already {}{}; nothing changed.",
                     resolved.entry.status().as_str(),
                     resolution_by(&resolved.entry)
                 )),
-                Err(LedgerError::ChangedSinceSeen { now, change, .. }) => failed(format!(
+                Err(LedgerError::ChangedSinceSeen { now, change, .. }) => refused(format!(
                     "{short} changed after it was shown: it is now {now}, {change}. Nothing changed."
                 )),
                 Err(LedgerError::AlreadySent(_)) => {
@@ -557,14 +648,15 @@ async fn perform(effect: Effect, backend: &Backend) -> Option<Action> {
                         Ok(Some(entry)) => resolution_by(&entry),
                         _ => String::new(),
                     };
-                    failed(format!(
+                    refused(format!(
                         "{short} is already recorded as sent{by}; it cannot be marked failed. Nothing changed."
                     ))
                 }
-                Err(e) => failed(e.to_string()),
+                Err(e) => refused(e.to_string()),
             }
         }
-    })
+        other => refused(format!("not a decision: {other:?}")),
+    }
 }
 
 /// Every pending entry, oldest claim first. Unlike the audit (which matches the Node
@@ -605,8 +697,4 @@ fn resolution_by(entry: &crate::ledger::Entry) -> String {
         ),
         _ => String::new(),
     }
-}
-
-fn failed(message: String) -> Action {
-    Action::Done { message, ok: false }
 }

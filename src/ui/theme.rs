@@ -66,6 +66,25 @@ impl Theme {
         Style::default().add_modifier(Modifier::REVERSED)
     }
 
+    /// A badge that only informs (a revision number, approved).
+    pub fn badge_info(&self) -> Style {
+        self.fg(Style::default(), Color::Blue)
+    }
+
+    /// A badge that asks for a second look (facts changed, approval expired): bold, so
+    /// it stands apart from an informing badge without colour too.
+    pub fn badge_warn(&self) -> Style {
+        self.fg(Style::default().add_modifier(Modifier::BOLD), Color::Yellow)
+    }
+
+    /// A badge that must not be missed (hidden characters in the payload).
+    pub fn badge_alert(&self) -> Style {
+        self.fg(
+            Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            Color::Red,
+        )
+    }
+
     pub fn input_focused(&self) -> Style {
         Style::default().add_modifier(Modifier::UNDERLINED)
     }

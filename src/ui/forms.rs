@@ -1,0 +1,337 @@
+//! The forms a decision is typed into, and the confirmation each turns into. A
+//! confirmation carries the effect exactly as it will run: what the person saw (the
+//! draft's version, the entry's attempt) and what they typed.
+
+use tui_input::Input;
+
+use super::action::Effect;
+use crate::ledger::{Seen, Status, duration};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FormKind {
+    Approve {
+        id: i64,
+        revision: i64,
+        /// The draft's version as shown: the decision applies only to it.
+        version: i64,
+        suspicious: bool,
+        drifted: bool,
+        /// Its facts were never checked (no recheck command ran, none were pushed).
+        unchecked: bool,
+    },
+    Reject {
+        id: i64,
+        version: i64,
+    },
+    /// Several marked drafts, one reason.
+    RejectMany {
+        /// Each draft's id and version as shown.
+        drafts: Vec<(i64, i64)>,
+    },
+    MarkSent {
+        key: String,
+        /// Its attempt has not ended and it was claimed less than `--older-than` ago:
+        /// it may still be sending.
+        in_flight: bool,
+        /// The entry as it was shown: the decision applies only to it.
+        seen: Seen,
+    },
+    MarkFailed {
+        key: String,
+        in_flight: bool,
+        seen: Seen,
+    },
+    /// Several marked unknown sends settled the same way, one note.
+    SettleMany {
+        status: Status,
+        sends: Vec<Settle>,
+    },
+}
+
+/// One send of a bulk settle, as it was shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settle {
+    pub key: String,
+    /// Who and what, as the list showed it.
+    pub who: String,
+    pub in_flight: bool,
+    pub seen: Seen,
+}
+
+#[derive(Clone, Debug)]
+pub struct Field {
+    pub label: &'static str,
+    pub input: Input,
+    pub required: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Form {
+    pub kind: FormKind,
+    pub title: String,
+    pub fields: Vec<Field>,
+    pub focus: usize,
+    pub error: Option<String>,
+}
+
+impl Form {
+    pub fn new(kind: FormKind, title: String, fields: Vec<Field>) -> Form {
+        // The cursor starts in the first field without a default (the reason, the note).
+        let focus = fields
+            .iter()
+            .position(|f| f.input.value().is_empty())
+            .unwrap_or(0);
+        Form {
+            kind,
+            title,
+            fields,
+            focus,
+            error: None,
+        }
+    }
+
+    pub fn value(&self, label: &str) -> String {
+        self.fields
+            .iter()
+            .find(|f| f.label == label)
+            .map(|f| f.input.value().trim().to_owned())
+            .unwrap_or_default()
+    }
+
+    fn optional(&self, label: &str) -> Option<String> {
+        Some(self.value(label)).filter(|v| !v.is_empty())
+    }
+}
+
+pub fn field(label: &'static str, value: &str, required: bool) -> Field {
+    Field {
+        label,
+        input: Input::new(value.to_owned()),
+        required,
+    }
+}
+
+/// An irreversible step, shown before it is taken.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confirm {
+    pub title: String,
+    pub lines: Vec<String>,
+    /// When set, only `y` confirms (Enter does not): the draft needs a second look.
+    pub warning: Option<String>,
+    pub effect: Effect,
+}
+
+/// A key as a person reads it: the first 12 characters of a 64-character hash.
+pub fn short_key(key: &str) -> String {
+    if key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()) {
+        format!("{}…", &key[..12])
+    } else {
+        key.to_owned()
+    }
+}
+
+/// How many of a bulk confirmation's items are listed by name.
+const LISTED: usize = 5;
+
+/// Checks a form and turns it into the confirmation of what it will do.
+pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
+    if let Some(missing) = form
+        .fields
+        .iter()
+        .find(|f| f.required && f.input.value().trim().is_empty())
+    {
+        return Err(format!("{} is needed.", missing.label));
+    }
+    let by = form.value("Name");
+    let still_sending = || {
+        format!(
+            "claimed less than {} ago and its attempt has not ended: it may still be sending; check with the provider first.",
+            duration::format_duration(older_than_ms)
+        )
+    };
+    Ok(match &form.kind {
+        FormKind::Approve {
+            id,
+            revision,
+            version,
+            suspicious,
+            drifted,
+            unchecked,
+        } => {
+            let ttl = form.value("TTL");
+            let ms = duration::parse_duration(&ttl).map_err(|e| format!("TTL: {e}"))?;
+            if ms <= 0.0 {
+                return Err("TTL must be longer than zero.".into());
+            }
+            let mut lines = vec![format!(
+                "Approve draft {id} (revision {revision}) for {ttl}, as {by}?"
+            )];
+            if *drifted {
+                lines.push(
+                    "Its facts have changed since it was submitted: dispatch will refuse (stale_facts) until they match again."
+                        .into(),
+                );
+            }
+            if *unchecked {
+                lines.push(
+                    "Its facts were never checked against the source since it was submitted (c rechecks, when it has a recheck command)."
+                        .into(),
+                );
+            }
+            Confirm {
+                title: "Approve".into(),
+                lines,
+                warning: suspicious.then(|| {
+                    "The payload holds control, escape, bidi or invisible characters (shown as marks). Approve it anyway? Press y."
+                        .to_owned()
+                }),
+                effect: Effect::Approve {
+                    id: *id,
+                    revision: *revision,
+                    version: *version,
+                    ttl,
+                    by,
+                    note: form.optional("Note"),
+                },
+            }
+        }
+        FormKind::Reject { id, version } => {
+            let reason = form.value("Reason");
+            Confirm {
+                title: "Reject".into(),
+                lines: vec![
+                    format!("Reject draft {id} as {by}?"),
+                    format!("Reason: {reason}"),
+                ],
+                warning: None,
+                effect: Effect::Reject {
+                    id: *id,
+                    version: *version,
+                    reason,
+                    by,
+                },
+            }
+        }
+        FormKind::RejectMany { drafts } => {
+            let reason = form.value("Reason");
+            let ids = drafts
+                .iter()
+                .map(|(id, _)| id.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            Confirm {
+                title: format!("Reject {} drafts", drafts.len()),
+                lines: vec![
+                    format!("Reject {} drafts as {by}: {ids}?", drafts.len()),
+                    format!("Reason: {reason}"),
+                    "Each is refused on its own if it changed since it was shown.".into(),
+                ],
+                warning: None,
+                effect: Effect::Batch(
+                    drafts
+                        .iter()
+                        .map(|(id, version)| Effect::Reject {
+                            id: *id,
+                            version: *version,
+                            reason: reason.clone(),
+                            by: by.clone(),
+                        })
+                        .collect(),
+                ),
+            }
+        }
+        FormKind::MarkSent {
+            key,
+            in_flight,
+            seen,
+        }
+        | FormKind::MarkFailed {
+            key,
+            in_flight,
+            seen,
+        } => {
+            let sent = matches!(form.kind, FormKind::MarkSent { .. });
+            let short = short_key(key);
+            let then = if sent {
+                "It will not be sent again."
+            } else {
+                "The next attempt for this key will send it."
+            };
+            let mut lines = vec![format!(
+                "Mark {short} {} as {by}? {then}",
+                if sent { "sent" } else { "failed" }
+            )];
+            let provider_id = if sent {
+                form.optional("Provider id")
+            } else {
+                None
+            };
+            if let Some(id) = &provider_id {
+                lines.push(format!("Provider id: {id}"));
+            }
+            if let Some(note) = form.optional("Note") {
+                lines.push(format!("Note: {note}"));
+            }
+            if *in_flight {
+                lines.push(format!("It was {}", still_sending()));
+            }
+            Confirm {
+                title: if sent { "Mark sent" } else { "Mark failed" }.into(),
+                lines,
+                warning: None,
+                effect: Effect::Resolve {
+                    key: key.clone(),
+                    status: if sent { Status::Sent } else { Status::Failed },
+                    by,
+                    note: form.optional("Note"),
+                    provider_id,
+                    seen: seen.clone(),
+                },
+            }
+        }
+        FormKind::SettleMany { status, sends } => {
+            let word = status.as_str();
+            let then = if *status == Status::Sent {
+                "They will not be sent again."
+            } else {
+                "The next attempt for each key will send it."
+            };
+            let mut lines = vec![format!(
+                "Mark {} unknown sends {word} as {by}? {then}",
+                sends.len()
+            )];
+            for send in sends.iter().take(LISTED) {
+                lines.push(format!("  {} ({})", send.who, short_key(&send.key)));
+            }
+            if sends.len() > LISTED {
+                lines.push(format!("  … and {} more", sends.len() - LISTED));
+            }
+            if let Some(note) = form.optional("Note") {
+                lines.push(format!("Note: {note}"));
+            }
+            let flying = sends.iter().filter(|s| s.in_flight).count();
+            if flying > 0 {
+                lines.push(format!("{flying} of them were {}", still_sending()));
+            }
+            lines.push("Each is refused on its own if it changed since it was shown.".into());
+            Confirm {
+                title: format!("Mark {} sends {word}", sends.len()),
+                lines,
+                warning: None,
+                effect: Effect::Batch(
+                    sends
+                        .iter()
+                        .map(|send| Effect::Resolve {
+                            key: send.key.clone(),
+                            status: *status,
+                            by: by.clone(),
+                            note: form.optional("Note"),
+                            provider_id: None,
+                            seen: send.seen.clone(),
+                        })
+                        .collect(),
+                ),
+            }
+        }
+    })
+}

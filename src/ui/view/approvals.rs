@@ -1,0 +1,363 @@
+//! View 1, Approvals: the review queue and the selected draft (state, facts, payload
+//! and its diff, history).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use super::{
+    Row, age, badge, clip, draw_list, draw_message, draw_scrolled, list_title, placeholder, safe,
+    value_text,
+};
+use crate::ledger::{duration, time};
+use crate::review::diff::{LineTag, payload_diff, pretty_canonical};
+use crate::review::drift::DriftStatus;
+use crate::review::{Draft, DraftState};
+use crate::ui::app::{App, short_key};
+use crate::ui::keymap::View;
+use crate::ui::theme::Theme;
+
+/// When the draft's approval ends (ms), if it is approved.
+fn expires_at(draft: &Draft) -> Option<i64> {
+    draft
+        .approval
+        .as_ref()
+        .and_then(|a| a.get("expiresAt"))
+        .and_then(|v| v.as_str())
+        .and_then(time::parse_date)
+}
+
+/// Approved, and its approval has run out: dispatch will refuse it.
+pub fn expired(draft: &Draft, now: i64) -> bool {
+    draft.state == DraftState::Approved && expires_at(draft).is_some_and(|at| at <= now)
+}
+
+/// Badges a draft carries: words in brackets, each styled by what it asks of the
+/// reviewer.
+fn badges<'a>(draft: &Draft, now: i64, theme: &Theme) -> Vec<Span<'a>> {
+    let mut out = Vec::new();
+    if draft.state == DraftState::Approved && !draft.edited_after_approval() {
+        if expired(draft, now) {
+            out.push(badge("expired", theme.badge_warn()));
+        } else {
+            out.push(badge("approved", theme.badge_info()));
+        }
+    }
+    if draft.edited_after_approval() {
+        out.push(badge("edited", theme.badge_warn()));
+    } else if draft.revision > 1 {
+        out.push(badge(&format!("r{}", draft.revision), theme.badge_info()));
+    }
+    match draft.drift().status {
+        DriftStatus::Drifted => out.push(badge("drift", theme.badge_warn())),
+        DriftStatus::CouldNotCheck => out.push(badge("unchecked", theme.badge_warn())),
+        _ => {}
+    }
+    if draft.suspicious() {
+        out.push(badge("!", theme.badge_alert()));
+    }
+    out
+}
+
+fn what(draft: &Draft) -> String {
+    draft
+        .recipient_and_intent()
+        .unwrap_or_else(|| short_key(&draft.key))
+}
+
+pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Option<(Rect, Rect)>) {
+    if let Some(why) = &app.no_queue {
+        draw_message(frame, area, " Approvals ", why);
+        return;
+    }
+    let state = app.state(View::Approvals);
+    let title = {
+        let mut extra = vec![state.sort.label().to_owned()];
+        if !state.marked.is_empty() {
+            extra.push(format!("{} marked", state.marked.len()));
+        }
+        list_title("Queue", &state.filter, &extra)
+    };
+    let drafts = app.visible_drafts();
+    let Some((list, detail)) = panes else {
+        let empty = if state.filter.is_empty() {
+            "Nothing waiting for review."
+        } else {
+            "No draft matches the filter (it looks at recipient, intent, key, id, submitter and meta). Esc clears it."
+        };
+        draw_message(frame, area, &title, &placeholder(&app.approvals, empty));
+        return;
+    };
+    let rows: Vec<Row> = drafts
+        .iter()
+        .map(|d| {
+            let mut spans = vec![
+                Span::raw(format!("{:>4} ", d.id)),
+                Span::styled(format!("{:>7} ", age(app.now, &d.created_at)), theme.dim()),
+            ];
+            spans.extend(badges(d, app.now, theme));
+            spans.push(Span::raw(format!(" {}", safe(&what(d)))));
+            Row {
+                line: Line::from(spans),
+                marked: Some(state.marked.contains(&d.id.to_string())),
+            }
+        })
+        .collect();
+    let selected = state.selected;
+    draw_list(frame, theme, list, rows, selected, title);
+    if let Some(draft) = drafts.get(selected) {
+        draw_draft(frame, app, theme, detail, draft);
+    }
+}
+
+/// What the draft's state means now: who approved it and until when.
+fn state_line(draft: &Draft, now: i64) -> String {
+    let by = draft.decided_by.as_deref().unwrap_or("?");
+    match draft.state {
+        DraftState::Approved if !draft.edited_after_approval() => match expires_at(draft) {
+            Some(at) if at <= now => format!(
+                "approval by {} expired {} ago: dispatch will refuse it; approve it again to send",
+                safe(by),
+                duration::format_duration((now - at) as f64)
+            ),
+            Some(at) => format!(
+                "approved by {}, expires in {}",
+                safe(by),
+                duration::format_duration((at - now) as f64)
+            ),
+            None => format!("approved by {}", safe(by)),
+        },
+        DraftState::Rejected | DraftState::Withdrawn => format!(
+            "{} by {}{}",
+            draft.state.as_str(),
+            safe(by),
+            draft
+                .reason
+                .as_deref()
+                .map(|r| format!(": {}", safe(r)))
+                .unwrap_or_default()
+        ),
+        _ => safe(&draft.state_text()),
+    }
+}
+
+fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &Draft) {
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("Draft {} ", draft.id), theme.title()),
+        Span::raw(format!("· revision {} · ", draft.revision)),
+        Span::styled(
+            state_line(draft, app.now),
+            if expired(draft, app.now) {
+                theme.badge_warn()
+            } else {
+                Style::default()
+            },
+        ),
+    ])];
+    lines.push(Line::from(Span::styled(
+        format!(
+            "submitted {} ago by {} · key {}",
+            age(app.now, &draft.created_at),
+            safe(draft.submitted_by.as_deref().unwrap_or("?")),
+            safe(&short_key(&draft.key))
+        ),
+        theme.dim(),
+    )));
+    if let Some(meta) = &draft.meta {
+        let text = meta
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", value_text(v)))
+            .collect::<Vec<_>>()
+            .join(" · ");
+        lines.push(Line::from(safe(&text)));
+    }
+    if draft.suspicious() {
+        lines.push(Line::from(Span::styled(
+            "! The payload holds control, escape, bidi or invisible characters, shown as marks.",
+            theme.error(),
+        )));
+    }
+    // The facts first: they are short, and decide whether the draft can go at all.
+    let drift = draft.drift();
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled(
+        format!("Facts: {}", safe(&drift.summary())),
+        theme.title(),
+    )));
+    // Columns share what the pane has: the fact's name, its value at submit and now,
+    // and whether it changed (a word, so it shows without colour).
+    let inner = usize::from(area.width.saturating_sub(4));
+    let value_width = (inner.saturating_sub(10) / 3).max(6);
+    let name_width = inner.saturating_sub(2 * value_width + 10).max(6);
+    if !drift.rows.is_empty() {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  {:<name_width$} {:<value_width$} {:<value_width$} changed",
+                "fact", "at submit", "now"
+            ),
+            theme.dim(),
+        )));
+    }
+    for row in &drift.rows {
+        let (changed, style) = match row.changed {
+            Some(true) => ("CHANGED", theme.warn()),
+            Some(false) => ("same", Style::default()),
+            None => ("?", theme.dim()),
+        };
+        let now = if row.changed.is_some() {
+            value_text(&row.now)
+        } else {
+            "?".to_owned()
+        };
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  {:<name_width$} {:<value_width$} {:<value_width$} {changed}",
+                clip(&safe(&row.fact), name_width),
+                clip(&safe(&value_text(&row.at_submit)), value_width),
+                clip(&safe(&now), value_width)
+            ),
+            style,
+        )));
+    }
+    if let Some(at) = &drift.checked_at {
+        lines.push(Line::from(Span::styled(
+            format!("  last checked {} ago", age(app.now, at)),
+            theme.dim(),
+        )));
+    }
+    lines.push(Line::from(""));
+    payload_lines(&mut lines, app, theme, draft);
+    history_lines(&mut lines, app, theme, draft);
+    draw_scrolled(frame, theme, area, " Draft ", lines, app.detail_scroll);
+}
+
+/// The payload with its diff against the chosen base (`[`/`]`): by default the
+/// approved revision when it changed after approval, else the previous one.
+fn payload_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft: &Draft) {
+    let Some(current) = draft.current() else {
+        lines.push(Line::from(Span::styled(
+            "Payload: not loaded",
+            theme.title(),
+        )));
+        return;
+    };
+    let base = app.diff_base_of(draft).and_then(|b| draft.revision_of(b));
+    let Some(base) = base else {
+        lines.push(Line::from(Span::styled("Payload", theme.title())));
+        for text in pretty_canonical(&current.payload).lines() {
+            lines.push(Line::from(format!("  {}", safe(text))));
+        }
+        return;
+    };
+    let diff = payload_diff(
+        base.revision,
+        &base.payload,
+        current.revision,
+        &current.payload,
+    );
+    let approved = if draft.approved_revision == Some(base.revision) {
+        "the approved "
+    } else {
+        ""
+    };
+    lines.push(Line::from(vec![
+        Span::styled(
+            format!(
+                "Payload: {} since {approved}revision {}",
+                diff.summary(),
+                base.revision
+            ),
+            theme.title(),
+        ),
+        Span::styled("  [ ] base · o pager", theme.dim()),
+    ]));
+    for line in &diff.lines {
+        let (mark, style) = match line.tag {
+            LineTag::Equal => ("  ", Style::default()),
+            LineTag::Insert => ("+ ", theme.ok()),
+            LineTag::Delete => ("- ", theme.error()),
+        };
+        lines.push(Line::from(Span::styled(
+            format!("{mark}{}", safe(&line.text)),
+            style,
+        )));
+    }
+}
+
+/// What happened to the draft, oldest first: its revisions and the decisions about it.
+fn history_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft: &Draft) {
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled("History", theme.title())));
+    let mut events: Vec<(String, String)> = draft
+        .revisions
+        .iter()
+        .map(|r| {
+            let what = if r.revision == 1 {
+                "submitted".to_owned()
+            } else {
+                format!("revised (revision {})", r.revision)
+            };
+            (
+                r.submitted_at.clone(),
+                format!("{what} by {}", r.submitted_by.as_deref().unwrap_or("?")),
+            )
+        })
+        .collect();
+    for d in app.decisions_about(&format!("draft:{}", draft.id)) {
+        events.push((d.at.clone(), super::decisions::summary(d)));
+    }
+    events.sort_by(|a, b| a.0.cmp(&b.0));
+    for (at, text) in events {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {} ", safe(&super::when(&at))), theme.dim()),
+            Span::raw(safe(&text)),
+        ]));
+    }
+}
+
+/// The draft as plain text for a pager: every line made visible.
+pub fn draft_text(draft: &Draft, base: Option<i64>) -> String {
+    let mut out = format!(
+        "Draft {} · revision {} · {}\nkey {}\n",
+        draft.id,
+        draft.revision,
+        draft.state_text(),
+        draft.key
+    );
+    if let Some(meta) = &draft.meta {
+        for (k, v) in meta {
+            out.push_str(&format!("{k}: {}\n", value_text(v)));
+        }
+    }
+    out.push('\n');
+    let current = draft.current();
+    match (current, base.and_then(|b| draft.revision_of(b))) {
+        (Some(current), Some(base)) => {
+            let diff = payload_diff(
+                base.revision,
+                &base.payload,
+                current.revision,
+                &current.payload,
+            );
+            out.push_str(&format!(
+                "--- revision {}\n+++ revision {}\n",
+                base.revision, current.revision
+            ));
+            for line in diff.lines {
+                let mark = match line.tag {
+                    LineTag::Equal => ' ',
+                    LineTag::Insert => '+',
+                    LineTag::Delete => '-',
+                };
+                out.push_str(&format!("{mark} {}\n", line.text));
+            }
+        }
+        (Some(current), None) => {
+            out.push_str(&pretty_canonical(&current.payload));
+            out.push('\n');
+        }
+        (None, _) => out.push_str("(the payload is not loaded)\n"),
+    }
+    crate::text::visible(&out).into_owned()
+}

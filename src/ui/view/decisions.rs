@@ -1,0 +1,127 @@
+//! View 4, Decisions: the decision log, newest first (when, who, action, subject,
+//! outcome, note), and the selected decision in full.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::{Row, clip, draw_list, draw_message, draw_scrolled, list_title, placeholder, safe};
+use crate::ledger::decision::{Decision, DecisionOutcome};
+use crate::ui::app::{App, DECISIONS_SHOWN, short_key};
+use crate::ui::keymap::View;
+use crate::ui::theme::Theme;
+
+/// One line a person reads: "resolve by dana: changed (pending → failed) "note"".
+pub fn summary(d: &Decision) -> String {
+    let by = d.by.as_deref().unwrap_or(if d.action == "completed" {
+        "its own send"
+    } else {
+        "(unknown)"
+    });
+    let mut text = format!("{} by {by}: {}", d.action, d.outcome.as_str());
+    if let Value::Object(detail) = &d.detail {
+        let field = |n: &str| detail.get(n).and_then(Value::as_str);
+        if let (Some(from), Some(to)) = (field("from"), field("status")) {
+            text.push_str(&format!(" ({from} → {to})"));
+        } else if let Some(from) = field("from") {
+            text.push_str(&format!(" (was {from})"));
+        }
+        if let Some(reason) = field("reason")
+            && d.note.as_deref() != Some(reason)
+        {
+            text.push_str(&format!(": {reason}"));
+        }
+    }
+    if let Some(note) = &d.note {
+        text.push_str(&format!(" \"{note}\""));
+    }
+    text
+}
+
+fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
+    match outcome {
+        DecisionOutcome::Changed => theme.ok(),
+        DecisionOutcome::Unchanged => theme.dim(),
+        DecisionOutcome::Refused => theme.badge_warn(),
+    }
+}
+
+fn subject_text(subject: &str) -> String {
+    match subject.strip_prefix("draft:") {
+        Some(id) => format!("draft {id}"),
+        None => short_key(subject),
+    }
+}
+
+pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Option<(Rect, Rect)>) {
+    let state = app.state(View::Decisions);
+    let held = app.decisions.ready().map_or(0, Vec::len);
+    let mut extra = vec!["newest first".to_owned()];
+    if held >= DECISIONS_SHOWN {
+        extra.push(format!("the newest {DECISIONS_SHOWN}"));
+    }
+    let title = list_title("Decisions", &state.filter, &extra);
+    let decisions = app.visible_decisions();
+    let Some((list, detail)) = panes else {
+        let empty = if state.filter.is_empty() {
+            "No decisions recorded yet: approvals, rejections and resolutions show here as they are made."
+        } else {
+            "No decision matches the filter (it looks at who, action, subject, note and outcome). Esc clears it."
+        };
+        draw_message(frame, area, &title, &placeholder(&app.decisions, empty));
+        return;
+    };
+    let room = usize::from(list.width)
+        .saturating_sub(4 + 9 + 10 + 10)
+        .clamp(8, 20);
+    let rows: Vec<Row> = decisions
+        .iter()
+        .map(|d| {
+            let at = d.at.get(11..19).unwrap_or(&d.at);
+            Row {
+                line: Line::from(vec![
+                    Span::styled(format!("{} ", safe(at)), theme.dim()),
+                    Span::raw(format!(
+                        "{:<room$} ",
+                        clip(&safe(d.by.as_deref().unwrap_or("?")), room)
+                    )),
+                    Span::raw(format!("{:<9} ", safe(&d.action))),
+                    Span::styled(
+                        format!("{:<9} ", d.outcome.as_str()),
+                        outcome_style(theme, d.outcome),
+                    ),
+                    Span::raw(safe(&subject_text(&d.subject))),
+                ]),
+                marked: None,
+            }
+        })
+        .collect();
+    draw_list(frame, theme, list, rows, state.selected, title);
+    if let Some(decision) = decisions.get(state.selected) {
+        let mut lines = vec![
+            Line::from(Span::styled(
+                format!(
+                    "#{} {}",
+                    decision.id.unwrap_or_default(),
+                    safe(&decision.at)
+                ),
+                theme.title(),
+            )),
+            Line::from(safe(&summary(decision))),
+            Line::from(format!("subject {}", safe(&decision.subject))),
+        ];
+        if let Value::Object(detail) = &decision.detail {
+            lines.push(Line::from(""));
+            for (k, v) in detail {
+                lines.push(Line::from(format!(
+                    "{}: {}",
+                    safe(k),
+                    safe(&super::value_text(v))
+                )));
+            }
+        }
+        draw_scrolled(frame, theme, detail, " Decision ", lines, app.detail_scroll);
+    }
+}

@@ -1,0 +1,526 @@
+//! Drawing: a pure function of the state, one file per view. Everything an agent, a
+//! provider or a submitter wrote passes through `safe` first, so no control, escape,
+//! bidi or zero-width character reaches the terminal; each shows as a visible mark.
+//!
+//! The frame's layout is computed by `frame_areas` and `body_areas`, which the mouse
+//! handling uses too, so a click lands on the row that is drawn there.
+
+mod approvals;
+mod decisions;
+mod entry;
+mod ledger;
+mod overlay;
+mod unknown;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use serde_json::Value;
+
+use super::app::{App, Loaded, Overlay};
+use super::keymap::{self, View};
+use super::theme::Theme;
+use crate::ledger::{duration, jsjson, time};
+
+pub use approvals::draft_text;
+pub use entry::entry_text;
+
+pub const MIN_WIDTH: u16 = 64;
+pub const MIN_HEIGHT: u16 = 18;
+
+/// Untrusted text, made visible, on one line.
+fn safe(text: &str) -> String {
+    crate::text::visible_inline(text).into_owned()
+}
+
+fn age(now: i64, at: &str) -> String {
+    time::parse_date(at).map_or_else(
+        || "?".to_owned(),
+        |at| duration::format_duration((now - at).max(0) as f64),
+    )
+}
+
+/// The frame's rows: header, banner, body, status line, footer.
+pub struct FrameAreas {
+    pub header: Rect,
+    pub banner: Rect,
+    pub body: Rect,
+    pub status: Rect,
+    pub footer: Rect,
+}
+
+/// How many rows `text` takes, wrapped at word boundaries to `width` columns.
+fn wrapped_rows(text: &str, width: u16) -> u16 {
+    let width = usize::from(width).max(1);
+    let (mut rows, mut used) = (1u16, 0usize);
+    for word in text.split(' ') {
+        let len = word.chars().count();
+        let needed = if used == 0 { len } else { used + 1 + len };
+        if needed <= width {
+            used = needed;
+        } else {
+            rows = rows.saturating_add(1);
+            used = len.min(width);
+            // A word longer than the line takes the rows it needs.
+            rows = rows.saturating_add((len.saturating_sub(1) / width) as u16);
+        }
+    }
+    rows
+}
+
+fn banner_text(app: &App) -> Option<String> {
+    app.banner().map(|text| format!("✗ {}", safe(&text)))
+}
+
+/// The status line's text as drawn, mark included.
+fn status_text(app: &App) -> Option<String> {
+    app.status.as_ref().map(|s| format!("✓ {}", safe(&s.text)))
+}
+
+pub fn frame_areas(app: &App, area: Rect) -> FrameAreas {
+    // A long status (a refusal that names who decided first, a bulk settle's
+    // refusals) gets the rows it needs, words whole.
+    let status_rows =
+        if app.filter_input.is_some() || matches!(app.overlay, Some(Overlay::Command(_))) {
+            2
+        } else {
+            status_text(app).map_or(1, |text| wrapped_rows(&text, area.width).clamp(1, 4))
+        };
+    let banner_rows =
+        banner_text(app).map_or(0, |text| wrapped_rows(&text, area.width).clamp(1, 3));
+    let [header, banner, body, status, footer] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(banner_rows),
+        Constraint::Min(5),
+        Constraint::Length(status_rows),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    FrameAreas {
+        header,
+        banner,
+        body,
+        status,
+        footer,
+    }
+}
+
+/// The list and detail panes of the body, when the view has rows to show.
+pub fn body_areas(app: &App, body: Rect) -> Option<(Rect, Rect)> {
+    if app.row_count(app.view) == 0 || (app.view == View::Approvals && app.no_queue.is_some()) {
+        return None;
+    }
+    let [list, detail] = if body.width >= 90 {
+        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body)
+    } else {
+        Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body)
+    };
+    Some((list, detail))
+}
+
+/// What a mouse position is over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hit {
+    /// A row of the list (an index into the view's rows).
+    Row(usize),
+    /// The list, but no row.
+    List,
+    Detail,
+    Elsewhere,
+}
+
+pub fn hit(app: &App, column: u16, row: u16) -> Hit {
+    let area = Rect::new(0, 0, app.size.0, app.size.1);
+    let areas = frame_areas(app, area);
+    let Some((list, detail)) = body_areas(app, areas.body) else {
+        return Hit::Elsewhere;
+    };
+    let inside = |r: Rect| column >= r.x && column < r.right() && row >= r.y && row < r.bottom();
+    if inside(detail) {
+        return Hit::Detail;
+    }
+    if !inside(list) {
+        return Hit::Elsewhere;
+    }
+    let inner = Block::default().borders(Borders::ALL).inner(list);
+    if !inside(inner) {
+        return Hit::List;
+    }
+    let start = list_start(app.selected(app.view), usize::from(inner.height));
+    Hit::Row(start + usize::from(row - inner.y))
+}
+
+/// The first row a list of `height` rows shows, so the selection is in view.
+fn list_start(selected: usize, height: usize) -> usize {
+    if height > 0 && selected >= height {
+        selected + 1 - height
+    } else {
+        0
+    }
+}
+
+pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let text = vec![
+            Line::from(format!(
+                "send-once needs at least {MIN_WIDTH}×{MIN_HEIGHT}."
+            )),
+            Line::from(format!("This terminal is {}×{}.", area.width, area.height)),
+            Line::from("Make it bigger, or press q to quit."),
+        ];
+        let y = area.height.saturating_sub(3) / 2;
+        let rect = Rect::new(area.x, area.y + y, area.width, 3.min(area.height));
+        frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), rect);
+        return;
+    }
+    let areas = frame_areas(app, area);
+    draw_header(frame, app, theme, areas.header);
+    if let Some(text) = banner_text(app) {
+        frame.render_widget(
+            Paragraph::new(text)
+                .style(theme.alert())
+                .wrap(Wrap { trim: false }),
+            areas.banner,
+        );
+    }
+    let panes = body_areas(app, areas.body);
+    match app.view {
+        View::Approvals => approvals::draw(frame, app, theme, areas.body, panes),
+        View::Unknown => unknown::draw(frame, app, theme, areas.body, panes),
+        View::Ledger => ledger::draw(frame, app, theme, areas.body, panes),
+        View::Decisions => decisions::draw(frame, app, theme, areas.body, panes),
+    }
+    draw_status(frame, app, theme, areas.status);
+    draw_footer(frame, app, theme, areas.footer);
+    overlay::draw(frame, app, theme, area);
+}
+
+fn draw_header(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    let narrow = area.width < 90;
+    let mut tabs: Vec<Span> = vec![Span::styled(" send-once ", theme.title())];
+    for (i, view) in View::ALL.iter().enumerate() {
+        let count = match view {
+            View::Approvals => app.approvals.ready().map(Vec::len),
+            View::Unknown => app.unknown.ready().map(Vec::len),
+            View::Ledger => app.counts.as_ref().map(|c| c.total as usize),
+            View::Decisions => app.decisions.ready().map(Vec::len),
+        };
+        // On a narrow terminal the tabs keep their numbers and counts, not every word,
+        // so all four fit.
+        let title = if narrow {
+            match view {
+                View::Approvals => "Approvals",
+                View::Unknown => "Unknown",
+                View::Ledger => "Ledger",
+                View::Decisions => "Decisions",
+            }
+        } else {
+            view.title()
+        };
+        let label = match count {
+            Some(n) => format!(" {} {title} ({n}) ", i + 1),
+            None => format!(" {} {title} ", i + 1),
+        };
+        let style = if *view == app.view {
+            theme.tab_active()
+        } else {
+            theme.tab()
+        };
+        // The active tab is bracketed too, so it shows without colour.
+        let label = if *view == app.view {
+            format!("[{}]", label.trim())
+        } else {
+            label
+        };
+        tabs.push(Span::styled(label, style));
+    }
+    let counts = match &app.counts {
+        Some(c) => {
+            format!(
+                "{} pending · {} sent · {} failed{}",
+                c.pending,
+                c.sent,
+                c.failed,
+                if c.skipped > 0 {
+                    format!(" · {} skipped lines", c.skipped)
+                } else {
+                    String::new()
+                },
+            ) + &if c.unreadable.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " · {} pending unreadable (see send-once audit)",
+                    c.unreadable.len()
+                )
+            }
+        }
+        None => match &app.counts_error {
+            Some(e) => format!("could not count: {}", safe(e)),
+            None => "counting…".to_owned(),
+        },
+    };
+    let lines = vec![
+        Line::from(tabs),
+        Line::from(vec![
+            Span::styled(format!(" {} ", safe(&app.ledger_label)), theme.dim()),
+            Span::raw(counts),
+        ]),
+    ];
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn draw_status(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    if let Some(input) = &app.filter_input {
+        let text = format!(" filter: {}", safe(input.value()));
+        let lines = vec![
+            Line::from(text),
+            Line::from(Span::styled(
+                format!(" {}", keymap::FILTER_KEYS),
+                theme.dim(),
+            )),
+        ];
+        frame.render_widget(Paragraph::new(lines), area);
+        let x = area.x + 9 + input.visual_cursor() as u16;
+        frame.set_cursor_position((x.min(area.right().saturating_sub(1)), area.y));
+        return;
+    }
+    if let Some(Overlay::Command(input)) = &app.overlay {
+        let typed = input.value().trim();
+        let found = keymap::completions(app.view, typed);
+        let lines = vec![
+            Line::from(format!(" :{}", safe(input.value()))),
+            Line::from(Span::styled(
+                format!(" {} · {}", found.join(" "), keymap::COMMAND_KEYS),
+                theme.dim(),
+            )),
+        ];
+        frame.render_widget(Paragraph::new(lines), area);
+        let x = area.x + 2 + input.visual_cursor() as u16;
+        frame.set_cursor_position((x.min(area.right().saturating_sub(1)), area.y));
+        return;
+    }
+    let line = match &app.status {
+        Some(status) => {
+            let (mark, style) = if app.working() {
+                ("… ", theme.title())
+            } else if status.ok {
+                ("✓ ", theme.ok())
+            } else {
+                ("✗ ", theme.error())
+            };
+            Line::from(vec![
+                Span::styled(mark, style),
+                Span::styled(safe(&status.text), style),
+            ])
+        }
+        None => Line::from(""),
+    };
+    frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), area);
+}
+
+fn draw_footer(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    // Inside an overlay, the footer says the overlay's keys.
+    let overlay_keys = match &app.overlay {
+        Some(Overlay::Form(_)) => Some(keymap::FORM_KEYS),
+        Some(Overlay::Confirm(c)) if c.warning.is_some() => Some(keymap::CONFIRM_KEYS_STRICT),
+        Some(Overlay::Confirm(_)) => Some(keymap::CONFIRM_KEYS),
+        Some(Overlay::Help) => Some("Esc, ? or q closes the help"),
+        Some(Overlay::Copy(_)) => Some("press the letter of what to copy · Esc cancel"),
+        Some(Overlay::Command(_)) | None => None,
+    };
+    if let Some(keys) = overlay_keys {
+        frame.render_widget(
+            Paragraph::new(Span::styled(format!(" {keys}"), theme.dim())),
+            area,
+        );
+        return;
+    }
+    // What does not fit is left out from the end of the view's own keys; moving,
+    // changing view, help and quit are always there.
+    let hints = keymap::hints(app.view);
+    let width = |(key, label): &(&str, &str)| key.chars().count() + label.chars().count() + 3;
+    let (always, rest): (Vec<_>, Vec<_>) = hints
+        .into_iter()
+        .partition(|(_, label)| matches!(*label, "help" | "quit" | "move" | "view"));
+    let mut room = usize::from(area.width).saturating_sub(always.iter().map(width).sum());
+    let mut shown = Vec::new();
+    for hint in rest {
+        if width(&hint) <= room {
+            room -= width(&hint);
+            shown.push(hint);
+        }
+    }
+    shown.extend(always);
+    let mut spans = Vec::new();
+    for (key, label) in shown {
+        spans.push(Span::styled(format!(" {key}"), theme.key()));
+        spans.push(Span::styled(format!(" {label} "), theme.dim()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A row of a list: its text, and whether it is marked for a bulk action.
+struct Row<'a> {
+    line: Line<'a>,
+    marked: Option<bool>,
+}
+
+/// A list of rows with the selected one marked by "▶" and reversed (so it shows
+/// without colour), scrolled to keep the selection in view, with its position and
+/// what is above and below at the bottom of the frame.
+fn draw_list(
+    frame: &mut Frame,
+    theme: &Theme,
+    area: Rect,
+    rows: Vec<Row>,
+    selected: usize,
+    title: String,
+) {
+    let total = rows.len();
+    let height = usize::from(area.height.saturating_sub(2));
+    let start = list_start(selected, height);
+    let above = start;
+    let below = total.saturating_sub(start + height);
+    let mut position = format!(" {}/{total} ", (selected + 1).min(total));
+    if above > 0 {
+        position.push_str(&format!("↑{above} more "));
+    }
+    if below > 0 {
+        position.push_str(&format!("↓{below} more "));
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_bottom(Line::from(Span::styled(position, theme.key())).right_aligned());
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let lines: Vec<Line> = rows
+        .into_iter()
+        .enumerate()
+        .skip(start)
+        .take(height)
+        .map(|(i, row)| {
+            let mark = match row.marked {
+                Some(true) => "● ",
+                Some(false) => "  ",
+                None => " ",
+            };
+            if i == selected {
+                let mut spans = vec![Span::styled(format!("▶{mark}"), theme.selected())];
+                spans.extend(
+                    row.line
+                        .spans
+                        .into_iter()
+                        .map(|s| s.patch_style(theme.selected())),
+                );
+                Line::from(spans)
+            } else {
+                let mut spans = vec![Span::styled(format!(" {mark}"), theme.key())];
+                spans.extend(row.line.spans);
+                Line::from(spans)
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn placeholder<T>(loaded: &Loaded<T>, empty: &str) -> String {
+    match loaded {
+        Loaded::Loading => "Loading…".into(),
+        Loaded::Failed(e) => format!("Could not load: {}", safe(e)),
+        Loaded::Ready(_) => empty.to_owned(),
+    }
+}
+
+fn draw_message(frame: &mut Frame, area: Rect, title: &str, message: &str) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title.to_owned());
+    frame.render_widget(
+        Paragraph::new(message.to_owned())
+            .block(block)
+            .wrap(Wrap { trim: true }),
+        area,
+    );
+}
+
+/// A list's title, with what narrows and orders it; the filter is kept when nothing
+/// matches, so the person sees what they typed.
+fn list_title(title: &str, filter: &str, extra: &[String]) -> String {
+    let mut text = format!(" {title}");
+    for part in extra {
+        text.push_str(&format!(" · {part}"));
+    }
+    if !filter.is_empty() {
+        text.push_str(&format!(" · filter: {}", safe(filter)));
+    }
+    text.push(' ');
+    text
+}
+
+/// A detail pane that scrolls (J/K), saying so when there is more below or above.
+fn draw_scrolled(
+    frame: &mut Frame,
+    theme: &Theme,
+    area: Rect,
+    title: &str,
+    lines: Vec<Line>,
+    scroll: u16,
+) {
+    let width = usize::from(area.width.saturating_sub(2)).max(1);
+    let height = usize::from(area.height.saturating_sub(2));
+    // Rows the wrapped text takes (a close estimate: words are not moved whole).
+    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(width)).sum();
+    let scroll = usize::from(scroll).min(rows.saturating_sub(height));
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .title(title.to_owned());
+    if scroll > 0 || rows > scroll + height {
+        let more = match (scroll > 0, rows > scroll + height) {
+            (true, true) => " ↑↓ more: J/K ",
+            (true, false) => " ↑ more above: K ",
+            _ => " ↓ more below: J ",
+        };
+        block = block.title_bottom(Line::from(Span::styled(more, theme.key())));
+    }
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll as u16, 0)),
+        area,
+    );
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => jsjson::stringify(other),
+    }
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// A time as a history line shows it: to the second, without the zone's letter.
+fn when(at: &str) -> String {
+    match at.get(..19) {
+        Some(head) if at.len() >= 20 => head.replace('T', " "),
+        _ => at.to_owned(),
+    }
+}
+
+/// A badge: its words in brackets (so it reads without colour) and a style of its own.
+fn badge<'a>(text: &str, style: Style) -> Span<'a> {
+    Span::styled(format!("[{text}]"), style)
+}

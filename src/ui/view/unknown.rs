@@ -1,0 +1,75 @@
+//! View 2, Unknown sends: every pending entry, who and what first, and the selected
+//! one's detail.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::{Row, age, badge, clip, draw_list, draw_message, list_title, placeholder, safe};
+use crate::ui::app::{App, entry_who};
+use crate::ui::keymap::View;
+use crate::ui::theme::Theme;
+
+pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Option<(Rect, Rect)>) {
+    let state = app.state(View::Unknown);
+    let title = {
+        let mut extra = vec![state.sort.label().to_owned()];
+        if !state.marked.is_empty() {
+            extra.push(format!("{} marked", state.marked.len()));
+        }
+        list_title("Unknown sends", &state.filter, &extra)
+    };
+    let entries = app.visible_unknown();
+    let Some((list, detail)) = panes else {
+        // A pending row that cannot be read is not listed, but it may be an unknown
+        // send: the view must not say every send is recorded while the header
+        // counts such rows.
+        let unreadable = app.counts.as_ref().map_or(0, |c| c.unreadable.len());
+        let empty = if !state.filter.is_empty() {
+            "No unknown send matches the filter (it looks at recipient, intent, key, meta, error and provider id). Esc clears it.".to_owned()
+        } else if unreadable > 0 {
+            format!(
+                "No unknown sends can be listed, but {unreadable} pending row(s) could not be read: send-once audit names them."
+            )
+        } else {
+            "No unknown sends: every claimed send is recorded as sent or failed.".to_owned()
+        };
+        draw_message(frame, area, &title, &placeholder(&app.unknown, &empty));
+        return;
+    };
+    // Who and what first, cut so the age, attempt and marker columns still fit
+    // (borders, the selection and mark columns take 6 columns, those columns 24).
+    let room = usize::from(list.width).saturating_sub(6 + 24).clamp(12, 40);
+    let whos: Vec<String> = entries
+        .iter()
+        .map(|e| clip(&safe(&entry_who(e)), room))
+        .collect();
+    let who_width = whos.iter().map(|w| w.chars().count()).max().unwrap_or(0);
+    let rows: Vec<Row> = entries
+        .iter()
+        .zip(whos)
+        .map(|(e, who)| {
+            let mut spans = vec![
+                Span::raw(format!("{who:<who_width$} ")),
+                Span::styled(format!("{:>7} ", age(app.now, e.claimed_at())), theme.dim()),
+                Span::raw(format!("#{} ", e.attempts())),
+            ];
+            if app.maybe_in_flight(e) {
+                spans.push(badge("in flight?", theme.badge_warn()));
+                spans.push(Span::raw(" "));
+            }
+            spans.push(Span::styled(
+                safe(&super::entry::error_line(e)),
+                theme.dim(),
+            ));
+            Row {
+                line: Line::from(spans),
+                marked: Some(state.marked.contains(e.key())),
+            }
+        })
+        .collect();
+    draw_list(frame, theme, list, rows, state.selected, title);
+    if let Some(entry) = entries.get(state.selected) {
+        super::entry::draw(frame, app, theme, detail, entry);
+    }
+}
