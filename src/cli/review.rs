@@ -22,9 +22,12 @@ use super::ledger_arg::{
     ledger_to_create, split_ledger, unsettled,
 };
 use super::out_file;
+use super::output::fail_with;
 use super::output::print_json_array;
 use super::run::{CommandSend, NotStarted, check_send_options, report};
-use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
+use super::{
+    Exit, Kind, Problem, display_path, fail, note, print_json, print_stdout, read_text_arg,
+};
 
 #[derive(Subcommand, Debug)]
 pub enum DraftCommand {
@@ -346,13 +349,51 @@ fn open_review(
 ) -> Result<(Review, Arc<SqliteStore>), Exit> {
     let store = location
         .open_sqlite(access)
-        .map_err(|e| fail(Exit::Refused, e.to_string()))?;
+        .map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;
     let store = Arc::new(store);
     Ok((Review::new(Arc::clone(&store), clock()), store))
 }
 
 fn review_failure(e: ReviewError) -> Exit {
-    fail(Exit::Refused, e.to_string())
+    let (exit, problem) = review_problem(e);
+    fail_with(exit, problem)
+}
+
+/// A queue error as an exit code and a problem of its kind: no such draft exits 1,
+/// as no such entry does; everything else the queue refuses exits 2.
+fn review_problem(e: ReviewError) -> (Exit, Problem) {
+    let problem = match &e {
+        ReviewError::NoDraft(id) => {
+            let id = *id;
+            return (
+                Exit::Failed,
+                Problem::new(Kind::NotFound, e).with("draft", Some(id)),
+            );
+        }
+        ReviewError::Store(store) => super::store_problem(store),
+        ReviewError::DecidedFirst { by, at, state, .. }
+        | ReviewError::Closed { by, at, state, .. } => {
+            let kind = if matches!(e, ReviewError::DecidedFirst { .. }) {
+                Kind::DecidedFirst
+            } else {
+                Kind::Refused
+            };
+            Problem::new(kind, &e)
+                .with("by", by.clone())
+                .with("at", at.clone())
+                .with("state", Some(state.as_str()))
+        }
+        ReviewError::NotTheRevision { now, .. }
+        | ReviewError::ChangedMeanwhile { revision: now, .. } => {
+            let now = *now;
+            Problem::new(Kind::DecidedFirst, &e).with("revision", Some(now))
+        }
+        ReviewError::AlreadySent { .. } | ReviewError::CouldNotCheck(_) => {
+            Problem::new(Kind::Refused, &e)
+        }
+        _ => Problem::new(Kind::BadInput, &e),
+    };
+    (Exit::Refused, problem)
 }
 
 /// Runs `work` against the queue; any error is exit 2.
