@@ -297,6 +297,7 @@ fn json_errors_are_one_object_with_a_kind() {
     );
     expect_exit(&s.run(&["resolve", &l, "k1", "sent"]), 0, "resolve");
     let missing = s.path().join("missing.db").display().to_string();
+    let no_dir = s.path().join("no-dir").join("x.db").display().to_string();
 
     let cases: Vec<(Vec<&str>, &str, i64)> = vec![
         (vec!["show", &l, "ffff", "--json"], "not_found", 1),
@@ -311,6 +312,11 @@ fn json_errors_are_one_object_with_a_kind() {
         ),
         (vec!["ls", &l, "--bogus", "--json"], "bad_input", 2),
         (vec!["ls", &l, "--limit", "0", "--json"], "bad_input", 2),
+        (
+            vec!["run", &no_dir, "--key", "k", "--json", "--", "true"],
+            "io",
+            2,
+        ),
     ];
     for (args, kind, exit) in &cases {
         let out = s.run(args);
