@@ -304,7 +304,10 @@ fn json_errors_are_json_on_stdout() {
     expect_exit(&out, 2, "ls missing --json");
     let error = json_stdout(&out, "ls missing --json");
     assert!(
-        error["error"].as_str().unwrap().contains("no such ledger"),
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no such ledger"),
         "{error}"
     );
     assert_eq!(error["exitCode"], 2);
@@ -326,7 +329,10 @@ fn json_errors_are_json_on_stdout() {
     expect_exit(&out, 2, "bad meta");
     let error = json_stdout(&out, "bad meta");
     assert!(
-        error["error"].as_str().unwrap().contains("--meta"),
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--meta"),
         "{error}"
     );
     assert!(!ledger.exists(), "nothing is created");

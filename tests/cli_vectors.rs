@@ -91,8 +91,15 @@ const STDERR_FACTS: &[(&str, &[Fact])] = &[
     ("audit-directory", &[&["adir"], &["directory"]]),
     ("audit-no-file", &[&[".local/share/send-once/ledger.db"]]),
     ("audit-unknown-option", &[&["--bogus"]]),
-    ("resolve-no-such-key", &[&["No entry for no-such-key."]]),
-    ("resolve-empty-not-found", &[&["No entry for k."]]),
+    // Lower case here, one wording for every command (shift D14).
+    (
+        "resolve-no-such-key",
+        &[&["No entry for no-such-key.", "no entry for no-such-key"]],
+    ),
+    (
+        "resolve-empty-not-found",
+        &[&["No entry for k.", "no entry for k"]],
+    ),
     ("resolve-empty-by", &[&["--by"], &["names nobody"]]),
     (
         "resolve-sent-failed-refused",

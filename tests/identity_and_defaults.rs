@@ -133,7 +133,7 @@ fn a_blank_send_once_user_is_ignored_and_a_blank_by_still_refused() {
     expect(&out, 2, "blank --by");
     assert!(
         stderr(&out).contains("names nobody")
-            || json(&out, "blank --by")["error"]
+            || json(&out, "blank --by")["error"]["message"]
                 .as_str()
                 .is_some_and(|e| e.contains("names nobody"))
     );

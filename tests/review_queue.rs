@@ -979,7 +979,8 @@ fn bad_input_is_refused_and_changes_nothing() {
     let v = |args: &[&str]| -> Vec<String> { args.iter().map(|s| s.to_string()).collect() };
 
     // Refused on its face: not even a refused decision may be written.
-    let mut invalid: Vec<(Vec<String>, Vec<&str>)> = vec![
+    // No such draft: exit 1 for every command, as no such entry is (shift D14).
+    let no_draft: Vec<(Vec<String>, Vec<&str>)> = vec![
         (
             v(&["draft", "facts", &l, "99", "--facts", &obj]),
             vec!["no draft 99"],
@@ -1000,6 +1001,8 @@ fn bad_input_is_refused_and_changes_nothing() {
             [v(&["dispatch", &l, "99", "--"]), v(&send)].concat(),
             vec!["no draft 99"],
         ),
+    ];
+    let mut invalid: Vec<(Vec<String>, Vec<&str>)> = vec![
         (v(&["approve", &l, "abc", "--by", "x"]), vec!["abc"]),
         (
             v(&["draft", "submit", &l, "--key", "new-1", "--payload", &bad]),
@@ -1258,6 +1261,15 @@ fn bad_input_is_refused_and_changes_nothing() {
     for (args, expect_any) in &invalid {
         assert_refused(&at(T0 + 3 * MIN, args), &format!("{args:?}"), expect_any);
     }
+    for (args, expect_any) in &no_draft {
+        let o = at(T0 + 3 * MIN, args);
+        expect_exit(&o, 1, &format!("{args:?}"));
+        assert!(
+            lower_contains_any(&stderr(&o), expect_any),
+            "{args:?}: {:?}",
+            stderr(&o)
+        );
+    }
     let o = output_with_stdin(
         &mut cli_at(
             T0 + 3 * MIN,
@@ -1374,11 +1386,9 @@ fn a_ledger_from_before_the_queue_has_an_empty_queue() {
     let o = cli(&["approvals", l, "--json"]).output().unwrap();
     expect_exit(&o, 0, "approvals on an old ledger");
     assert_eq!(json_stdout(&o, "approvals"), json!([]));
-    assert_refused(
-        &cli(&["draft", "show", l, "1"]).output().unwrap(),
-        "draft show on an old ledger",
-        &["no draft 1"],
-    );
+    let o = cli(&["draft", "show", l, "1"]).output().unwrap();
+    expect_exit(&o, 1, "draft show on an old ledger");
+    assert!(stderr(&o).contains("no draft 1"), "{}", stderr(&o));
 }
 
 // ---------------------------------------------------------------------------------

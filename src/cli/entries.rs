@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::sqlite::Access;
 use send_once::ledger::{
-    Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails, Seen,
+    Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails,
     Status, UnreadableRow, duration, jsjson,
 };
 use send_once::text::visible_inline;
@@ -18,27 +18,6 @@ use super::ledger_arg::{
     split_ledger, text_positional, unsettled,
 };
 use super::{Exit, fail, note, print_json, print_stdout, store_failure};
-
-pub const RESOLVE_EXIT_CODES: &str = "\
-Exit codes:
-  0  resolved, or it already had that status
-  1  refused: no such key, or a sent entry marked failed
-  2  could not run (missing ledger, not a ledger, an ambiguous key prefix, bad flag)";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Settled {
-    Sent,
-    Failed,
-}
-
-impl From<Settled> for Status {
-    fn from(s: Settled) -> Status {
-        match s {
-            Settled::Sent => Status::Sent,
-            Settled::Failed => Status::Failed,
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StatusArg {
@@ -55,36 +34,6 @@ impl From<StatusArg> for Status {
             StatusArg::Failed => Status::Failed,
         }
     }
-}
-
-#[derive(Args, Debug)]
-#[command(override_usage = "send-once resolve [LEDGER] <KEY> <sent|failed> [OPTIONS]")]
-pub struct ResolveArgs {
-    /// [LEDGER] KEY STATUS: the ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), the key or a prefix of it that matches one key, and what the provider says happened: sent closes it; failed lets the next attempt send it
-    #[arg(value_name = "ARGS", num_args = 2..=3, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub key: String,
-    #[arg(skip = Settled::Sent)]
-    pub status: Settled,
-    /// Who is resolving it (default: $SEND_ONCE_USER, else the current user)
-    #[arg(long)]
-    pub by: Option<String>,
-    /// Why, for the next person to read the ledger
-    #[arg(long)]
-    pub note: Option<String>,
-    /// The provider's id for the message, when it went out
-    #[arg(long)]
-    pub provider_id: Option<String>,
-    /// Only if the entry is still in this status (what you checked); refused, naming who
-    /// changed it, otherwise
-    #[arg(long, value_name = "STATUS")]
-    pub expect: Option<StatusArg>,
-    /// Print the entry as JSON
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -178,7 +127,7 @@ pub struct DecisionsArgs {
 
 /// Opens the ledger and runs `work` on it; a failure to open is exit 2. Commands
 /// that only look open it read-only, so looking never changes the file.
-fn with_ledger<T>(
+pub(super) fn with_ledger<T>(
     location: &LedgerLocation,
     access: Access,
     work: impl AsyncFnOnce(&Ledger) -> Result<T, LedgerError>,
@@ -191,31 +140,6 @@ fn with_ledger<T>(
         })
         .map_err(store_failure)
 }
-
-impl ResolveArgs {
-    /// Reads `[LEDGER] KEY STATUS` by their count; the status first, so that a missing
-    /// one is named as missing.
-    pub fn settle(&mut self) -> Result<(), String> {
-        let (ledger, rest) = split_ledger(&self.positionals, 2);
-        let [key, status] = rest else {
-            return Err(RESOLVE_USAGE.to_owned());
-        };
-        self.status = status
-            .to_str()
-            .and_then(|s| Settled::from_str(s, true).ok())
-            .ok_or_else(|| {
-                format!(
-                    "{} is not a status: give sent or failed. {RESOLVE_USAGE}",
-                    visible_inline(&status.to_string_lossy())
-                )
-            })?;
-        self.key = text_positional(key, "key")?;
-        self.ledger = given_or_default(ledger)?;
-        Ok(())
-    }
-}
-
-const RESOLVE_USAGE: &str = "resolve takes an optional ledger, a key, and sent or failed: send-once resolve [LEDGER] KEY sent|failed";
 
 /// `[LEDGER] KEY`, by their count.
 fn settle_key(positionals: &[OsString]) -> Result<(LedgerLocation, String), String> {
@@ -239,45 +163,6 @@ impl ResetArgs {
         (self.ledger, self.key) = settle_key(&self.positionals)?;
         Ok(())
     }
-}
-
-pub fn resolve(args: &ResolveArgs) -> Exit {
-    if let Err(message) = check_by(args.by.as_deref()) {
-        return fail(Exit::Refused, message);
-    }
-    let status = Status::from(args.status);
-    let details = ResolveDetails {
-        by: by_or_default(args.by.as_deref()),
-        note: args.note.clone(),
-        provider_id: args.provider_id.clone(),
-        seen: args.expect.map(|s| Seen::status(Status::from(s))),
-    };
-    let resolved = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
-        let key = ledger.find(&args.key).await?.key().to_owned();
-        ledger.resolve(&key, status, &details).await
-    });
-    let resolved = match resolved {
-        Ok(r) => r,
-        Err(exit) => return exit,
-    };
-    if args.json {
-        print_json(&resolved.entry.to_value());
-        return Exit::Ok;
-    }
-    let key = visible_inline(resolved.entry.key());
-    if resolved.changed {
-        let next = match status {
-            Status::Failed => "The next attempt for this key will send it.",
-            _ => "It will not be sent again.",
-        };
-        print_stdout(&format!("Resolved {key} as {}. {next}\n", status.as_str()));
-    } else {
-        print_stdout(&format!(
-            "{key} was already {}. Nothing changed.\n",
-            status.as_str()
-        ));
-    }
-    Exit::Ok
 }
 
 pub fn ls(args: &LsArgs) -> Exit {
@@ -347,6 +232,9 @@ fn unreadable_note(rows: &[UnreadableRow]) -> String {
 fn list_entries(json: bool, entries: &[Entry], limit: usize) -> Exit {
     if json {
         print_json(&Value::Array(entries.iter().map(Entry::to_value).collect()));
+        if entries.len() == limit {
+            note(format!("the newest {limit} shown; --limit N for more"));
+        }
         return Exit::Ok;
     }
     if entries.is_empty() {
@@ -377,7 +265,14 @@ fn list_entries(json: bool, entries: &[Entry], limit: usize) -> Exit {
     for ((entry, key), to) in entries.iter().zip(&keys).zip(&recipients) {
         let detail = match entry.status() {
             Status::Sent => entry.provider_id().map(str::to_owned),
-            _ => entry.error().map(|e| one_line(e, 60)),
+            // Every unknown send's error starts with the same words; the column
+            // keeps the part that differs (show and --json have it whole).
+            _ => entry.error().map(|e| {
+                let e = e
+                    .strip_prefix(send_once::ledger::UNKNOWN_PREFIX)
+                    .unwrap_or(e);
+                one_line(e, 60)
+            }),
         };
         let line = format!(
             "{:<8} {:>8}  {:<24}  {to:<to_width$}  {key:<key_width$}  {}",
@@ -389,10 +284,11 @@ fn list_entries(json: bool, entries: &[Entry], limit: usize) -> Exit {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    if entries.len() == limit {
-        out.push_str(&format!("(the newest {limit} shown; --limit N for more)\n"));
-    }
     print_stdout(&out);
+    // A note, not a row: a pipe reading the table must not get it.
+    if entries.len() == limit {
+        note(format!("the newest {limit} shown; --limit N for more"));
+    }
     Exit::Ok
 }
 
@@ -560,7 +456,9 @@ fn decision_line(d: &Decision) -> String {
             text.push_str(&format!(": {reason}"));
         }
     }
-    if let Some(note) = &d.note {
+    // A rejection's reason is also its note: say it once.
+    let reason = d.detail.get("reason").and_then(Value::as_str);
+    if let Some(note) = d.note.as_deref().filter(|n| Some(*n) != reason) {
         text.push_str(&format!(" \"{note}\""));
     }
     visible_inline(&text).into_owned()

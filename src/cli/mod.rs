@@ -8,6 +8,7 @@ mod keys;
 mod ledger_arg;
 mod out_file;
 mod output;
+mod resolve;
 mod review;
 mod run;
 mod tui;
@@ -16,7 +17,9 @@ use std::process::ExitCode;
 
 use clap::{ArgAction, Parser, Subcommand};
 
-pub use output::{fail, note, print_json, print_stdout};
+pub use output::{Kind, Problem, fail, note, print_json, print_stdout};
+
+use serde_json::Value;
 
 /// Exit codes, shared by every command (as the Gmail wrapper and the Node CLI use them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,8 +47,8 @@ Exit codes:
   2  refused or could not run (bad input, unusable ledger, a gate fired)
   3  unknown: the send may or may not have gone out; a person must check";
 
-// `-h` is not a help flag, as in the Node CLI (whose recorded behaviour this matches):
-// only `--help` is, on every command.
+// `send-once -h` alone is not a help flag, as in the Node CLI (whose recorded behaviour
+// this matches); after a command it is short help (see `command`).
 #[derive(Parser, Debug)]
 #[command(
     name = "send-once",
@@ -56,10 +59,11 @@ Exit codes:
 )]
 pub struct Cli {
     /// Never start the terminal UI; for scripts and cron (`send-once --headless audit`)
-    #[arg(long, global = true)]
+    // Listed after each command's own options, not first.
+    #[arg(long, global = true, display_order = 900)]
     headless: bool,
-    /// Print help
-    #[arg(long, global = true, action = ArgAction::Help)]
+    /// Print help (-h for a short one, after a command: `send-once ls -h`)
+    #[arg(long, global = true, action = ArgAction::HelpLong, display_order = 901)]
     help: Option<bool>,
     #[command(subcommand)]
     command: Command,
@@ -73,8 +77,8 @@ enum Command {
     #[command(after_help = audit::EXIT_CODES)]
     Audit(audit::AuditArgs),
     /// Record what happened to an unknown send, after checking with the provider.
-    #[command(after_help = entries::RESOLVE_EXIT_CODES)]
-    Resolve(entries::ResolveArgs),
+    #[command(after_help = resolve::RESOLVE_EXIT_CODES)]
+    Resolve(resolve::ResolveArgs),
     /// List ledger entries, newest claim first.
     Ls(entries::LsArgs),
     /// Show one entry and the decisions made about it.
@@ -86,7 +90,7 @@ enum Command {
     /// A removed key has no record left, so a later run for it sends again: choose a
     /// duration longer than anything might retry.
     Gc(entries::GcArgs),
-    /// Print the decision log: every resolve and reset, with who, when and what came of it.
+    /// Print the decision log: every resolve, reset, approve, reject and withdraw, with who, when and what came of it.
     Decisions(entries::DecisionsArgs),
     /// The review queue: submit drafts, push or recheck their facts, withdraw, show.
     #[command(subcommand)]
@@ -111,12 +115,15 @@ enum Command {
     Run(run::RunArgs),
     /// Print a shell completion script.
     Completions(docs::CompletionsArgs),
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write one page per command with --dir.
+    Man(docs::ManArgs),
 }
 
 pub fn main() -> ExitCode {
-    let mut cli = match Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches));
+    let mut cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return parse_failure(&e),
     };
@@ -127,7 +134,7 @@ pub fn main() -> ExitCode {
     let exit = match cli.command {
         Command::Tui(args) => tui::tui(&args, cli.headless),
         Command::Audit(args) => audit::audit(&args),
-        Command::Resolve(args) => entries::resolve(&args),
+        Command::Resolve(args) => resolve::resolve(&args),
         Command::Ls(args) => entries::ls(&args),
         Command::Show(args) => entries::show(&args),
         Command::Reset(args) => entries::reset(&args),
@@ -143,7 +150,7 @@ pub fn main() -> ExitCode {
         Command::Hash(args) => keys::hash(&args),
         Command::Run(args) => run::run(args),
         Command::Completions(args) => docs::completions(&args),
-        Command::Man => docs::man(),
+        Command::Man(args) => docs::man(&args),
     };
     output::finish(exit).into()
 }
@@ -161,6 +168,23 @@ fn parse_failure(e: &clap::Error) -> ExitCode {
         &mut std::io::stderr(),
         send_once::text::visible(&text).as_bytes(),
     );
+    // Under --json even a flag clap refused is the one JSON error object, so a script
+    // reading stdout is never left with nothing.
+    let wants_json = std::env::args_os()
+        .skip(1)
+        .take_while(|arg| arg != "--")
+        .any(|arg| arg == "--json");
+    if wants_json {
+        let message = text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ");
+        print_json(&output::error_json(
+            Exit::Refused,
+            &Problem::new(Kind::BadInput, message),
+        ));
+    }
     ExitCode::from(e.exit_code().clamp(0, 255) as u8)
 }
 
@@ -200,7 +224,7 @@ impl Command {
             Command::Key(a) => a.json,
             Command::Hash(a) => a.json,
             Command::Run(a) => a.json,
-            Command::Tui(_) | Command::Completions(_) | Command::Man => false,
+            Command::Tui(_) | Command::Completions(_) | Command::Man(_) => false,
         }
     }
 }
@@ -216,20 +240,82 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
 /// Reports a ledger error with its exit code: 1 for a refusal (no such key, a sent
 /// entry), 2 for anything that kept the command from running.
 pub fn store_failure(e: send_once::ledger::LedgerError) -> Exit {
-    use send_once::ledger::LedgerError;
-    let exit = match e {
-        LedgerError::NotFound(_)
-        | LedgerError::AlreadySent(_)
-        | LedgerError::ResetSentNeedsForce(_)
-        | LedgerError::ChangedSinceSeen { .. } => Exit::Failed,
-        _ => Exit::Refused,
-    };
-    fail(exit, e.to_string())
+    let (exit, problem) = ledger_problem(e);
+    output::fail_with(exit, problem)
 }
 
-/// The clap definition, for completions and the man page.
+/// A ledger error as an exit code and a problem of its kind. Not found is worded one
+/// way and exits 1 for every command (as `resolve` always has, and as the Node CLI
+/// does).
+pub fn ledger_problem(e: send_once::ledger::LedgerError) -> (Exit, Problem) {
+    use send_once::ledger::LedgerError;
+    match e {
+        LedgerError::NotFound(key) => (
+            Exit::Failed,
+            Problem::new(Kind::NotFound, format!("no entry for {key}")).with("key", Some(key)),
+        ),
+        LedgerError::AlreadySent(ref key) | LedgerError::ResetSentNeedsForce(ref key) => {
+            let key = key.clone();
+            (
+                Exit::Failed,
+                Problem::new(Kind::Refused, e).with("key", Some(key)),
+            )
+        }
+        LedgerError::ChangedSinceSeen { ref key, .. } => {
+            let key = key.clone();
+            (
+                Exit::Failed,
+                Problem::new(Kind::DecidedFirst, e).with("key", Some(key)),
+            )
+        }
+        LedgerError::AmbiguousKey { ref matches, .. } => {
+            let matches: Vec<Value> = matches.iter().map(|k| k.clone().into()).collect();
+            (
+                Exit::Refused,
+                Problem::new(Kind::BadInput, e).with("matches", Some(matches)),
+            )
+        }
+        LedgerError::EmptyKey | LedgerError::BadKey(_) | LedgerError::ResolveToPending => {
+            (Exit::Refused, Problem::new(Kind::BadInput, e))
+        }
+        LedgerError::Store(store) => (Exit::Refused, store_problem(&store)),
+        LedgerError::Unrecorded { .. } => (Exit::Unknown, Problem::new(Kind::Unknown, e)),
+        other => (Exit::Refused, Problem::new(Kind::Io, other)),
+    }
+}
+
+/// A store error as a problem: a missing ledger, a file that is not one, or trouble
+/// reading or writing it.
+pub fn store_problem(e: &send_once::ledger::StoreError) -> Problem {
+    use send_once::ledger::StoreError;
+    let kind = match e {
+        StoreError::NotFound(_) => Kind::NoLedger,
+        StoreError::IsDirectory(_)
+        | StoreError::NotARegularFile(_)
+        | StoreError::PostgresNotSupported(_)
+        | StoreError::NoReviewQueue(_)
+        | StoreError::NotALedger { .. }
+        | StoreError::NewerSchema { .. } => Kind::NotALedger,
+        _ => Kind::Io,
+    };
+    Problem::new(kind, e)
+}
+
+/// The clap definition, for parsing, completions and the man page: every subcommand
+/// (nested ones too) takes `-h` for short help beside `--help` for the long one. Not
+/// `send-once -h` alone, which the Node CLI refuses as an unknown option, and the
+/// recorded runs hold this one to that.
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
+    <Cli as clap::CommandFactory>::command().mut_subcommands(|sub| {
+        sub.arg(
+            clap::Arg::new("short_help")
+                .short('h')
+                .display_order(902)
+                .action(ArgAction::HelpShort)
+                .global(true)
+                .help("Print short help (--help for more)"),
+        )
+    })
 }
 
 /// How a file argument is named in messages: `-` is stdin.

@@ -165,22 +165,121 @@ pub fn note(message: impl std::fmt::Display) {
     let _ = std::io::stderr().write_all(visible(&text).as_bytes());
 }
 
+/// What kind of problem stopped a command, as `--json` names it in `error.kind`, so a
+/// script can branch without reading prose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// No entry for the key, no draft with the id.
+    NotFound,
+    /// What was typed cannot be used: a bad flag, value, file or ambiguous prefix.
+    BadInput,
+    /// The request was understood and turned down (a sent entry marked failed, a
+    /// closed draft, a gate at dispatch).
+    Refused,
+    /// Someone else changed it first; their decision stands.
+    DecidedFirst,
+    /// The ledger is not there.
+    NoLedger,
+    /// The file is there but is not a ledger this binary can use.
+    NotALedger,
+    /// The ledger or a file could not be read or written (busy, full, read-only).
+    Io,
+    /// A send whose outcome is unknown (exit 3).
+    Unknown,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::NotFound => "not_found",
+            Kind::BadInput => "bad_input",
+            Kind::Refused => "refused",
+            Kind::DecidedFirst => "decided_first",
+            Kind::NoLedger => "no_ledger",
+            Kind::NotALedger => "not_a_ledger",
+            Kind::Io => "io",
+            Kind::Unknown => "unknown",
+        }
+    }
+
+    /// The kind a bare exit code implies, for messages that name no kind of their own.
+    fn of_exit(exit: Exit) -> Kind {
+        match exit {
+            Exit::Failed | Exit::Ok => Kind::Refused,
+            Exit::Refused => Kind::BadInput,
+            Exit::Unknown => Kind::Unknown,
+        }
+    }
+}
+
+/// One error or refusal: its kind, the message, and what else is known (who decided
+/// first, when, the key).
+#[derive(Clone, Debug)]
+pub struct Problem {
+    pub kind: Kind,
+    pub message: String,
+    pub fields: Map<String, Value>,
+}
+
+impl Problem {
+    pub fn new(kind: Kind, message: impl std::fmt::Display) -> Problem {
+        Problem {
+            kind,
+            message: message.to_string(),
+            fields: Map::new(),
+        }
+    }
+
+    /// Adds a field (`by`, `at`, `key`) when there is a value for it.
+    pub fn with(mut self, name: &str, value: Option<impl Into<Value>>) -> Problem {
+        if let Some(value) = value {
+            self.fields.insert(name.to_owned(), value.into());
+        }
+        self
+    }
+
+    /// `{"kind", "message", ...}`, the message with any Postgres password hidden.
+    pub fn to_json(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("kind".into(), self.kind.as_str().into());
+        error.insert(
+            "message".into(),
+            super::ledger_arg::redact_given_urls(&self.message).into(),
+        );
+        for (name, value) in &self.fields {
+            error.insert(name.clone(), value.clone());
+        }
+        Value::Object(error)
+    }
+}
+
 /// Reports a problem on stderr and gives the exit code for it. Under `--json` it is
-/// also `{"error", "exitCode"}` on stdout, unless the command already printed its JSON.
+/// also `{"error": {"kind", "message"}, "exitCode"}` on stdout, unless the command
+/// already printed its JSON. The kind follows from the exit code; [`fail_with`] names
+/// one.
 pub fn fail(exit: Exit, message: impl std::fmt::Display) -> Exit {
-    let message = super::ledger_arg::redact_given_urls(&message.to_string());
-    note(&message);
+    fail_with(exit, Problem::new(Kind::of_exit(exit), message))
+}
+
+/// [`fail`] with the problem's kind and fields given.
+pub fn fail_with(exit: Exit, problem: Problem) -> Exit {
+    note(&problem.message);
     let as_json = {
         let state = state();
         state.json_errors && !state.wrote
     };
     if as_json {
-        let mut out = Map::new();
-        out.insert("error".into(), message.into());
-        out.insert("exitCode".into(), (exit as u8).into());
-        print_json(&Value::Object(out));
+        print_json(&error_json(exit, &problem));
     }
     exit
+}
+
+/// `{"error": {...}, "exitCode": N}`: the one shape of an error under `--json`.
+pub fn error_json(exit: Exit, problem: &Problem) -> Value {
+    let mut out = Map::new();
+    out.insert("error".into(), problem.to_json());
+    out.insert("exitCode".into(), (exit as u8).into());
+    Value::Object(out)
 }
 
 /// What a terminal is told to do around a painted piece of text.

@@ -22,9 +22,12 @@ use super::ledger_arg::{
     ledger_to_create, split_ledger, unsettled,
 };
 use super::out_file;
+use super::output::fail_with;
 use super::output::print_json_array;
 use super::run::{CommandSend, NotStarted, check_send_options, report};
-use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
+use super::{
+    Exit, Kind, Problem, display_path, fail, note, print_json, print_stdout, read_text_arg,
+};
 
 #[derive(Subcommand, Debug)]
 pub enum DraftCommand {
@@ -346,13 +349,51 @@ fn open_review(
 ) -> Result<(Review, Arc<SqliteStore>), Exit> {
     let store = location
         .open_sqlite(access)
-        .map_err(|e| fail(Exit::Refused, e.to_string()))?;
+        .map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;
     let store = Arc::new(store);
     Ok((Review::new(Arc::clone(&store), clock()), store))
 }
 
 fn review_failure(e: ReviewError) -> Exit {
-    fail(Exit::Refused, e.to_string())
+    let (exit, problem) = review_problem(e);
+    fail_with(exit, problem)
+}
+
+/// A queue error as an exit code and a problem of its kind: no such draft exits 1,
+/// as no such entry does; everything else the queue refuses exits 2.
+fn review_problem(e: ReviewError) -> (Exit, Problem) {
+    let problem = match &e {
+        ReviewError::NoDraft(id) => {
+            let id = *id;
+            return (
+                Exit::Failed,
+                Problem::new(Kind::NotFound, e).with("draft", Some(id)),
+            );
+        }
+        ReviewError::Store(store) => super::store_problem(store),
+        ReviewError::DecidedFirst { by, at, state, .. }
+        | ReviewError::Closed { by, at, state, .. } => {
+            let kind = if matches!(e, ReviewError::DecidedFirst { .. }) {
+                Kind::DecidedFirst
+            } else {
+                Kind::Refused
+            };
+            Problem::new(kind, &e)
+                .with("by", by.clone())
+                .with("at", at.clone())
+                .with("state", Some(state.as_str()))
+        }
+        ReviewError::NotTheRevision { now, .. }
+        | ReviewError::ChangedMeanwhile { revision: now, .. } => {
+            let now = *now;
+            Problem::new(Kind::DecidedFirst, &e).with("revision", Some(now))
+        }
+        ReviewError::AlreadySent { .. } | ReviewError::CouldNotCheck(_) => {
+            Problem::new(Kind::Refused, &e)
+        }
+        _ => Problem::new(Kind::BadInput, &e),
+    };
+    (Exit::Refused, problem)
 }
 
 /// Runs `work` against the queue; any error is exit 2.
@@ -743,11 +784,7 @@ pub fn approvals(args: &ApprovalsArgs) -> Exit {
             || "?".to_owned(),
             |at| duration::format_duration((now - at).max(0) as f64),
         );
-        let state = if draft.edited_after_approval() {
-            "approved, edited".to_owned()
-        } else {
-            draft.state.as_str().to_owned()
-        };
+        let state = draft.state_label(now);
         let warning = if draft.suspicious() { "! " } else { "" };
         let changes = match (draft.approved_diff(), draft.previous_diff()) {
             (Some(d), _) => format!("{} since approved rev {}", d.summary(), d.from),
@@ -880,9 +917,30 @@ fn show(args: &DraftShowArgs) -> Exit {
         return Exit::Ok;
     }
     let mut out = String::new();
-    let state = draft.state_text();
+    let state = if draft.sent_elsewhere() || draft.approval_expired(now) {
+        draft.state_label(now)
+    } else {
+        draft.state_text()
+    };
     out.push_str(&format!("draft {}  {}\n", draft.id, state));
     out.push_str(&format!("key       {}\n", visible_inline(&draft.key)));
+    if let Some(sent) = draft
+        .ledger_sent
+        .as_ref()
+        .filter(|_| draft.sent_elsewhere())
+    {
+        out.push_str(&format!(
+            "sent      elsewhere: the ledger has this key as sent at {}{}; it was not dispatched from this queue, and dispatching it would not send it again\n",
+            visible_inline(sent.sent_at.as_deref().unwrap_or("?")),
+            sent.provider_id
+                .as_deref()
+                .map(|id| format!(" (provider id {})", visible_inline(id)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(line) = approval_line(&draft, now) {
+        out.push_str(&format!("approval  {}\n", visible_inline(&line)));
+    }
     if let Some(meta) = &draft.meta {
         for (k, v) in meta {
             let v = match v {
@@ -973,6 +1031,36 @@ fn show(args: &DraftShowArgs) -> Exit {
     }
     print_stdout(&out);
     Exit::Ok
+}
+
+/// Who approved the draft and how long the approval holds: "approved by X at T,
+/// expired at E" or "approved by X at T, expires in 3h 12m (at E)". None without an
+/// approval, or once the draft is closed (its decided line says what happened).
+fn approval_line(draft: &Draft, now: i64) -> Option<String> {
+    if !draft.state.is_open() {
+        return None;
+    }
+    let expires_at = draft.expires_at()?;
+    let who = match draft.approved_by() {
+        Some((by, at)) => format!("approved by {by} at {at}"),
+        None => "approved".to_owned(),
+    };
+    if draft.edited_after_approval() {
+        return Some(format!(
+            "{who}, for revision {}; the current revision needs approving again",
+            draft.approved_revision.unwrap_or_default()
+        ));
+    }
+    if draft.approval_expired(now) {
+        return Some(format!(
+            "{who}, expired at {expires_at}; approve it again to send it"
+        ));
+    }
+    let left = send_once::ledger::time::parse_date(expires_at).map_or(0, |at| at - now);
+    Some(format!(
+        "{who}, expires in {} (at {expires_at})",
+        duration::format_duration(left as f64)
+    ))
 }
 
 pub fn dispatch(args: &DispatchArgs) -> Exit {
@@ -1158,12 +1246,23 @@ fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &LedgerLocati
     match refused {
         Dispatched::Expired {
             expires_at,
-            age_hours,
+            approved_at,
             ..
-        } => format!(
-            "not sent: the approval of draft {id} expired at {expires_at} ({} hours after it was given); approve it again to send it",
-            jsjson::js_number(*age_hours)
-        ),
+        } => {
+            let parse = send_once::ledger::time::parse_date;
+            let lasted = match (parse(approved_at), parse(expires_at)) {
+                (Some(from), Some(to)) => {
+                    format!(
+                        "{} after it was given",
+                        duration::format_duration((to - from) as f64)
+                    )
+                }
+                _ => format!("it was given at {approved_at}"),
+            };
+            format!(
+                "not sent: the approval of draft {id} expired at {expires_at} ({lasted}); approve it again to send it"
+            )
+        }
         Dispatched::PayloadChanged {
             approved_hash,
             current_hash,

@@ -208,7 +208,7 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
     };
     let ledger = match open_ledger(&location, Access::Create) {
         Ok(ledger) => ledger,
-        Err(e) => return fail(Exit::Refused, e),
+        Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
     let mut not_started: Option<NotStarted> = None;
     let send = CommandSend {
@@ -349,7 +349,8 @@ pub fn report(
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(e @ LedgerError::Unrecorded { .. }) => return fail(Exit::Unknown, e),
-        Err(e) => return fail(Exit::Refused, e),
+        // The exit code stays 2 (the send could not run); the kind says why.
+        Err(e) => return super::output::fail_with(Exit::Refused, super::ledger_problem(e).1),
     };
     if json {
         print_json(&outcome_json(key, &outcome));

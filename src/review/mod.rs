@@ -103,6 +103,17 @@ pub struct Draft {
     /// Every revision (from `Review::draft`), or the current, previous and approved
     /// ones (from `Review::queue`), oldest first.
     pub revisions: Vec<Revision>,
+    /// The ledger's entry for the key, when it is recorded as sent: read in the same
+    /// query as the draft, so a send made elsewhere (the Node library's `dispatch()`,
+    /// another `run`) shows even though this draft was never dispatched.
+    pub ledger_sent: Option<LedgerSent>,
+}
+
+/// What the ledger says about a key already sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LedgerSent {
+    pub sent_at: Option<String>,
+    pub provider_id: Option<String>,
 }
 
 impl Draft {
@@ -112,6 +123,53 @@ impl Draft {
 
     pub fn current(&self) -> Option<&Revision> {
         self.revision_of(self.revision)
+    }
+
+    fn approval_field(&self, name: &str) -> Option<&str> {
+        self.approval.as_ref()?.get(name)?.as_str()
+    }
+
+    /// When the stored approval stops holding (its `expiresAt`), if there is one.
+    pub fn expires_at(&self) -> Option<&str> {
+        self.approval_field("expiresAt")
+    }
+
+    /// Approved, and the approval's `expiresAt` is at or before `now_ms`: dispatch
+    /// would refuse it, so it must not read as approved. An expiry that cannot be read
+    /// counts as expired, since dispatch could not honour it either.
+    pub fn approval_expired(&self, now_ms: i64) -> bool {
+        self.state == DraftState::Approved
+            && self
+                .expires_at()
+                .is_some_and(|at| time::parse_date(at).is_none_or(|at| at <= now_ms))
+    }
+
+    /// Who approved it and when (the approval's `approvedBy` and `approvedAt`).
+    pub fn approved_by(&self) -> Option<(&str, &str)> {
+        Some((
+            self.approval_field("approvedBy")?,
+            self.approval_field("approvedAt")?,
+        ))
+    }
+
+    /// Still open here, but the ledger already has its key as sent: someone sent it
+    /// by another way, and dispatching it would only say "duplicate".
+    pub fn sent_elsewhere(&self) -> bool {
+        self.state.is_open() && self.ledger_sent.is_some()
+    }
+
+    /// The state as a list shows it in one word or two: `sent elsewhere` and `expired`
+    /// win over what the draft's own row says.
+    pub fn state_label(&self, now_ms: i64) -> String {
+        if self.sent_elsewhere() {
+            "sent elsewhere".to_owned()
+        } else if self.approval_expired(now_ms) {
+            "expired".to_owned()
+        } else if self.edited_after_approval() {
+            "approved, edited".to_owned()
+        } else {
+            self.state.as_str().to_owned()
+        }
     }
 
     /// Who it goes to and what it is for ("ana@example.com · renewal"), from its meta,
@@ -244,6 +302,18 @@ impl Draft {
             self.outcome.clone().unwrap_or(Value::Null),
         );
         out.insert("suspicious".into(), suspicious.into());
+        out.insert("expired".into(), self.approval_expired(now_ms).into());
+        out.insert("expiresAt".into(), self.expires_at().into());
+        out.insert("sentElsewhere".into(), self.sent_elsewhere().into());
+        out.insert(
+            "ledgerSent".into(),
+            self.ledger_sent.as_ref().map_or(Value::Null, |sent| {
+                let mut one = Map::new();
+                one.insert("sentAt".into(), sent.sent_at.clone().into());
+                one.insert("providerId".into(), sent.provider_id.clone().into());
+                Value::Object(one)
+            }),
+        );
         Value::Object(out)
     }
 }
@@ -496,6 +566,28 @@ fn draft_from_row(row: &Row) -> rusqlite::Result<Draft> {
         },
         outcome: json_column(row, 18)?,
         revisions: Vec::new(),
+        ledger_sent: None,
+    })
+}
+
+/// The ledger entry of a draft's key, selected beside the draft: sent or not at all.
+const SENT_ENTRY_JOIN: &str = "LEFT JOIN send_once e ON e.key = d.key AND e.status = 'sent'";
+
+/// What the ledger says of a sent key, from its entry's JSON (read as the ledger
+/// reads it, lone surrogates included); None when the join found no sent entry.
+fn ledger_sent_from(entry: Option<String>) -> Option<LedgerSent> {
+    let entry = entry?;
+    let parsed = crate::ledger::Entry::from_json(&entry).ok();
+    let field = |name: &str| {
+        parsed
+            .as_ref()
+            .and_then(|e| e.get(name))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Some(LedgerSent {
+        sent_at: field("sentAt").or_else(|| field("updatedAt")),
+        provider_id: field("providerId"),
     })
 }
 
@@ -517,9 +609,13 @@ fn revision_from_row(row: &Row, at: usize) -> rusqlite::Result<Option<Revision>>
 fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Result<Option<Draft>> {
     let Some(mut draft) = conn
         .prepare_cached(&format!(
-            "SELECT {DRAFT_COLUMNS} FROM send_once_drafts d WHERE d.id = ?1"
+            "SELECT {DRAFT_COLUMNS}, e.entry FROM send_once_drafts d {SENT_ENTRY_JOIN} WHERE d.id = ?1"
         ))?
-        .query_row([id], draft_from_row)
+        .query_row([id], |row| {
+            let mut draft = draft_from_row(row)?;
+            draft.ledger_sent = ledger_sent_from(row.get(DRAFT_COLUMN_COUNT)?);
+            Ok(draft)
+        })
         .optional()?
     else {
         return Ok(None);
@@ -645,12 +741,13 @@ impl Review {
             .read_with(|conn| {
                 let sql = format!(
                     "SELECT {DRAFT_COLUMNS}, \
-                     {current}, {previous}, {approved} \
+                     {current}, {previous}, {approved}, e.entry \
                      FROM send_once_drafts d \
                      JOIN send_once_revisions c ON c.draft_id = d.id AND c.revision = d.revision \
                      LEFT JOIN send_once_revisions p ON p.draft_id = d.id AND p.revision = d.revision - 1 \
                      LEFT JOIN send_once_revisions a ON a.draft_id = d.id AND a.revision = d.approved_revision \
                        AND d.approved_revision < d.revision - 1 \
+                     {SENT_ENTRY_JOIN} \
                      WHERE d.state IN ('queued', 'approved') ORDER BY d.id",
                     current = prefixed("c"),
                     previous = prefixed("p"),
@@ -666,6 +763,7 @@ impl Review {
                         .collect::<rusqlite::Result<_>>()?;
                     revisions.sort_by_key(|r| r.revision);
                     draft.revisions = revisions;
+                    draft.ledger_sent = ledger_sent_from(row.get(base + 18)?);
                     Ok(draft)
                 })?;
                 rows.collect::<rusqlite::Result<Vec<Draft>>>()

@@ -150,6 +150,7 @@ pub fn queued_draft(id: i64, key: &str, created_at: String) -> send_once::review
         latest: send_once::review::drift::LatestFacts::default(),
         outcome: None,
         revisions: Vec::new(),
+        ledger_sent: None,
     }
 }
 
