@@ -58,7 +58,7 @@ pub fn pretty_canonical(payload: &str) -> String {
 
 /// Sorts object keys as canonical JSON does: by UTF-16 code units, as JavaScript
 /// sorts strings.
-fn sort_keys(value: &mut Value) {
+pub(crate) fn sort_keys(value: &mut Value) {
     match value {
         Value::Array(items) => items.iter_mut().for_each(sort_keys),
         Value::Object(map) => {

@@ -11,6 +11,7 @@
 pub mod diff;
 pub mod drift;
 pub mod recheck;
+pub mod render;
 
 use std::sync::Arc;
 use std::time::Duration;

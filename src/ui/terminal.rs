@@ -1,9 +1,13 @@
 //! The terminal, always given back: a guard restores it on every way out (quit, an
-//! error), and a panic hook restores it before the panic message is printed.
+//! error), and a panic hook restores it before the panic message is printed. It is
+//! lent to a pager and taken back, and asked to copy text to the clipboard.
 
 use std::io::{Stdout, Write, stdout};
 use std::mem::ManuallyDrop;
+use std::os::unix::process::CommandExt as _;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
@@ -84,4 +88,246 @@ fn install_panic_hook() {
         restore();
         previous(info);
     }));
+}
+
+/// Who may read the terminal's input: the UI's input thread, or a program the UI ran
+/// in its place (the pager). crossterm's `poll` reads the bytes it finds, so a poll
+/// left running while the pager waits for a key would take the key from it.
+struct InputGate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+struct GateState {
+    paused: bool,
+    reading: bool,
+}
+
+static INPUT: InputGate = InputGate {
+    state: Mutex::new(GateState {
+        paused: false,
+        reading: false,
+    }),
+    changed: Condvar::new(),
+};
+
+fn gate_state() -> MutexGuard<'static, GateState> {
+    INPUT.state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The input thread's turn to read the terminal: hold it across one
+/// `event::poll` and the `event::read` after it. It waits while a pager has the
+/// terminal.
+pub struct InputTurn(());
+
+pub fn input_turn() -> InputTurn {
+    let mut state = gate_state();
+    while state.paused {
+        state = INPUT
+            .changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+    state.reading = true;
+    InputTurn(())
+}
+
+impl Drop for InputTurn {
+    fn drop(&mut self) {
+        gate_state().reading = false;
+        INPUT.changed.notify_all();
+    }
+}
+
+/// The terminal's input kept from the input thread, until dropped.
+struct InputPaused(());
+
+fn pause_input() -> InputPaused {
+    let mut state = gate_state();
+    state.paused = true;
+    while state.reading {
+        state = INPUT
+            .changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+    InputPaused(())
+}
+
+impl Drop for InputPaused {
+    fn drop(&mut self) {
+        gate_state().paused = false;
+        INPUT.changed.notify_all();
+    }
+}
+
+/// The commands to try as the pager, in order, for the value of `$PAGER`: that
+/// command alone when it is set (split as a shell would, without one), else `less -R`
+/// and, when less is not installed, `more`.
+pub fn pager_commands(pager: Option<&str>) -> Result<Vec<Vec<String>>, String> {
+    match pager.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(pager) => {
+            let argv = shell_words::split(pager)
+                .map_err(|e| format!("cannot read $PAGER ({pager:?}): {e}"))?;
+            if argv.is_empty() {
+                return Err(format!("cannot read $PAGER ({pager:?}): no command in it"));
+            }
+            Ok(vec![argv])
+        }
+        None => Ok(vec![
+            vec!["less".to_owned(), "-R".to_owned()],
+            vec!["more".to_owned()],
+        ]),
+    }
+}
+
+/// Shows `text` in `$PAGER` (see [`pager_commands`]): the terminal is given to the
+/// pager (cooked mode, the main screen, no mouse capture, the UI's input thread
+/// paused) and taken back when it exits, redrawn in full on the next draw. The text
+/// goes to a temporary file only this user can read, removed afterwards. An error
+/// says why the pager could not run; the screen is restored all the same.
+///
+/// It blocks until the pager exits: from the UI's runtime, call it inside
+/// `tokio::task::block_in_place`.
+pub fn run_pager(guard: &mut TerminalGuard, text: &str) -> Result<(), String> {
+    let commands = pager_commands(std::env::var("PAGER").ok().as_deref())?;
+    let mut file = tempfile::Builder::new()
+        .prefix("send-once-")
+        .suffix(".txt")
+        .tempfile()
+        .map_err(|e| format!("cannot write the text for the pager: {e}"))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.flush())
+        .map_err(|e| format!("cannot write the text for the pager: {e}"))?;
+    let paused = pause_input();
+    let suspended = suspend(guard);
+    let ran = match &suspended {
+        Ok(()) => run_first(&commands, file.path()),
+        Err(e) => Err(format!("cannot give the terminal to the pager: {e}")),
+    };
+    let resumed = resume(guard);
+    drop(paused);
+    ran?;
+    resumed.map_err(|e| format!("cannot take the terminal back from the pager: {e}"))
+}
+
+fn suspend(guard: &mut TerminalGuard) -> std::io::Result<()> {
+    guard.terminal.backend_mut().flush()?;
+    // The guard's restore has nothing to undo while the pager has the terminal.
+    RESTORED.store(true, Ordering::SeqCst);
+    disable_raw_mode()?;
+    execute!(
+        stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    )
+}
+
+fn resume(guard: &mut TerminalGuard) -> std::io::Result<()> {
+    RESTORED.store(false, Ordering::SeqCst);
+    enable_raw_mode()?;
+    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+    guard.terminal.hide_cursor()?;
+    guard.terminal.clear()
+}
+
+/// Runs the first of `commands` that can start, with `file` as its last argument,
+/// and waits for it. The UI ignores the terminal's interrupt and quit keys meanwhile
+/// (as `system(3)` does): Ctrl-C in less is for less, not a request to end the UI.
+fn run_first(commands: &[Vec<String>], file: &std::path::Path) -> Result<(), String> {
+    let _ignoring = IgnoreInterrupts::new();
+    let mut missing = Vec::new();
+    for argv in commands {
+        let Some((program, args)) = argv.split_first() else {
+            continue;
+        };
+        let mut command = Command::new(program);
+        command.args(args).arg(file);
+        // SAFETY: `signal` is async-signal-safe; between fork and exec the pager
+        // gets back the default actions the UI set aside.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let shown = shell_words::join(argv);
+        match command.status() {
+            Ok(status) if status.success() => return Ok(()),
+            Ok(status) => return Err(format!("the pager `{shown}` ended with {status}")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(shown),
+            Err(e) => return Err(format!("cannot start the pager `{shown}`: {e}")),
+        }
+    }
+    Err(format!(
+        "cannot start a pager: {} not found; set $PAGER",
+        missing
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(" nor ")
+    ))
+}
+
+/// SIGINT and SIGQUIT ignored in this process until dropped, their previous actions
+/// (the UI's handlers) put back after.
+struct IgnoreInterrupts {
+    saved: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl IgnoreInterrupts {
+    fn new() -> IgnoreInterrupts {
+        let mut saved = Vec::new();
+        for signal in [libc::SIGINT, libc::SIGQUIT] {
+            // SAFETY: plain sigaction calls on zeroed structs; the old action is kept
+            // only when the call succeeded.
+            unsafe {
+                let mut ignore: libc::sigaction = std::mem::zeroed();
+                ignore.sa_sigaction = libc::SIG_IGN;
+                libc::sigemptyset(&mut ignore.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &ignore, &mut old) == 0 {
+                    saved.push((signal, old));
+                }
+            }
+        }
+        IgnoreInterrupts { saved }
+    }
+}
+
+impl Drop for IgnoreInterrupts {
+    fn drop(&mut self) {
+        for (signal, old) in &self.saved {
+            // SAFETY: puts back the action sigaction gave us.
+            unsafe {
+                libc::sigaction(*signal, old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// The OSC 52 sequence that asks the terminal to put `text` on the system clipboard:
+/// `ESC ] 52 ; c ; <base64 of text> BEL`. It works over ssh, since it is only output.
+/// It is not wrapped for tmux: tmux takes a plain OSC 52 into its paste buffer and
+/// passes it on to the outer terminal when `set-clipboard` is `on` (its default,
+/// `external`, ignores it); the DCS passthrough wrapping would also need
+/// `allow-passthrough`, and would skip tmux's own buffer.
+pub fn osc52(text: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "\u{1b}]52;c;{}\u{7}",
+        base64::engine::general_purpose::STANDARD.encode(text)
+    )
+}
+
+/// Puts `text` on the clipboard of the terminal the UI runs in (see [`osc52`]). The
+/// terminal says nothing back, so success means the request was written.
+pub fn copy_to_clipboard(guard: &mut TerminalGuard, text: &str) -> Result<(), String> {
+    let backend = guard.terminal.backend_mut();
+    backend
+        .write_all(osc52(text).as_bytes())
+        .and_then(|()| backend.flush())
+        .map_err(|e| format!("cannot write to the terminal: {e}"))
 }

@@ -1,0 +1,347 @@
+//! A payload as a reviewer reads it, and what changed between two revisions of it, as
+//! pure functions of the JSON text (no terminal): the TUI draws these lines, and the
+//! pager gets them as plain text.
+//!
+//! The layout is pretty canonical JSON (keys sorted by UTF-16 code units, two-space
+//! indent, numbers and escapes as `JSON.stringify` writes them), with one difference:
+//! a string that holds a line break is a *text block*, so an e-mail body reads as the
+//! e-mail it is:
+//!
+//! ```text
+//! {
+//!   "body": |
+//!     │ Dear Ana,
+//!     │
+//!     │ Regards,␠␠
+//!     │ Billing␊
+//!   "to": "ana@example.com"
+//! }
+//! ```
+//!
+//! - The key line ends in a bare `|` (a JSON string is always quoted, so `"|"` is a
+//!   string, `|` a block). A block carries no comma after it: the next key line (or
+//!   the closing bracket) is where it ends.
+//! - Every line of the text sits two spaces deeper than its key line and starts with
+//!   the gutter `│ ` (a lone `│` for an empty line). No JSON line starts with `│`, so
+//!   whatever the text holds, it cannot pass for a key line, a bracket or the end of
+//!   the block: a line of the block structure is one whose first character after the
+//!   indent is not the gutter.
+//! - What would be lost is marked: spaces at the end of a line are `␠` (other
+//!   trailing white space `<U+00A0>`-style), a line break that ends the string is `␊`
+//!   after its last line, and a carriage return (CRLF text) is `␍`, as every control
+//!   character is marked ([`crate::text::visible_inline`]: `␛`, `␉`, `<U+202E>`).
+//! - Only values are blocks. A key holding a line break stays a JSON string (`\n`).
+//!
+//! Every line returned is already visible: it holds no control, escape, bidi or
+//! invisible character.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+use similar::{Algorithm, ChangeTag, DiffTag, InlineChangeMode, InlineChangeOptions, TextDiff};
+use unicode_width::UnicodeWidthStr;
+
+use super::diff::{LineTag, sort_keys};
+use crate::ledger::{canonical, jsjson};
+use crate::text::visible_inline;
+
+/// Starts every line of a text block (after its indent).
+pub const GUTTER: char = '│';
+
+/// A payload (JSON text) as the lines a reviewer reads. Text that is not JSON (which
+/// the queue never stores) is shown line by line as it is, made visible.
+pub fn reviewer_lines(payload_json: &str) -> Vec<String> {
+    match canonical::parse_json(payload_json) {
+        Ok(value) => {
+            let mut value = value.to_serde();
+            sort_keys(&mut value);
+            let mut out = Vec::new();
+            write_value(&mut out, &value, 0, String::new(), false);
+            // Keys and scalars come from `JSON.stringify`, which leaves DEL, C1
+            // controls and the invisible format characters raw.
+            out.into_iter()
+                .map(|line| match visible_inline(&line) {
+                    std::borrow::Cow::Borrowed(_) => line,
+                    std::borrow::Cow::Owned(shown) => shown,
+                })
+                .collect()
+        }
+        Err(_) => payload_json
+            .split('\n')
+            .map(|line| visible_inline(line).into_owned())
+            .collect(),
+    }
+}
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+/// Writes `value` whose first line starts with `lead` (its key, or nothing in an
+/// array) at `depth`, followed by a comma when `comma`.
+fn write_value(out: &mut Vec<String>, value: &Value, depth: usize, lead: String, comma: bool) {
+    let pad = indent(depth);
+    let tail = if comma { "," } else { "" };
+    match value {
+        Value::String(s) if s.contains('\n') => {
+            out.push(format!("{pad}{lead}|"));
+            let inner = indent(depth + 1);
+            for line in block_lines(s) {
+                if line.is_empty() {
+                    out.push(format!("{inner}{GUTTER}"));
+                } else {
+                    out.push(format!("{inner}{GUTTER} {line}"));
+                }
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            out.push(format!("{pad}{lead}["));
+            for (i, item) in items.iter().enumerate() {
+                write_value(out, item, depth + 1, String::new(), i + 1 < items.len());
+            }
+            out.push(format!("{pad}]{tail}"));
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push(format!("{pad}{lead}{{"));
+            let fields = jsjson::property_order(map);
+            let last = fields.len();
+            for (i, (key, item)) in fields.into_iter().enumerate() {
+                let key = jsjson::stringify(&Value::String(key.clone()));
+                write_value(out, item, depth + 1, format!("{key}: "), i + 1 < last);
+            }
+            out.push(format!("{pad}}}{tail}"));
+        }
+        scalar => out.push(format!("{pad}{lead}{}{tail}", jsjson::stringify(scalar))),
+    }
+}
+
+/// The lines of a block's text, each made visible, with what would not show marked.
+fn block_lines(text: &str) -> Vec<String> {
+    let (body, ends_in_newline) = match text.strip_suffix('\n') {
+        Some(body) => (body, true),
+        None => (text, false),
+    };
+    let pieces: Vec<&str> = body.split('\n').collect();
+    let last = pieces.len() - 1;
+    pieces
+        .iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            let mut line = mark_trailing_space(piece);
+            if ends_in_newline && i == last {
+                line.push('\u{240a}');
+            }
+            line
+        })
+        .collect()
+}
+
+/// `piece` made visible, with white space at its end (which a reader cannot see, and
+/// a terminal drops) shown as marks.
+fn mark_trailing_space(piece: &str) -> String {
+    let kept = piece.trim_end_matches(|c: char| c.is_whitespace() && c != '\r' && c != '\t');
+    let mut line = visible_inline(kept).into_owned();
+    for c in piece[kept.len()..].chars() {
+        if c == ' ' {
+            line.push('\u{2420}');
+        } else {
+            let _ = write!(line, "<U+{:04X}>", c as u32);
+        }
+    }
+    line
+}
+
+/// A run of a diff line's text, emphasised when it is what changed within the line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Segment {
+    pub emphasised: bool,
+    pub text: String,
+}
+
+/// One line of a reviewer's diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReviewerDiffLine {
+    pub tag: LineTag,
+    /// The line's text in runs; no run is empty, and neighbouring runs differ in
+    /// emphasis. An equal line is one unemphasised run.
+    pub segments: Vec<Segment>,
+    /// For a changed line, the index (in [`ReviewerDiff::lines`]) of the line it
+    /// replaced or was replaced by, when it has one.
+    pub counterpart: Option<usize>,
+}
+
+impl ReviewerDiffLine {
+    pub fn text(&self) -> String {
+        self.segments.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    /// Some, not all, of the line is emphasised: a word-level change.
+    pub fn is_partial(&self) -> bool {
+        self.segments.iter().any(|s| s.emphasised) && self.segments.iter().any(|s| !s.emphasised)
+    }
+}
+
+/// What changed from revision `from` to revision `to`, over their reviewer lines.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReviewerDiff {
+    pub from: i64,
+    pub to: i64,
+    pub added: usize,
+    pub removed: usize,
+    /// Every line, equal ones included, in reading order.
+    pub lines: Vec<ReviewerDiffLine>,
+}
+
+impl ReviewerDiff {
+    pub fn is_empty(&self) -> bool {
+        self.added == 0 && self.removed == 0
+    }
+
+    /// "+2 -1", for a list's row.
+    pub fn summary(&self) -> String {
+        format!("+{} -{}", self.added, self.removed)
+    }
+}
+
+/// The diff of two payloads (JSON texts) over their reviewer lines. Lines are matched
+/// first (so a one-word change in a long body is one line out, one line in), then each
+/// replaced line is compared word by word with its counterpart.
+pub fn reviewer_diff(from: i64, old: &str, to: i64, new: &str) -> ReviewerDiff {
+    let joined = |lines: Vec<String>| {
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    };
+    let (old_text, new_text) = (joined(reviewer_lines(old)), joined(reviewer_lines(new)));
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .diff_lines(&old_text, &new_text);
+    let mut options = InlineChangeOptions::new();
+    // Whitespace-separated words: punctuation stays with its word ("$1,240.00,").
+    options.mode(InlineChangeMode::Words);
+    let mut lines = Vec::new();
+    let (mut added, mut removed) = (0, 0);
+    for op in diff.ops() {
+        let start = lines.len();
+        for change in diff.iter_inline_changes_with_options(op, options) {
+            let tag = match change.tag() {
+                ChangeTag::Equal => LineTag::Equal,
+                ChangeTag::Insert => {
+                    added += 1;
+                    LineTag::Insert
+                }
+                ChangeTag::Delete => {
+                    removed += 1;
+                    LineTag::Delete
+                }
+            };
+            let mut segments: Vec<Segment> = Vec::new();
+            for (emphasised, value) in change.iter_strings_lossy() {
+                let value = value.trim_end_matches('\n');
+                if value.is_empty() {
+                    continue;
+                }
+                match segments.last_mut() {
+                    Some(last) if last.emphasised == emphasised => last.text.push_str(value),
+                    _ => segments.push(Segment {
+                        emphasised,
+                        text: value.to_owned(),
+                    }),
+                }
+            }
+            lines.push(ReviewerDiffLine {
+                tag,
+                segments,
+                counterpart: None,
+            });
+        }
+        if op.tag() == DiffTag::Replace {
+            pair_up(&mut lines[start..], start);
+        }
+    }
+    ReviewerDiff {
+        from,
+        to,
+        added,
+        removed,
+        lines,
+    }
+}
+
+/// Pairs the n-th deleted line of one replacement with its n-th inserted line.
+fn pair_up(block: &mut [ReviewerDiffLine], offset: usize) {
+    let deletes: Vec<usize> = (0..block.len())
+        .filter(|&i| block[i].tag == LineTag::Delete)
+        .collect();
+    let inserts: Vec<usize> = (0..block.len())
+        .filter(|&i| block[i].tag == LineTag::Insert)
+        .collect();
+    for (&d, &i) in deletes.iter().zip(&inserts) {
+        block[d].counterpart = Some(offset + i);
+        block[i].counterpart = Some(offset + d);
+    }
+}
+
+/// A payload as plain text for a pager: `heading` (made visible; none when empty),
+/// a blank line, then the reviewer lines.
+pub fn plain_payload(heading: &str, payload_json: &str) -> String {
+    let mut out = String::new();
+    push_heading(&mut out, heading);
+    for line in reviewer_lines(payload_json) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn push_heading(out: &mut String, heading: &str) {
+    if heading.is_empty() {
+        return;
+    }
+    for line in heading.lines() {
+        out.push_str(&visible_inline(line));
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// A diff as plain text for a pager, laid out as a unified diff of the whole payload:
+/// `--- revision N` and `+++ revision M`, then every line behind ` `, `-` or `+`.
+/// Under a line where only some words changed, a `?` line puts `^` under them (as
+/// Python's `ndiff` does), so the change shows without colour.
+pub fn plain_diff(diff: &ReviewerDiff) -> String {
+    let mut out = format!(
+        "--- revision {}\n+++ revision {}\n@@ {} @@\n",
+        diff.from,
+        diff.to,
+        if diff.is_empty() {
+            "no change".to_owned()
+        } else {
+            format!("{} lines", diff.summary())
+        }
+    );
+    for line in &diff.lines {
+        let mark = match line.tag {
+            LineTag::Equal => ' ',
+            LineTag::Insert => '+',
+            LineTag::Delete => '-',
+        };
+        // Segments are already visible; this keeps the promise if they ever are not.
+        let text = line.text();
+        out.push(mark);
+        out.push_str(&visible_inline(&text));
+        out.push('\n');
+        if line.tag != LineTag::Equal && line.is_partial() {
+            let mut guide = String::from("?");
+            for segment in &line.segments {
+                let width = UnicodeWidthStr::width(segment.text.as_str());
+                let c = if segment.emphasised { '^' } else { ' ' };
+                guide.extend(std::iter::repeat_n(c, width));
+            }
+            out.push_str(guide.trim_end());
+            out.push('\n');
+        }
+    }
+    out
+}
