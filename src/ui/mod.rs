@@ -12,7 +12,6 @@ pub mod demo;
 pub mod forms;
 pub mod keymap;
 pub mod state;
-mod suspend_tmp;
 pub mod terminal;
 pub mod theme;
 pub mod view;
@@ -181,8 +180,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     .with_start(options.start.clone());
     app.size = (size.width, size.height);
 
-    let input_gate = Arc::new(std::sync::Mutex::new(()));
-    spawn_input(tx.clone(), Arc::clone(&input_gate));
+    spawn_input(tx.clone());
     Watcher::spawn(current.clone(), Arc::clone(&options), tx.clone());
 
     let hooks = TestHooks::from_env();
@@ -228,11 +226,13 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                     match effect {
                         // These use the terminal itself, so they run here, in order.
                         Effect::Page { text, .. } => {
-                            let result = page(&mut guard, &input_gate, &text);
+                            let result = tokio::task::block_in_place(|| {
+                                terminal::run_pager(&mut guard, &text)
+                            });
                             app.update(Action::Done(Outcome::Paged(result)));
                         }
                         Effect::Copy { what, text } => {
-                            let outcome = match suspend_tmp::copy_to_clipboard(&mut guard, &text) {
+                            let outcome = match terminal::copy_to_clipboard(&mut guard, &text) {
                                 Ok(()) => Outcome::Copied { what },
                                 Err(why) => Outcome::Refused {
                                     subject: what,
@@ -307,25 +307,13 @@ fn draw(
     Ok(())
 }
 
-/// Runs `$PAGER` on `text`, the UI suspended meanwhile. The input thread is held
-/// off the terminal first (it would read the pager's keys), and let go after.
-fn page(
-    guard: &mut terminal::TerminalGuard,
-    input_gate: &std::sync::Mutex<()>,
-    text: &str,
-) -> Result<(), String> {
-    let _held = input_gate
-        .lock()
-        .map_err(|_| "the input thread stopped".to_owned())?;
-    tokio::task::block_in_place(|| suspend_tmp::run_pager(guard, text))
-}
-
 /// Terminal events, read on a thread of their own so the UI never waits on them.
-/// While a pager runs, the gate is held and this thread does not read.
-fn spawn_input(tx: UnboundedSender<Action>, gate: Arc<std::sync::Mutex<()>>) {
+/// While a pager runs, it waits for its turn (crossterm's poll would read the
+/// pager's keys).
+fn spawn_input(tx: UnboundedSender<Action>) {
     std::thread::spawn(move || {
         while !tx.is_closed() {
-            let Ok(_reading) = gate.lock() else { break };
+            let _turn = terminal::input_turn();
             match event::poll(Duration::from_millis(100)) {
                 Ok(true) => {}
                 Ok(false) => continue,

@@ -3,7 +3,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{
@@ -11,8 +11,9 @@ use super::{
     value_text,
 };
 use crate::ledger::{duration, time};
-use crate::review::diff::{LineTag, payload_diff, pretty_canonical};
+use crate::review::diff::LineTag;
 use crate::review::drift::DriftStatus;
+use crate::review::render;
 use crate::review::{Draft, DraftState};
 use crate::ui::app::{App, short_key};
 use crate::ui::keymap::View;
@@ -20,24 +21,21 @@ use crate::ui::theme::Theme;
 
 /// When the draft's approval ends (ms), if it is approved.
 fn expires_at(draft: &Draft) -> Option<i64> {
-    draft
-        .approval
-        .as_ref()
-        .and_then(|a| a.get("expiresAt"))
-        .and_then(|v| v.as_str())
-        .and_then(time::parse_date)
+    draft.expires_at().and_then(time::parse_date)
 }
 
 /// Approved, and its approval has run out: dispatch will refuse it.
 pub fn expired(draft: &Draft, now: i64) -> bool {
-    draft.state == DraftState::Approved && expires_at(draft).is_some_and(|at| at <= now)
+    draft.approval_expired(now)
 }
 
 /// Badges a draft carries: words in brackets, each styled by what it asks of the
 /// reviewer.
 fn badges<'a>(draft: &Draft, now: i64, theme: &Theme) -> Vec<Span<'a>> {
     let mut out = Vec::new();
-    if draft.state == DraftState::Approved && !draft.edited_after_approval() {
+    if draft.sent_elsewhere() {
+        out.push(badge("sent elsewhere", theme.badge_warn()));
+    } else if draft.state == DraftState::Approved && !draft.edited_after_approval() {
         if expired(draft, now) {
             out.push(badge("expired", theme.badge_warn()));
         } else {
@@ -113,7 +111,26 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
 
 /// What the draft's state means now: who approved it and until when.
 fn state_line(draft: &Draft, now: i64) -> String {
-    let by = draft.decided_by.as_deref().unwrap_or("?");
+    let by = draft
+        .approved_by()
+        .map(|(by, _)| by)
+        .or(draft.decided_by.as_deref())
+        .unwrap_or("?");
+    if let Some(sent) = &draft.ledger_sent
+        && draft.sent_elsewhere()
+    {
+        return format!(
+            "sent elsewhere{}{}: the ledger has its key as sent, so it will not go again",
+            sent.sent_at
+                .as_deref()
+                .map(|at| format!(" at {}", safe(at)))
+                .unwrap_or_default(),
+            sent.provider_id
+                .as_deref()
+                .map(|id| format!(" (provider id {})", safe(id)))
+                .unwrap_or_default()
+        );
+    }
     match draft.state {
         DraftState::Approved if !draft.edited_after_approval() => match expires_at(draft) {
             Some(at) if at <= now => format!(
@@ -227,14 +244,22 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
         )));
     }
     lines.push(Line::from(""));
-    payload_lines(&mut lines, app, theme, draft);
+    let width = usize::from(area.width.saturating_sub(2));
+    payload_lines(&mut lines, app, theme, draft, width);
     history_lines(&mut lines, app, theme, draft);
     draw_scrolled(frame, theme, area, " Draft ", lines, app.detail_scroll);
 }
 
 /// The payload with its diff against the chosen base (`[`/`]`): by default the
-/// approved revision when it changed after approval, else the previous one.
-fn payload_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft: &Draft) {
+/// approved revision when it changed after approval, else the previous one. A string
+/// holding line breaks reads as a text block; a changed line shows its changed words.
+fn payload_lines<'a>(
+    lines: &mut Vec<Line<'a>>,
+    app: &App,
+    theme: &Theme,
+    draft: &Draft,
+    width: usize,
+) {
     let Some(current) = draft.current() else {
         lines.push(Line::from(Span::styled(
             "Payload: not loaded",
@@ -245,12 +270,14 @@ fn payload_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft:
     let base = app.diff_base_of(draft).and_then(|b| draft.revision_of(b));
     let Some(base) = base else {
         lines.push(Line::from(Span::styled("Payload", theme.title())));
-        for text in pretty_canonical(&current.payload).lines() {
-            lines.push(Line::from(format!("  {}", safe(text))));
+        for text in render::reviewer_lines(&current.payload) {
+            for piece in wrap_gutter(&format!("  {text}"), width) {
+                lines.push(Line::from(piece));
+            }
         }
         return;
     };
-    let diff = payload_diff(
+    let diff = render::reviewer_diff(
         base.revision,
         &base.payload,
         current.revision,
@@ -278,11 +305,36 @@ fn payload_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft:
             LineTag::Insert => ("+ ", theme.ok()),
             LineTag::Delete => ("- ", theme.error()),
         };
-        lines.push(Line::from(Span::styled(
-            format!("{mark}{}", safe(&line.text)),
-            style,
-        )));
+        // A line with only some words changed shows them underlined and bold, so the
+        // change reads without colour too.
+        let mut spans = vec![Span::styled(mark, style)];
+        for segment in &line.segments {
+            let segment_style = if segment.emphasised && line.is_partial() {
+                style.add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+            } else {
+                style
+            };
+            spans.push(Span::styled(segment.text.clone(), segment_style));
+        }
+        lines.push(Line::from(spans));
     }
+}
+
+/// A text block's line cut to the pane's width, each piece keeping the indent and
+/// the gutter, so a long line of the text cannot continue at the margin and pass for
+/// a line of the payload's structure.
+fn wrap_gutter(text: &str, width: usize) -> Vec<String> {
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with(render::GUTTER) || width < 8 || text.chars().count() <= width {
+        return vec![text.to_owned()];
+    }
+    let indent = text.chars().count() - trimmed.chars().count();
+    let lead: String = format!("{}{} ", " ".repeat(indent), render::GUTTER);
+    let body: Vec<char> = trimmed.chars().skip(2).collect();
+    let room = width.saturating_sub(lead.chars().count()).max(1);
+    body.chunks(room)
+        .map(|chunk| format!("{lead}{}", chunk.iter().collect::<String>()))
+        .collect()
 }
 
 /// What happened to the draft, oldest first: its revisions and the decisions about it.
@@ -316,10 +368,11 @@ fn history_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft:
     }
 }
 
-/// The draft as plain text for a pager: every line made visible.
+/// The draft as plain text for a pager: its payload, or its diff against the base
+/// shown, every line made visible.
 pub fn draft_text(draft: &Draft, base: Option<i64>) -> String {
-    let mut out = format!(
-        "Draft {} · revision {} · {}\nkey {}\n",
+    let mut heading = format!(
+        "Draft {} · revision {} · {}\nkey {}",
         draft.id,
         draft.revision,
         draft.state_text(),
@@ -327,37 +380,27 @@ pub fn draft_text(draft: &Draft, base: Option<i64>) -> String {
     );
     if let Some(meta) = &draft.meta {
         for (k, v) in meta {
-            out.push_str(&format!("{k}: {}\n", value_text(v)));
+            heading.push_str(&format!("\n{k}: {}", value_text(v)));
         }
     }
-    out.push('\n');
-    let current = draft.current();
-    match (current, base.and_then(|b| draft.revision_of(b))) {
+    match (draft.current(), base.and_then(|b| draft.revision_of(b))) {
         (Some(current), Some(base)) => {
-            let diff = payload_diff(
+            let diff = render::reviewer_diff(
                 base.revision,
                 &base.payload,
                 current.revision,
                 &current.payload,
             );
-            out.push_str(&format!(
-                "--- revision {}\n+++ revision {}\n",
-                base.revision, current.revision
-            ));
-            for line in diff.lines {
-                let mark = match line.tag {
-                    LineTag::Equal => ' ',
-                    LineTag::Insert => '+',
-                    LineTag::Delete => '-',
-                };
-                out.push_str(&format!("{mark} {}\n", line.text));
-            }
+            format!(
+                "{}\n\n{}",
+                crate::text::visible(&heading),
+                render::plain_diff(&diff)
+            )
         }
-        (Some(current), None) => {
-            out.push_str(&pretty_canonical(&current.payload));
-            out.push('\n');
-        }
-        (None, _) => out.push_str("(the payload is not loaded)\n"),
+        (Some(current), None) => render::plain_payload(&heading, &current.payload),
+        (None, _) => format!(
+            "{}\n\n(the payload is not loaded)\n",
+            crate::text::visible(&heading)
+        ),
     }
-    crate::text::visible(&out).into_owned()
 }
