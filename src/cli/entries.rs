@@ -324,6 +324,7 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 pub fn show(args: &ShowArgs) -> Exit {
+    use send_once::ledger::history::entry_history;
     let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
         let entry = ledger.find(&args.key).await?;
         let decisions = match ledger.store().decisions(Some(entry.key())).await {
@@ -343,6 +344,10 @@ pub fn show(args: &ShowArgs) -> Exit {
         out.insert(
             "decisions".into(),
             Value::Array(decisions.iter().map(Decision::to_value).collect()),
+        );
+        out.insert(
+            "history".into(),
+            serde_json::to_value(entry_history(&entry, &decisions)).unwrap_or(Value::Null),
         );
         print_json(&Value::Object(out));
         return Exit::Ok;
@@ -373,60 +378,11 @@ pub fn show(args: &ShowArgs) -> Exit {
             row("meta", &format!("{k}: {v}"));
         }
     }
-    for record in ["resolution", "reset", "overrode"] {
-        if let Some(Value::Object(r)) = entry.get(record) {
-            let field = |name: &str| r.get(name).and_then(Value::as_str).unwrap_or("?");
-            let verb = match record {
-                "reset" => "reset to failed",
-                // The send returned after this verdict: it went out, whatever was said.
-                "overrode" => "the send went out after it was marked failed",
-                _ => "resolved",
-            };
-            let mut text = format!(
-                "{verb} by {} at {} (was {})",
-                field("by"),
-                field("at"),
-                field("from")
-            );
-            if let Some(note) = r.get("note").and_then(Value::as_str) {
-                text.push_str(&format!(": {note}"));
-            }
-            row(record, &text);
-        }
-    }
-    for late in entry
-        .get("lateSends")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let field = |name: &str| match late.get(name) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => "?".into(),
-            Some(other) => jsjson::stringify(other),
-        };
-        row(
-            "late send",
-            &format!(
-                "attempt {} went out too, at {} (provider id {}), after it was marked failed: the recipient may have this twice",
-                field("attempt"),
-                field("sentAt"),
-                field("providerId")
-            ),
-        );
-    }
-    if decisions.is_empty() && entry.latest_person_record().is_some() {
-        // The Node library's resolve() records on the entry only.
-        out.push_str(
-            "\nNo decisions in this ledger's log for this key: the record above was written on the entry by another tool.\n",
-        );
-    } else if decisions.is_empty() {
-        out.push_str("\nNo decisions recorded for this key.\n");
-    } else {
-        out.push_str("\nDecisions:\n");
-        for d in &decisions {
-            out.push_str(&format!("  {}\n", decision_line(d)));
-        }
+    // Who decided what, and the records on the entry the log does not have (the Node
+    // library's resolve() writes only the entry), in one time line.
+    out.push_str("\nHistory:\n");
+    for event in entry_history(&entry, &decisions) {
+        out.push_str(&format!("  {}\n", event.line()));
     }
     print_stdout(&out);
     Exit::Ok

@@ -9,6 +9,7 @@ pub mod canonical;
 pub mod decision;
 pub mod duration;
 pub mod entry;
+pub mod history;
 pub mod jsjson;
 pub mod jsonl;
 pub mod key;
@@ -28,7 +29,8 @@ pub use decision::{Decision, DecisionOutcome};
 pub use entry::{Entry, Status};
 pub use location::LedgerLocation;
 pub use store::{
-    Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, UnreadableRow,
+    Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
+    UnreadableRow,
 };
 
 /// Rounds of "someone else changed it first, look again" before giving up.

@@ -25,8 +25,8 @@ use tokio::sync::oneshot;
 use super::decision::Decision;
 use super::entry::{Entry, Status};
 use super::store::{
-    Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, UnreadableRow,
-    gc_removes,
+    Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
+    UnreadableRow, gc_removes,
 };
 
 /// The oldest SQLite this store runs on: earlier releases have WAL bugs that can lose a
@@ -552,56 +552,54 @@ impl Store for SqliteStore {
         {
             return Ok(Vec::new());
         }
-        type Row = (
-            i64,
-            String,
-            Option<String>,
-            String,
-            String,
-            Option<String>,
-            String,
-            String,
-        );
-        let rows: Vec<Row> = self
+        let rows: Vec<DecisionRow> = self
             .read(move |conn| {
-                conn.prepare_cached(
-                    "SELECT id, at, by, action, subject, note, outcome, detail \
-                     FROM send_once_decisions WHERE (?1 IS NULL OR subject = ?1) ORDER BY id",
-                )?
-                .query_map([subject], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                    ))
-                })?
+                conn.prepare_cached(&format!(
+                    "SELECT {DECISION_COLUMNS} FROM send_once_decisions \
+                     WHERE (?1 IS NULL OR subject = ?1) ORDER BY id"
+                ))?
+                .query_map([subject], decision_row)?
                 .collect()
             })
             .await?;
-        rows.into_iter()
-            .map(|(id, at, by, action, subject, note, outcome, detail)| {
-                let outcome = serde_json::from_value(serde_json::Value::String(outcome.clone()))
-                    .map_err(|_| StoreError::Corrupt {
-                        path: self.path.clone(),
-                        detail: format!("decision {id} has an unknown outcome {outcome:?}"),
-                    })?;
-                Ok(Decision {
-                    id: Some(id),
-                    at,
-                    by,
-                    action,
-                    subject,
-                    note,
-                    outcome,
-                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
-                })
+        rows.into_iter().map(|row| self.decision_of(row)).collect()
+    }
+
+    async fn decisions_page(&self, query: &DecisionQuery) -> Result<Vec<Decision>, StoreError> {
+        if !self
+            .read(|conn| has_table(conn, "send_once_decisions"))
+            .await?
+        {
+            return Ok(Vec::new());
+        }
+        let query = query.clone();
+        let rows: Vec<DecisionRow> = self
+            .read(move |conn| {
+                // lower() folds ASCII only; decision_matches folds the same way, so the
+                // JSON Lines store finds the same decisions.
+                conn.prepare_cached(&format!(
+                    "SELECT {DECISION_COLUMNS} FROM send_once_decisions \
+                     WHERE (?1 IS NULL OR subject = ?1) \
+                     AND (?2 IS NULL OR instr(lower(coalesce(by, '')), lower(?2)) > 0 \
+                       OR instr(lower(action), lower(?2)) > 0 \
+                       OR instr(lower(subject), lower(?2)) > 0 \
+                       OR instr(lower(coalesce(note, '')), lower(?2)) > 0 \
+                       OR instr(lower(outcome), lower(?2)) > 0) \
+                     ORDER BY id DESC LIMIT ?3 OFFSET ?4"
+                ))?
+                .query_map(
+                    params![
+                        query.subject,
+                        query.search,
+                        i64::try_from(query.limit).unwrap_or(i64::MAX),
+                        i64::try_from(query.offset).unwrap_or(i64::MAX)
+                    ],
+                    decision_row,
+                )?
+                .collect()
             })
-            .collect()
+            .await?;
+        rows.into_iter().map(|row| self.decision_of(row)).collect()
     }
 
     async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
@@ -669,6 +667,28 @@ impl SqliteStore {
             .collect()
         })
         .await
+    }
+
+    /// A decision-log row as a decision; an outcome this binary does not know is named.
+    fn decision_of(&self, row: DecisionRow) -> Result<Decision, StoreError> {
+        let (id, at, by, action, subject, note, outcome, detail) = row;
+        let outcome =
+            serde_json::from_value(serde_json::Value::String(outcome.clone())).map_err(|_| {
+                StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!("decision {id} has an unknown outcome {outcome:?}"),
+                }
+            })?;
+        Ok(Decision {
+            id: Some(id),
+            at,
+            by,
+            action,
+            subject,
+            note,
+            outcome,
+            detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+        })
     }
 
     /// One row's entry; a row that cannot be read is named, and only it is refused.
@@ -857,6 +877,34 @@ fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
         |r| r.get::<_, i64>(0),
     )
     .map(|n| n > 0)
+}
+
+const DECISION_COLUMNS: &str = "id, at, by, action, subject, note, outcome, detail";
+
+/// One row of the decision log, as stored: id, at, by, action, subject, note, outcome,
+/// detail.
+type DecisionRow = (
+    i64,
+    String,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+);
+
+fn decision_row(r: &rusqlite::Row) -> rusqlite::Result<DecisionRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+    ))
 }
 
 /// A connection to an empty ledger in memory, for reading a ledger file that has no

@@ -170,6 +170,40 @@ pub fn page_matches(query: &PageQuery, entry: &Entry) -> bool {
             .is_none_or(|needle| entry.key().to_lowercase().contains(&needle.to_lowercase()))
 }
 
+/// One page of the decision log, for a Decisions view: newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecisionQuery {
+    /// Only decisions about this key or draft (`draft:7`), when given.
+    pub subject: Option<String>,
+    /// Decisions whose who, action, subject, note or outcome contains this text, when
+    /// given. Case is ignored for ASCII letters only, as SQLite's `lower()` ignores it,
+    /// so that every store finds the same decisions.
+    pub search: Option<String>,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// Whether a decision passes a page's subject and search filters.
+pub fn decision_matches(query: &DecisionQuery, decision: &Decision) -> bool {
+    let subject_ok = query
+        .subject
+        .as_deref()
+        .is_none_or(|s| decision.subject == s);
+    let search_ok = query.search.as_deref().is_none_or(|needle| {
+        let needle = needle.to_ascii_lowercase();
+        [
+            decision.by.as_deref().unwrap_or_default(),
+            decision.action.as_str(),
+            decision.subject.as_str(),
+            decision.note.as_deref().unwrap_or_default(),
+            decision.outcome.as_str(),
+        ]
+        .iter()
+        .any(|field| field.to_ascii_lowercase().contains(&needle))
+    });
+    subject_ok && search_ok
+}
+
 /// Which settled entries `gc` removes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GcQuery {
@@ -289,6 +323,19 @@ pub trait Store: Send + Sync {
     /// The decision log, oldest first; only those about `subject` when given.
     async fn decisions(&self, _subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         Err(StoreError::Unsupported("the decision log"))
+    }
+
+    /// A page of the decision log, newest first. The default reads the whole log
+    /// (what a JSON Lines log allows); SQLite answers with `LIMIT`.
+    async fn decisions_page(&self, query: &DecisionQuery) -> Result<Vec<Decision>, StoreError> {
+        let log = self.decisions(query.subject.as_deref()).await?;
+        Ok(log
+            .into_iter()
+            .rev()
+            .filter(|d| decision_matches(query, d))
+            .skip(query.offset)
+            .take(query.limit)
+            .collect())
     }
 
     /// Rows whose status says pending but whose entry cannot be read (see

@@ -10,6 +10,7 @@
 
 pub mod diff;
 pub mod drift;
+pub mod history;
 pub mod recheck;
 pub mod render;
 

@@ -1,0 +1,451 @@
+//! One item's history as a person reads it: what the decision log says about it and
+//! what is recorded on the item itself, merged and in time order.
+//!
+//! The two sources overlap: a resolve writes a `resolution` on the entry and a
+//! decision in the log, in one write. They also differ: the Node library's `resolve()`
+//! writes the record on the entry only, and a retry replaces the entry, so only the log
+//! remembers decisions on earlier attempts. A record is shown once, from the log when
+//! the log has it, and a record the log lacks is shown as such, never dropped.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::decision::{Decision, DecisionOutcome};
+use super::entry::Entry;
+use super::{UNKNOWN_PREFIX, time};
+use crate::text::visible_inline;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HistoryKind {
+    /// An attempt was claimed (the entry's `claimedAt`).
+    Claimed,
+    /// An attempt's send returned an error: it failed, or its outcome is unknown.
+    Ended,
+    /// A person settled the entry as sent or failed.
+    Resolved,
+    /// A person made the key sendable again.
+    Reset,
+    /// The send returned after a person marked it failed: it went out after all.
+    Overridden,
+    /// An older attempt's send returned after a newer attempt was claimed.
+    LateSend,
+    /// The send returned and was recorded.
+    Sent,
+    Submitted,
+    Revised,
+    Approved,
+    Rejected,
+    Withdrawn,
+    Dispatched,
+    /// A decision that was not applied: someone decided first, or it was not allowed.
+    Refused,
+    /// A decision that asked for what was already there.
+    Unchanged,
+    /// A decision whose action this version does not know.
+    Other,
+}
+
+/// Where an event was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HistorySource {
+    /// The ledger's decision log.
+    DecisionLog,
+    /// The entry (or draft) itself.
+    EntryRecord,
+}
+
+/// One thing that happened to an entry or a draft.
+///
+/// `at`, `who` and `text` are already made visible (`text::visible_inline`): they hold
+/// text agents, providers and other tools wrote, and may be drawn as they are.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HistoryEvent {
+    /// When, as recorded (ISO 8601).
+    pub at: String,
+    /// Who decided, for a person's decision.
+    pub who: Option<String>,
+    pub kind: HistoryKind,
+    /// One line that says what happened, naming who where there is someone to name.
+    pub text: String,
+    pub source: HistorySource,
+}
+
+/// Said of a person's record found on the item but not in the decision log.
+pub const OUTSIDE_THE_LOG: &str = "(written on the entry by another tool, not in the decision log)";
+
+impl HistoryEvent {
+    /// The event as one line of plain text: its time, then what happened.
+    pub fn line(&self) -> String {
+        format!("{}  {}", self.at, self.text)
+    }
+
+    /// True for a person's decision that is recorded on the item but not in the
+    /// decision log (the Node library's `resolve()` writes only the entry).
+    pub fn outside_the_log(&self) -> bool {
+        self.source == HistorySource::EntryRecord
+            && matches!(
+                self.kind,
+                HistoryKind::Resolved
+                    | HistoryKind::Reset
+                    | HistoryKind::Overridden
+                    | HistoryKind::LateSend
+                    | HistoryKind::Approved
+                    | HistoryKind::Rejected
+                    | HistoryKind::Withdrawn
+            )
+    }
+}
+
+/// Events in the making: sorted by time when done, ties in the order they were added.
+#[derive(Default)]
+pub(crate) struct Timeline {
+    events: Vec<HistoryEvent>,
+}
+
+impl Timeline {
+    pub(crate) fn push(
+        &mut self,
+        at: &str,
+        who: Option<&str>,
+        kind: HistoryKind,
+        text: &str,
+        source: HistorySource,
+    ) {
+        self.events.push(HistoryEvent {
+            at: visible_inline(at).into_owned(),
+            who: who.map(|w| visible_inline(w).into_owned()),
+            kind,
+            text: visible_inline(text).into_owned(),
+            source,
+        });
+    }
+
+    /// Oldest first. An event whose time cannot be read goes last: its place is not
+    /// known, and at the end it is not mistaken for the first thing that happened.
+    pub(crate) fn finish(mut self) -> Vec<HistoryEvent> {
+        self.events
+            .sort_by_cached_key(|e| time::parse_date(&e.at).map_or((1, 0), |at| (0, at)));
+        self.events
+    }
+}
+
+/// A field as text: a string as it is, a number or other value as JSON, nothing for
+/// null or a missing field.
+pub(crate) fn field(map: &Map<String, Value>, name: &str) -> Option<String> {
+    match map.get(name)? {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(super::jsjson::stringify(other)),
+    }
+}
+
+/// A decision's detail as an object (empty when it is not one).
+pub(crate) fn detail(d: &Decision) -> Map<String, Value> {
+    match &d.detail {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    }
+}
+
+/// ` : "note"`, or nothing.
+pub(crate) fn note_suffix(note: Option<&str>) -> String {
+    match note.filter(|n| !n.is_empty()) {
+        Some(n) => format!(": \"{n}\""),
+        None => String::new(),
+    }
+}
+
+/// Who made a decision, as its text names them.
+pub(crate) fn who_text(d: &Decision) -> &str {
+    d.by.as_deref().unwrap_or("(unknown)")
+}
+
+/// A refused or no-op decision, worded the same for entries and drafts: who asked for
+/// what, and what came of it.
+pub(crate) fn unapplied(d: &Decision, asked: &str, timeline: &mut Timeline) -> bool {
+    let detail = detail(d);
+    let text = match d.outcome {
+        DecisionOutcome::Changed => return false,
+        DecisionOutcome::Refused => {
+            let mut text = format!("{}'s {asked} was refused", who_text(d));
+            if let Some(reason) = field(&detail, "reason") {
+                text.push_str(&format!(": {reason}"));
+            }
+            if let Some(seen) = field(&detail, "seen") {
+                text.push_str(&format!(" (they saw {seen})"));
+            }
+            text
+        }
+        DecisionOutcome::Unchanged => {
+            format!("{} asked to {asked}: nothing to change", who_text(d))
+        }
+    };
+    let kind = match d.outcome {
+        DecisionOutcome::Refused => HistoryKind::Refused,
+        _ => HistoryKind::Unchanged,
+    };
+    timeline.push(
+        &d.at,
+        d.by.as_deref(),
+        kind,
+        &format!("{text}{}", note_suffix(d.note.as_deref())),
+        HistorySource::DecisionLog,
+    );
+    true
+}
+
+/// The history of one entry: its claim, how its attempt ended, every decision about
+/// its key in `decisions` (others are ignored), the send, and the records on the entry
+/// the log does not have. Oldest first.
+pub fn entry_history(entry: &Entry, decisions: &[Decision]) -> Vec<HistoryEvent> {
+    let mine: Vec<&Decision> = decisions
+        .iter()
+        .filter(|d| d.subject == entry.key())
+        .collect();
+    let mut timeline = Timeline::default();
+    let attempt = entry.attempts();
+    timeline.push(
+        entry.claimed_at(),
+        None,
+        HistoryKind::Claimed,
+        &format!("claimed, attempt {attempt}"),
+        HistorySource::EntryRecord,
+    );
+    if let Some(error) = entry.error() {
+        let (at, exact) = ended_at(entry, &mine);
+        let mut text = match error.strip_prefix(UNKNOWN_PREFIX) {
+            Some(cause) => format!("attempt {attempt} ended, outcome unknown: {cause}"),
+            None if entry.uncertain() => {
+                format!("attempt {attempt} ended, outcome unknown: {error}")
+            }
+            None => format!("attempt {attempt} failed: {error}"),
+        };
+        if !exact {
+            text.push_str(" (recorded by this time; the exact time was not kept)");
+        }
+        timeline.push(
+            &at,
+            None,
+            HistoryKind::Ended,
+            &text,
+            HistorySource::EntryRecord,
+        );
+    }
+    if let Some(sent_at) = entry.get("sentAt").and_then(Value::as_str) {
+        let id = match entry.provider_id() {
+            Some(id) => format!(" (provider id {id})"),
+            None => " (no provider id)".into(),
+        };
+        timeline.push(
+            sent_at,
+            None,
+            HistoryKind::Sent,
+            &format!("sent by its own send, attempt {attempt}{id}"),
+            HistorySource::EntryRecord,
+        );
+    }
+    for d in &mine {
+        entry_decision(d, &mut timeline);
+    }
+    records_outside_the_log(entry, &mine, &mut timeline);
+    timeline.finish()
+}
+
+/// When the attempt's error was written: the entry's `updatedAt`, unless a later write
+/// (a person's record, a late send) replaced it; then the first such write, which the
+/// error came before (`false`: not the exact time).
+fn ended_at(entry: &Entry, decisions: &[&Decision]) -> (String, bool) {
+    let updated = entry.updated_at().unwrap_or(entry.claimed_at()).to_owned();
+    let claimed = time::parse_date(entry.claimed_at());
+    let mut later: Vec<String> = ["resolution", "reset"]
+        .iter()
+        .filter_map(|r| entry.get(r).and_then(Value::as_object))
+        .filter_map(|r| field(r, "at"))
+        .collect();
+    later.extend(
+        decisions
+            .iter()
+            .filter(|d| d.outcome == DecisionOutcome::Changed)
+            .map(|d| d.at.clone()),
+    );
+    if entry.get("lateSends").is_none() && !later.contains(&updated) {
+        return (updated, true);
+    }
+    let first = later
+        .into_iter()
+        .filter_map(|at| time::parse_date(&at).map(|ms| (ms, at)))
+        .filter(|(ms, _)| claimed.is_none_or(|c| *ms >= c))
+        .min();
+    match first {
+        Some((_, at)) => (at, false),
+        None => (updated, false),
+    }
+}
+
+fn entry_decision(d: &Decision, timeline: &mut Timeline) {
+    let detail = detail(d);
+    let status = field(&detail, "status").unwrap_or_else(|| "?".into());
+    let asked = match d.action.as_str() {
+        "resolve" => format!("resolve as {status}"),
+        other => other.to_owned(),
+    };
+    if unapplied(d, &asked, timeline) {
+        return;
+    }
+    let note = note_suffix(d.note.as_deref());
+    let was = field(&detail, "from").unwrap_or_else(|| "?".into());
+    let (kind, text) = match d.action.as_str() {
+        "resolve" => {
+            let id = field(&detail, "providerId")
+                .map(|id| format!(", provider id {id}"))
+                .unwrap_or_default();
+            (
+                HistoryKind::Resolved,
+                format!(
+                    "resolved by {} as {status} (was {was}{id}){note}",
+                    who_text(d)
+                ),
+            )
+        }
+        "reset" => (
+            HistoryKind::Reset,
+            format!(
+                "reset to failed by {} (was {was}), so it may be sent again{note}",
+                who_text(d)
+            ),
+        ),
+        "completed" if detail.contains_key("overrode") => (
+            HistoryKind::Overridden,
+            overridden_text(detail.get("overrode")),
+        ),
+        "completed" if detail.contains_key("currentAttempt") => (
+            HistoryKind::LateSend,
+            late_send_text(&detail, field(&detail, "currentAttempt")),
+        ),
+        other => (
+            HistoryKind::Other,
+            format!("{other} by {}: {}{note}", who_text(d), d.outcome.as_str()),
+        ),
+    };
+    timeline.push(
+        &d.at,
+        d.by.as_deref(),
+        kind,
+        &text,
+        HistorySource::DecisionLog,
+    );
+}
+
+/// What a send that returned after a person's "failed" did, naming that person.
+fn overridden_text(overrode: Option<&Value>) -> String {
+    let mut text =
+        "completed by its own send: the send went out after it was marked failed".to_owned();
+    if let Some(Value::Object(record)) = overrode {
+        if let Some(by) = field(record, "by") {
+            text.push_str(&format!(" by {by}"));
+        }
+        if let Some(at) = field(record, "at") {
+            text.push_str(&format!(" at {at}"));
+        }
+        text.push_str(&note_suffix(field(record, "note").as_deref()));
+    }
+    text
+}
+
+fn late_send_text(late: &Map<String, Value>, current: Option<String>) -> String {
+    let or_unknown = |name: &str| field(late, name).unwrap_or_else(|| "?".into());
+    let newer = match current {
+        Some(n) => format!(" and attempt {n} was claimed"),
+        None => " and claimed again".into(),
+    };
+    format!(
+        "late send: attempt {} went out too, at {} (provider id {}), after it was marked failed{newer}: the recipient may have this twice",
+        or_unknown("attempt"),
+        or_unknown("sentAt"),
+        or_unknown("providerId"),
+    )
+}
+
+/// The person's records on the entry that no decision in the log matches: written by
+/// another tool, or kept after the log was lost. Shown, and said to be outside the log.
+fn records_outside_the_log(entry: &Entry, decisions: &[&Decision], timeline: &mut Timeline) {
+    let logged = |action: &str, at: Option<&str>| {
+        decisions.iter().any(|d| {
+            d.action == action && d.outcome == DecisionOutcome::Changed && Some(&*d.at) == at
+        })
+    };
+    let fallback_at = entry.updated_at().unwrap_or(entry.claimed_at()).to_owned();
+    for (name, kind) in [
+        ("resolution", HistoryKind::Resolved),
+        ("reset", HistoryKind::Reset),
+    ] {
+        let Some(record) = entry.get(name).and_then(Value::as_object) else {
+            continue;
+        };
+        let at = field(record, "at");
+        let action = if name == "reset" { "reset" } else { "resolve" };
+        if logged(action, at.as_deref()) {
+            continue;
+        }
+        let by = field(record, "by");
+        let who = by.as_deref().unwrap_or("(unknown)");
+        let was = field(record, "from").unwrap_or_else(|| "?".into());
+        let note = note_suffix(field(record, "note").as_deref());
+        let text = if name == "reset" {
+            format!("reset to failed by {who} (was {was}){note} {OUTSIDE_THE_LOG}")
+        } else {
+            let status = field(record, "status").unwrap_or_else(|| entry.status().to_string());
+            format!("resolved by {who} as {status} (was {was}){note} {OUTSIDE_THE_LOG}")
+        };
+        timeline.push(
+            at.as_deref().unwrap_or(&fallback_at),
+            by.as_deref(),
+            kind,
+            &text,
+            HistorySource::EntryRecord,
+        );
+    }
+    let completed = |matches: &dyn Fn(&Map<String, Value>) -> bool| {
+        decisions
+            .iter()
+            .any(|d| d.action == "completed" && matches(&detail(d)))
+    };
+    let sent_at = entry
+        .get("sentAt")
+        .and_then(Value::as_str)
+        .unwrap_or(&fallback_at)
+        .to_owned();
+    if let Some(overrode) = entry.get("overrode")
+        && !completed(&|detail| detail.get("overrode") == Some(overrode))
+    {
+        timeline.push(
+            &sent_at,
+            None,
+            HistoryKind::Overridden,
+            &format!("{} {OUTSIDE_THE_LOG}", overridden_text(Some(overrode))),
+            HistorySource::EntryRecord,
+        );
+    }
+    let lates = entry.get("lateSends").and_then(Value::as_array);
+    for late in lates.into_iter().flatten().filter_map(Value::as_object) {
+        let same = |detail: &Map<String, Value>| {
+            detail.get("attempt") == late.get("attempt")
+                && detail.get("claimedAt") == late.get("claimedAt")
+        };
+        if completed(&same) {
+            continue;
+        }
+        timeline.push(
+            &field(late, "sentAt").unwrap_or_else(|| fallback_at.clone()),
+            None,
+            HistoryKind::LateSend,
+            &format!(
+                "{} {OUTSIDE_THE_LOG}",
+                late_send_text(late, Some(entry.attempts().to_string()))
+            ),
+            HistorySource::EntryRecord,
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! One draft's history: its revisions, every decision about it (refused ones too, so
+//! a reviewer who lost a race is seen), and its dispatch. Oldest first.
+
+use serde_json::{Map, Value};
+
+use super::{Draft, DraftState};
+use crate::ledger::decision::{Decision, DecisionOutcome};
+use crate::ledger::duration::format_duration;
+use crate::ledger::history::{
+    HistoryEvent, HistoryKind, HistorySource, Timeline, detail, field, note_suffix, unapplied,
+    who_text,
+};
+use crate::ledger::time;
+
+/// Said of a decision the draft row records but the decision log does not have.
+const OUTSIDE_THE_LOG: &str = "(recorded on the draft, not in the decision log)";
+
+/// The history of `draft`, from its own record and the decisions about it in
+/// `decisions` (those about other subjects are ignored).
+pub fn draft_history(draft: &Draft, decisions: &[Decision]) -> Vec<HistoryEvent> {
+    let subject = format!("draft:{}", draft.id);
+    let mine: Vec<&Decision> = decisions.iter().filter(|d| d.subject == subject).collect();
+    let mut timeline = Timeline::default();
+    if draft.revision_of(1).is_none() {
+        // Loaded without its first revision (a queue row): the draft row says who.
+        timeline.push(
+            &draft.created_at,
+            draft.submitted_by.as_deref(),
+            HistoryKind::Submitted,
+            &format!("submitted by {}", submitter(draft.submitted_by.as_deref())),
+            HistorySource::EntryRecord,
+        );
+    }
+    for revision in &draft.revisions {
+        let who = submitter(revision.submitted_by.as_deref());
+        let (kind, text) = if revision.revision == 1 {
+            (
+                HistoryKind::Submitted,
+                format!("submitted revision 1 by {who}"),
+            )
+        } else {
+            (
+                HistoryKind::Revised,
+                format!("revision {} submitted by {who}", revision.revision),
+            )
+        };
+        timeline.push(
+            &revision.submitted_at,
+            revision.submitted_by.as_deref(),
+            kind,
+            &text,
+            HistorySource::EntryRecord,
+        );
+    }
+    for d in &mine {
+        draft_decision(draft, d, &mut timeline);
+    }
+    records_outside_the_log(draft, &mine, &mut timeline);
+    if let Some(Value::Object(outcome)) = &draft.outcome {
+        let said = field(outcome, "outcome").unwrap_or_else(|| "?".into());
+        let id = outcome
+            .get("entry")
+            .and_then(Value::as_object)
+            .and_then(|e| field(e, "providerId"))
+            .map(|id| format!(" (provider id {id})"))
+            .unwrap_or_default();
+        let which = draft
+            .approved_revision
+            .map(|r| format!(" revision {r}"))
+            .unwrap_or_default();
+        // record_dispatch is the last write a dispatched draft gets.
+        timeline.push(
+            &draft.updated_at,
+            None,
+            HistoryKind::Dispatched,
+            &format!("dispatched{which}: the ledger said {said}{id}"),
+            HistorySource::EntryRecord,
+        );
+    }
+    timeline.finish()
+}
+
+fn submitter(by: Option<&str>) -> &str {
+    by.unwrap_or("(unknown)")
+}
+
+fn draft_decision(draft: &Draft, d: &Decision, timeline: &mut Timeline) {
+    let detail = detail(d);
+    let revision = field(&detail, "revision").unwrap_or_else(|| "?".into());
+    if unapplied(d, &format!("{} of revision {revision}", d.action), timeline) {
+        return;
+    }
+    let who = who_text(d);
+    let note = note_suffix(d.note.as_deref());
+    let (kind, text) = match d.action.as_str() {
+        "approve" => {
+            let expires = field(&detail, "expiresAt");
+            // The approval itself has the time its life was counted from; the
+            // decision's time was read a moment later.
+            let from = match &draft.approval {
+                Some(Value::Object(approval)) if same_approval(&detail, approval) => {
+                    field(approval, "approvedAt").unwrap_or_else(|| d.at.clone())
+                }
+                _ => d.at.clone(),
+            };
+            (
+                HistoryKind::Approved,
+                format!(
+                    "approved revision {revision} by {who}{}{note}",
+                    lifetime(&from, expires.as_deref())
+                ),
+            )
+        }
+        "reject" => {
+            let reason = note_suffix(field(&detail, "reason").or(d.note.clone()).as_deref());
+            (
+                HistoryKind::Rejected,
+                format!("rejected revision {revision} by {who}{reason}"),
+            )
+        }
+        "withdraw" => (HistoryKind::Withdrawn, format!("withdrawn by {who}{note}")),
+        other => (
+            HistoryKind::Other,
+            format!("{other} by {who}: {}{note}", d.outcome.as_str()),
+        ),
+    };
+    timeline.push(
+        &d.at,
+        d.by.as_deref(),
+        kind,
+        &text,
+        HistorySource::DecisionLog,
+    );
+}
+
+/// Whether an approve decision's detail is the one that gave `approval`: the same
+/// payload and the same expiry.
+fn same_approval(detail: &Map<String, Value>, approval: &Map<String, Value>) -> bool {
+    ["expiresAt", "payloadHash"]
+        .iter()
+        .all(|f| detail.get(*f).is_some() && detail.get(*f) == approval.get(*f))
+}
+
+/// ` for 4h, until …`: how long an approval given at `at` lasts.
+fn lifetime(at: &str, expires: Option<&str>) -> String {
+    let Some(expires) = expires else {
+        return String::new();
+    };
+    match (time::parse_date(at), time::parse_date(expires)) {
+        (Some(from), Some(to)) => {
+            // To the nearest second: "4h", not "3h 59m", when the two times were read
+            // a millisecond apart.
+            let ms = ((to - from) as f64 / 1000.0).round() * 1000.0;
+            format!(" for {}, until {expires}", format_duration(ms))
+        }
+        _ => format!(", until {expires}"),
+    }
+}
+
+/// The draft row's own record of an approval or a closing decision that no decision in
+/// the log matches.
+fn records_outside_the_log(draft: &Draft, decisions: &[&Decision], timeline: &mut Timeline) {
+    let logged = |action: &str, at: Option<&str>| {
+        decisions.iter().any(|d| {
+            d.action == action && d.outcome == DecisionOutcome::Changed && Some(&*d.at) == at
+        })
+    };
+    if let Some(Value::Object(approval)) = &draft.approval {
+        let at = field(approval, "approvedAt");
+        let approval_logged = decisions.iter().any(|d| {
+            d.action == "approve"
+                && d.outcome == DecisionOutcome::Changed
+                && same_approval(&detail(d), approval)
+        });
+        if !approval_logged {
+            let by = field(approval, "approvedBy");
+            let revision = draft
+                .approved_revision
+                .map_or_else(|| "?".into(), |r| r.to_string());
+            let at = at.unwrap_or_else(|| draft.updated_at.clone());
+            timeline.push(
+                &at,
+                by.as_deref(),
+                HistoryKind::Approved,
+                &format!(
+                    "approved revision {revision} by {}{} {OUTSIDE_THE_LOG}",
+                    submitter(by.as_deref()),
+                    lifetime(&at, field(approval, "expiresAt").as_deref())
+                ),
+                HistorySource::EntryRecord,
+            );
+        }
+    }
+    let closed = match draft.state {
+        DraftState::Rejected => Some(("reject", HistoryKind::Rejected, "rejected")),
+        DraftState::Withdrawn => Some(("withdraw", HistoryKind::Withdrawn, "withdrawn")),
+        _ => None,
+    };
+    if let Some((action, kind, verb)) = closed
+        && !logged(action, draft.decided_at.as_deref())
+    {
+        let at = draft.decided_at.as_deref().unwrap_or(&draft.updated_at);
+        timeline.push(
+            at,
+            draft.decided_by.as_deref(),
+            kind,
+            &format!(
+                "{verb} by {}{} {OUTSIDE_THE_LOG}",
+                submitter(draft.decided_by.as_deref()),
+                note_suffix(draft.reason.as_deref())
+            ),
+            HistorySource::EntryRecord,
+        );
+    }
+}
