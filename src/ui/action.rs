@@ -26,6 +26,11 @@ pub enum Action {
     },
     CountsLoaded(Result<Census, String>),
     DecisionsLoaded(Result<Vec<Decision>, String>),
+    /// The decisions about one item (a key, or `draft:ID`), oldest first.
+    HistoryLoaded {
+        subject: String,
+        result: Result<Vec<Decision>, String>,
+    },
     /// An effect finished: what came of it.
     Done(Outcome),
     /// The ledger's path no longer holds the file that was opened: decisions are off
@@ -59,6 +64,8 @@ pub enum Effect {
     LoadLedger(PageQuery),
     LoadCounts,
     LoadDecisions,
+    /// The decisions about the selected item, for its history.
+    LoadHistory(String),
     Approve {
         id: i64,
         revision: i64,

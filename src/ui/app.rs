@@ -99,6 +99,11 @@ pub struct App {
     /// previous one.
     pub diff_base: Option<i64>,
     pub overlay: Option<Overlay>,
+    /// The decisions about the selected item (its subject), for its history pane.
+    pub history: Option<(String, Loaded<Vec<Decision>>)>,
+    /// The ledger changed since the history was loaded: ask again (what was loaded
+    /// shows until the answer comes).
+    history_stale: bool,
     /// What the last action did, or why it was refused.
     pub status: Option<StatusLine>,
     /// The ledger's path no longer holds the file opened: decisions are off.
@@ -158,6 +163,8 @@ impl App {
             detail_scroll: 0,
             diff_base: None,
             overlay: None,
+            history: None,
+            history_stale: false,
             status: None,
             ledger_gone: None,
             overlay_stale: false,
@@ -256,6 +263,53 @@ impl App {
         effects.push(Effect::LoadCounts);
         effects.push(Effect::LoadDecisions);
         effects
+    }
+
+    /// What the selected row's history is about: a key, or `draft:ID`.
+    pub fn selected_subject(&self) -> Option<String> {
+        match self.view {
+            View::Approvals => self.selected_draft().map(|d| format!("draft:{}", d.id)),
+            View::Unknown => self.selected_unknown().map(|e| e.key().to_owned()),
+            View::Ledger => self.selected_entry().map(|e| e.key().to_owned()),
+            View::Decisions => None,
+        }
+    }
+
+    /// The decisions about `subject`, oldest first: its own load when it has come,
+    /// else what the Decisions view holds of it.
+    pub fn history_of(&self, subject: &str) -> Vec<Decision> {
+        match &self.history {
+            Some((s, Loaded::Ready(decisions))) if s == subject => decisions.clone(),
+            _ => self.decisions_about(subject).into_iter().cloned().collect(),
+        }
+    }
+
+    /// The load of the selected item's history, when the selection moved to another
+    /// item since it was last asked. The runtime asks after each batch of actions, so
+    /// `update`'s effects stay what the person's keys and the loads called for.
+    pub fn history_effect(&mut self) -> Option<Effect> {
+        if self.ledger_gone.is_some() {
+            return None;
+        }
+        let subject = self.selected_subject();
+        let current = self.history.as_ref().map(|(s, _)| s.clone());
+        if subject == current {
+            if !std::mem::take(&mut self.history_stale) {
+                return None;
+            }
+            return subject.map(Effect::LoadHistory);
+        }
+        self.history_stale = false;
+        match subject {
+            Some(subject) => {
+                self.history = Some((subject.clone(), Loaded::Loading));
+                Some(Effect::LoadHistory(subject))
+            }
+            None => {
+                self.history = None;
+                None
+            }
+        }
     }
 
     pub fn ledger_query(&self) -> PageQuery {
@@ -415,7 +469,11 @@ impl App {
                 }
                 Vec::new()
             }
-            Action::Changed => self.reload(),
+            Action::Changed => {
+                // The selected item's history is asked for again with the rest.
+                self.history_stale = true;
+                self.reload()
+            }
             Action::LedgerGone(gone) => {
                 self.ledger_gone = Some(gone);
                 Vec::new()
@@ -443,6 +501,7 @@ impl App {
             | Action::LedgerLoaded { .. }
             | Action::CountsLoaded(_)
             | Action::DecisionsLoaded(_)
+            | Action::HistoryLoaded { .. }
                 if self.ledger_gone.is_some() =>
             {
                 Vec::new()
@@ -494,6 +553,14 @@ impl App {
                 }
                 self.after_load()
             }
+            Action::HistoryLoaded { subject, result } => {
+                if let Some((wanted, history)) = &mut self.history
+                    && *wanted == subject
+                {
+                    *history = loaded(result);
+                }
+                Vec::new()
+            }
             Action::CountsLoaded(result) => {
                 match result {
                     Ok(census) => {
@@ -505,6 +572,7 @@ impl App {
                 Vec::new()
             }
             Action::Done(outcome) => {
+                self.history_stale = true;
                 let ok = outcome.ok();
                 let text = self.word(&outcome);
                 self.say(&text, ok);

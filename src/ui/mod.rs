@@ -222,6 +222,9 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                     resized = matches!(more, Action::Resize(..));
                     runner.update(&mut app, more, &mut effects);
                 }
+                if let Some(effect) = app.history_effect() {
+                    effects.push((effect, runner.shown));
+                }
                 for (effect, shown) in effects {
                     match effect {
                         // These use the terminal itself, so they run here, in order.
@@ -344,6 +347,7 @@ fn load_kind(effect: &Effect) -> Option<&'static str> {
         Effect::LoadLedger(_) => Some("ledger"),
         Effect::LoadCounts => Some("counts"),
         Effect::LoadDecisions => Some("decisions"),
+        Effect::LoadHistory(_) => Some("history"),
         _ => None,
     }
 }
@@ -381,9 +385,9 @@ impl Runner {
         // about the old one.
         let reopened_since = opened.generation != shown;
         let kind = load_kind(&effect);
-        // Ledger pages are never skipped: each answers a query of its own.
+        // Ledger pages and histories are never skipped: each answers a query of its own.
         let slot = kind
-            .filter(|k| *k != "ledger")
+            .filter(|k| *k != "ledger" && *k != "history")
             .map(|k| (k, opened.generation));
         if let Some(slot) = slot
             && !in_flight.insert(slot)
@@ -481,6 +485,10 @@ fn failed_load(action: Action, why: String) -> Action {
         },
         Action::CountsLoaded(_) => Action::CountsLoaded(Err(why)),
         Action::DecisionsLoaded(_) => Action::DecisionsLoaded(Err(why)),
+        Action::HistoryLoaded { subject, .. } => Action::HistoryLoaded {
+            subject,
+            result: Err(why),
+        },
         other => other,
     }
 }
@@ -499,6 +507,14 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
         }
         Effect::LoadCounts => Action::CountsLoaded(counts(&backend.store).await),
         Effect::LoadDecisions => Action::DecisionsLoaded(newest_decisions(&backend.store).await),
+        Effect::LoadHistory(subject) => {
+            let result = backend
+                .store
+                .decisions(Some(&subject))
+                .await
+                .map_err(|e| e.to_string());
+            Action::HistoryLoaded { subject, result }
+        }
         _ => return None,
     })
 }
@@ -507,10 +523,14 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
 async fn newest_decisions(
     store: &Arc<dyn Store>,
 ) -> Result<Vec<crate::ledger::decision::Decision>, String> {
-    let mut all = store.decisions(None).await.map_err(|e| e.to_string())?;
-    all.reverse();
-    all.truncate(app::DECISIONS_SHOWN);
-    Ok(all)
+    let query = crate::ledger::DecisionQuery {
+        limit: app::DECISIONS_SHOWN,
+        ..Default::default()
+    };
+    store
+        .decisions_page(&query)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Makes a decision (or each of a batch, one after another) and says what came of it.

@@ -341,31 +341,12 @@ fn wrap_gutter(text: &str, width: usize) -> Vec<String> {
 fn history_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft: &Draft) {
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled("History", theme.title())));
-    let mut events: Vec<(String, String)> = draft
-        .revisions
-        .iter()
-        .map(|r| {
-            let what = if r.revision == 1 {
-                "submitted".to_owned()
-            } else {
-                format!("revised (revision {})", r.revision)
-            };
-            (
-                r.submitted_at.clone(),
-                format!("{what} by {}", r.submitted_by.as_deref().unwrap_or("?")),
-            )
-        })
-        .collect();
-    for d in app.decisions_about(&format!("draft:{}", draft.id)) {
-        events.push((d.at.clone(), super::decisions::summary(d)));
-    }
-    events.sort_by(|a, b| a.0.cmp(&b.0));
-    for (at, text) in events {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {} ", safe(&super::when(&at))), theme.dim()),
-            Span::raw(safe(&text)),
-        ]));
-    }
+    let decisions = app.history_of(&format!("draft:{}", draft.id));
+    super::history_lines(
+        lines,
+        theme,
+        &crate::review::history::draft_history(draft, &decisions),
+    );
 }
 
 /// The draft as plain text for a pager: its payload, or its diff against the base

@@ -5,10 +5,9 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use serde_json::Value;
 
 use super::{age, draw_scrolled, safe, value_text};
-use crate::ledger::{Entry, Status, duration};
+use crate::ledger::{Entry, Status, duration, history};
 use crate::ui::app::App;
 use crate::ui::theme::Theme;
 
@@ -76,57 +75,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
     }
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled("History", theme.title())));
-    for (at, text) in history(app, entry) {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {} ", safe(&super::when(&at))), theme.dim()),
-            Span::raw(safe(&text)),
-        ]));
-    }
+    let decisions = app.history_of(entry.key());
+    super::history_lines(
+        &mut lines,
+        theme,
+        &history::entry_history(entry, &decisions),
+    );
     draw_scrolled(frame, theme, area, " Entry ", lines, app.detail_scroll);
-}
-
-/// The entry's history, oldest first: its claim, the decisions about it, and what
-/// is recorded on the entry but not in the decision log (a resolution the Node
-/// library's `resolve()` wrote).
-fn history(app: &App, entry: &Entry) -> Vec<(String, String)> {
-    let mut events = vec![(
-        entry.claimed_at().to_owned(),
-        format!("claimed (attempt {})", entry.attempts()),
-    )];
-    let decisions = app.decisions_about(entry.key());
-    for d in &decisions {
-        events.push((d.at.clone(), super::decisions::summary(d)));
-    }
-    for record in ["resolution", "reset"] {
-        if let Some(Value::Object(r)) = entry.get(record) {
-            let field = |n: &str| r.get(n).map(value_text).unwrap_or_default();
-            let at = field("at");
-            if decisions.iter().any(|d| d.at == at) {
-                continue;
-            }
-            let note = field("note");
-            events.push((
-                at,
-                format!(
-                    "{record} {} by {}{} (recorded on the entry by another tool; not in the decision log)",
-                    field("status"),
-                    field("by"),
-                    if note.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" \"{note}\"")
-                    }
-                ),
-            ));
-        }
-    }
-    if entry.status() == Status::Sent
-        && let Some(at) = entry.get("sentAt").and_then(Value::as_str)
-    {
-        events.push((at.to_owned(), "sent".to_owned()));
-    }
-    events.sort_by(|a, b| a.0.cmp(&b.0));
-    events
 }
 
 /// The entry as plain text for a pager: its JSON, pretty, every line made visible.

@@ -520,6 +520,28 @@ fn when(at: &str) -> String {
     }
 }
 
+/// An item's history, a line per event (already made visible by the history). What
+/// is written on the item but not in the decision log is badged, so it does not read
+/// as something this tool recorded.
+fn history_lines<'a>(
+    lines: &mut Vec<Line<'a>>,
+    theme: &Theme,
+    events: &[crate::ledger::history::HistoryEvent],
+) {
+    if events.is_empty() {
+        lines.push(Line::from(Span::styled("  nothing recorded", theme.dim())));
+    }
+    for event in events {
+        let mut spans = vec![Span::styled(format!("  {} ", when(&event.at)), theme.dim())];
+        if event.outside_the_log() {
+            spans.push(badge("other tool", theme.badge_warn()));
+            spans.push(Span::raw(" "));
+        }
+        spans.push(Span::raw(event.text.clone()));
+        lines.push(Line::from(spans));
+    }
+}
+
 /// A badge: its words in brackets (so it reads without colour) and a style of its own.
 fn badge<'a>(text: &str, style: Style) -> Span<'a> {
     Span::styled(format!("[{text}]"), style)
