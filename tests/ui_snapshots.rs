@@ -1272,3 +1272,735 @@ fn a_hostile_line_break_in_an_error_is_kept_as_a_line_break() {
         buffer_text(buffer)
     );
 }
+
+// ---------------------------------------------------------------------------------
+// The operator's screen: marks and bulk decisions, the Decisions view, live filters,
+// sort, diff bases, the fading status, the command line, the mouse, copy, where the
+// UI opens, and the honest states (expired, ended, never checked, another tool).
+
+use send_once::ledger::decision::{Decision, DecisionOutcome};
+use send_once::ui::action::Effect;
+use send_once::ui::app::{Confirm, FormKind, Overlay, STATUS_FADE_MS, Start};
+
+fn press(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn ctrl(app: &mut App, c: char) -> Vec<Effect> {
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    )))
+}
+
+fn confirm_of(app: &App) -> &Confirm {
+    match &app.overlay {
+        Some(Overlay::Confirm(c)) => c,
+        other => panic!("no confirmation open: {other:?}"),
+    }
+}
+
+fn status_text(app: &App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+fn decision(
+    id: i64,
+    at: i64,
+    by: &str,
+    action: &str,
+    subject: &str,
+    note: Option<&str>,
+) -> Decision {
+    Decision {
+        id: Some(id),
+        at: ago(at),
+        by: Some(by.into()),
+        action: action.into(),
+        subject: subject.into(),
+        note: note.map(str::to_owned),
+        outcome: DecisionOutcome::Changed,
+        detail: json!({"from": "pending", "status": "failed"}),
+    }
+}
+
+fn decisions() -> Vec<Decision> {
+    let mut refused = decision(4, MIN, "bob", "resolve", "order-77:charge", None);
+    refused.outcome = DecisionOutcome::Refused;
+    refused.detail = json!({"reason": "changed after it was shown"});
+    let mut approve = decision(
+        3,
+        20 * MIN,
+        "dana",
+        "approve",
+        "draft:13",
+        Some("price checked"),
+    );
+    approve.detail = json!({"revision": 1});
+    vec![
+        refused,
+        approve,
+        decision(
+            2,
+            HOUR,
+            "dana",
+            "resolve",
+            "newsletter-2026-09",
+            Some("bounced \u{1b}[2J"),
+        ),
+        decision(1, DAY, "lee", "reject", "draft:9", Some("duplicate")),
+    ]
+}
+
+/// Marks the first three unknown sends (Space marks and moves down).
+fn mark_three(app: &mut App) {
+    key(app, KeyCode::Char('2'));
+    key(app, KeyCode::Char('g'));
+    for _ in 0..3 {
+        key(app, KeyCode::Char(' '));
+    }
+}
+
+#[test]
+fn space_marks_rows_and_bulk_settle_is_one_form_one_confirmation_one_batch() {
+    let mut app = full_app();
+    mark_three(&mut app);
+    let marked = &app.state(View::Unknown).marked;
+    assert_eq!(marked.len(), 3, "{marked:?}");
+    assert!(!marked.contains("order-79:charge"));
+    let text = snap("unknown_three_marked_100x30", &mut app, 100, 30);
+    assert!(text.contains("3 marked"), "{text}");
+
+    assert_eq!(key_effects(&mut app, 'f'), vec![]);
+    let Some(Overlay::Form(form)) = &app.overlay else {
+        panic!("no form")
+    };
+    let FormKind::SettleMany { status, sends } = &form.kind else {
+        panic!("not a bulk form: {:?}", form.kind)
+    };
+    assert_eq!(*status, Status::Failed);
+    assert_eq!(sends.len(), 3);
+    // Each send keeps the attempt the person saw.
+    for send in sends {
+        assert_eq!(send.seen.status, Status::Pending);
+        assert!(send.seen.claimed_at.is_some() && send.seen.attempts.is_some());
+    }
+    keys(&mut app, "gateway outage, provider log shows none");
+    press(&mut app, KeyCode::Enter);
+    let confirm = confirm_of(&app);
+    assert!(
+        confirm.lines[0].starts_with("Mark 3 unknown sends failed as dana?"),
+        "{:?}",
+        confirm.lines
+    );
+    let text = snap("bulk_settle_confirm_100x30", &mut app, 100, 30);
+    assert!(text.contains("Each is refused on its own"), "{text}");
+    screen(&mut app, 80, 24);
+    snap("bulk_settle_confirm_80x24", &mut app, 80, 24);
+
+    let effects = key_effects(&mut app, 'y');
+    let [Effect::Batch(items)] = effects.as_slice() else {
+        panic!("one batch, got {effects:?}")
+    };
+    assert_eq!(items.len(), 3);
+    for item in items {
+        let Effect::Resolve {
+            status,
+            by,
+            note,
+            seen,
+            ..
+        } = item
+        else {
+            panic!("{item:?}")
+        };
+        assert_eq!(*status, Status::Failed);
+        assert_eq!(by, "dana");
+        assert_eq!(
+            note.as_deref(),
+            Some("gateway outage, provider log shows none")
+        );
+        assert_eq!(seen.status, Status::Pending);
+    }
+    assert!(
+        app.state(View::Unknown).marked.is_empty(),
+        "marks are cleared"
+    );
+}
+
+fn key_effects(app: &mut App, c: char) -> Vec<Effect> {
+    press(app, KeyCode::Char(c))
+}
+
+#[test]
+fn a_bulk_result_says_how_many_were_settled_and_which_were_refused_and_why() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    let effects = app.update(Action::Done(Outcome::Batch(vec![
+        Outcome::Resolved {
+            key: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into(),
+            status: Status::Failed,
+        },
+        Outcome::Refused {
+            subject: "order-77:charge".into(),
+            why: "order-77:charge changed after it was shown: it is now sent, by bob at 2026-09-27T11:59:00.000Z. Nothing changed.".into(),
+        },
+        Outcome::Resolved {
+            key: "order-78:charge".into(),
+            status: Status::Failed,
+        },
+    ])));
+    assert_eq!(effects.len(), 5, "one reload for the batch: {effects:?}");
+    let status = app.status.clone().unwrap();
+    assert!(!status.ok);
+    assert!(
+        status.text.starts_with("Marked failed: 2 of 3."),
+        "{}",
+        status.text
+    );
+    assert!(
+        status.text.contains("Refused 1: order-77:charge"),
+        "{}",
+        status.text
+    );
+    assert!(status.text.contains("by bob"), "{}", status.text);
+    // At 80 columns the whole message wraps onto the lines it needs, words whole.
+    let text = snap("bulk_settle_result_80x24", &mut app, 80, 24);
+    assert!(
+        text.contains("by bob at 2026-09-27T11:59:00.000Z."),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.starts_with("changed.")), "{text}");
+}
+
+#[test]
+fn ctrl_a_marks_what_the_filter_shows_and_esc_clears_marks_before_the_filter() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "order-7");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_unknown().len(), 3);
+    ctrl(&mut app, 'a');
+    assert_eq!(app.state(View::Unknown).marked.len(), 3);
+    ctrl(&mut app, 'a');
+    assert!(
+        app.state(View::Unknown).marked.is_empty(),
+        "pressed again, it unmarks"
+    );
+    ctrl(&mut app, 'a');
+    press(&mut app, KeyCode::Esc);
+    assert!(app.state(View::Unknown).marked.is_empty());
+    assert_eq!(app.filter(View::Unknown), "order-7", "the marks went first");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.filter(View::Unknown), "");
+}
+
+#[test]
+fn marked_drafts_are_rejected_with_one_reason_but_approving_stays_one_at_a_time() {
+    let mut app = full_app();
+    select_draft(&mut app, 16);
+    key(&mut app, KeyCode::Char(' '));
+    key(&mut app, KeyCode::Char(' '));
+    assert_eq!(key_effects(&mut app, 'a'), vec![]);
+    assert!(app.overlay.is_none());
+    assert!(
+        status_text(&app).contains("one draft at a time"),
+        "{}",
+        status_text(&app)
+    );
+    key(&mut app, KeyCode::Char('r'));
+    keys(&mut app, "campaign cancelled");
+    press(&mut app, KeyCode::Enter);
+    assert!(confirm_of(&app).lines[0].starts_with("Reject 2 drafts as dana: 16, 15?"));
+    let effects = key_effects(&mut app, 'y');
+    let [Effect::Batch(items)] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    let ids: Vec<i64> = items
+        .iter()
+        .map(|e| match e {
+            Effect::Reject { id, reason, .. } => {
+                assert_eq!(reason, "campaign cancelled");
+                *id
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ids, vec![16, 15]);
+}
+
+#[test]
+fn marks_of_what_someone_else_settled_are_dropped_on_reload() {
+    let mut app = full_app();
+    mark_three(&mut app);
+    let mut rest = unknown();
+    rest.remove(1);
+    app.update(Action::UnknownLoaded(Ok(rest)));
+    assert_eq!(app.state(View::Unknown).marked.len(), 2);
+}
+
+#[test]
+fn the_decisions_view_lists_the_log_newest_first_and_filters_as_typed() {
+    let mut app = full_app();
+    app.update(Action::DecisionsLoaded(Ok(decisions())));
+    key(&mut app, KeyCode::Char('4'));
+    assert_eq!(app.view, View::Decisions);
+    let text = snap("decisions_100x30", &mut app, 100, 30);
+    assert!(text.contains("4 Decisions (4)"), "{text}");
+    assert!(!text.contains('\u{1b}'));
+    snap("decisions_80x24", &mut app, 80, 24);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "dana");
+    assert_eq!(app.visible_decisions().len(), 2, "live, by who");
+    press(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "refused");
+    assert_eq!(app.visible_decisions().len(), 1, "by outcome");
+    keys(&mut app, "zz");
+    let text = screen(&mut app, 100, 30);
+    assert!(
+        text.contains("filter: refusedzz"),
+        "the title keeps it: {text}"
+    );
+    assert!(text.contains("No decision matches the filter"), "{text}");
+}
+
+#[test]
+fn an_items_history_shows_its_decisions_and_what_another_tool_wrote() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('3'));
+    key(&mut app, KeyCode::Char('G'));
+    // order-75 holds a resolution no decision row records (Node's resolve()).
+    assert_eq!(app.selected_entry().unwrap().key(), "order-75:charge");
+    assert_eq!(
+        app.history_effect(),
+        Some(Effect::LoadHistory("order-75:charge".into()))
+    );
+    app.update(Action::HistoryLoaded {
+        subject: "order-75:charge".into(),
+        result: Ok(vec![]),
+    });
+    let text = snap("ledger_history_other_tool_100x30", &mut app, 100, 30);
+    assert!(text.contains("[other tool]"), "{text}");
+    // Asked once for the same item.
+    assert_eq!(app.history_effect(), None);
+}
+
+#[test]
+fn filters_look_at_recipient_intent_and_meta_as_typed() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "renewal");
+    let ids: Vec<i64> = app.visible_drafts().iter().map(|d| d.id).collect();
+    assert_eq!(ids, vec![13], "by intent, before Enter");
+    press(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "ana@");
+    assert_eq!(app.visible_unknown().len(), 1, "by recipient");
+    press(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "12.50");
+    assert_eq!(app.visible_unknown().len(), 1, "by a meta value");
+    press(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "reset by peer");
+    assert_eq!(
+        app.visible_unknown()[0].key(),
+        "order-77:charge",
+        "by error"
+    );
+}
+
+#[test]
+fn s_cycles_the_sort_by_age_attempts_and_recipient() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    let keys_now = |app: &App| -> Vec<String> {
+        app.visible_unknown()
+            .iter()
+            .map(|e| e.key()[..8].to_owned())
+            .collect()
+    };
+    assert_eq!(
+        keys_now(&app),
+        ["9f86d081", "order-77", "order-78", "order-79"]
+    );
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('S'),
+        KeyModifiers::SHIFT,
+    )));
+    assert_eq!(
+        keys_now(&app),
+        ["9f86d081", "order-78", "order-77", "order-79"]
+    );
+    let text = screen(&mut app, 100, 30);
+    assert!(text.contains("most attempts first"), "{text}");
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('S'),
+        KeyModifiers::SHIFT,
+    )));
+    // Those without a recipient sort first (empty), then ana@.
+    assert_eq!(keys_now(&app)[3], "9f86d081");
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('S'),
+        KeyModifiers::SHIFT,
+    )));
+    assert_eq!(
+        keys_now(&app),
+        ["9f86d081", "order-77", "order-78", "order-79"]
+    );
+}
+
+fn three_revisions() -> Draft {
+    let mut d = base_draft(
+        21,
+        "letter-3",
+        2 * HOUR,
+        json!({"to": "gu@example.com", "intent": "letter"}),
+    );
+    let body = |word: &str| json!({"to": "gu@example.com", "body": format!("Dear Gu,\n\nYour balance is {word}.\nPay by Friday.\n\nRegards,\nBilling")});
+    d.revision = 3;
+    d.version = 3;
+    d.revisions = vec![
+        revision(1, 2 * HOUR, body("$10"), json!({})),
+        revision(2, HOUR, body("$12"), json!({})),
+        revision(3, MIN, body("$14"), json!({})),
+    ];
+    d
+}
+
+#[test]
+fn brackets_choose_the_diff_base_and_a_body_reads_as_text_with_the_changed_word_marked() {
+    let mut app = loaded_app(vec![three_revisions()], unknown(), ledger_entries());
+    key(&mut app, KeyCode::Char('1'));
+    let draft = app.selected_draft().unwrap().clone();
+    assert_eq!(
+        app.diff_base_of(&draft),
+        Some(2),
+        "the previous one by default"
+    );
+    let text = snap("draft_text_block_word_diff_100x30", &mut app, 100, 30);
+    assert!(text.contains("│ Dear Gu,"), "a text block: {text}");
+    assert!(!text.contains("\\n"), "no escapes: {text}");
+    assert!(text.contains("+1 -1 since revision 2"), "{text}");
+    key(&mut app, KeyCode::Char('['));
+    assert_eq!(app.diff_base_of(&draft), Some(1));
+    assert_eq!(status_text(&app), "Comparing with revision 1.");
+    key(&mut app, KeyCode::Char('['));
+    assert!(
+        status_text(&app).contains("oldest"),
+        "{}",
+        status_text(&app)
+    );
+    key(&mut app, KeyCode::Char(']'));
+    assert_eq!(app.diff_base_of(&draft), Some(2));
+    key(&mut app, KeyCode::Char(']'));
+    assert!(status_text(&app).contains("newest"));
+    // The changed word is drawn bold and underlined; the rest of its line is not.
+    let terminal = draw_with(&mut app, 100, 30, &Theme::new(false));
+    let buffer = terminal.backend().buffer();
+    let (x, y) = find(buffer, "$14");
+    assert!(buffer[(x, y)].modifier.contains(Modifier::UNDERLINED));
+    let (x, y) = find(buffer, "Your balance");
+    assert!(!buffer[(x, y)].modifier.contains(Modifier::UNDERLINED));
+}
+
+#[test]
+fn o_asks_for_the_pager_with_the_payload_or_diff_as_plain_text() {
+    let mut app = loaded_app(vec![three_revisions()], unknown(), ledger_entries());
+    let effects = key_effects(&mut app, 'o');
+    let [Effect::Page { text, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    assert!(text.contains("--- revision 2"), "{text}");
+    assert!(text.contains("+++ revision 3"), "{text}");
+    assert!(!text.contains('\u{1b}'));
+    app.update(Action::Done(Outcome::Paged(Err(
+        "PAGER: no such file".into()
+    ))));
+    assert!(status_text(&app).contains("Could not open the pager"));
+}
+
+#[test]
+fn the_status_fades_after_a_few_seconds_or_on_the_next_key_but_not_while_working() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('S'),
+        KeyModifiers::SHIFT,
+    )));
+    assert!(app.status.is_some());
+    app.update(Action::Tick(now() + 1000));
+    assert!(app.status.is_some(), "still there after a second");
+    app.update(Action::Tick(now() + STATUS_FADE_MS));
+    assert!(app.status.is_none(), "gone after a few seconds");
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('S'),
+        KeyModifiers::SHIFT,
+    )));
+    key(&mut app, KeyCode::Char('j'));
+    assert!(app.status.is_none(), "the next key clears it");
+    // A decision being written keeps saying so.
+    key(&mut app, KeyCode::Char('f'));
+    press(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Char('y'));
+    assert!(app.working());
+    app.update(Action::Tick(now() + 60_000));
+    key(&mut app, KeyCode::Char('j'));
+    assert!(app.working());
+}
+
+#[test]
+fn the_command_line_completes_and_runs_actions_and_views_by_name() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char(':'));
+    keys(&mut app, "dec");
+    press(&mut app, KeyCode::Tab);
+    let Some(Overlay::Command(input)) = &app.overlay else {
+        panic!("no command line")
+    };
+    assert_eq!(input.value(), "decisions");
+    let text = snap("command_line_100x30", &mut app, 100, 30);
+    assert!(text.contains(":decisions"), "{text}");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, View::Decisions);
+    key(&mut app, KeyCode::Char(':'));
+    keys(&mut app, "unk");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, View::Unknown, "a unique prefix runs");
+    key(&mut app, KeyCode::Char(':'));
+    keys(&mut app, "mark-f");
+    press(&mut app, KeyCode::Enter);
+    assert!(
+        matches!(&app.overlay, Some(Overlay::Form(_))),
+        "mark-failed opened its form"
+    );
+    press(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char(':'));
+    keys(&mut app, "launch");
+    press(&mut app, KeyCode::Enter);
+    assert!(
+        status_text(&app).starts_with("No command launch;"),
+        "{}",
+        status_text(&app)
+    );
+}
+
+#[test]
+fn a_click_selects_the_row_under_it_and_the_wheel_scrolls_the_pane_under_it() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    screen(&mut app, 100, 30);
+    let mouse = |kind, column, row| {
+        Action::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    // The list's first row is on screen row 3 (two header rows, the border).
+    app.update(mouse(MouseEventKind::Down(MouseButton::Left), 10, 5));
+    assert_eq!(app.selected(View::Unknown), 2);
+    app.update(mouse(MouseEventKind::ScrollDown, 70, 10));
+    assert_eq!(app.selected(View::Unknown), 2, "the wheel over the details");
+    assert_eq!(app.detail_scroll, 3);
+    app.update(mouse(MouseEventKind::ScrollDown, 10, 10));
+    assert_eq!(app.selected(View::Unknown), 3, "the wheel over the list");
+    // A click below the last row selects nothing new.
+    app.update(mouse(MouseEventKind::Down(MouseButton::Left), 10, 20));
+    assert_eq!(app.selected(View::Unknown), 3);
+}
+
+#[test]
+fn y_copies_the_one_thing_there_is_or_asks_which() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    let effects = key_effects(&mut app, 'y');
+    assert_eq!(
+        effects,
+        vec![Effect::Copy {
+            what: "key".into(),
+            text: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into()
+        }]
+    );
+    app.update(Action::Done(Outcome::Copied { what: "key".into() }));
+    assert_eq!(status_text(&app), "Copied the key to the clipboard.");
+    // A sent entry has a provider id too: which?
+    key(&mut app, KeyCode::Char('3'));
+    assert_eq!(key_effects(&mut app, 'y'), vec![]);
+    snap("copy_chooser_80x24", &mut app, 80, 24);
+    assert_eq!(
+        key_effects(&mut app, 'p'),
+        vec![Effect::Copy {
+            what: "provider id".into(),
+            text: "ch_3PqA9x".into()
+        }]
+    );
+}
+
+#[test]
+fn it_opens_where_it_is_asked_or_where_the_work_is() {
+    let start = |view: Option<View>, focus: Option<&str>| {
+        let mut app = empty_app(None).with_start(Start {
+            view,
+            focus: focus.map(str::to_owned),
+        });
+        app.update(Action::ApprovalsLoaded(Ok(drafts())));
+        app.update(Action::UnknownLoaded(Ok(unknown())));
+        app
+    };
+    let app = start(None, Some("order-78:charge"));
+    assert_eq!(app.view, View::Unknown);
+    assert_eq!(app.selected_unknown().unwrap().key(), "order-78:charge");
+    let app = start(None, Some("13"));
+    assert_eq!(app.view, View::Approvals);
+    assert_eq!(app.selected_draft().unwrap().id, 13);
+    let app = start(Some(View::Decisions), None);
+    assert_eq!(app.view, View::Decisions);
+    // A key that is no longer unknown is looked up in the ledger.
+    let mut app = empty_app(None).with_start(Start {
+        view: None,
+        focus: Some("order-80:charge".into()),
+    });
+    app.update(Action::ApprovalsLoaded(Ok(drafts())));
+    let effects = app.update(Action::UnknownLoaded(Ok(unknown())));
+    assert_eq!(app.view, View::Ledger);
+    assert_eq!(app.filter(View::Ledger), "order-80:charge");
+    assert!(
+        matches!(effects.as_slice(), [Effect::LoadLedger(q)] if q.search.as_deref() == Some("order-80:charge"))
+    );
+    // Nothing to review, sends to reconcile: it opens on them.
+    let mut app = empty_app(None);
+    app.update(Action::ApprovalsLoaded(Ok(vec![])));
+    app.update(Action::UnknownLoaded(Ok(unknown())));
+    assert_eq!(app.view, View::Unknown);
+}
+
+fn expired_draft() -> Draft {
+    let mut d = base_draft(
+        31,
+        "invoice-2001",
+        3 * HOUR,
+        json!({"to": "ha@example.com", "intent": "invoice"}),
+    );
+    d.state = DraftState::Approved;
+    d.approved_revision = Some(1);
+    d.decided_by = Some("night-lead".into());
+    d.decided_at = Some(ago(2 * HOUR));
+    d.approval = Some(json!({
+        "approvedBy": "night-lead",
+        "approvedAt": ago(2 * HOUR),
+        "expiresAt": ago(HOUR),
+    }));
+    d.revisions = vec![revision(
+        1,
+        3 * HOUR,
+        json!({"to": "ha@example.com"}),
+        json!({}),
+    )];
+    d
+}
+
+#[test]
+fn an_expired_approval_reads_expired_with_who_approved_it() {
+    let mut live = expired_draft();
+    live.id = 32;
+    live.approval = Some(json!({
+        "approvedBy": "dana",
+        "approvedAt": ago(MIN),
+        "expiresAt": time::iso_from_millis(now() + 3 * HOUR + 12 * MIN).unwrap(),
+    }));
+    let mut app = loaded_app(vec![expired_draft(), live], unknown(), ledger_entries());
+    let text = snap("approvals_expired_100x30", &mut app, 100, 30);
+    assert!(text.contains("[expired]"), "{text}");
+    assert!(
+        text.contains("expired 1h ago (approved by night-lead)"),
+        "{text}"
+    );
+    key(&mut app, KeyCode::Char('j'));
+    let text = screen(&mut app, 100, 30);
+    assert!(
+        text.contains("approved by dana, expires in 3h 12m"),
+        "{text}"
+    );
+    snap("approvals_expired_80x24", &mut app, 80, 24);
+}
+
+#[test]
+fn in_flight_only_while_the_attempt_has_not_ended() {
+    let mut ended = unknown()[3].clone().to_value();
+    ended["key"] = json!("order-81:charge");
+    ended["error"] = json!("Delivery is unknown: the command timed out after 1s and was killed");
+    let mut entries = unknown();
+    entries.push(Entry::from_value(ended).unwrap());
+    let mut app = loaded_app(drafts(), entries, ledger_entries());
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('G'));
+    let text = snap("unknown_ended_not_in_flight_100x30", &mut app, 100, 30);
+    assert!(text.contains("ended: the command timed out"), "{text}");
+    let in_flight: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("[in flight?]"))
+        .collect();
+    assert_eq!(in_flight.len(), 1, "only order-79, still running: {text}");
+    let row = text.lines().find(|l| l.contains("▶  order-81")).unwrap();
+    assert!(
+        !row.contains("Delivery is unknown"),
+        "the list drops the prefix: {row}"
+    );
+}
+
+#[test]
+fn approving_a_draft_whose_facts_were_never_checked_says_so() {
+    let mut d = base_draft(41, "payout-4", HOUR, json!({"to": "io@example.com"}));
+    d.revisions = vec![revision(
+        1,
+        HOUR,
+        json!({"to": "io@example.com"}),
+        json!({"balance": 5}),
+    )];
+    let mut app = loaded_app(vec![d], unknown(), ledger_entries());
+    key(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Enter);
+    let lines = confirm_of(&app).lines.join("\n");
+    assert!(lines.contains("never checked"), "{lines}");
+}
+
+#[test]
+fn badges_that_ask_for_a_second_look_are_styled_apart_from_those_that_inform() {
+    let mut app = full_app();
+    for theme in [Theme::new(true), Theme::new(false)] {
+        let terminal = draw_with(&mut app, 100, 30, &theme);
+        let buffer = terminal.backend().buffer();
+        let (dx, dy) = find(buffer, "[drift]");
+        let (rx, ry) = find(buffer, "[r2]");
+        let (ax, ay) = find(buffer, "[!]");
+        let (drift, revision, alert) = (&buffer[(dx, dy)], &buffer[(rx, ry)], &buffer[(ax, ay)]);
+        assert!(drift.modifier.contains(Modifier::BOLD));
+        assert!(!revision.modifier.contains(Modifier::BOLD));
+        assert!(alert.modifier.contains(Modifier::REVERSED));
+        if theme.colour() {
+            assert_ne!(drift.fg, revision.fg);
+        } else {
+            assert_eq!(drift.fg, Color::Reset);
+        }
+    }
+}
+
+#[test]
+fn help_for_the_unknown_view_at_80x24() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('?'));
+    let text = snap("help_unknown_80x24", &mut app, 80, 24);
+    assert!(text.contains("mark row for s, f, r"), "{text}");
+    assert!(text.contains("PgDn/C-d"), "{text}");
+    assert!(text.contains("wheel"), "{text}");
+}

@@ -225,18 +225,23 @@ impl Store for JsonlStore {
         let query = query.clone();
         self.blocking(move |files| {
             let index = files.shared_index(true)?;
-            let needle = query.search.as_deref().map(str::to_lowercase);
             let mut seqs: Vec<usize> = (0..index.slots.len())
-                .filter(|&i| {
-                    let slot = &index.slots[i];
-                    query.status.is_none_or(|st| slot.status == st)
-                        && needle
-                            .as_deref()
-                            .is_none_or(|n| index.key(slot).to_lowercase().contains(n))
-                })
+                .filter(|&i| query.status.is_none_or(|st| index.slots[i].status == st))
                 .collect();
             // Newest claim first; an unreadable claim time last; ties in file order.
             seqs.sort_by_key(|&i| (std::cmp::Reverse(index.claimed_ms[i]), i));
+            // A search looks into the entries (meta, error), which the index does not
+            // hold: every candidate is read, then paged.
+            if query.search.is_some() {
+                let candidates: Vec<&Slot> = seqs.iter().map(|&i| &index.slots[i]).collect();
+                let mut entries = files.read_entries(&candidates)?;
+                entries.retain(|e| page_matches(&query, e));
+                return Ok(entries
+                    .into_iter()
+                    .skip(query.offset)
+                    .take(query.limit)
+                    .collect());
+            }
             let chosen: Vec<&Slot> = seqs
                 .into_iter()
                 .skip(query.offset)

@@ -461,7 +461,10 @@ impl Store for SqliteStore {
                 // (status, claimed_at) index, and only those are merged.
                 let wanted = query.offset.saturating_add(query.limit);
                 let per_status = "SELECT entry, claimed_at, key FROM send_once \
-                     WHERE status = ? AND (?2 IS NULL OR instr(lower(key), lower(?2)) > 0) \
+                     WHERE status = ? AND (?2 IS NULL OR instr(lower(key || char(10) || \
+                       coalesce(json_extract(entry, '$.meta'), '') || char(10) || \
+                       coalesce(json_extract(entry, '$.error'), '') || char(10) || \
+                       coalesce(json_extract(entry, '$.providerId'), '')), lower(?2)) > 0) \
                      ORDER BY claimed_at DESC, key LIMIT ?1";
                 let union = statuses
                     .iter()

@@ -147,10 +147,32 @@ impl Census {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageQuery {
     pub status: Option<Status>,
-    /// Keys containing this text (case-insensitive), when given.
+    /// Entries whose key, meta (recipient, intent, any field), error or provider id
+    /// contains this text, when given. Case is ignored for ASCII letters only, as
+    /// SQLite's `lower()` ignores it, so that every store finds the same entries.
     pub search: Option<String>,
     pub offset: usize,
     pub limit: usize,
+}
+
+/// The text a page's search looks in: the key, the meta as JSON, the error and the
+/// provider id.
+pub fn searched_text(entry: &Entry) -> String {
+    let mut text = entry.key().to_owned();
+    for part in [
+        entry
+            .meta()
+            .map(|m| serde_json::to_string(m).unwrap_or_default()),
+        entry.error().map(str::to_owned),
+        entry.provider_id().map(str::to_owned),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        text.push('\n');
+        text.push_str(&part);
+    }
+    text
 }
 
 /// Newest claim first, by the claim's time; entries whose claim time cannot be read
@@ -164,10 +186,11 @@ pub fn newest_first(entries: &mut [Entry]) {
 /// Whether an entry passes a page's status and search filters.
 pub fn page_matches(query: &PageQuery, entry: &Entry) -> bool {
     query.status.is_none_or(|s| entry.status() == s)
-        && query
-            .search
-            .as_deref()
-            .is_none_or(|needle| entry.key().to_lowercase().contains(&needle.to_lowercase()))
+        && query.search.as_deref().is_none_or(|needle| {
+            searched_text(entry)
+                .to_ascii_lowercase()
+                .contains(&needle.to_ascii_lowercase())
+        })
 }
 
 /// One page of the decision log, for a Decisions view: newest first.

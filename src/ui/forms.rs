@@ -301,7 +301,12 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
                 sends.len()
             )];
             for send in sends.iter().take(LISTED) {
-                lines.push(format!("  {} ({})", send.who, short_key(&send.key)));
+                let short = short_key(&send.key);
+                if send.who == short {
+                    lines.push(format!("  {short}"));
+                } else {
+                    lines.push(format!("  {} ({short})", send.who));
+                }
             }
             if sends.len() > LISTED {
                 lines.push(format!("  … and {} more", sends.len() - LISTED));

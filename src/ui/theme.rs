@@ -19,6 +19,11 @@ impl Theme {
         Theme::new(std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
     }
 
+    /// Whether colours are drawn (NO_COLOR unset).
+    pub fn colour(&self) -> bool {
+        self.colour
+    }
+
     fn fg(&self, style: Style, colour: Color) -> Style {
         if self.colour { style.fg(colour) } else { style }
     }

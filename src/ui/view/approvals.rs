@@ -134,9 +134,9 @@ fn state_line(draft: &Draft, now: i64) -> String {
     match draft.state {
         DraftState::Approved if !draft.edited_after_approval() => match expires_at(draft) {
             Some(at) if at <= now => format!(
-                "approval by {} expired {} ago: dispatch will refuse it; approve it again to send",
-                safe(by),
-                duration::format_duration((now - at) as f64)
+                "expired {} ago (approved by {}): dispatch refuses it until approved again",
+                duration::format_duration((now - at) as f64),
+                safe(by)
             ),
             Some(at) => format!(
                 "approved by {}, expires in {}",
@@ -160,18 +160,22 @@ fn state_line(draft: &Draft, now: i64) -> String {
 }
 
 fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &Draft) {
-    let mut lines = vec![Line::from(vec![
-        Span::styled(format!("Draft {} ", draft.id), theme.title()),
-        Span::raw(format!("· revision {} · ", draft.revision)),
-        Span::styled(
+    // The state has a line of its own: who approved it and until when must not be
+    // cut or wrapped into the middle of another line.
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(format!("Draft {} ", draft.id), theme.title()),
+            Span::raw(format!("· revision {}", draft.revision)),
+        ]),
+        Line::from(Span::styled(
             state_line(draft, app.now),
-            if expired(draft, app.now) {
+            if expired(draft, app.now) || draft.sent_elsewhere() {
                 theme.badge_warn()
             } else {
                 Style::default()
             },
-        ),
-    ])];
+        )),
+    ];
     lines.push(Line::from(Span::styled(
         format!(
             "submitted {} ago by {} · key {}",

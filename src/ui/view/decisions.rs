@@ -79,10 +79,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     let rows: Vec<Row> = decisions
         .iter()
         .map(|d| {
-            let at = d.at.get(11..19).unwrap_or(&d.at);
+            // Month, day and minute: a shift spans midnight.
+            let at =
+                d.at.get(5..16)
+                    .map_or_else(|| d.at.clone(), |t| t.replace('T', " "));
             Row {
                 line: Line::from(vec![
-                    Span::styled(format!("{} ", safe(at)), theme.dim()),
+                    Span::styled(format!("{} ", safe(&at)), theme.dim()),
                     Span::raw(format!(
                         "{:<room$} ",
                         clip(&safe(d.by.as_deref().unwrap_or("?")), room)
