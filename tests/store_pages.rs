@@ -226,3 +226,107 @@ async fn gc_removes_only_old_settled_entries_and_never_a_pending_one() {
         }
     }
 }
+
+/// The ledger view's search finds an entry by who it was for, what it was, its error
+/// and its provider id, not only its key, and every store finds the same ones.
+#[tokio::test]
+async fn a_search_looks_in_meta_error_and_provider_id_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |minute: i64| time::iso_from_millis(1_790_000_000_000 + minute * 60_000).unwrap();
+    let rows = [
+        (
+            "k-ana",
+            "pending",
+            serde_json::json!({"to": "ana@cobalt.example", "intent": "invoice"}),
+            Some("Delivery is unknown: ETIMEDOUT"),
+            None,
+        ),
+        (
+            "k-bo",
+            "sent",
+            serde_json::json!({"to": "bo@example.com", "intent": "refund"}),
+            None,
+            Some("msg_COBALT_1"),
+        ),
+        (
+            "k-cy",
+            "failed",
+            serde_json::json!({"channel": "sms"}),
+            Some("550 mailbox unavailable"),
+            None,
+        ),
+        ("k-di", "sent", serde_json::Value::Null, None, Some("msg_2")),
+    ];
+    let sqlite = SqliteStore::open(&dir.path().join("s.db"), Access::Create).unwrap();
+    let jsonl = JsonlStore::open(&dir.path().join("s.jsonl"), Access::Create).unwrap();
+    let stores: Vec<(&str, Arc<dyn Store>)> = vec![
+        ("memory", Arc::new(MemoryStore::new())),
+        ("sqlite", Arc::new(sqlite)),
+        ("jsonl", Arc::new(jsonl)),
+    ];
+    for (name, store) in &stores {
+        for (i, (key, status, meta, error, provider)) in rows.iter().enumerate() {
+            let claim = Entry::from_value(serde_json::json!({
+                "key": key, "status": "pending", "attempts": 1,
+                "claimedAt": at(i as i64), "updatedAt": at(i as i64), "meta": meta,
+            }))
+            .unwrap();
+            assert!(store.claim(&claim).await.unwrap());
+            let mut settled = claim.to_value();
+            settled["status"] = (*status).into();
+            if let Some(e) = error {
+                settled["error"] = (*e).into();
+            }
+            if let Some(p) = provider {
+                settled["providerId"] = (*p).into();
+            }
+            let settled = Entry::from_value(settled).unwrap();
+            if settled != claim {
+                assert!(
+                    store
+                        .transition(&claim, &settled, Durability::Now)
+                        .await
+                        .unwrap()
+                );
+            }
+        }
+        for (search, want) in [
+            ("cobalt", vec!["k-bo", "k-ana"]),
+            ("INVOICE", vec!["k-ana"]),
+            ("mailbox", vec!["k-cy"]),
+            ("sms", vec!["k-cy"]),
+            ("msg_2", vec!["k-di"]),
+            ("k-", vec!["k-di", "k-cy", "k-bo", "k-ana"]),
+            ("nobody", vec![]),
+        ] {
+            let query = PageQuery {
+                search: Some(search.into()),
+                limit: 10,
+                ..PageQuery::default()
+            };
+            let got: Vec<String> = store
+                .page(&query)
+                .await
+                .unwrap()
+                .iter()
+                .map(|e| e.key().to_owned())
+                .collect();
+            assert_eq!(got, want, "{name}: {search}");
+        }
+        // Paging a search: the second of the two cobalt rows.
+        let query = PageQuery {
+            search: Some("cobalt".into()),
+            offset: 1,
+            limit: 1,
+            ..PageQuery::default()
+        };
+        let got: Vec<String> = store
+            .page(&query)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.key().to_owned())
+            .collect();
+        assert_eq!(got, vec!["k-ana"], "{name}");
+    }
+}
