@@ -334,10 +334,12 @@ fn wrap_gutter(text: &str, width: usize) -> Vec<String> {
     }
     let indent = text.chars().count() - trimmed.chars().count();
     let lead: String = format!("{}{} ", " ".repeat(indent), render::GUTTER);
-    let body: Vec<char> = trimmed.chars().skip(2).collect();
+    let body: String = trimmed.chars().skip(2).collect();
     let room = width.saturating_sub(lead.chars().count()).max(1);
-    body.chunks(room)
-        .map(|chunk| format!("{lead}{}", chunk.iter().collect::<String>()))
+    // At word boundaries, as a reader expects; a word longer than the line is cut.
+    textwrap::wrap(&body, textwrap::Options::new(room).break_words(true))
+        .into_iter()
+        .map(|piece| format!("{lead}{piece}"))
         .collect()
 }
 
