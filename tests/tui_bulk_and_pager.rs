@@ -784,3 +784,41 @@ fn key_opens_on_that_send_and_the_command_line_reaches_decisions() {
     );
     term.quit();
 }
+
+// ---------------------------------------------------------------------------------
+// 6. A defect found while writing 5 (left for the Decisions view's owner): between
+// about 90 and 135 columns the Decisions list has no room left for the subject, so a
+// row says "dana resolve changed" without saying what was resolved. At 160 columns
+// (test 5) and at 80 (the list above the detail) it is there.
+
+#[test]
+#[ignore = "defect: src/ui/view/decisions.rs sizes the `by` column without leaving room for the subject; run with --ignored"]
+fn decisions_rows_name_their_subject_at_100_and_120_columns() {
+    require_tmux!();
+    let (dir, ledger) = tempdir();
+    let l = path_str(&ledger);
+    let key = unknown_send(&ledger, "ann@example.com");
+    cli(&["resolve", l, &key, "failed", "--by", "dana"], 0);
+    for width in [100, 120] {
+        let term = Term::start(
+            dir.path(),
+            &format!("narrow{width}"),
+            (width, 30),
+            &[],
+            &tui_command(&ledger, &[], &["--by", "dana", "--view", "decisions"]),
+        );
+        let screen = term.wait_for("[4 Decisions (1)]");
+        let row = screen
+            .lines()
+            .find(|l| l.contains('▶'))
+            .unwrap_or_else(|| panic!("no selected row:\n{screen}"));
+        // The list is the left pane: what is left of the detail pane's border.
+        let list = row.split("││").next().unwrap_or(row);
+        assert!(
+            list.contains(&key[..6]),
+            "at {width} columns the row does not name its subject {}: {list:?}\n{screen}",
+            short(&key)
+        );
+        term.quit();
+    }
+}
