@@ -161,6 +161,13 @@ impl Term {
                 "the probe did not end:\n{screen}"
             );
             self.press(&["z"]);
+            // tmux can miss the SIGCHLD of a pane's program that ends as its terminal
+            // closes (tmux/tmux#311); a SIGCHLD to the server makes it reap.
+            let server = self.tmux(&["display", "-p", "-t", "p", "#{pid}"]);
+            let server = String::from_utf8_lossy(&server.stdout).trim().to_owned();
+            if !server.is_empty() {
+                let _ = Command::new("kill").args(["-CHLD", &server]).status();
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -786,13 +786,10 @@ fn key_opens_on_that_send_and_the_command_line_reaches_decisions() {
 }
 
 // ---------------------------------------------------------------------------------
-// 6. A defect found while writing 5 (left for the Decisions view's owner): between
-// about 90 and 135 columns the Decisions list has no room left for the subject, so a
-// row says "dana resolve changed" without saying what was resolved. At 160 columns
-// (test 5) and at 80 (the list above the detail) it is there.
+// 6. Between about 90 and 135 columns the Decisions list once had no room left for
+// the subject, so a row said "dana resolve changed" without saying what was resolved.
 
 #[test]
-#[ignore = "defect: src/ui/view/decisions.rs sizes the `by` column without leaving room for the subject; run with --ignored"]
 fn decisions_rows_name_their_subject_at_100_and_120_columns() {
     require_tmux!();
     let (dir, ledger) = tempdir();

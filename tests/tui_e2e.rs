@@ -663,7 +663,7 @@ fn untrusted_text_is_shown_as_marks_and_never_acts_on_the_terminal() {
     // `2` after it tells the two apart without waiting for nothing to happen: inside
     // the confirmation it is swallowed, outside it would switch views.
     term.press(&["1"]);
-    term.wait_for("[ 1 Approvals", react());
+    term.wait_for("[1 Approvals", react());
     term.press(&["a"]);
     term.wait_for(&format!("Approve draft {id} (revision 1)"), react());
     term.press(&["Enter"]);
@@ -671,7 +671,7 @@ fn untrusted_text_is_shown_as_marks_and_never_acts_on_the_terminal() {
     term.press(&["Enter", "2", "y"]);
     let screen = term.wait_for(&format!("✓ Approved draft {id}"), react());
     assert!(
-        screen.contains("[ 1 Approvals"),
+        screen.contains("[1 Approvals"),
         "Enter confirmed the suspicious draft (the `2` after it switched views):\n{screen}"
     );
     assert_nothing_raw(&term.screen_with_escapes(), "after approving");
@@ -728,7 +728,7 @@ fn changes_by_others_show_up_live_and_lost_races_are_refused_and_logged() {
     });
 
     term.press(&["1"]);
-    term.wait_for("[ 1 Approvals", react());
+    term.wait_for("[1 Approvals", react());
     cli(&["approve", l, &first.to_string(), "--by", "carol"], 0);
     term.wait_until("draft 1 to show as approved", live, |s| {
         s.lines()
@@ -889,7 +889,7 @@ fn run_in_shell(term: &Term, fault: Option<&str>) -> (i32, String) {
     ));
     term.press(&["Enter"]);
     if fault.is_none() {
-        term.wait_for("[ 1 Approvals (1)]", react());
+        term.wait_for("[1 Approvals (1)]", react());
         assert_eq!(
             term.display("#{alternate_on}"),
             "1",
@@ -1009,7 +1009,7 @@ fn a_too_small_terminal_says_so_and_redraws_when_resized() {
     term.ok(&["resize-window", "-t", "e2e", "-x", "100", "-y", "30"]);
     let screen = term.wait_for("ann@example.com", react());
     assert!(
-        !screen.contains("needs at least") && first_line(&screen).contains("[ 1 Approvals"),
+        !screen.contains("needs at least") && first_line(&screen).contains("[1 Approvals"),
         "not redrawn after growing:\n{screen}"
     );
 
@@ -1075,7 +1075,9 @@ fn the_demo_fills_every_view_and_leaves_nothing_behind() {
     term.press(&["2"]);
     term.wait_for("[in flight?]", react());
     term.press(&["3"]);
-    term.wait_for("Ledger, newest first", react());
+    term.wait_for("Ledger · newest first", react());
+    term.press(&["4"]);
+    term.wait_for("Decisions · newest first", react());
     term.press(&["q"]);
     assert_eq!(term.wait_exit(react()), 0);
     assert_eq!(

@@ -340,7 +340,7 @@ fn the_unknown_view_names_who_and_what() {
         .unwrap_or_else(|| panic!("no selected row:\n{screen}"));
     let list = row.split("││").next().unwrap();
     assert!(
-        list.contains("▶ bob@example.com · invoice:1043"),
+        list.contains("▶  bob@example.com · invoice:1043"),
         "{screen}"
     );
     assert!(list.contains("#1 "), "{screen}");

@@ -23,8 +23,8 @@ use crate::approval::{self, DispatchRequest, Dispatched, Ttl};
 use crate::ledger::key::{Window, send_key};
 use crate::ledger::sqlite::Access;
 use crate::ledger::{
-    Clock, Ledger, LedgerLocation, Outcome, ResolveDetails, SendError, Status, Store, canonical,
-    duration,
+    Clock, Entry, Ledger, LedgerLocation, Outcome, ResolveDetails, SendError, Status, Store,
+    canonical, duration,
 };
 use crate::review::{Review, Submission, Verdict};
 
@@ -206,6 +206,9 @@ enum Attempt {
     /// It may have gone out; the error is the cause, worded as `SendError::uncertain`
     /// words it ("Delivery is unknown: ...").
     Unknown { ago: String, error: String },
+    /// Claimed, and its command has not ended: nothing is recorded yet (a send still
+    /// in flight, or one whose process died without a word).
+    Sending { ago: String },
 }
 
 impl Attempt {
@@ -213,7 +216,8 @@ impl Attempt {
         match self {
             Attempt::Sent { ago, .. }
             | Attempt::Failed { ago, .. }
-            | Attempt::Unknown { ago, .. } => ago,
+            | Attempt::Unknown { ago, .. }
+            | Attempt::Sending { ago } => ago,
         }
     }
 
@@ -223,6 +227,7 @@ impl Attempt {
             Attempt::Sent { .. } => 840,
             Attempt::Failed { .. } => 310,
             Attempt::Unknown { .. } => 30_000,
+            Attempt::Sending { .. } => 0,
         }
     }
 }
@@ -534,6 +539,23 @@ impl Seeder {
         Ok(())
     }
 
+    /// A claim and nothing after it, as a send still running leaves the ledger.
+    async fn claim_only(&self, key: &str, meta: Map<String, Value>) -> Result<(), String> {
+        let at = crate::ledger::time::iso_from_millis(self.ledger.now())
+            .ok_or("the demo's clock is out of range")?;
+        let claimed = self
+            .ledger
+            .store()
+            .claim(&Entry::claim(key, &at, Some(meta)))
+            .await
+            .map_err(|e| e.to_string())?;
+        if claimed {
+            Ok(())
+        } else {
+            Err("the ledger already had the key".into())
+        }
+    }
+
     async fn attempt(&self, send: &SendSpec, attempt: &Attempt) -> Result<(), String> {
         let key = key_of(
             &send.channel,
@@ -549,6 +571,7 @@ impl Seeder {
             &send.meta,
         );
         let result = match attempt {
+            Attempt::Sending { .. } => return self.claim_only(&key, meta).await,
             Attempt::Sent { provider_id, .. } => Ok(provider_id
                 .as_ref()
                 .map_or(Value::Null, |id| json!({ "id": id }))),
@@ -567,7 +590,7 @@ impl Seeder {
         let expected = match attempt {
             Attempt::Sent { .. } => "sent",
             Attempt::Failed { .. } => "failed",
-            Attempt::Unknown { .. } => "unknown",
+            Attempt::Unknown { .. } | Attempt::Sending { .. } => "unknown",
         };
         match outcome {
             Outcome::Unknown { error: None, .. } | Outcome::Duplicate { .. } => Err(format!(
@@ -707,10 +730,14 @@ mod tests {
                 .iter()
                 .any(|e| e.error().is_some_and(|m| m.contains('\u{1b}')))
         );
-        assert!(unknown.iter().all(|e| {
-            e.error()
-                .is_some_and(|m| m.starts_with("Delivery is unknown: "))
-        }));
+        // One is still sending (nothing recorded yet); every other ended uncertain.
+        assert_eq!(unknown.iter().filter(|e| e.error().is_none()).count(), 1);
+        assert!(
+            unknown
+                .iter()
+                .filter_map(|e| e.error())
+                .all(|m| m.starts_with("Delivery is unknown: "))
+        );
 
         let decisions = store.decisions(None).await.unwrap();
         assert_eq!(

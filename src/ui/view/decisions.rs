@@ -73,9 +73,12 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         draw_message(frame, area, &title, &placeholder(&app.decisions, empty));
         return;
     };
+    // Borders and the selection mark take 4 columns, the time 12, the action and the
+    // outcome 10 each; the subject (a short key is 13) keeps at least 13, and who
+    // gets what is left, 6 to 16.
     let room = usize::from(list.width)
-        .saturating_sub(4 + 9 + 10 + 10)
-        .clamp(8, 20);
+        .saturating_sub(4 + 12 + 10 + 10 + 13)
+        .clamp(6, 20);
     let rows: Vec<Row> = decisions
         .iter()
         .map(|d| {
@@ -95,7 +98,11 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                         format!("{:<9} ", d.outcome.as_str()),
                         outcome_style(theme, d.outcome),
                     ),
-                    Span::raw(safe(&subject_text(&d.subject))),
+                    Span::raw(format!(
+                        "{:<20} ",
+                        clip(&safe(&subject_text(&d.subject)), 20)
+                    )),
+                    Span::styled(safe(d.note.as_deref().unwrap_or("")), theme.dim()),
                 ]),
                 marked: None,
             }

@@ -112,7 +112,11 @@ pub fn body_areas(app: &App, body: Rect) -> Option<(Rect, Rect)> {
     if app.row_count(app.view) == 0 || (app.view == View::Approvals && app.no_queue.is_some()) {
         return None;
     }
-    let [list, detail] = if body.width >= 90 {
+    // A decision is a wide row (when, who, action, outcome, subject) with a short
+    // detail: the list takes the whole width, the detail goes below it.
+    let [list, detail] = if app.view == View::Decisions {
+        Layout::vertical([Constraint::Percentage(65), Constraint::Percentage(35)]).areas(body)
+    } else if body.width >= 90 {
         Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body)
     } else {
         Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body)
