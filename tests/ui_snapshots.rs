@@ -2004,3 +2004,24 @@ fn help_for_the_unknown_view_at_80x24() {
     assert!(text.contains("PgDn/C-d"), "{text}");
     assert!(text.contains("wheel"), "{text}");
 }
+
+#[test]
+fn the_smallest_screen_shows_every_tab_its_count_and_where_the_list_is() {
+    let mut app = full_app();
+    app.update(Action::DecisionsLoaded(Ok(decisions())));
+    let text = snap("approvals_64x18", &mut app, 64, 18);
+    let first = text.lines().next().unwrap();
+    for tab in [
+        "[1 Queue (6)]",
+        "2 Unknown (4)",
+        "3 Ledger (1234)",
+        "4 Log (4)",
+    ] {
+        assert!(first.contains(tab), "{tab} in {first:?}");
+    }
+    // The queue does not fit: its frame says where the selection is and what is below.
+    assert!(text.contains("1/6 ↓"), "{text}");
+    for hint in ["j/k move", "Tab view", "? help", "q quit"] {
+        assert!(text.contains(hint), "{hint}: {text}");
+    }
+}

@@ -203,8 +203,14 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
 }
 
 fn draw_header(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    // Below 90 columns the tabs use short names, below 80 the product's name goes:
+    // every tab, its number and its count must fit in 64 columns.
     let narrow = area.width < 90;
-    let mut tabs: Vec<Span> = vec![Span::styled(" send-once ", theme.title())];
+    let mut tabs: Vec<Span> = if area.width < 80 {
+        vec![Span::raw(" ")]
+    } else {
+        vec![Span::styled(" send-once ", theme.title())]
+    };
     for (i, view) in View::ALL.iter().enumerate() {
         let count = match view {
             View::Approvals => app.approvals.ready().map(Vec::len),
@@ -214,7 +220,14 @@ fn draw_header(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         };
         // On a narrow terminal the tabs keep their numbers and counts, not every word,
         // so all four fit.
-        let title = if narrow {
+        let title = if area.width < 80 {
+            match view {
+                View::Approvals => "Queue",
+                View::Unknown => "Unknown",
+                View::Ledger => "Ledger",
+                View::Decisions => "Log",
+            }
+        } else if narrow {
             match view {
                 View::Approvals => "Approvals",
                 View::Unknown => "Unknown",
