@@ -409,21 +409,43 @@ fn ledger_search_is_a_query_not_a_local_filter() {
     let mut app = app_with(five());
     ch(&mut app, '3');
     ch(&mut app, '/');
-    // Each letter asks the store again, as it is typed; an answer to an older query
-    // is dropped when it comes.
-    let mut typed = String::new();
-    for c in "order".chars() {
-        typed.push(c);
-        assert_eq!(
-            ch(&mut app, c),
-            vec![Effect::LoadLedger(PageQuery {
-                status: None,
-                search: Some(typed.clone()),
-                offset: 0,
-                limit: LEDGER_PAGE,
-            })]
-        );
+    // The store searches every entry: typing asks it once a tick, not once a letter,
+    // and Enter asks at once. An answer to an older query is dropped when it comes.
+    for c in "ord".chars() {
+        assert_eq!(ch(&mut app, c), vec![], "typing {c:?}");
     }
+    assert_eq!(
+        app.filter(View::Ledger),
+        "ord",
+        "the title shows what is typed"
+    );
+    assert_eq!(
+        app.update(Action::Tick(now() + 500)),
+        vec![Effect::LoadLedger(PageQuery {
+            status: None,
+            search: Some("ord".into()),
+            offset: 0,
+            limit: LEDGER_PAGE,
+        })]
+    );
+    assert_eq!(app.update(Action::Tick(now() + 1000)), vec![], "asked once");
+    ch(&mut app, 'e');
+    ch(&mut app, 'r');
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        vec![Effect::LoadLedger(PageQuery {
+            status: None,
+            search: Some("order".into()),
+            offset: 0,
+            limit: LEDGER_PAGE,
+        })]
+    );
+    assert_eq!(
+        app.update(Action::Tick(now() + 1500)),
+        vec![],
+        "Enter asked"
+    );
+    ch(&mut app, '/');
     assert_eq!(press(&mut app, KeyCode::Enter), vec![], "already asked");
     ch(&mut app, '/');
     assert_eq!(

@@ -104,6 +104,8 @@ pub struct App {
     /// The ledger changed since the history was loaded: ask again (what was loaded
     /// shows until the answer comes).
     history_stale: bool,
+    /// The Ledger's search was typed since it was last asked for.
+    ledger_search_due: bool,
     /// What the last action did, or why it was refused.
     pub status: Option<StatusLine>,
     /// The ledger's path no longer holds the file opened: decisions are off.
@@ -165,6 +167,7 @@ impl App {
             overlay: None,
             history: None,
             history_stale: false,
+            ledger_search_due: false,
             status: None,
             ledger_gone: None,
             overlay_stale: false,
@@ -461,13 +464,21 @@ impl App {
             }
             Action::Tick(now) => {
                 self.now = now;
+                let mut effects = Vec::new();
+                if std::mem::take(&mut self.ledger_search_due) {
+                    let text = self.filter(View::Ledger).to_owned();
+                    let view = self.view;
+                    self.view = View::Ledger;
+                    effects = self.set_filter(text);
+                    self.view = view;
+                }
                 if let Some(status) = &self.status
                     && !self.working()
                     && now - status.at >= STATUS_FADE_MS
                 {
                     self.status = None;
                 }
-                Vec::new()
+                effects
             }
             Action::Changed => {
                 // The selected item's history is asked for again with the rest.
@@ -777,10 +788,14 @@ impl App {
 
     fn filter_key(&mut self, mut input: Input, key: KeyEvent) -> Vec<Effect> {
         match key.code {
-            KeyCode::Esc => self.set_filter(String::new()),
+            KeyCode::Esc => {
+                self.ledger_search_due = false;
+                self.set_filter(String::new())
+            }
             KeyCode::Enter => {
                 let text = input.value().trim().to_owned();
-                if text == self.filter(self.view) {
+                let due = std::mem::take(&mut self.ledger_search_due);
+                if text == self.filter(self.view) && !due {
                     return Vec::new();
                 }
                 self.set_filter(text)
@@ -790,6 +805,15 @@ impl App {
                 let text = input.value().trim().to_owned();
                 self.filter_input = Some(input);
                 if text == self.filter(self.view) {
+                    return Vec::new();
+                }
+                if self.view == View::Ledger {
+                    // The store searches every entry: typing asks it at most once a
+                    // tick (Enter asks at once), not once a letter.
+                    let state = self.state_mut(View::Ledger);
+                    state.filter = text;
+                    state.selected = 0;
+                    self.ledger_search_due = true;
                     return Vec::new();
                 }
                 self.set_filter(text)
