@@ -494,3 +494,51 @@ fn the_decision_log_says_a_reason_once_and_its_help_names_every_action() {
         );
     }
 }
+
+/// A provider id typed by a person is held to what `run` keeps from a reply: one short
+/// line of plain text. One holding escapes, bidi or invisible characters would later be
+/// copied or pasted other than it was shown.
+#[test]
+fn a_provider_id_with_escapes_or_bidi_is_refused_and_changes_nothing() {
+    let s = Shift::new();
+    s.unknown("cc-1", "x@example.com");
+    let l = s.l();
+    let before = snapshot(s.path());
+    for id in [
+        "msg_\u{1b}]52;c;SGk=\u{7}",
+        "msg_\u{202e}1",
+        "msg\u{200b}2",
+        "a\nb",
+    ] {
+        let out = s.run(&[
+            "resolve",
+            &l,
+            "cc-1",
+            "sent",
+            "--by",
+            "dana",
+            "--provider-id",
+            id,
+        ]);
+        expect_exit(&out, 2, "a provider id that is not plain text");
+        assert!(
+            stderr(&out).contains("--provider-id is not an id"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains('\u{1b}'), "the message is visible");
+    }
+    assert_eq!(snapshot(s.path()), before, "nothing changed");
+    assert_eq!(status(&s, "cc-1"), "pending");
+    let out = s.run(&[
+        "resolve",
+        &l,
+        "cc-1",
+        "sent",
+        "--by",
+        "dana",
+        "--provider-id",
+        "msg_01J9",
+    ]);
+    expect_exit(&out, 0, "a plain id");
+}

@@ -2025,3 +2025,53 @@ fn the_smallest_screen_shows_every_tab_its_count_and_where_the_list_is() {
         assert!(text.contains(hint), "{hint}: {text}");
     }
 }
+
+#[test]
+fn bracket_past_the_revisions_the_queue_holds_loads_them_all() {
+    // The queue holds the current and previous revisions only.
+    let full = three_revisions();
+    let mut partial = full.clone();
+    partial.revisions.remove(0);
+    let mut app = loaded_app(vec![partial.clone()], unknown(), ledger_entries());
+    let effects = press(&mut app, KeyCode::Char('['));
+    assert_eq!(effects, vec![Effect::LoadDraft(21)]);
+    assert!(status_text(&app).contains("Loading every revision"));
+    app.update(Action::DraftLoaded {
+        id: 21,
+        result: Ok(Box::new(full)),
+    });
+    let draft = app.selected_draft().unwrap().clone();
+    assert_eq!(
+        app.diff_base_of(&draft),
+        Some(1),
+        "and goes on to the older one"
+    );
+    // A reload of the queue keeps them while the draft is unchanged.
+    app.update(Action::ApprovalsLoaded(Ok(vec![partial])));
+    assert_eq!(app.selected_draft().unwrap().revisions.len(), 3);
+    assert_eq!(press(&mut app, KeyCode::Char('[')), vec![]);
+    assert!(
+        status_text(&app).contains("oldest"),
+        "{}",
+        status_text(&app)
+    );
+}
+
+#[test]
+fn y_refuses_to_copy_what_holds_escapes_rather_than_copy_other_than_what_is_shown() {
+    let mut entries = ledger_entries();
+    let mut hostile = entries[0].to_value();
+    hostile["providerId"] = json!("msg_\u{1b}]52;c;SGk=\u{7}\u{202e}1");
+    entries[0] = Entry::from_value(hostile).unwrap();
+    let mut app = loaded_app(drafts(), unknown(), entries);
+    key(&mut app, KeyCode::Char('3'));
+    assert_eq!(key_effects(&mut app, 'y'), vec![]);
+    assert_eq!(key_effects(&mut app, 'p'), vec![], "nothing is copied");
+    assert!(status_text(&app).starts_with("Not copied: the provider id holds control"));
+    // The key, which is plain, still copies.
+    key(&mut app, KeyCode::Char('y'));
+    assert!(matches!(
+        key_effects(&mut app, 'k').as_slice(),
+        [Effect::Copy { .. }]
+    ));
+}

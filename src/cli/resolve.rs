@@ -144,6 +144,13 @@ impl ResolveArgs {
                 "--provider-id names one message: give it with one key at a time".to_owned(),
             );
         }
+        if let Some(id) = &self.provider_id
+            && let Some(why) = super::run::why_not_an_id(id)
+        {
+            return Err(format!(
+                "--provider-id is not an id ({why}): give the provider's id as one short line of plain text"
+            ));
+        }
         self.ledger = given_or_default(ledger)?;
         Ok(())
     }

@@ -173,11 +173,13 @@ fn provider_id_of(value: &Value, output_bytes: usize) -> Option<String> {
     }
 }
 
-fn why_not_an_id(text: &str) -> Option<String> {
+pub(super) fn why_not_an_id(text: &str) -> Option<String> {
     if text.contains(['\n', '\r']) {
         Some("several lines".into())
     } else if text.chars().any(char::is_control) {
         Some("control characters".into())
+    } else if text.chars().any(send_once::text::is_suspicious) {
+        Some("bidi, zero-width or invisible characters".into())
     } else if text.chars().count() > MAX_PROVIDER_ID_CHARS {
         Some(format!("over {MAX_PROVIDER_ID_CHARS} characters"))
     } else {

@@ -26,6 +26,12 @@ pub enum Action {
     },
     CountsLoaded(Result<Census, String>),
     DecisionsLoaded(Result<Vec<Decision>, String>),
+    /// A draft with every revision (the queue holds only the current, previous and
+    /// approved ones), asked for by `[` reaching past them.
+    DraftLoaded {
+        id: i64,
+        result: Result<Box<Draft>, String>,
+    },
     /// The decisions about one item (a key, or `draft:ID`), oldest first.
     HistoryLoaded {
         subject: String,
@@ -66,6 +72,8 @@ pub enum Effect {
     LoadDecisions,
     /// The decisions about the selected item, for its history.
     LoadHistory(String),
+    /// A draft with every revision.
+    LoadDraft(i64),
     Approve {
         id: i64,
         revision: i64,

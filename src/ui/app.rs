@@ -106,6 +106,9 @@ pub struct App {
     history_stale: bool,
     /// The Ledger's search was typed since it was last asked for.
     ledger_search_due: bool,
+    /// Every revision of drafts `[` reached past what the queue holds, by id, with the
+    /// version they were loaded at: kept across reloads while the draft is unchanged.
+    pub all_revisions: std::collections::HashMap<i64, (i64, Vec<crate::review::Revision>)>,
     /// What the last action did, or why it was refused.
     pub status: Option<StatusLine>,
     /// The ledger's path no longer holds the file opened: decisions are off.
@@ -168,6 +171,7 @@ impl App {
             history: None,
             history_stale: false,
             ledger_search_due: false,
+            all_revisions: Default::default(),
             status: None,
             ledger_gone: None,
             overlay_stale: false,
@@ -513,13 +517,14 @@ impl App {
             | Action::CountsLoaded(_)
             | Action::DecisionsLoaded(_)
             | Action::HistoryLoaded { .. }
+            | Action::DraftLoaded { .. }
                 if self.ledger_gone.is_some() =>
             {
                 Vec::new()
             }
             Action::ApprovalsLoaded(result) => {
                 let keep = self.selected_draft().map(|d| d.id);
-                self.approvals = loaded(result);
+                self.approvals = loaded(result.map(|drafts| self.with_all_revisions(drafts)));
                 if let Some(id) = keep
                     && let Some(i) = self.visible_drafts().iter().position(|d| d.id == id)
                 {
@@ -563,6 +568,29 @@ impl App {
                     self.state_mut(View::Decisions).selected = i;
                 }
                 self.after_load()
+            }
+            Action::DraftLoaded { id, result } => {
+                match result {
+                    Ok(full) => {
+                        self.all_revisions
+                            .insert(id, (full.version, full.revisions.clone()));
+                        if let Loaded::Ready(drafts) = &mut self.approvals
+                            && let Some(draft) = drafts
+                                .iter_mut()
+                                .find(|d| d.id == id && d.version == full.version)
+                        {
+                            draft.revisions = full.revisions;
+                        }
+                        if self.selected_draft().is_some_and(|d| d.id == id) {
+                            return self.move_diff_base(true);
+                        }
+                    }
+                    Err(e) => self.say(
+                        &format!("Could not load draft {id}'s revisions: {e}"),
+                        false,
+                    ),
+                }
+                Vec::new()
             }
             Action::HistoryLoaded { subject, result } => {
                 if let Some((wanted, history)) = &mut self.history
@@ -970,8 +998,8 @@ impl App {
             }
             Command::Copy => return self.copy(),
             Command::Page => return self.page(),
-            Command::OlderDiffBase => self.move_diff_base(true),
-            Command::NewerDiffBase => self.move_diff_base(false),
+            Command::OlderDiffBase => return self.move_diff_base(true),
+            Command::NewerDiffBase => return self.move_diff_base(false),
         }
         Vec::new()
     }
@@ -1231,6 +1259,26 @@ impl App {
         choices
     }
 
+    /// The effect that copies `choice`, or, when its text holds characters that would
+    /// act on a terminal or hide text when pasted, a refusal that says so: what is
+    /// copied must be exactly what was shown.
+    fn copy_effect(&mut self, choice: &CopyChoice) -> Vec<Effect> {
+        if choice.text.chars().any(crate::text::is_suspicious) {
+            self.say(
+                &format!(
+                    "Not copied: the {} holds control, bidi or invisible characters (shown as marks). send-once show --json writes them as \\u escapes.",
+                    choice.what
+                ),
+                false,
+            );
+            return Vec::new();
+        }
+        vec![Effect::Copy {
+            what: choice.what.to_owned(),
+            text: choice.text.clone(),
+        }]
+    }
+
     fn copy(&mut self) -> Vec<Effect> {
         let mut choices = self.copy_choices();
         match choices.len() {
@@ -1240,10 +1288,7 @@ impl App {
             }
             1 => {
                 let choice = choices.remove(0);
-                vec![Effect::Copy {
-                    what: choice.what.to_owned(),
-                    text: choice.text,
-                }]
+                self.copy_effect(&choice)
             }
             _ => {
                 self.overlay = Some(Overlay::Copy(choices));
@@ -1280,18 +1325,37 @@ impl App {
             })
     }
 
-    fn move_diff_base(&mut self, older: bool) {
+    /// Drafts from the queue, with every revision put back where they were loaded
+    /// and the draft has not changed since.
+    fn with_all_revisions(&mut self, mut drafts: Vec<Draft>) -> Vec<Draft> {
+        let open: std::collections::HashSet<i64> = drafts.iter().map(|d| d.id).collect();
+        self.all_revisions.retain(|id, _| open.contains(id));
+        for draft in &mut drafts {
+            if let Some((version, revisions)) = self.all_revisions.get(&draft.id)
+                && *version == draft.version
+            {
+                draft.revisions = revisions.clone();
+            }
+        }
+        drafts
+    }
+
+    fn move_diff_base(&mut self, older: bool) -> Vec<Effect> {
         let Some(draft) = self.selected_draft() else {
             self.say("No draft selected.", false);
-            return;
+            return Vec::new();
         };
+        // The queue holds the current, previous and approved revisions; going further
+        // back loads the rest first.
+        let holds_all = draft.revisions.len() as i64 >= draft.revision;
+        let (id, version) = (draft.id, draft.version);
         let bases = self.diff_bases();
         let Some(current) = self.diff_base_of(draft) else {
             self.say(
                 "This draft has one revision: there is nothing to compare.",
                 false,
             );
-            return;
+            return Vec::new();
         };
         let approved = draft.approved_revision;
         let at = bases.iter().position(|b| *b == current).unwrap_or(0);
@@ -1300,6 +1364,17 @@ impl App {
         } else {
             at.checked_sub(1).and_then(|i| bases.get(i))
         };
+        if next.is_none()
+            && older
+            && !holds_all
+            && self
+                .all_revisions
+                .get(&id)
+                .is_none_or(|(v, _)| *v != version)
+        {
+            self.say(&format!("Loading every revision of draft {id}…"), true);
+            return vec![Effect::LoadDraft(id)];
+        }
         match next {
             Some(base) => {
                 let base = *base;
@@ -1320,6 +1395,7 @@ impl App {
                 false,
             ),
         }
+        Vec::new()
     }
 
     fn page(&mut self) -> Vec<Effect> {
@@ -1374,11 +1450,8 @@ impl App {
             Overlay::Command(input) => self.command_line_key(input, key),
             Overlay::Copy(choices) => match key.code {
                 KeyCode::Esc | KeyCode::Char('q') => Vec::new(),
-                KeyCode::Char(c) => match choices.iter().find(|choice| choice.key == c) {
-                    Some(choice) => vec![Effect::Copy {
-                        what: choice.what.to_owned(),
-                        text: choice.text.clone(),
-                    }],
+                KeyCode::Char(c) => match choices.iter().find(|choice| choice.key == c).cloned() {
+                    Some(choice) => self.copy_effect(&choice),
                     None => {
                         self.overlay = Some(Overlay::Copy(choices));
                         Vec::new()

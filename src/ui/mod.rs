@@ -348,6 +348,7 @@ fn load_kind(effect: &Effect) -> Option<&'static str> {
         Effect::LoadCounts => Some("counts"),
         Effect::LoadDecisions => Some("decisions"),
         Effect::LoadHistory(_) => Some("history"),
+        Effect::LoadDraft(_) => Some("draft"),
         _ => None,
     }
 }
@@ -387,7 +388,7 @@ impl Runner {
         let kind = load_kind(&effect);
         // Ledger pages and histories are never skipped: each answers a query of its own.
         let slot = kind
-            .filter(|k| *k != "ledger" && *k != "history")
+            .filter(|k| !matches!(*k, "ledger" | "history" | "draft"))
             .map(|k| (k, opened.generation));
         if let Some(slot) = slot
             && !in_flight.insert(slot)
@@ -485,6 +486,10 @@ fn failed_load(action: Action, why: String) -> Action {
         },
         Action::CountsLoaded(_) => Action::CountsLoaded(Err(why)),
         Action::DecisionsLoaded(_) => Action::DecisionsLoaded(Err(why)),
+        Action::DraftLoaded { id, .. } => Action::DraftLoaded {
+            id,
+            result: Err(why),
+        },
         Action::HistoryLoaded { subject, .. } => Action::HistoryLoaded {
             subject,
             result: Err(why),
@@ -507,6 +512,17 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
         }
         Effect::LoadCounts => Action::CountsLoaded(counts(&backend.store).await),
         Effect::LoadDecisions => Action::DecisionsLoaded(newest_decisions(&backend.store).await),
+        Effect::LoadDraft(id) => Action::DraftLoaded {
+            id,
+            result: match backend.review.clone() {
+                Some(review) => review
+                    .draft(id)
+                    .await
+                    .map(Box::new)
+                    .map_err(|e| e.to_string()),
+                None => Err("this ledger has no review queue".to_owned()),
+            },
+        },
         Effect::LoadHistory(subject) => {
             let result = backend
                 .store
