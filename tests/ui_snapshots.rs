@@ -1330,7 +1330,8 @@ fn decision(
 fn decisions() -> Vec<Decision> {
     let mut refused = decision(4, MIN, "bob", "resolve", "order-77:charge", None);
     refused.outcome = DecisionOutcome::Refused;
-    refused.detail = json!({"reason": "changed after it was shown"});
+    refused.detail =
+        json!({"reason": "changed after it was shown", "to": "mo@example.com", "intent": "charge"});
     let mut approve = decision(
         3,
         20 * MIN,

@@ -744,6 +744,12 @@ impl Ledger {
             let at = self.iso_now();
             let mut detail = Map::new();
             detail.insert("from".into(), current.status().as_str().into());
+            // Who and what it was, so the log reads without looking the key up.
+            for field in ["to", "intent"] {
+                if let Some(Value::String(text)) = current.meta().and_then(|m| m.get(field)) {
+                    detail.insert(field.into(), text.clone().into());
+                }
+            }
             let judged = match &details.seen {
                 Some(seen) if !seen.matches(&current) && !judge_unchanged(&judge, &current) => {
                     detail.insert("seen".into(), describe_seen(seen).into());

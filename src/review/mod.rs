@@ -874,6 +874,11 @@ impl Review {
         detail.insert("key".into(), draft.key.clone().into());
         detail.insert("revision".into(), draft.revision.into());
         detail.insert("from".into(), draft.state.as_str().into());
+        for field in ["to", "intent"] {
+            if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
+                detail.insert(field.into(), text.clone().into());
+            }
+        }
         let decision = |outcome, detail: &Map<String, Value>| Decision {
             id: None,
             at: at.clone(),

@@ -272,6 +272,26 @@ impl App {
         effects
     }
 
+    /// Who and what a subject (a key, or `draft:ID`) is, from what is loaded, if any
+    /// list holds it.
+    pub fn who_of(&self, subject: &str) -> Option<String> {
+        if let Some(id) = subject.strip_prefix("draft:") {
+            return self
+                .approvals
+                .ready()?
+                .iter()
+                .find(|d| d.id.to_string() == id)
+                .and_then(Draft::recipient_and_intent);
+        }
+        [&self.unknown, &self.ledger]
+            .into_iter()
+            .filter_map(Loaded::ready)
+            .flatten()
+            .find(|e| e.key() == subject)
+            .map(entry_who)
+            .filter(|who| *who != short_key(subject))
+    }
+
     /// What the selected row's history is about: a key, or `draft:ID`.
     pub fn selected_subject(&self) -> Option<String> {
         match self.view {

@@ -131,6 +131,13 @@ pub fn decision_matches(decision: &Decision, filter: &str) -> bool {
             .as_deref()
             .is_some_and(|n| contains(n, filter))
         || contains(decision.outcome.as_str(), filter)
+        || ["to", "intent"].iter().any(|field| {
+            decision
+                .detail
+                .get(field)
+                .and_then(Value::as_str)
+                .is_some_and(|text| contains(text, filter))
+        })
 }
 
 fn meta_text<'a>(meta: Option<&'a serde_json::Map<String, Value>>, name: &str) -> &'a str {

@@ -48,10 +48,28 @@ fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
     }
 }
 
-fn subject_text(subject: &str) -> String {
-    match subject.strip_prefix("draft:") {
+/// What a decision is about as a person reads it: who and what (as the decision
+/// recorded them, else as the loaded lists know them), else the draft or short key.
+fn subject_text(app: &App, d: &Decision) -> String {
+    let field = |name: &str| {
+        d.detail
+            .get(name)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let who = match (field("to"), field("intent")) {
+        (Some(to), Some(intent)) => Some(format!("{to} · {intent}")),
+        (Some(one), None) | (None, Some(one)) => Some(one.to_owned()),
+        (None, None) => app.who_of(&d.subject),
+    };
+    let what = match d.subject.strip_prefix("draft:") {
         Some(id) => format!("draft {id}"),
-        None => short_key(subject),
+        None => short_key(&d.subject),
+    };
+    match who {
+        Some(who) if d.subject.starts_with("draft:") => format!("{what} {who}"),
+        Some(who) => who,
+        None => what,
     }
 }
 
@@ -98,10 +116,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                         format!("{:<9} ", d.outcome.as_str()),
                         outcome_style(theme, d.outcome),
                     ),
-                    Span::raw(format!(
-                        "{:<20} ",
-                        clip(&safe(&subject_text(&d.subject)), 20)
-                    )),
+                    Span::raw(format!("{:<30} ", clip(&safe(&subject_text(app, d)), 30))),
                     Span::styled(safe(d.note.as_deref().unwrap_or("")), theme.dim()),
                 ]),
                 marked: None,
@@ -120,7 +135,11 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                 theme.title(),
             )),
             Line::from(safe(&summary(decision))),
-            Line::from(format!("subject {}", safe(&decision.subject))),
+            Line::from(format!(
+                "subject {} · {}",
+                safe(&decision.subject),
+                safe(&subject_text(app, decision))
+            )),
         ];
         if let Value::Object(detail) = &decision.detail {
             lines.push(Line::from(""));
