@@ -386,7 +386,7 @@ fn open_bulk_confirmation(tag: &str) -> Bulk {
         .to_string();
 
     term.press(&["f"]);
-    term.wait_for("Mark 3 marked sends failed");
+    term.wait_for("Settle 3 marked sends as failed");
     term.type_text(NOTE);
     term.press(&["Enter"]);
     let screen = term.wait_for("Mark 3 unknown sends failed as dana?");

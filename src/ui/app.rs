@@ -684,18 +684,33 @@ impl App {
                     },
                 };
                 let mut text = format!("{verb}: {done} of {}.", items.len());
-                let refused: Vec<String> = items
-                    .iter()
-                    .filter_map(|o| match o {
-                        Outcome::Refused { subject, why } => {
-                            Some(format!("{}: {why}", short_key(subject)))
+                // The same reason for several (a full disk, a replaced ledger) is said
+                // once, with how many it stopped; each other reason names its item.
+                let mut reasons: Vec<(String, Vec<String>)> = Vec::new();
+                for item in items {
+                    if let Outcome::Refused { subject, why } = item {
+                        let why = why.trim_end_matches('.').to_owned();
+                        match reasons.iter_mut().find(|(w, _)| *w == why) {
+                            Some((_, subjects)) => subjects.push(short_key(subject)),
+                            None => reasons.push((why, vec![short_key(subject)])),
                         }
-                        _ => None,
-                    })
-                    .collect();
-                if !refused.is_empty() {
-                    text.push_str(&format!(" Refused {}: ", refused.len()));
-                    text.push_str(&refused.join("; "));
+                    }
+                }
+                let refused: usize = reasons.iter().map(|(_, s)| s.len()).sum();
+                if refused > 0 {
+                    let parts: Vec<String> = reasons
+                        .into_iter()
+                        .map(|(why, subjects)| {
+                            if subjects.len() > 1 {
+                                format!("{} of them: {why}", subjects.len())
+                            } else if why.contains(subjects[0].as_str()) {
+                                why
+                            } else {
+                                format!("{}: {why}", subjects[0])
+                            }
+                        })
+                        .collect();
+                    text.push_str(&format!(" Refused {refused}: {}.", parts.join("; ")));
                 }
                 text
             }
@@ -1187,7 +1202,7 @@ impl App {
             let n = sends.len();
             self.overlay = Some(Overlay::Form(Form::new(
                 FormKind::SettleMany { status, sends },
-                format!("Mark {n} marked sends {}", status.as_str()),
+                format!("Settle {n} marked sends as {}", status.as_str()),
                 vec![field("Note", "", false), field("Name", &self.by, true)],
             )));
             return;
@@ -1549,11 +1564,8 @@ impl App {
             self.say(&why, false);
             return Vec::new();
         }
-        if matches!(confirm.effect, Effect::Batch(_)) {
-            // What was settled is no longer marked; what is refused stays listed.
-            self.views[View::Unknown.index()].marked.clear();
-            self.views[View::Approvals.index()].marked.clear();
-        }
+        // The marks stay: what is settled leaves the list on the reload (and its mark
+        // with it), what is refused stays marked, to be tried again.
         self.say(WORKING, true);
         vec![confirm.effect]
     }

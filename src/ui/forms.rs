@@ -320,7 +320,7 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             }
             lines.push("Each is refused on its own if it changed since it was shown.".into());
             Confirm {
-                title: format!("Mark {} sends {word}", sends.len()),
+                title: format!("Settle {} sends as {word}", sends.len()),
                 lines,
                 warning: None,
                 effect: Effect::Batch(
