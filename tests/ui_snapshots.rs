@@ -1738,7 +1738,10 @@ fn o_asks_for_the_pager_with_the_payload_or_diff_as_plain_text() {
     app.update(Action::Done(Outcome::Paged(Err(
         "PAGER: no such file".into()
     ))));
-    assert!(status_text(&app).contains("Could not open the pager"));
+    assert_eq!(
+        status_text(&app),
+        "Pager: PAGER: no such file. The screen is back."
+    );
 }
 
 #[test]
@@ -2110,4 +2113,44 @@ fn one_reason_for_many_refusals_is_said_once() {
         status_text(&app),
         "Marked sent: 1 of 21. Refused 20: 20 of them: the disk holding /srv/billing is full; nothing was written."
     );
+}
+
+#[test]
+fn at_the_top_of_the_decisions_the_newest_stays_selected_as_more_arrive() {
+    let mut app = full_app();
+    let mut log = decisions();
+    app.update(Action::DecisionsLoaded(Ok(log.clone())));
+    key(&mut app, KeyCode::Char('4'));
+    log.insert(0, decision(5, 0, "eve", "resolve", "order-78:charge", None));
+    app.update(Action::DecisionsLoaded(Ok(log.clone())));
+    assert_eq!(app.selected_decision().unwrap().id, Some(5), "the newest");
+    // Further down, the selection stays on its decision.
+    key(&mut app, KeyCode::Char('j'));
+    log.insert(0, decision(6, 0, "eve", "resolve", "order-79:charge", None));
+    app.update(Action::DecisionsLoaded(Ok(log)));
+    assert_eq!(app.selected_decision().unwrap().id, Some(4));
+}
+
+#[test]
+fn approving_an_expired_draft_again_says_whose_approval_ran_out() {
+    let mut app = loaded_app(vec![expired_draft()], unknown(), ledger_entries());
+    key(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Enter);
+    let lines = confirm_of(&app).lines.join("\n");
+    assert!(
+        lines.contains("Its approval by night-lead expired at"),
+        "{lines}"
+    );
+}
+
+#[test]
+fn a_key_that_is_nowhere_listed_says_the_ledger_is_searched() {
+    let mut app = empty_app(None).with_start(Start {
+        view: None,
+        focus: Some("ffff".into()),
+    });
+    app.update(Action::ApprovalsLoaded(Ok(drafts())));
+    app.update(Action::UnknownLoaded(Ok(unknown())));
+    assert_eq!(app.view, View::Ledger);
+    assert!(status_text(&app).starts_with("ffff is not in the queue or the unknown sends"));
 }

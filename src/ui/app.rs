@@ -580,7 +580,13 @@ impl App {
                 self.after_load()
             }
             Action::DecisionsLoaded(result) => {
-                let keep = self.selected_decision().map(|d| d.id);
+                // At the top of a newest-first log the selection stays at the top as
+                // decisions arrive (as `tail -f` does); further down it stays on its
+                // decision.
+                let keep = self
+                    .selected_decision()
+                    .filter(|_| self.selected(View::Decisions) > 0)
+                    .map(|d| d.id);
                 self.decisions = loaded(result);
                 if let Some(id) = keep
                     && let Some(i) = self.visible_decisions().iter().position(|d| d.id == id)
@@ -665,7 +671,7 @@ impl App {
             ),
             Outcome::Refused { why, .. } => why.clone(),
             Outcome::Paged(Ok(())) => "Back from the pager.".into(),
-            Outcome::Paged(Err(why)) => format!("Could not open the pager: {why}"),
+            Outcome::Paged(Err(why)) => format!("Pager: {why}. The screen is back."),
             Outcome::Copied { what } => format!("Copied the {what} to the clipboard."),
             Outcome::Batch(items) => {
                 let done = items.iter().filter(|o| o.ok()).count();
@@ -747,6 +753,13 @@ impl App {
                 }
                 _ => {
                     // Anything else is looked up in the ledger: a search for it.
+                    self.say(
+                        &format!(
+                            "{} is not in the queue or the unknown sends: the ledger is searched for it.",
+                            crate::text::visible_inline(&focus)
+                        ),
+                        true,
+                    );
                     self.view = View::Ledger;
                     self.state_mut(View::Ledger).filter = focus;
                     self.state_mut(View::Ledger).selected = 0;
@@ -983,7 +996,7 @@ impl App {
                 let state = self.state_mut(view);
                 state.sort = state.sort.next();
                 state.selected = 0;
-                let label = state.sort.label();
+                let label = state.sort.label_for(view);
                 self.say(&format!("Sorted {label}."), true);
             }
             Command::CycleStatus => {
@@ -1130,7 +1143,15 @@ impl App {
             return;
         };
         let drift = draft.drift();
+        let expired = draft.approval_expired(self.now).then(|| {
+            format!(
+                "Its approval by {} expired at {}; this approves it again.",
+                draft.approved_by().map_or("?", |(by, _)| by),
+                draft.expires_at().unwrap_or("?")
+            )
+        });
         let kind = FormKind::Approve {
+            expired,
             id: draft.id,
             revision: draft.revision,
             version: draft.version,

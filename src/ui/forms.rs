@@ -18,6 +18,8 @@ pub enum FormKind {
         drifted: bool,
         /// Its facts were never checked (no recheck command ran, none were pushed).
         unchecked: bool,
+        /// Its earlier approval ran out: who gave it and when it expired.
+        expired: Option<String>,
     },
     Reject {
         id: i64,
@@ -157,6 +159,7 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             suspicious,
             drifted,
             unchecked,
+            expired,
         } => {
             let ttl = form.value("TTL");
             let ms = duration::parse_duration(&ttl).map_err(|e| format!("TTL: {e}"))?;
@@ -171,6 +174,9 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
                     "Its facts have changed since it was submitted: dispatch will refuse (stale_facts) until they match again."
                         .into(),
                 );
+            }
+            if let Some(expired) = expired {
+                lines.push(expired.clone());
             }
             if *unchecked {
                 lines.push(

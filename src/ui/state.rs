@@ -53,6 +53,14 @@ impl Sort {
         }
     }
 
+    /// The label as `view` means it: a draft's attempts are its revisions.
+    pub fn label_for(self, view: super::keymap::View) -> &'static str {
+        match (self, view) {
+            (Sort::Attempts, super::keymap::View::Approvals) => "most revisions first",
+            _ => self.label(),
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Sort::Age => "oldest first",

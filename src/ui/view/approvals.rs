@@ -71,7 +71,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     }
     let state = app.state(View::Approvals);
     let title = {
-        let mut extra = vec![state.sort.label().to_owned()];
+        let mut extra = vec![state.sort.label_for(View::Approvals).to_owned()];
         if !state.marked.is_empty() {
             extra.push(format!("{} marked", state.marked.len()));
         }
