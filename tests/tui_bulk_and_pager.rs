@@ -762,7 +762,15 @@ fn key_opens_on_that_send_and_the_command_line_reaches_decisions() {
     term.type_text("decisions");
     term.wait_for(":decisions");
     term.press(&["Enter"]);
-    let screen = term.wait_for("[4 Decisions (2)]");
+    let rows_of = |screen: &str| {
+        screen
+            .lines()
+            .filter(|l| l.contains(" dana ") && l.contains(" resolve "))
+            .count()
+    };
+    let screen = term.wait_until("the Decisions view with dana's two rows", |s| {
+        s.contains("[4 Decisions (2)]") && rows_of(s) == 2
+    });
     let rows: Vec<&str> = screen
         .lines()
         .filter(|l| l.contains(" dana ") && l.contains(" resolve "))
@@ -778,9 +786,13 @@ fn key_opens_on_that_send_and_the_command_line_reaches_decisions() {
             && rows.iter().any(|r| r.contains("bob@example.com")),
         "the Decisions rows do not name what was resolved:\n{screen}"
     );
-    // Newest first: the selected decision is dana marking the second send sent.
+    // Newest first: the selected decision is dana marking the second send sent. (Waited
+    // for, not read off the capture above: a capture can land between the list's rows
+    // and the detail pane of one frame.)
+    let screen = term.wait_for("resolve by dana: changed (pending → sent)");
+    let selected = screen.lines().find(|l| l.contains('▶')).unwrap_or_default();
     assert!(
-        screen.contains("resolve by dana: changed (pending → sent)"),
+        selected.contains("bob@example.com"),
         "the newest decision is not the one selected:\n{screen}"
     );
     term.quit();
