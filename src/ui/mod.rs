@@ -212,6 +212,14 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
             }
             action = rx.recv() => {
                 let Some(action) = action else { break };
+                // A terminal that hung up without a SIGHUP reaching us (tmux killed
+                // under a parent that ignores it) leaves crossterm's reader spinning
+                // on the dead tty (crossterm-rs/crossterm#793): the UI ends as on a
+                // SIGHUP instead of living on as an orphan.
+                if matches!(action, Action::Tick(_)) && terminal::hung_up() {
+                    ended = Ended::Signal(libc::SIGHUP);
+                    break;
+                }
                 let mut resized = matches!(action, Action::Resize(..));
                 let mut effects = Vec::new();
                 runner.update(&mut app, action, &mut effects);

@@ -331,3 +331,47 @@ pub fn copy_to_clipboard(guard: &mut TerminalGuard, text: &str) -> Result<(), St
         .and_then(|()| backend.flush())
         .map_err(|e| format!("cannot write to the terminal: {e}"))
 }
+
+/// Whether the terminal on standard input has hung up (its other end is gone). A
+/// poll for no events still reports POLLHUP and POLLERR, and takes no input.
+pub fn hung_up() -> bool {
+    fd_hung_up(libc::STDIN_FILENO)
+}
+
+fn fd_hung_up(fd: libc::c_int) -> bool {
+    let mut fds = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, a zero timeout.
+    let ready = unsafe { libc::poll(&mut fds, 1, 0) };
+    ready > 0 && fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fd_hung_up;
+
+    /// A terminal whose other end closed reads as hung up; one still open does not.
+    #[test]
+    fn a_pty_whose_master_closed_has_hung_up() {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty fills two descriptors; the name, termios and size are unused.
+        let opened = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(opened, 0, "openpty");
+        assert!(!fd_hung_up(slave), "an open terminal");
+        // SAFETY: closing the descriptors openpty gave.
+        unsafe { libc::close(master) };
+        assert!(fd_hung_up(slave), "its other end is gone");
+        unsafe { libc::close(slave) };
+    }
+}
