@@ -542,3 +542,25 @@ fn a_provider_id_with_escapes_or_bidi_is_refused_and_changes_nothing() {
     ]);
     expect_exit(&out, 0, "a plain id");
 }
+
+/// A refused resolve keeps what was asked: the log says "resolve as sent was
+/// refused", not "as ?" (the log is append-only, so a row written without it could
+/// never be mended).
+#[test]
+fn a_refused_resolve_records_the_status_it_asked_for() {
+    let s = Shift::new();
+    s.unknown("dd-1", "x@example.com");
+    let l = s.l();
+    let out = s.run(&[
+        "resolve", &l, "dd-1", "sent", "--by", "dana", "--expect", "failed",
+    ]);
+    expect_exit(&out, 1, "a resolve that expected another status");
+    let out = s.run(&["decisions", &l, "--subject", "dd-1", "--json"]);
+    let log = json_stdout(&out, "decisions --json");
+    let last = log.as_array().and_then(|a| a.last()).expect("a decision");
+    assert_eq!(last["outcome"], "refused");
+    assert_eq!(last["detail"]["status"], "sent", "{last}");
+    assert_eq!(last["detail"]["to"], "x@example.com", "{last}");
+    let out = s.run(&["show", &l, "dd-1"]);
+    assert!(!stdout(&out).contains("as ?"), "{}", stdout(&out));
+}

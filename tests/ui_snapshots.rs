@@ -2051,6 +2051,14 @@ fn bracket_past_the_revisions_the_queue_holds_loads_them_all() {
     let mut partial = full.clone();
     partial.revisions.remove(0);
     let mut app = loaded_app(vec![partial.clone()], unknown(), ledger_entries());
+    key(&mut app, KeyCode::Char('J'));
+    key(&mut app, KeyCode::Char('J'));
+    key(&mut app, KeyCode::Char('J'));
+    let text = screen(&mut app, 100, 40);
+    assert!(
+        text.contains("(2 of 3 revisions shown; [ loads every one)"),
+        "the history says what it does not show: {text}"
+    );
     let effects = press(&mut app, KeyCode::Char('['));
     assert_eq!(effects, vec![Effect::LoadDraft(21)]);
     assert!(status_text(&app).contains("Loading every revision"));
@@ -2111,7 +2119,7 @@ fn one_reason_for_many_refusals_is_said_once() {
     app.update(Action::Done(Outcome::Batch(items)));
     assert_eq!(
         status_text(&app),
-        "Marked sent: 1 of 21. Refused 20: 20 of them: the disk holding /srv/billing is full; nothing was written."
+        "Marked sent: 1 of 21. Refused 20: all for one reason: the disk holding /srv/billing is full; nothing was written."
     );
 }
 

@@ -654,6 +654,7 @@ impl Ledger {
         self.settle(
             key,
             "resolve",
+            Some(status),
             details,
             |current, detail| {
                 detail.insert("status".into(), status.as_str().into());
@@ -703,6 +704,7 @@ impl Ledger {
         self.settle(
             key,
             "reset",
+            None,
             details,
             |current, detail| {
                 detail.insert("force".into(), force.into());
@@ -733,6 +735,8 @@ impl Ledger {
         &self,
         key: &str,
         action: &str,
+        // The status asked for (a resolve), kept in every decision of it, a refusal too.
+        asked: Option<Status>,
         details: &ResolveDetails,
         judge: impl Fn(&Entry, &mut Map<String, Value>) -> Judged,
         change: impl Fn(&Entry, &str) -> Entry,
@@ -744,6 +748,9 @@ impl Ledger {
             let at = self.iso_now();
             let mut detail = Map::new();
             detail.insert("from".into(), current.status().as_str().into());
+            if let Some(asked) = asked {
+                detail.insert("status".into(), asked.as_str().into());
+            }
             // Who and what it was, so the log reads without looking the key up.
             for field in ["to", "intent"] {
                 if let Some(Value::String(text)) = current.meta().and_then(|m| m.get(field)) {

@@ -102,6 +102,10 @@ impl Drift {
     pub fn summary(&self) -> String {
         match self.status {
             DriftStatus::NotChecked => "facts not checked".to_owned(),
+            // Nothing was there to compare: "unchanged" would read as checked.
+            DriftStatus::Unchanged if self.rows.is_empty() => {
+                "no facts to compare (none were given with this revision)".to_owned()
+            }
             DriftStatus::Unchanged => "facts unchanged".to_owned(),
             DriftStatus::Drifted => format!(
                 "{} of {} fact{} changed",
@@ -124,6 +128,22 @@ mod tests {
 
     fn map(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// A revision submitted without facts has nothing to compare: it must not read as
+    /// "unchanged" once a recheck has run.
+    #[test]
+    fn no_facts_at_submit_is_said_so_not_unchanged() {
+        let latest = LatestFacts {
+            facts: Some(map(json!({"due": "2027"}))),
+            checked_at: Some("2026-12-01T00:00:00.000Z".into()),
+            error: None,
+        };
+        let drift = fact_drift(&Map::new(), &latest);
+        assert_eq!(
+            drift.summary(),
+            "no facts to compare (none were given with this revision)"
+        );
     }
 
     #[test]

@@ -703,11 +703,14 @@ impl App {
                     }
                 }
                 let refused: usize = reasons.iter().map(|(_, s)| s.len()).sum();
+                let refused_total = refused;
                 if refused > 0 {
                     let parts: Vec<String> = reasons
                         .into_iter()
                         .map(|(why, subjects)| {
-                            if subjects.len() > 1 {
+                            if subjects.len() > 1 && subjects.len() == refused_total {
+                                format!("all for one reason: {why}")
+                            } else if subjects.len() > 1 {
                                 format!("{} of them: {why}", subjects.len())
                             } else if why.contains(subjects[0].as_str()) {
                                 why
@@ -1445,7 +1448,7 @@ impl App {
             }
             None => self.say(
                 &format!(
-                    "Already comparing with the {} revision there is ({current}).",
+                    "Already comparing with the {} revision before this one ({current}).",
                     if older { "oldest" } else { "newest" }
                 ),
                 false,

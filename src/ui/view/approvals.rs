@@ -353,6 +353,18 @@ fn history_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft:
         theme,
         &crate::review::history::draft_history(draft, &decisions),
     );
+    // The queue holds the current, previous and approved revisions only: say what is
+    // not shown rather than let the history skip it silently.
+    let held = draft.revisions.len() as i64;
+    if held < draft.revision {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  ({} of {} revisions shown; [ loads every one)",
+                held, draft.revision
+            ),
+            theme.dim(),
+        )));
+    }
 }
 
 /// The draft as plain text for a pager: its payload, or its diff against the base

@@ -86,7 +86,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         let empty = if state.filter.is_empty() {
             "No decisions recorded yet: approvals, rejections and resolutions show here as they are made."
         } else {
-            "No decision matches the filter (it looks at who, action, subject, note and outcome). Esc clears it."
+            "No decision matches the filter (it looks at who, action, subject, recipient, intent, note and outcome). Esc clears it."
         };
         draw_message(frame, area, &title, &placeholder(&app.decisions, empty));
         return;
