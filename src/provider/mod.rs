@@ -1,0 +1,82 @@
+//! Asking the provider: the check protocol behind `--precheck` and `--verify`, the
+//! stable Message-ID a sender and a verifier share, and the [`Provider`] a send goes
+//! through (precheck, send, verify), with a command-backed one.
+//!
+//! # The check protocol (one for precheck and verify)
+//!
+//! A check command (split into words as a shell would, by [`split_command`], and run
+//! without a shell, in its own process group, with a time limit that kills the whole
+//! group) gets in its environment:
+//!
+//! - `SEND_ONCE_KEY`: the send key;
+//! - `SEND_ONCE_ATTEMPT`: the attempt the entry is at (for a precheck, the attempt the
+//!   send would be);
+//! - `SEND_ONCE_MESSAGE_ID`: [`message_id`] of the key, which send commands get too, so
+//!   a sender can set it as the e-mail's `Message-ID` and a verifier can search for
+//!   exactly that (Gmail's `rfc822msgid:`) instead of guessing by subject;
+//!
+//! and the entry as JSON on stdin, as the ledger holds it (its `meta` has channel, to
+//! and intent). What it answers is a [`CheckAnswer`]:
+//!
+//! - exit 0 and a JSON object on stdout (at most [`MAX_EVIDENCE`] bytes): **it
+//!   happened**. The provider id is the first non-empty string among `providerId`,
+//!   `messageId`, `id` and `sid`, as for sends, when it is one short plain line; the
+//!   object is the evidence, kept as the entry's result;
+//! - exit 1: **not there**. Right after an uncertain send this proves nothing
+//!   (a provider's records lag), so it never makes a send happen again by itself;
+//! - anything else (another status, a signal, a timeout, output that is not one JSON
+//!   object, output too big, a command that cannot start): **inconclusive**, with a
+//!   sentence that says why, safe to print.
+//!
+//! A check command is never read from the ledger: whoever writes a ledger must not
+//! choose what operators run.
+
+mod check;
+mod command;
+mod message_id;
+mod options;
+
+use async_trait::async_trait;
+
+use crate::ledger::{Entry, Receipt, SendContext, SendError};
+
+pub use check::{
+    CheckAnswer, CheckCommand, CheckKind, MAX_EVIDENCE, provider_id_in, why_not_an_id,
+};
+pub use command::{
+    CommandProvider, CommandReceipt, CommandSendError, DEFAULT_CHECK_TIMEOUT, Limit, split_command,
+};
+pub use message_id::message_id;
+pub use options::{OptionsError, SendOptions, SendOptionsBuilder};
+
+/// Where a send goes: something that can send, and may be able to say whether a send
+/// already happened.
+///
+/// Only `send` is required. A provider that cannot look up its own records keeps the
+/// default `precheck` and `verify`, which answer inconclusive: with
+/// [`SendOptions::precheck`] on that refuses the send, with [`SendOptions::verify`] on
+/// it leaves an uncertain send pending. Both are the safe direction.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// What a send returns, as the ledger records it.
+    type Receipt: Receipt + Send;
+
+    /// Asked before a key is claimed: is this send already in the provider's records?
+    /// `entry` is the entry as it would be claimed (its attempt is the attempt the send
+    /// would be).
+    async fn precheck(&self, entry: &Entry) -> CheckAnswer {
+        let _ = entry;
+        CheckAnswer::inconclusive("this provider has no precheck")
+    }
+
+    /// Makes the send for one attempt. [`SendError::Definite`] when the provider
+    /// certainly did not take it, [`SendError::Uncertain`] when it may have.
+    async fn send(&self, context: SendContext) -> Result<Self::Receipt, SendError>;
+
+    /// Asked about a pending entry (after an uncertain send, on a rerun of a pending
+    /// key, by a reconciler): did it happen?
+    async fn verify(&self, entry: &Entry) -> CheckAnswer {
+        let _ = entry;
+        CheckAnswer::inconclusive("this provider has no verify")
+    }
+}
