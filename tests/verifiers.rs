@@ -228,11 +228,27 @@ fn check(script: &str, entry: &Value, env: &[(&str, &str)]) -> Output {
         .spawn()
         .expect("recipe runs");
     let mut stdin = child.stdin.take().expect("stdin");
-    stdin
-        .write_all(entry.to_string().as_bytes())
-        .expect("write entry");
+    // A check may end before reading stdin (no credentials): a broken pipe is its
+    // answer arriving early, not a failure.
+    match stdin.write_all(entry.to_string().as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write entry: {e}"),
+        _ => {}
+    }
     drop(stdin);
-    child.wait_with_output().expect("recipe ends")
+    // A recipe whose request or mailer never ends must end on its own (curl --max-time,
+    // timeout); if it does not, fail here instead of hanging the suite.
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(out) => out.expect("recipe ends"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{script} did not end within 60 s: its time limit did not hold");
+        }
+    }
 }
 
 fn happened(out: &Output) -> Value {
