@@ -18,7 +18,7 @@ const HEX_DIGITS: usize = 32;
 ///
 /// The input is JSON text so that any key has one well-formed spelling to hash: a lone
 /// surrogate (a key the Node library wrote; see [`crate::ledger::lone`]) is hashed as
-/// its `\udXXX` escape, exactly as JavaScript's `JSON.stringify` writes it, so Node
+/// its `\ud83d`-style escape, exactly as JavaScript's `JSON.stringify` writes it, so Node
 /// computes the same id with
 /// `createHash('sha256').update(JSON.stringify(['send-once:message-id:v1', key])).digest('hex').slice(0, 32)`.
 /// The result holds only hex digits, `@`, `-` and the angle brackets, so it is a
