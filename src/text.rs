@@ -126,6 +126,23 @@ fn replace(text: &str, suspicious: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Who a send goes to and what it is for, as every list shows it ("ana@example.com ·
+/// renewal"), from the `to` and `intent` fields of a meta or a decision's detail:
+/// either alone when the other is missing or empty, none when both are.
+pub fn who_and_what(fields: Option<&serde_json::Map<String, serde_json::Value>>) -> Option<String> {
+    let field = |name: &str| {
+        fields
+            .and_then(|m| m.get(name))
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    match (field("to"), field("intent")) {
+        (Some(to), Some(intent)) => Some(format!("{to} · {intent}")),
+        (Some(one), None) | (None, Some(one)) => Some(one.to_owned()),
+        (None, None) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

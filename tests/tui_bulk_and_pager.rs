@@ -740,7 +740,13 @@ fn key_opens_on_that_send_and_the_command_line_reaches_decisions() {
         &[],
         &tui_command(&ledger, &[], &["--by", "dana", "--key", wanted]),
     );
-    let screen = term.wait_for("Unknown sends (2)");
+    // Waited for whole: a capture can land in the middle of a frame.
+    let screen = term.wait_until("the Unknown view with the chosen send's detail", |s| {
+        s.contains("[2 Unknown sends (2)]")
+            && s.contains(wanted.as_str())
+            && s.lines()
+                .any(|l| l.contains('▶') && l.contains(RECIPIENTS[3]))
+    });
     assert!(
         screen.contains("[2 Unknown sends (2)]"),
         "--key did not open the Unknown view:\n{screen}"

@@ -177,17 +177,7 @@ impl Draft {
     /// Who it goes to and what it is for ("ana@example.com · renewal"), from its meta,
     /// when the submitter gave them.
     pub fn recipient_and_intent(&self) -> Option<String> {
-        let field = |name: &str| {
-            self.meta
-                .as_ref()
-                .and_then(|m| m.get(name))
-                .and_then(Value::as_str)
-        };
-        match (field("to"), field("intent")) {
-            (Some(to), Some(intent)) => Some(format!("{to} · {intent}")),
-            (Some(one), None) | (None, Some(one)) => Some(one.to_owned()),
-            (None, None) => None,
-        }
+        crate::text::who_and_what(self.meta.as_ref())
     }
 
     /// The draft's state as a person reads it: "approved revision 1, then edited"

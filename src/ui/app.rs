@@ -131,18 +131,7 @@ pub fn in_flight(entry: &Entry, now: i64, older_than_ms: f64) -> bool {
 
 /// Who an entry went to and what it is for, from its meta, else its short key.
 pub fn entry_who(entry: &Entry) -> String {
-    let field = |name: &str| {
-        entry
-            .meta()
-            .and_then(|m| m.get(name))
-            .and_then(serde_json::Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
-    match (field("to"), field("intent")) {
-        (Some(to), Some(intent)) => format!("{to} · {intent}"),
-        (Some(one), None) | (None, Some(one)) => one.to_owned(),
-        (None, None) => short_key(entry.key()),
-    }
+    crate::text::who_and_what(entry.meta()).unwrap_or_else(|| short_key(entry.key()))
 }
 
 impl App {

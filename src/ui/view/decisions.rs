@@ -51,17 +51,7 @@ fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
 /// What a decision is about as a person reads it: who and what (as the decision
 /// recorded them, else as the loaded lists know them), else the draft or short key.
 fn subject_text(app: &App, d: &Decision) -> String {
-    let field = |name: &str| {
-        d.detail
-            .get(name)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
-    let who = match (field("to"), field("intent")) {
-        (Some(to), Some(intent)) => Some(format!("{to} · {intent}")),
-        (Some(one), None) | (None, Some(one)) => Some(one.to_owned()),
-        (None, None) => app.who_of(&d.subject),
-    };
+    let who = crate::text::who_and_what(d.detail.as_object()).or_else(|| app.who_of(&d.subject));
     let what = match d.subject.strip_prefix("draft:") {
         Some(id) => format!("draft {id}"),
         None => short_key(&d.subject),
