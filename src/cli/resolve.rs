@@ -145,7 +145,7 @@ impl ResolveArgs {
             );
         }
         if let Some(id) = &self.provider_id
-            && let Some(why) = super::run::why_not_an_id(id)
+            && let Some(why) = send_once::provider::why_not_an_id(id)
         {
             return Err(format!(
                 "--provider-id is not an id ({why}): give the provider's id as one short line of plain text"

@@ -136,10 +136,6 @@ fn result_of(stdout: Vec<u8>, truncated: bool, keep: bool) -> CommandResult {
     }
 }
 
-/// The longest text taken as a provider id. Real ids are tens of characters; a reply
-/// longer than this is a reply, and it can hold a token the entry must not keep.
-const MAX_PROVIDER_ID_CHARS: usize = 200;
-
 /// The provider id in a reply: plain text that is one short line, or the first
 /// non-empty `providerId`, `messageId`, `id` or `sid` of a JSON object, when it too is
 /// one short line. Anything else is not an id, and is said so once, on stderr.
@@ -162,7 +158,7 @@ fn provider_id_of(value: &Value, output_bytes: usize) -> Option<String> {
         }
         _ => return None,
     };
-    match why_not_an_id(candidate) {
+    match send_once::provider::why_not_an_id(candidate) {
         None => Some(candidate.to_owned()),
         Some(why) => {
             note(format!(
@@ -170,20 +166,6 @@ fn provider_id_of(value: &Value, output_bytes: usize) -> Option<String> {
             ));
             None
         }
-    }
-}
-
-pub(super) fn why_not_an_id(text: &str) -> Option<String> {
-    if text.contains(['\n', '\r']) {
-        Some("several lines".into())
-    } else if text.chars().any(char::is_control) {
-        Some("control characters".into())
-    } else if text.chars().any(send_once::text::is_suspicious) {
-        Some("bidi, zero-width or invisible characters".into())
-    } else if text.chars().count() > MAX_PROVIDER_ID_CHARS {
-        Some(format!("over {MAX_PROVIDER_ID_CHARS} characters"))
-    } else {
-        None
     }
 }
 

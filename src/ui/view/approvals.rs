@@ -19,16 +19,6 @@ use crate::ui::app::{App, short_key};
 use crate::ui::keymap::View;
 use crate::ui::theme::Theme;
 
-/// When the draft's approval ends (ms), if it is approved.
-fn expires_at(draft: &Draft) -> Option<i64> {
-    draft.expires_at().and_then(time::parse_date)
-}
-
-/// Approved, and its approval has run out: dispatch will refuse it.
-pub fn expired(draft: &Draft, now: i64) -> bool {
-    draft.approval_expired(now)
-}
-
 /// Badges a draft carries: words in brackets, each styled by what it asks of the
 /// reviewer.
 fn badges<'a>(draft: &Draft, now: i64, theme: &Theme) -> Vec<Span<'a>> {
@@ -36,7 +26,7 @@ fn badges<'a>(draft: &Draft, now: i64, theme: &Theme) -> Vec<Span<'a>> {
     if draft.sent_elsewhere() {
         out.push(badge("sent elsewhere", theme.badge_warn()));
     } else if draft.state == DraftState::Approved && !draft.edited_after_approval() {
-        if expired(draft, now) {
+        if draft.approval_expired(now) {
             out.push(badge("expired", theme.badge_warn()));
         } else {
             out.push(badge("approved", theme.badge_info()));
@@ -132,19 +122,21 @@ fn state_line(draft: &Draft, now: i64) -> String {
         );
     }
     match draft.state {
-        DraftState::Approved if !draft.edited_after_approval() => match expires_at(draft) {
-            Some(at) if at <= now => format!(
-                "expired {} ago (approved by {}): dispatch refuses it until approved again",
-                duration::format_duration((now - at) as f64),
-                safe(by)
-            ),
-            Some(at) => format!(
-                "approved by {}, expires in {}",
-                safe(by),
-                duration::format_duration((at - now) as f64)
-            ),
-            None => format!("approved by {}", safe(by)),
-        },
+        DraftState::Approved if !draft.edited_after_approval() => {
+            match draft.expires_at().and_then(time::parse_date) {
+                Some(at) if at <= now => format!(
+                    "expired {} ago (approved by {}): dispatch refuses it until approved again",
+                    duration::format_duration((now - at) as f64),
+                    safe(by)
+                ),
+                Some(at) => format!(
+                    "approved by {}, expires in {}",
+                    safe(by),
+                    duration::format_duration((at - now) as f64)
+                ),
+                None => format!("approved by {}", safe(by)),
+            }
+        }
         DraftState::Rejected | DraftState::Withdrawn => format!(
             "{} by {}{}",
             draft.state.as_str(),
@@ -169,7 +161,7 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
         ]),
         Line::from(Span::styled(
             state_line(draft, app.now),
-            if expired(draft, app.now) || draft.sent_elsewhere() {
+            if draft.approval_expired(app.now) || draft.sent_elsewhere() {
                 theme.badge_warn()
             } else {
                 Style::default()
