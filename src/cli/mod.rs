@@ -6,6 +6,7 @@ mod docs;
 mod entries;
 mod keys;
 mod ledger_arg;
+mod log;
 mod out_file;
 mod output;
 mod resolve;
@@ -65,6 +66,9 @@ pub struct Cli {
     /// Print help (-h for a short one, after a command: `send-once ls -h`)
     #[arg(long, global = true, action = ArgAction::HelpLong, display_order = 901)]
     help: Option<bool>,
+    /// How spans are written on stderr when SEND_ONCE_LOG is set (SEND_ONCE_LOG=info)
+    #[arg(long, global = true, value_enum, default_value_t, display_order = 902)]
+    log_format: log::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -128,6 +132,7 @@ pub fn main() -> ExitCode {
         Err(e) => return parse_failure(&e),
     };
     output::json_errors(cli.command.json());
+    log::init(cli.log_format);
     if let Err(message) = cli.command.settle() {
         return output::finish(fail(Exit::Refused, message)).into();
     }
