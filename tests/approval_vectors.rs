@@ -127,6 +127,7 @@ fn result_json(result: &Dispatched<Value>) -> Value {
             "outcome": "failed", "key": key, "entry": entry,
             "error": {"name": "Error", "message": error.message()}
         }),
+        Outcome::Confirmed { .. } => panic!("the Node library has no provider checks"),
     }
 }
 

@@ -292,6 +292,7 @@ async fn once_outcomes_scenario(store: Arc<dyn Store>) {
     let Outcome::Unknown {
         entry,
         error: Some(error),
+        ..
     } = outcome
     else {
         panic!("expected unknown with an error, got {outcome:?}");
@@ -319,6 +320,7 @@ async fn once_outcomes_scenario(store: Arc<dyn Store>) {
     let Outcome::Unknown {
         entry: again,
         error: None,
+        ..
     } = outcome
     else {
         panic!("expected unknown without an error, got {outcome:?}");
@@ -465,7 +467,10 @@ async fn store_error_after_send_leaves_entry_pending() {
         .await
         .expect("once works");
     assert_eq!(calls.load(SeqCst), 1, "never sent again");
-    let Outcome::Unknown { entry, error: None } = outcome else {
+    let Outcome::Unknown {
+        entry, error: None, ..
+    } = outcome
+    else {
         panic!("expected unknown without an error, got {outcome:?}");
     };
     assert_eq!(entry, pending);
@@ -606,7 +611,9 @@ async fn racing_retriers_on_sqlite_send_exactly_once() {
                     assert_eq!(entry.attempts(), 2, "{key}");
                     assert_eq!(result["attempt"], json!(2), "{key}");
                 }
-                Outcome::Unknown { entry, error: None } => {
+                Outcome::Unknown {
+                    entry, error: None, ..
+                } => {
                     assert_eq!(entry.status(), Status::Pending, "{key}");
                     assert_eq!(entry.attempts(), 2, "{key}");
                 }

@@ -630,7 +630,7 @@ async fn the_command_provider_records_what_send_once_run_records() {
             Outcome::Sent { .. } => 0,
             Outcome::Failed { .. } => 1,
             Outcome::Unknown { .. } => 3,
-            Outcome::Duplicate { .. } => panic!("{key} was fresh"),
+            Outcome::Duplicate { .. } | Outcome::Confirmed { .. } => panic!("{key} was fresh"),
         };
         assert_eq!(common::code(&out), expected_exit, "{key}");
         if let Outcome::Sent { result, .. } = &outcome

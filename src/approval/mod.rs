@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use crate::ledger::canonical::{self, JsValue};
 use crate::ledger::duration::{self, DurationError};
 use crate::ledger::{Ledger, LedgerError, Outcome, Receipt, SendContext, SendError, jsjson, time};
+use crate::provider::{Provider, SendOptions};
 
 /// How long an approval holds when nobody says otherwise.
 pub const DEFAULT_TTL: &str = "12h";
@@ -280,6 +281,49 @@ where
     C: FnOnce() -> CFut,
     CFut: Future<Output = Result<Value, String>>,
 {
+    let key = request.key;
+    let meta = match approval_holds(request, recheck).await? {
+        Ok(meta) => meta,
+        Err(refused) => return Ok(refused),
+    };
+    let outcome = ledger.once(key, Some(meta), send).await?;
+    Ok(Dispatched::Ledger(outcome))
+}
+
+/// [`dispatch`] through a provider and its gates: the same approval checks in the same
+/// order, then [`Ledger::once_with`] (precheck, verify, wait and takeover as `options`
+/// say), with who approved it and when added to the entry's meta.
+pub async fn dispatch_with<P, C, CFut>(
+    ledger: &Ledger,
+    request: DispatchRequest<'_>,
+    recheck: Option<C>,
+    provider: &P,
+    options: &SendOptions,
+) -> Result<Dispatched<P::Receipt>, DispatchError>
+where
+    P: Provider,
+    C: FnOnce() -> CFut,
+    CFut: Future<Output = Result<Value, String>>,
+{
+    let key = request.key;
+    let meta = match approval_holds(request, recheck).await? {
+        Ok(meta) => meta,
+        Err(refused) => return Ok(refused),
+    };
+    let options = options.clone().with_meta(meta);
+    let outcome = ledger.once_with(key, provider, &options).await?;
+    Ok(Dispatched::Ledger(outcome))
+}
+
+/// The approval's checks: the meta to send with when it holds, the refusal when not.
+async fn approval_holds<R, C, CFut>(
+    request: DispatchRequest<'_>,
+    recheck: Option<C>,
+) -> Result<Result<Map<String, Value>, Dispatched<R>>, DispatchError>
+where
+    C: FnOnce() -> CFut,
+    CFut: Future<Output = Result<Value, String>>,
+{
     let approval = check_approval(request.approval)?;
     if request.key.is_empty() {
         return Err(ApprovalError::EmptyKey.into());
@@ -287,31 +331,31 @@ where
     let at = request.now;
     if at > approval.expires_at_ms as f64 {
         let tenths = (at - approval.approved_at_ms as f64) / 360_000.0;
-        return Ok(Dispatched::Expired {
+        return Ok(Err(Dispatched::Expired {
             key: request.key.to_owned(),
             approved_at: approval.approved_at.to_owned(),
             expires_at: approval.expires_at.to_owned(),
             age_hours: js_round(tenths) / 10.0,
-        });
+        }));
     }
 
     let current_hash = canonical::hash_payload(request.payload);
     if current_hash != approval.payload_hash {
-        return Ok(Dispatched::PayloadChanged {
+        return Ok(Err(Dispatched::PayloadChanged {
             key: request.key.to_owned(),
             approved_hash: approval.payload_hash.to_owned(),
             current_hash,
-        });
+        }));
     }
 
     if let Some(recheck) = recheck {
         let current = recheck().await.map_err(ApprovalError::RecheckFailed)?;
         let changed = drifted_facts(&approval.facts, &current)?;
         if !changed.is_empty() {
-            return Ok(Dispatched::StaleFacts {
+            return Ok(Err(Dispatched::StaleFacts {
                 key: request.key.to_owned(),
                 changed,
-            });
+            }));
         }
     }
 
@@ -323,8 +367,7 @@ where
     for (name, value) in request.meta.unwrap_or_default() {
         meta.insert(name, value);
     }
-    let outcome = ledger.once(request.key, Some(meta), send).await?;
-    Ok(Dispatched::Ledger(outcome))
+    Ok(Ok(meta))
 }
 
 /// Each snapshot fact whose canonical JSON differs from the current value's, in the

@@ -285,6 +285,7 @@ pub fn ledger_problem(e: send_once::ledger::LedgerError) -> (Exit, Problem) {
         }
         LedgerError::Store(store) => (Exit::Refused, store_problem(&store)),
         LedgerError::Unrecorded { .. } => (Exit::Unknown, Problem::new(Kind::Unknown, e)),
+        LedgerError::PrecheckInconclusive { .. } => (Exit::Refused, Problem::new(Kind::Refused, e)),
         other => (Exit::Refused, Problem::new(Kind::Io, other)),
     }
 }

@@ -24,7 +24,7 @@ use super::ledger_arg::{
 use super::out_file;
 use super::output::fail_with;
 use super::output::print_json_array;
-use super::run::{CommandSend, NotStarted, check_send_options, report};
+use super::run::{Gates, RunProvider, SendFlags, report};
 use super::{
     Exit, Kind, Problem, display_path, fail, note, print_json, print_stdout, read_text_arg,
 };
@@ -320,19 +320,11 @@ pub struct DispatchArgs {
     pub ledger: LedgerLocation,
     #[arg(skip)]
     pub id: i64,
-    /// Exit statuses that mean the provider definitely refused (comma-separated, 1-255)
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
-    pub failed_exit: Vec<i32>,
-    /// Kill the send command after this long; the send is then unknown
-    #[arg(long, allow_hyphen_values = true)]
-    pub timeout: Option<String>,
+    #[command(flatten)]
+    pub send: SendFlags,
     /// Kill the draft's recheck command after this long
     #[arg(long, default_value = "30s", allow_hyphen_values = true)]
     pub recheck_timeout: String,
-    /// Keep the command's output (up to 64 KiB) in the entry as `result`, so a duplicate
-    /// prints it again. Off by default: a provider's reply can hold a secret
-    #[arg(long)]
-    pub keep_result: bool,
     /// Print the refusal or the outcome as JSON
     #[arg(long)]
     pub json: bool,
@@ -1064,11 +1056,13 @@ fn approval_line(draft: &Draft, now: i64) -> Option<String> {
 }
 
 pub fn dispatch(args: &DispatchArgs) -> Exit {
-    let timeout =
-        match check_send_options(args.timeout.as_deref(), &args.failed_exit, &args.command) {
-            Ok(t) => t,
-            Err(message) => return fail(Exit::Refused, message),
-        };
+    // The payload is the draft's, read below; the command and the gates are checked
+    // here, before anything is read or claimed.
+    let (provider, options) = match args.send.provider(&args.command, None, None) {
+        Ok(built) => built,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let gates = Gates::of(&options);
     let recheck_timeout = match parse_limit(&args.recheck_timeout, "--recheck-timeout") {
         Ok(t) => t,
         Err(exit) => return exit,
@@ -1119,27 +1113,27 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             return review_failure(ReviewError::NoDraft(draft.id));
         };
         let ledger = Ledger::with_clock(store.clone(), clock());
-        let mut not_started: Option<NotStarted> = None;
-        let send = CommandSend {
-            argv: &args.command,
-            payload: Some(current.payload.as_bytes()),
-            failed_exit: &args.failed_exit,
-            timeout: timeout.as_ref(),
-            keep_result: args.keep_result,
-        };
+        let mut provider = provider;
+        provider.payload = Some(current.payload.as_bytes().to_vec());
+        let provider = RunProvider::new(provider);
         // Dispatched already, and the ledger has it as sent or pending: ask the ledger
         // alone, which answers duplicate or unknown without sending, whatever the
         // approval's age. (A failed send goes through the checks again to retry.)
         if draft.state == DraftState::Dispatched {
             let settled = match ledger.get(&draft.key).await {
                 Ok(entry) => entry.is_some_and(|e| e.status() != send_once::ledger::Status::Failed),
-                Err(e) => return report(&args.ledger, args.json, &draft.key, Err(e), None),
+                Err(e) => return report(&args.ledger, args.json, &draft.key, Err(e), None, gates),
             };
             if settled {
-                let outcome = ledger
-                    .once(&draft.key, None, |context| send.send(context, &mut not_started))
-                    .await;
-                return report(&args.ledger, args.json, &draft.key, outcome, not_started);
+                let outcome = ledger.once_with(&draft.key, &provider, &options).await;
+                return report(
+                    &args.ledger,
+                    args.json,
+                    &draft.key,
+                    outcome,
+                    provider.not_started(),
+                    gates,
+                );
             }
         }
         let payload = match canonical::parse_json(&current.payload) {
@@ -1175,10 +1169,8 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             meta: draft.meta.clone(),
             now: ledger.now() as f64,
         };
-        let dispatched = approval::dispatch(&ledger, request, recheck, |context| {
-            send.send(context, &mut not_started)
-        })
-        .await;
+        let dispatched =
+            approval::dispatch_with(&ledger, request, recheck, &provider, &options).await;
         match dispatched {
             Ok(Dispatched::Ledger(outcome)) => {
                 let mut record = Map::new();
@@ -1203,7 +1195,14 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                         "the ledger recorded the send, but draft {id} could not be marked dispatched: {e}"
                     )),
                 }
-                report(&args.ledger, args.json, &draft.key, Ok(outcome), not_started)
+                report(
+                    &args.ledger,
+                    args.json,
+                    &draft.key,
+                    Ok(outcome),
+                    provider.not_started(),
+                    gates,
+                )
             }
             Ok(refused) => {
                 let message = refusal_text(&refused, &draft, &args.ledger);
@@ -1224,7 +1223,14 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             ),
             Err(DispatchError::Approval(e)) => fail(Exit::Refused, format!("not sent: {e}")),
             Err(DispatchError::Ledger(e)) => {
-                report(&args.ledger, args.json, &draft.key, Err(e), not_started)
+                report(
+                    &args.ledger,
+                    args.json,
+                    &draft.key,
+                    Err(e),
+                    provider.not_started(),
+                    gates,
+                )
             }
         }
     })

@@ -1,26 +1,24 @@
 //! `send-once run`: claim the key, run the send command, record what happened.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Mutex;
 
 use clap::Args;
 use serde_json::{Map, Value};
 
 use send_once::ledger::sqlite::Access;
 use send_once::ledger::{
-    LedgerError, LedgerLocation, Outcome, Receipt, SendContext, SendError, canonical, duration,
-    jsjson,
+    Entry, LedgerError, LedgerLocation, Outcome, SendContext, SendError, canonical, duration,
+};
+use send_once::provider::{
+    CheckAnswer, CheckKind, CommandProvider, CommandReceipt, CommandSendError, Limit, Provider,
+    SendOptions, split_command,
 };
 
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::{duration_flag, ledger_to_create, open_ledger};
 use super::output::{print_command_stdout, print_json_line};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
-use send_once::command::{self as send_command, Ending, SendCommand};
-
-/// The largest result `--keep-result` keeps in an entry for replay; a bigger one is
-/// only printed.
-const MAX_STORED_RESULT: usize = 64 * 1024;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -34,6 +32,20 @@ pub struct RunArgs {
     /// A JSON file (or -) given to the command on stdin
     #[arg(long)]
     pub payload: Option<PathBuf>,
+    #[command(flatten)]
+    pub send: SendFlags,
+    /// Print the outcome as JSON instead of the command's output
+    #[arg(long)]
+    pub json: bool,
+    /// The send command and its arguments, after --
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// How a send is made and which gates ask the provider: shared by `run` and
+/// `dispatch`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SendFlags {
     /// Exit statuses that mean the provider definitely refused (comma-separated, 1-255)
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub failed_exit: Vec<i32>,
@@ -45,20 +57,90 @@ pub struct RunArgs {
     /// Node library keeps none
     #[arg(long)]
     pub keep_result: bool,
-    /// Print the outcome as JSON instead of the command's output
-    #[arg(long)]
-    pub json: bool,
-    /// The send command and its arguments, after --
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
+    /// Ask the provider's record before claiming: exit 0 with a JSON object = already
+    /// there (recorded as sent, not sent), 1 = not there (send), anything else refuses
+    #[arg(long, value_name = "CMD")]
+    pub precheck: Option<String>,
+    /// Ask the provider's record after an uncertain send, and about a key already
+    /// pending: exit 0 with a JSON object = it happened (recorded as sent)
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Kill a precheck or verify command after this long; its answer is then inconclusive
+    #[arg(
+        long,
+        default_value = "30s",
+        allow_hyphen_values = true,
+        value_name = "D"
+    )]
+    pub check_timeout: String,
+    /// Wait up to this long for another process's send of the same key that is still in flight
+    #[arg(long, allow_hyphen_values = true, value_name = "D")]
+    pub wait: Option<String>,
+    /// Send again a pending key claimed longer ago than this, when --verify says it is
+    /// not there (compare-and-set: one process wins). Never without --verify
+    #[arg(long, allow_hyphen_values = true, value_name = "D")]
+    pub stale_after: Option<String>,
+}
+
+impl SendFlags {
+    /// The provider and the gates, checked before the ledger is touched: durations,
+    /// exit statuses, and every command found and executable.
+    pub fn provider(
+        &self,
+        command: &[String],
+        payload: Option<Vec<u8>>,
+        meta: Option<Map<String, Value>>,
+    ) -> Result<(CommandProvider, SendOptions), String> {
+        let limit = |flag: &str, text: &str| -> Result<Limit, String> {
+            let ms = duration_flag(flag, text)?;
+            if ms <= 0.0 {
+                return Err(format!("{flag} must be longer than zero"));
+            }
+            Ok(Limit::written(duration::to_std(ms), text.trim()))
+        };
+        let mut provider = CommandProvider::new(command.to_vec());
+        provider.payload = payload;
+        provider.failed_exit = self.failed_exit.clone();
+        provider.keep_result = self.keep_result;
+        provider.send_timeout = self
+            .timeout
+            .as_deref()
+            .map(|t| limit("--timeout", t))
+            .transpose()?;
+        provider.check_timeout = limit("--check-timeout", &self.check_timeout)?;
+        provider.precheck = self
+            .precheck
+            .as_deref()
+            .map(|c| split_command("--precheck", c))
+            .transpose()?;
+        provider.verify = self
+            .verify
+            .as_deref()
+            .map(|c| split_command("--verify", c))
+            .transpose()?;
+        let mut options = SendOptions::builder()
+            .precheck(provider.precheck.is_some())
+            .verify(provider.verify.is_some());
+        if let Some(meta) = meta {
+            options = options.meta(meta);
+        }
+        if let Some(text) = &self.wait {
+            options = options.wait(limit("--wait", text)?.after);
+        }
+        if let Some(text) = &self.stale_after {
+            options = options.stale_after(limit("--stale-after", text)?.after);
+        }
+        let options = options.build().map_err(|e| e.to_string())?;
+        provider.validate()?;
+        Ok((provider, options))
+    }
 }
 
 /// Everything `run` needs, checked before the ledger is touched.
 struct Plan {
     key: String,
-    meta: Option<Map<String, Value>>,
-    payload: Option<Vec<u8>>,
-    timeout: Option<(Duration, String)>,
+    provider: CommandProvider,
+    options: SendOptions,
 }
 
 fn plan(args: &RunArgs) -> Result<Plan, String> {
@@ -73,105 +155,60 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
             Some(text.into_bytes())
         }
     };
-    let timeout = check_send_options(args.timeout.as_deref(), &args.failed_exit, &args.command)?;
+    let (provider, options) = args.send.provider(&args.command, payload, meta)?;
     Ok(Plan {
         key,
-        meta,
-        payload,
-        timeout,
+        provider,
+        options,
     })
 }
 
-/// What the send command printed: JSON when it parses, else its text.
-pub struct CommandResult {
-    value: Value,
-    stdout: Vec<u8>,
-    /// Decided once, when the output is read, so its note is given once.
-    provider_id: Option<String>,
-    /// Asked for with `--keep-result`.
-    keep: bool,
+/// The command provider as `run` and `dispatch` use it: a send command that never
+/// started is remembered, since it cannot have sent anything (exit 2, not 1).
+pub struct RunProvider {
+    inner: CommandProvider,
+    not_started: Mutex<Option<String>>,
 }
 
-impl Receipt for CommandResult {
-    fn provider_id(&self) -> Option<String> {
-        self.provider_id.clone()
+impl RunProvider {
+    pub fn new(inner: CommandProvider) -> RunProvider {
+        RunProvider {
+            inner,
+            not_started: Mutex::new(None),
+        }
     }
 
-    fn to_record(&self) -> Option<Value> {
-        if !self.keep || self.value.is_null() {
-            return None;
-        }
-        if jsjson::stringify(&self.value).len() > MAX_STORED_RESULT {
-            note("the send command's output is over 64 KiB; --keep-result kept none of it");
-            return None;
-        }
-        Some(self.value.clone())
+    /// Why the send command never started, when it did not.
+    pub fn not_started(&self) -> Option<String> {
+        self.not_started.lock().ok().and_then(|slot| slot.clone())
     }
 }
 
-fn result_of(stdout: Vec<u8>, truncated: bool, keep: bool) -> CommandResult {
-    if truncated {
-        // Cut short, it is no longer the JSON the command meant; keep none of it.
-        note("the send command printed more than 1 MiB; its output is not kept as the result");
-        return CommandResult {
-            value: Value::Null,
-            stdout,
-            provider_id: None,
-            keep,
-        };
+#[async_trait::async_trait]
+impl Provider for RunProvider {
+    type Receipt = CommandReceipt;
+
+    async fn precheck(&self, entry: &Entry) -> CheckAnswer {
+        self.inner.precheck(entry).await
     }
-    let text = String::from_utf8_lossy(&stdout);
-    let trimmed = text.trim();
-    let value = if trimmed.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
-    };
-    let provider_id = provider_id_of(&value, stdout.len());
-    CommandResult {
-        value,
-        stdout,
-        provider_id,
-        keep,
+
+    async fn send(&self, context: SendContext) -> Result<CommandReceipt, SendError> {
+        match self.inner.send_command(context).await {
+            Ok(receipt) => Ok(receipt),
+            Err(CommandSendError::NotStarted(message)) => {
+                if let Ok(mut slot) = self.not_started.lock() {
+                    *slot = Some(message.clone());
+                }
+                Err(SendError::definite(message))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn verify(&self, entry: &Entry) -> CheckAnswer {
+        self.inner.verify(entry).await
     }
 }
-
-/// The provider id in a reply: plain text that is one short line, or the first
-/// non-empty `providerId`, `messageId`, `id` or `sid` of a JSON object, when it too is
-/// one short line. Anything else is not an id, and is said so once, on stderr.
-fn provider_id_of(value: &Value, output_bytes: usize) -> Option<String> {
-    let (candidate, what, bytes) = match value {
-        Value::String(text) if !text.is_empty() => {
-            (text.as_str(), "output".to_owned(), output_bytes)
-        }
-        Value::Object(fields) => {
-            let (name, id) = ["providerId", "messageId", "id", "sid"]
-                .iter()
-                .find_map(|f| {
-                    fields
-                        .get(*f)
-                        .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty())
-                        .map(|s| (*f, s))
-                })?;
-            (id, format!("{name:?}"), id.len())
-        }
-        _ => return None,
-    };
-    match send_once::provider::why_not_an_id(candidate) {
-        None => Some(candidate.to_owned()),
-        Some(why) => {
-            note(format!(
-                "the send command's {what} is not an id ({bytes} bytes, {why}); no provider id recorded"
-            ));
-            None
-        }
-    }
-}
-
-/// A send command that never started: it cannot have sent anything.
-#[derive(Debug)]
-pub struct NotStarted(String);
 
 pub fn run(args: RunArgs) -> Exit {
     let plan = match plan(&args) {
@@ -194,111 +231,31 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         Ok(ledger) => ledger,
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
-    let mut not_started: Option<NotStarted> = None;
-    let send = CommandSend {
-        argv: &args.command,
-        payload: plan.payload.as_deref(),
-        failed_exit: &args.failed_exit,
-        timeout: plan.timeout.as_ref(),
-        keep_result: args.keep_result,
-    };
-    let outcome = ledger
-        .once(&plan.key, plan.meta.clone(), |context| {
-            send.send(context, &mut not_started)
-        })
-        .await;
-    report(&location, args.json, &plan.key, outcome, not_started)
+    let provider = RunProvider::new(plan.provider);
+    let outcome = ledger.once_with(&plan.key, &provider, &plan.options).await;
+    let gates = Gates::of(&plan.options);
+    report(
+        &location,
+        args.json,
+        &plan.key,
+        outcome,
+        provider.not_started(),
+        gates,
+    )
 }
 
-/// A send through a command, as `run` and `dispatch` make it.
-pub struct CommandSend<'a> {
-    pub argv: &'a [String],
-    pub payload: Option<&'a [u8]>,
-    pub failed_exit: &'a [i32],
-    /// The limit, and how it was written (for messages).
-    pub timeout: Option<&'a (Duration, String)>,
-    /// Keep the command's output in the entry (`--keep-result`).
-    pub keep_result: bool,
+/// Which gates a run had, for what its messages suggest.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gates {
+    pub stale_after: bool,
 }
 
-impl CommandSend<'_> {
-    /// Runs the command for one attempt. Exit 0 is sent, a listed status a definite
-    /// failure, anything else uncertain; a command that never started is noted in
-    /// `not_started`, since it cannot have sent anything.
-    pub async fn send(
-        &self,
-        context: SendContext,
-        not_started: &mut Option<NotStarted>,
-    ) -> Result<CommandResult, SendError> {
-        let command = SendCommand {
-            argv: self.argv,
-            payload: self.payload,
-            env: vec![
-                ("SEND_ONCE_KEY", context.key.clone()),
-                ("SEND_ONCE_ATTEMPT", context.attempt.to_string()),
-            ],
-            timeout: self.timeout.map(|(d, _)| *d),
-            echo_stderr: true,
-        };
-        let finished = match send_command::run(command).await {
-            Ok(finished) => finished,
-            Err(e) => {
-                let message = format!("the send command could not be started: {e}");
-                *not_started = Some(NotStarted(message.clone()));
-                return Err(SendError::definite(message));
-            }
-        };
-        match finished.how {
-            Ending::Exited(0) => Ok(result_of(
-                finished.stdout,
-                finished.stdout_truncated,
-                self.keep_result,
-            )),
-            Ending::Exited(code) if self.failed_exit.contains(&code) => {
-                Err(SendError::definite(finished.describe(None)))
-            }
-            _ => Err(SendError::uncertain(
-                finished.describe(self.timeout.map(|(_, text)| text.as_str())),
-            )),
+impl Gates {
+    pub fn of(options: &SendOptions) -> Gates {
+        Gates {
+            stale_after: options.stale_after().is_some(),
         }
     }
-}
-
-/// Checks a `--timeout` and the send command before anything is claimed.
-pub fn check_send_options(
-    timeout: Option<&str>,
-    failed_exit: &[i32],
-    command: &[String],
-) -> Result<Option<(Duration, String)>, String> {
-    // A status outside 1-255 can never be what the command exits with (0 is success),
-    // so listing one would silently mean nothing.
-    if let Some(bad) = failed_exit.iter().find(|&&code| !(1..=255).contains(&code)) {
-        let why = if *bad == 0 {
-            "exit status 0 means the send succeeded, so it cannot mean refused"
-        } else {
-            "no command exits with that"
-        };
-        return Err(format!(
-            "--failed-exit {bad}: {why}; list the exit statuses (1 to 255) that mean the provider refused"
-        ));
-    }
-    let timeout = match timeout {
-        None => None,
-        Some(text) => {
-            let ms = duration_flag("--timeout", text)?;
-            if ms <= 0.0 {
-                return Err("--timeout must be longer than zero".into());
-            }
-            Some((duration::to_std(ms), text.trim().to_owned()))
-        }
-    };
-    let program = command.first().ok_or("no send command given after --")?;
-    if send_command::resolve_program(program).is_none() {
-        return Err(format!(
-            "the send command {program:?} was not found or is not executable"
-        ));
-    }
-    Ok(timeout)
 }
 
 /// Tells what the ledger did with a send, with the exit code for it.
@@ -327,8 +284,9 @@ pub fn report(
     ledger: &LedgerLocation,
     json: bool,
     key: &str,
-    outcome: Result<Outcome<CommandResult>, LedgerError>,
-    not_started: Option<NotStarted>,
+    outcome: Result<Outcome<CommandReceipt>, LedgerError>,
+    not_started: Option<String>,
+    gates: Gates,
 ) -> Exit {
     let outcome = match outcome {
         Ok(outcome) => outcome,
@@ -339,10 +297,28 @@ pub fn report(
     if json {
         print_json(&outcome_json(key, &outcome));
     }
+    let how_to_settle = format!(
+        "Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed"
+    );
     match outcome {
         Outcome::Sent { result, entry } => {
             if !json {
-                print_command_stdout(&result.stdout);
+                print_command_stdout(result.stdout());
+            }
+            for said in result.notes() {
+                note(said);
+            }
+            if let Some(Value::Object(takeover)) = entry.get("takeover") {
+                note(format!(
+                    "{key}: attempt {} (claimed at {}) was stale and the verify command found no record of it, so it was sent again as attempt {}",
+                    takeover.get("attempt").map(jsjson_text).unwrap_or_default(),
+                    takeover
+                        .get("claimedAt")
+                        .and_then(Value::as_str)
+                        .map(visible)
+                        .unwrap_or_default(),
+                    entry.attempts()
+                ));
             }
             warn_if_late(&entry);
             Exit::Ok
@@ -351,20 +327,14 @@ pub fn report(
             // What the first send returned when it was kept (--keep-result), else
             // the provider id: all the ledger has.
             if !json {
-                match (entry.get("result"), entry.provider_id()) {
-                    (Some(result), _) => print_json_line(result),
-                    (None, Some(id)) => {
-                        print_stdout(&format!("{}\n", send_once::text::visible_inline(id)))
-                    }
-                    (None, None) => {}
-                }
+                print_kept(&entry);
             }
             note(format!(
                 "{key} was already sent{}{}; not sent again",
                 entry
                     .get("sentAt")
                     .and_then(Value::as_str)
-                    .map(|at| format!(" at {at}"))
+                    .map(|at| format!(" at {}", visible(at)))
                     .unwrap_or_default(),
                 entry
                     .provider_id()
@@ -373,27 +343,69 @@ pub fn report(
             ));
             Exit::Ok
         }
-        Outcome::Unknown { entry, error: None } => fail(
-            Exit::Unknown,
-            format!(
-                "{key} has been pending since {} (attempt {}): an earlier attempt may have reached the provider, so it was not sent again.\n\
-                 Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed",
-                visible(entry.claimed_at()),
-                entry.attempts()
-            ),
-        ),
+        Outcome::Confirmed {
+            entry,
+            gate,
+            id_problem,
+        } => {
+            if !json {
+                print_kept(&entry);
+            }
+            if let Some(problem) = id_problem {
+                note(format!("{}: {}", gate.command_name(), visible(&problem)));
+            }
+            let found = entry
+                .provider_id()
+                .map(|id| format!(" (provider id {})", visible(id)))
+                .unwrap_or_default();
+            note(match gate {
+                CheckKind::Precheck => format!(
+                    "{key} is already in the provider's records{found}: the precheck found it, so it is recorded as sent and was not sent"
+                ),
+                CheckKind::Verify => format!(
+                    "{key} is in the provider's records{found}: the verify command found it, so it is recorded as sent and was not sent again"
+                ),
+            });
+            Exit::Ok
+        }
         Outcome::Unknown {
-            error: Some(error), ..
-        } => fail(
-            Exit::Unknown,
-            format!(
-                "{}\nThe send may or may not have gone out. It stays pending and will not be sent again on its own.\n\
-                 Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed",
-                visible(error.message())
-            ),
-        ),
+            entry,
+            error,
+            checked,
+        } => {
+            let what = match &error {
+                None => format!(
+                    "{key} has been pending since {} (attempt {}): an earlier attempt may have reached the provider, so it was not sent again.",
+                    visible(entry.claimed_at()),
+                    entry.attempts()
+                ),
+                Some(error) => format!(
+                    "{}\nThe send may or may not have gone out. It stays pending and will not be sent again on its own.",
+                    visible(error.message())
+                ),
+            };
+            let asked = match (&checked, error.is_some()) {
+                (None, _) => String::new(),
+                (Some(CheckAnswer::NotThere), true) => "\nThe verify command found no record of it yet; right after a send that proves nothing (a provider's records can lag).".to_owned(),
+                (Some(CheckAnswer::NotThere), false) => {
+                    if gates.stale_after {
+                        "\nThe verify command found no record of it, but the claim is younger than --stale-after, so it is not taken over yet.".to_owned()
+                    } else {
+                        "\nThe verify command found no record of it. With --stale-after D, a claim older than D that verify cannot find is sent again.".to_owned()
+                    }
+                }
+                (Some(CheckAnswer::Inconclusive { why }), _) => {
+                    format!("\nThe verify command could not tell: {why}.")
+                }
+                (Some(CheckAnswer::Happened { .. }), _) => format!(
+                    "\nThe verify command found it, but {key} was changed by someone else first; it is now {}.",
+                    entry.status()
+                ),
+            };
+            fail(Exit::Unknown, format!("{what}{asked}\n{how_to_settle}"))
+        }
         Outcome::Failed { error, .. } => match not_started {
-            Some(NotStarted(message)) => fail(Exit::Refused, visible(&message)),
+            Some(message) => fail(Exit::Refused, visible(&message)),
             None => fail(
                 Exit::Failed,
                 format!(
@@ -405,14 +417,28 @@ pub fn report(
     }
 }
 
-pub fn outcome_json(key: &str, outcome: &Outcome<CommandResult>) -> Value {
+/// What the ledger kept of a send: its `result` (a kept reply, a check's evidence)
+/// as one JSON line, else the provider id.
+fn print_kept(entry: &Entry) {
+    match (entry.get("result"), entry.provider_id()) {
+        (Some(result), _) => print_json_line(result),
+        (None, Some(id)) => print_stdout(&format!("{}\n", send_once::text::visible_inline(id))),
+        (None, None) => {}
+    }
+}
+
+fn jsjson_text(value: &Value) -> String {
+    visible(&send_once::ledger::jsjson::stringify(value))
+}
+
+pub fn outcome_json(key: &str, outcome: &Outcome<CommandReceipt>) -> Value {
     let mut out = Map::new();
     out.insert("outcome".into(), outcome.name().into());
     out.insert("key".into(), key.into());
     out.insert("entry".into(), outcome.entry().to_value());
     match outcome {
         Outcome::Sent { result, .. } => {
-            out.insert("result".into(), result.value.clone());
+            out.insert("result".into(), result.value().clone());
         }
         Outcome::Duplicate { entry } => {
             out.insert(
@@ -420,14 +446,55 @@ pub fn outcome_json(key: &str, outcome: &Outcome<CommandResult>) -> Value {
                 entry.get("result").cloned().unwrap_or(Value::Null),
             );
         }
-        Outcome::Unknown { error, .. } => {
+        Outcome::Confirmed { entry, gate, .. } => {
+            out.insert(
+                "gate".into(),
+                match gate {
+                    CheckKind::Precheck => "precheck",
+                    CheckKind::Verify => "verify",
+                }
+                .into(),
+            );
+            out.insert(
+                "result".into(),
+                entry.get("result").cloned().unwrap_or(Value::Null),
+            );
+        }
+        Outcome::Unknown { error, checked, .. } => {
             if let Some(error) = error {
                 out.insert("error".into(), error.message().into());
+            }
+            if let Some(answer) = checked {
+                out.insert("verify".into(), answer_json(answer));
             }
         }
         Outcome::Failed { error, .. } => {
             out.insert("error".into(), error.message().into());
         }
+    }
+    Value::Object(out)
+}
+
+/// A check's answer as JSON: `{"answer": "not there"}`, with the reason when inconclusive.
+pub fn answer_json(answer: &CheckAnswer) -> Value {
+    let mut out = Map::new();
+    out.insert("answer".into(), answer.name().into());
+    match answer {
+        CheckAnswer::Inconclusive { why } => {
+            out.insert("why".into(), why.clone().into());
+        }
+        CheckAnswer::Happened {
+            provider_id,
+            evidence,
+            ..
+        } => {
+            out.insert(
+                "providerId".into(),
+                provider_id.clone().map_or(Value::Null, Value::from),
+            );
+            out.insert("evidence".into(), Value::Object(evidence.clone()));
+        }
+        CheckAnswer::NotThere => {}
     }
     Value::Object(out)
 }

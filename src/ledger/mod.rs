@@ -9,6 +9,7 @@ pub mod canonical;
 pub mod decision;
 pub mod duration;
 pub mod entry;
+mod gated;
 pub mod history;
 pub mod jsjson;
 pub mod jsonl;
@@ -137,9 +138,22 @@ pub enum Outcome<R> {
     Unknown {
         entry: Entry,
         error: Option<SendError>,
+        /// What the provider's verify said, when it was asked
+        /// ([`Ledger::once_with`]): not there or inconclusive, since "happened" settles it.
+        checked: Option<crate::provider::CheckAnswer>,
     },
     /// The send failed definitely. Recorded; the next attempt may send.
     Failed { entry: Entry, error: SendError },
+    /// The provider's own record says it happened (a precheck before the claim, or a
+    /// verify about a pending entry): recorded as sent from that answer, and the send
+    /// was not called now ([`Ledger::once_with`]).
+    Confirmed {
+        entry: Entry,
+        /// Which check answered.
+        gate: crate::provider::CheckKind,
+        /// Why the answer's id field was not taken as the provider id, when it was not.
+        id_problem: Option<String>,
+    },
 }
 
 impl<R> Outcome<R> {
@@ -149,6 +163,7 @@ impl<R> Outcome<R> {
             Outcome::Duplicate { .. } => "duplicate",
             Outcome::Unknown { .. } => "unknown",
             Outcome::Failed { .. } => "failed",
+            Outcome::Confirmed { .. } => "confirmed",
         }
     }
 
@@ -157,7 +172,8 @@ impl<R> Outcome<R> {
             Outcome::Sent { entry, .. }
             | Outcome::Duplicate { entry }
             | Outcome::Unknown { entry, .. }
-            | Outcome::Failed { entry, .. } => entry,
+            | Outcome::Failed { entry, .. }
+            | Outcome::Confirmed { entry, .. } => entry,
         }
     }
 }
@@ -205,6 +221,12 @@ pub enum LedgerError {
         "the send for {key} ran, but its result could not be recorded ({source}); the entry stays pending and needs a person to check the provider"
     )]
     Unrecorded { key: String, source: StoreError },
+    /// The precheck could not say whether the send already happened: not sent, and the
+    /// ledger unchanged. When the tool cannot tell what already happened, it stops.
+    #[error(
+        "not sent: {why}. The precheck could not tell whether {key} already went out, so nothing was claimed or sent"
+    )]
+    PrecheckInconclusive { key: String, why: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -423,14 +445,32 @@ impl Ledger {
             Acquired::Existing(entry) if entry.status() == Status::Sent => {
                 return Ok(Outcome::Duplicate { entry });
             }
-            Acquired::Existing(entry) => return Ok(Outcome::Unknown { entry, error: None }),
+            Acquired::Existing(entry) => {
+                return Ok(Outcome::Unknown {
+                    entry,
+                    error: None,
+                    checked: None,
+                });
+            }
         };
 
         let context = SendContext {
             key: key.to_owned(),
             attempt: claimed.attempts(),
         };
-        match send(context).await {
+        let result = send(context).await;
+        self.finish(&claimed, result).await
+    }
+
+    /// Records how the send for `claimed` ended: sent, failed, or (uncertain) still
+    /// pending with its error.
+    async fn finish<R: Receipt>(
+        &self,
+        claimed: &Entry,
+        result: Result<R, SendError>,
+    ) -> Result<Outcome<R>, LedgerError> {
+        let key = claimed.key();
+        match result {
             Ok(result) => {
                 let at = self.iso_now();
                 let mut sent = claimed.clone();
@@ -444,7 +484,7 @@ impl Ledger {
                 if let Some(record) = result.to_record() {
                     sent.set("result", record);
                 }
-                let recorded = self.record_sent(&claimed, &sent).await;
+                let recorded = self.record_sent(claimed, &sent).await;
                 let left = recorded.map_err(|source| LedgerError::Unrecorded {
                     key: key.to_owned(),
                     source,
@@ -466,7 +506,7 @@ impl Ledger {
                 }
                 let written = self
                     .store
-                    .transition(&claimed, &next, Durability::Lazy)
+                    .transition(claimed, &next, Durability::Lazy)
                     .await
                     .map_err(|source| LedgerError::Unrecorded {
                         key: key.to_owned(),
@@ -482,6 +522,7 @@ impl Ledger {
                     SendError::Uncertain(_) => Outcome::Unknown {
                         entry,
                         error: Some(error),
+                        checked: None,
                     },
                 })
             }

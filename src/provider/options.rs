@@ -99,6 +99,12 @@ impl SendOptions {
         self.meta.as_ref()
     }
 
+    /// The same options with `meta` stored with the entry instead.
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> SendOptions {
+        self.meta = Some(meta);
+        self
+    }
+
     /// Ask the provider's precheck before claiming (step 3).
     pub fn precheck(&self) -> bool {
         self.precheck

@@ -1,0 +1,557 @@
+//! `once` with the provider asked: a precheck before the claim, a verify after an
+//! uncertain send and about a pending key, a wait for another process's in-flight
+//! claim, and a takeover of a stale claim on verify's word. The rules are the decision
+//! table on [`SendOptions`]; the step numbers below are its steps.
+//!
+//! Nothing is ever sent again on a guess: the only ways to a second attempt are a
+//! definite failure and a takeover that verify allowed, both by compare-and-set.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use tracing::field::Empty;
+use tracing::{Instrument, info_span};
+
+use crate::provider::{CheckAnswer, CheckKind, Provider, SendOptions};
+use crate::text::visible_inline;
+
+use super::{
+    Decision, DecisionOutcome, Durability, Entry, Ledger, LedgerError, MAX_ROUNDS, Outcome,
+    SendContext, Status, StoreError, key, time,
+};
+
+/// How often a waiting run looks again at first, and at most: a fast send is seen
+/// soon, a slow one does not keep the store busy.
+const WAIT_POLL_FIRST: Duration = Duration::from_millis(20);
+const WAIT_POLL_MAX: Duration = Duration::from_millis(500);
+
+/// What came of looking at a pending key (step 2).
+enum Pending<R> {
+    /// The outcome is known: duplicate, confirmed or unknown.
+    Settled(Outcome<R>),
+    /// Its attempt ended failed while we waited: this run may claim it (step 3).
+    Claimable(Entry),
+    /// Taken over by this run as the next attempt: send it (step 4).
+    TakenOver(Entry),
+    /// Someone else changed it first: read it again (step 1).
+    Again,
+}
+
+impl Ledger {
+    /// Runs `provider`'s send at most once for `key`, asking the provider what
+    /// `options` say: its precheck before the claim, its verify after an uncertain
+    /// send and about a key already pending, waiting for another process's in-flight
+    /// claim, and taking over a stale claim that verify says never reached the
+    /// provider. The decision table on [`SendOptions`] is the contract.
+    ///
+    /// A precheck that cannot tell is [`LedgerError::PrecheckInconclusive`], and the
+    /// ledger is unchanged. A key the provider's record shows as sent comes back as
+    /// [`Outcome::Confirmed`], recorded as sent from that answer (its evidence is the
+    /// entry's `result`) without calling the send.
+    pub async fn once_with<P: Provider>(
+        &self,
+        key: &str,
+        provider: &P,
+        options: &SendOptions,
+    ) -> Result<Outcome<P::Receipt>, LedgerError> {
+        key::check_key(key)?;
+        let span = info_span!(
+            "once",
+            key = %visible_inline(key),
+            attempt = Empty,
+            outcome = Empty
+        );
+        let outcome = self
+            .gated(key, provider, options)
+            .instrument(span.clone())
+            .await;
+        match &outcome {
+            Ok(done) => {
+                span.record("attempt", done.entry().attempts());
+                span.record("outcome", done.name());
+            }
+            Err(LedgerError::PrecheckInconclusive { .. }) => {
+                span.record("outcome", "refused");
+            }
+            Err(_) => {
+                span.record("outcome", "error");
+            }
+        }
+        outcome
+    }
+
+    async fn gated<P: Provider>(
+        &self,
+        key: &str,
+        provider: &P,
+        options: &SendOptions,
+    ) -> Result<Outcome<P::Receipt>, LedgerError> {
+        for _ in 0..MAX_ROUNDS {
+            // Step 1: what the ledger has decides what is asked.
+            let claimable = match self.store.get(key).await? {
+                Some(entry) if entry.status() == Status::Sent => {
+                    return Ok(Outcome::Duplicate { entry });
+                }
+                Some(entry) if entry.status() == Status::Pending => {
+                    match self.look_at_pending(entry, provider, options).await? {
+                        Pending::Settled(outcome) => return Ok(outcome),
+                        Pending::Claimable(failed) => Some(failed),
+                        Pending::TakenOver(claimed) => {
+                            return self.send_and_check(claimed, provider, options).await;
+                        }
+                        Pending::Again => continue,
+                    }
+                }
+                other => other,
+            };
+
+            // Step 3: a key that may be claimed, failed or never seen.
+            let attempt = claimable.as_ref().map_or(1, |e| e.attempts() + 1);
+            let meta = match (options.meta(), &claimable) {
+                (Some(meta), _) => Value::Object(meta.clone()),
+                (None, Some(failed)) => failed.meta_value(),
+                (None, None) => Value::Null,
+            };
+            let claim = Entry::retry_claim(key, attempt, &self.iso_now(), meta);
+            if options.precheck() {
+                match self.ask(CheckKind::Precheck, provider, &claim).await {
+                    CheckAnswer::NotThere => {}
+                    CheckAnswer::Inconclusive { why } => {
+                        return Err(LedgerError::PrecheckInconclusive {
+                            key: key.to_owned(),
+                            why,
+                        });
+                    }
+                    CheckAnswer::Happened {
+                        provider_id,
+                        id_problem,
+                        evidence,
+                    } => {
+                        // No attempt is made, so a failed entry keeps its attempt count.
+                        let base = claimable.as_ref().unwrap_or(&claim);
+                        let sent = self.confirmed(base, CheckKind::Precheck, provider_id, evidence);
+                        let decision = confirmation(base, &sent, CheckKind::Precheck);
+                        let written = match &claimable {
+                            None => self.claim_logged(&sent, &decision).await?,
+                            Some(failed) => {
+                                self.transition_logged(failed, &sent, &decision).await?
+                            }
+                        };
+                        if !written {
+                            continue;
+                        }
+                        return Ok(Outcome::Confirmed {
+                            entry: sent,
+                            gate: CheckKind::Precheck,
+                            id_problem,
+                        });
+                    }
+                }
+            }
+            let won = match &claimable {
+                None => self.store.claim(&claim).await?,
+                Some(failed) => {
+                    self.store
+                        .transition(failed, &claim, Durability::Now)
+                        .await?
+                }
+            };
+            if !won {
+                // Someone claimed it between our read and our claim: what they did
+                // is the answer, read again.
+                continue;
+            }
+            return self.send_and_check(claim, provider, options).await;
+        }
+        Err(LedgerError::Contended(key.to_owned()))
+    }
+
+    /// Step 2: a pending key. Waits for an in-flight claim when asked to, then asks
+    /// verify when asked to.
+    async fn look_at_pending<P: Provider>(
+        &self,
+        mut entry: Entry,
+        provider: &P,
+        options: &SendOptions,
+    ) -> Result<Pending<P::Receipt>, LedgerError> {
+        if let Some(limit) = options.wait()
+            && in_flight(&entry)
+        {
+            let Some(now) = self.wait_for(&entry, limit).await? else {
+                return Ok(Pending::Again);
+            };
+            entry = now;
+            match entry.status() {
+                Status::Sent => return Ok(Pending::Settled(Outcome::Duplicate { entry })),
+                Status::Failed => return Ok(Pending::Claimable(entry)),
+                Status::Pending => {}
+            }
+        }
+        if !options.verify() {
+            return Ok(Pending::Settled(Outcome::Unknown {
+                entry,
+                error: None,
+                checked: None,
+            }));
+        }
+        let answer = self.ask(CheckKind::Verify, provider, &entry).await;
+        match answer {
+            CheckAnswer::Happened { .. } => Ok(Pending::Settled(
+                self.settle_confirmed(&entry, answer, None).await?,
+            )),
+            CheckAnswer::NotThere if self.stale(&entry, options) => {
+                match self.take_over(&entry, options).await? {
+                    Some(claimed) => Ok(Pending::TakenOver(claimed)),
+                    None => Ok(Pending::Again),
+                }
+            }
+            other => Ok(Pending::Settled(Outcome::Unknown {
+                entry,
+                error: None,
+                checked: Some(other),
+            })),
+        }
+    }
+
+    /// Step 4: the send, once, and after an uncertain result verify instead of any
+    /// retry.
+    async fn send_and_check<P: Provider>(
+        &self,
+        claimed: Entry,
+        provider: &P,
+        options: &SendOptions,
+    ) -> Result<Outcome<P::Receipt>, LedgerError> {
+        let context = SendContext {
+            key: claimed.key().to_owned(),
+            attempt: claimed.attempts(),
+        };
+        let span = info_span!(
+            "send",
+            key = %visible_inline(claimed.key()),
+            attempt = claimed.attempts(),
+            outcome = Empty
+        );
+        let result = provider.send(context).instrument(span.clone()).await;
+        span.record(
+            "outcome",
+            match &result {
+                Ok(_) => "returned",
+                Err(crate::ledger::SendError::Definite(_)) => "failed",
+                Err(crate::ledger::SendError::Uncertain(_)) => "uncertain",
+            },
+        );
+        drop(span);
+        match self.finish(&claimed, result).await? {
+            Outcome::Unknown {
+                entry,
+                error: Some(error),
+                ..
+            } if options.verify()
+                && entry.status() == Status::Pending
+                && entry.same_attempt(&claimed) =>
+            {
+                // "Not there" right after a send proves nothing (a provider's records
+                // lag), so only "happened" settles it; anything else leaves it pending.
+                let answer = self.ask(CheckKind::Verify, provider, &entry).await;
+                match answer {
+                    CheckAnswer::Happened { .. } => {
+                        self.settle_confirmed(&entry, answer, Some(error)).await
+                    }
+                    other => Ok(Outcome::Unknown {
+                        entry,
+                        error: Some(error),
+                        checked: Some(other),
+                    }),
+                }
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// Asks the provider's precheck or verify about `entry`, in a span of its own.
+    async fn ask<P: Provider>(&self, gate: CheckKind, provider: &P, entry: &Entry) -> CheckAnswer {
+        let key = visible_inline(entry.key()).into_owned();
+        let span = match gate {
+            CheckKind::Precheck => info_span!(
+                "precheck",
+                key = %key,
+                attempt = entry.attempts(),
+                gate = "precheck",
+                outcome = Empty
+            ),
+            CheckKind::Verify => info_span!(
+                "verify",
+                key = %key,
+                attempt = entry.attempts(),
+                gate = "verify",
+                outcome = Empty
+            ),
+        };
+        let answer = match gate {
+            CheckKind::Precheck => provider.precheck(entry).instrument(span.clone()).await,
+            CheckKind::Verify => provider.verify(entry).instrument(span.clone()).await,
+        };
+        span.record("outcome", answer.name());
+        answer
+    }
+
+    /// Re-reads `entry` until its attempt ends or changes, or `limit` has passed.
+    /// None when the entry is gone.
+    async fn wait_for(&self, entry: &Entry, limit: Duration) -> Result<Option<Entry>, LedgerError> {
+        let span = info_span!(
+            "wait",
+            key = %visible_inline(entry.key()),
+            attempt = entry.attempts(),
+            outcome = Empty
+        );
+        let deadline = Instant::now() + limit;
+        let mut delay = WAIT_POLL_FIRST;
+        let waiting = async {
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    span.record("outcome", "still pending");
+                    return Ok(Some(entry.clone()));
+                }
+                tokio::time::sleep(delay.min(left)).await;
+                delay = (delay * 2).min(WAIT_POLL_MAX);
+                let Some(now) = self.store.get(entry.key()).await? else {
+                    span.record("outcome", "gone");
+                    return Ok(None);
+                };
+                if now.status() != Status::Pending || !now.same_attempt(entry) || !in_flight(&now) {
+                    span.record("outcome", now.status().as_str());
+                    return Ok(Some(now));
+                }
+            }
+        };
+        waiting.instrument(span.clone()).await
+    }
+
+    /// True when `options` allow a takeover and the claim is older than they say.
+    fn stale(&self, entry: &Entry, options: &SendOptions) -> bool {
+        let Some(age) = options.stale_after() else {
+            return false;
+        };
+        let Some(claimed) = time::parse_date(entry.claimed_at()) else {
+            // A claim time that cannot be read cannot be shown to be old.
+            return false;
+        };
+        let limit = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        self.now().saturating_sub(claimed) > limit
+    }
+
+    /// Takes a stale pending claim over as the next attempt, by compare-and-set on
+    /// the attempt verify was asked about: of many racing processes exactly one wins.
+    async fn take_over(
+        &self,
+        stale: &Entry,
+        options: &SendOptions,
+    ) -> Result<Option<Entry>, LedgerError> {
+        let span = info_span!(
+            "takeover",
+            key = %visible_inline(stale.key()),
+            attempt = stale.attempts(),
+            outcome = Empty
+        );
+        let at = self.iso_now();
+        let meta = options
+            .meta()
+            .map_or_else(|| stale.meta_value(), |m| Value::Object(m.clone()));
+        let mut claimed = Entry::retry_claim(stale.key(), stale.attempts() + 1, &at, meta);
+        let mut record = Map::new();
+        record.insert("attempt".into(), stale.attempts().into());
+        record.insert("claimedAt".into(), stale.claimed_at().into());
+        if let Some(error) = stale.error() {
+            record.insert("error".into(), error.into());
+        }
+        record.insert("verify".into(), "not there".into());
+        record.insert("at".into(), at.clone().into());
+        claimed.set("takeover", Value::Object(record.clone()));
+        let stale_after = options.stale_after().unwrap_or_default();
+        record.insert(
+            "staleAfterMs".into(),
+            u64::try_from(stale_after.as_millis())
+                .unwrap_or(u64::MAX)
+                .into(),
+        );
+        let decision = Decision {
+            id: None,
+            at,
+            by: None,
+            action: "takeover".into(),
+            subject: stale.key().to_owned(),
+            note: Some(format!(
+                "attempt {} (claimed at {}) was older than {} and the verify command found no record of it: taken over as attempt {}",
+                stale.attempts(),
+                stale.claimed_at(),
+                crate::provider::Limit::new(stale_after).written,
+                stale.attempts() + 1
+            )),
+            outcome: DecisionOutcome::Changed,
+            detail: Value::Object(record),
+        };
+        let won = self
+            .transition_logged(stale, &claimed, &decision)
+            .instrument(span.clone())
+            .await?;
+        span.record("outcome", if won { "won" } else { "lost" });
+        Ok(won.then_some(claimed))
+    }
+
+    /// Settles a pending entry as sent on verify's "happened". When someone changed
+    /// it first, nothing is written and the outcome says what it is now.
+    async fn settle_confirmed<R>(
+        &self,
+        pending: &Entry,
+        answer: CheckAnswer,
+        error: Option<crate::ledger::SendError>,
+    ) -> Result<Outcome<R>, LedgerError> {
+        let CheckAnswer::Happened {
+            provider_id,
+            id_problem,
+            evidence,
+        } = answer
+        else {
+            return Ok(Outcome::Unknown {
+                entry: pending.clone(),
+                error,
+                checked: Some(answer),
+            });
+        };
+        let sent = self.confirmed(
+            pending,
+            CheckKind::Verify,
+            provider_id.clone(),
+            evidence.clone(),
+        );
+        let decision = confirmation(pending, &sent, CheckKind::Verify);
+        if self.transition_logged(pending, &sent, &decision).await? {
+            return Ok(Outcome::Confirmed {
+                entry: sent,
+                gate: CheckKind::Verify,
+                id_problem,
+            });
+        }
+        let answer = CheckAnswer::Happened {
+            provider_id,
+            id_problem,
+            evidence,
+        };
+        Ok(match self.store.get(pending.key()).await? {
+            Some(entry) if entry.status() == Status::Sent => Outcome::Duplicate { entry },
+            Some(entry) => Outcome::Unknown {
+                entry,
+                error,
+                checked: Some(answer),
+            },
+            None => Outcome::Unknown {
+                entry: pending.clone(),
+                error,
+                checked: Some(answer),
+            },
+        })
+    }
+
+    /// `base` recorded as sent from a check's answer: its provider id, its evidence as
+    /// the result, and which check said so.
+    fn confirmed(
+        &self,
+        base: &Entry,
+        gate: CheckKind,
+        provider_id: Option<String>,
+        evidence: Map<String, Value>,
+    ) -> Entry {
+        let at = self.iso_now();
+        let mut sent = base.clone();
+        sent.set_status(Status::Sent);
+        sent.set("updatedAt", at.clone());
+        sent.set("sentAt", at.clone());
+        let id = provider_id
+            .or_else(|| base.provider_id().map(str::to_owned))
+            .map_or(Value::Null, Value::from);
+        sent.set("providerId", id);
+        sent.set("result", Value::Object(evidence));
+        let mut record = Map::new();
+        record.insert("by".into(), gate_name(gate).into());
+        record.insert("at".into(), at.into());
+        sent.set("confirmed", Value::Object(record));
+        sent
+    }
+
+    /// A compare-and-set with its decision, on a store with or without a decision
+    /// log (a JSON Lines ledger written by Node has none).
+    async fn transition_logged(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        decision: &Decision,
+    ) -> Result<bool, LedgerError> {
+        match self.store.transition_decided(current, next, decision).await {
+            Err(StoreError::Unsupported(_)) => Ok(self
+                .store
+                .transition(current, next, Durability::Now)
+                .await?),
+            other => Ok(other?),
+        }
+    }
+
+    /// A new entry with its decision. The entry comes first: it is what stops a
+    /// second send; a log that cannot be written is reported in the log's span.
+    async fn claim_logged(&self, entry: &Entry, decision: &Decision) -> Result<bool, LedgerError> {
+        if !self.store.claim(entry).await? {
+            return Ok(false);
+        }
+        match self.store.append_decision(decision).await {
+            Ok(()) | Err(StoreError::Unsupported(_)) => {}
+            Err(e) => tracing::warn!(
+                key = %visible_inline(entry.key()),
+                "the entry is recorded as sent, but its decision could not be logged: {e}"
+            ),
+        }
+        Ok(true)
+    }
+}
+
+/// An attempt still running somewhere: pending, with no error recorded for it.
+fn in_flight(entry: &Entry) -> bool {
+    entry.status() == Status::Pending && entry.error().is_none() && !entry.uncertain()
+}
+
+fn gate_name(gate: CheckKind) -> &'static str {
+    match gate {
+        CheckKind::Precheck => "precheck",
+        CheckKind::Verify => "verify",
+    }
+}
+
+/// The decision log's record of a send settled from the provider's answer.
+fn confirmation(before: &Entry, sent: &Entry, gate: CheckKind) -> Decision {
+    let mut detail = Map::new();
+    detail.insert("gate".into(), gate_name(gate).into());
+    detail.insert("answer".into(), "happened".into());
+    detail.insert("from".into(), before.status().as_str().into());
+    detail.insert("status".into(), Status::Sent.as_str().into());
+    detail.insert("attempt".into(), before.attempts().into());
+    if let Some(id) = sent.provider_id() {
+        detail.insert("providerId".into(), id.into());
+    }
+    let note = match gate {
+        CheckKind::Precheck => {
+            "the precheck found it in the provider's records before any send: recorded as sent, not sent"
+        }
+        CheckKind::Verify => {
+            "the verify command found it in the provider's records: recorded as sent, not sent again"
+        }
+    };
+    Decision {
+        id: None,
+        at: sent.updated_at().unwrap_or(sent.claimed_at()).to_owned(),
+        by: None,
+        action: "confirm".into(),
+        subject: sent.key().to_owned(),
+        note: Some(note.into()),
+        outcome: DecisionOutcome::Changed,
+        detail: Value::Object(detail),
+    }
+}
