@@ -49,8 +49,8 @@ pub fn init(format: LogFormat) {
             .try_init(),
         LogFormat::Json => builder
             .json()
-            .with_current_span(false)
-            .with_span_list(true)
+            .with_current_span(true)
+            .with_span_list(false)
             .try_init(),
     };
     if let Err(e) = installed {

@@ -378,7 +378,8 @@ impl Ledger {
         let decision = Decision {
             id: None,
             at,
-            by: None,
+            // Its answer is what allowed it.
+            by: Some("verify".into()),
             action: "takeover".into(),
             subject: stale.key().to_owned(),
             note: Some(format!(
@@ -547,7 +548,7 @@ fn confirmation(before: &Entry, sent: &Entry, gate: CheckKind) -> Decision {
     Decision {
         id: None,
         at: sent.updated_at().unwrap_or(sent.claimed_at()).to_owned(),
-        by: None,
+        by: Some(gate_name(gate).into()),
         action: "confirm".into(),
         subject: sent.key().to_owned(),
         note: Some(note.into()),

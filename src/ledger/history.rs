@@ -233,18 +233,37 @@ pub fn entry_history(entry: &Entry, decisions: &[Decision]) -> Vec<HistoryEvent>
             HistorySource::EntryRecord,
         );
     }
+    let confirmed_by = entry
+        .get("confirmed")
+        .and_then(Value::as_object)
+        .and_then(|c| field(c, "by"));
+    let logged_confirmation = mine.iter().any(|d| d.action == "confirm");
     if let Some(sent_at) = entry.get("sentAt").and_then(Value::as_str) {
         let id = match entry.provider_id() {
             Some(id) => format!(" (provider id {id})"),
             None => " (no provider id)".into(),
         };
-        timeline.push(
-            sent_at,
-            None,
-            HistoryKind::Sent,
-            &format!("sent by its own send, attempt {attempt}{id}"),
-            HistorySource::EntryRecord,
-        );
+        match &confirmed_by {
+            // The decision log says it, with what it was before.
+            Some(_) if logged_confirmation => {}
+            Some(gate) => timeline.push(
+                sent_at,
+                None,
+                HistoryKind::Sent,
+                &format!(
+                    "found in the provider's records by {}, attempt {attempt}{id}: recorded as sent, not sent again {OUTSIDE_THE_LOG}",
+                    gate_text(gate)
+                ),
+                HistorySource::EntryRecord,
+            ),
+            None => timeline.push(
+                sent_at,
+                None,
+                HistoryKind::Sent,
+                &format!("sent by its own send, attempt {attempt}{id}"),
+                HistorySource::EntryRecord,
+            ),
+        }
     }
     for d in &mine {
         entry_decision(d, &mut timeline);
@@ -316,6 +335,23 @@ fn entry_decision(d: &Decision, timeline: &mut Timeline) {
                 who_text(d)
             ),
         ),
+        "confirm" => {
+            let id = field(&detail, "providerId")
+                .map(|id| format!(", provider id {id}"))
+                .unwrap_or_default();
+            let gate = field(&detail, "gate").unwrap_or_default();
+            (
+                HistoryKind::Sent,
+                format!(
+                    "found in the provider's records by {} (was {was}{id}): recorded as sent, not sent again",
+                    gate_text(&gate)
+                ),
+            )
+        }
+        "takeover" => (
+            HistoryKind::Other,
+            format!("taken over for another attempt{note}"),
+        ),
         "completed" if detail.contains_key("overrode") => (
             HistoryKind::Overridden,
             overridden_text(detail.get("overrode")),
@@ -336,6 +372,15 @@ fn entry_decision(d: &Decision, timeline: &mut Timeline) {
         &text,
         HistorySource::DecisionLog,
     );
+}
+
+/// Which check found a send, in words.
+fn gate_text(gate: &str) -> &'static str {
+    match gate {
+        "precheck" => "the precheck",
+        "verify" => "the verify command",
+        _ => "a provider check",
+    }
 }
 
 /// What a send that returned after a person's "failed" did, naming that person.
