@@ -2,6 +2,7 @@
 //! for people go to stderr, results (and `--json`) to stdout.
 
 mod audit;
+mod dispatch;
 mod docs;
 mod entries;
 mod keys;

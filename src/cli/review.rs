@@ -19,7 +19,7 @@ use send_once::text::visible_inline;
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::{
     by_or_default, check_by, clock, draft_id, duration_flag, given_or_default, ledger_or_default,
-    ledger_to_create, split_ledger, unsettled,
+    ledger_to_create, split_ledger, text_positional, unsettled,
 };
 use super::out_file;
 use super::output::fail_with;
@@ -108,7 +108,19 @@ impl ApprovalArgs {
 
 impl DispatchArgs {
     pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        if self.approval.is_none() {
+            (self.ledger, self.id) = settle_id(&self.positionals)?;
+            return Ok(());
+        }
+        let (ledger, rest) = split_ledger(&self.positionals, 1);
+        let [key] = rest else {
+            return Err(
+                "with --approval, give the key to send, after the ledger if it is not the default one"
+                    .to_owned(),
+            );
+        };
+        self.key = text_positional(key, "the key")?;
+        self.ledger = given_or_default(ledger)?;
         Ok(())
     }
 }
@@ -313,7 +325,7 @@ pub struct ApprovalArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once dispatch [LEDGER] <ID> [OPTIONS] -- <COMMAND>...")]
 pub struct DispatchArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id; with --approval, the send key instead
     #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
     positionals: Vec<OsString>,
     #[arg(skip = unsettled())]
@@ -322,6 +334,20 @@ pub struct DispatchArgs {
     pub id: i64,
     #[command(flatten)]
     pub send: SendFlags,
+    /// An approval made elsewhere (the Node library's approve(), another review tool):
+    /// then the positional is the send key, not a draft id, and any ledger works
+    #[arg(long, value_name = "FILE", requires = "payload")]
+    pub approval: Option<PathBuf>,
+    /// With --approval: the payload it approved (a JSON file, or -), checked against
+    /// its hash and given to the send command on stdin
+    #[arg(long, value_name = "FILE", requires = "approval")]
+    pub payload: Option<PathBuf>,
+    /// With --approval: a command printing the current facts as a JSON object, checked
+    /// against the approval's facts (a draft uses its own recheck command)
+    #[arg(long, value_name = "CMD", requires = "approval")]
+    pub recheck: Option<String>,
+    #[arg(skip)]
+    pub key: String,
     /// Kill the draft's recheck command after this long
     #[arg(long, default_value = "30s", allow_hyphen_values = true)]
     pub recheck_timeout: String,
@@ -547,7 +573,7 @@ fn recheck(args: &RecheckArgs) -> Exit {
     Exit::Ok
 }
 
-fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, Exit> {
+pub fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, Exit> {
     match duration_flag(flag, text) {
         Ok(ms) if ms > 0.0 => Ok(duration::to_std(ms)),
         Ok(_) => Err(fail(
@@ -1056,6 +1082,9 @@ fn approval_line(draft: &Draft, now: i64) -> Option<String> {
 }
 
 pub fn dispatch(args: &DispatchArgs) -> Exit {
+    if args.approval.is_some() {
+        return super::dispatch::dispatch_approval(args);
+    }
     // The payload is the draft's, read below; the command and the gates are checked
     // here, before anything is read or claimed.
     let (provider, options) = match args.send.provider(&args.command, None, None) {
