@@ -8,10 +8,11 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
-use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched, Ttl};
+use send_once::approval::{ApprovalError, DispatchError, Dispatched, Ttl};
 use send_once::ledger::sqlite::{Access, SqliteStore};
 use send_once::ledger::{Decision, Ledger, LedgerLocation, canonical, duration, jsjson};
 use send_once::review::diff::{LineTag, PayloadDiff};
+use send_once::review::dispatch::{DraftDispatch, Prepared};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{self, Draft, DraftState, Review, ReviewError, Submission, Verdict};
 use send_once::text::visible_inline;
@@ -1105,12 +1106,9 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             Ok(opened) => opened,
             Err(exit) => return exit,
         };
-        let draft = match review.head(args.id).await {
-            Ok(d) => d,
-            Err(e) => return review_failure(e),
-        };
-        let approval = match (&draft.approval, draft.state) {
-            (_, DraftState::Rejected | DraftState::Withdrawn) => {
+        let ready = match review.prepare_dispatch(args.id).await {
+            Ok(Prepared::Ready(ready)) => ready,
+            Ok(Prepared::Closed(draft)) => {
                 return fail(
                     Exit::Refused,
                     format!(
@@ -1125,8 +1123,7 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                     ),
                 );
             }
-            (Some(approval), _) => approval.clone(),
-            (None, _) => {
+            Ok(Prepared::NotApproved(draft)) => {
                 return refuse(
                     args.json,
                     "approval_missing",
@@ -1137,111 +1134,49 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                     ),
                 );
             }
-        };
-        let Some(current) = draft.current() else {
-            return review_failure(ReviewError::NoDraft(draft.id));
+            Err(e) => return review_failure(e),
         };
         let ledger = Ledger::with_clock(store.clone(), clock());
         let mut provider = provider;
-        provider.payload = Some(current.payload.as_bytes().to_vec());
+        provider.payload = Some(ready.payload().as_bytes().to_vec());
         let provider = RunProvider::new(provider);
-        // Dispatched already, and the ledger has it as sent or pending: ask the ledger
-        // alone, which answers duplicate or unknown without sending, whatever the
-        // approval's age. (A failed send goes through the checks again to retry.)
-        if draft.state == DraftState::Dispatched {
-            let settled = match ledger.get(&draft.key).await {
-                Ok(entry) => entry.is_some_and(|e| e.status() != send_once::ledger::Status::Failed),
-                Err(e) => return report(&args.ledger, args.json, &draft.key, Err(e), None, gates),
-            };
-            if settled {
-                let outcome = ledger.once_with(&draft.key, &provider, &options).await;
-                return report(
-                    &args.ledger,
-                    args.json,
-                    &draft.key,
-                    outcome,
-                    provider.not_started(),
-                    gates,
-                );
-            }
-        }
-        let payload = match canonical::parse_json(&current.payload) {
-            Ok(p) => p,
-            Err(e) => return review_failure(ReviewError::PayloadNotJson(e.to_string())),
-        };
+        let draft = ready.draft().clone();
         let id = draft.id;
-        // With a recheck command, the facts are read fresh; without one, the latest
-        // pushed facts (if any) are what the approval is held against.
-        let recheck = {
-            let review = &review;
-            let has_command = draft.recheck.is_some();
-            let pushed = draft.latest.facts.clone();
-            (has_command || pushed.is_some()).then_some(async move || {
-                if has_command {
-                    review
-                        .recheck(id, recheck_timeout)
-                        .await
-                        .map(Value::Object)
-                        .map_err(|e| match e {
-                            ReviewError::CouldNotCheck(reason) => reason,
-                            other => other.to_string(),
-                        })
-                } else {
-                    Ok(Value::Object(pushed.unwrap_or_default()))
-                }
-            })
+        let dispatched = review
+            .dispatch(ready, &ledger, &provider, &options, recheck_timeout)
+            .await;
+        let report_outcome = |outcome| {
+            report(
+                &args.ledger,
+                args.json,
+                &draft.key,
+                outcome,
+                provider.not_started(),
+                gates,
+            )
         };
-        let request = DispatchRequest {
-            approval: &approval,
-            payload: &payload,
-            key: &draft.key,
-            meta: draft.meta.clone(),
-            now: ledger.now() as f64,
-        };
-        let dispatched =
-            approval::dispatch_with(&ledger, request, recheck, &provider, &options).await;
         match dispatched {
-            Ok(Dispatched::Ledger(outcome)) => {
-                let mut record = Map::new();
-                record.insert("outcome".into(), outcome.name().into());
-                record.insert("entry".into(), outcome.entry().to_value());
-                match review
-                    .record_dispatch(id, draft.revision, Value::Object(record))
-                    .await
-                {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        if let Ok(now) = review.head(id).await
-                            && now.revision != draft.revision
-                        {
-                            note(format!(
-                                "draft {id} got revision {} while it was being dispatched; what was sent is the approved revision {}, and the new revision was not sent",
-                                now.revision, draft.revision
-                            ));
-                        }
-                    }
-                    Err(e) => note(format!(
-                        "the ledger recorded the send, but draft {id} could not be marked dispatched: {e}"
-                    )),
+            Ok(DraftDispatch {
+                dispatched: Dispatched::Ledger(outcome),
+                notes,
+                ..
+            }) => {
+                for said in notes {
+                    note(said);
                 }
-                report(
-                    &args.ledger,
-                    args.json,
-                    &draft.key,
-                    Ok(outcome),
-                    provider.not_started(),
-                    gates,
-                )
+                report_outcome(Ok(outcome))
             }
-            Ok(refused) => {
+            Ok(DraftDispatch {
+                dispatched: refused,
+                ..
+            }) => {
                 let message = refusal_text(&refused, &draft, &args.ledger);
-                match refused.refusal_json() {
-                    Some(json) if args.json => {
-                        print_json(&json);
-                        fail(Exit::Refused, message)
-                    }
-                    _ => fail(Exit::Refused, message),
+                if args.json
+                    && let Some(json) = refused.refusal_json()
+                {
+                    print_json(&json);
                 }
+                fail(Exit::Refused, message)
             }
             Err(DispatchError::Approval(ApprovalError::RecheckFailed(reason))) => fail(
                 Exit::Refused,
@@ -1251,16 +1186,7 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                 ),
             ),
             Err(DispatchError::Approval(e)) => fail(Exit::Refused, format!("not sent: {e}")),
-            Err(DispatchError::Ledger(e)) => {
-                report(
-                    &args.ledger,
-                    args.json,
-                    &draft.key,
-                    Err(e),
-                    provider.not_started(),
-                    gates,
-                )
-            }
+            Err(DispatchError::Ledger(e)) => report_outcome(Err(e)),
         }
     })
 }

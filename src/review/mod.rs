@@ -9,6 +9,7 @@
 //! decision log. The queue lives in the ledger's SQLite database.
 
 pub mod diff;
+pub mod dispatch;
 pub mod drift;
 pub mod history;
 pub mod recheck;

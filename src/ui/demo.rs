@@ -7,7 +7,7 @@
 //! resolution by hand. Every event says how long before `now_ms` it happened ("26h"),
 //! so the ages look right whenever the demo runs. The events of all drafts and sends are
 //! replayed in time order through the library's public API (`Ledger::once`,
-//! `Ledger::resolve`, `Review`, `approval::dispatch`), with the clock set to each
+//! `Ledger::resolve`, `Review`, `Review::dispatch`), with the clock set to each
 //! event's time, so the ledger, the queue and the decision log read as if it all
 //! happened.
 
@@ -19,13 +19,15 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::approval::{self, DispatchRequest, Dispatched, Ttl};
+use crate::approval::{self, Dispatched, Ttl};
 use crate::ledger::key::{Window, send_key};
 use crate::ledger::sqlite::Access;
 use crate::ledger::{
-    Clock, Entry, Ledger, LedgerLocation, Outcome, ResolveDetails, SendError, Status, Store,
-    canonical, duration,
+    Clock, Entry, Ledger, LedgerLocation, Outcome, ResolveDetails, SendContext, SendError, Status,
+    Store, duration,
 };
+use crate::provider::{Provider, SendOptions};
+use crate::review::dispatch::Prepared;
 use crate::review::{Review, Submission, Verdict};
 
 const DRAFTS: &str = include_str!("../../assets/demo/drafts.json");
@@ -242,8 +244,22 @@ struct ResolveSpec {
     provider_id: Option<String>,
 }
 
-/// The dispatch of a seeded draft reads no facts: none of its recheck commands is run.
-type NoRecheck = fn() -> std::future::Ready<Result<Value, String>>;
+/// The demo's provider: every send is taken at once, and takes 1.2 s of the demo's
+/// clock.
+struct DemoSend {
+    time: Arc<AtomicI64>,
+    reply: Value,
+}
+
+#[async_trait::async_trait]
+impl Provider for DemoSend {
+    type Receipt = Value;
+
+    async fn send(&self, _context: SendContext) -> Result<Value, SendError> {
+        self.time.fetch_add(1_200, Ordering::SeqCst);
+        Ok(self.reply.clone())
+    }
+}
 
 /// One event, at its time.
 struct Step<'a> {
@@ -489,8 +505,9 @@ impl Seeder {
         Ok(())
     }
 
-    /// As `send-once dispatch` does it: the approval checked, the send through
-    /// `Ledger::once`, and the draft marked dispatched with what the ledger said.
+    /// As `send-once dispatch` does it, through the same `Review::dispatch`: the
+    /// approval checked, the send at most once, and the draft marked dispatched with
+    /// what the ledger said.
     async fn dispatch(
         &self,
         draft: &DraftSpec,
@@ -498,45 +515,39 @@ impl Seeder {
         provider_id: &str,
     ) -> Result<(), String> {
         let id = self.seeded(draft)?.id;
-        let head = self.review.head(id).await.map_err(|e| e.to_string())?;
-        let approval = head
-            .approval
-            .clone()
-            .ok_or("dispatched without an approval")?;
-        let current = head.current().ok_or("the draft has no revision")?;
-        let payload = canonical::parse_json(&current.payload).map_err(|e| e.to_string())?;
-        let request = DispatchRequest {
-            approval: &approval,
-            payload: &payload,
-            key,
-            meta: head.meta.clone(),
-            now: self.ledger.now() as f64,
-        };
-        let no_recheck: Option<NoRecheck> = None;
-        let time = self.time.clone();
-        let sent = json!({ "id": provider_id });
-        let dispatched = approval::dispatch(&self.ledger, request, no_recheck, |_| async move {
-            time.fetch_add(1_200, Ordering::SeqCst);
-            Ok::<Value, SendError>(sent)
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-        let outcome = match dispatched {
-            Dispatched::Ledger(outcome @ Outcome::Sent { .. }) => outcome,
-            other => return Err(format!("the dispatch came out {}", other.name())),
-        };
-        let mut record = Map::new();
-        record.insert("outcome".into(), outcome.name().into());
-        record.insert("entry".into(), outcome.entry().to_value());
-        let marked = self
+        let ready = match self
             .review
-            .record_dispatch(id, head.revision, Value::Object(record))
+            .prepare_dispatch(id)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Prepared::Ready(ready) => ready,
+            Prepared::Closed(_) => return Err("dispatched a closed draft".into()),
+            Prepared::NotApproved(_) => return Err("dispatched without an approval".into()),
+        };
+        if ready.draft().key != key {
+            return Err(format!("the draft's key is not {key}"));
+        }
+        let provider = DemoSend {
+            time: self.time.clone(),
+            reply: json!({ "id": provider_id }),
+        };
+        let done = self
+            .review
+            .dispatch(
+                ready,
+                &self.ledger,
+                &provider,
+                &SendOptions::default(),
+                std::time::Duration::from_secs(10),
+            )
             .await
             .map_err(|e| e.to_string())?;
-        if !marked {
-            return Err("the draft could not be marked dispatched".into());
+        match done.dispatched {
+            Dispatched::Ledger(Outcome::Sent { .. }) if done.notes.is_empty() => Ok(()),
+            Dispatched::Ledger(Outcome::Sent { .. }) => Err(done.notes.join("; ")),
+            other => Err(format!("the dispatch came out {}", other.name())),
         }
-        Ok(())
     }
 
     /// A claim and nothing after it, as a send still running leaves the ledger.

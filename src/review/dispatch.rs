@@ -1,0 +1,177 @@
+//! Dispatching a draft: the one path `send-once dispatch`, the TUI's demo and a Rust
+//! caller share. [`Review::prepare_dispatch`] reads the draft and says whether it can
+//! be sent at all (closed, not approved, or ready with the payload its approval is
+//! for); the caller makes the provider for that payload; [`Review::dispatch`] checks
+//! the approval (expiry, payload hash, facts), sends through the provider's gates at
+//! most once, and marks the draft dispatched with what the ledger said.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::approval::{self, DispatchError, DispatchRequest, Dispatched};
+use crate::ledger::canonical::{self, JsValue};
+use crate::ledger::{Ledger, Status};
+use crate::provider::{Provider, SendOptions};
+
+use super::{Draft, DraftState, Review, ReviewError};
+
+/// Whether a draft can be dispatched, read before any provider is made.
+#[derive(Debug)]
+pub enum Prepared {
+    /// Rejected or withdrawn: it is never sent.
+    Closed(Draft),
+    /// No approval yet.
+    NotApproved(Draft),
+    /// Approved (or dispatched before): [`Review::dispatch`] decides the rest.
+    Ready(ReadyDispatch),
+}
+
+/// A draft with an approval, and the payload that approval is for.
+#[derive(Debug)]
+pub struct ReadyDispatch {
+    draft: Draft,
+    approval: Value,
+    payload_text: String,
+    payload: JsValue,
+}
+
+impl ReadyDispatch {
+    /// The draft as read.
+    pub fn draft(&self) -> &Draft {
+        &self.draft
+    }
+
+    /// The current revision's payload, as submitted: what the provider sends.
+    pub fn payload(&self) -> &str {
+        &self.payload_text
+    }
+}
+
+/// What a dispatch came to.
+#[derive(Debug)]
+pub struct DraftDispatch<R> {
+    /// The draft as it was dispatched.
+    pub draft: Draft,
+    /// A refusal of the approval (expired, payload changed, stale facts), or the
+    /// ledger's outcome.
+    pub dispatched: Dispatched<R>,
+    /// What the person should also be told: a revision that came in while it was
+    /// being sent, a draft that could not be marked dispatched.
+    pub notes: Vec<String>,
+}
+
+impl Review {
+    /// Reads draft `id` for a dispatch.
+    pub async fn prepare_dispatch(&self, id: i64) -> Result<Prepared, ReviewError> {
+        let draft = self.head(id).await?;
+        if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) {
+            return Ok(Prepared::Closed(draft));
+        }
+        let Some(approval) = draft.approval.clone() else {
+            return Ok(Prepared::NotApproved(draft));
+        };
+        let Some(current) = draft.current() else {
+            return Err(ReviewError::NoDraft(draft.id));
+        };
+        let payload_text = current.payload.clone();
+        let payload = canonical::parse_json(&payload_text)
+            .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+        Ok(Prepared::Ready(ReadyDispatch {
+            draft,
+            approval,
+            payload_text,
+            payload,
+        }))
+    }
+
+    /// Sends a ready draft at most once through `provider`, if its approval still
+    /// holds: refused when it expired, when the payload is no longer the approved one,
+    /// or when the facts moved (read fresh with the draft's recheck command, limited to
+    /// `recheck_timeout`, else the latest pushed facts). A draft dispatched before
+    /// whose key the ledger has as sent or pending is answered by the ledger alone
+    /// (duplicate or unknown), whatever the approval's age.
+    pub async fn dispatch<P: Provider>(
+        &self,
+        ready: ReadyDispatch,
+        ledger: &Ledger,
+        provider: &P,
+        options: &SendOptions,
+        recheck_timeout: Duration,
+    ) -> Result<DraftDispatch<P::Receipt>, DispatchError> {
+        let ReadyDispatch {
+            draft,
+            approval,
+            payload,
+            ..
+        } = ready;
+        if draft.state == DraftState::Dispatched
+            && ledger
+                .get(&draft.key)
+                .await?
+                .is_some_and(|e| e.status() != Status::Failed)
+        {
+            let outcome = ledger.once_with(&draft.key, provider, options).await?;
+            return Ok(DraftDispatch {
+                draft,
+                dispatched: Dispatched::Ledger(outcome),
+                notes: Vec::new(),
+            });
+        }
+        let id = draft.id;
+        let has_command = draft.recheck.is_some();
+        let pushed = draft.latest.facts.clone();
+        let recheck = (has_command || pushed.is_some()).then_some(async move || {
+            if has_command {
+                self.recheck(id, recheck_timeout)
+                    .await
+                    .map(Value::Object)
+                    .map_err(|e| match e {
+                        ReviewError::CouldNotCheck(reason) => reason,
+                        other => other.to_string(),
+                    })
+            } else {
+                Ok(Value::Object(pushed.unwrap_or_default()))
+            }
+        });
+        let request = DispatchRequest {
+            approval: &approval,
+            payload: &payload,
+            key: &draft.key,
+            meta: draft.meta.clone(),
+            now: ledger.now() as f64,
+        };
+        let dispatched =
+            approval::dispatch_with(ledger, request, recheck, provider, options).await?;
+        let mut notes = Vec::new();
+        if let Dispatched::Ledger(outcome) = &dispatched {
+            let mut record = Map::new();
+            record.insert("outcome".into(), outcome.name().into());
+            record.insert("entry".into(), outcome.entry().to_value());
+            match self
+                .record_dispatch(id, draft.revision, Value::Object(record))
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    if let Ok(now) = self.head(id).await
+                        && now.revision != draft.revision
+                    {
+                        notes.push(format!(
+                            "draft {id} got revision {} while it was being dispatched; what was sent is the approved revision {}, and the new revision was not sent",
+                            now.revision, draft.revision
+                        ));
+                    }
+                }
+                Err(e) => notes.push(format!(
+                    "the ledger recorded the send, but draft {id} could not be marked dispatched: {e}"
+                )),
+            }
+        }
+        Ok(DraftDispatch {
+            draft,
+            dispatched,
+            notes,
+        })
+    }
+}
