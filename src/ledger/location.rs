@@ -288,3 +288,14 @@ mod tests {
         );
     }
 }
+
+impl super::Ledger {
+    /// Opens the ledger at `location`, creating it when it is missing: a
+    /// `postgres://` or `postgresql://` URL is Postgres, a path ending in `.jsonl` the
+    /// Node library's file format, anything else an SQLite file. The clock is the
+    /// system's.
+    pub fn open(location: impl AsRef<OsStr>) -> Result<super::Ledger, StoreError> {
+        let store = LedgerLocation::new(location).open_store(Access::Create)?;
+        Ok(super::Ledger::new(store))
+    }
+}

@@ -224,8 +224,8 @@ pub fn provider_id_in(fields: &Map<String, Value>) -> Result<Option<String>, Str
 }
 
 /// Why `text` cannot be a provider id, or None when it can: one line, no control,
-/// bidi, zero-width or invisible characters, at most 200 characters. The same rule as
-/// `send-once run`'s (`src/cli/run.rs`), so an id reads the same whoever recorded it.
+/// bidi, zero-width or invisible characters, at most 200 characters. Sends, checks and
+/// `resolve --provider-id` all use it, so an id reads the same whoever recorded it.
 pub fn why_not_an_id(text: &str) -> Option<String> {
     if text.contains(['\n', '\r']) {
         Some("several lines".into())

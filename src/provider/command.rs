@@ -1,9 +1,8 @@
 //! A provider made of commands: the send command `run` and `dispatch` take after `--`,
 //! and the precheck and verify commands of the check protocol.
 //!
-//! The send follows `send-once run`'s protocol exactly (`src/cli/run.rs`, which keeps
-//! its own copy until it is moved onto this): exit 0 is sent, with the JSON stdout as
-//! the result; a status listed in `failed_exit` is a definite rejection; any other
+//! It is the protocol of `send-once run` and `dispatch`, which send through it: exit 0
+//! is sent, with the JSON stdout as the result; a status listed in `failed_exit` is a definite rejection; any other
 //! status, a signal or the time limit is uncertain; a command that cannot start sent
 //! nothing.
 
