@@ -15,4 +15,5 @@ pub mod ledger;
 pub mod provider;
 pub mod review;
 pub mod text;
+#[cfg(feature = "tui")]
 pub mod ui;

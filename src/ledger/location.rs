@@ -204,6 +204,17 @@ pub fn redact_known_urls<'a>(text: &str, known: impl IntoIterator<Item = &'a str
     out
 }
 
+impl super::Ledger {
+    /// Opens the ledger at `location`, creating it when it is missing: a
+    /// `postgres://` or `postgresql://` URL is Postgres, a path ending in `.jsonl` the
+    /// Node library's file format, anything else an SQLite file. The clock is the
+    /// system's.
+    pub fn open(location: impl AsRef<OsStr>) -> Result<super::Ledger, StoreError> {
+        let store = LedgerLocation::new(location).open_store(Access::Create)?;
+        Ok(super::Ledger::new(store))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,16 +297,5 @@ mod tests {
             redact_known_urls(text, args),
             "error: unexpected argument '--x=postgres://alice:***@h/db' found"
         );
-    }
-}
-
-impl super::Ledger {
-    /// Opens the ledger at `location`, creating it when it is missing: a
-    /// `postgres://` or `postgresql://` URL is Postgres, a path ending in `.jsonl` the
-    /// Node library's file format, anything else an SQLite file. The clock is the
-    /// system's.
-    pub fn open(location: impl AsRef<OsStr>) -> Result<super::Ledger, StoreError> {
-        let store = LedgerLocation::new(location).open_store(Access::Create)?;
-        Ok(super::Ledger::new(store))
     }
 }
