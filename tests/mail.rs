@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -768,4 +768,67 @@ fn json_output_is_one_object_with_the_outcome_key_and_message_id() {
     assert_eq!(dry["outcome"], "would_send");
     assert_eq!(dry["attempt"], 1);
     assert_eq!(dry["bodyBytes"], BODY.len());
+}
+
+#[test]
+fn the_gmail_verify_recipe_speaks_the_same_protocol_and_settles_a_late_landing() {
+    if !have_jq() {
+        return;
+    }
+    let fake = Fake::new();
+    fake.set("send_mode", "unsent");
+    let key = "op-late";
+    let body = fake.body();
+    let out = fake
+        .command(&[
+            "--key",
+            key,
+            "--to",
+            TO,
+            "--subject",
+            SUBJECT,
+            "--body-file",
+            body.to_str().expect("utf-8"),
+            "--account",
+            "ops@example.com",
+        ])
+        .output()
+        .expect("runs");
+    common::expect_exit(&out, 3, "pending");
+    // The message shows up in Sent later (Gmail's index lagged the send).
+    fake.sent_folder(json!([{"id": "m-late", "to": TO, "subject": format!("Re: {SUBJECT}")}]));
+    let shown = common::output(&[
+        "show",
+        fake.ledger().to_str().expect("utf-8"),
+        key,
+        "--json",
+    ]);
+    common::expect_exit(&shown, 0, "show");
+    let entry = common::json_stdout(&shown, "show")["entry"].clone();
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/verifiers/gmail-verify.sh");
+    let mut check = Command::new(recipe);
+    check
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SEND_ONCE_KEY", key)
+        .env("SEND_ONCE_ATTEMPT", "1")
+        .env("SEND_ONCE_MESSAGE_ID", message_id(key))
+        .env("SEND_ONCE_MAILER", fake.mailer_command().replace('\'', ""))
+        .env("VERIFY_MAX_TIME", "10");
+    let answer = common::output_with_stdin(&mut check, entry.to_string().as_bytes());
+    common::expect_exit(&answer, 0, "gmail-verify");
+    let answer = common::json_stdout(&answer, "answer");
+    assert_eq!(answer["providerId"], "m-late");
+    assert_eq!(answer["matchedBy"], "recipient+subject");
+    // It asked with the message id first, then Sent, both for the recorded account.
+    let calls = fake.calls();
+    let last_two = &calls[calls.len() - 2..];
+    assert_eq!(
+        last_two[0]["args"][4],
+        format!("rfc822msgid:{}", message_id(key))
+    );
+    for call in last_two {
+        assert_eq!(call["args"][0], "--account");
+        assert_eq!(call["args"][1], "ops@example.com");
+    }
 }
