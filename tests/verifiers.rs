@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use send_once::provider::message_id;
+
 /// One request the fake provider saw.
 #[derive(Clone, Debug)]
 struct Request {
@@ -216,7 +218,7 @@ fn check(script: &str, entry: &Value, env: &[(&str, &str)]) -> Output {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("SEND_ONCE_KEY", &key)
         .env("SEND_ONCE_ATTEMPT", entry["attempts"].to_string())
-        .env("SEND_ONCE_MESSAGE_ID", format!("<{key}@send-once>"))
+        .env("SEND_ONCE_MESSAGE_ID", message_id(&key))
         .env("VERIFY_MAX_TIME", "2");
     for (k, v) in env {
         cmd.env(k, v);
@@ -785,6 +787,7 @@ case ${{FAKE_MAILER:-}} in
   garbage) echo 'Not logged in'; exit 0 ;;
   hang) exec sleep 60 ;;
 esac
+if [ "$1" = --account ]; then printf '%s\n' "$2" >> "$d/accounts"; shift 2; fi
 [ "$1" = +triage ] && [ "$2" = --query ] || exit 64
 case $3 in
   rfc822msgid:*) cat "$d/rfc822msgid.json" ;;
@@ -839,7 +842,8 @@ fn gmail_finds_the_send_by_its_message_id_first() {
     assert_eq!(
         calls(dir.path()),
         [format!(
-            "+triage --query rfc822msgid:<{key}@send-once> --max 20 --format json"
+            "+triage --query rfc822msgid:{} --max 20 --format json",
+            message_id(key)
         )]
     );
 }
@@ -942,4 +946,67 @@ fn gmail_not_there_after_both_searches_and_inconclusive_when_it_cannot_tell() {
         &bare,
         &[("SEND_ONCE_MAILER", mailer), ("GMAIL_MESSAGE_ID_ONLY", "1")],
     ));
+}
+
+#[test]
+fn gmail_reads_messages_as_send_once_mail_does_and_passes_the_account() {
+    if !have(&["jq"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mailer = fake_mailer(dir.path());
+    let mailer = mailer.to_str().expect("utf-8");
+    let entry = pending_entry(
+        dir.path(),
+        "will@example.com",
+        "morning-brief",
+        json!({"subject": "Morning brief", "account": "ops@example.com"}),
+    );
+    std::fs::write(
+        dir.path().join("rfc822msgid.json"),
+        r#"{"resultSizeEstimate": 0}"#,
+    )
+    .expect("write");
+    // An address that only holds this one is not it; Gmail's list of headers is read.
+    let sent = json!({"messages": [
+        {"id": "m-longer", "to": "sam.will@example.com", "subject": "Morning brief"},
+        {"id": "m-headers", "payload": {"headers": [
+            {"name": "TO", "value": "\"Doe, Will\" <Will@Example.com>"},
+            {"name": "subject", "value": "Fwd: morning brief"}]}},
+    ]});
+    std::fs::write(dir.path().join("sent.json"), sent.to_string()).expect("write");
+    let answer = happened(&check(
+        "gmail-verify.sh",
+        &entry,
+        &[("SEND_ONCE_MAILER", mailer)],
+    ));
+    assert_eq!(answer["providerId"], "m-headers");
+    let accounts = std::fs::read_to_string(dir.path().join("accounts")).unwrap_or_default();
+    assert_eq!(
+        accounts, "ops@example.com\nops@example.com\n",
+        "the entry's account on both searches"
+    );
+    // GMAIL_ACCOUNT wins; one that is not a plain word is refused, not passed on.
+    std::fs::remove_file(dir.path().join("accounts")).expect("rm");
+    happened(&check(
+        "gmail-verify.sh",
+        &entry,
+        &[
+            ("SEND_ONCE_MAILER", mailer),
+            ("GMAIL_ACCOUNT", "me@example.com"),
+        ],
+    ));
+    let accounts = std::fs::read_to_string(dir.path().join("accounts")).unwrap_or_default();
+    assert!(
+        accounts.lines().all(|a| a == "me@example.com"),
+        "{accounts}"
+    );
+    inconclusive(
+        &check(
+            "gmail-verify.sh",
+            &entry,
+            &[("SEND_ONCE_MAILER", mailer), ("GMAIL_ACCOUNT", "--all")],
+        ),
+        "not one plain word",
+    );
 }

@@ -8,6 +8,7 @@ mod entries;
 mod keys;
 mod ledger_arg;
 mod log;
+mod mail;
 mod out_file;
 mod output;
 mod resolve;
@@ -118,6 +119,9 @@ enum Command {
     /// Run a send command at most once for a key.
     #[command(after_help = EXIT_CODES)]
     Run(run::RunArgs),
+    /// Send one e-mail at most once through a Gmail mailer, behind the ledger and a Sent-folder check (the Gmail wrapper's drop-in).
+    #[command(after_help = mail::MAIL_EXIT_CODES)]
+    Mail(mail::MailArgs),
     /// Print a shell completion script.
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff), or write one page per command with --dir.
@@ -155,6 +159,7 @@ pub fn main() -> ExitCode {
         Command::Key(args) => keys::key(&args),
         Command::Hash(args) => keys::hash(&args),
         Command::Run(args) => run::run(args),
+        Command::Mail(args) => mail::mail(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
     };
@@ -230,6 +235,7 @@ impl Command {
             Command::Key(a) => a.json,
             Command::Hash(a) => a.json,
             Command::Run(a) => a.json,
+            Command::Mail(a) => a.json,
             Command::Tui(_) | Command::Completions(_) | Command::Man(_) => false,
         }
     }

@@ -33,6 +33,8 @@
 
 mod check;
 mod command;
+mod mail;
+mod mail_once;
 mod message_id;
 mod options;
 
@@ -46,6 +48,12 @@ pub use check::{
 pub use command::{
     CommandProvider, CommandReceipt, CommandSendError, DEFAULT_CHECK_TIMEOUT, Limit, split_command,
 };
+pub use mail::{
+    DEFAULT_WINDOW_HOURS, MAX_BODY_BYTES, Mail, MailError, MailProvider, MailReceipt, Mailer,
+    SendAnswer, SentMessage, SentSearch, TRIAGE_MAX, addresses_in, normalise_subject, same_subject,
+    why_not_an_address,
+};
+pub use mail_once::{MailOutcome, SETTLED_BY, message_json, send_mail_once};
 pub use message_id::message_id;
 pub use options::{OptionsError, SendOptions, SendOptionsBuilder};
 

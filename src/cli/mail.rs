@@ -1,0 +1,321 @@
+//! `send-once mail`: the Gmail wrapper's drop-in. Flags in, the library's three gates
+//! (`send_once::provider::send_mail_once`), an exit code out.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use serde_json::{Map, Value};
+
+use send_once::ledger::memory::MemoryStore;
+use send_once::ledger::sqlite::Access;
+use send_once::ledger::{Ledger, LedgerLocation, StoreError};
+use send_once::provider::{
+    DEFAULT_CHECK_TIMEOUT, DEFAULT_WINDOW_HOURS, Limit, Mail, MailOutcome, Mailer, message_id,
+    message_json, send_mail_once, split_command,
+};
+use send_once::text::visible_inline;
+
+use super::ledger_arg::{clock, duration_flag, ledger_or_default, ledger_to_create, open_ledger};
+use super::output::{Kind, Problem, fail_with};
+use super::{Exit, fail, note, print_json, print_stdout, read_text_arg};
+
+pub const MAIL_EXIT_CODES: &str = "\
+Exit codes (the Gmail wrapper's, and 1):
+  0  sent now, or already sent (the ledger has it; the mailer is not run)
+  1  the mailer definitely rejected it: +send exited 1 with a JSON error object whose
+     error.code is 400-499 other than 408. Recorded failed; a rerun may send
+  2  refused, nothing claimed or sent: bad input, no mailer, a message to this address
+     with this subject already in Sent in the window, or Sent could not be read
+  3  a person must verify: the ledger has it pending, or the send's answer was
+     ambiguous (another exit status, no message id, a timeout) and Sent, searched
+     again, does not show it. It stays pending; a rerun never sends
+
+The mailer protocol (see the README): MAILER [--account A] +triage --query
+'in:sent to:ADDR newer_than:Nh' --max 20 --format json prints a JSON array of
+messages or {\"messages\": [...]} (id, to, subject, date: top level or headers);
+MAILER [--account A] +send --to ADDR --subject S --body BODY prints JSON with the
+message id (id or messageId). Each call is killed with its process group after
+--timeout. The ledger is $SEND_ONCE_LEDGER, else send-once/ledger.db in the user's
+data directory, created if missing.";
+
+#[derive(Args, Debug)]
+pub struct MailArgs {
+    /// The operation id (the send key, as written), e.g. loop-morning-brief-2026-09-17
+    #[arg(long)]
+    pub key: String,
+    /// The recipient: one plain e-mail address
+    #[arg(long)]
+    pub to: String,
+    /// The subject; Sent is searched for it (case and Re:/Fwd: prefixes ignored)
+    #[arg(long)]
+    pub subject: String,
+    /// A UTF-8 file (or -) holding the body; only its sha256 is kept in the ledger
+    #[arg(long)]
+    pub body_file: PathBuf,
+    /// The mailer account, passed to the mailer as --account A
+    #[arg(long)]
+    pub account: Option<String>,
+    /// How far back Sent is searched, in hours
+    #[arg(long, default_value_t = DEFAULT_WINDOW_HOURS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub window_hours: u32,
+    /// The mailer command, split as a shell would (no shell runs it); default: $SEND_ONCE_MAILER
+    #[arg(long)]
+    pub mailer: Option<String>,
+    /// Run gates 1 and 2 and say what would be sent; claims nothing, runs no +send
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Each mailer call is killed (with its process group) after this long (default 30s)
+    #[arg(long, allow_hyphen_values = true)]
+    pub timeout: Option<String>,
+    /// Print the outcome as one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct Plan {
+    mailer: Mailer,
+    mail: Mail,
+}
+
+fn plan(args: &MailArgs) -> Result<Plan, String> {
+    send_once::ledger::key::check_key(&args.key).map_err(|e| format!("--key: {e}"))?;
+    let argv = match (&args.mailer, std::env::var("SEND_ONCE_MAILER")) {
+        (Some(given), _) => split_command("--mailer", given)?,
+        (None, Ok(env)) if !env.trim().is_empty() => split_command("SEND_ONCE_MAILER", &env)?,
+        _ => {
+            return Err(
+                "no mailer: give --mailer CMD or set SEND_ONCE_MAILER (e.g. SEND_ONCE_MAILER='gws gmail'); nothing was sent"
+                    .into(),
+            );
+        }
+    };
+    let timeout = match &args.timeout {
+        None => Limit::new(DEFAULT_CHECK_TIMEOUT),
+        Some(text) => {
+            let ms = duration_flag("--timeout", text)?;
+            if ms <= 0.0 {
+                return Err("--timeout must be longer than zero".into());
+            }
+            Limit::written(
+                send_once::ledger::duration::to_std(ms),
+                text.trim().to_owned(),
+            )
+        }
+    };
+    let mailer = Mailer {
+        argv,
+        account: args.account.clone(),
+        timeout,
+        echo_stderr: true,
+    };
+    mailer.validate()?;
+    let body = read_text_arg(&args.body_file, "body")?;
+    let mail =
+        Mail::new(&args.to, &args.subject, body, args.window_hours).map_err(|e| e.to_string())?;
+    Ok(Plan { mailer, mail })
+}
+
+pub fn mail(args: &MailArgs) -> Exit {
+    let plan = match plan(args) {
+        Ok(plan) => plan,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let runtime = match super::runtime() {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    runtime.block_on(mail_planned(args, plan))
+}
+
+/// The ledger: created if missing, except for a dry run, which writes nothing and
+/// takes a missing ledger as an empty one.
+fn ledger(dry_run: bool) -> Result<(LedgerLocation, Ledger), Exit> {
+    let location = if dry_run {
+        ledger_or_default(None)
+    } else {
+        ledger_to_create(None)
+    }
+    .map_err(|m| fail(Exit::Refused, m))?;
+    let opened = if dry_run {
+        match open_ledger(&location, Access::ReadOnly) {
+            Err(StoreError::NotFound(_)) => {
+                Ok(Ledger::with_clock(Arc::new(MemoryStore::new()), clock()))
+            }
+            other => other,
+        }
+    } else {
+        open_ledger(&location, Access::Create)
+    };
+    let ledger = opened.map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;
+    Ok((location, ledger))
+}
+
+async fn mail_planned(args: &MailArgs, plan: Plan) -> Exit {
+    let (location, ledger) = match ledger(args.dry_run) {
+        Ok(opened) => opened,
+        Err(exit) => return exit,
+    };
+    let key = args.key.as_str();
+    let outcome = send_mail_once(&ledger, key, &plan.mailer, &plan.mail, args.dry_run).await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => return super::store_failure(e),
+    };
+    report(args, &location, &plan.mail, outcome)
+}
+
+fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOutcome) -> Exit {
+    let key = args.key.as_str();
+    let shown_key = visible_inline(key);
+    let to = visible_inline(mail.to());
+    let subject = visible_inline(mail.subject());
+    let mut out = Map::new();
+    out.insert("outcome".into(), outcome.name().into());
+    out.insert("key".into(), key.into());
+    out.insert("to".into(), mail.to().into());
+    out.insert("subject".into(), mail.subject().into());
+    out.insert("rfc822MessageId".into(), message_id(key).into());
+    let resolve_hint = format!(
+        "Check Sent, then record what happened:\n  send-once resolve {ledger} {shown_key} sent --provider-id ID\n  send-once resolve {ledger} {shown_key} failed"
+    );
+    let (exit, message) = match &outcome {
+        MailOutcome::AlreadySent { entry } => {
+            out.insert("messageId".into(), entry.provider_id().into());
+            out.insert("entry".into(), entry.to_value());
+            (
+                Exit::Ok,
+                format!(
+                    "{shown_key} was already sent{}{}; not sent again",
+                    entry
+                        .get("sentAt")
+                        .or(entry.get("updatedAt"))
+                        .and_then(Value::as_str)
+                        .map(|at| format!(" at {}", visible_inline(at)))
+                        .unwrap_or_default(),
+                    entry
+                        .provider_id()
+                        .map(|id| format!(" (message id {})", visible_inline(id)))
+                        .unwrap_or_default()
+                ),
+            )
+        }
+        MailOutcome::Pending { entry } => {
+            out.insert("entry".into(), entry.to_value());
+            (
+                Exit::Unknown,
+                format!(
+                    "{shown_key} has been pending since {} (attempt {}): an earlier attempt may have gone out, so the mailer was not run.\n{resolve_hint}",
+                    visible_inline(entry.claimed_at()),
+                    entry.attempts()
+                ),
+            )
+        }
+        MailOutcome::InSent { message } => {
+            let problem = Problem::new(
+                Kind::Refused,
+                format!(
+                    "refusing: Sent already has a message to {to} with this subject in the last {}h: {}; not sent, nothing claimed",
+                    mail.window_hours(),
+                    message.describe()
+                ),
+            )
+            .with("key", Some(key))
+            .with("gate", Some("sent-folder"))
+            .with("found", Some(message_json(message)));
+            return fail_with(Exit::Refused, problem);
+        }
+        MailOutcome::CannotCheck { why } => {
+            let problem = Problem::new(
+                Kind::Refused,
+                format!(
+                    "refusing: cannot verify what already happened ({}); not sent, nothing claimed",
+                    visible_inline(why)
+                ),
+            )
+            .with("key", Some(key))
+            .with("gate", Some("sent-folder"));
+            return fail_with(Exit::Refused, problem);
+        }
+        MailOutcome::WouldSend { attempt } => {
+            out.insert("attempt".into(), (*attempt).into());
+            out.insert("bodyBytes".into(), mail.body_bytes().into());
+            out.insert("bodySha256".into(), mail.body_sha256().into());
+            if !args.json {
+                print_stdout(&format!(
+                    "would send {shown_key} (attempt {attempt}) to {to}, subject \"{subject}\", {} bytes of body\n",
+                    mail.body_bytes()
+                ));
+            }
+            (
+                Exit::Ok,
+                "dry run: the ledger and Sent both allow it; nothing claimed, nothing sent".into(),
+            )
+        }
+        MailOutcome::Sent { entry, message_id } => {
+            out.insert("messageId".into(), message_id.clone().into());
+            out.insert("entry".into(), entry.to_value());
+            if !args.json {
+                print_stdout(&format!("{}\n", visible_inline(message_id)));
+            }
+            (
+                Exit::Ok,
+                format!(
+                    "sent {shown_key} to {to} (message id {})",
+                    visible_inline(message_id)
+                ),
+            )
+        }
+        MailOutcome::Confirmed {
+            entry,
+            message,
+            ambiguity,
+        } => {
+            out.insert("messageId".into(), entry.provider_id().into());
+            out.insert("foundInSent".into(), message_json(message));
+            out.insert("ambiguity".into(), ambiguity.clone().into());
+            out.insert("entry".into(), entry.to_value());
+            if !args.json
+                && let Some(id) = entry.provider_id()
+            {
+                print_stdout(&format!("{}\n", visible_inline(id)));
+            }
+            (
+                Exit::Ok,
+                format!(
+                    "the send's answer was ambiguous ({}), but Sent shows it landed: {}; recorded as sent, not retried",
+                    visible_inline(ambiguity),
+                    message.describe()
+                ),
+            )
+        }
+        MailOutcome::Failed { entry, why } => {
+            out.insert("error".into(), why.clone().into());
+            out.insert("entry".into(), entry.to_value());
+            (
+                Exit::Failed,
+                format!(
+                    "the mailer rejected it: {}. Recorded as failed; a rerun may send it.",
+                    visible_inline(why)
+                ),
+            )
+        }
+        MailOutcome::Unknown { entry, why } => {
+            out.insert("error".into(), why.clone().into());
+            out.insert("entry".into(), entry.to_value());
+            (
+                Exit::Unknown,
+                format!(
+                    "{}.\nThe mail may or may not have gone out. It stays pending and a rerun will not send it.\n{resolve_hint}",
+                    visible_inline(why)
+                ),
+            )
+        }
+        _ => (Exit::Refused, "an outcome this binary does not know".into()),
+    };
+    if args.json {
+        print_json(&Value::Object(out));
+    }
+    note(message);
+    exit
+}
