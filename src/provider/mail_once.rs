@@ -194,7 +194,9 @@ pub async fn send_mail_once(
     Ok(match outcome {
         // Another process claimed it between gate 1 and the claim.
         Outcome::Duplicate { entry } => MailOutcome::AlreadySent { entry },
-        Outcome::Unknown { entry, error: None } => MailOutcome::Pending { entry },
+        Outcome::Unknown {
+            entry, error: None, ..
+        } => MailOutcome::Pending { entry },
         Outcome::Sent { entry, result } => MailOutcome::Sent {
             entry,
             message_id: result.message_id,
@@ -206,7 +208,10 @@ pub async fn send_mail_once(
         Outcome::Unknown {
             entry,
             error: Some(error),
+            ..
         } => verify(ledger, key, mailer, mail, entry, error).await,
+        // `once` asks no provider check.
+        Outcome::Confirmed { entry, .. } => MailOutcome::AlreadySent { entry },
     })
 }
 
