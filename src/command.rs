@@ -104,6 +104,10 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         .kill_on_drop(false)
         .spawn()?;
     let pid = child.id();
+    // Whoever drops this future (a reconcile told to stop, a screen closed while a
+    // verify runs) will never read the answer: stop what was started rather than leave
+    // it running unobserved.
+    let mut guard = KillOnDrop(pid);
 
     let stdin = child.stdin.take();
     let payload = command.payload.map(<[u8]>::to_vec);
@@ -191,6 +195,7 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
             }
         },
     };
+    guard.0 = None;
     let (status, (), (stdout, truncated), stderr_tail) = status;
     let status = if timed_out { None } else { Some(status?) };
     let how = match status {
@@ -210,6 +215,15 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         stdout_truncated: truncated,
         stderr_tail,
     })
+}
+
+/// Kills the command's process group when dropped while armed.
+struct KillOnDrop(Option<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        kill_group(self.0.take());
+    }
 }
 
 /// Kills the process group the command leads, so the pipes close and the readers
