@@ -35,6 +35,7 @@ mod check;
 mod command;
 mod message_id;
 mod options;
+pub mod reconcile;
 
 use async_trait::async_trait;
 
@@ -48,6 +49,7 @@ pub use command::{
 };
 pub use message_id::message_id;
 pub use options::{OptionsError, SendOptions, SendOptionsBuilder};
+pub use reconcile::{ReconcileOptions, reconcile};
 
 /// Where a send goes: something that can send, and may be able to say whether a send
 /// already happened.
