@@ -24,6 +24,7 @@ use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -236,15 +237,30 @@ impl Plan {
             dry_run: options.dry_run,
             ..Report::default()
         };
-        let checks = futures_util::stream::iter(self.due)
-            .take_until(stop)
-            .map(|entry| check_one(ledger, provider, options, entry))
-            .buffer_unordered(options.jobs.get());
-        let mut checks = std::pin::pin!(checks);
-        while let Some(checked) = checks.next().await {
-            each(&checked);
-            report.count(&checked);
-            report.results.push(checked);
+        // Watched beside the checks, not between them, so a signal is taken (and said)
+        // at once even while every slot is busy with a slow check.
+        let mut stop = std::pin::pin!(stop);
+        let mut stopped = false;
+        let mut due = self.due.into_iter();
+        let mut running = FuturesUnordered::new();
+        loop {
+            while !stopped && running.len() < options.jobs.get() {
+                match due.next() {
+                    Some(entry) => running.push(check_one(ledger, provider, options, entry)),
+                    None => break,
+                }
+            }
+            if running.is_empty() {
+                break;
+            }
+            tokio::select! {
+                () = &mut stop, if !stopped => stopped = true,
+                Some(checked) = running.next() => {
+                    each(&checked);
+                    report.count(&checked);
+                    report.results.push(checked);
+                }
+            }
         }
         report
     }
