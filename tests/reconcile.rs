@@ -816,3 +816,26 @@ fn each_check_is_a_span_with_its_outcome() {
         assert!(line.contains(field), "{field} missing: {line}");
     }
 }
+
+#[test]
+fn an_unreadable_pending_row_is_named_and_never_counted_as_nothing_unknown() {
+    let f = Fixture::new("ledger.db");
+    f.pending("op-fine", "fine@example.com", CLAIMED_MS);
+    let conn = rusqlite::Connection::open(&f.ledger).unwrap();
+    conn.execute(
+        "INSERT INTO send_once (key,status,entry,claimed_at,updated_at) VALUES ('op-torn','pending','{\"key\":','x','x')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let verify = f.script("verify.sh", "echo '{\"id\":\"x\"}'\n");
+    let out = f.reconcile(&["--verify", &verify]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("op-torn: this pending row cannot be read"),
+        "{text}"
+    );
+    assert!(text.contains("1 pending rows cannot be read"), "{text}");
+    assert_eq!(f.status("op-fine"), "sent");
+}

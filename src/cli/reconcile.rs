@@ -218,7 +218,16 @@ pub fn reconcile(args: &ReconcileArgs) -> Exit {
         if json {
             print_json(&report_json(&setup, &report));
         } else {
-            print_stdout(&format!("{}\n", summary(&setup, &report)));
+            let mut out = String::new();
+            for row in &report.unreadable {
+                out.push_str(&format!(
+                    "{}: this pending row cannot be read ({}); not asked\n",
+                    visible_inline(&row.key),
+                    visible_inline(&row.detail)
+                ));
+            }
+            out.push_str(&format!("{}\n", summary(&setup, &report)));
+            print_stdout(&out);
         }
         if report.unknown_left() {
             Exit::Failed
