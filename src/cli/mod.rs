@@ -11,6 +11,7 @@ mod log;
 mod mail;
 mod out_file;
 mod output;
+mod reconcile;
 mod resolve;
 mod review;
 mod run;
@@ -85,6 +86,9 @@ enum Command {
     /// Record what happened to an unknown send, after checking with the provider.
     #[command(after_help = resolve::RESOLVE_EXIT_CODES)]
     Resolve(resolve::ResolveArgs),
+    /// Ask the provider about every unknown send, and settle what it answers for.
+    #[command(after_help = reconcile::EXIT_CODES)]
+    Reconcile(reconcile::ReconcileArgs),
     /// List ledger entries, newest claim first.
     Ls(entries::LsArgs),
     /// Show one entry and the decisions made about it.
@@ -145,6 +149,7 @@ pub fn main() -> ExitCode {
         Command::Tui(args) => tui::tui(&args, cli.headless),
         Command::Audit(args) => audit::audit(&args),
         Command::Resolve(args) => resolve::resolve(&args),
+        Command::Reconcile(args) => reconcile::reconcile(&args),
         Command::Ls(args) => entries::ls(&args),
         Command::Show(args) => entries::show(&args),
         Command::Reset(args) => entries::reset(&args),
@@ -221,6 +226,7 @@ impl Command {
         match self {
             Command::Audit(a) => a.json,
             Command::Resolve(a) => a.json,
+            Command::Reconcile(a) => a.json,
             Command::Ls(a) => a.json,
             Command::Show(a) => a.json,
             Command::Reset(a) => a.json,

@@ -37,6 +37,7 @@ mod mail;
 mod mail_once;
 mod message_id;
 mod options;
+pub mod reconcile;
 
 use async_trait::async_trait;
 
@@ -56,6 +57,7 @@ pub use mail::{
 pub use mail_once::{MailOutcome, SETTLED_BY, message_json, send_mail_once};
 pub use message_id::message_id;
 pub use options::{OptionsError, SendOptions, SendOptionsBuilder};
+pub use reconcile::{ReconcileOptions, reconcile};
 
 /// Where a send goes: something that can send, and may be able to say whether a send
 /// already happened.
