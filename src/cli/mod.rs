@@ -132,7 +132,11 @@ pub fn main() -> ExitCode {
         Err(e) => return parse_failure(&e),
     };
     output::json_errors(cli.command.json());
-    log::init(cli.log_format);
+    // Spans written on stderr would draw over the full-screen UI: the TUI installs no
+    // log subscriber, whatever SEND_ONCE_LOG says.
+    if !matches!(cli.command, Command::Tui(_)) {
+        log::init(cli.log_format);
+    }
     if let Err(message) = cli.command.settle() {
         return output::finish(fail(Exit::Refused, message)).into();
     }
