@@ -168,7 +168,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('v'), NONE)],
         key_label: "v",
         command: Command::Verify,
-        label: "verify with the provider",
+        label: "verify with provider",
         name: "verify",
         group: "Decide",
         views: &[View::Unknown],

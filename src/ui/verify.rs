@@ -57,10 +57,10 @@ impl RowMark {
     pub fn label(self) -> &'static str {
         match self {
             RowMark::Running => "verifying…",
-            RowMark::Queued => "verify queued",
-            RowMark::Happened => "verify: happened",
-            RowMark::NotThere => "verify: not there",
-            RowMark::Inconclusive => "verify: inconclusive",
+            RowMark::Queued => "queued",
+            RowMark::Happened => "happened",
+            RowMark::NotThere => "not there",
+            RowMark::Inconclusive => "inconclusive",
         }
     }
 }
