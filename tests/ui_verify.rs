@@ -382,6 +382,23 @@ fn after_happened_enter_opens_the_sent_form_prefilled_and_confirming_resolves_wh
 }
 
 #[test]
+fn with_rows_marked_enter_still_settles_only_the_row_verify_answered_about() {
+    let mut app = app(table());
+    ch(&mut app, ' ');
+    ch(&mut app, ' ');
+    ch(&mut app, 'g');
+    ch(&mut app, 'v');
+    answer(&mut app, "k-ann", happened("msg-1"));
+    press(&mut app, KeyCode::Enter);
+    assert!(
+        matches!(&form(&app).kind, FormKind::MarkSent { key, .. } if key == "k-ann"),
+        "{:?}",
+        form(&app).kind
+    );
+    assert_eq!(values(&app)[2], ("Provider id", "msg-1".to_owned()));
+}
+
+#[test]
 fn s_on_a_happened_row_opens_the_same_prefilled_form() {
     let mut app = app(table());
     ch(&mut app, 'v');

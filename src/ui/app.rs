@@ -1222,7 +1222,6 @@ impl App {
     }
 
     pub(super) fn open_settle(&mut self, status: Status) {
-        let sent = status == Status::Sent;
         let marked = &self.state(View::Unknown).marked;
         if !marked.is_empty() {
             let sends: Vec<Settle> = self
@@ -1248,6 +1247,12 @@ impl App {
             )));
             return;
         }
+        self.open_settle_one(status);
+    }
+
+    /// The settle form for the selected unknown send alone, whatever is marked.
+    pub(super) fn open_settle_one(&mut self, status: Status) {
+        let sent = status == Status::Sent;
         let Some(entry) = self.selected_unknown() else {
             self.say("No unknown send selected.", false);
             return;

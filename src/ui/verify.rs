@@ -349,7 +349,9 @@ impl App {
         };
         let key = entry.key().to_owned();
         match self.verifying.answers.get(&key).map(|v| &v.answer) {
-            Some(CheckAnswer::Happened { .. }) => self.open_settle(Status::Sent),
+            // The row the answer is about, even when others are marked: a bulk
+            // settle carries no provider id or evidence.
+            Some(CheckAnswer::Happened { .. }) => self.open_settle_one(Status::Sent),
             Some(CheckAnswer::NotThere) => self.say(
                 "Verify found no record of it. That alone does not make it failed (a provider's record can lag): f opens the failed form if you know it did not go out.",
                 true,
