@@ -69,7 +69,7 @@ pub struct Cli {
     /// Print help (-h for a short one, after a command: `send-once ls -h`)
     #[arg(long, global = true, action = ArgAction::HelpLong, display_order = 901)]
     help: Option<bool>,
-    /// How spans are written on stderr when SEND_ONCE_LOG is set (SEND_ONCE_LOG=info)
+    /// How spans are written on stderr when SEND_ONCE_LOG is set (SEND_ONCE_LOG=info; tui writes none)
     #[arg(long, global = true, value_enum, default_value_t, display_order = 902)]
     log_format: log::LogFormat,
     #[command(subcommand)]
@@ -141,7 +141,11 @@ pub fn main() -> ExitCode {
         Err(e) => return parse_failure(&e),
     };
     output::json_errors(cli.command.json());
-    log::init(cli.log_format);
+    // Spans written on stderr would draw over the full-screen UI: the TUI installs no
+    // log subscriber, whatever SEND_ONCE_LOG says.
+    if !matches!(cli.command, Command::Tui(_)) {
+        log::init(cli.log_format);
+    }
     if let Err(message) = cli.command.settle() {
         return output::finish(fail(Exit::Refused, message)).into();
     }

@@ -1,4 +1,5 @@
-//! `send-once tui [LEDGER] [--by NAME] [--older-than D] [--demo] [--view V] [--key K]`.
+//! `send-once tui [LEDGER] [--by NAME] [--older-than D] [--demo] [--view V] [--key K]
+//! [--verify CMD] [--check-timeout D]`.
 
 use std::io::IsTerminal;
 
@@ -6,6 +7,8 @@ use clap::Args;
 
 use send_once::ledger::LedgerLocation;
 use send_once::ledger::sqlite::Access;
+use send_once::provider::{Limit, split_command};
+use send_once::ui::config::{self, VerifyCommand, VerifySetup};
 use send_once::ui::{self, UiOptions};
 
 use super::ledger_arg::{by_or_default, check_by, clock, duration_flag, ledger_or_default};
@@ -30,6 +33,18 @@ pub struct TuiArgs {
     /// Open with this key (or draft id) selected, for a link in an alert
     #[arg(long)]
     pub key: Option<String>,
+    /// The verify command `v` runs for every channel (overrides the [verify] table of
+    /// the config file, $SEND_ONCE_CONFIG or send-once/config.toml in the config directory)
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// How long a verify command may take before its process group is killed (inconclusive)
+    #[arg(
+        long,
+        value_name = "D",
+        default_value = "30s",
+        allow_hyphen_values = true
+    )]
+    pub check_timeout: String,
 }
 
 pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
@@ -46,6 +61,10 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     if let Err(message) = check_by(args.by.as_deref()) {
         return fail(Exit::Refused, message);
     }
+    let verify = match verify_setup(args) {
+        Ok(verify) => verify,
+        Err(message) => return fail(Exit::Refused, message),
+    };
     // A ledger no command could open is bad input, said before asking for a terminal.
     let given = if args.demo {
         None
@@ -93,6 +112,7 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
                 .as_deref()
                 .map(|k| send_once::ledger::lone::from_text(k).into_owned()),
         },
+        verify,
     };
     match ui::run(options) {
         Ok(ui::Ended::Quit) => Exit::Ok,
@@ -104,6 +124,32 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         }
         Err(e) => fail(Exit::Refused, e),
     }
+}
+
+/// `--verify` and `--check-timeout` checked (bad ones refuse before anything starts),
+/// and the config file read. A config file that cannot be used does not refuse: the UI
+/// says what is wrong with it.
+fn verify_setup(args: &TuiArgs) -> Result<VerifySetup, String> {
+    let ms = duration_flag("--check-timeout", &args.check_timeout)?;
+    if ms <= 0.0 {
+        return Err(format!(
+            "--check-timeout {}: give a time longer than zero, such as 30s",
+            send_once::text::visible_inline(&args.check_timeout)
+        ));
+    }
+    let timeout = Limit::written(
+        std::time::Duration::from_millis(ms as u64),
+        args.check_timeout.trim(),
+    );
+    let every = match &args.verify {
+        Some(text) => Some(VerifyCommand {
+            argv: split_command("--verify", text)?,
+            text: text.clone(),
+            from: "--verify".to_owned(),
+        }),
+        None => None,
+    };
+    Ok(VerifySetup::load(every, config::config_path(), timeout))
 }
 
 /// Whether the default ledger is there to open. One named by `$SEND_ONCE_LEDGER` was

@@ -7,6 +7,7 @@ use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::ledger::decision::Decision;
 use crate::ledger::{Census, Entry, PageQuery, Seen, Status};
+use crate::provider::{CheckAnswer, Limit};
 use crate::review::Draft;
 
 #[derive(Clone, Debug)]
@@ -36,6 +37,13 @@ pub enum Action {
     HistoryLoaded {
         subject: String,
         result: Result<Vec<Decision>, String>,
+    },
+    /// The verify command answered about `key`, asked about the entry as it was then
+    /// (`seen`).
+    Verified {
+        key: String,
+        seen: Seen,
+        answer: CheckAnswer,
     },
     /// An effect finished: what came of it.
     Done(Outcome),
@@ -106,6 +114,14 @@ pub enum Effect {
     /// compare-and-set, run one after another, reported as one outcome and followed
     /// by one reload.
     Batch(Vec<Effect>),
+    /// Ask the verify command about one entry, as it is shown. It writes nothing: what
+    /// it answers comes back as `Action::Verified`, for the person to act on.
+    Verify {
+        key: String,
+        entry: Box<Entry>,
+        argv: Vec<String>,
+        timeout: Limit,
+    },
     /// Show this text in `$PAGER`, the UI suspended meanwhile.
     Page {
         title: String,

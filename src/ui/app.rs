@@ -8,6 +8,7 @@ use tui_input::Input;
 use tui_input::backend::crossterm::EventHandler;
 
 use super::action::{Action, Effect, Gone, Outcome};
+use super::config::VerifySetup;
 use super::keymap::{self, Command, View, command_for};
 use super::view::{self, Hit, MIN_HEIGHT, MIN_WIDTH};
 use crate::ledger::decision::Decision;
@@ -21,6 +22,7 @@ pub use super::state::{Loaded, Sort, StatusLine, ViewState};
 use super::state::{
     decision_matches, draft_matches, entry_matches, loaded, sort_drafts, sort_entries,
 };
+pub use super::verify::{RowMark, Verified, Verifying};
 
 /// Rows of the ledger view loaded at a time.
 pub const LEDGER_PAGE: usize = 200;
@@ -118,6 +120,10 @@ pub struct App {
     pub overlay_stale: bool,
     /// Where to open, until it has been applied (or a key was pressed first).
     pub start: Start,
+    /// Which verify command `v` runs for each channel (`--verify`, the config file).
+    pub verify: VerifySetup,
+    /// What `v` is doing and what it was told.
+    pub verifying: Verifying,
     pub quit: bool,
 }
 
@@ -165,8 +171,23 @@ impl App {
             ledger_gone: None,
             overlay_stale: false,
             start: Start::default(),
+            verify: VerifySetup::none(crate::provider::Limit::new(
+                crate::provider::DEFAULT_CHECK_TIMEOUT,
+            )),
+            verifying: Verifying::default(),
             quit: false,
         }
+    }
+
+    /// The verify commands `v` runs. What is wrong with the config file, if anything,
+    /// is said at once (and stays in the help).
+    pub fn with_verify(mut self, verify: VerifySetup) -> App {
+        if let Some(problem) = &verify.problem {
+            let problem = problem.clone();
+            self.say(&problem, false);
+        }
+        self.verify = verify;
+        self
     }
 
     /// Opens on `start.view`, and selects `start.focus` once it is loaded.
@@ -453,7 +474,7 @@ impl App {
         matches!(&self.status, Some(s) if s.text == WORKING)
     }
 
-    fn say(&mut self, message: &str, ok: bool) {
+    pub(super) fn say(&mut self, message: &str, ok: bool) {
         self.status = Some(StatusLine {
             text: message.to_owned(),
             ok,
@@ -505,6 +526,8 @@ impl App {
             Action::LedgerBack { reopened } => {
                 let was_gone = self.ledger_gone.take().is_some();
                 if reopened {
+                    // Answers were about the entries of the file no longer opened.
+                    self.verifying.answers.clear();
                     self.overlay_stale = self.overlay_stale
                         || matches!(self.overlay, Some(Overlay::Form(_) | Overlay::Confirm(_)));
                     self.say(
@@ -551,6 +574,7 @@ impl App {
                     self.state_mut(View::Unknown).selected = i;
                 }
                 self.prune_marks();
+                self.prune_verified();
                 self.after_load()
             }
             Action::LedgerLoaded { query, result } => {
@@ -625,6 +649,7 @@ impl App {
                 }
                 Vec::new()
             }
+            Action::Verified { key, seen, answer } => self.verify_answered(key, seen, answer),
             Action::Done(outcome) => {
                 self.history_stale = true;
                 let ok = outcome.ok();
@@ -913,6 +938,7 @@ impl App {
                 | Command::Recheck
                 | Command::MarkSent
                 | Command::MarkFailed
+                | Command::SettleVerified
         )
     }
 
@@ -1036,6 +1062,8 @@ impl App {
                 };
                 self.open_settle(status);
             }
+            Command::Verify => return self.verify_selected(),
+            Command::SettleVerified => self.settle_verified(),
             Command::Copy => return self.copy(),
             Command::Page => return self.page(),
             Command::OlderDiffBase => return self.move_diff_base(true),
@@ -1193,8 +1221,7 @@ impl App {
         }
     }
 
-    fn open_settle(&mut self, status: Status) {
-        let sent = status == Status::Sent;
+    pub(super) fn open_settle(&mut self, status: Status) {
         let marked = &self.state(View::Unknown).marked;
         if !marked.is_empty() {
             let sends: Vec<Settle> = self
@@ -1220,17 +1247,30 @@ impl App {
             )));
             return;
         }
+        self.open_settle_one(status);
+    }
+
+    /// The settle form for the selected unknown send alone, whatever is marked.
+    pub(super) fn open_settle_one(&mut self, status: Status) {
+        let sent = status == Status::Sent;
         let Some(entry) = self.selected_unknown() else {
             self.say("No unknown send selected.", false);
             return;
         };
         let key = entry.key().to_owned();
         let in_flight = self.maybe_in_flight(entry);
-        let seen = Seen::entry(entry);
+        // A verify answer for this status starts the form; the settlement applies to
+        // the attempt it was about.
+        let prefill = self.verify_prefill(&key, status);
+        let seen = prefill
+            .as_ref()
+            .map_or_else(|| Seen::entry(entry), |p| p.seen.clone());
         let short = crate::text::visible_inline(&short_key(&key)).into_owned();
-        let mut fields = vec![field("Note", "", false), field("Name", &self.by, true)];
+        let note = prefill.as_ref().map_or("", |p| p.note.as_str());
+        let mut fields = vec![field("Note", note, false), field("Name", &self.by, true)];
         let (kind, title) = if sent {
-            fields.push(field("Provider id", "", false));
+            let id = prefill.as_ref().and_then(|p| p.provider_id.as_deref());
+            fields.push(field("Provider id", id.unwrap_or(""), false));
             (
                 FormKind::MarkSent {
                     key,

@@ -77,6 +77,10 @@ pub enum Command {
     Recheck,
     MarkSent,
     MarkFailed,
+    /// Ask the verify command about the selected or marked unknown sends.
+    Verify,
+    /// Open the settle form a verify answer calls for ("happened": sent, prefilled).
+    SettleVerified,
     CycleStatus,
     ScrollDetailDown,
     ScrollDetailUp,
@@ -159,6 +163,26 @@ pub const BINDINGS: &[Binding] = &[
         group: "Decide",
         views: &[View::Unknown],
         hint: Some(("f", "failed")),
+    },
+    Binding {
+        keys: &[(KeyCode::Char('v'), NONE)],
+        key_label: "v",
+        command: Command::Verify,
+        label: "verify with provider",
+        name: "verify",
+        group: "Decide",
+        views: &[View::Unknown],
+        hint: Some(("v", "verify")),
+    },
+    Binding {
+        keys: &[(KeyCode::Enter, NONE)],
+        key_label: "Enter",
+        command: Command::SettleVerified,
+        label: "settle as verify said",
+        name: "settle-verified",
+        group: "Decide",
+        views: &[View::Unknown],
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char(' '), NONE)],

@@ -8,12 +8,14 @@
 
 pub mod action;
 pub mod app;
+pub mod config;
 pub mod demo;
 pub mod forms;
 pub mod keymap;
 pub mod state;
 pub mod terminal;
 pub mod theme;
+pub mod verify;
 pub mod view;
 mod watch;
 
@@ -47,6 +49,8 @@ pub struct UiOptions {
     pub clock: Clock,
     /// Where to open (`--view`, `--key`).
     pub start: app::Start,
+    /// The verify commands `v` runs (`--verify`, the config file), never the ledger's.
+    pub verify: config::VerifySetup,
 }
 
 impl UiOptions {
@@ -177,7 +181,8 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
         no_queue,
         now: (options.clock)(),
     })
-    .with_start(options.start.clone());
+    .with_start(options.start.clone())
+    .with_verify(options.verify.clone());
     app.size = (size.width, size.height);
 
     spawn_input(tx.clone());
@@ -389,6 +394,24 @@ impl Runner {
         ) {
             return;
         }
+        if let Effect::Verify {
+            key,
+            entry,
+            argv,
+            timeout,
+        } = effect
+        {
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                let answer = verify(&key, &entry, &argv, &timeout).await;
+                let _ = tx.send(Action::Verified {
+                    key,
+                    seen: crate::ledger::Seen::entry(&entry),
+                    answer,
+                });
+            });
+            return;
+        }
         let opened = self.current.get();
         // A decision confirmed before the app heard that another file was opened is
         // about the old one.
@@ -454,6 +477,33 @@ impl Runner {
             }
         });
     }
+}
+
+/// Asks the verify command about `entry`. Its stderr is kept out of the screen (the
+/// tail is in an inconclusive answer); past `timeout` its process group is killed.
+async fn verify(
+    key: &str,
+    entry: &crate::ledger::Entry,
+    argv: &[String],
+    timeout: &crate::provider::Limit,
+) -> crate::provider::CheckAnswer {
+    use tracing::Instrument;
+    let span = tracing::info_span!(
+        "verify",
+        key = %key,
+        attempt = entry.attempts(),
+        gate = "tui",
+        outcome = tracing::field::Empty
+    );
+    let check = crate::provider::CheckCommand {
+        kind: crate::provider::CheckKind::Verify,
+        argv,
+        timeout,
+        echo_stderr: false,
+    };
+    let answer = check.ask(entry).instrument(span.clone()).await;
+    span.record("outcome", answer.name());
+    answer
 }
 
 /// The same refusal for a decision, or for every decision of a batch.

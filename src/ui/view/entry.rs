@@ -55,6 +55,12 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
             )));
         }
     }
+    if app.view == crate::ui::keymap::View::Unknown {
+        for (text, warn) in app.verify_detail(entry.key()) {
+            let style = if warn { theme.warn() } else { theme.title() };
+            lines.push(Line::from(Span::styled(safe(&text), style)));
+        }
+    }
     if let Some(at) = entry.updated_at() {
         lines.push(Line::from(format!("updated {}", safe(at))));
     }

@@ -50,7 +50,14 @@ fn draw_help(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     let half = entries.len().div_ceil(2);
     let right = entries.split_off(half);
     let closing = "Forms: Tab moves, Enter submits, Esc cancels. Esc, ? or q closes this.";
-    let height = (half as u16 + 5).min(area.height);
+    // Where `v`'s commands come from, and what is wrong with the config file, stay
+    // here for as long as the status line's word on it has faded.
+    let verify = (app.view == keymap::View::Unknown).then(|| safe(&app.verify.describe()));
+    let rect = centered(area, 84, half as u16 + 5);
+    let verify_rows = verify.as_ref().map_or(0, |text| {
+        super::wrapped_rows(text, rect.width.saturating_sub(2)).min(4)
+    });
+    let height = (half as u16 + 5 + verify_rows).min(area.height);
     let rect = centered(area, 84, height);
     frame.render_widget(Clear, rect);
     let block = Block::default()
@@ -59,13 +66,23 @@ fn draw_help(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
     let [columns, footer] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
+        Layout::vertical([Constraint::Min(1), Constraint::Length(2 + verify_rows)]).areas(inner);
     let [left_area, right_area] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(columns);
     frame.render_widget(Paragraph::new(entries), left_area);
     frame.render_widget(Paragraph::new(right), right_area);
+    let mut closing_lines = Vec::new();
+    if let Some(text) = verify {
+        let style = if app.verify.problem.is_some() {
+            theme.error()
+        } else {
+            theme.dim()
+        };
+        closing_lines.push(Line::from(Span::styled(text, style)));
+    }
+    closing_lines.push(Line::from(Span::styled(closing, theme.dim())));
     frame.render_widget(
-        Paragraph::new(Span::styled(closing, theme.dim())).wrap(Wrap { trim: true }),
+        Paragraph::new(closing_lines).wrap(Wrap { trim: true }),
         footer,
     );
 }

@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::{Row, age, badge, clip, draw_list, draw_message, list_title, placeholder, safe};
-use crate::ui::app::{App, entry_who};
+use crate::ui::app::{App, RowMark, entry_who};
 use crate::ui::keymap::View;
 use crate::ui::theme::Theme;
 
@@ -56,6 +56,15 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
             ];
             if app.maybe_in_flight(e) {
                 spans.push(badge("in flight?", theme.badge_warn()));
+                spans.push(Span::raw(" "));
+            }
+            if let Some(mark) = app.verify_mark(e.key()) {
+                let style = match mark {
+                    RowMark::Happened => theme.ok(),
+                    RowMark::Inconclusive => theme.badge_warn(),
+                    _ => theme.badge_info(),
+                };
+                spans.push(badge(mark.label(), style));
                 spans.push(Span::raw(" "));
             }
             spans.push(Span::styled(

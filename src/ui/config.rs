@@ -1,0 +1,261 @@
+//! The TUI's config file: which verify command `v` runs for each channel.
+//!
+//! It lives in the user's config directory (`send-once/config.toml` under
+//! `$XDG_CONFIG_HOME` or `~/.config` on Linux, `~/Library/Application Support` on
+//! macOS), or wherever `SEND_ONCE_CONFIG` names:
+//!
+//! ```toml
+//! [verify]
+//! email = "gmail-verify --account ops"
+//! sms = "twilio-verify"
+//! default = "generic-verify"   # optional: channels not listed
+//! ```
+//!
+//! The channel is the entry's `meta.channel`. A verify command comes from here or from
+//! `tui --verify` (which overrides the table for every channel), never from the ledger:
+//! whoever writes a ledger must not choose what operators run. A file that cannot be
+//! read or parsed does not stop the UI; what is wrong with it is said instead.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::provider::{Limit, split_command};
+use crate::text::visible_inline;
+
+/// The environment variable that names another config file (for tests, and for
+/// operators who keep one per team).
+pub const CONFIG_ENV: &str = "SEND_ONCE_CONFIG";
+
+/// The key under `[verify]` used for channels that have no line of their own.
+pub const DEFAULT_CHANNEL: &str = "default";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    verify: BTreeMap<String, String>,
+}
+
+/// Where the config file is: `$SEND_ONCE_CONFIG` when set, else `config.toml` in the
+/// user's config directory; `None` when there is no home to look in.
+pub fn config_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    directories::ProjectDirs::from("", "", "send-once")
+        .map(|dirs| dirs.config_dir().join("config.toml"))
+}
+
+/// One verify command, and where it was given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyCommand {
+    /// As written, for messages.
+    pub text: String,
+    /// Split into words as a shell would (no shell runs it).
+    pub argv: Vec<String>,
+    /// "--verify", or "config.toml verify.email".
+    pub from: String,
+}
+
+/// Which verify command each channel gets, and what is wrong with the config, if
+/// anything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifySetup {
+    /// `--verify`: every channel.
+    pub every: Option<VerifyCommand>,
+    /// The config file's `[verify]` lines, by channel (`default` among them).
+    pub by_channel: BTreeMap<String, VerifyCommand>,
+    /// The config file looked at, if there is one to look at.
+    pub config_path: Option<PathBuf>,
+    /// What is wrong with the config file (cannot be read, cannot be parsed, a command
+    /// that cannot be split), said in the status line and the help.
+    pub problem: Option<String>,
+    /// `--check-timeout`: past it the command's process group is killed (inconclusive).
+    pub timeout: Limit,
+}
+
+impl VerifySetup {
+    /// No verify command at all.
+    pub fn none(timeout: Limit) -> VerifySetup {
+        VerifySetup {
+            every: None,
+            by_channel: BTreeMap::new(),
+            config_path: None,
+            problem: None,
+            timeout,
+        }
+    }
+
+    /// `--verify` (already split) and the config file at `path`, if any.
+    pub fn load(every: Option<VerifyCommand>, path: Option<PathBuf>, timeout: Limit) -> Self {
+        let mut setup = VerifySetup::none(timeout);
+        setup.every = every;
+        let Some(path) = path else {
+            return setup;
+        };
+        let named = std::env::var_os(CONFIG_ENV).is_some_and(|p| !p.is_empty());
+        match read_table(&path, named) {
+            Ok((table, problems)) => {
+                setup.by_channel = table;
+                if !problems.is_empty() {
+                    setup.problem =
+                        Some(format!("config {}: {}", shown(&path), problems.join("; ")));
+                }
+            }
+            Err(why) => setup.problem = Some(format!("config {}: {why}", shown(&path))),
+        }
+        setup.config_path = Some(path);
+        setup
+    }
+
+    /// The command for an entry of `channel`, or why there is none and how to give one.
+    pub fn command_for(&self, channel: Option<&str>) -> Result<&VerifyCommand, String> {
+        if let Some(every) = &self.every {
+            return Ok(every);
+        }
+        let listed = channel.and_then(|c| self.by_channel.get(c));
+        if let Some(command) = listed.or_else(|| self.by_channel.get(DEFAULT_CHANNEL)) {
+            return Ok(command);
+        }
+        let file = self
+            .config_path
+            .as_deref()
+            .map_or_else(|| "the config file".to_owned(), shown);
+        let (which, line) = match channel {
+            Some(c) => (
+                format!("channel {}", visible_inline(&format!("{c:?}"))),
+                format!("{} = \"CMD\"", toml_key(c)),
+            ),
+            None => (
+                "an entry without meta.channel".to_owned(),
+                format!("{DEFAULT_CHANNEL} = \"CMD\""),
+            ),
+        };
+        let mut why = format!(
+            "No verify command for {which}: start with send-once tui --verify CMD, or add {line} under [verify] in {file}"
+        );
+        if let Some(problem) = &self.problem {
+            why.push_str(&format!(" ({problem})"));
+        }
+        Err(why)
+    }
+
+    /// One line for the help: where `v`'s commands come from.
+    pub fn describe(&self) -> String {
+        let mut text = match (&self.every, self.by_channel.is_empty()) {
+            (Some(every), _) => format!(
+                "v runs --verify {} for every channel",
+                visible_inline(&every.text)
+            ),
+            (None, false) => {
+                let channels: Vec<&str> = self.by_channel.keys().map(String::as_str).collect();
+                format!(
+                    "v runs the verify command {} names for: {}",
+                    self.config_path.as_deref().map_or_else(String::new, shown),
+                    visible_inline(&channels.join(", "))
+                )
+            }
+            (None, true) => format!(
+                "v has no verify command: send-once tui --verify CMD, or [verify] in {}",
+                self.config_path
+                    .as_deref()
+                    .map_or_else(|| "the config file".to_owned(), shown)
+            ),
+        };
+        text.push_str(&format!(" (time limit {}).", self.timeout.written));
+        if let Some(problem) = &self.problem {
+            text.push_str(&format!(" ✗ {problem}"));
+        }
+        text
+    }
+}
+
+/// A path as a person reads it, made visible.
+fn shown(path: &Path) -> String {
+    visible_inline(&path.display().to_string()).into_owned()
+}
+
+/// A channel name as it would be written as a TOML key.
+fn toml_key(channel: &str) -> String {
+    if !channel.is_empty()
+        && channel
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        channel.to_owned()
+    } else {
+        visible_inline(&format!("{channel:?}")).into_owned()
+    }
+}
+
+/// The `[verify]` table of the file at `path`, each command split, with what could not
+/// be used of it. A missing file is an empty table, unless it was named by
+/// `SEND_ONCE_CONFIG` (then the name is wrong, and that is said).
+fn read_table(
+    path: &Path,
+    named: bool,
+) -> Result<(BTreeMap<String, VerifyCommand>, Vec<String>), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let text = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => {
+            return Ok((BTreeMap::new(), Vec::new()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "{CONFIG_ENV} names it, but there is no such file; no verify command is read from it"
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "cannot be read ({e}); no verify command is read from it"
+            ));
+        }
+    };
+    // Whoever can write this file chooses what runs when an operator presses `v`.
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o002 != 0
+    {
+        return Err(
+            "anyone can write to it, so it could name any command; no verify command is read from it (chmod o-w it)"
+                .to_owned(),
+        );
+    }
+    let text = String::from_utf8(text)
+        .map_err(|_| "is not UTF-8 text; no verify command is read from it".to_owned())?;
+    let parsed: ConfigFile = toml::from_str(&text).map_err(|e| {
+        let message = e.message().trim_end_matches('.').to_owned();
+        let at = e
+            .span()
+            .map(|span| {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!(" at line {line}")
+            })
+            .unwrap_or_default();
+        format!(
+            "not valid TOML{at}: {}; no verify command is read from it",
+            visible_inline(&message)
+        )
+    })?;
+    let mut table = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (channel, text) in parsed.verify {
+        let key = format!("verify.{}", toml_key(&channel));
+        match split_command(&key, &text) {
+            Ok(argv) => {
+                let from = format!(
+                    "{} {key}",
+                    path.file_name().map_or_else(
+                        || shown(path),
+                        |n| visible_inline(&n.to_string_lossy()).into_owned()
+                    )
+                );
+                table.insert(channel, VerifyCommand { text, argv, from });
+            }
+            Err(why) => problems.push(format!("{why}; that channel has no verify command")),
+        }
+    }
+    Ok((table, problems))
+}

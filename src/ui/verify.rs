@@ -1,0 +1,438 @@
+//! `v` in the Unknown view: the verify command asked about the selected or the marked
+//! unknown sends, one at a time, in order, as an effect the runtime runs off the UI's
+//! path. Each answer is kept for its key until the entry changes, shown on its row and
+//! in its detail pane, and offered as the start of a settlement the person still
+//! confirms: "happened" prefills the sent form (provider id, a note with the
+//! evidence), "not there" only the failed form's note, and only when `f` is pressed.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::ledger::{Entry, Seen, Status, jsjson, time};
+use crate::provider::CheckAnswer;
+use crate::text::{safe_json, visible_inline};
+
+use super::action::Effect;
+use super::app::{App, entry_who};
+use super::keymap::View;
+
+/// The longest evidence a note or the detail pane quotes; the rest is left out with a
+/// mark (the pager, `o`, shows the entry whole).
+const EVIDENCE_QUOTED: usize = 300;
+
+/// What the verify command answered about one entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verified {
+    /// The entry as it was when asked: the answer is about this attempt only, and a
+    /// settlement made from it is a compare-and-set on it.
+    pub seen: Seen,
+    pub answer: CheckAnswer,
+    /// When it answered (ms since the epoch).
+    pub at: i64,
+    /// The command asked, as written.
+    pub command: String,
+}
+
+/// The state of `v`: what runs, what waits, what was answered.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verifying {
+    /// The key whose verify command runs now.
+    pub running: Option<String>,
+    /// Keys waiting their turn, in order.
+    pub queue: VecDeque<String>,
+    /// Answers by key, kept until the entry changes or leaves the list.
+    pub answers: HashMap<String, Verified>,
+}
+
+/// What a row shows of `v`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowMark {
+    Running,
+    Queued,
+    Happened,
+    NotThere,
+    Inconclusive,
+}
+
+impl RowMark {
+    pub fn label(self) -> &'static str {
+        match self {
+            RowMark::Running => "verifying…",
+            RowMark::Queued => "queued",
+            RowMark::Happened => "happened",
+            RowMark::NotThere => "not there",
+            RowMark::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// What a settle form starts with, from a verify answer.
+pub struct Prefill {
+    pub note: String,
+    pub provider_id: Option<String>,
+    pub seen: Seen,
+}
+
+/// The evidence as one line of JSON, every suspicious character a `\u` escape, cut
+/// to `EVIDENCE_QUOTED` characters.
+pub fn evidence_line(evidence: &serde_json::Map<String, serde_json::Value>) -> String {
+    let json = jsjson::stringify(&serde_json::Value::Object(evidence.clone()));
+    let safe = visible_inline(&safe_json(&json)).into_owned();
+    if safe.chars().count() <= EVIDENCE_QUOTED {
+        return safe;
+    }
+    let mut cut: String = safe.chars().take(EVIDENCE_QUOTED - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// The answer in a few words, safe to show: "it happened (provider id msg-1)".
+pub fn answer_words(answer: &CheckAnswer) -> String {
+    match answer {
+        CheckAnswer::Happened {
+            provider_id,
+            id_problem,
+            ..
+        } => match (provider_id, id_problem) {
+            (Some(id), _) => format!("it happened, provider id {}", visible_inline(id)),
+            (None, Some(problem)) => format!("it happened, but {}", visible_inline(problem)),
+            (None, None) => "it happened (its answer holds no provider id)".to_owned(),
+        },
+        CheckAnswer::NotThere => "not there: the provider has no record of it".to_owned(),
+        CheckAnswer::Inconclusive { why } => {
+            format!("inconclusive: {}", visible_inline(why))
+        }
+    }
+}
+
+fn at_text(at: i64) -> String {
+    time::iso_from_millis(at).unwrap_or_else(|| "?".to_owned())
+}
+
+impl App {
+    /// What `v` shows on the row of `key`, if anything.
+    pub fn verify_mark(&self, key: &str) -> Option<RowMark> {
+        if self.verifying.running.as_deref() == Some(key) {
+            return Some(RowMark::Running);
+        }
+        if self.verifying.queue.iter().any(|k| k == key) {
+            return Some(RowMark::Queued);
+        }
+        self.verifying.answers.get(key).map(|v| match v.answer {
+            CheckAnswer::Happened { .. } => RowMark::Happened,
+            CheckAnswer::NotThere => RowMark::NotThere,
+            CheckAnswer::Inconclusive { .. } => RowMark::Inconclusive,
+        })
+    }
+
+    /// The detail pane's lines about `v` for `key` (plain text, made safe here), with
+    /// whether they warn.
+    pub fn verify_detail(&self, key: &str) -> Vec<(String, bool)> {
+        match self.verify_mark(key) {
+            Some(RowMark::Running) => {
+                return vec![(
+                    format!(
+                        "Verifying… (the command has up to {} to answer)",
+                        self.verify.timeout.written
+                    ),
+                    false,
+                )];
+            }
+            Some(RowMark::Queued) => {
+                return vec![(
+                    "Verify queued: it is asked after the ones before it.".into(),
+                    false,
+                )];
+            }
+            _ => {}
+        }
+        let Some(v) = self.verifying.answers.get(key) else {
+            return Vec::new();
+        };
+        let mut lines = vec![(
+            format!(
+                "Verify ({}, at {}): {}",
+                visible_inline(&v.command),
+                at_text(v.at),
+                answer_words(&v.answer)
+            ),
+            matches!(v.answer, CheckAnswer::Inconclusive { .. }),
+        )];
+        match &v.answer {
+            CheckAnswer::Happened { evidence, .. } => {
+                lines.push((format!("evidence: {}", evidence_line(evidence)), false));
+                lines.push((
+                    "Enter opens the sent form with this as its note; nothing is written until you confirm."
+                        .into(),
+                    false,
+                ));
+            }
+            CheckAnswer::NotThere => lines.push((
+                "A provider's record can lag, so it stays unknown. f opens the failed form, noting what verify said."
+                    .into(),
+                false,
+            )),
+            CheckAnswer::Inconclusive { .. } => {
+                lines.push(("v asks again; s or f settles it by hand.".into(), false));
+            }
+        }
+        lines
+    }
+
+    /// `v`: asks about the marked unknown sends, else the selected one.
+    pub(super) fn verify_selected(&mut self) -> Vec<Effect> {
+        let marked = &self.state(View::Unknown).marked;
+        let targets: Vec<String> = if marked.is_empty() {
+            match self.selected_unknown() {
+                Some(entry) => vec![entry.key().to_owned()],
+                None => {
+                    self.say("No unknown send selected.", false);
+                    return Vec::new();
+                }
+            }
+        } else {
+            self.unknown
+                .ready()
+                .map(|all| {
+                    all.iter()
+                        .filter(|e| marked.contains(e.key()))
+                        .map(|e| e.key().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut added = 0;
+        let mut busy = 0;
+        let mut missing: Vec<String> = Vec::new();
+        for key in targets {
+            if self.verifying.running.as_deref() == Some(key.as_str())
+                || self.verifying.queue.contains(&key)
+            {
+                busy += 1;
+                continue;
+            }
+            let Some(entry) = self.listed(&key) else {
+                continue;
+            };
+            if let Err(why) = self.verify.command_for(channel_of(entry)) {
+                missing.push(why);
+                continue;
+            }
+            self.verifying.answers.remove(&key);
+            self.verifying.queue.push_back(key);
+            added += 1;
+        }
+        let effects = self.next_verify();
+        let mut text = match (added, self.verifying.running.as_deref()) {
+            (0, _) => String::new(),
+            (_, Some(running)) => {
+                let who = self
+                    .listed(running)
+                    .map(|e| visible_inline(&entry_who(e)).into_owned())
+                    .unwrap_or_default();
+                let waiting = self.verifying.queue.len();
+                if waiting > 0 {
+                    format!("Verifying {who}… ({waiting} more waiting their turn.)")
+                } else {
+                    format!("Verifying {who}…")
+                }
+            }
+            (_, None) => String::new(),
+        };
+        if busy > 0 {
+            text.push_str(&format!(" {busy} already being verified."));
+        }
+        if let Some(first) = missing.first() {
+            if missing.len() > 1 {
+                text.push_str(&format!(" {} have no verify command. ", missing.len()));
+            } else {
+                text.push(' ');
+            }
+            text.push_str(first);
+            text.push('.');
+        }
+        if text.trim().is_empty() {
+            text = "Nothing to verify: the marked sends are no longer listed.".to_owned();
+        }
+        self.say(text.trim(), missing.is_empty());
+        effects
+    }
+
+    /// The next waiting key's effect, when nothing runs.
+    fn next_verify(&mut self) -> Vec<Effect> {
+        if self.verifying.running.is_some() {
+            return Vec::new();
+        }
+        while let Some(key) = self.verifying.queue.pop_front() {
+            // Settled or gone since it was queued: nothing to ask.
+            let Some(entry) = self.listed(&key).cloned() else {
+                continue;
+            };
+            let Ok(command) = self.verify.command_for(channel_of(&entry)) else {
+                continue;
+            };
+            let argv = command.argv.clone();
+            self.verifying.running = Some(key.clone());
+            return vec![Effect::Verify {
+                key,
+                entry: Box::new(entry),
+                argv,
+                timeout: self.verify.timeout.clone(),
+            }];
+        }
+        Vec::new()
+    }
+
+    /// The verify command answered about `key`, as it was (`seen`).
+    pub(super) fn verify_answered(
+        &mut self,
+        key: String,
+        seen: Seen,
+        answer: CheckAnswer,
+    ) -> Vec<Effect> {
+        if self.verifying.running.as_deref() == Some(key.as_str()) {
+            self.verifying.running = None;
+        }
+        let entry = self.listed(&key);
+        let who = entry
+            .map(|e| visible_inline(&entry_who(e)).into_owned())
+            .unwrap_or_else(|| super::forms::short_key(&key));
+        // An answer about an attempt no longer listed (settled, retried meanwhile) is
+        // about something that is not shown: said, not kept.
+        let current = entry.is_some_and(|e| Seen::entry(e) == seen);
+        let command = entry
+            .and_then(|e| self.verify.command_for(channel_of(e)).ok())
+            .map(|c| c.text.clone())
+            .unwrap_or_default();
+        let words = answer_words(&answer);
+        let (next, ok) = match &answer {
+            CheckAnswer::Happened { .. } => (
+                "Select it and press Enter to open the sent form, prefilled.",
+                true,
+            ),
+            CheckAnswer::NotThere => (
+                "It stays unknown (a record can lag); f opens the failed form.",
+                true,
+            ),
+            CheckAnswer::Inconclusive { .. } => ("v asks again.", false),
+        };
+        let mut text = if current {
+            self.verifying.answers.insert(
+                key.clone(),
+                Verified {
+                    seen,
+                    answer,
+                    at: self.now,
+                    command,
+                },
+            );
+            format!("Verify {who}: {words}. {next}")
+        } else {
+            format!(
+                "Verify {who}: {words}, but it changed or was settled while it was asked; the answer is not kept."
+            )
+        };
+        let effects = self.next_verify();
+        if !self.verifying.queue.is_empty() || self.verifying.running.is_some() {
+            let left = self.verifying.queue.len() + usize::from(self.verifying.running.is_some());
+            text.push_str(&format!(" ({left} still to verify.)"));
+        }
+        self.say(&text, ok && current);
+        effects
+    }
+
+    /// Enter in the Unknown view: settle the selected send as its verify answer says,
+    /// through the form (which the person still submits and confirms).
+    pub(super) fn settle_verified(&mut self) {
+        let Some(entry) = self.selected_unknown() else {
+            self.say("No unknown send selected.", false);
+            return;
+        };
+        let key = entry.key().to_owned();
+        match self.verifying.answers.get(&key).map(|v| &v.answer) {
+            // The row the answer is about, even when others are marked: a bulk
+            // settle carries no provider id or evidence.
+            Some(CheckAnswer::Happened { .. }) => self.open_settle_one(Status::Sent),
+            Some(CheckAnswer::NotThere) => self.say(
+                "Verify found no record of it. That alone does not make it failed (a provider's record can lag): f opens the failed form if you know it did not go out.",
+                true,
+            ),
+            Some(CheckAnswer::Inconclusive { why }) => {
+                let why = visible_inline(why).into_owned();
+                self.say(
+                    &format!("Verify could not say ({why}): v asks again, s or f settles it by hand."),
+                    false,
+                );
+            }
+            None if self.verifying.running.as_deref() == Some(key.as_str()) => {
+                self.say("Still verifying it; its answer shows here when it comes.", true);
+            }
+            None => self.say(
+                "Not verified yet: v asks the verify command about it; s or f settles it by hand.",
+                false,
+            ),
+        }
+    }
+
+    /// What the settle form for `key` starts with, when its verify answer says
+    /// something for `status`: "happened" for sent, "not there" for failed.
+    pub(super) fn verify_prefill(&self, key: &str, status: Status) -> Option<Prefill> {
+        let v = self.verifying.answers.get(key)?;
+        let command = visible_inline(&v.command).into_owned();
+        let at = at_text(v.at);
+        match (&v.answer, status) {
+            (
+                CheckAnswer::Happened {
+                    provider_id,
+                    id_problem,
+                    evidence,
+                },
+                Status::Sent,
+            ) => {
+                let mut note = format!("verify ({command}) at {at}: it happened");
+                if let Some(problem) = id_problem {
+                    note.push_str(&format!(", {}", visible_inline(problem)));
+                }
+                note.push_str(&format!("; evidence {}", evidence_line(evidence)));
+                Some(Prefill {
+                    note,
+                    provider_id: provider_id.clone(),
+                    seen: v.seen.clone(),
+                })
+            }
+            (CheckAnswer::NotThere, Status::Failed) => Some(Prefill {
+                note: format!(
+                    "verify ({command}) at {at} said not there: the provider has no record of it"
+                ),
+                provider_id: None,
+                seen: v.seen.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Answers about entries that changed or left the list are dropped: each was about
+    /// an attempt that is no longer the one shown.
+    pub(super) fn prune_verified(&mut self) {
+        let Some(entries) = self.unknown.ready() else {
+            return;
+        };
+        let current: HashMap<&str, Seen> =
+            entries.iter().map(|e| (e.key(), Seen::entry(e))).collect();
+        self.verifying
+            .answers
+            .retain(|key, v| current.get(key.as_str()) == Some(&v.seen));
+    }
+
+    /// The entry the Unknown view lists under `key`, filtered out or not.
+    fn listed(&self, key: &str) -> Option<&Entry> {
+        self.unknown.ready()?.iter().find(|e| e.key() == key)
+    }
+}
+
+/// The entry's `meta.channel`, which picks its verify command.
+pub fn channel_of(entry: &Entry) -> Option<&str> {
+    entry
+        .meta()
+        .and_then(|m| m.get("channel"))
+        .and_then(serde_json::Value::as_str)
+}
