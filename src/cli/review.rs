@@ -1261,6 +1261,9 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                     gates,
                 )
             }
+            // A kind of error this binary does not know may have come after the send:
+            // a person must check (exit 3), the safe direction.
+            Err(other) => fail(Exit::Unknown, other),
         }
     })
 }
