@@ -199,8 +199,8 @@ pub mod ledger;
 pub mod provider;
 pub mod review;
 pub mod text;
-// The binary's full-screen TUI: public only so its tests (tests/ui_*.rs) can drive `App`
-// and the views without a terminal; it is not part of the library's API, so it is not
-// documented as one.
+// The binary's full-screen TUI: public only so the binary (src/cli) and the tests
+// (tests/ui_*.rs) can reach `App` and the views; it is not part of the library's API,
+// so it is not documented as one.
 #[allow(missing_docs)]
 pub mod ui;

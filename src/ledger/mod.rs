@@ -292,7 +292,8 @@ pub enum LedgerError {
         /// The check's reason, safe to print.
         why: String,
     },
-    /// The store could not be read or written. Before a send: not sent.
+    /// The store could not be read or written. The entry is as last written: a send
+    /// that ran is left pending or sent, never failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -380,8 +381,8 @@ pub struct ResolveDetails {
     pub by: Option<String>,
     /// Why: what the person checked (for example, the provider's log).
     pub note: Option<String>,
-    /// The provider's id for the message, when the person found it; recorded on a
-    /// resolve to sent (an empty one is ignored).
+    /// The provider's id for the message, when the person found it; recorded on the
+    /// entry (an empty one is ignored).
     pub provider_id: Option<String>,
     /// What the person saw when they decided. When set, the decision applies only to
     /// an entry still in that state, and is refused (naming who changed it) otherwise.
@@ -983,7 +984,7 @@ impl Ledger {
     }
 
     /// What an audit reports: counts, and the pending entries claimed at least
-    /// `older_than_ms` ago, oldest first (ties in the store's order).
+    /// `older_than_ms` milliseconds ago, oldest first (ties in the store's order).
     pub async fn audit(&self, older_than_ms: f64) -> Result<Audit, LedgerError> {
         let now = self.now();
         let mut census = self.store.census().await?;

@@ -30,7 +30,7 @@ pub enum Durability {
 
 /// Why a store could not be opened, read or written, worded for the person who runs
 /// the command. A failed read or write changed nothing, except where a variant says
-/// otherwise ([`StoreError::PartlyWritten`]); what it means for a send is
+/// otherwise ([`StoreError::PartlyWritten`], [`StoreError::Closed`]); what it means for a send is
 /// [`LedgerError`](super::LedgerError)'s to say.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -174,7 +174,8 @@ impl Draft {
 
     /// Approved, and the approval's `expiresAt` is at or before `now_ms`: dispatch
     /// would refuse it, so it must not read as approved. An expiry that cannot be read
-    /// counts as expired, since dispatch could not honour it either.
+    /// counts as expired, since dispatch could not honour it either. `now_ms` is
+    /// milliseconds since the epoch.
     pub fn approval_expired(&self, now_ms: i64) -> bool {
         self.state == DraftState::Approved
             && self
@@ -197,7 +198,7 @@ impl Draft {
     }
 
     /// The state as a list shows it in one word or two: `sent elsewhere` and `expired`
-    /// win over what the draft's own row says.
+    /// win over what the draft's own row says (`now_ms`: milliseconds since the epoch).
     pub fn state_label(&self, now_ms: i64) -> String {
         if self.sent_elsewhere() {
             "sent elsewhere".to_owned()
@@ -280,7 +281,8 @@ impl Draft {
             .map(|v| v.to_serde())
     }
 
-    /// Everything a list row or a detail pane needs, as JSON (for `--json` and the UI).
+    /// Everything a list row or a detail pane needs, as JSON (for `--json` and the UI);
+    /// its age and expiry are judged at `now_ms`, milliseconds since the epoch.
     pub fn to_json(&self, now_ms: i64) -> Value {
         let current = self.current();
         let first_submitted = self.created_at.clone();
