@@ -17,18 +17,28 @@ const MAX_STDOUT: usize = 1 << 20;
 /// How much of the end of a command's stderr is kept for the entry's error.
 const STDERR_TAIL: usize = 2000;
 
+/// How a command that started ended, and what it printed.
 #[derive(Debug)]
 pub struct Finished {
+    /// Its exit status, signal or time-out.
     pub how: Ending,
+    /// Its stdout, up to 1 MiB.
     pub stdout: Vec<u8>,
+    /// True when it printed more than was kept.
     pub stdout_truncated: bool,
+    /// The last 2000 bytes or so of its stderr, as it wrote them (lossy UTF-8): make it
+    /// visible before it reaches a terminal.
     pub stderr_tail: String,
 }
 
+/// How a command ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ending {
+    /// It exited with this status.
     Exited(i32),
+    /// A signal ended it (this number; 0 when the system named neither).
     Signalled(i32),
+    /// It ran past this limit, and its whole process group was killed.
     TimedOut(Duration),
 }
 
@@ -72,10 +82,15 @@ fn signal_name(signal: i32) -> &'static str {
     }
 }
 
+/// A command to run, and what it is given.
 pub struct SendCommand<'a> {
+    /// The program and its arguments, run without a shell.
     pub argv: &'a [String],
+    /// Written to its stdin, which is then closed; None gives it `/dev/null`.
     pub payload: Option<&'a [u8]>,
+    /// Added to the environment it inherits (`SEND_ONCE_KEY` and the like).
     pub env: Vec<(&'static str, String)>,
+    /// Past this its process group is killed; None waits for as long as it runs.
     pub timeout: Option<Duration>,
     /// Pass the command's stderr through to ours as it comes (made visible), as a
     /// command line does; a full-screen UI keeps only the tail.

@@ -306,14 +306,23 @@ fn verify_after_an_uncertain_send_settles_only_what_it_finds() {
         stderr(&out)
     );
 
-    // Not there right after the send proves nothing: pending, exit 3.
+    // Not there right after the send proves nothing: pending, exit 3. Nor does any
+    // answer that is not "happened".
     for (what, body) in [
         ("not there", NOT_THERE),
         ("inconclusive", "echo oops >&2; exit 9"),
+        ("inconclusive", "echo 'yes it went'; exit 0"),
+        ("inconclusive", "printf '\\033]0;owned\\007{}'; exit 0"),
+        ("inconclusive", "sleep 300 & wait"),
     ] {
         let s = Setup::new();
         let verify = format!("--verify={}", s.check("verify", body));
-        let out = s.run("k7", &[&verify, "--json"], &s.sender(UNCERTAIN_SEND));
+        let out = s.run(
+            "k7",
+            &[&verify, "--check-timeout", "300ms", "--json"],
+            &s.sender(UNCERTAIN_SEND),
+        );
+        assert!(!stdout(&out).contains('\u{1b}'), "{what}: raw escape");
         expect_exit(&out, 3, what);
         assert_eq!(s.entry("k7").unwrap()["status"], "pending", "{what}");
         let report = json_stdout(&out, what);
@@ -337,6 +346,23 @@ fn a_rerun_of_a_pending_key_asks_verify_first() {
     expect_exit(&out, 3, "not there without --stale-after");
     assert!(stderr(&out).contains("--stale-after"), "{}", stderr(&out));
     assert_eq!(s.sends().len(), 1);
+    // Inconclusive (a hang, garbage): unknown, nothing changes, whatever the age.
+    for body in ["sleep 300 & wait", "echo '[]'; exit 0", "exit 2"] {
+        let verify = format!("--verify={}", s.check("odd", body));
+        let out = s.run_at(
+            T0 + 10 * HOUR_MS,
+            "k8",
+            &[&verify, "--check-timeout", "300ms", "--stale-after", "1h"],
+            &s.sender("true"),
+        );
+        expect_exit(&out, 3, body);
+        assert!(
+            stderr(&out).contains("could not tell"),
+            "{body}: {}",
+            stderr(&out)
+        );
+        assert_eq!(s.entry("k8").unwrap()["attempts"], 1, "{body}: taken over");
+    }
     // Happened: settled, not sent.
     let verify = format!("--verify={}", s.check("found", HAPPENED));
     let out = s.run_at(T0 + 10 * HOUR_MS, "k8", &[&verify], &s.sender("true"));

@@ -17,7 +17,10 @@ pub const DEFAULT_TTL: &str = "12h";
 /// How long an approval holds: text such as "12h", or milliseconds.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ttl {
+    /// A duration as the Node library reads it (`"12h"`, `"90m"`, `"2d"`; see
+    /// [`crate::ledger::duration::parse_duration`]).
     Text(String),
+    /// Milliseconds, as a JavaScript number (a fraction is kept, as Node keeps it).
     Millis(f64),
 }
 
@@ -41,28 +44,42 @@ impl Default for Ttl {
     }
 }
 
+/// Why an approval could not be made or checked. Each one is raised before the
+/// ledger is touched: nothing was claimed or sent.
 #[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
 pub enum ApprovalError {
+    /// `facts` was given but is not a JSON object.
     #[error("facts must be a JSON object of named values")]
     FactsNotAnObject,
+    /// The ttl text or number is not a duration.
     #[error("ttl: {0}")]
     Ttl(#[from] DurationError),
+    /// A ttl of zero or less would make an approval that has already expired.
     #[error("ttl must be longer than zero")]
     TtlNotPositive,
+    /// `now` or `now + ttl` is outside what a JavaScript `Date` can hold.
     #[error("the approval time is out of range")]
     TimeOutOfRange,
+    /// A lone surrogate in the facts: Node would store it, JSON text from Rust cannot.
     #[error(
         "facts hold text that is not valid Unicode (a lone surrogate), which an approval cannot store"
     )]
     FactsNotStorable,
+    /// The JSON given to dispatch lacks `payloadHash`, `facts`, or readable
+    /// `approvedAt` and `expiresAt` dates.
     #[error(
         "not an approval record: it needs payloadHash, facts, and approvedAt and expiresAt dates"
     )]
     NotAnApproval,
+    /// Dispatch was given an empty key.
     #[error("dispatch needs a key")]
     EmptyKey,
+    /// The recheck returned something other than an object (or array) of facts.
     #[error("the recheck must give an object of named facts")]
     RecheckNotAnObject,
+    /// The recheck itself failed, with its own message; the send was not made, since
+    /// the facts could not be compared.
     #[error("the recheck failed: {0}")]
     RecheckFailed(String),
 }
@@ -123,34 +140,54 @@ fn date_value(ms: f64) -> Option<i64> {
 /// One fact whose value changed since the approval.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FactChange {
+    /// The fact's name (an index, for facts given as an array).
     pub fact: String,
+    /// Its value in the approval's snapshot.
     pub before: Value,
     /// As the recheck reported it, keys sorted; null when it was missing.
     pub after: Value,
 }
 
 /// What `dispatch` did: refused, or handed over to the ledger.
+///
+/// The three refusals are Node's `dispatch()` outcomes of the same names: the send was
+/// not called and the ledger was not touched, so a fresh approval can still send.
 #[derive(Debug)]
 pub enum Dispatched<R> {
+    /// The approval ran out before `now`.
     Expired {
+        /// The send key.
         key: String,
+        /// The approval's `approvedAt`, as written.
         approved_at: String,
+        /// The approval's `expiresAt`, as written.
         expires_at: String,
+        /// Hours since it was approved, rounded to a tenth as Node rounds it.
         age_hours: f64,
     },
+    /// The payload is not the one approved: its hash differs.
     PayloadChanged {
+        /// The send key.
         key: String,
+        /// The approval's `payloadHash`.
         approved_hash: String,
+        /// The hash of the payload given now.
         current_hash: String,
     },
+    /// The recheck found facts that changed since the approval.
     StaleFacts {
+        /// The send key.
         key: String,
+        /// Each changed fact, in the approval's order.
         changed: Vec<FactChange>,
     },
+    /// The approval held and the ledger decided: what `once` (or `once_with`) did.
     Ledger(Outcome<R>),
 }
 
 impl<R> Dispatched<R> {
+    /// The outcome's name as Node reports it: `expired`, `payload_changed`,
+    /// `stale_facts`, or the ledger outcome's [`Outcome::name`].
     pub fn name(&self) -> &'static str {
         match self {
             Dispatched::Expired { .. } => "expired",
@@ -205,10 +242,17 @@ impl<R> Dispatched<R> {
     }
 }
 
+/// Why a dispatch did not come to an outcome. A refusal (expired, changed payload,
+/// stale facts) is not an error but a [`Dispatched`] value.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DispatchError {
+    /// The approval could not be read or its facts rechecked: nothing was claimed or
+    /// sent.
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// From the ledger, with [`LedgerError`]'s meaning for the send (before the send:
+    /// not sent; [`LedgerError::Unrecorded`]: sent, and left pending).
     #[error(transparent)]
     Ledger(#[from] LedgerError),
 }
@@ -257,10 +301,12 @@ pub struct DispatchRequest<'a> {
     pub approval: &'a Value,
     /// What is about to be sent; hashed and compared to the approval.
     pub payload: &'a JsValue,
+    /// The send key (usually [`crate::ledger::key::send_key`]), the same one Node would use.
     pub key: &'a str,
     /// Stored in the entry, after who approved it and when.
     pub meta: Option<Map<String, Value>>,
-    /// Milliseconds since the epoch.
+    /// The time the approval is judged at, in milliseconds since the epoch (a
+    /// JavaScript `Date.now()`).
     pub now: f64,
 }
 

@@ -121,6 +121,9 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 provider.not_started(),
                 gates,
             ),
+            // A kind of error this binary does not know may have come after the send:
+            // a person must check (exit 3), the safe direction.
+            Err(other) => fail(Exit::Unknown, other),
         }
     })
 }

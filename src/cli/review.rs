@@ -1187,6 +1187,9 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             ),
             Err(DispatchError::Approval(e)) => fail(Exit::Refused, format!("not sent: {e}")),
             Err(DispatchError::Ledger(e)) => report_outcome(Err(e)),
+            // A kind of error this binary does not know may have come after the send:
+            // a person must check (exit 3), the safe direction.
+            Err(other) => fail(Exit::Unknown, other),
         }
     })
 }

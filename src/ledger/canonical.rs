@@ -22,11 +22,15 @@ pub const MAX_DEPTH: usize = 512;
 /// A value as `JSON.parse` builds it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JsValue {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// Every JSON number is an f64, as in JavaScript (so `1e400` is infinite).
     Number(f64),
     /// UTF-16 code units, so that lone surrogates survive.
     String(Vec<u16>),
+    /// The elements, in order.
     Array(Vec<JsValue>),
     /// Entries in the order their keys first appeared. `parse_json` never produces a
     /// key twice: as in `JSON.parse`, a repeated key replaces the value but keeps the
@@ -39,8 +43,11 @@ pub enum JsValue {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}, column {column}: {message}")]
 pub struct JsonError {
+    /// The line the problem is on, from 1.
     pub line: usize,
+    /// The column, from 1, in characters.
     pub column: usize,
+    /// What is wrong there.
     pub message: String,
 }
 

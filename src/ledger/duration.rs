@@ -7,14 +7,20 @@ use super::key::is_js_whitespace;
 use serde_json::Value;
 use std::time::Duration;
 
+/// Why a value is not a duration, worded as a person can fix it.
 #[derive(Debug, thiserror::Error, PartialEq, Clone)]
+#[non_exhaustive]
 pub enum DurationError {
+    /// Text that is not a number and a unit (a bare number, an unknown unit).
     #[error("not a duration: \"{0}\". Use a number and a unit: 500ms, 30s, 15m, 12h, 2d")]
     NotADuration(String),
+    /// A number of milliseconds below zero.
     #[error("a duration must be zero or more milliseconds, got {}", js_number(*.0))]
     Negative(f64),
+    /// NaN or +Infinity milliseconds.
     #[error("a duration must be a finite number of milliseconds, got {}", js_number(*.0))]
     NotFinite(f64),
+    /// A JSON value that is neither a string nor a number.
     #[error("a duration must be a number of milliseconds or a string like \"12h\"")]
     NotTextOrNumber,
 }

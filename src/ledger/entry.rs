@@ -22,6 +22,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// As the ledger stores it and Node writes it: `pending`, `sent` or `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",
@@ -30,6 +31,8 @@ impl Status {
         }
     }
 
+    /// The status stored as `text`, or None for anything else (case matters, as in
+    /// Node).
     pub fn parse(text: &str) -> Option<Status> {
         match text {
             "pending" => Some(Status::Pending),
@@ -48,15 +51,23 @@ impl std::fmt::Display for Status {
 
 /// Why a JSON value is not a ledger entry.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EntryError {
+    /// The text does not parse as JSON; the parser's message says where.
     #[error("not JSON: {0}")]
     NotJson(String),
+    /// JSON, but not an object with what Node's `isEntry` requires.
     #[error(
         "not a ledger entry: it needs a string key, a status of pending, sent or failed, and a string claimedAt"
     )]
     NotAnEntry,
 }
 
+/// The latest known state of one key: its status, attempts, claim time, meta, and
+/// whatever else Node or send-once recorded (provider id, error, resolution).
+///
+/// Held as the JSON object itself, so fields this version does not know survive a
+/// round trip through any store, and [`Entry::to_json`] writes what Node would.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
     fields: Map<String, Value>,
@@ -121,10 +132,14 @@ impl Entry {
         Entry::from_value(value)
     }
 
+    /// The send key (empty only for an entry whose key field is missing, which
+    /// [`Entry::from_value`] refuses).
     pub fn key(&self) -> &str {
         self.str_field("key").unwrap_or_default()
     }
 
+    /// Where the send stands; an unreadable status reads as pending, the state that is
+    /// never sent again on its own.
     pub fn status(&self) -> Status {
         self.str_field("status")
             .and_then(Status::parse)
@@ -141,26 +156,37 @@ impl Entry {
             .map_or(0, |n| n as u64)
     }
 
+    /// When the current attempt was claimed: an ISO 8601 UTC time as JavaScript's
+    /// `toISOString` writes it (`2026-01-02T03:04:05.678Z`).
     pub fn claimed_at(&self) -> &str {
         self.str_field("claimedAt").unwrap_or_default()
     }
 
+    /// When the entry last changed, in the same form as [`Entry::claimed_at`].
     pub fn updated_at(&self) -> Option<&str> {
         self.str_field("updatedAt")
     }
 
+    /// What the sender stored with the claim (channel, to, intent, who approved it),
+    /// when it is an object. Untrusted text: make it visible before printing it.
     pub fn meta(&self) -> Option<&Map<String, Value>> {
         self.fields.get("meta").and_then(Value::as_object)
     }
 
+    /// The `meta` field whatever it holds, null when there is none; a retry carries
+    /// it over as it is.
     pub fn meta_value(&self) -> Value {
         self.fields.get("meta").cloned().unwrap_or(Value::Null)
     }
 
+    /// How the last attempt's send failed, definitely or uncertainly (see
+    /// [`Entry::uncertain`]).
     pub fn error(&self) -> Option<&str> {
         self.str_field("error")
     }
 
+    /// The provider's id for the message, from the send's receipt, a check's answer
+    /// or a person's resolution.
     pub fn provider_id(&self) -> Option<&str> {
         self.str_field("providerId")
     }
@@ -183,6 +209,8 @@ impl Entry {
             })
     }
 
+    /// True when the last attempt's send ended uncertainly (`"uncertain": true`): it
+    /// may have reached the provider, so the entry stays pending.
     pub fn uncertain(&self) -> bool {
         self.fields.get("uncertain") == Some(&Value::Bool(true))
     }
@@ -193,6 +221,7 @@ impl Entry {
         self.claimed_at() == other.claimed_at() && self.get("attempts") == other.get("attempts")
     }
 
+    /// Any field, as stored.
     pub fn get(&self, field: &str) -> Option<&Value> {
         self.fields.get(field)
     }
@@ -211,10 +240,12 @@ impl Entry {
         self.set("status", status.as_str());
     }
 
+    /// Every field, in the order Node would write them.
     pub fn fields(&self) -> &Map<String, Value> {
         &self.fields
     }
 
+    /// A copy of the entry as a JSON object.
     pub fn to_value(&self) -> Value {
         Value::Object(self.fields.clone())
     }

@@ -15,6 +15,7 @@ use super::entry::Entry;
 use super::{UNKNOWN_PREFIX, time};
 use crate::text::visible_inline;
 
+/// What kind of thing happened, for a view to mark it (and `--json` to name it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum HistoryKind {
@@ -32,11 +33,17 @@ pub enum HistoryKind {
     LateSend,
     /// The send returned and was recorded.
     Sent,
+    /// A draft's first revision was queued.
     Submitted,
+    /// A later revision of a draft was queued.
     Revised,
+    /// A reviewer approved a draft's revision.
     Approved,
+    /// A reviewer rejected a draft.
     Rejected,
+    /// The submitter took a draft back.
     Withdrawn,
+    /// An approved draft was handed to the ledger; the text says what it answered.
     Dispatched,
     /// A decision that was not applied: someone decided first, or it was not allowed.
     Refused,
@@ -66,9 +73,11 @@ pub struct HistoryEvent {
     pub at: String,
     /// Who decided, for a person's decision.
     pub who: Option<String>,
+    /// What kind of thing it was.
     pub kind: HistoryKind,
     /// One line that says what happened, naming who where there is someone to name.
     pub text: String,
+    /// Where it was read: the log, or a record on the item the log lacks.
     pub source: HistorySource,
 }
 

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 ///
 /// Non-finite numbers come back as JavaScript spells them (`"NaN"`, `"Infinity"`,
 /// `"-Infinity"`). JSON has no such numbers and `JSON.stringify` writes `null` for
-/// them; doing that is the caller's job ([`stringify`] and the canonical writer do it).
+/// them; doing that is the caller's job ([`stringify()`] and the canonical writer do it).
 /// What kind of JSON value this is, as a message names it: "an array", "null".
 pub fn json_kind(value: &Value) -> &'static str {
     match value {
@@ -29,6 +29,7 @@ pub fn json_kind(value: &Value) -> &'static str {
     }
 }
 
+/// `String(n)` for a JavaScript number: `1e21`, `0.1`, `-0` as `0`, `NaN`.
 pub fn js_number(n: f64) -> String {
     ryu_js::Buffer::new().format(n).to_owned()
 }

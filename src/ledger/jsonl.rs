@@ -41,6 +41,10 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// A lock older than this whose process is gone is removed (the Node default).
 pub const STALE_LOCK: Duration = Duration::from_secs(30);
 
+/// The Node library's JSON Lines ledger: one entry per line, appended, the last line
+/// for a key winning, and a lock file (the ledger's name plus `.lock`) around each
+/// write, so Node and Rust processes can share one file. Its decisions go to the
+/// ledger's name plus `.decisions.jsonl`; it has no review queue.
 #[derive(Clone)]
 pub struct JsonlStore {
     inner: Arc<Files>,
@@ -97,6 +101,7 @@ impl JsonlStore {
         })
     }
 
+    /// The ledger file.
     pub fn path(&self) -> &Path {
         &self.inner.path
     }

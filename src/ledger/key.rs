@@ -13,17 +13,23 @@ use serde_json::Value;
 /// What lets the same intent go out again later: a day, a week, a billing period.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Window {
+    /// Any non-blank label (`"2026-09-17"`, `"week-38"`).
     Text(String),
+    /// A number, used as JavaScript's `String(n)` writes it (`1e21`, `0.1`).
     Number(f64),
 }
 
+/// Why a send key could not be made from its fields, in the Node library's terms.
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+#[non_exhaustive]
 pub enum KeyError {
+    /// The input is not a JSON object with the three fields.
     #[error("a send key needs an object with channel, to and intent")]
     NotAnObject,
     /// Missing, not a string, or only white space. The field is "channel", "to" or "intent".
     #[error("{0} must be a non-empty string")]
     Empty(&'static str),
+    /// A window that is empty, non-finite, or neither a string nor a number.
     #[error(
         "window must be a non-empty string or a finite number (or left out for \"once, ever\")"
     )]
@@ -38,28 +44,42 @@ const VERSION_TAG: &str = "send-once:v1";
 pub const MAX_KEY_BYTES: usize = 512;
 
 /// Why a key is refused for a new claim or draft.
+///
+/// Each is a way one send could get a second spelling, and so be sent twice. Keys the
+/// Node library already wrote are never refused when read, only new claims.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BadKey {
+    /// An empty key.
     #[error("a key must not be empty")]
     Empty,
+    /// A key of white space only.
     #[error("a key must not be only white space")]
     Blank,
+    /// White space at either end.
     #[error(
         "a key must not start or end with white space (the trimmed key would be a second spelling)"
     )]
     PaddedWithSpace,
+    /// A control, zero-width, invisible or bidi character (its code point).
     #[error("a key must not hold control, invisible or bidi characters (found U+{0:04X})")]
     Hidden(u32),
+    /// A space that is not U+0020, such as a no-break space (its code point).
     #[error("a key's spaces must be plain spaces (found U+{0:04X}, which looks like one)")]
     OddSpace(u32),
+    /// Not in Unicode normal form C: `é` as `e` and a combining accent.
     #[error(
         "a key must be in Unicode normal form C (composed characters), or the same text could be a second key"
     )]
     NotNfc,
+    /// Half of a UTF-16 surrogate pair, which only a JavaScript string can hold.
     #[error("a key must not hold a lone surrogate")]
     LoneSurrogate,
+    /// Longer than [`MAX_KEY_BYTES`] (its length in bytes).
     #[error("a key is at most {MAX_KEY_BYTES} bytes (this one is {0})")]
     TooLong(usize),
+    /// 64 hex digits with upper-case letters: a send key's other spelling (the
+    /// lower-case one is given).
     #[error(
         "send keys are lower-case hex: use {0} (an upper-case copy would be a second key for the same send)"
     )]

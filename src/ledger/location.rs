@@ -13,9 +13,12 @@ use super::jsonl::JsonlStore;
 use super::sqlite::{Access, SqliteStore};
 use super::store::{Store, StoreError};
 
+/// A ledger as a person names it: a path or a URL, before anything is opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LedgerLocation {
+    /// An SQLite file (any path not ending in `.jsonl`).
     Sqlite(PathBuf),
+    /// A Node JSON Lines file (a path ending in `.jsonl`).
     Jsonl(PathBuf),
     /// The URL with its password already replaced by `***`: nothing that only holds
     /// a location can print a credential, and there is no Postgres store yet to need it.
@@ -23,6 +26,8 @@ pub enum LedgerLocation {
 }
 
 impl LedgerLocation {
+    /// What `arg` names, by the rules in the module's documentation. Never fails:
+    /// whether it can be opened is [`LedgerLocation::check`]'s question.
     pub fn new(arg: impl AsRef<OsStr>) -> LedgerLocation {
         let arg = arg.as_ref();
         let text = arg.to_string_lossy();

@@ -23,6 +23,7 @@ const BASE: u32 = 0xF0000;
 /// One piece of a string in the internal spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Piece {
+    /// A character, as it is.
     Char(char),
     /// A UTF-16 surrogate (0xD800–0xDFFF) without its pair.
     Lone(u16),

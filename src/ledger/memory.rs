@@ -10,6 +10,8 @@ use super::decision::Decision;
 use super::entry::Entry;
 use super::store::{Durability, GcQuery, ListFilter, Store, StoreError, gc_removes, same_claim};
 
+/// A [`Store`] in memory, with a decision log, for tests and examples. Nothing
+/// survives the process, so it gives at most once only within it.
 #[derive(Default)]
 pub struct MemoryStore {
     // Entries are kept as their JSON text, as the stores that persist keep them, so a
@@ -19,6 +21,7 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
     }

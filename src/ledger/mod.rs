@@ -4,6 +4,15 @@
 //! key already pending is `unknown` (an earlier attempt may have reached the provider),
 //! a key whose last attempt failed is claimed again by compare-and-set. `resolve` lets a
 //! person settle what the ledger could not confirm.
+//!
+//! Every change to an entry is a compare-and-set on the entry as it was read, so of
+//! any number of processes racing on one key exactly one claims it, and a person's
+//! decision on an entry that changed meanwhile is refused rather than applied. The
+//! entries, the SQL table and the JSON Lines file are the Node library's
+//! (`@askeleven/send-once`): a ledger can be written by both at once.
+//!
+//! The stores do their IO on tokio's blocking pool, so every `async` method here must
+//! run inside a tokio runtime.
 
 pub mod canonical;
 pub mod decision;
@@ -66,6 +75,8 @@ pub enum SendError {
 pub const UNKNOWN_PREFIX: &str = "Delivery is unknown: ";
 
 impl SendError {
+    /// A definite failure with `cause` as its message, worded as the Node library's
+    /// plain `Error`.
     pub fn definite(cause: impl std::fmt::Display) -> SendError {
         SendError::Definite(cause.to_string())
     }
@@ -75,6 +86,7 @@ impl SendError {
         SendError::Uncertain(format!("{UNKNOWN_PREFIX}{cause}"))
     }
 
+    /// The message as recorded in the entry's `error` field.
     pub fn message(&self) -> &str {
         match self {
             SendError::Definite(m) | SendError::Uncertain(m) => m,
@@ -130,24 +142,40 @@ impl Receipt for String {
 #[derive(Debug)]
 pub enum Outcome<R> {
     /// The send ran and returned.
-    Sent { entry: Entry, result: R },
+    Sent {
+        /// The entry, recorded as sent.
+        entry: Entry,
+        /// What the send returned.
+        result: R,
+    },
     /// Already sent. The send was not called.
-    Duplicate { entry: Entry },
+    Duplicate {
+        /// The entry as the first send (or a person) left it.
+        entry: Entry,
+    },
     /// An earlier attempt may have reached the provider (the send was not called), or
     /// this attempt's send failed uncertainly (`error` is set).
     Unknown {
+        /// The entry, still pending.
         entry: Entry,
+        /// This attempt's uncertain error; None when the send was not called now.
         error: Option<SendError>,
         /// What the provider's verify said, when it was asked
         /// ([`Ledger::once_with`]): not there or inconclusive, since "happened" settles it.
         checked: Option<crate::provider::CheckAnswer>,
     },
     /// The send failed definitely. Recorded; the next attempt may send.
-    Failed { entry: Entry, error: SendError },
+    Failed {
+        /// The entry, recorded as failed with this error.
+        entry: Entry,
+        /// The send's definite error.
+        error: SendError,
+    },
     /// The provider's own record says it happened (a precheck before the claim, or a
     /// verify about a pending entry): recorded as sent from that answer, and the send
     /// was not called now ([`Ledger::once_with`]).
     Confirmed {
+        /// The entry, recorded as sent, the answer's evidence as its `result`.
         entry: Entry,
         /// Which check answered.
         gate: crate::provider::CheckKind,
@@ -157,6 +185,8 @@ pub enum Outcome<R> {
 }
 
 impl<R> Outcome<R> {
+    /// `sent`, `duplicate`, `unknown`, `failed` or `confirmed`, as the CLI's `--json`
+    /// reports it.
     pub fn name(&self) -> &'static str {
         match self {
             Outcome::Sent { .. } => "sent",
@@ -167,6 +197,7 @@ impl<R> Outcome<R> {
         }
     }
 
+    /// The entry as the ledger holds it after this outcome.
     pub fn entry(&self) -> &Entry {
         match self {
             Outcome::Sent { entry, .. }
@@ -178,27 +209,43 @@ impl<R> Outcome<R> {
     }
 }
 
+/// Why a ledger call did not come to an [`Outcome`].
+///
+/// No error leaves a send to be repeated on a guess, so calling `once` again after
+/// one is safe. Most come before the claim or the send (nothing was sent);
+/// [`LedgerError::Unrecorded`] means the send ran and its result could not be
+/// written, so the entry stays pending for a person to settle.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LedgerError {
+    /// The key was empty.
     #[error("a key must be a non-empty string")]
     EmptyKey,
+    /// The key is refused for a new claim (see [`key::check_key`]).
     #[error(transparent)]
     BadKey(#[from] key::BadKey),
+    /// No entry has this key (or, for [`Ledger::find`], starts with it).
     #[error("No entry for {0}.")]
     NotFound(String),
+    /// A sent entry cannot be resolved failed: failed means "may be sent again".
     #[error(
         "{0} is recorded as sent. It cannot be marked failed, because a failed entry may be sent again."
     )]
     AlreadySent(String),
+    /// Resetting a sent entry needs `force`: it lets the send happen again.
     #[error(
         "{0} is recorded as sent. Resetting it lets it be sent again; if that is what you want, use --force."
     )]
     ResetSentNeedsForce(String),
+    /// The prefix given to [`Ledger::find`] matches several keys.
     #[error("{prefix} matches {} keys ({}). Give more of the key.", count_keys(.matches), list_keys(.matches))]
     AmbiguousKey {
+        /// What was given.
         prefix: String,
+        /// Some of the keys it matches (at most 11, which is enough to say "more than 10").
         matches: Vec<String>,
     },
+    /// Pending is where an entry starts, not a decision.
     #[error("an entry can be resolved as sent or failed, not pending")]
     ResolveToPending,
     /// The entry is no longer what the person saw; their decision was not applied.
@@ -206,13 +253,21 @@ pub enum LedgerError {
         "{key} changed after it was shown (as {seen}): it is now {now}, {change}. Nothing was changed; look again and decide on what it is now."
     )]
     ChangedSinceSeen {
+        /// The entry's key.
         key: String,
+        /// What the person saw (status, and attempt when known).
         seen: String,
+        /// What it is now.
         now: String,
+        /// Who changed it and when, made safe to print.
         change: String,
     },
+    /// Other writers kept winning the compare-and-set, round after round; nothing was
+    /// sent or changed by this call.
     #[error("gave up on {0}: it kept changing underneath")]
     Contended(String),
+    /// The store said the key exists (a claim lost) but then had no entry for it:
+    /// another tool deleted it meanwhile, or the store is broken. Nothing was sent.
     #[error("the store refused to claim {0} but has no entry for it")]
     StoreInconsistent(String),
     /// The send ran, but its result could not be written. The entry stays pending, so
@@ -220,13 +275,25 @@ pub enum LedgerError {
     #[error(
         "the send for {key} ran, but its result could not be recorded ({source}); the entry stays pending and needs a person to check the provider"
     )]
-    Unrecorded { key: String, source: StoreError },
+    Unrecorded {
+        /// The entry's key.
+        key: String,
+        /// Why the result could not be written.
+        source: StoreError,
+    },
     /// The precheck could not say whether the send already happened: not sent, and the
     /// ledger unchanged. When the tool cannot tell what already happened, it stops.
     #[error(
         "not sent: {why}. The precheck could not tell whether {key} already went out, so nothing was claimed or sent"
     )]
-    PrecheckInconclusive { key: String, why: String },
+    PrecheckInconclusive {
+        /// The send key.
+        key: String,
+        /// The check's reason, safe to print.
+        why: String,
+    },
+    /// The store could not be read or written. The entry is as last written: a send
+    /// that ran is left pending or sent, never failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -310,8 +377,12 @@ fn person_record(current: &Entry, details: &ResolveDetails, at: &str) -> Map<Str
 /// Who settled an entry, and why.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResolveDetails {
+    /// Who decided, for the entry's record and the decision log.
     pub by: Option<String>,
+    /// Why: what the person checked (for example, the provider's log).
     pub note: Option<String>,
+    /// The provider's id for the message, when the person found it; recorded on the
+    /// entry (an empty one is ignored).
     pub provider_id: Option<String>,
     /// What the person saw when they decided. When set, the decision applies only to
     /// an entry still in that state, and is refused (naming who changed it) otherwise.
@@ -322,8 +393,11 @@ pub struct ResolveDetails {
 /// attempt (claim time and attempt count) it was.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Seen {
+    /// The status shown.
     pub status: Status,
+    /// The attempt's `claimedAt`, when the person saw the entry itself.
     pub claimed_at: Option<String>,
+    /// The attempt count shown, when the person saw the entry itself.
     pub attempts: Option<u64>,
 }
 
@@ -385,11 +459,17 @@ fn last_change(entry: &Entry) -> String {
 /// What `resolve` did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolved {
+    /// The entry as it is now.
     pub entry: Entry,
     /// False when the entry already had that status and nothing was written.
     pub changed: bool,
 }
 
+/// The ledger: `once`, `resolve` and the queries, over one [`Store`].
+///
+/// Cheap to clone (the store is shared), and its futures are `Send`, so one ledger
+/// can serve many tasks; two processes (Rust or Node) on one store are as safe as two
+/// tasks, since every write is a compare-and-set in the store.
 #[derive(Clone)]
 pub struct Ledger {
     store: Arc<dyn Store>,
@@ -397,6 +477,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// A ledger over `store`, timed by the system clock.
     pub fn new(store: Arc<dyn Store>) -> Ledger {
         Ledger {
             store,
@@ -404,14 +485,18 @@ impl Ledger {
         }
     }
 
+    /// A ledger whose times come from `clock` (milliseconds since the epoch), for
+    /// tests and replays.
     pub fn with_clock(store: Arc<dyn Store>, clock: Clock) -> Ledger {
         Ledger { store, clock }
     }
 
+    /// The store underneath, for what the ledger does not wrap (listing, paging, gc).
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
+    /// The ledger's clock: milliseconds since the epoch.
     pub fn now(&self) -> i64 {
         (self.clock)()
     }
@@ -899,7 +984,7 @@ impl Ledger {
     }
 
     /// What an audit reports: counts, and the pending entries claimed at least
-    /// `older_than_ms` ago, oldest first (ties in the store's order).
+    /// `older_than_ms` milliseconds ago, oldest first (ties in the store's order).
     pub async fn audit(&self, older_than_ms: f64) -> Result<Audit, LedgerError> {
         let now = self.now();
         let mut census = self.store.census().await?;
@@ -917,6 +1002,7 @@ impl Ledger {
         })
     }
 
+    /// The entry with exactly this key, if there is one.
     pub async fn get(&self, key: &str) -> Result<Option<Entry>, LedgerError> {
         if key.is_empty() {
             return Err(LedgerError::EmptyKey);
@@ -958,6 +1044,7 @@ fn oldest_unknown(entries: Vec<Entry>, cutoff: f64) -> Vec<Entry> {
 pub struct Audit {
     /// When it was taken (ms since the epoch).
     pub now: i64,
+    /// The age (ms) past which a pending entry counts as unknown rather than in flight.
     pub older_than_ms: f64,
     /// Counts by status (its `pending_entries` moved to `unknown`).
     pub census: Census,

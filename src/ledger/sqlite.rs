@@ -115,6 +115,8 @@ const MIGRATIONS: &[&str] = &[
     BEGIN SELECT RAISE(ABORT, 'revisions are never changed'); END;",
 ];
 
+/// The schema this build writes, kept in `PRAGMA user_version`: a file with a newer
+/// one is refused ([`StoreError::NewerSchema`]) rather than misread.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// How a ledger file is opened.
@@ -129,6 +131,10 @@ pub enum Access {
     ReadOnly,
 }
 
+/// The SQLite ledger: the Node library's `send_once` table, plus the decision log and
+/// the review queue. Writes go through one writer thread in batched transactions
+/// (durable before a claim returns); reads use their own connection. Several
+/// processes may share a file: every write is a compare-and-set in SQL.
 pub struct SqliteStore {
     path: PathBuf,
     /// None when opened read-only.
@@ -271,6 +277,7 @@ impl SqliteStore {
         }
     }
 
+    /// The ledger file.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -28,68 +28,126 @@ pub enum Durability {
     Lazy,
 }
 
+/// Why a store could not be opened, read or written, worded for the person who runs
+/// the command. A failed read or write changed nothing, except where a variant says
+/// otherwise ([`StoreError::PartlyWritten`], [`StoreError::Closed`]); what it means for a send is
+/// [`LedgerError`](super::LedgerError)'s to say.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
+    /// The ledger path names a directory.
     #[error("{0} is a directory, not a ledger file")]
     IsDirectory(PathBuf),
+    /// No ledger at this path, and it was not to be created.
     #[error("no such ledger: {0}")]
     NotFound(PathBuf),
+    /// A FIFO, a device, `/dev/null`: nothing a ledger can live in.
     #[error("{0} is not a regular file; a ledger is an SQLite file or a .jsonl file")]
     NotARegularFile(PathBuf),
     /// The URL, its password already hidden.
     #[error("{0}: Postgres ledgers are not supported yet in this build")]
     PostgresNotSupported(String),
+    /// The review queue lives only in SQLite ledgers.
     #[error("{0} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)")]
     NoReviewQueue(PathBuf),
+    /// A file that is not a ledger (not SQLite, or SQLite without the ledger table);
+    /// it was not written to.
     #[error("{path} is not a send-once ledger: {why}")]
-    NotALedger { path: PathBuf, why: String },
+    NotALedger {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        why: String,
+    },
+    /// The file's schema is newer than this build knows; it was not written to.
     #[error(
         "{path} was written by a newer send-once (schema version {found}; this binary knows up to {known}); upgrade send-once to use it"
     )]
     NewerSchema {
+        /// The file.
         path: PathBuf,
+        /// Its `PRAGMA user_version`.
         found: i64,
+        /// The newest this build knows.
         known: i64,
     },
+    /// The SQLite library linked in is older than the one the ledger's guarantees
+    /// were tested on.
     #[error("SQLite {found} is too old: send-once needs {needed} or newer")]
-    SqliteTooOld { found: String, needed: String },
+    SqliteTooOld {
+        /// The linked version.
+        found: String,
+        /// The oldest accepted.
+        needed: String,
+    },
+    /// SQLite stayed locked by another process past the busy timeout; nothing was
+    /// written, and trying again is safe.
     #[error("the ledger {0} is busy: another process held its lock for too long; try again")]
     Busy(PathBuf),
+    /// A JSON Lines ledger's lock file stayed held; nothing was written.
     #[error(
         "could not lock {path} within {waited_ms}ms: {lock} is held{held_by}. If no process using this ledger is running, delete the lock file."
     )]
     LockTimeout {
+        /// The ledger.
         path: PathBuf,
+        /// Its lock file.
         lock: PathBuf,
+        /// How long this process waited, in milliseconds.
         waited_ms: u64,
         /// Who holds it, as its lock file says (" by process 4242 on db-1, since …"),
         /// or empty when the file cannot be read as a lock.
         held_by: String,
     },
+    /// No space left: the write was rolled back (or cut back) whole.
     #[error("the disk holding {0} is full; nothing was written")]
     DiskFull(PathBuf),
     /// A write failed, and so did cutting the file back to where it was.
     #[error("{why}, and {path} could not be cut back to where it was ({cut}): {left}")]
     PartlyWritten {
+        /// The ledger file.
         path: PathBuf,
+        /// Why the write failed.
         why: String,
+        /// Why cutting the file back failed.
         cut: std::io::Error,
         /// What is left in the file.
         left: &'static str,
     },
+    /// Opened read-only (asked to, or on a read-only filesystem), and a write was asked
+    /// for.
     #[error("{0} is read-only; this command needs to write to it")]
     ReadOnly(PathBuf),
+    /// Something in the file cannot be read back as what it should be.
     #[error("{path} is damaged: {detail}")]
-    Corrupt { path: PathBuf, detail: String },
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        detail: String,
+    },
+    /// The operating system refused (permissions, a vanished directory, an IO error).
     #[error("cannot use {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The system's error.
         source: std::io::Error,
     },
+    /// Any other error SQLite reported.
     #[error("ledger {path}: {detail}")]
-    Database { path: PathBuf, detail: String },
+    Database {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's message.
+        detail: String,
+    },
+    /// The store's writer thread or blocking task is gone (the runtime is shutting
+    /// down, or it panicked); whether the last write landed is unknown.
     #[error("the ledger's writer has stopped")]
     Closed,
+    /// The store does not keep this (a decision log, gc); callers that can do without
+    /// it skip it.
     #[error("{0} is not supported by this store")]
     Unsupported(&'static str),
 }
@@ -97,6 +155,7 @@ pub enum StoreError {
 /// Which entries `list` returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ListFilter {
+    /// Only entries with this status, when given.
     pub status: Option<Status>,
 }
 
@@ -105,9 +164,14 @@ pub struct ListFilter {
 /// entry.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Census {
+    /// Entries of every status (`sent + failed + pending`; skipped lines are not
+    /// counted).
     pub total: u64,
+    /// Entries sent.
     pub sent: u64,
+    /// Entries failed: known not to have gone out.
     pub failed: u64,
+    /// Entries pending: in flight or unknown (rows that cannot be read included).
     pub pending: u64,
     /// Lines (or rows) that are not ledger entries: torn writes, foreign text.
     pub skipped: u64,
@@ -121,11 +185,14 @@ pub struct Census {
 /// A row (or line) that names a key and a status but whose entry cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnreadableRow {
+    /// The key the row names.
     pub key: String,
+    /// Why its entry cannot be read.
     pub detail: String,
 }
 
 impl Census {
+    /// Counts `entries` (what a store without its own counting does).
     pub fn from_entries(entries: impl IntoIterator<Item = Entry>) -> Census {
         let mut census = Census::default();
         for entry in entries {
@@ -146,12 +213,15 @@ impl Census {
 /// One page of entries, for `ls` and the TUI's ledger view.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageQuery {
+    /// Only entries with this status, when given.
     pub status: Option<Status>,
     /// Entries whose key, meta (recipient, intent, any field), error or provider id
     /// contains this text, when given. Case is ignored for ASCII letters only, as
     /// SQLite's `lower()` ignores it, so that every store finds the same entries.
     pub search: Option<String>,
+    /// How many matching entries to skip.
     pub offset: usize,
+    /// The most to return.
     pub limit: usize,
 }
 
@@ -202,7 +272,9 @@ pub struct DecisionQuery {
     /// given. Case is ignored for ASCII letters only, as SQLite's `lower()` ignores it,
     /// so that every store finds the same decisions.
     pub search: Option<String>,
+    /// How many matching decisions to skip.
     pub offset: usize,
+    /// The most to return.
     pub limit: usize,
 }
 
@@ -249,6 +321,14 @@ pub fn gc_removes(query: &GcQuery, entry: &Entry) -> bool {
             .is_some_and(|at| at < query.updated_before_ms)
 }
 
+/// Where entries are kept: SQLite ([`super::sqlite::SqliteStore`]), the Node JSON
+/// Lines file ([`super::jsonl::JsonlStore`]), memory ([`super::memory::MemoryStore`]),
+/// or your own.
+///
+/// The at-most-once guarantee rests on two methods: `claim` must be an atomic
+/// insert-if-absent and `transition` an atomic compare-and-set, across every process
+/// that shares the store. Everything else has a default built on `list`; a store
+/// without a decision log answers [`StoreError::Unsupported`] there.
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Inserts `entry` only if no entry exists for its key. True only if this call
@@ -267,6 +347,7 @@ pub trait Store: Send + Sync {
         durability: Durability,
     ) -> Result<bool, StoreError>;
 
+    /// The entry stored for `key`, as written (unknown fields kept).
     async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError>;
 
     /// Every entry, or those with the given status, oldest claim first where the store

@@ -8,31 +8,44 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::ledger::{canonical, jsjson};
 
+/// What a diff line is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LineTag {
+    /// In both revisions.
     Equal,
+    /// Only in the newer one.
     Insert,
+    /// Only in the older one.
     Delete,
 }
 
+/// One line of a diff.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DiffLine {
+    /// Whether it was kept, added or removed.
     pub tag: LineTag,
+    /// The line, without its newline. Payload text: make it visible before drawing.
     pub text: String,
 }
 
 /// The diff from revision `from` to revision `to`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PayloadDiff {
+    /// The older revision's number.
     pub from: i64,
+    /// The newer revision's number.
     pub to: i64,
+    /// Lines only the newer one has.
     pub added: usize,
+    /// Lines only the older one has.
     pub removed: usize,
+    /// Every line, equal ones included, in order.
     pub lines: Vec<DiffLine>,
 }
 
 impl PayloadDiff {
+    /// True when the two payloads are the same canonical JSON.
     pub fn is_empty(&self) -> bool {
         self.added == 0 && self.removed == 0
     }

@@ -7,36 +7,49 @@ use serde_json::{Map, Value};
 
 use crate::ledger::canonical;
 
+/// One fact, then and now.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FactRow {
+    /// The fact's name.
     pub fact: String,
+    /// Its value in the submitted snapshot.
     pub at_submit: Value,
     /// The latest value; null when it is missing now, or never checked.
     pub now: Value,
     /// None when the facts were never checked.
     pub changed: Option<bool>,
+    /// When the latest good check ran (ISO 8601 UTC).
     pub checked_at: Option<String>,
 }
 
+/// What is known about the facts as a whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DriftStatus {
+    /// No recheck has run.
     NotChecked,
+    /// The last check found every fact as submitted.
     Unchanged,
+    /// At least one fact changed: dispatch would refuse it as stale.
     Drifted,
+    /// The most recent check failed; older values, if any, may be out of date.
     CouldNotCheck,
 }
 
+/// The drift of a draft's facts: a status, a count, and one row per fact.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Drift {
+    /// The facts as a whole.
     pub status: DriftStatus,
     /// How many facts changed.
     pub changed: usize,
+    /// When the latest good check ran.
     pub checked_at: Option<String>,
     /// Why the last check failed, when it did.
     pub error: Option<String>,
+    /// Each submitted fact, in the snapshot's order.
     #[serde(skip)]
     pub rows: Vec<FactRow>,
 }
@@ -46,6 +59,7 @@ pub struct Drift {
 pub struct LatestFacts {
     /// The last good check's values.
     pub facts: Option<Map<String, Value>>,
+    /// When the last good check ran (ISO 8601 UTC).
     pub checked_at: Option<String>,
     /// Set when the most recent check failed (then `facts` may be older).
     pub error: Option<String>,

@@ -28,17 +28,25 @@ use crate::ledger::{Clock, Decision, DecisionOutcome, Store, StoreError, canonic
 use diff::{PayloadDiff, payload_diff};
 use drift::{Drift, LatestFacts, fact_drift};
 
+/// Where a draft stands. Only queued and approved drafts are open; the other three
+/// are final.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DraftState {
+    /// Waiting for a reviewer.
     Queued,
+    /// Approved, waiting to be dispatched (its approval may expire meanwhile).
     Approved,
+    /// A reviewer said no, with a reason.
     Rejected,
+    /// The submitter took it back.
     Withdrawn,
+    /// Handed to the ledger; its `outcome` says what the ledger answered.
     Dispatched,
 }
 
 impl DraftState {
+    /// As stored: `queued`, `approved`, `rejected`, `withdrawn` or `dispatched`.
     pub fn as_str(self) -> &'static str {
         match self {
             DraftState::Queued => "queued",
@@ -49,6 +57,7 @@ impl DraftState {
         }
     }
 
+    /// The state stored as `text`, or None for anything else.
     pub fn parse(text: &str) -> Option<DraftState> {
         [
             DraftState::Queued,
@@ -71,35 +80,58 @@ impl DraftState {
 /// One revision of a draft, as submitted. Never changed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Revision {
+    /// Its number: 1 for the first submission, counting up.
     pub revision: i64,
     /// The payload exactly as submitted (JSON text).
     pub payload: String,
+    /// The payload's hash as an approval records it (the Node library's `hashPayload`).
     pub payload_hash: String,
+    /// The facts the submitter saw, which a recheck compares with the facts now.
     pub facts: Map<String, Value>,
+    /// When it was submitted (ISO 8601 UTC).
     pub submitted_at: String,
+    /// Who submitted it, when they said.
     pub submitted_by: Option<String>,
 }
 
+/// A send waiting for (or past) a person's decision, with its revisions, the latest
+/// facts, and what the ledger holds for its key.
+///
+/// Text in it (payload, meta, reason, names) came from agents and other tools: make
+/// it visible ([`crate::text`]) before it reaches a terminal.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Draft {
+    /// The queue's id for it (`draft:ID` in the decision log).
     pub id: i64,
+    /// The send key it will be dispatched under.
     pub key: String,
+    /// Where it stands.
     pub state: DraftState,
     /// The current revision's number.
     pub revision: i64,
     /// Bumped by every change; decisions compare-and-set on it.
     pub version: i64,
+    /// When its first revision was submitted (ISO 8601 UTC).
     pub created_at: String,
+    /// When anything about it last changed (ISO 8601 UTC).
     pub updated_at: String,
+    /// Who submitted its first revision.
     pub submitted_by: Option<String>,
+    /// The command (program and arguments) that prints the facts as they are now.
     pub recheck: Option<Vec<String>>,
+    /// Stored with the ledger entry when it is dispatched (channel, to, intent).
     pub meta: Option<Map<String, Value>>,
+    /// The approval JSON, as [`crate::approval::approve`] (or Node) writes it.
     pub approval: Option<Value>,
+    /// Which revision was approved; a later revision is not covered by it.
     pub approved_revision: Option<i64>,
+    /// Who approved, rejected or withdrew it.
     pub decided_by: Option<String>,
+    /// When (ISO 8601 UTC).
     pub decided_at: Option<String>,
     /// A rejection's reason, or a withdrawal's note.
     pub reason: Option<String>,
+    /// The facts as the last recheck found them, or why it could not.
     pub latest: LatestFacts,
     /// What the ledger said when it was dispatched.
     pub outcome: Option<Value>,
@@ -115,15 +147,19 @@ pub struct Draft {
 /// What the ledger says about a key already sent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LedgerSent {
+    /// The entry's `sentAt` (or `updatedAt`, for an entry written without one).
     pub sent_at: Option<String>,
+    /// The provider's id for the message, when recorded.
     pub provider_id: Option<String>,
 }
 
 impl Draft {
+    /// Revision `n`, when it was loaded.
     pub fn revision_of(&self, n: i64) -> Option<&Revision> {
         self.revisions.iter().find(|r| r.revision == n)
     }
 
+    /// The current revision, when it was loaded.
     pub fn current(&self) -> Option<&Revision> {
         self.revision_of(self.revision)
     }
@@ -139,7 +175,8 @@ impl Draft {
 
     /// Approved, and the approval's `expiresAt` is at or before `now_ms`: dispatch
     /// would refuse it, so it must not read as approved. An expiry that cannot be read
-    /// counts as expired, since dispatch could not honour it either.
+    /// counts as expired, since dispatch could not honour it either. `now_ms` is
+    /// milliseconds since the epoch.
     pub fn approval_expired(&self, now_ms: i64) -> bool {
         self.state == DraftState::Approved
             && self
@@ -162,7 +199,7 @@ impl Draft {
     }
 
     /// The state as a list shows it in one word or two: `sent elsewhere` and `expired`
-    /// win over what the draft's own row says.
+    /// win over what the draft's own row says (`now_ms`: milliseconds since the epoch).
     pub fn state_label(&self, now_ms: i64) -> String {
         if self.sent_elsewhere() {
             "sent elsewhere".to_owned()
@@ -224,6 +261,7 @@ impl Draft {
         ))
     }
 
+    /// The current revision's facts against the latest recheck's.
     pub fn drift(&self) -> Drift {
         let snapshot = self.current().map(|r| r.facts.clone()).unwrap_or_default();
         fact_drift(&snapshot, &self.latest)
@@ -244,7 +282,8 @@ impl Draft {
             .map(|v| v.to_serde())
     }
 
-    /// Everything a list row or a detail pane needs, as JSON (for `--json` and the UI).
+    /// Everything a list row or a detail pane needs, as JSON (for `--json` and the UI);
+    /// its age and expiry are judged at `now_ms`, milliseconds since the epoch.
     pub fn to_json(&self, now_ms: i64) -> Value {
         let current = self.current();
         let first_submitted = self.created_at.clone();
@@ -398,72 +437,127 @@ fn to_value<T: Serialize>(value: &T) -> Value {
 /// What an agent or job submits for review.
 #[derive(Clone, Debug, Default)]
 pub struct Submission {
+    /// The send key (checked as for a claim: one send, one spelling).
     pub key: String,
     /// JSON text, kept exactly as given.
     pub payload: String,
+    /// What the submitter saw when it drafted the send (a balance, a plan).
     pub facts: Map<String, Value>,
+    /// A command (program and arguments) that prints the facts as they are now.
     pub recheck: Option<Vec<String>>,
+    /// Stored with the ledger entry on dispatch.
     pub meta: Option<Map<String, Value>>,
+    /// Who submits it.
     pub by: Option<String>,
 }
 
+/// Where a submission went.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Submitted {
+    /// The draft's id.
     pub id: i64,
+    /// The revision this submission became.
     pub revision: i64,
+    /// The draft's state after it (queued, or approved when it revised an approved
+    /// draft, whose approval then no longer covers the current revision).
     pub state: DraftState,
     /// False when it was a new revision of an open draft.
     pub new_draft: bool,
 }
 
+/// Why a queue operation was refused or failed. A refused decision was not applied
+/// (and, where it found its draft, is in the decision log as refused); a refused
+/// submission queued nothing.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReviewError {
+    /// No draft has this id.
     #[error("no draft {0}")]
     NoDraft(i64),
+    /// The payload does not parse as JSON (the parser's message says where).
     #[error("the payload is not JSON: {0}")]
     PayloadNotJson(String),
+    /// The submission's key was empty.
     #[error("a draft needs a key")]
     EmptyKey,
+    /// The key is refused as a claim would refuse it.
     #[error(transparent)]
     BadKey(#[from] crate::ledger::key::BadKey),
+    /// The ledger already has the key as sent: dispatch could only say duplicate.
     #[error(
         "{key} was already sent{at}; a draft for it could never be sent, so it is not queued. A new send needs a new key (another window or intent)"
     )]
-    AlreadySent { key: String, at: String },
+    AlreadySent {
+        /// The key.
+        key: String,
+        /// " at TIME" when the entry says when, else empty.
+        at: String,
+    },
+    /// A name twice in one object: a reviewer and a provider could see different
+    /// payloads.
     #[error(
         "the payload has the name {0:?} twice in one object; a reviewer and a provider could read it differently, so it is not queued"
     )]
     DuplicateName(String),
+    /// The reviewer looked at an older revision than the current one.
     #[error(
         "draft {id} is now at revision {now}, not the revision {asked} you looked at; look at it again. Your decision was not recorded"
     )]
-    NotTheRevision { id: i64, asked: i64, now: i64 },
+    NotTheRevision {
+        /// The draft.
+        id: i64,
+        /// The revision the decision named.
+        asked: i64,
+        /// The current revision.
+        now: i64,
+    },
+    /// The draft is no longer open: rejected, withdrawn or dispatched.
     #[error("draft {id} is {}{}; it cannot be {verb}", .state.as_str(), decided(.by, .at))]
     Closed {
+        /// The draft.
         id: i64,
+        /// Its state now.
         state: DraftState,
+        /// Who put it there, when recorded.
         by: Option<String>,
+        /// When, when recorded.
         at: Option<String>,
+        /// What was asked: `approved`, `rejected` or `withdrawn`.
         verb: &'static str,
     },
+    /// Someone else decided between this person's read and their decision.
     #[error(
         "draft {id} was {} by {} at {} while you were deciding; your decision was not recorded",
         .state.as_str(), .by.as_deref().unwrap_or("someone"), .at.as_deref().unwrap_or("?")
     )]
     DecidedFirst {
+        /// The draft.
         id: i64,
+        /// What the other decision made it.
         state: DraftState,
+        /// Who decided first.
         by: Option<String>,
+        /// When.
         at: Option<String>,
     },
+    /// A new revision (or another change) arrived between the read and the decision.
     #[error(
         "draft {id} changed while you were deciding (it is now at revision {revision}); look at it again. Your decision was not recorded"
     )]
-    ChangedMeanwhile { id: i64, revision: i64 },
+    ChangedMeanwhile {
+        /// The draft.
+        id: i64,
+        /// Its revision now.
+        revision: i64,
+    },
+    /// The recheck command failed (its reason, safe to print); the failure is recorded
+    /// on the draft.
     #[error("could not check the facts: {0}")]
     CouldNotCheck(String),
+    /// The approval could not be made (a bad ttl, facts that cannot be stored).
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// The ledger's database could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -483,12 +577,17 @@ pub enum Verdict {
     /// Approves the current revision; with `revision`, only if that is still the
     /// current one (what the reviewer looked at).
     Approve {
+        /// How long the approval holds.
         ttl: Ttl,
+        /// The revision the reviewer looked at.
         revision: Option<i64>,
     },
+    /// Rejects the draft; it can never be dispatched.
     Reject {
+        /// Why, for the submitter.
         reason: String,
     },
+    /// The submitter takes the draft back.
     Withdraw,
 }
 
@@ -510,6 +609,8 @@ impl Verdict {
     }
 }
 
+/// The review queue in an SQLite ledger: submit, look, recheck, decide, and record a
+/// dispatch. Its decisions go to the ledger's decision log.
 pub struct Review {
     store: Arc<SqliteStore>,
     clock: Clock,
@@ -630,10 +731,12 @@ fn json_text(value: &impl Serialize) -> Option<String> {
 }
 
 impl Review {
+    /// The queue in `store`'s database, timed by `clock` (milliseconds since the epoch).
     pub fn new(store: Arc<SqliteStore>, clock: Clock) -> Review {
         Review { store, clock }
     }
 
+    /// The queue's clock: milliseconds since the epoch.
     pub fn now(&self) -> i64 {
         (self.clock)()
     }

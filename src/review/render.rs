@@ -155,13 +155,16 @@ fn mark_trailing_space(piece: &str) -> String {
 /// A run of a diff line's text, emphasised when it is what changed within the line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Segment {
+    /// True for what changed.
     pub emphasised: bool,
+    /// The run's text. Payload text: make it visible before drawing.
     pub text: String,
 }
 
 /// One line of a reviewer's diff.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReviewerDiffLine {
+    /// Whether it was kept, added or removed.
     pub tag: LineTag,
     /// The line's text in runs; no run is empty, and neighbouring runs differ in
     /// emphasis. An equal line is one unemphasised run.
@@ -172,6 +175,7 @@ pub struct ReviewerDiffLine {
 }
 
 impl ReviewerDiffLine {
+    /// The whole line, its runs joined.
     pub fn text(&self) -> String {
         self.segments.iter().map(|s| s.text.as_str()).collect()
     }
@@ -185,15 +189,20 @@ impl ReviewerDiffLine {
 /// What changed from revision `from` to revision `to`, over their reviewer lines.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReviewerDiff {
+    /// The older revision's number.
     pub from: i64,
+    /// The newer revision's number.
     pub to: i64,
+    /// Lines only the newer one has.
     pub added: usize,
+    /// Lines only the older one has.
     pub removed: usize,
     /// Every line, equal ones included, in reading order.
     pub lines: Vec<ReviewerDiffLine>,
 }
 
 impl ReviewerDiff {
+    /// True when nothing a reviewer would see changed.
     pub fn is_empty(&self) -> bool {
         self.added == 0 && self.removed == 0
     }
