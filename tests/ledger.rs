@@ -874,7 +874,7 @@ fn pending_fixture() -> Vec<Entry> {
 
 async fn pending_keys(ledger: &Ledger, older_than_ms: Option<f64>) -> Vec<String> {
     ledger
-        .pending(older_than_ms)
+        .pending(older_than_ms.map(send_once::ledger::duration::to_std))
         .await
         .expect("pending works")
         .iter()

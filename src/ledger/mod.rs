@@ -1010,11 +1010,15 @@ impl Ledger {
         Ok(self.store.get(key).await?)
     }
 
-    /// Entries whose outcome is unknown, oldest claim first. `older_than_ms` leaves out
+    /// Entries whose outcome is unknown, oldest claim first. `older_than` leaves out
     /// those claimed more recently, which are probably still in flight. An entry whose
     /// claim time cannot be read is left out, as the Node library leaves it out.
-    pub async fn pending(&self, older_than_ms: Option<f64>) -> Result<Vec<Entry>, LedgerError> {
-        let cutoff = self.now() as f64 - older_than_ms.unwrap_or(0.0);
+    pub async fn pending(
+        &self,
+        older_than: Option<std::time::Duration>,
+    ) -> Result<Vec<Entry>, LedgerError> {
+        let older_than_ms = older_than.map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+        let cutoff = self.now() as f64 - older_than_ms;
         let pending = self
             .store
             .list(ListFilter {

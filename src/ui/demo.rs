@@ -726,10 +726,17 @@ mod tests {
         let unknown = ledger.pending(None).await.unwrap();
         assert_eq!(unknown.len(), summary.unknown);
         // One is younger than five minutes (possibly still in flight); the oldest is days old.
-        assert_eq!(ledger.pending(Some(5.0 * MINUTE)).await.unwrap().len(), 7);
+        assert_eq!(
+            ledger
+                .pending(Some(duration::to_std(5.0 * MINUTE)))
+                .await
+                .unwrap()
+                .len(),
+            7
+        );
         assert!(
             ledger
-                .pending(Some(3.0 * 24.0 * 60.0 * MINUTE))
+                .pending(Some(duration::to_std(3.0 * 24.0 * 60.0 * MINUTE)))
                 .await
                 .unwrap()
                 .len()
