@@ -14,6 +14,9 @@ use crate::text::visible;
 /// The most of a command's stdout kept as its result; the rest is read and dropped so
 /// the command never blocks on a full pipe.
 const MAX_STDOUT: usize = 1 << 20;
+/// How long, after a time limit killed a command's group, its pipes may stay open
+/// before they are abandoned.
+const AFTER_KILL: Duration = Duration::from_millis(500);
 /// How much of the end of a command's stderr is kept for the entry's error.
 const STDERR_TAIL: usize = 2000;
 
@@ -198,15 +201,32 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
     };
     // The time limit covers the command and everything holding its pipes open (a
     // background child it left behind), so a limit always ends the wait.
-    let all = async { tokio::join!(child.wait(), feed, collect_stdout, tee_stderr) };
-    tokio::pin!(all);
+    // Boxed, so that it can be dropped (and its readers with it) while `child` lives on.
+    let mut all = Box::pin(async { tokio::join!(child.wait(), feed, collect_stdout, tee_stderr) });
     let (status, timed_out) = match command.timeout {
         None => ((&mut all).await, false),
         Some(limit) => match tokio::time::timeout(limit, &mut all).await {
             Ok(done) => (done, false),
             Err(_) => {
                 kill_group(pid);
-                ((&mut all).await, true)
+                match tokio::time::timeout(AFTER_KILL, &mut all).await {
+                    Ok(done) => (done, true),
+                    Err(_) => {
+                        // Something outside the group (a `setsid` child) still holds
+                        // the pipes: the limit is the limit, so stop reading. The
+                        // group leader was killed; reap it.
+                        drop(all);
+                        let _ = child.wait().await;
+                        guard.0 = None;
+                        return Ok(Finished {
+                            how: Ending::TimedOut(limit),
+                            stdout: Vec::new(),
+                            stdout_truncated: false,
+                            stderr_tail: "a process it started outside its process group kept its output open"
+                                .into(),
+                        });
+                    }
+                }
             }
         },
     };

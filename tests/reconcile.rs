@@ -490,8 +490,10 @@ fn a_person_who_settles_first_is_not_overwritten() {
     assert_eq!(decisions[0]["outcome"], "changed");
     assert_eq!(decisions[1]["by"], "reconcile (tester)");
     assert_eq!(decisions[1]["outcome"], "refused");
-    // Settled by someone is not unknown.
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Settled by someone, but failed against the provider's record: the next run
+    // would send it again, so a person must look (retest G4).
+    assert_eq!(one["providerHasIt"], true, "{report}");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
     // In text, the line says so.
     let f2 = Fixture::new("ledger.db");
     f2.pending("op-raced", "raced@example.com", CLAIMED_MS);
@@ -509,6 +511,8 @@ fn a_person_who_settles_first_is_not_overwritten() {
         "{}",
         stdout(&out)
     );
+    // Settled sent by a person, as the provider says: nothing is left unknown.
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(f2.entry("op-raced")["resolution"]["by"], "dana");
 }
 

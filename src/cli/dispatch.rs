@@ -84,9 +84,15 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
             meta: None,
             now: ledger.now() as f64,
         };
-        let dispatched =
-            approval::dispatch_with(&ledger, request, recheck, &provider, &options).await;
         let key = args.key.as_str();
+        let before = ledger.get(key).await.ok().flatten();
+        let work = approval::dispatch_with(&ledger, request, recheck, &provider, &options);
+        let dispatched = match super::interrupt::unless_signalled(work).await {
+            Ok(dispatched) => dispatched,
+            Err(signal) => {
+                return super::interrupt::report(&ledger, &args.ledger, key, before, signal).await;
+            }
+        };
         match dispatched {
             Ok(Dispatched::Ledger(outcome)) => report(
                 &args.ledger,

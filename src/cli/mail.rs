@@ -157,7 +157,14 @@ async fn mail_planned(args: &MailArgs, plan: Plan) -> Exit {
         Err(exit) => return exit,
     };
     let key = args.key.as_str();
-    let outcome = send_mail_once(&ledger, key, &plan.mailer, &plan.mail, args.dry_run).await;
+    let before = ledger.get(key).await.ok().flatten();
+    let work = send_mail_once(&ledger, key, &plan.mailer, &plan.mail, args.dry_run);
+    let outcome = match super::interrupt::unless_signalled(work).await {
+        Ok(outcome) => outcome,
+        Err(signal) => {
+            return super::interrupt::report(&ledger, &location, key, before, signal).await;
+        }
+    };
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(e) => return super::store_failure(e),

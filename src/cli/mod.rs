@@ -5,6 +5,7 @@ mod audit;
 mod dispatch;
 mod docs;
 mod entries;
+mod interrupt;
 mod keys;
 mod ledger_arg;
 mod log;

@@ -283,6 +283,9 @@ fn line(checked: &Checked, dry_run: bool) -> String {
         Action::Left if dry_run => "would leave it pending".to_owned(),
         Action::Left => "left pending".to_owned(),
         Action::Inconclusive => "left pending".to_owned(),
+        Action::Changed { said, .. } if checked.contradicted() => format!(
+            "not settled, already settled: {said}. but the provider has it: as failed, the next run sends it again. If the provider's record is right, resolve it sent"
+        ),
         Action::Changed { said, .. } => format!("not settled, already settled: {said}"),
         Action::Error(e) => format!("not settled: {e}"),
     };
@@ -385,6 +388,11 @@ fn report_json(setup: &Setup, report: &Report) -> Value {
             Action::Left | Action::Inconclusive => ("left", None),
             Action::Changed { now, said } => {
                 one.insert("message".into(), said.clone().into());
+                if checked.contradicted() {
+                    // A person's "failed" against the provider's record: the next
+                    // run would send it again.
+                    one.insert("providerHasIt".into(), true.into());
+                }
                 ("refused", Some(*now))
             }
             Action::Error(e) => {

@@ -1142,9 +1142,15 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
         let provider = RunProvider::new(provider);
         let draft = ready.draft().clone();
         let id = draft.id;
-        let dispatched = review
-            .dispatch(ready, &ledger, &provider, &options, recheck_timeout)
-            .await;
+        let before = ledger.get(&draft.key).await.ok().flatten();
+        let work = review.dispatch(ready, &ledger, &provider, &options, recheck_timeout);
+        let dispatched = match super::interrupt::unless_signalled(work).await {
+            Ok(dispatched) => dispatched,
+            Err(signal) => {
+                return super::interrupt::report(&ledger, &args.ledger, &draft.key, before, signal)
+                    .await;
+            }
+        };
         let report_outcome = |outcome| {
             report(
                 &args.ledger,

@@ -121,6 +121,9 @@ impl SendFlags {
         let mut options = SendOptions::builder()
             .precheck(provider.precheck.is_some())
             .verify(provider.verify.is_some());
+        if let Some(who) = super::ledger_arg::by_or_default(None) {
+            options = options.on_behalf_of(who);
+        }
         if let Some(meta) = meta {
             options = options.meta(meta);
         }
@@ -232,7 +235,14 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
     let provider = RunProvider::new(plan.provider);
-    let outcome = ledger.once_with(&plan.key, &provider, &plan.options).await;
+    let before = ledger.get(&plan.key).await.ok().flatten();
+    let work = ledger.once_with(&plan.key, &provider, &plan.options);
+    let outcome = match super::interrupt::unless_signalled(work).await {
+        Ok(outcome) => outcome,
+        Err(signal) => {
+            return super::interrupt::report(&ledger, &location, &plan.key, before, signal).await;
+        }
+    };
     let gates = Gates::of(&plan.options);
     report(
         &location,
@@ -374,6 +384,13 @@ pub fn report(
             checked,
         } => {
             let what = match &error {
+                // Nothing recorded for its attempt yet: another process may be sending
+                // it right now, and "failed" would let it go twice.
+                None if entry.error().is_none() && !entry.uncertain() => format!(
+                    "{key} is claimed by an attempt that has not ended (attempt {}, claimed at {}): it may still be sending, so it was not sent again. Wait for it (--wait D), or check with the provider before resolving it: marking it failed while it is still sending can send it twice.",
+                    entry.attempts(),
+                    visible(entry.claimed_at())
+                ),
                 None => format!(
                     "{key} has been pending since {} (attempt {}): an earlier attempt may have reached the provider, so it was not sent again.",
                     visible(entry.claimed_at()),

@@ -86,6 +86,9 @@ impl Ledger {
         provider: &P,
         options: &SendOptions,
     ) -> Result<Outcome<P::Receipt>, LedgerError> {
+        // One deadline for the whole call: a wait that follows one attempt into the
+        // next never waits longer than asked.
+        let wait_until = options.wait().map(|limit| Instant::now() + limit);
         for _ in 0..MAX_ROUNDS {
             // Step 1: what the ledger has decides what is asked.
             let claimable = match self.store.get(key).await? {
@@ -93,7 +96,10 @@ impl Ledger {
                     return Ok(Outcome::Duplicate { entry });
                 }
                 Some(entry) if entry.status() == Status::Pending => {
-                    match self.look_at_pending(entry, provider, options).await? {
+                    match self
+                        .look_at_pending(entry, provider, options, wait_until)
+                        .await?
+                    {
                         Pending::Settled(outcome) => return Ok(outcome),
                         Pending::Claimable(failed) => Some(failed),
                         Pending::TakenOver(claimed) => {
@@ -130,7 +136,8 @@ impl Ledger {
                         // No attempt is made, so a failed entry keeps its attempt count.
                         let base = claimable.as_ref().unwrap_or(&claim);
                         let sent = self.confirmed(base, CheckKind::Precheck, provider_id, evidence);
-                        let decision = confirmation(base, &sent, CheckKind::Precheck);
+                        let decision =
+                            confirmation(base, &sent, CheckKind::Precheck, options.on_behalf_of());
                         let written = match &claimable {
                             None => self.claim_logged(&sent, &decision).await?,
                             Some(failed) => {
@@ -173,11 +180,12 @@ impl Ledger {
         mut entry: Entry,
         provider: &P,
         options: &SendOptions,
+        wait_until: Option<Instant>,
     ) -> Result<Pending<P::Receipt>, LedgerError> {
-        if let Some(limit) = options.wait()
+        if let Some(deadline) = wait_until
             && in_flight(&entry)
         {
-            let Some(now) = self.wait_for(&entry, limit).await? else {
+            let Some(now) = self.wait_for(&entry, deadline).await? else {
                 return Ok(Pending::Again);
             };
             entry = now;
@@ -197,7 +205,7 @@ impl Ledger {
         let answer = self.ask(CheckKind::Verify, provider, &entry).await;
         match answer {
             CheckAnswer::Happened { .. } => Ok(Pending::Settled(
-                self.settle_confirmed(&entry, answer, None).await?,
+                self.settle_confirmed(&entry, answer, None, options).await?,
             )),
             CheckAnswer::NotThere if self.stale(&entry, options) => {
                 match self.take_over(&entry, options).await? {
@@ -255,7 +263,8 @@ impl Ledger {
                 let answer = self.ask(CheckKind::Verify, provider, &entry).await;
                 match answer {
                     CheckAnswer::Happened { .. } => {
-                        self.settle_confirmed(&entry, answer, Some(error)).await
+                        self.settle_confirmed(&entry, answer, Some(error), options)
+                            .await
                     }
                     other => Ok(Outcome::Unknown {
                         entry,
@@ -295,23 +304,28 @@ impl Ledger {
         answer
     }
 
-    /// Re-reads `entry` until its attempt ends or changes, or `limit` has passed.
-    /// None when the entry is gone.
-    async fn wait_for(&self, entry: &Entry, limit: Duration) -> Result<Option<Entry>, LedgerError> {
+    /// Re-reads `entry` until no attempt of it is in flight (one ended, or it is no
+    /// longer pending) or `deadline` has passed; an attempt another waiter claimed
+    /// meanwhile is followed too. None when the entry is gone.
+    async fn wait_for(
+        &self,
+        entry: &Entry,
+        deadline: Instant,
+    ) -> Result<Option<Entry>, LedgerError> {
         let span = info_span!(
             "wait",
             key = %visible_inline(entry.key()),
             attempt = entry.attempts(),
             outcome = Empty
         );
-        let deadline = Instant::now() + limit;
         let mut delay = WAIT_POLL_FIRST;
         let waiting = async {
+            let mut last = entry.clone();
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     span.record("outcome", "still pending");
-                    return Ok(Some(entry.clone()));
+                    return Ok(Some(last));
                 }
                 tokio::time::sleep(delay.min(left)).await;
                 delay = (delay * 2).min(WAIT_POLL_MAX);
@@ -319,10 +333,11 @@ impl Ledger {
                     span.record("outcome", "gone");
                     return Ok(None);
                 };
-                if now.status() != Status::Pending || !now.same_attempt(entry) || !in_flight(&now) {
+                if !in_flight(&now) {
                     span.record("outcome", now.status().as_str());
                     return Ok(Some(now));
                 }
+                last = now;
             }
         };
         waiting.instrument(span.clone()).await
@@ -379,7 +394,7 @@ impl Ledger {
             id: None,
             at,
             // Its answer is what allowed it.
-            by: Some("verify".into()),
+            by: Some(decided_by("verify", options.on_behalf_of())),
             action: "takeover".into(),
             subject: stale.key().to_owned(),
             note: Some(format!(
@@ -407,6 +422,7 @@ impl Ledger {
         pending: &Entry,
         answer: CheckAnswer,
         error: Option<crate::ledger::SendError>,
+        options: &SendOptions,
     ) -> Result<Outcome<R>, LedgerError> {
         let CheckAnswer::Happened {
             provider_id,
@@ -426,7 +442,7 @@ impl Ledger {
             provider_id.clone(),
             evidence.clone(),
         );
-        let decision = confirmation(pending, &sent, CheckKind::Verify);
+        let decision = confirmation(pending, &sent, CheckKind::Verify, options.on_behalf_of());
         if self.transition_logged(pending, &sent, &decision).await? {
             return Ok(Outcome::Confirmed {
                 entry: sent,
@@ -497,20 +513,12 @@ impl Ledger {
         }
     }
 
-    /// A new entry with its decision. The entry comes first: it is what stops a
-    /// second send; a log that cannot be written is reported in the log's span.
+    /// A new entry with its decision, in one write where the store can.
     async fn claim_logged(&self, entry: &Entry, decision: &Decision) -> Result<bool, LedgerError> {
-        if !self.store.claim(entry).await? {
-            return Ok(false);
+        match self.store.claim_decided(entry, decision).await {
+            Err(StoreError::Unsupported(_)) => Ok(self.store.claim(entry).await?),
+            other => Ok(other?),
         }
-        match self.store.append_decision(decision).await {
-            Ok(()) | Err(StoreError::Unsupported(_)) => {}
-            Err(e) => tracing::warn!(
-                key = %visible_inline(entry.key()),
-                "the entry is recorded as sent, but its decision could not be logged: {e}"
-            ),
-        }
-        Ok(true)
     }
 }
 
@@ -526,8 +534,21 @@ fn gate_name(gate: CheckKind) -> &'static str {
     }
 }
 
+/// Who a check's decision is by: the check, and whom the send was made for.
+fn decided_by(check: &str, on_behalf_of: Option<&str>) -> String {
+    match on_behalf_of {
+        Some(who) => format!("{check} ({who})"),
+        None => check.to_owned(),
+    }
+}
+
 /// The decision log's record of a send settled from the provider's answer.
-fn confirmation(before: &Entry, sent: &Entry, gate: CheckKind) -> Decision {
+fn confirmation(
+    before: &Entry,
+    sent: &Entry,
+    gate: CheckKind,
+    on_behalf_of: Option<&str>,
+) -> Decision {
     let mut detail = Map::new();
     detail.insert("gate".into(), gate_name(gate).into());
     detail.insert("answer".into(), "happened".into());
@@ -548,7 +569,7 @@ fn confirmation(before: &Entry, sent: &Entry, gate: CheckKind) -> Decision {
     Decision {
         id: None,
         at: sent.updated_at().unwrap_or(sent.claimed_at()).to_owned(),
-        by: Some(gate_name(gate).into()),
+        by: Some(decided_by(gate_name(gate), on_behalf_of)),
         action: "confirm".into(),
         subject: sent.key().to_owned(),
         note: Some(note.into()),

@@ -317,6 +317,45 @@ impl Store for JsonlStore {
         .await
     }
 
+    async fn claim_decided(&self, entry: &Entry, decision: &Decision) -> Result<bool, StoreError> {
+        let (entry, decision) = (entry.clone(), decision.clone());
+        self.blocking(move |files| {
+            let _lock = files.lock()?;
+            let found = files.find(entry.key())?;
+            if found.entry.is_some() {
+                return Ok(false);
+            }
+            // A first entry creates the file; taking it back removes it again.
+            let before = match std::fs::metadata(&files.path) {
+                Ok(meta) => Some(meta.len()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(files.io_error(&files.path, e)),
+            };
+            files.append(&files.path, &entry.to_json(), &found.tail)?;
+            if let Err(e) = files.append_decision_locked(decision) {
+                // The entry is recorded with its decision or not at all.
+                let cut = match before {
+                    Some(len) => OpenOptions::new()
+                        .write(true)
+                        .open(&files.path)
+                        .and_then(|f| f.set_len(len).and_then(|()| f.sync_all())),
+                    None => std::fs::remove_file(&files.path),
+                };
+                return Err(match cut {
+                    Ok(()) => e,
+                    Err(cut) => StoreError::PartlyWritten {
+                        path: files.path.clone(),
+                        why: failure(&e),
+                        cut,
+                        left: "the entry is written, but the decision log does not say what wrote it",
+                    },
+                });
+            }
+            Ok(true)
+        })
+        .await
+    }
+
     async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
         let decision = decision.clone();
         self.blocking(move |files| {

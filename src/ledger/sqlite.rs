@@ -171,6 +171,11 @@ enum WriteOp {
         decision: Decision,
     },
     AppendDecision(Decision),
+    /// A claim and its decision, in one transaction.
+    ClaimDecided {
+        entry: Entry,
+        decision: Decision,
+    },
     /// `gc`: each row is deleted only if it still has the status and update time it
     /// was judged by.
     Remove(Vec<RemoveRow>),
@@ -542,6 +547,14 @@ impl Store for SqliteStore {
         let op = WriteOp::TransitionDecided {
             current: current.clone(),
             next: next.clone(),
+            decision: decision.clone(),
+        };
+        Ok(self.write(op, Durability::Now).await? > 0)
+    }
+
+    async fn claim_decided(&self, entry: &Entry, decision: &Decision) -> Result<bool, StoreError> {
+        let op = WriteOp::ClaimDecided {
+            entry: entry.clone(),
             decision: decision.clone(),
         };
         Ok(self.write(op, Durability::Now).await? > 0)
@@ -1261,21 +1274,7 @@ fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<Reply> {
 fn apply_rows(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
     match op {
         WriteOp::Work(_) => Ok(0),
-        WriteOp::Claim(entry) => {
-            let changed = conn
-                .prepare_cached(
-                    "INSERT INTO send_once (key, status, entry, claimed_at, updated_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO NOTHING",
-                )?
-                .execute(params![
-                    column_key(entry.key()),
-                    entry.status().as_str(),
-                    entry.to_json(),
-                    entry.claimed_at(),
-                    entry.updated_at().unwrap_or(entry.claimed_at()),
-                ])?;
-            Ok(changed as u64)
-        }
+        WriteOp::Claim(entry) => claim(conn, entry),
         WriteOp::Transition { current, next } => transition(conn, current, next),
         WriteOp::TransitionDecided {
             current,
@@ -1289,6 +1288,13 @@ fn apply_rows(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
             Ok(changed)
         }
         WriteOp::AppendDecision(decision) => insert_decision(conn, decision),
+        WriteOp::ClaimDecided { entry, decision } => {
+            let changed = claim(conn, entry)?;
+            if changed > 0 {
+                insert_decision(conn, decision)?;
+            }
+            Ok(changed)
+        }
         WriteOp::Remove(rows) => {
             let mut statement = conn.prepare_cached(
                 "DELETE FROM send_once WHERE key = ?1 AND status = ?2 AND updated_at = ?3",
@@ -1318,6 +1324,23 @@ pub(crate) fn insert_decision(conn: &Connection, decision: &Decision) -> rusqlit
         decision.detail.to_string(),
     ])
     .map(|n| n as u64)
+}
+
+/// Inserts `entry` unless its key has one: 1 when it did.
+fn claim(conn: &Connection, entry: &Entry) -> rusqlite::Result<u64> {
+    let changed = conn
+        .prepare_cached(
+            "INSERT INTO send_once (key, status, entry, claimed_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO NOTHING",
+        )?
+        .execute(params![
+            column_key(entry.key()),
+            entry.status().as_str(),
+            entry.to_json(),
+            entry.claimed_at(),
+            entry.updated_at().unwrap_or(entry.claimed_at()),
+        ])?;
+    Ok(changed as u64)
 }
 
 fn transition(conn: &Connection, current: &Entry, next: &Entry) -> rusqlite::Result<u64> {

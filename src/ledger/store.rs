@@ -419,6 +419,21 @@ pub trait Store: Send + Sync {
         Ok(changed)
     }
 
+    /// A new entry with its decision, in the same write where the store can (SQLite:
+    /// one transaction; JSON Lines: the line taken back when its decision cannot be
+    /// written). The decision is logged only if the claim happened. The default claims,
+    /// then appends; a store without a decision log just claims.
+    async fn claim_decided(&self, entry: &Entry, decision: &Decision) -> Result<bool, StoreError> {
+        let claimed = self.claim(entry).await?;
+        if claimed {
+            match self.append_decision(decision).await {
+                Ok(()) | Err(StoreError::Unsupported(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(claimed)
+    }
+
     /// Appends to the decision log, durably.
     async fn append_decision(&self, _decision: &Decision) -> Result<(), StoreError> {
         Err(StoreError::Unsupported("the decision log"))

@@ -173,6 +173,13 @@ fn evidence_answer(name: &str, stdout: &[u8]) -> CheckAnswer {
         value
     });
     match parsed {
+        Ok(Value::Object(evidence)) if evidence.get("error").is_some_and(|e| !e.is_null()) => {
+            // `curl -s … ; exit 0` printing the provider's error body is the easy
+            // mistake: an outage must not read as "it was sent".
+            CheckAnswer::inconclusive(format!(
+                "{name} exited 0 but its answer has an \"error\" field: a provider's error is not a record of the send"
+            ))
+        }
         Ok(Value::Object(evidence)) => {
             let (provider_id, id_problem) = match provider_id_in(&evidence) {
                 Ok(id) => (id, None),

@@ -84,6 +84,7 @@ pub struct SendOptions {
     verify: bool,
     wait: Option<Duration>,
     stale_after: Option<Duration>,
+    on_behalf_of: Option<String>,
 }
 
 impl SendOptions {
@@ -126,6 +127,12 @@ impl SendOptions {
     pub fn stale_after(&self) -> Option<Duration> {
         self.stale_after
     }
+
+    /// Who the send is made for (a person, a job): named with the check in the
+    /// decision log when a check's answer settles an entry ("verify (dana)").
+    pub fn on_behalf_of(&self) -> Option<&str> {
+        self.on_behalf_of.as_deref()
+    }
 }
 
 /// Builds [`SendOptions`], refusing combinations that cannot mean what they say.
@@ -162,6 +169,12 @@ impl SendOptionsBuilder {
     /// Take over a pending claim older than `age` when verify says not there.
     pub fn stale_after(mut self, age: Duration) -> Self {
         self.options.stale_after = Some(age);
+        self
+    }
+
+    /// Who the send is made for, named in the decisions a check's answer writes.
+    pub fn on_behalf_of(mut self, who: impl Into<String>) -> Self {
+        self.options.on_behalf_of = Some(who.into());
         self
     }
 

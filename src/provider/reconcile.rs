@@ -145,13 +145,27 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// True when the entry is still pending after this: nobody knows yet.
+    /// True when the entry is still pending after this (nobody knows yet), or when
+    /// the provider has a send that someone marked failed meanwhile: the next run
+    /// would send it again, so a person must look.
     pub fn still_unknown(&self) -> bool {
         match &self.action {
             Action::Settled(_) | Action::WouldSettle(_) => false,
-            Action::Changed { now, .. } => *now == Status::Pending,
+            Action::Changed { now, .. } => *now == Status::Pending || self.contradicted(),
             Action::Left | Action::Inconclusive | Action::Error(_) => true,
         }
+    }
+
+    /// The provider says it happened, but the entry was marked failed first.
+    pub fn contradicted(&self) -> bool {
+        matches!(self.answer, Answer::Happened { .. })
+            && matches!(
+                self.action,
+                Action::Changed {
+                    now: Status::Failed,
+                    ..
+                }
+            )
     }
 
     /// The name of the outcome, as the span and a summary count it: "sent",
