@@ -421,6 +421,13 @@ fn stale_after_takes_over_only_an_old_claim_that_verify_cannot_find() {
         .filter(|d| d["action"] == "takeover")
         .collect();
     assert_eq!(takeovers.len(), 1, "{takeovers:?}");
+    // The stale attempt is still in the history, with how it ended.
+    let show = stdout(&output(&["show", &s.ledger(), "k9"]));
+    assert!(show.contains("claimed, attempt 1"), "{show}");
+    assert!(
+        show.contains("attempt 1 had ended, outcome unknown: the command exited with status 7"),
+        "{show}"
+    );
     // Happened beats stale: never sent again when the provider has it.
     let s = Setup::new();
     expect_exit(&s.run("k10", &[], &s.sender(UNCERTAIN_SEND)), 3, "first");

@@ -6,183 +6,17 @@
 //! expects on the screen (or for the program to end), never for a fixed time.
 
 mod common;
+#[path = "common/tmux.rs"]
+#[macro_use]
+mod tmux;
 
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{bin, code, stderr, stdout};
 use serde_json::Value;
-
-// ---------------------------------------------------------------------------------
-// The harness: a trimmed copy of tests/tui_e2e.rs's.
-
-macro_rules! require_tmux {
-    () => {
-        let found = Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            eprintln!("note: tmux is not installed; skipping this terminal test");
-            return;
-        }
-    };
-}
-
-/// How long to wait for what should take well under a second; CI runners are slower.
-fn react() -> Duration {
-    let factor = if std::env::var_os("CI").is_some() {
-        3
-    } else {
-        1
-    };
-    Duration::from_secs(10 * factor)
-}
-
-static SOCKETS: AtomicUsize = AtomicUsize::new(0);
-
-/// One tmux server with one window, killed when dropped.
-struct Term {
-    socket: String,
-    socket_path: Option<PathBuf>,
-}
-
-impl Term {
-    /// Runs `command` (no shell) in a `width`×`height` window whose working directory
-    /// is `dir`; the pane stays after it ends so that its exit status can be read.
-    fn start<S: AsRef<OsStr>>(
-        dir: &Path,
-        tag: &str,
-        (width, height): (u16, u16),
-        command: &[S],
-    ) -> Term {
-        let socket = format!(
-            "so-faults-{}-{tag}-{}",
-            std::process::id(),
-            SOCKETS.fetch_add(1, Ordering::Relaxed)
-        );
-        let conf = dir.join(format!("{tag}.tmux.conf"));
-        std::fs::write(&conf, "set -g remain-on-exit on\n").unwrap();
-        let mut term = Term {
-            socket,
-            socket_path: None,
-        };
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&term.socket)
-            .arg("-f")
-            .arg(&conf)
-            .args(["new-session", "-d", "-s", "t", "-c"])
-            .arg(dir)
-            .args(["-x", &width.to_string(), "-y", &height.to_string(), "--"])
-            .args(command)
-            .current_dir(dir)
-            .output()
-            .expect("tmux runs");
-        assert!(out.status.success(), "tmux new-session: {}", stderr(&out));
-        term.socket_path = Some(PathBuf::from(term.display("#{socket_path}")));
-        term
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
-        stdout(&out)
-    }
-
-    fn type_text(&self, text: &str) {
-        self.ok(&["send-keys", "-t", "t", "-l", "--", text]);
-    }
-
-    /// Presses keys by tmux name ("Enter", "q").
-    fn press(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "t", "--"];
-        args.extend_from_slice(keys);
-        self.ok(&args);
-    }
-
-    fn screen(&self) -> String {
-        self.ok(&["capture-pane", "-p", "-t", "t"])
-    }
-
-    fn display(&self, format: &str) -> String {
-        self.ok(&["display-message", "-p", "-t", "t", format])
-            .trim_end()
-            .to_owned()
-    }
-
-    /// Polls the screen until `check` holds; fails with the last screen.
-    fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if check(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < react(),
-                "waited {:?} for {what}; the screen:\n{screen}",
-                react()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Waits for `text`, which may be wrapped over lines.
-    fn wait_for(&self, text: &str) -> String {
-        self.wait_until(&format!("{text:?}"), |s| flat(s).contains(text))
-    }
-
-    /// Waits for the program in the window to end, and returns its exit status (tmux
-    /// may need a SIGCHLD to reap it; see tests/tui_e2e.rs).
-    fn wait_exit(&self) -> i32 {
-        let start = Instant::now();
-        let server = self.display("#{pid}");
-        loop {
-            let state = self.display("#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}");
-            let parts: Vec<&str> = state.split(':').collect();
-            assert!(
-                parts[0] != "1" || parts[2].is_empty(),
-                "killed by signal {}:\n{}",
-                parts[2],
-                self.screen()
-            );
-            if parts[0] == "1" && !parts[1].is_empty() {
-                return parts[1].parse().expect("an exit status");
-            }
-            assert!(
-                start.elapsed() < react(),
-                "the program did not exit ({state}):\n{}",
-                self.screen()
-            );
-            if parts[0] == "1" {
-                let _ = Command::new("kill").args(["-CHLD", &server]).status();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Term {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-        if let Some(path) = &self.socket_path {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
+use tmux::{Term, react};
 
 /// The screen's words on one line, so that text wrapped over lines is found whole.
 fn flat(screen: &str) -> String {
@@ -285,7 +119,7 @@ fn move_sqlite(dir: &Path, from: &str, to: &str) {
 
 /// Waits for the banner of a ledger gone, printing how long it took to show.
 fn wait_for_banner(term: &Term, since: Instant, banner: &str) -> String {
-    let screen = term.wait_for(banner);
+    let screen = term.wait_for_words(banner);
     eprintln!(
         "the banner showed {:?} after the file went",
         since.elapsed()
@@ -319,14 +153,14 @@ fn a_signal_restores_the_terminal(signal: &str, number: i32) {
         "--norc".into(),
         "--noprofile".into(),
     ];
-    let term = Term::start(dir, signal, (100, 30), &shell);
-    term.wait_for("e2e$");
+    let term = Term::start(dir, signal, (100, 30), &[], &shell);
+    term.wait_for_words("e2e$");
     // `exec` gives the UI the pid written, so the signal goes to it alone.
     term.type_text(
         "stty -g > before; sh -c 'echo $$ > tui.pid; exec \"$B\" tui --demo --by t'; s=$?; stty -g > after; echo EXIT:$s",
     );
     term.press(&["Enter"]);
-    term.wait_for("Unknown sends (8)");
+    term.wait_for_words("Unknown sends (8)");
     let flags = "#{alternate_on} #{cursor_flag} #{mouse_any_flag}#{mouse_standard_flag}#{mouse_button_flag}#{mouse_sgr_flag}";
     assert_eq!(
         term.display(flags),
@@ -419,14 +253,14 @@ fn closing_the_window_removes_the_demo_directory() {
         "tui".into(),
         "--demo".into(),
     ];
-    let term = Term::start(dir, "hangup", (100, 30), &command);
-    term.wait_for("Unknown sends (8)");
+    let term = Term::start(dir, "hangup", (100, 30), &[], &command);
+    term.wait_for_words("Unknown sends (8)");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 1);
     // A second window keeps the server (and so this test's view of it) alive. Windows
     // are named by id, not index: `-t t` alone can resolve to the UI's own window
     // ("index 0 in use"), and base-index may differ.
     let ui_window = term.display("#{window_id}");
-    term.ok(&["new-window", "-d", "-t", "t:", "sleep 60"]);
+    term.ok(&["new-window", "-d", "-t", "e2e:", "sleep 60"]);
     term.ok(&["kill-window", "-t", &ui_window]);
     let start = Instant::now();
     while std::fs::read_dir(&tmp).unwrap().count() != 0 {
@@ -487,8 +321,8 @@ fn keys_on_a_20x5_terminal_record_no_decision() {
         ),
         ("mark", &["2", "s", "Enter", "Enter", "Enter"][..]),
     ] {
-        let term = Term::start(dir, tag, (20, 5), &tui("l.db"));
-        term.wait_for("needs at least");
+        let term = Term::start(dir, tag, (20, 5), &[], &tui("l.db"));
+        term.wait_for_words("needs at least");
         for key in keys {
             term.press(&[key]);
         }
@@ -514,21 +348,21 @@ fn keys_on_a_20x5_terminal_record_no_decision() {
 /// Opens the mark-sent confirmation of `key` in the Unknown view.
 fn confirm_mark_sent(term: &Term, key: &str) {
     term.press(&["2"]);
-    term.wait_for(key);
+    term.wait_for_words(key);
     term.press(&["s"]);
-    term.wait_for(&format!("Mark {key} sent"));
+    term.wait_for_words(&format!("Mark {key} sent"));
     term.press(&["Enter"]);
-    term.wait_for(&format!("Mark {key} sent as alice?"));
+    term.wait_for_words(&format!("Mark {key} sent as alice?"));
 }
 
 /// Marks the first unknown send, `key`, sent, from the Unknown view.
 fn mark_sent(term: &Term, key: &str) {
     term.press(&["s"]);
-    term.wait_for(&format!("Mark {key} sent"));
+    term.wait_for_words(&format!("Mark {key} sent"));
     term.press(&["Enter"]);
-    term.wait_for(&format!("Mark {key} sent as alice?"));
+    term.wait_for_words(&format!("Mark {key} sent as alice?"));
     term.press(&["Enter"]);
-    term.wait_for(&format!("✓ Marked {key} sent."));
+    term.wait_for_words(&format!("✓ Marked {key} sent."));
 }
 
 #[test]
@@ -537,8 +371,8 @@ fn an_sqlite_ledger_moved_away_refuses_decisions_until_another_is_back() {
     let held = tempfile::tempdir().unwrap();
     let dir = held.path();
     unknown_send(dir, "ledger.db", "gone-1");
-    let term = Term::start(dir, "moved", (100, 30), &tui("ledger.db"));
-    term.wait_for("Unknown sends (1)");
+    let term = Term::start(dir, "moved", (100, 30), &[], &tui("ledger.db"));
+    term.wait_for_words("Unknown sends (1)");
     confirm_mark_sent(&term, "gone-1");
 
     // Moved away with its -wal and -shm: the file lives on (as kept.db) to show that
@@ -551,7 +385,7 @@ fn an_sqlite_ledger_moved_away_refuses_decisions_until_another_is_back() {
         "✗ The ledger ledger.db was deleted or moved away; decisions are off until it is back.",
     );
     term.press(&["Enter"]);
-    term.wait_for(
+    term.wait_for_words(
         "✗ Refused, nothing was written: the ledger ledger.db was deleted or moved away.",
     );
     term.press(&["s"]);
@@ -563,8 +397,8 @@ fn an_sqlite_ledger_moved_away_refuses_decisions_until_another_is_back() {
     // Another ledger is put at the path.
     unknown_send(dir, "new.db", "back-1");
     std::fs::rename(dir.join("new.db"), dir.join("ledger.db")).unwrap();
-    term.wait_for("✓ The ledger ledger.db was replaced by another file, now opened");
-    let screen = term.wait_for("back-1");
+    term.wait_for_words("✓ The ledger ledger.db was replaced by another file, now opened");
+    let screen = term.wait_for_words("back-1");
     assert!(!screen.contains("decisions are off"), "{screen}");
     mark_sent(&term, "back-1");
     term.press(&["q"]);
@@ -589,15 +423,15 @@ fn an_sqlite_ledger_replaced_while_its_wal_is_in_use_is_not_reopened_and_says_wh
     // A backup of it, restored over it while the UI runs: the same entries, another file,
     // next to the live ledger's -wal and -shm (which SQLite would pair with it).
     std::fs::copy(dir.join("ledger.db"), dir.join("backup.db")).unwrap();
-    let term = Term::start(dir, "replaced", (100, 30), &tui("ledger.db"));
-    term.wait_for("Unknown sends (1)");
+    let term = Term::start(dir, "replaced", (100, 30), &[], &tui("ledger.db"));
+    term.wait_for_words("Unknown sends (1)");
     confirm_mark_sent(&term, "old-1");
 
     std::fs::rename(dir.join("backup.db"), dir.join("ledger.db")).unwrap();
-    term.wait_for("write-ahead log");
+    term.wait_for_words("write-ahead log");
     // The confirmation still shows, but nothing may be written now.
     term.press(&["Enter"]);
-    term.wait_for("✗ Refused, nothing was written");
+    term.wait_for_words("✗ Refused, nothing was written");
     assert_eq!(decisions(dir, "ledger.db"), vec![]);
     term.press(&["q"]);
     assert_eq!(term.wait_exit(), 0);
@@ -610,10 +444,10 @@ fn a_json_lines_ledger_deleted_never_reads_as_nothing_pending() {
     let held = tempfile::tempdir().unwrap();
     let dir = held.path();
     unknown_send(dir, "ledger.jsonl", "j-1");
-    let term = Term::start(dir, "jsonl", (100, 30), &tui("ledger.jsonl"));
-    term.wait_for("Unknown sends (1)");
+    let term = Term::start(dir, "jsonl", (100, 30), &[], &tui("ledger.jsonl"));
+    term.wait_for_words("Unknown sends (1)");
     term.press(&["2"]);
-    term.wait_for("j-1");
+    term.wait_for_words("j-1");
 
     let since = Instant::now();
     std::fs::remove_file(dir.join("ledger.jsonl")).unwrap();
@@ -637,7 +471,7 @@ fn a_json_lines_ledger_deleted_never_reads_as_nothing_pending() {
         "what it held still shows:\n{screen}"
     );
     term.press(&["s"]);
-    term.wait_for(
+    term.wait_for_words(
         "✗ Refused, nothing was written: the ledger ledger.jsonl was deleted or moved away.",
     );
     assert!(
@@ -647,8 +481,8 @@ fn a_json_lines_ledger_deleted_never_reads_as_nothing_pending() {
 
     unknown_send(dir, "new.jsonl", "j-2");
     std::fs::rename(dir.join("new.jsonl"), dir.join("ledger.jsonl")).unwrap();
-    term.wait_for("✓ The ledger ledger.jsonl was replaced by another file, now opened");
-    term.wait_for("j-2");
+    term.wait_for_words("✓ The ledger ledger.jsonl was replaced by another file, now opened");
+    term.wait_for_words("j-2");
     mark_sent(&term, "j-2");
     term.press(&["q"]);
     assert_eq!(term.wait_exit(), 0);

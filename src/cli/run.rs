@@ -387,7 +387,7 @@ pub fn report(
                 // Nothing recorded for its attempt yet: another process may be sending
                 // it right now, and "failed" would let it go twice.
                 None if entry.error().is_none() && !entry.uncertain() => format!(
-                    "{key} is claimed by an attempt that has not ended (attempt {}, claimed at {}): it may still be sending, so it was not sent again. Wait for it (--wait D), or check with the provider before resolving it: marking it failed while it is still sending can send it twice.",
+                    "{key} is pending: attempt {} (claimed at {}) has recorded no end, so it may still be sending, or the process sending it died. It was not sent again. Wait for it (--wait D), or check with the provider before resolving it: marking it failed while it is still sending can send it twice.",
                     entry.attempts(),
                     visible(entry.claimed_at())
                 ),

@@ -215,6 +215,34 @@ pub fn entry_history(entry: &Entry, decisions: &[Decision]) -> Vec<HistoryEvent>
         .collect();
     let mut timeline = Timeline::default();
     let attempt = entry.attempts();
+    // A takeover keeps what it replaced: the stale attempt's claim and how it ended.
+    if let Some(taken) = entry.get("takeover").and_then(Value::as_object) {
+        let before = taken
+            .get("attempt")
+            .and_then(Value::as_u64)
+            .map_or_else(|| "?".to_owned(), |n| n.to_string());
+        if let Some(claimed) = field(taken, "claimedAt") {
+            timeline.push(
+                &claimed,
+                None,
+                HistoryKind::Claimed,
+                &format!("claimed, attempt {before}"),
+                HistorySource::EntryRecord,
+            );
+        }
+        if let (Some(error), Some(at)) = (field(taken, "error"), field(taken, "at")) {
+            let cause = error.strip_prefix(UNKNOWN_PREFIX).unwrap_or(&error);
+            timeline.push(
+                &at,
+                None,
+                HistoryKind::Ended,
+                &format!(
+                    "attempt {before} had ended, outcome unknown: {cause} (recorded by this time; the exact time was not kept)"
+                ),
+                HistorySource::EntryRecord,
+            );
+        }
+    }
     timeline.push(
         entry.claimed_at(),
         None,

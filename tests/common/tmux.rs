@@ -1,7 +1,8 @@
 //! A tmux harness for end-to-end tests of the TUI: one tmux server on a socket of its
 //! own per terminal, keys sent with `send-keys`, the screen read with `capture-pane`,
-//! every wait a poll for what is expected (never a fixed sleep). Taken from
-//! tests/tui_bulk_and_pager.rs; include it with
+//! every wait a poll for what is expected (never a fixed sleep). Used by
+//! tui_bulk_and_pager.rs, tui_faults.rs and tui_verify.rs (tui_e2e.rs keeps its own,
+//! whose waits take explicit limits); include it with
 //! `#[path = "common/tmux.rs"] #[macro_use] mod tmux;`.
 #![allow(dead_code)]
 
@@ -160,6 +161,13 @@ impl Term {
 
     pub fn wait_for(&self, text: &str) -> String {
         self.wait_until(&format!("{text:?}"), |s| s.contains(text))
+    }
+
+    /// Waits for `text`, which may be wrapped over lines: the screen's words are
+    /// compared on one line.
+    pub fn wait_for_words(&self, text: &str) -> String {
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.wait_until(&format!("{text:?}"), |s| words(s).contains(text))
     }
 
     /// Waits for the program in the window to end and returns its exit status (with
