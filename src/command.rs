@@ -96,7 +96,9 @@ pub struct SendCommand<'a> {
     /// Past this its process group is killed; None waits for as long as it runs.
     pub timeout: Option<Duration>,
     /// Pass the command's stderr through to ours as it comes (made visible), as a
-    /// command line does; a full-screen UI keeps only the tail.
+    /// command line does. Off, as a full-screen UI runs it, only the tail is kept and
+    /// the command gets no controlling terminal (a session of its own), so it cannot
+    /// draw on the screen through `/dev/tty`.
     pub echo_stderr: bool,
 }
 
@@ -107,7 +109,8 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         .argv
         .split_first()
         .ok_or_else(|| std::io::Error::other("no command given"))?;
-    let mut child = Command::new(program)
+    let mut outside = Command::new(program);
+    outside
         .args(args)
         .envs(command.env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(if command.payload.is_some() {
@@ -117,10 +120,26 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .kill_on_drop(false);
+    if command.echo_stderr {
         // Its own process group, so a time limit can stop everything it started.
-        .process_group(0)
-        .kill_on_drop(false)
-        .spawn()?;
+        outside.process_group(0);
+    } else {
+        // Quiet means a full-screen UI is drawing: its own session (and so its own
+        // process group) with no controlling terminal, so that it cannot write to
+        // /dev/tty over the screen or read the operator's keys.
+        // SAFETY: setsid(2) is async-signal-safe, and the closure does nothing else
+        // between fork and exec.
+        unsafe {
+            outside.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = outside.spawn()?;
     let pid = child.id();
     // Whoever drops this future (a reconcile told to stop, a screen closed while a
     // verify runs) will never read the answer: stop what was started rather than leave

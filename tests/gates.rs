@@ -352,7 +352,15 @@ fn a_rerun_of_a_pending_key_asks_verify_first() {
         let out = s.run_at(
             T0 + 10 * HOUR_MS,
             "k8",
-            &[&verify, "--check-timeout", "300ms", "--stale-after", "1h"],
+            &[
+                &verify,
+                "--check-timeout",
+                "300ms",
+                "--stale-after",
+                "1h",
+                "--timeout",
+                "1m",
+            ],
             &s.sender("true"),
         );
         expect_exit(&out, 3, body);
@@ -388,7 +396,7 @@ fn stale_after_takes_over_only_an_old_claim_that_verify_cannot_find() {
     let out = s.run_at(
         T0 + HOUR_MS,
         "k9",
-        &[&verify, "--stale-after", "2h"],
+        &[&verify, "--stale-after", "2h", "--timeout", "1m"],
         &s.sender("echo again"),
     );
     expect_exit(&out, 3, "young claim");
@@ -401,7 +409,7 @@ fn stale_after_takes_over_only_an_old_claim_that_verify_cannot_find() {
     let out = s.run_at(
         T0 + 3 * HOUR_MS,
         "k9",
-        &[&verify, "--stale-after", "2h"],
+        &[&verify, "--stale-after", "2h", "--timeout", "1m"],
         &s.sender("echo again"),
     );
     expect_exit(&out, 0, "stale claim");
@@ -435,7 +443,7 @@ fn stale_after_takes_over_only_an_old_claim_that_verify_cannot_find() {
     let out = s.run_at(
         T0 + 3 * HOUR_MS,
         "k10",
-        &[&verify, "--stale-after", "2h"],
+        &[&verify, "--stale-after", "2h", "--timeout", "1m"],
         &s.sender("true"),
     );
     expect_exit(&out, 0, "stale but happened");
@@ -463,7 +471,14 @@ fn many_processes_racing_a_stale_takeover_send_exactly_once() {
             s.command_at(
                 T0 + 3 * HOUR_MS,
                 "race",
-                &["--verify", &verify, "--stale-after", "2h"],
+                &[
+                    "--verify",
+                    &verify,
+                    "--stale-after",
+                    "2h",
+                    "--timeout",
+                    "1m",
+                ],
                 &send,
             )
             .stdout(Stdio::piped())
@@ -583,8 +598,34 @@ fn gate_flags_that_cannot_mean_what_they_say_are_refused_before_anything() {
     let verify = s.check("v", NOT_THERE);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
-            vec!["--stale-after".into(), "1h".into()],
+            vec![
+                "--stale-after".into(),
+                "1h".into(),
+                "--timeout".into(),
+                "1m".into(),
+            ],
             "--stale-after needs --verify",
+        ),
+        // A takeover must never meet a send still running (retest H6).
+        (
+            vec![
+                "--verify".into(),
+                verify.clone(),
+                "--stale-after".into(),
+                "1h".into(),
+            ],
+            "--stale-after needs --timeout",
+        ),
+        (
+            vec![
+                "--verify".into(),
+                verify.clone(),
+                "--stale-after".into(),
+                "5m".into(),
+                "--timeout".into(),
+                "10m".into(),
+            ],
+            "--stale-after 5m is not longer than --timeout 10m",
         ),
         (
             vec![

@@ -356,7 +356,18 @@ fn an_error_body_from_a_check_is_not_evidence() {
         "run", &ledger, "--key", "g7", "--verify", &verify, "--", &uncertain,
     ]);
     expect_exit(&out, 3, "an error body leaves it unknown");
-    assert!(stderr(&out).contains("\"error\" field"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("\"error\" or \"errors\" field"),
+        "{}",
+        stderr(&out)
+    );
+    for body in ["{}", "{\"errors\":[{\"code\":\"unauthorized\"}]}"] {
+        let other = d.script("other.sh", &format!("cat >/dev/null; echo '{body}'"));
+        let out = output(&[
+            "run", &ledger, "--key", "g7", "--verify", &other, "--", &uncertain,
+        ]);
+        expect_exit(&out, 3, body);
+    }
     let out = output(&[
         "reconcile",
         &ledger,
@@ -405,4 +416,33 @@ fn a_checks_decision_names_who_ran_it() {
             .any(|d| d["action"] == "confirm" && d["by"] == "precheck (dana)"),
         "{all:?}"
     );
+}
+
+/// H2: a check run quietly (as the TUI and reconcile run them) has no controlling
+/// terminal: it leads a session of its own, so `/dev/tty` is not the operator's
+/// screen. One run loudly (a command line's) stays in our session.
+#[tokio::test]
+async fn a_quiet_check_runs_in_a_session_of_its_own() {
+    use send_once::ledger::Entry;
+    use send_once::provider::{CheckAnswer, CheckCommand, CheckKind, Limit};
+    let d = Dir::new();
+    // Fields 1 and 6 of /proc/PID/stat: the pid and the session.
+    let check = d.script(
+        "session.sh",
+        "cat >/dev/null; read -r pid comm state ppid pgrp sid rest < /proc/$$/stat\n[ \"$sid\" = \"$$\" ] && { echo '{\"id\":\"own-session\"}'; exit 0; }\nexit 1",
+    );
+    let argv = vec![check];
+    let entry = Entry::claim("h2", "2026-01-01T00:00:00.000Z", None);
+    let limit = Limit::new(Duration::from_secs(30));
+    let ask = |echo_stderr| CheckCommand {
+        kind: CheckKind::Verify,
+        argv: &argv,
+        timeout: &limit,
+        echo_stderr,
+    };
+    assert!(
+        matches!(ask(false).ask(&entry).await, CheckAnswer::Happened { .. }),
+        "a quiet check shares our session"
+    );
+    assert_eq!(ask(true).ask(&entry).await, CheckAnswer::NotThere);
 }

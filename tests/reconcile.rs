@@ -762,7 +762,7 @@ impl send_once::provider::Provider for Answers {
                 id_problem: None,
                 evidence: serde_json::Map::new(),
             },
-            "k-gone" => CheckAnswer::NotThere,
+            "k-gone" | "k-running" => CheckAnswer::NotThere,
             _ => CheckAnswer::inconclusive("no idea"),
         }
     }
@@ -773,8 +773,16 @@ async fn the_library_reconciles_a_memory_store() {
     use send_once::ledger::memory::MemoryStore;
     use send_once::ledger::{Entry, Ledger, Status};
     use send_once::provider::reconcile::{Action, NotThere, ReconcileOptions, reconcile};
-    let entries =
-        ["k-sent", "k-gone", "k-what"].map(|k| Entry::claim(k, "2026-01-01T00:00:00.000Z", None));
+    // k-gone's attempt ended uncertain; k-running's has recorded no end, so "not
+    // there" does not mark it failed: it may still be sending (retest H7).
+    let ended = Entry::from_json(
+        r#"{"key":"k-gone","status":"pending","attempts":1,"claimedAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:05.000Z","meta":null,"error":"Delivery is unknown: timed out","uncertain":true}"#,
+    )
+    .unwrap();
+    let mut entries: Vec<Entry> = ["k-sent", "k-what", "k-running"]
+        .map(|k| Entry::claim(k, "2026-01-01T00:00:00.000Z", None))
+        .into();
+    entries.push(ended);
     let ledger = Ledger::new(Arc::new(MemoryStore::with_entries(entries)));
     let options = ReconcileOptions {
         not_there: NotThere::Failed,
@@ -793,6 +801,17 @@ async fn the_library_reconciles_a_memory_store() {
     );
     let what = report.results.iter().find(|r| r.key == "k-what").unwrap();
     assert_eq!(what.action, Action::Inconclusive);
+    let running = report
+        .results
+        .iter()
+        .find(|r| r.key == "k-running")
+        .unwrap();
+    assert_eq!(running.action, Action::Left);
+    assert!(running.in_flight);
+    assert_eq!(
+        ledger.get("k-running").await.unwrap().unwrap().status(),
+        Status::Pending
+    );
 }
 
 #[test]

@@ -328,10 +328,49 @@ fn a_settled_or_retried_entry_drops_its_answer_and_a_late_answer_is_not_kept() {
     assert_eq!(app.verify_mark("k-bob"), None);
     let (text, ok) = status(&app);
     assert!(!ok);
+    // The provider has it and someone changed it: if to failed, it goes again. The
+    // warning stays until the next message (retest H1).
     assert!(
-        text.contains("it changed or was settled while it was asked"),
+        text.contains("changed or settled by someone while it was asked")
+            && text.contains("the next run sends it again"),
         "{text}"
     );
+    app.update(Action::Tick(now() + 60_000));
+    assert_eq!(status(&app).0, text, "the warning faded");
+}
+
+/// Retest H1: verify found it, then it left the list, settled by someone else: said,
+/// and kept on the screen. Settled here, through the form, it is not a warning.
+#[test]
+fn a_found_send_settled_by_someone_else_is_said_until_the_next_message() {
+    let mut app = self::app(table());
+    ch(&mut app, 'v');
+    answer(&mut app, "k-ann", happened("msg-1"));
+    let without_ann: Vec<Entry> = entries()
+        .into_iter()
+        .filter(|e| e.key() != "k-ann")
+        .collect();
+    app.update(Action::UnknownLoaded(Ok(without_ann.clone())));
+    let (text, ok) = status(&app);
+    assert!(!ok);
+    assert!(
+        text.contains("left the Unknown view, settled by someone"),
+        "{text}"
+    );
+    assert!(text.contains("the next run sends it again"), "{text}");
+
+    // Settled here: the answer is forgotten with the settlement, and the reload that
+    // follows says nothing of it.
+    let mut here = self::app(table());
+    ch(&mut here, 'v');
+    answer(&mut here, "k-ann", happened("msg-1"));
+    here.update(Action::Done(send_once::ui::action::Outcome::Resolved {
+        key: "k-ann".into(),
+        status: send_once::ledger::Status::Sent,
+    }));
+    here.update(Action::UnknownLoaded(Ok(without_ann)));
+    let (text, _) = status(&here);
+    assert!(!text.contains("settled by someone"), "{text}");
 }
 
 // ---------------------------------------------------------------------------------
@@ -599,7 +638,13 @@ fn a_config_file_that_cannot_be_used_is_said_not_ignored_and_the_ui_still_starts
         (
             "[verify]\nemail = \"gmail-verify\"\n",
             0o666,
-            "anyone can write to it",
+            "others can write to it",
+        ),
+        // Its group can write it: as good as anyone (retest H3).
+        (
+            "[verify]\nemail = \"gmail-verify\"\n",
+            0o620,
+            "others can write to it",
         ),
         ("\u{1b}]0;x\u{7}", 0o600, "not valid TOML"),
         (
@@ -626,6 +671,16 @@ fn a_config_file_that_cannot_be_used_is_said_not_ignored_and_the_ui_still_starts
                 setup.command_for(Some("sms")).unwrap().text,
                 "twilio-verify"
             );
+        }
+        // A channel whose line is broken gets no command, not `default`'s (H4).
+        if want.contains("unclosed") {
+            let (_dir, with_default) = config(&format!("{text}default = \"generic\"\n"), 0o600);
+            let setup = VerifySetup::load(None, Some(with_default), limit());
+            assert!(
+                setup.command_for(Some("email")).is_err(),
+                "email fell back to default"
+            );
+            assert_eq!(setup.command_for(Some("fax")).unwrap().text, "generic");
         }
         // The UI opens with it said, and the help keeps saying it.
         let mut app = app(setup.clone());
@@ -721,4 +776,20 @@ fn snapshot_the_prefilled_sent_form_and_the_help() {
     press(&mut app, KeyCode::Esc);
     ch(&mut app, '?');
     insta::assert_snapshot!("verify_help_100x30", screen(&mut app, 100, 30));
+}
+
+/// Retest H3: a config file another user owns could name any command for `v`.
+#[test]
+fn a_config_file_owned_by_another_user_is_not_used() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: giving a file to another user needs root");
+        return;
+    }
+    let (_dir, path) = config("[verify]\nemail = \"gmail-verify\"\n", 0o644);
+    std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+    let setup = VerifySetup::load(None, Some(path), limit());
+    let problem = setup.problem.clone().unwrap_or_default();
+    assert!(problem.contains("belongs to another user"), "{problem}");
+    assert!(setup.command_for(Some("email")).is_err());
 }

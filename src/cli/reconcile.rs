@@ -281,6 +281,9 @@ fn line(checked: &Checked, dry_run: bool) -> String {
         Action::Settled(_) => "resolved failed; the next attempt sends it".to_owned(),
         Action::WouldSettle(status) => format!("would resolve {} (dry run)", status.as_str()),
         Action::Left if dry_run => "would leave it pending".to_owned(),
+        Action::Left if checked.in_flight => {
+            "left pending: its attempt has recorded no end, so it may still be sending (not marked failed)".to_owned()
+        }
         Action::Left => "left pending".to_owned(),
         Action::Inconclusive => "left pending".to_owned(),
         Action::Changed { said, .. } if checked.contradicted() => format!(

@@ -131,7 +131,22 @@ impl SendFlags {
             options = options.wait(limit("--wait", text)?.after);
         }
         if let Some(text) = &self.stale_after {
-            options = options.stale_after(limit("--stale-after", text)?.after);
+            let stale = limit("--stale-after", text)?;
+            // A takeover must never meet a send that is still running: every send is
+            // killed at --timeout, so a claim older than that (and than D) has ended.
+            let Some(timeout) = &provider.send_timeout else {
+                return Err(format!(
+                    "--stale-after needs --timeout: without a time limit a send can still be running when its claim is {} old, and taking it over would send it twice",
+                    stale.written
+                ));
+            };
+            if stale.after <= timeout.after {
+                return Err(format!(
+                    "--stale-after {} is not longer than --timeout {}: a send still running would be taken over and sent twice",
+                    stale.written, timeout.written
+                ));
+            }
+            options = options.stale_after(stale.after);
         }
         let options = options.build().map_err(|e| e.to_string())?;
         provider.validate()?;

@@ -173,11 +173,20 @@ fn evidence_answer(name: &str, stdout: &[u8]) -> CheckAnswer {
         value
     });
     match parsed {
-        Ok(Value::Object(evidence)) if evidence.get("error").is_some_and(|e| !e.is_null()) => {
+        Ok(Value::Object(evidence)) if evidence.is_empty() => CheckAnswer::inconclusive(format!(
+            "{name} exited 0 but printed an empty object: \"it happened\" is the provider's record of the send"
+        )),
+        Ok(Value::Object(evidence))
+            if ["error", "errors"].iter().any(|field| {
+                evidence
+                    .get(*field)
+                    .is_some_and(|e| !e.is_null() && e != &Value::Array(Vec::new()))
+            }) =>
+        {
             // `curl -s … ; exit 0` printing the provider's error body is the easy
             // mistake: an outage must not read as "it was sent".
             CheckAnswer::inconclusive(format!(
-                "{name} exited 0 but its answer has an \"error\" field: a provider's error is not a record of the send"
+                "{name} exited 0 but its answer has an \"error\" or \"errors\" field: a provider's error is not a record of the send"
             ))
         }
         Ok(Value::Object(evidence)) => {

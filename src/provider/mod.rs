@@ -21,8 +21,9 @@
 //! - exit 0 and a JSON object on stdout (at most [`MAX_EVIDENCE`] bytes): **it
 //!   happened**. The provider id is the first non-empty string among `providerId`,
 //!   `messageId`, `id` and `sid`, as for sends, when it is one short plain line; the
-//!   object is the evidence, kept as the entry's result. An object with a non-null
-//!   top-level `error` field is a provider's error body, not a record: inconclusive;
+//!   object is the evidence, kept as the entry's result. An empty object, or one with
+//!   a top-level `error` or `errors` field (a provider's error body, not a record), is
+//!   inconclusive;
 //! - exit 1: **not there**. Right after an uncertain send this proves nothing
 //!   (a provider's records lag), so it never makes a send happen again by itself;
 //! - anything else (another status, a signal, a timeout, output that is not one JSON

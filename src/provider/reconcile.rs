@@ -142,6 +142,9 @@ pub struct Checked {
     pub note: String,
     /// What was done.
     pub action: Action,
+    /// Its attempt had recorded no end when it was asked about: it may still be
+    /// sending, so "not there" does not mark it failed.
+    pub in_flight: bool,
 }
 
 impl Checked {
@@ -395,6 +398,13 @@ async fn settle(
                 Some(Status::Sent),
             )
         }
+        // An attempt that has recorded no end may still be sending: "failed" would let
+        // the next run send it alongside. Only a person marks that one failed.
+        CheckAnswer::NotThere if entry.error().is_none() && !entry.uncertain() => (
+            Answer::NotThere,
+            "verify: not there, but its attempt has recorded no end (it may still be sending), so it is not marked failed".to_owned(),
+            None,
+        ),
         CheckAnswer::NotThere => (
             Answer::NotThere,
             "verify: not there (the provider has no record of it)".to_owned(),
@@ -412,6 +422,7 @@ async fn settle(
         answer,
         note,
         action: Action::Inconclusive,
+        in_flight: entry.error().is_none() && !entry.uncertain(),
     };
     checked.action = match (status, &checked.answer) {
         (None, Answer::Inconclusive(_)) => Action::Inconclusive,

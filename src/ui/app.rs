@@ -482,6 +482,17 @@ impl App {
         });
     }
 
+    /// A warning that stays until the next message: one that must not fade before a
+    /// person has read it.
+    pub(super) fn say_until_next(&mut self, message: &str) {
+        self.status = Some(StatusLine {
+            text: message.to_owned(),
+            ok: false,
+            // Never old enough to fade; the next message replaces it.
+            at: i64::MAX,
+        });
+    }
+
     pub fn update(&mut self, action: Action) -> Vec<Effect> {
         match action {
             Action::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
@@ -652,6 +663,8 @@ impl App {
             Action::Verified { key, seen, answer } => self.verify_answered(key, seen, answer),
             Action::Done(outcome) => {
                 self.history_stale = true;
+                // Settled here, as its answer said: no warning when it leaves the list.
+                self.forget_settled(&outcome);
                 let ok = outcome.ok();
                 let text = self.word(&outcome);
                 self.say(&text, ok);
@@ -660,6 +673,21 @@ impl App {
                     _ => self.reload(),
                 }
             }
+        }
+    }
+
+    /// Drops the verify answers of the keys this screen just settled.
+    fn forget_settled(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Resolved { key, .. } => {
+                self.verifying.answers.remove(key);
+            }
+            Outcome::Batch(items) => {
+                for item in items {
+                    self.forget_settled(item);
+                }
+            }
+            _ => {}
         }
     }
 

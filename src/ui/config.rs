@@ -67,6 +67,9 @@ pub struct VerifySetup {
     pub every: Option<VerifyCommand>,
     /// The config file's `[verify]` lines, by channel (`default` among them).
     pub by_channel: BTreeMap<String, VerifyCommand>,
+    /// Channels whose line could not be used: they get no command, not `default`'s
+    /// (another provider's checker would answer for them).
+    pub broken: Vec<String>,
     /// The config file looked at, if there is one to look at.
     pub config_path: Option<PathBuf>,
     /// What is wrong with the config file (cannot be read, cannot be parsed, a command
@@ -82,6 +85,7 @@ impl VerifySetup {
         VerifySetup {
             every: None,
             by_channel: BTreeMap::new(),
+            broken: Vec::new(),
             config_path: None,
             problem: None,
             timeout,
@@ -97,8 +101,9 @@ impl VerifySetup {
         };
         let named = std::env::var_os(CONFIG_ENV).is_some_and(|p| !p.is_empty());
         match read_table(&path, named) {
-            Ok((table, problems)) => {
+            Ok((table, broken, problems)) => {
                 setup.by_channel = table;
+                setup.broken = broken;
                 if !problems.is_empty() {
                     setup.problem =
                         Some(format!("config {}: {}", shown(&path), problems.join("; ")));
@@ -116,7 +121,12 @@ impl VerifySetup {
             return Ok(every);
         }
         let listed = channel.and_then(|c| self.by_channel.get(c));
-        if let Some(command) = listed.or_else(|| self.by_channel.get(DEFAULT_CHANNEL)) {
+        let broken = channel.is_some_and(|c| self.broken.iter().any(|b| b == c));
+        if let Some(command) = listed.or_else(|| {
+            (!broken)
+                .then(|| self.by_channel.get(DEFAULT_CHANNEL))
+                .flatten()
+        }) {
             return Ok(command);
         }
         let file = self
@@ -196,12 +206,12 @@ fn toml_key(channel: &str) -> String {
 fn read_table(
     path: &Path,
     named: bool,
-) -> Result<(BTreeMap<String, VerifyCommand>, Vec<String>), String> {
+) -> Result<(BTreeMap<String, VerifyCommand>, Vec<String>, Vec<String>), String> {
     use std::os::unix::fs::PermissionsExt;
     let text = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => {
-            return Ok((BTreeMap::new(), Vec::new()));
+            return Ok((BTreeMap::new(), Vec::new(), Vec::new()));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!(
@@ -214,14 +224,25 @@ fn read_table(
             ));
         }
     };
-    // Whoever can write this file chooses what runs when an operator presses `v`.
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.permissions().mode() & 0o002 != 0
-    {
-        return Err(
-            "anyone can write to it, so it could name any command; no verify command is read from it (chmod o-w it)"
-                .to_owned(),
-        );
+    // Whoever can write this file chooses what runs when an operator presses `v`: as
+    // ssh does with its config, only the user (or root) may own it, and only its
+    // owner may write it.
+    if let Ok(meta) = std::fs::metadata(path) {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and touches no memory.
+        let me = unsafe { libc::geteuid() };
+        if meta.permissions().mode() & 0o022 != 0 {
+            return Err(
+                "others can write to it (group or world), so they could name any command; no verify command is read from it (chmod go-w it)"
+                    .to_owned(),
+            );
+        }
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(format!(
+                "it belongs to another user (uid {}), who could name any command; no verify command is read from it",
+                meta.uid()
+            ));
+        }
     }
     let text = String::from_utf8(text)
         .map_err(|_| "is not UTF-8 text; no verify command is read from it".to_owned())?;
@@ -240,6 +261,7 @@ fn read_table(
         )
     })?;
     let mut table = BTreeMap::new();
+    let mut broken = Vec::new();
     let mut problems = Vec::new();
     for (channel, text) in parsed.verify {
         let key = format!("verify.{}", toml_key(&channel));
@@ -254,8 +276,11 @@ fn read_table(
                 );
                 table.insert(channel, VerifyCommand { text, argv, from });
             }
-            Err(why) => problems.push(format!("{why}; that channel has no verify command")),
+            Err(why) => {
+                problems.push(format!("{why}; that channel has no verify command"));
+                broken.push(channel);
+            }
         }
     }
-    Ok((table, problems))
+    Ok((table, broken, problems))
 }

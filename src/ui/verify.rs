@@ -326,6 +326,15 @@ impl App {
                 },
             );
             format!("Verify {who}: {words}. {next}")
+        } else if matches!(answer, CheckAnswer::Happened { .. }) {
+            // The provider has it, and someone settled it meanwhile: if that was
+            // "failed", the next run sends it again. A person must see this.
+            let text = format!(
+                "Verify {who}: {words}, but it was changed or settled by someone while it was asked. If it is now failed, the next run sends it again: look in the Ledger view (4) and resolve it sent if the provider is right."
+            );
+            let effects = self.next_verify();
+            self.say_until_next(&text);
+            return effects;
         } else {
             format!(
                 "Verify {who}: {words}, but it changed or was settled while it was asked; the answer is not kept."
@@ -418,9 +427,26 @@ impl App {
         };
         let current: HashMap<&str, Seen> =
             entries.iter().map(|e| (e.key(), Seen::entry(e))).collect();
-        self.verifying
-            .answers
-            .retain(|key, v| current.get(key.as_str()) == Some(&v.seen));
+        let mut found_then_settled = Vec::new();
+        self.verifying.answers.retain(|key, v| {
+            let kept = current.get(key.as_str()) == Some(&v.seen);
+            if !kept
+                && !current.contains_key(key.as_str())
+                && matches!(v.answer, CheckAnswer::Happened { .. })
+            {
+                found_then_settled.push(key.clone());
+            }
+            kept
+        });
+        // It left the list after verify found it: settled by someone else. Sent is
+        // fine; failed would send it again, so say it while there is time to look.
+        if let Some(key) = found_then_settled.first() {
+            let text = format!(
+                "{} left the Unknown view, settled by someone, after verify found it at the provider. If it was marked failed, the next run sends it again: look in the Ledger view (4) and resolve it sent if the provider is right.",
+                super::forms::short_key(key)
+            );
+            self.say_until_next(&text);
+        }
     }
 
     /// The entry the Unknown view lists under `key`, filtered out or not.
