@@ -101,7 +101,11 @@ impl VerifySetup {
         };
         let named = std::env::var_os(CONFIG_ENV).is_some_and(|p| !p.is_empty());
         match read_table(&path, named) {
-            Ok((table, broken, problems)) => {
+            Ok(Table {
+                commands: table,
+                broken,
+                problems,
+            }) => {
                 setup.by_channel = table;
                 setup.broken = broken;
                 if !problems.is_empty() {
@@ -200,18 +204,26 @@ fn toml_key(channel: &str) -> String {
     }
 }
 
+/// What a config file's `[verify]` table gave.
+#[derive(Default)]
+struct Table {
+    /// The commands, by channel.
+    commands: BTreeMap<String, VerifyCommand>,
+    /// Channels whose line could not be used.
+    broken: Vec<String>,
+    /// What could not be used, in words.
+    problems: Vec<String>,
+}
+
 /// The `[verify]` table of the file at `path`, each command split, with what could not
 /// be used of it. A missing file is an empty table, unless it was named by
 /// `SEND_ONCE_CONFIG` (then the name is wrong, and that is said).
-fn read_table(
-    path: &Path,
-    named: bool,
-) -> Result<(BTreeMap<String, VerifyCommand>, Vec<String>, Vec<String>), String> {
+fn read_table(path: &Path, named: bool) -> Result<Table, String> {
     use std::os::unix::fs::PermissionsExt;
     let text = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => {
-            return Ok((BTreeMap::new(), Vec::new(), Vec::new()));
+            return Ok(Table::default());
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!(
@@ -282,5 +294,9 @@ fn read_table(
             }
         }
     }
-    Ok((table, broken, problems))
+    Ok(Table {
+        commands: table,
+        broken,
+        problems,
+    })
 }
