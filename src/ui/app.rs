@@ -1286,6 +1286,9 @@ impl App {
             return;
         };
         let key = entry.key().to_owned();
+        let who = crate::text::who_and_what(entry.meta())
+            .map(|w| crate::text::visible_inline(&w).into_owned())
+            .unwrap_or_default();
         let in_flight = self.maybe_in_flight(entry);
         // A verify answer for this status starts the form; the settlement applies to
         // the attempt it was about.
@@ -1302,6 +1305,7 @@ impl App {
             (
                 FormKind::MarkSent {
                     key,
+                    who,
                     in_flight,
                     seen,
                 },
@@ -1311,6 +1315,7 @@ impl App {
             (
                 FormKind::MarkFailed {
                     key,
+                    who,
                     in_flight,
                     seen,
                 },

@@ -32,6 +32,8 @@ pub enum FormKind {
     },
     MarkSent {
         key: String,
+        /// Who and what, as the list showed it.
+        who: String,
         /// Its attempt has not ended and it was claimed less than `--older-than` ago:
         /// it may still be sending.
         in_flight: bool,
@@ -40,6 +42,8 @@ pub enum FormKind {
     },
     MarkFailed {
         key: String,
+        /// Who and what, as the list showed it.
+        who: String,
         in_flight: bool,
         seen: Seen,
     },
@@ -248,11 +252,13 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
         }
         FormKind::MarkSent {
             key,
+            who,
             in_flight,
             seen,
         }
         | FormKind::MarkFailed {
             key,
+            who,
             in_flight,
             seen,
         } => {
@@ -267,6 +273,10 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
                 "Mark {short} {} as {by}? {then}",
                 if sent { "sent" } else { "failed" }
             )];
+            // The key alone does not say who would get it, or get it again.
+            if !who.is_empty() {
+                lines.push(format!("The send: {who}"));
+            }
             let provider_id = if sent {
                 form.optional("Provider id")
             } else {
