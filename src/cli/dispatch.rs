@@ -141,18 +141,10 @@ fn refusal_text<R>(refused: &Dispatched<R>, key: &str) -> String {
             expires_at,
             approved_at,
             ..
-        } => {
-            let lasted = match (time::parse_date(approved_at), time::parse_date(expires_at)) {
-                (Some(from), Some(to)) => format!(
-                    "{} after it was given",
-                    duration::format_duration((to - from) as f64)
-                ),
-                _ => format!("it was given at {approved_at}"),
-            };
-            format!(
-                "not sent: the approval for {key} expired at {expires_at} ({lasted}); it must be approved again"
-            )
-        }
+        } => format!(
+            "not sent: the approval for {key} expired at {expires_at} ({}); it must be approved again",
+            lasted(approved_at, expires_at)
+        ),
         Dispatched::PayloadChanged {
             approved_hash,
             current_hash,
@@ -160,24 +152,38 @@ fn refusal_text<R>(refused: &Dispatched<R>, key: &str) -> String {
         } => format!(
             "not sent: the payload is not the one approved for {key} (approved {approved_hash}, this one {current_hash}); `send-once hash FILE` prints a payload's hash"
         ),
-        Dispatched::StaleFacts { changed, .. } => {
-            let list = changed
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}: {} -> {}",
-                        c.fact,
-                        jsjson::stringify(&c.before),
-                        jsjson::stringify(&c.after)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            format!(
-                "not sent: facts changed since {key} was approved ({list}); it must be approved again"
-            )
-        }
+        Dispatched::StaleFacts { changed, .. } => format!(
+            "not sent: facts changed since {key} was approved ({}); it must be approved again",
+            changed_facts(changed)
+        ),
         Dispatched::Ledger(_) => String::new(),
     };
     visible_inline(&text).into_owned()
+}
+
+/// How long an approval lasted, for "expired at …": "12h after it was given".
+pub fn lasted(approved_at: &str, expires_at: &str) -> String {
+    match (time::parse_date(approved_at), time::parse_date(expires_at)) {
+        (Some(from), Some(to)) => format!(
+            "{} after it was given",
+            duration::format_duration((to - from) as f64)
+        ),
+        _ => format!("it was given at {approved_at}"),
+    }
+}
+
+/// The facts that moved since an approval, "fact: before -> after; …".
+pub fn changed_facts(changed: &[send_once::approval::FactChange]) -> String {
+    changed
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} -> {}",
+                c.fact,
+                jsjson::stringify(&c.before),
+                jsjson::stringify(&c.after)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -1212,27 +1212,17 @@ fn refuse(json: bool, outcome: &str, draft: &Draft, message: String) -> Exit {
 }
 
 fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &LedgerLocation) -> String {
+    use super::dispatch::{changed_facts, lasted};
     let id = draft.id;
     match refused {
         Dispatched::Expired {
             expires_at,
             approved_at,
             ..
-        } => {
-            let parse = send_once::ledger::time::parse_date;
-            let lasted = match (parse(approved_at), parse(expires_at)) {
-                (Some(from), Some(to)) => {
-                    format!(
-                        "{} after it was given",
-                        duration::format_duration((to - from) as f64)
-                    )
-                }
-                _ => format!("it was given at {approved_at}"),
-            };
-            format!(
-                "not sent: the approval of draft {id} expired at {expires_at} ({lasted}); approve it again to send it"
-            )
-        }
+        } => format!(
+            "not sent: the approval of draft {id} expired at {expires_at} ({}); approve it again to send it",
+            lasted(approved_at, expires_at)
+        ),
         Dispatched::PayloadChanged {
             approved_hash,
             current_hash,
@@ -1240,24 +1230,11 @@ fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &LedgerLocati
         } => format!(
             "not sent: the payload of draft {id} changed after it was approved (approved {approved_hash}, now {current_hash}); look at the change (send-once draft show {ledger} {id}) and approve it again"
         ),
-        Dispatched::StaleFacts { changed, .. } => {
-            let list = changed
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}: {} -> {}",
-                        c.fact,
-                        jsjson::stringify(&c.before),
-                        jsjson::stringify(&c.after)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            visible_inline(&format!(
-                "not sent: facts changed since draft {id} was approved ({list}); look at them and approve it again"
-            ))
-            .into_owned()
-        }
+        Dispatched::StaleFacts { changed, .. } => visible_inline(&format!(
+            "not sent: facts changed since draft {id} was approved ({}); look at them and approve it again",
+            changed_facts(changed)
+        ))
+        .into_owned(),
         Dispatched::Ledger(_) => String::new(),
     }
 }
