@@ -188,7 +188,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char(' '), NONE)],
         key_label: "Space",
         command: Command::ToggleMark,
-        label: "mark row for s, f, r",
+        label: "mark row for s f v r",
         name: "mark",
         group: "Marks",
         views: &[View::Approvals, View::Unknown],
