@@ -101,7 +101,7 @@ enum Command {
     /// A removed key has no record left, so a later run for it sends again: choose a
     /// duration longer than anything might retry.
     Gc(entries::GcArgs),
-    /// Print the decision log: every resolve, reset, approve, reject and withdraw, with who, when and what came of it.
+    /// Print the decision log: every resolve, reset, approve, reject and withdraw, and each send a provider check confirmed or took over, with who, when and what came of it.
     Decisions(entries::DecisionsArgs),
     /// The review queue: submit drafts, push or recheck their facts, withdraw, show.
     #[command(subcommand)]
