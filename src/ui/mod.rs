@@ -198,6 +198,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
         tx: tx.clone(),
         done: done_tx,
         shown: 0,
+        clock: Arc::clone(&options.clock),
     };
     for effect in app.start() {
         runner.run(effect, 0, &mut in_flight);
@@ -374,6 +375,8 @@ struct Runner {
     done: UnboundedSender<LoadSlot>,
     /// Which opening of the ledger the app has been told of (and so has shown).
     shown: u64,
+    /// The UI's clock, so that an answer is stamped when it came, not at the last tick.
+    clock: Clock,
 }
 
 impl Runner {
@@ -402,8 +405,12 @@ impl Runner {
         } = effect
         {
             let tx = self.tx.clone();
+            let clock = Arc::clone(&self.clock);
             tokio::spawn(async move {
                 let answer = verify(&key, &entry, &argv, &timeout).await;
+                // The answer's time is when it came (the note a person may record
+                // says so), not the last tick's.
+                let _ = tx.send(Action::Tick(clock()));
                 let _ = tx.send(Action::Verified {
                     key,
                     seen: crate::ledger::Seen::entry(&entry),
