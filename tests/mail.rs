@@ -177,13 +177,14 @@ impl Fake {
 
     fn mail_to(&self, key: &str, to: &str, subject: &str, extra: &[&str]) -> Output {
         let body = self.body();
+        // `--to=VALUE`, so that a value starting with - is a value, as a user writes it.
+        let to = format!("--to={to}");
+        let subject = format!("--subject={subject}");
         let mut args = vec![
             "--key",
             key,
-            "--to",
-            to,
-            "--subject",
-            subject,
+            &to,
+            &subject,
             "--body-file",
             body.to_str().expect("utf-8"),
         ];
@@ -574,6 +575,9 @@ fn no_mailer_or_bad_input_is_exit_2_and_changes_nothing() {
         ("op", "will@example.com OR x", SUBJECT, "a space"),
         ("op", TO, "   ", "blank"),
         ("op", TO, "Brief\r\nBcc: eve@example.com", "line break"),
+        // Passed to the mailer as words of their own, they would read as options.
+        ("op", "--help@example.com", SUBJECT, "starts with -"),
+        ("op", TO, "--help", "starts with -"),
     ] {
         let out = fake.mail_to(key, to, subject, &[]);
         common::expect_exit(&out, 2, why);

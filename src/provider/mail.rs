@@ -121,6 +121,9 @@ impl Mail {
                 visible_inline(subject).into_owned(),
             ));
         }
+        if subject.starts_with('-') {
+            return Err(MailError::SubjectDash(visible_inline(subject).into_owned()));
+        }
         if body.len() > MAX_BODY_BYTES {
             return Err(MailError::BodyTooBig(body.len()));
         }
@@ -212,6 +215,10 @@ pub fn why_not_an_address(text: &str) -> Option<String> {
     };
     if local.is_empty() || domain.is_empty() {
         return Some("it needs a name before the @ and a domain after it".into());
+    }
+    if local.starts_with('-') {
+        // It is passed to the mailer as its own word, where it would read as an option.
+        return Some("it starts with -, which the mailer would read as an option".into());
     }
     if domain.contains('@') {
         return Some("it has more than one @".into());
@@ -726,6 +733,11 @@ pub enum MailError {
     /// A line break or control character would be a header of its own.
     #[error("--subject {0:?} holds a line break or control character; give it on one line")]
     SubjectControl(String),
+    /// The mailer gets it as its own word, where a leading `-` reads as an option.
+    #[error(
+        "--subject {0:?} starts with -, which the mailer would read as an option; start it otherwise"
+    )]
+    SubjectDash(String),
     /// Too big for one command-line argument.
     #[error(
         "the body is {0} bytes; the mailer gets it as one argument, which Linux holds to {MAX_BODY_BYTES}"
