@@ -188,7 +188,7 @@ fn v_asks_the_verify_command_of_the_selected_rows_channel_and_writes_nothing() {
     let (text, ok) = status(&app);
     assert!(ok, "{text}");
     assert!(
-        text.contains("Verifying ann@example.com · renewal"),
+        text.contains("Verifying ann@example.com · renewal with config.toml verify.email"),
         "{text}"
     );
     // The sms row gets its own command.

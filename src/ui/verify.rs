@@ -225,15 +225,20 @@ impl App {
         let mut text = match (added, self.verifying.running.as_deref()) {
             (0, _) => String::new(),
             (_, Some(running)) => {
-                let who = self
-                    .listed(running)
+                let entry = self.listed(running);
+                let who = entry
                     .map(|e| visible_inline(&entry_who(e)).into_owned())
+                    .unwrap_or_default();
+                // Which command answers, and where it was configured.
+                let with = entry
+                    .and_then(|e| self.verify.command_for(channel_of(e)).ok())
+                    .map(|c| format!(" with {}", visible_inline(&c.from)))
                     .unwrap_or_default();
                 let waiting = self.verifying.queue.len();
                 if waiting > 0 {
-                    format!("Verifying {who}… ({waiting} more waiting their turn.)")
+                    format!("Verifying {who}{with}… ({waiting} more waiting their turn.)")
                 } else {
-                    format!("Verifying {who}…")
+                    format!("Verifying {who}{with}…")
                 }
             }
             (_, None) => String::new(),
