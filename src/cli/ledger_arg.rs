@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use send_once::ledger::sqlite::Access;
+use send_once::ledger::Access;
 use send_once::ledger::{Clock, Ledger, LedgerLocation, StoreError, duration, location, time};
 
 /// The ledger given, else `$SEND_ONCE_LEDGER`, else `send-once/ledger.db` in the

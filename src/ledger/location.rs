@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::jsonl::JsonlStore;
-use super::sqlite::{Access, SqliteStore};
-use super::store::{Store, StoreError};
+use super::sqlite::SqliteStore;
+use super::store::{Access, Store, StoreError};
 
 /// A ledger as a person names it: a path or a URL, before anything is opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,24 +56,24 @@ impl LedgerLocation {
     /// waits for a writer forever), and a missing ledger unless `access` may create it.
     pub fn check(&self, access: Access) -> Result<(), StoreError> {
         let path = match self {
-            LedgerLocation::Postgres(url) => {
-                return Err(StoreError::PostgresNotSupported(url.clone()));
+            LedgerLocation::Postgres(_) => {
+                return Err(StoreError::PostgresNotSupported(self.clone()));
             }
             LedgerLocation::Sqlite(path) | LedgerLocation::Jsonl(path) => path,
         };
         match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory(path.clone())),
-            Ok(meta) if !meta.is_file() => Err(StoreError::NotARegularFile(path.clone())),
+            Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory(self.clone())),
+            Ok(meta) if !meta.is_file() => Err(StoreError::NotARegularFile(self.clone())),
             Ok(_) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if access == Access::Create {
                     Ok(())
                 } else {
-                    Err(StoreError::NotFound(path.clone()))
+                    Err(StoreError::NotFound(self.clone()))
                 }
             }
             Err(source) => Err(StoreError::Io {
-                path: path.clone(),
+                ledger: self.clone(),
                 source,
             }),
         }
@@ -85,7 +85,7 @@ impl LedgerLocation {
         match self {
             LedgerLocation::Jsonl(path) => Ok(Arc::new(JsonlStore::open(path, access)?)),
             LedgerLocation::Sqlite(path) => Ok(Arc::new(SqliteStore::open(path, access)?)),
-            LedgerLocation::Postgres(url) => Err(StoreError::PostgresNotSupported(url.clone())),
+            LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),
         }
     }
 
@@ -94,8 +94,8 @@ impl LedgerLocation {
         self.check(access)?;
         match self {
             LedgerLocation::Sqlite(path) => SqliteStore::open(path, access),
-            LedgerLocation::Jsonl(path) => Err(StoreError::NoReviewQueue(path.clone())),
-            LedgerLocation::Postgres(url) => Err(StoreError::PostgresNotSupported(url.clone())),
+            LedgerLocation::Jsonl(_) => Err(StoreError::NoReviewQueue(self.clone())),
+            LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),
         }
     }
 }

@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::approval::{self, Dispatched, Ttl};
+use crate::ledger::Access;
 use crate::ledger::key::{Window, send_key};
-use crate::ledger::sqlite::Access;
 use crate::ledger::{
     Clock, Entry, Ledger, LedgerLocation, Outcome, ResolveDetails, SendContext, SendError, Status,
     Store, duration,

@@ -29,7 +29,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::approval::Ttl;
-use crate::ledger::sqlite::Access;
+use crate::ledger::Access;
 use crate::ledger::{
     Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Status, Store, StoreError,
 };
