@@ -368,9 +368,8 @@ fn open_review(
     access: Access,
 ) -> Result<(Review, Arc<SqliteStore>), Exit> {
     let store = location
-        .open_sqlite(access)
+        .open_queue(access)
         .map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;
-    let store = Arc::new(store);
     Ok((Review::new(Arc::clone(&store), clock()), store))
 }
 

@@ -81,23 +81,77 @@ impl LedgerLocation {
 
     /// Opens the store. Only `Access::Create` makes a missing ledger.
     pub fn open_store(&self, access: Access) -> Result<Arc<dyn Store>, StoreError> {
-        self.check(access)?;
-        match self {
-            LedgerLocation::Jsonl(path) => Ok(Arc::new(JsonlStore::open(path, access)?)),
-            LedgerLocation::Sqlite(path) => Ok(Arc::new(SqliteStore::open(path, access)?)),
-            LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),
-        }
+        Ok(self.opened(Opening::With(access), Queue::NotNeeded)?.store)
     }
 
-    /// Opens an SQLite ledger, for what only SQLite holds (the review queue).
-    pub fn open_sqlite(&self, access: Access) -> Result<SqliteStore, StoreError> {
+    /// Opens the store of a ledger that keeps a review queue, for what needs the
+    /// queue: a ledger that keeps none (JSON Lines) is refused before it is opened.
+    pub fn open_queue(&self, access: Access) -> Result<Arc<SqliteStore>, StoreError> {
+        self.opened(Opening::With(access), Queue::Needed)?
+            .queue
+            .ok_or_else(|| StoreError::NoReviewQueue(self.clone()))
+    }
+
+    /// Opens an existing ledger to look at and, where it can, to write (the TUI):
+    /// on a read-only filesystem or a full disk a ledger that can be opened read-only
+    /// is, and its writes say why they are refused.
+    pub fn open_to_look(&self) -> Result<OpenedLedger, StoreError> {
+        self.opened(Opening::ToLook, Queue::NotNeeded)
+    }
+
+    /// The one place a location becomes a store: every opener above comes here, so a
+    /// new kind of ledger is one arm of this match.
+    fn opened(&self, opening: Opening, queue: Queue) -> Result<OpenedLedger, StoreError> {
+        let access = match opening {
+            Opening::With(access) => access,
+            Opening::ToLook => Access::ReadWrite,
+        };
         self.check(access)?;
         match self {
-            LedgerLocation::Sqlite(path) => SqliteStore::open(path, access),
-            LedgerLocation::Jsonl(_) => Err(StoreError::NoReviewQueue(self.clone())),
+            LedgerLocation::Sqlite(path) => {
+                let store = Arc::new(match opening {
+                    Opening::With(access) => SqliteStore::open(path, access)?,
+                    Opening::ToLook => SqliteStore::open_to_look(path)?,
+                });
+                Ok(OpenedLedger {
+                    store: store.clone(),
+                    queue: Some(store),
+                })
+            }
+            // Refused before the file is opened, so asking for a queue never creates
+            // a JSON Lines file.
+            LedgerLocation::Jsonl(_) if queue == Queue::Needed => {
+                Err(StoreError::NoReviewQueue(self.clone()))
+            }
+            LedgerLocation::Jsonl(path) => Ok(OpenedLedger {
+                store: Arc::new(JsonlStore::open(path, access)?),
+                queue: None,
+            }),
             LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),
         }
     }
+}
+
+/// A ledger opened: the store every command reads and writes, and the review queue's
+/// store where the ledger keeps one.
+pub struct OpenedLedger {
+    /// The entries and the decision log.
+    pub store: Arc<dyn Store>,
+    /// The drafts and their decisions; `None` for a ledger without a review queue
+    /// (JSON Lines).
+    pub queue: Option<Arc<SqliteStore>>,
+}
+
+#[derive(Clone, Copy)]
+enum Opening {
+    With(Access),
+    ToLook,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Queue {
+    Needed,
+    NotNeeded,
 }
 
 /// How a location is shown to people: the path, or the URL without its password.
