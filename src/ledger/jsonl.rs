@@ -391,6 +391,10 @@ impl Store for JsonlStore {
         .await
     }
 
+    async fn make_empty(&self) -> Result<(), StoreError> {
+        self.blocking(|files| files.make_empty()).await
+    }
+
     async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
         // Appends grow the file; gc replaces it (a new inode); the decision log is a
         // second file. Their sizes, times and inodes together change with any write.
@@ -825,6 +829,21 @@ impl Files {
                 ledger: ledger_at(path),
                 source: e,
             },
+        }
+    }
+
+    /// Creates the ledger file, empty and private to its owner (as the first write
+    /// would), unless something is already there: that is left exactly as it is.
+    fn make_empty(&self) -> Result<(), StoreError> {
+        let created = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&self.path);
+        match created {
+            Ok(file) => file.sync_all().map_err(|e| self.io_error(&self.path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(self.io_error(&self.path, e)),
         }
     }
 

@@ -42,6 +42,24 @@ impl LedgerLocation {
         }
     }
 
+    /// The kind of ledger, as `--json` names it: `sqlite`, `jsonl` or `postgres`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LedgerLocation::Sqlite(_) => "sqlite",
+            LedgerLocation::Jsonl(_) => "jsonl",
+            LedgerLocation::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The kind of ledger, as a message names it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            LedgerLocation::Sqlite(_) => "SQLite",
+            LedgerLocation::Jsonl(_) => "JSON Lines",
+            LedgerLocation::Postgres(_) => "Postgres",
+        }
+    }
+
     /// The file, for the two stores that are files.
     pub fn path(&self) -> Option<&Path> {
         match self {
@@ -99,6 +117,26 @@ impl LedgerLocation {
         self.opened(Opening::ToLook, Queue::NotNeeded)
     }
 
+    /// Makes an empty ledger here when nothing is here (`send-once init`). A ledger
+    /// that is already here is only read, to be sure it is one, and left exactly as it
+    /// is; anything else (a directory, a file that is not a ledger) is refused.
+    pub async fn init(&self) -> Result<Init, StoreError> {
+        match self.check(Access::ReadOnly) {
+            Ok(()) => {
+                // The census reads every row: a file that only looks like a ledger
+                // (lines but no entry) is refused here, as any command would refuse it.
+                self.open_store(Access::ReadOnly)?.census().await?;
+                Ok(Init::AlreadyThere)
+            }
+            Err(StoreError::NotFound(_)) => {
+                let store = self.open_store(Access::Create)?;
+                store.make_empty().await?;
+                Ok(Init::Made)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The one place a location becomes a store: every opener above comes here, so a
     /// new kind of ledger is one arm of this match.
     fn opened(&self, opening: Opening, queue: Queue) -> Result<OpenedLedger, StoreError> {
@@ -130,6 +168,15 @@ impl LedgerLocation {
             LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),
         }
     }
+}
+
+/// What [`LedgerLocation::init`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Init {
+    /// Nothing was there: an empty ledger is now.
+    Made,
+    /// A ledger was already there; nothing was changed.
+    AlreadyThere,
 }
 
 /// A ledger opened: the store every command reads and writes, and the review queue's

@@ -511,6 +511,14 @@ pub trait Store: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Makes the ledger exist where it is kept, empty, if opening it did not (`send-once
+    /// init`): a store that makes its ledger when opened to create (SQLite) has
+    /// nothing left to do; one whose first write would make it (a JSON Lines file)
+    /// makes it now. Never changes a ledger that is there.
+    async fn make_empty(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Something that changes whenever the ledger does (anyone's write, from any
     /// process), cheap to ask for often; None when the store cannot tell, and then a
     /// watcher must reload to see changes.
