@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::Access;
+use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Ledger, Outcome};
 
 const CONCURRENT_SENDERS: usize = 16;

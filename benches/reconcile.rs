@@ -25,7 +25,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::Access;
+use send_once::ledger::sqlite::SqliteStore;
 use sha2::{Digest, Sha256};
 
 use common::{BIN, START_MS, iso, median, ms, thousands};

@@ -16,8 +16,8 @@
 //! use std::sync::Arc;
 //!
 //! use send_once::ledger::key::{Window, send_key};
-//! use send_once::ledger::sqlite::{Access, SqliteStore};
-//! use send_once::ledger::{Ledger, Outcome, ResolveDetails, Seen, SendError, Status};
+//! use send_once::ledger::sqlite::SqliteStore;
+//! use send_once::ledger::{Access, Ledger, Outcome, ResolveDetails, Seen, SendError, Status};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -90,8 +90,8 @@
 //! use serde_json::Map;
 //! use tokio::sync::Mutex;
 //!
-//! use send_once::ledger::sqlite::{Access, SqliteStore};
-//! use send_once::ledger::{Entry, Ledger, Outcome, SendContext, SendError};
+//! use send_once::ledger::sqlite::SqliteStore;
+//! use send_once::ledger::{Access, Entry, Ledger, Outcome, SendContext, SendError};
 //! use send_once::provider::{CheckAnswer, CheckKind, Provider, SendOptions, message_id};
 //!
 //! /// A mail API whose sent folder can be searched by Message-ID (as Gmail's

@@ -14,9 +14,10 @@ use serde_json::json;
 
 use common::{expect_exit, json_stdout, output, stdout};
 use send_once::approval::Ttl;
+use send_once::ledger::Access;
 use send_once::ledger::history::{HistoryEvent, HistoryKind, HistorySource, entry_history};
 use send_once::ledger::jsonl::JsonlStore;
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{
     Clock, Decision, DecisionOutcome, DecisionQuery, Ledger, LedgerError, ResolveDetails,
     SendError, Status, Store, time,

@@ -17,7 +17,8 @@ use tokio::sync::Barrier;
 
 use send_once::ledger::key::BadKey;
 use send_once::ledger::memory::MemoryStore;
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::sqlite::SqliteStore;
+use send_once::ledger::{Access, LedgerLocation};
 use send_once::ledger::{
     Clock, Durability, Entry, Ledger, LedgerError, ListFilter, Outcome, ResolveDetails,
     SendContext, SendError, Status, Store, StoreError,
@@ -140,8 +141,8 @@ struct FaultyStore {
     fail_transition: AtomicBool,
 }
 
-fn faulty_path() -> PathBuf {
-    PathBuf::from("/faulty/ledger.db")
+fn faulty_path() -> LedgerLocation {
+    LedgerLocation::Sqlite(PathBuf::from("/faulty/ledger.db"))
 }
 
 #[async_trait]

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use common::*;
 use rusqlite::{Connection, OptionalExtension, params};
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::Access;
+use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Ledger, ResolveDetails, Status};
 
 // The Node sqlStore's statements, with '?' placeholders as its SQLite mode writes them.

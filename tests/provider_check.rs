@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::Access;
+use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Entry, Ledger, Outcome, Receipt, SendContext, SendError, canonical, lone};
 use send_once::provider::{
     CheckAnswer, CheckCommand, CheckKind, CommandProvider, CommandSendError, Limit, OptionsError,

@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Barrier;
 
 use send_once::approval::Ttl;
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::Access;
+use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Clock, DecisionOutcome, Store};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{DraftState, Review, ReviewError, Submission, Verdict};

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use tempfile::TempDir;
 
+use send_once::ledger::Access;
 use send_once::ledger::jsonl::JsonlStore;
 use send_once::ledger::memory::MemoryStore;
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Durability, Entry, GcQuery, PageQuery, Status, Store, time};
 
 /// 30 entries: every third pending, sent or failed, claimed a minute apart in an

@@ -5,9 +5,9 @@
 use clap::Args;
 use serde_json::{Map, Value};
 
+use send_once::ledger::Access;
 use send_once::ledger::canonical::number_value;
 use send_once::ledger::key::is_js_whitespace;
-use send_once::ledger::sqlite::Access;
 use send_once::ledger::{Audit, Entry, LedgerLocation, duration, jsjson, time};
 use send_once::text::visible_inline;
 

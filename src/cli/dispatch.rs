@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched};
-use send_once::ledger::sqlite::Access;
+use send_once::ledger::Access;
 use send_once::ledger::{canonical, duration, jsjson, key, time};
 use send_once::provider::split_command;
 use send_once::review::recheck::run_recheck;

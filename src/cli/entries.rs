@@ -4,7 +4,7 @@
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
-use send_once::ledger::sqlite::Access;
+use send_once::ledger::Access;
 use send_once::ledger::{
     Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails,
     Status, UnreadableRow, duration, jsjson,

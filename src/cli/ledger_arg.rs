@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use send_once::ledger::sqlite::Access;
+use send_once::ledger::Access;
 use send_once::ledger::{Clock, Ledger, LedgerLocation, StoreError, duration, location, time};
 
 /// The ledger given, else `$SEND_ONCE_LEDGER`, else `send-once/ledger.db` in the
@@ -26,7 +26,7 @@ pub fn ledger_or_default(given: Option<&LedgerLocation>) -> Result<LedgerLocatio
         })
 }
 
-/// The ledger a command that creates one (`run`, `draft submit`) uses: as
+/// The ledger a command that creates one (`init`, `run`, `draft submit`) uses: as
 /// [`ledger_or_default`], with the default ledger's directory made (private to the
 /// user) when it is not there yet. A ledger given is used as given.
 pub fn ledger_to_create(given: Option<&LedgerLocation>) -> Result<LedgerLocation, String> {

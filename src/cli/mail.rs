@@ -7,8 +7,8 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::{Map, Value};
 
+use send_once::ledger::Access;
 use send_once::ledger::memory::MemoryStore;
-use send_once::ledger::sqlite::Access;
 use send_once::ledger::{Ledger, LedgerLocation, StoreError};
 use send_once::provider::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_WINDOW_HOURS, Limit, Mail, MailOutcome, Mailer, message_id,

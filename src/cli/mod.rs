@@ -5,6 +5,7 @@ mod audit;
 mod dispatch;
 mod docs;
 mod entries;
+mod init;
 mod interrupt;
 mod keys;
 mod ledger_arg;
@@ -121,6 +122,8 @@ enum Command {
     Key(keys::KeyArgs),
     /// Print the payload hash of a JSON document (or its canonical JSON).
     Hash(keys::HashArgs),
+    /// Create an empty ledger (SQLite, or JSON Lines for a name ending in .jsonl), or say that one is already there.
+    Init(init::InitArgs),
     /// Run a send command at most once for a key.
     #[command(after_help = EXIT_CODES)]
     Run(run::RunArgs),
@@ -168,6 +171,7 @@ pub fn main() -> ExitCode {
         Command::Dispatch(args) => review::dispatch(&args),
         Command::Key(args) => keys::key(&args),
         Command::Hash(args) => keys::hash(&args),
+        Command::Init(args) => init::init(&args),
         Command::Run(args) => run::run(args),
         Command::Mail(args) => mail::mail(&args),
         Command::Completions(args) => docs::completions(&args),
@@ -245,6 +249,7 @@ impl Command {
             Command::Dispatch(a) => a.json,
             Command::Key(a) => a.json,
             Command::Hash(a) => a.json,
+            Command::Init(a) => a.json,
             Command::Run(a) => a.json,
             Command::Mail(a) => a.json,
             Command::Tui(_) | Command::Completions(_) | Command::Man(_) => false,

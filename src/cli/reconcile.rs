@@ -10,8 +10,8 @@ use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
 use send_once::command::resolve_program;
+use send_once::ledger::Access;
 use send_once::ledger::canonical::number_value;
-use send_once::ledger::sqlite::Access;
 use send_once::ledger::{LedgerLocation, Status, duration};
 use send_once::provider::reconcile::{
     Action, Answer, Checked, NotThere, Plan, ReconcileOptions, Report,

@@ -8,7 +8,7 @@ use std::ffi::{OsStr, OsString};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
-use send_once::ledger::sqlite::Access;
+use send_once::ledger::Access;
 use send_once::ledger::{
     Entry, Ledger, LedgerError, LedgerLocation, ResolveDetails, Resolved, Seen, Status, duration,
     time,
@@ -104,8 +104,7 @@ fn looks_like_ledger(arg: &OsStr) -> bool {
         || [".db", ".sqlite", ".sqlite3", ".jsonl"]
             .iter()
             .any(|ext| lower.ends_with(ext))
-        || lower.starts_with("postgres:")
-        || lower.starts_with("postgresql:")
+        || send_once::ledger::location::is_postgres_url(&text)
 }
 
 impl ResolveArgs {

@@ -9,7 +9,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
 use send_once::approval::{ApprovalError, DispatchError, Dispatched, Ttl};
-use send_once::ledger::sqlite::{Access, SqliteStore};
+use send_once::ledger::Access;
+use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Decision, Ledger, LedgerLocation, canonical, duration, jsjson};
 use send_once::review::diff::{LineTag, PayloadDiff};
 use send_once::review::dispatch::{DraftDispatch, Prepared};
@@ -367,9 +368,8 @@ fn open_review(
     access: Access,
 ) -> Result<(Review, Arc<SqliteStore>), Exit> {
     let store = location
-        .open_sqlite(access)
+        .open_queue(access)
         .map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;
-    let store = Arc::new(store);
     Ok((Review::new(Arc::clone(&store), clock()), store))
 }
 

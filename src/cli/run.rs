@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use clap::Args;
 use serde_json::{Map, Value};
 
-use send_once::ledger::sqlite::Access;
+use send_once::ledger::Access;
 use send_once::ledger::{
     Entry, LedgerError, LedgerLocation, Outcome, SendContext, SendError, canonical, duration,
 };

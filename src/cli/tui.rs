@@ -5,8 +5,8 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
+use send_once::ledger::Access;
 use send_once::ledger::LedgerLocation;
-use send_once::ledger::sqlite::Access;
 use send_once::provider::{Limit, split_command};
 use send_once::ui::config::{self, VerifyCommand, VerifySetup};
 use send_once::ui::{self, UiOptions};

@@ -27,8 +27,9 @@ use serde::Deserialize;
 use super::decision::Decision;
 use super::entry::{Entry, Status};
 use super::key::js_trim;
+use super::location::LedgerLocation;
 use super::lone;
-use super::sqlite::Access;
+use super::store::Access;
 use super::store::{
     Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, gc_removes,
     page_matches, same_claim,
@@ -72,16 +73,16 @@ impl JsonlStore {
     /// but no entry is refused by the first operation that reads it.
     pub fn open(path: &Path, access: Access) -> Result<JsonlStore, StoreError> {
         match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(path.to_owned())),
+            Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(ledger_at(path))),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if access != Access::Create {
-                    return Err(StoreError::NotFound(path.to_owned()));
+                    return Err(StoreError::NotFound(ledger_at(path)));
                 }
             }
             Err(source) => {
                 return Err(StoreError::Io {
-                    path: path.to_owned(),
+                    ledger: ledger_at(path),
                     source,
                 });
             }
@@ -305,7 +306,7 @@ impl Store for JsonlStore {
                 return Err(match cut {
                     Ok(()) => e,
                     Err(cut) => StoreError::PartlyWritten {
-                        path: files.path.clone(),
+                        ledger: ledger_at(&files.path),
                         why: failure(&e),
                         cut,
                         left: "the entry is changed, but the decision log does not say who changed it",
@@ -344,7 +345,7 @@ impl Store for JsonlStore {
                 return Err(match cut {
                     Ok(()) => e,
                     Err(cut) => StoreError::PartlyWritten {
-                        path: files.path.clone(),
+                        ledger: ledger_at(&files.path),
                         why: failure(&e),
                         cut,
                         left: "the entry is written, but the decision log does not say what wrote it",
@@ -388,6 +389,10 @@ impl Store for JsonlStore {
             Ok(found)
         })
         .await
+    }
+
+    async fn make_empty(&self) -> Result<(), StoreError> {
+        self.blocking(|files| files.make_empty()).await
     }
 
     async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
@@ -815,15 +820,30 @@ fn decode(line: &[u8]) -> Cow<'_, str> {
 impl Files {
     fn io_error(&self, path: &Path, e: std::io::Error) -> StoreError {
         match e.raw_os_error() {
-            Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(path.to_owned()),
-            Some(libc::EROFS) => StoreError::ReadOnly(path.to_owned()),
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(ledger_at(path)),
+            Some(libc::EROFS) => StoreError::ReadOnly(ledger_at(path)),
             _ if e.kind() == std::io::ErrorKind::IsADirectory => {
-                StoreError::IsDirectory(path.to_owned())
+                StoreError::IsDirectory(ledger_at(path))
             }
             _ => StoreError::Io {
-                path: path.to_owned(),
+                ledger: ledger_at(path),
                 source: e,
             },
+        }
+    }
+
+    /// Creates the ledger file, empty and private to its owner (as the first write
+    /// would), unless something is already there: that is left exactly as it is.
+    fn make_empty(&self) -> Result<(), StoreError> {
+        let created = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&self.path);
+        match created {
+            Ok(file) => file.sync_all().map_err(|e| self.io_error(&self.path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(self.io_error(&self.path, e)),
         }
     }
 
@@ -832,7 +852,7 @@ impl Files {
         match File::open(&self.path) {
             Ok(file) => {
                 if file.metadata().is_ok_and(|m| m.is_dir()) {
-                    return Err(StoreError::IsDirectory(self.path.clone()));
+                    return Err(StoreError::IsDirectory(ledger_at(&self.path)));
                 }
                 Ok(Some(file))
             }
@@ -843,7 +863,7 @@ impl Files {
 
     fn not_a_ledger(&self, skipped: u64) -> StoreError {
         StoreError::NotALedger {
-            path: self.path.clone(),
+            ledger: ledger_at(&self.path),
             why: format!(
                 "none of its {skipped} line{} is an entry",
                 if skipped == 1 { "" } else { "s" }
@@ -916,7 +936,7 @@ impl Files {
             Some(bytes) => {
                 Some(
                     parse_entry(&decode(&bytes)).ok_or_else(|| StoreError::Corrupt {
-                        path: self.path.clone(),
+                        ledger: ledger_at(&self.path),
                         detail: format!(
                             "the last line for {key} could not be read twice the same way"
                         ),
@@ -1046,7 +1066,7 @@ impl Files {
                 file.read_exact_at(&mut buf, slot.offset)
                     .map_err(|e| self.io_error(&self.path, e))?;
                 parse_entry(&decode(&buf)).ok_or_else(|| StoreError::Corrupt {
-                    path: self.path.clone(),
+                    ledger: ledger_at(&self.path),
                     detail: format!("the line at byte {} changed while it was read", slot.offset),
                 })
             })
@@ -1081,7 +1101,7 @@ impl Files {
         };
         decision.id = Some(count + 1);
         let line = serde_json::to_string(&decision).map_err(|e| StoreError::Corrupt {
-            path: self.log_path.clone(),
+            ledger: ledger_at(&self.log_path),
             detail: e.to_string(),
         })?;
         self.append(&self.log_path, &line, &tail)
@@ -1119,7 +1139,7 @@ impl Files {
             return Err(match cut {
                 Ok(()) => self.io_error(path, e),
                 Err(cut) => StoreError::PartlyWritten {
-                    path: path.to_owned(),
+                    ledger: ledger_at(path),
                     why: failure(&self.io_error(path, e)),
                     cut,
                     left: "part of a line may be left at its end, which readers skip as torn",
@@ -1258,7 +1278,7 @@ impl Files {
 /// What went wrong, without the "nothing was written" a refused write adds.
 fn failure(e: &StoreError) -> String {
     match e {
-        StoreError::DiskFull(path) => format!("the disk holding {} is full", path.display()),
+        StoreError::DiskFull(ledger) => format!("the disk holding {ledger} is full"),
         other => other.to_string(),
     }
 }
@@ -1349,7 +1369,7 @@ pub fn acquire_lock(
         }
         if Instant::now() >= deadline {
             return Err(StoreError::LockTimeout {
-                path: ledger.to_owned(),
+                ledger: ledger_at(ledger),
                 lock: lock_path.to_owned(),
                 waited_ms: timeout.as_millis() as u64,
                 held_by: holder(lock_path),
@@ -1386,10 +1406,10 @@ fn holder(lock_path: &Path) -> String {
 
 fn lock_io_error(lock_path: &Path, e: std::io::Error) -> StoreError {
     match e.raw_os_error() {
-        Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(lock_path.to_owned()),
-        Some(libc::EROFS) => StoreError::ReadOnly(lock_path.to_owned()),
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(ledger_at(lock_path)),
+        Some(libc::EROFS) => StoreError::ReadOnly(ledger_at(lock_path)),
         _ => StoreError::Io {
-            path: lock_path.to_owned(),
+            ledger: ledger_at(lock_path),
             source: e,
         },
     }
@@ -1489,6 +1509,11 @@ fn random_hex(n: usize) -> String {
 fn random_u32() -> u32 {
     let b = random_bytes(4);
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// A file of this store, as errors name it.
+fn ledger_at(path: &Path) -> LedgerLocation {
+    LedgerLocation::Jsonl(path.to_owned())
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::jsonl::JsonlStore;
-use super::sqlite::{Access, SqliteStore};
-use super::store::{Store, StoreError};
+use super::sqlite::SqliteStore;
+use super::store::{Access, Store, StoreError};
 
 /// A ledger as a person names it: a path or a URL, before anything is opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +42,24 @@ impl LedgerLocation {
         }
     }
 
+    /// The kind of ledger, as `--json` names it: `sqlite`, `jsonl` or `postgres`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LedgerLocation::Sqlite(_) => "sqlite",
+            LedgerLocation::Jsonl(_) => "jsonl",
+            LedgerLocation::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The kind of ledger, as a message names it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            LedgerLocation::Sqlite(_) => "SQLite",
+            LedgerLocation::Jsonl(_) => "JSON Lines",
+            LedgerLocation::Postgres(_) => "Postgres",
+        }
+    }
+
     /// The file, for the two stores that are files.
     pub fn path(&self) -> Option<&Path> {
         match self {
@@ -56,24 +74,24 @@ impl LedgerLocation {
     /// waits for a writer forever), and a missing ledger unless `access` may create it.
     pub fn check(&self, access: Access) -> Result<(), StoreError> {
         let path = match self {
-            LedgerLocation::Postgres(url) => {
-                return Err(StoreError::PostgresNotSupported(url.clone()));
+            LedgerLocation::Postgres(_) => {
+                return Err(StoreError::PostgresNotSupported(self.clone()));
             }
             LedgerLocation::Sqlite(path) | LedgerLocation::Jsonl(path) => path,
         };
         match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory(path.clone())),
-            Ok(meta) if !meta.is_file() => Err(StoreError::NotARegularFile(path.clone())),
+            Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory(self.clone())),
+            Ok(meta) if !meta.is_file() => Err(StoreError::NotARegularFile(self.clone())),
             Ok(_) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if access == Access::Create {
                     Ok(())
                 } else {
-                    Err(StoreError::NotFound(path.clone()))
+                    Err(StoreError::NotFound(self.clone()))
                 }
             }
             Err(source) => Err(StoreError::Io {
-                path: path.clone(),
+                ledger: self.clone(),
                 source,
             }),
         }
@@ -81,23 +99,106 @@ impl LedgerLocation {
 
     /// Opens the store. Only `Access::Create` makes a missing ledger.
     pub fn open_store(&self, access: Access) -> Result<Arc<dyn Store>, StoreError> {
-        self.check(access)?;
-        match self {
-            LedgerLocation::Jsonl(path) => Ok(Arc::new(JsonlStore::open(path, access)?)),
-            LedgerLocation::Sqlite(path) => Ok(Arc::new(SqliteStore::open(path, access)?)),
-            LedgerLocation::Postgres(url) => Err(StoreError::PostgresNotSupported(url.clone())),
+        Ok(self.opened(Opening::With(access), Queue::NotNeeded)?.store)
+    }
+
+    /// Opens the store of a ledger that keeps a review queue, for what needs the
+    /// queue: a ledger that keeps none (JSON Lines) is refused before it is opened.
+    pub fn open_queue(&self, access: Access) -> Result<Arc<SqliteStore>, StoreError> {
+        self.opened(Opening::With(access), Queue::Needed)?
+            .queue
+            .ok_or_else(|| StoreError::NoReviewQueue(self.clone()))
+    }
+
+    /// Opens an existing ledger to look at and, where it can, to write (the TUI):
+    /// on a read-only filesystem or a full disk a ledger that can be opened read-only
+    /// is, and its writes say why they are refused.
+    pub fn open_to_look(&self) -> Result<OpenedLedger, StoreError> {
+        self.opened(Opening::ToLook, Queue::NotNeeded)
+    }
+
+    /// Makes an empty ledger here when nothing is here (`send-once init`). A ledger
+    /// that is already here is only read, to be sure it is one, and left exactly as it
+    /// is; anything else (a directory, a file that is not a ledger) is refused.
+    pub async fn init(&self) -> Result<Init, StoreError> {
+        match self.check(Access::ReadOnly) {
+            Ok(()) => {
+                // The census reads every row: a file that only looks like a ledger
+                // (lines but no entry) is refused here, as any command would refuse it.
+                self.open_store(Access::ReadOnly)?.census().await?;
+                Ok(Init::AlreadyThere)
+            }
+            Err(StoreError::NotFound(_)) => {
+                let store = self.open_store(Access::Create)?;
+                store.make_empty().await?;
+                Ok(Init::Made)
+            }
+            Err(e) => Err(e),
         }
     }
 
-    /// Opens an SQLite ledger, for what only SQLite holds (the review queue).
-    pub fn open_sqlite(&self, access: Access) -> Result<SqliteStore, StoreError> {
+    /// The one place a location becomes a store: every opener above comes here, so a
+    /// new kind of ledger is one arm of this match.
+    fn opened(&self, opening: Opening, queue: Queue) -> Result<OpenedLedger, StoreError> {
+        let access = match opening {
+            Opening::With(access) => access,
+            Opening::ToLook => Access::ReadWrite,
+        };
         self.check(access)?;
         match self {
-            LedgerLocation::Sqlite(path) => SqliteStore::open(path, access),
-            LedgerLocation::Jsonl(path) => Err(StoreError::NoReviewQueue(path.clone())),
-            LedgerLocation::Postgres(url) => Err(StoreError::PostgresNotSupported(url.clone())),
+            LedgerLocation::Sqlite(path) => {
+                let store = Arc::new(match opening {
+                    Opening::With(access) => SqliteStore::open(path, access)?,
+                    Opening::ToLook => SqliteStore::open_to_look(path)?,
+                });
+                Ok(OpenedLedger {
+                    store: store.clone(),
+                    queue: Some(store),
+                })
+            }
+            // Refused before the file is opened, so asking for a queue never creates
+            // a JSON Lines file.
+            LedgerLocation::Jsonl(_) if queue == Queue::Needed => {
+                Err(StoreError::NoReviewQueue(self.clone()))
+            }
+            LedgerLocation::Jsonl(path) => Ok(OpenedLedger {
+                store: Arc::new(JsonlStore::open(path, access)?),
+                queue: None,
+            }),
+            LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),
         }
     }
+}
+
+/// What [`LedgerLocation::init`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Init {
+    /// Nothing was there: an empty ledger is now.
+    Made,
+    /// A ledger was already there; nothing was changed.
+    AlreadyThere,
+}
+
+/// A ledger opened: the store every command reads and writes, and the review queue's
+/// store where the ledger keeps one.
+pub struct OpenedLedger {
+    /// The entries and the decision log.
+    pub store: Arc<dyn Store>,
+    /// The drafts and their decisions; `None` for a ledger without a review queue
+    /// (JSON Lines).
+    pub queue: Option<Arc<SqliteStore>>,
+}
+
+#[derive(Clone, Copy)]
+enum Opening {
+    With(Access),
+    ToLook,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Queue {
+    Needed,
+    NotNeeded,
 }
 
 /// How a location is shown to people: the path, or the URL without its password.

@@ -39,7 +39,7 @@ pub use decision::{Decision, DecisionOutcome};
 pub use entry::{Entry, Status};
 pub use location::LedgerLocation;
 pub use store::{
-    Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
+    Access, Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
     UnreadableRow,
 };
 

@@ -24,8 +24,9 @@ use tokio::sync::oneshot;
 
 use super::decision::Decision;
 use super::entry::{Entry, Status};
+use super::location::LedgerLocation;
 use super::store::{
-    Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
+    Access, Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
     UnreadableRow, gc_removes,
 };
 
@@ -119,18 +120,6 @@ const MIGRATIONS: &[&str] = &[
 /// one is refused ([`StoreError::NewerSchema`]) rather than misread.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// How a ledger file is opened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// Read and write; create the file (mode 0600) if it is missing.
-    Create,
-    /// Read and write an existing ledger.
-    ReadWrite,
-    /// Only read an existing ledger: nothing is written to it, not even a migration,
-    /// so a ledger another tool (or user) owns can be looked at as it is.
-    ReadOnly,
-}
-
 /// The SQLite ledger: the Node library's `send_once` table, plus the decision log and
 /// the review queue. Writes go through one writer thread in batched transactions
 /// (durable before a claim returns); reads use their own connection. Several
@@ -223,7 +212,7 @@ impl SqliteStore {
     pub fn open(path: &Path, access: Access) -> Result<SqliteStore, StoreError> {
         check_sqlite_version()?;
         if access != Access::ReadOnly && on_read_only_filesystem(path) {
-            return Err(StoreError::ReadOnly(path.to_owned()));
+            return Err(StoreError::ReadOnly(ledger_at(path)));
         }
         prepare_file(path, access)?;
         if access == Access::ReadOnly {
@@ -255,7 +244,7 @@ impl SqliteStore {
             .name("send-once-sqlite-writer".into())
             .spawn(move || run_writer(&thread_path, writer_conn, rx))
             .map_err(|source| StoreError::Io {
-                path: path.to_owned(),
+                ledger: ledger_at(path),
                 source,
             })?;
         Ok(SqliteStore {
@@ -325,9 +314,9 @@ impl SqliteStore {
         let (reply, answer) = oneshot::channel();
         let Some(writer) = &self.writer else {
             if self.no_writer_because_full {
-                return Err(StoreError::DiskFull(self.path.clone()));
+                return Err(StoreError::DiskFull(ledger_at(&self.path)));
             }
-            return Err(StoreError::ReadOnly(self.path.clone()));
+            return Err(StoreError::ReadOnly(ledger_at(&self.path)));
         };
         writer
             .send(WriteJob {
@@ -698,7 +687,7 @@ impl SqliteStore {
         let outcome =
             serde_json::from_value(serde_json::Value::String(outcome.clone())).map_err(|_| {
                 StoreError::Corrupt {
-                    path: self.path.clone(),
+                    ledger: ledger_at(&self.path),
                     detail: format!("decision {id} has an unknown outcome {outcome:?}"),
                 }
             })?;
@@ -717,7 +706,7 @@ impl SqliteStore {
     /// One row's entry; a row that cannot be read is named, and only it is refused.
     fn parse_entry(&self, key: &str, text: &str) -> Result<Entry, StoreError> {
         Entry::from_json(text).map_err(|e| StoreError::Corrupt {
-            path: self.path.clone(),
+            ledger: ledger_at(&self.path),
             detail: format!(
                 "the row for {} holds an entry that is {e}; the other rows are not affected",
                 crate::text::visible_inline(key)
@@ -752,11 +741,11 @@ fn check_sqlite_version() -> Result<(), StoreError> {
 /// readable by its owner only (SQLite gives its -wal and -shm files the same mode).
 fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
     let io = |source| StoreError::Io {
-        path: path.to_owned(),
+        ledger: ledger_at(path),
         source,
     };
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(path.to_owned())),
+        Ok(meta) if meta.is_dir() => return Err(StoreError::IsDirectory(ledger_at(path))),
         Ok(meta) if meta.len() > 0 => {
             let mut header = [0u8; 100];
             let read = std::fs::File::open(path)
@@ -764,7 +753,7 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
                 .map_err(io)?;
             if read < 16 || &header[..16] != b"SQLite format 3\0" {
                 return Err(StoreError::NotALedger {
-                    path: path.to_owned(),
+                    ledger: ledger_at(path),
                     why: "it is not an SQLite database (a ledger is an SQLite file, or a .jsonl file)"
                         .into(),
                 });
@@ -780,7 +769,7 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if access != Access::Create {
-                return Err(StoreError::NotFound(path.to_owned()));
+                return Err(StoreError::NotFound(ledger_at(path)));
             }
             let created = OpenOptions::new()
                 .write(true)
@@ -848,7 +837,7 @@ fn connect_without_growing_shm(path: &Path) -> Result<Connection, StoreError> {
     {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(_) => return Err(StoreError::DiskFull(path.to_owned())),
+        Err(_) => return Err(StoreError::DiskFull(ledger_at(path))),
     }
     let conn = connect_with_uri(
         &file_uri(path, "readonly_shm=1")?,
@@ -864,7 +853,7 @@ fn connect_without_growing_shm(path: &Path) -> Result<Connection, StoreError> {
 /// still the file meant.
 fn file_uri(path: &Path, query: &str) -> Result<String, StoreError> {
     let absolute = std::path::absolute(path).map_err(|source| StoreError::Io {
-        path: path.to_owned(),
+        ledger: ledger_at(path),
         source,
     })?;
     Ok(format!(
@@ -944,7 +933,7 @@ fn empty_ledger(path: &Path) -> Result<Connection, StoreError> {
 fn check_version_number(path: &Path, found: i64) -> Result<(), StoreError> {
     if found < 0 {
         return Err(StoreError::NotALedger {
-            path: path.to_owned(),
+            ledger: ledger_at(path),
             why: format!(
                 "its schema version (PRAGMA user_version) is {found}, which send-once never writes"
             ),
@@ -960,7 +949,7 @@ fn check_version(path: &Path, conn: &Connection) -> Result<i64, StoreError> {
     check_version_number(path, found)?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
-            path: path.to_owned(),
+            ledger: ledger_at(path),
             found,
             known: SCHEMA_VERSION,
         });
@@ -1023,7 +1012,7 @@ fn migrate(path: &Path, conn: &Connection) -> Result<(), StoreError> {
 
 fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let not_a_ledger = |why: &str| StoreError::NotALedger {
-        path: path.to_owned(),
+        ledger: ledger_at(path),
         why: why.to_owned(),
     };
     let tables: Vec<String> = conn
@@ -1061,7 +1050,7 @@ fn check_is_ledger(path: &Path, conn: &Connection) -> Result<(), StoreError> {
 fn check_write_paths(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     let fail = |e| map_error_on(conn, path, e);
     let damaged = |detail: String| StoreError::Corrupt {
-        path: path.to_owned(),
+        ledger: ledger_at(path),
         detail,
     };
     let trees: Vec<(String, bool)> = conn
@@ -1111,7 +1100,7 @@ fn set_wal(path: &Path, conn: &Connection) -> Result<(), StoreError> {
             Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
             Ok(mode) => {
                 return Err(StoreError::Database {
-                    path: path.to_owned(),
+                    ledger: ledger_at(path),
                     detail: format!("could not switch to WAL (journal mode is {mode})"),
                 });
             }
@@ -1122,7 +1111,7 @@ fn set_wal(path: &Path, conn: &Connection) -> Result<(), StoreError> {
             Err(e) => return Err(map_error_on(conn, path, e)),
         }
     }
-    Err(StoreError::Busy(path.to_owned()))
+    Err(StoreError::Busy(ledger_at(path)))
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -1142,38 +1131,38 @@ fn map_error_on(conn: &Connection, path: &Path, e: rusqlite::Error) -> StoreErro
         // reads a number from it.
         let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
         if errno == libc::ENOSPC || errno == libc::EDQUOT {
-            return StoreError::DiskFull(path.to_owned());
+            return StoreError::DiskFull(ledger_at(path));
         }
     }
     map_error(path, e)
 }
 
 pub(crate) fn map_error(path: &Path, e: rusqlite::Error) -> StoreError {
-    let path = path.to_owned();
+    let ledger = ledger_at(path);
     // Growing the shared-memory file fails only when there is no room for it.
     if e.sqlite_error()
         .is_some_and(|f| f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE)
     {
-        return StoreError::DiskFull(path);
+        return StoreError::DiskFull(ledger);
     }
     match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy(path),
-        Some(ErrorCode::DiskFull) => StoreError::DiskFull(path),
-        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly(path),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy(ledger),
+        Some(ErrorCode::DiskFull) => StoreError::DiskFull(ledger),
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly(ledger),
         Some(ErrorCode::NotADatabase) => StoreError::NotALedger {
-            path,
+            ledger,
             why: "it is not an SQLite database".into(),
         },
         Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
-            path,
+            ledger,
             detail: e.to_string(),
         },
         Some(ErrorCode::CannotOpen) => StoreError::Database {
-            path,
+            ledger,
             detail: format!("cannot open it ({e}); check the directory exists and is writable"),
         },
         _ => StoreError::Database {
-            path,
+            ledger,
             detail: e.to_string(),
         },
     }
@@ -1399,6 +1388,11 @@ fn clone_error(e: &rusqlite::Error) -> rusqlite::Error {
             Some(other.to_string()),
         ),
     }
+}
+
+/// A file of this store, as errors name it.
+fn ledger_at(path: &Path) -> LedgerLocation {
+    LedgerLocation::Sqlite(path.to_owned())
 }
 
 #[cfg(test)]

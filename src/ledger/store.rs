@@ -5,16 +5,29 @@
 //! write on purpose: every write the ledger makes depends on what was there, and an
 //! unconditional write is the one that loses a race.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
 use super::decision::Decision;
 use super::entry::{Entry, Status};
+use super::location::LedgerLocation;
 
 /// True when `stored` is the same claim as `expected`: what a compare-and-set compares.
 pub fn same_claim(stored: &Entry, expected: &Entry) -> bool {
     stored.status() == expected.status() && stored.same_attempt(expected)
+}
+
+/// How a ledger is opened, whatever holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Read and write; create the file (mode 0600) if it is missing.
+    Create,
+    /// Read and write an existing ledger.
+    ReadWrite,
+    /// Only read an existing ledger: nothing is written to it, not even a migration,
+    /// so a ledger another tool (or user) owns can be looked at as it is.
+    ReadOnly,
 }
 
 /// How soon a write must be on disk.
@@ -32,40 +45,44 @@ pub enum Durability {
 /// the command. A failed read or write changed nothing, except where a variant says
 /// otherwise ([`StoreError::PartlyWritten`], [`StoreError::Closed`]); what it means for a send is
 /// [`LedgerError`](super::LedgerError)'s to say.
+///
+/// A variant names the ledger as a [`LedgerLocation`]: a file ledger's path (or the
+/// lock file or decision log beside it, when that is what failed), or a URL whose
+/// password is already hidden, so no message can print a credential.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The ledger path names a directory.
     #[error("{0} is a directory, not a ledger file")]
-    IsDirectory(PathBuf),
+    IsDirectory(LedgerLocation),
     /// No ledger at this path, and it was not to be created.
     #[error("no such ledger: {0}")]
-    NotFound(PathBuf),
+    NotFound(LedgerLocation),
     /// A FIFO, a device, `/dev/null`: nothing a ledger can live in.
     #[error("{0} is not a regular file; a ledger is an SQLite file or a .jsonl file")]
-    NotARegularFile(PathBuf),
-    /// The URL, its password already hidden.
+    NotARegularFile(LedgerLocation),
+    /// A Postgres URL (its password already hidden): there is no store for it yet.
     #[error("{0}: Postgres ledgers are not supported yet in this build")]
-    PostgresNotSupported(String),
+    PostgresNotSupported(LedgerLocation),
     /// The review queue lives only in SQLite ledgers.
     #[error("{0} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)")]
-    NoReviewQueue(PathBuf),
+    NoReviewQueue(LedgerLocation),
     /// A file that is not a ledger (not SQLite, or SQLite without the ledger table);
     /// it was not written to.
-    #[error("{path} is not a send-once ledger: {why}")]
+    #[error("{ledger} is not a send-once ledger: {why}")]
     NotALedger {
         /// The file.
-        path: PathBuf,
+        ledger: LedgerLocation,
         /// What was found instead.
         why: String,
     },
     /// The file's schema is newer than this build knows; it was not written to.
     #[error(
-        "{path} was written by a newer send-once (schema version {found}; this binary knows up to {known}); upgrade send-once to use it"
+        "{ledger} was written by a newer send-once (schema version {found}; this binary knows up to {known}); upgrade send-once to use it"
     )]
     NewerSchema {
         /// The file.
-        path: PathBuf,
+        ledger: LedgerLocation,
         /// Its `PRAGMA user_version`.
         found: i64,
         /// The newest this build knows.
@@ -83,14 +100,14 @@ pub enum StoreError {
     /// SQLite stayed locked by another process past the busy timeout; nothing was
     /// written, and trying again is safe.
     #[error("the ledger {0} is busy: another process held its lock for too long; try again")]
-    Busy(PathBuf),
+    Busy(LedgerLocation),
     /// A JSON Lines ledger's lock file stayed held; nothing was written.
     #[error(
-        "could not lock {path} within {waited_ms}ms: {lock} is held{held_by}. If no process using this ledger is running, delete the lock file."
+        "could not lock {ledger} within {waited_ms}ms: {lock} is held{held_by}. If no process using this ledger is running, delete the lock file."
     )]
     LockTimeout {
         /// The ledger.
-        path: PathBuf,
+        ledger: LedgerLocation,
         /// Its lock file.
         lock: PathBuf,
         /// How long this process waited, in milliseconds.
@@ -101,12 +118,12 @@ pub enum StoreError {
     },
     /// No space left: the write was rolled back (or cut back) whole.
     #[error("the disk holding {0} is full; nothing was written")]
-    DiskFull(PathBuf),
+    DiskFull(LedgerLocation),
     /// A write failed, and so did cutting the file back to where it was.
-    #[error("{why}, and {path} could not be cut back to where it was ({cut}): {left}")]
+    #[error("{why}, and {ledger} could not be cut back to where it was ({cut}): {left}")]
     PartlyWritten {
         /// The ledger file.
-        path: PathBuf,
+        ledger: LedgerLocation,
         /// Why the write failed.
         why: String,
         /// Why cutting the file back failed.
@@ -117,28 +134,28 @@ pub enum StoreError {
     /// Opened read-only (asked to, or on a read-only filesystem), and a write was asked
     /// for.
     #[error("{0} is read-only; this command needs to write to it")]
-    ReadOnly(PathBuf),
+    ReadOnly(LedgerLocation),
     /// Something in the file cannot be read back as what it should be.
-    #[error("{path} is damaged: {detail}")]
+    #[error("{ledger} is damaged: {detail}")]
     Corrupt {
         /// The file.
-        path: PathBuf,
+        ledger: LedgerLocation,
         /// What is wrong, and where.
         detail: String,
     },
     /// The operating system refused (permissions, a vanished directory, an IO error).
-    #[error("cannot use {path}: {source}")]
+    #[error("cannot use {ledger}: {source}")]
     Io {
         /// The file.
-        path: PathBuf,
+        ledger: LedgerLocation,
         /// The system's error.
         source: std::io::Error,
     },
     /// Any other error SQLite reported.
-    #[error("ledger {path}: {detail}")]
+    #[error("ledger {ledger}: {detail}")]
     Database {
         /// The file.
-        path: PathBuf,
+        ledger: LedgerLocation,
         /// SQLite's message.
         detail: String,
     },
@@ -150,6 +167,37 @@ pub enum StoreError {
     /// it skip it.
     #[error("{0} is not supported by this store")]
     Unsupported(&'static str),
+}
+
+impl StoreError {
+    /// The ledger the error is about, when it names one.
+    pub fn location(&self) -> Option<&LedgerLocation> {
+        match self {
+            StoreError::IsDirectory(ledger)
+            | StoreError::NotFound(ledger)
+            | StoreError::NotARegularFile(ledger)
+            | StoreError::PostgresNotSupported(ledger)
+            | StoreError::NoReviewQueue(ledger)
+            | StoreError::Busy(ledger)
+            | StoreError::DiskFull(ledger)
+            | StoreError::ReadOnly(ledger)
+            | StoreError::NotALedger { ledger, .. }
+            | StoreError::NewerSchema { ledger, .. }
+            | StoreError::LockTimeout { ledger, .. }
+            | StoreError::PartlyWritten { ledger, .. }
+            | StoreError::Corrupt { ledger, .. }
+            | StoreError::Io { ledger, .. }
+            | StoreError::Database { ledger, .. } => Some(ledger),
+            StoreError::SqliteTooOld { .. } | StoreError::Closed | StoreError::Unsupported(_) => {
+                None
+            }
+        }
+    }
+
+    /// The file the error is about, for a file ledger.
+    pub fn path(&self) -> Option<&Path> {
+        self.location().and_then(LedgerLocation::path)
+    }
 }
 
 /// Which entries `list` returns.
@@ -461,6 +509,14 @@ pub trait Store: Send + Sync {
     /// [`Census::unreadable`]). A store that cannot hold such rows has none.
     async fn unreadable_pending(&self) -> Result<Vec<UnreadableRow>, StoreError> {
         Ok(Vec::new())
+    }
+
+    /// Makes the ledger exist where it is kept, empty, if opening it did not (`send-once
+    /// init`): a store that makes its ledger when opened to create (SQLite) has
+    /// nothing left to do; one whose first write would make it (a JSON Lines file)
+    /// makes it now. Never changes a ledger that is there.
+    async fn make_empty(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 
     /// Something that changes whenever the ledger does (anyone's write, from any

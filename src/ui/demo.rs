@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::approval::{self, Dispatched, Ttl};
+use crate::ledger::Access;
 use crate::ledger::key::{Window, send_key};
-use crate::ledger::sqlite::Access;
 use crate::ledger::{
     Clock, Entry, Ledger, LedgerLocation, Outcome, ResolveDetails, SendContext, SendError, Status,
     Store, duration,
@@ -60,11 +60,9 @@ pub async fn seed(path: &Path, now_ms: i64) -> Result<DemoSummary, String> {
         .map_err(|e| format!("assets/demo/sends.json is not valid demo data: {e}"))?;
     let steps = timeline(&drafts, &sends, now_ms)?;
 
-    let store = Arc::new(
-        LedgerLocation::Sqlite(path.to_owned())
-            .open_sqlite(Access::Create)
-            .map_err(|e| format!("could not create the demo ledger: {e}"))?,
-    );
+    let store = LedgerLocation::Sqlite(path.to_owned())
+        .open_queue(Access::Create)
+        .map_err(|e| format!("could not create the demo ledger: {e}"))?;
     let time = Arc::new(AtomicI64::new(now_ms));
     let clock: Clock = {
         let time = time.clone();

@@ -29,7 +29,6 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::approval::Ttl;
-use crate::ledger::sqlite::Access;
 use crate::ledger::{
     Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Status, Store, StoreError,
 };
@@ -74,12 +73,12 @@ struct Backend {
 
 fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
     let location = &options.ledger;
-    if let LedgerLocation::Jsonl(path) = location {
-        let store = location.open_store(Access::ReadWrite)?;
-        let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
+    let opened = location.open_to_look()?;
+    let store = opened.store;
+    let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
+    let Some(queue) = opened.queue else {
         let why = format!(
-            "{} is a JSON Lines ledger. The review queue lives in SQLite ledgers (a .db file), so there is nothing to approve here; unknown sends and the ledger are in views 2 and 3.",
-            path.display()
+            "{location} is a JSON Lines ledger. The review queue lives in SQLite ledgers (a .db file), so there is nothing to approve here; unknown sends and the ledger are in views 2 and 3."
         );
         return Ok((
             Backend {
@@ -89,17 +88,8 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
             },
             Some(why),
         ));
-    }
-    location.check(Access::ReadWrite)?;
-    let Some(path) = location.path() else {
-        return Err(StoreError::Unsupported("a ledger that is not a file"));
     };
-    // A ledger on a read-only filesystem or a full disk can still be looked at;
-    // decisions will say why they cannot be recorded.
-    let sqlite = Arc::new(crate::ledger::sqlite::SqliteStore::open_to_look(path)?);
-    let store: Arc<dyn Store> = sqlite.clone();
-    let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
-    let review = Review::new(sqlite, Arc::clone(&options.clock));
+    let review = Review::new(queue, Arc::clone(&options.clock));
     Ok((
         Backend {
             store,
