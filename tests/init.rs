@@ -104,6 +104,19 @@ fn init_makes_an_empty_json_lines_ledger() {
 fn init_without_an_argument_makes_the_default_ledger() {
     let dir = TempDir::new().unwrap();
     let data = dir.path().join("data");
+    // Before it, the TUI's first words on a fresh machine point at it.
+    let none = send_once(&["tui"])
+        .current_dir(dir.path())
+        .env_remove("SEND_ONCE_LEDGER")
+        .env("XDG_DATA_HOME", &data)
+        .output()
+        .unwrap();
+    expect_exit(&none, 2, "tui with no ledger yet");
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("`send-once init` makes an empty one"),
+        "{}",
+        String::from_utf8_lossy(&none.stderr)
+    );
     let made = send_once(&["init"])
         .current_dir(dir.path())
         .env_remove("SEND_ONCE_LEDGER")

@@ -254,8 +254,16 @@ async fn racing_deciders_one_wins_and_the_others_are_told_who() {
             };
             (
                 format!("reviewer-{i}"),
+                // What each reviewer saw: a decision applies to exactly that, so one
+                // that starts after another's has landed is refused, not a re-approval.
                 review
-                    .decide(id, verdict, Some(format!("reviewer-{i}")), None)
+                    .decide_seen(
+                        id,
+                        verdict,
+                        Some(format!("reviewer-{i}")),
+                        None,
+                        Some(head.version),
+                    )
                     .await,
             )
         }));

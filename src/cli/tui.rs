@@ -170,7 +170,7 @@ fn no_ledger_yet(location: &LedgerLocation) -> String {
     format!(
         "no ledger yet: the default ledger {location} does not exist. To look around, try `send-once tui --demo`; \
          to open a ledger, give its path (`send-once tui LEDGER`) or set SEND_ONCE_LEDGER; \
-         a ledger is created by the first `send-once run` or `send-once draft submit`"
+         `send-once init` makes an empty one (so does the first `send-once run` or `send-once draft submit`)"
     )
 }
 
