@@ -400,3 +400,82 @@ async fn as_root_the_cluster_belongs_to_an_unprivileged_user() {
     assert_eq!(pg.sql("SHOW fsync"), "on");
     assert_eq!(pg.sql("SHOW listen_addresses"), "127.0.0.1");
 }
+
+/// Run only by the next test, in a process of its own that is then killed outright.
+#[test]
+#[ignore = "a helper: a_killed_test_process_leaves_no_server_behind runs it"]
+fn helper_holds_a_cluster_until_killed() {
+    let Some(report) = std::env::var_os("PG_HARNESS_HOLD") else {
+        return;
+    };
+    let Some(pg) = PgCluster::start() else {
+        return;
+    };
+    let report = std::path::PathBuf::from(report);
+    let partial = report.with_extension("partial");
+    let held = format!(
+        "{} {}",
+        pg.server_pid().expect("a server pid"),
+        pg.dir().display()
+    );
+    // Written whole, then renamed, so the parent never reads half of it.
+    std::fs::write(&partial, held).expect("write the report");
+    std::fs::rename(&partial, &report).expect("publish the report");
+    // Blocks until the parent kills this process; its stdin is a pipe it never writes.
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    panic!("the parent was to kill this process, not close its stdin");
+}
+
+#[test]
+fn a_killed_test_process_leaves_no_server_behind() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    // Long enough for a cluster to start on a machine busy with builds; every wait
+    // below ends as soon as what it waits for has happened.
+    const LIMIT: Duration = Duration::from_secs(90);
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let report = scratch.path().join("held");
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut child = Command::new(exe)
+        .args(["--exact", "helper_holds_a_cluster_until_killed"])
+        .args(["--ignored", "--nocapture", "--test-threads", "1"])
+        .env("PG_HARNESS_HOLD", &report)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the helper starts");
+    let began = Instant::now();
+    while !report.exists() {
+        if let Some(status) = child.try_wait().expect("the helper's status") {
+            // Without PostgreSQL the helper has said so and finished.
+            assert!(status.success(), "the helper failed: {status}");
+            return;
+        }
+        if began.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("the helper did not report a cluster within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let held = std::fs::read_to_string(&report).expect("the report");
+    let (server, dir) = held.split_once(' ').expect("pid and directory");
+    let server: u32 = server.parse().expect("a pid");
+    let dir = std::path::PathBuf::from(dir);
+    assert!(alive(server) && dir.exists(), "the helper's cluster is up");
+    child.kill().expect("kill -9 the helper");
+    child.wait().expect("the helper is reaped");
+
+    // The watchdog sees its pipe close at once; pg_ctl stop and rm take a moment.
+    let began = Instant::now();
+    while alive(server) || dir.exists() {
+        assert!(
+            began.elapsed() < LIMIT,
+            "server alive: {}, {} exists: {}",
+            alive(server),
+            dir.display(),
+            dir.exists()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

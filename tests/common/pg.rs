@@ -87,6 +87,24 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// The programs and, as root, the account to run them as; Err says why there are none.
+fn locate() -> Result<(PathBuf, Option<Owner>), String> {
+    Ok((find_binaries()?, choose_owner()?))
+}
+
+/// Every test that cannot have a cluster says so in one line, except under CI, which
+/// must run them all.
+fn skip_or_fail<T>(why: &str) -> Option<T> {
+    if ci() {
+        panic!(
+            "no PostgreSQL here ({why}), and CI is set: CI must run the Postgres tests \
+             (.ci/run installs the postgresql package)"
+        );
+    }
+    eprintln!("skipped: no PostgreSQL here ({why})");
+    None
+}
+
 fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
 }
@@ -163,6 +181,7 @@ pub struct PgCluster {
     messages: Mutex<Vec<String>>,
     started_in: Duration,
     removed: AtomicBool,
+    watchdog: Mutex<Option<std::process::Child>>,
 }
 
 impl std::fmt::Debug for PgCluster {
@@ -175,10 +194,10 @@ impl std::fmt::Debug for PgCluster {
     }
 }
 
-static SHARED: OnceLock<Option<PgCluster>> = OnceLock::new();
+static SHARED: OnceLock<Result<PgCluster, String>> = OnceLock::new();
 
 extern "C" fn stop_shared_cluster() {
-    if let Some(Some(cluster)) = SHARED.get() {
+    if let Some(Ok(cluster)) = SHARED.get() {
         cluster.shut_down();
     }
 }
@@ -187,17 +206,9 @@ impl PgCluster {
     /// A cluster of the caller's own, or None (after one printed line) where there is no
     /// PostgreSQL; with CI=true that is a failure instead.
     pub fn start() -> Option<PgCluster> {
-        let found = find_binaries().and_then(|bin| Ok((bin, choose_owner()?)));
-        match found {
+        match locate() {
             Ok((bin, owner)) => Some(Self::start_with(bin, owner)),
-            Err(why) if ci() => panic!(
-                "no PostgreSQL here ({why}), and CI is set: CI must run the Postgres tests \
-                 (.ci/run installs the postgresql package)"
-            ),
-            Err(why) => {
-                eprintln!("skipped: no PostgreSQL here ({why})");
-                None
-            }
+            Err(why) => skip_or_fail(&why),
         }
     }
 
@@ -205,18 +216,20 @@ impl PgCluster {
     /// when the binary exits (statics are never dropped, so an exit hook does it). Tests
     /// that stop the server must use a cluster of their own.
     pub fn shared() -> Option<&'static PgCluster> {
-        SHARED
-            .get_or_init(|| {
-                let cluster = Self::start()?;
-                // SAFETY: the hook takes no arguments and does not unwind: shut_down
-                // reports its failures instead of panicking.
-                if unsafe { libc::atexit(stop_shared_cluster) } != 0 {
-                    cluster
-                        .say("could not register the exit hook; the cluster may outlive the tests");
-                }
-                Some(cluster)
-            })
-            .as_ref()
+        let shared = SHARED.get_or_init(|| {
+            let (bin, owner) = locate()?;
+            let cluster = Self::start_with(bin, owner);
+            // SAFETY: the hook takes no arguments and does not unwind: shut_down
+            // reports its failures instead of panicking.
+            if unsafe { libc::atexit(stop_shared_cluster) } != 0 {
+                cluster.say("could not register the exit hook; the cluster may outlive the tests");
+            }
+            Ok(cluster)
+        });
+        match shared {
+            Ok(cluster) => Some(cluster),
+            Err(why) => skip_or_fail(why),
+        }
     }
 
     fn start_with(bin: PathBuf, owner: Option<Owner>) -> PgCluster {
@@ -234,6 +247,7 @@ impl PgCluster {
             messages: Mutex::new(Vec::new()),
             started_in: Duration::ZERO,
             removed: AtomicBool::new(false),
+            watchdog: Mutex::new(None),
         };
         std::fs::create_dir(cluster.socket_dir())
             .unwrap_or_else(|e| cluster.fail(&format!("cannot make the socket directory: {e}")));
@@ -251,6 +265,7 @@ impl PgCluster {
             }
         }
         cluster.initdb();
+        cluster.watch_over();
         cluster.start_on_a_free_port();
         cluster.make_user_and_database();
         cluster.started_in = began.elapsed();
@@ -328,6 +343,37 @@ impl PgCluster {
             // are durable as in production unless the machine itself goes down.
             .arg("--no-sync");
         self.run("initdb", &mut cmd);
+    }
+
+    /// pg_ctl puts the server in a session of its own, so when the test process dies
+    /// without unwinding (Ctrl-C, kill -9, an abort) nothing would stop it. A small
+    /// shell in a process group of its own (out of the terminal's Ctrl-C) holds the
+    /// read end of a pipe whose write end only this process has; the end of this
+    /// process closes it, and the shell then stops the server and removes the files.
+    fn watch_over(&self) {
+        let mut stop = self.program("pg_ctl");
+        stop.arg("stop")
+            .arg("-D")
+            .arg(self.data_dir())
+            .args(["-m", "immediate", "-w", "-t", "30"]);
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(r#"dir="$1"; shift; cat >/dev/null; [ -d "$dir" ] || exit 0; "$@" >/dev/null 2>&1; rm -rf "$dir""#)
+            .arg("pg-harness-watchdog")
+            .arg(self.dir.path())
+            .arg(stop.get_program())
+            .args(stop.get_args())
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        match cmd.spawn() {
+            Ok(child) => *self.watchdog.lock().unwrap_or_else(|e| e.into_inner()) = Some(child),
+            Err(e) => self.say(&format!(
+                "no watchdog ({e}): a test process killed outright leaves its server running"
+            )),
+        }
     }
 
     /// Settings go in postgresql.conf rather than on pg_ctl's command line, so a restart
@@ -639,6 +685,16 @@ impl PgCluster {
                 "pg harness: could not remove {}: {e}",
                 self.dir.path().display()
             );
+        }
+        // Closing its pipe lets the watchdog finish; the files are gone, so it exits.
+        let watchdog = self
+            .watchdog
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(mut child) = watchdog {
+            drop(child.stdin.take());
+            let _ = child.wait();
         }
     }
 }
