@@ -66,6 +66,7 @@
 //!         note: Some("in the provider's log".into()),
 //!         provider_id: Some("msg-991".into()),
 //!         seen: Some(Seen::entry(&entry)),
+//!         evidence: None,
 //!     };
 //!     let resolved = ledger.resolve("invoice-4711", Status::Sent, &details).await?;
 //!     assert!(resolved.changed);

@@ -652,6 +652,7 @@ async fn resolve_pending_to_sent_records_who_why_when_and_provider_id() {
         note: Some("the provider's dashboard shows it delivered".into()),
         provider_id: Some("prov-42".into()),
         seen: None,
+        evidence: None,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)
@@ -727,6 +728,7 @@ async fn resolve_to_current_status_changes_nothing() {
         note: Some("again".into()),
         provider_id: Some("other-id".into()),
         seen: None,
+        evidence: None,
     };
     for (key, status) in [("k-sent", Status::Sent), ("k-failed", Status::Failed)] {
         let before = stored(&ledger, key).await.to_json();
@@ -779,6 +781,7 @@ async fn resolve_failed_to_sent_is_allowed() {
         note: None,
         provider_id: Some("late-receipt".into()),
         seen: None,
+        evidence: None,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)

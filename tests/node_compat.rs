@@ -205,6 +205,7 @@ async fn this_tool_reads_and_settles_rows_node_wrote() {
         note: Some("in provider log".into()),
         provider_id: None,
         seen: None,
+        evidence: None,
     };
     let resolved = ledger_api
         .resolve("n-pending", Status::Sent, &details)

@@ -216,6 +216,11 @@ fn every_answer(ledger_name: &str) {
     );
     assert_eq!(f.status("op-happened"), "sent");
     assert_eq!(f.entry("op-happened")["providerId"], "msg-1");
+    // The provider's record is kept as the entry's result, as `run --verify` keeps it.
+    assert_eq!(
+        f.entry("op-happened")["result"],
+        serde_json::json!({"id": "msg-1", "status": "delivered"})
+    );
     for key in ["op-notthere", "op-inconclusive", "op-garbage", "op-array"] {
         assert_eq!(f.status(key), "pending", "{key}");
     }

@@ -429,6 +429,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
         note: args.note.clone(),
         provider_id: None,
         seen: None,
+        evidence: None,
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let key = ledger.find(&args.key).await?.key().to_owned();

@@ -194,6 +194,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
                 note: args.note.clone(),
                 provider_id: args.provider_id.clone(),
                 seen: args.expect.map(|s| Seen::status(Status::from(s))),
+                evidence: None,
             };
             let result = ledger
                 .resolve(entry.key(), status, &details)

@@ -387,6 +387,9 @@ pub struct ResolveDetails {
     /// What the person saw when they decided. When set, the decision applies only to
     /// an entry still in that state, and is refused (naming who changed it) otherwise.
     pub seen: Option<Seen>,
+    /// The provider's record that shows it was sent (a verify command's answer), kept
+    /// as the entry's `result` when it is resolved sent, as `run --verify` keeps it.
+    pub evidence: Option<Map<String, Value>>,
 }
 
 /// The state of an entry a person decided on: its status and, when known, which
@@ -808,6 +811,11 @@ impl Ledger {
                 next.set("resolution", Value::Object(resolution));
                 if let Some(id) = provider_id {
                     next.set("providerId", id);
+                }
+                if status == Status::Sent
+                    && let Some(evidence) = &details.evidence
+                {
+                    next.set("result", Value::Object(evidence.clone()));
                 }
                 next
             },

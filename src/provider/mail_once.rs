@@ -263,6 +263,7 @@ async fn verify(
         )),
         provider_id,
         seen: Some(Seen::entry(&entry)),
+        evidence: None,
     };
     match ledger
         .resolve(key, Status::Sent, &details)

@@ -382,13 +382,16 @@ async fn settle(
     entry: &Entry,
     answer: CheckAnswer,
 ) -> Checked {
+    // What the provider showed, kept as the entry's `result` when it settles it.
+    let mut kept = None;
     let (answer, note, status) = match answer {
         CheckAnswer::Happened {
             provider_id,
             id_problem,
             evidence,
         } => {
-            let note = happened_note(provider_id.as_deref(), &Value::Object(evidence));
+            let note = happened_note(provider_id.as_deref(), &Value::Object(evidence.clone()));
+            kept = Some(evidence);
             (
                 Answer::Happened {
                     provider_id,
@@ -438,6 +441,7 @@ async fn settle(
                 note: Some(checked.note.clone()),
                 provider_id,
                 seen: Some(Seen::entry(entry)),
+                evidence: kept,
             };
             match ledger.resolve(entry.key(), status, &details).await {
                 Ok(resolved) if resolved.changed => Action::Settled(status),

@@ -630,6 +630,7 @@ impl Seeder {
             note: resolve.note.clone(),
             provider_id: resolve.provider_id.clone(),
             seen: None,
+            evidence: None,
         };
         let resolved = self
             .ledger

@@ -710,6 +710,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 note,
                 provider_id,
                 seen: Some(seen),
+                evidence: None,
             };
             let short = app::short_key(&key);
             match backend.ledger.resolve(&key, status, &details).await {
