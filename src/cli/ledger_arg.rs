@@ -143,6 +143,19 @@ pub fn duration_flag(flag: &str, text: &str) -> Result<f64, String> {
     })
 }
 
+/// A time limit flag (`--timeout`, `--check-timeout`, `--wait`…): a duration longer
+/// than zero, kept as it was written for messages ("timed out after 2.5s").
+pub fn limit_flag(flag: &str, text: &str) -> Result<send_once::provider::Limit, String> {
+    let ms = duration_flag(flag, text)?;
+    if ms <= 0.0 {
+        return Err(format!("{flag} must be longer than zero"));
+    }
+    Ok(send_once::provider::Limit::written(
+        duration::to_std(ms),
+        text.trim(),
+    ))
+}
+
 /// The wall clock, or the time in `SEND_ONCE_FIXED_NOW_MS` (for tests and reproducible
 /// reports; lock files always use the wall clock).
 pub fn clock() -> Clock {

@@ -16,7 +16,7 @@ use send_once::provider::{
 };
 use send_once::text::visible_inline;
 
-use super::ledger_arg::{clock, duration_flag, ledger_or_default, ledger_to_create, open_ledger};
+use super::ledger_arg::{clock, ledger_or_default, ledger_to_create, open_ledger};
 use super::output::{Kind, Problem, fail_with};
 use super::{Exit, fail, note, print_json, print_stdout, read_text_arg};
 
@@ -92,16 +92,7 @@ fn plan(args: &MailArgs) -> Result<Plan, String> {
     };
     let timeout = match &args.timeout {
         None => Limit::new(DEFAULT_CHECK_TIMEOUT),
-        Some(text) => {
-            let ms = duration_flag("--timeout", text)?;
-            if ms <= 0.0 {
-                return Err("--timeout must be longer than zero".into());
-            }
-            Limit::written(
-                send_once::ledger::duration::to_std(ms),
-                text.trim().to_owned(),
-            )
-        }
+        Some(text) => super::ledger_arg::limit_flag("--timeout", text)?,
     };
     let mailer = Mailer {
         argv,

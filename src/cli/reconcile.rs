@@ -16,7 +16,7 @@ use send_once::ledger::{LedgerLocation, Status, duration};
 use send_once::provider::reconcile::{
     Action, Answer, Checked, NotThere, Plan, ReconcileOptions, Report,
 };
-use send_once::provider::{CommandProvider, Limit, split_command};
+use send_once::provider::{CommandProvider, split_command};
 use send_once::text::visible_inline;
 
 use super::ledger_arg::{by_or_default, check_by, duration_flag, ledger_or_default, open_ledger};
@@ -117,10 +117,7 @@ fn setup(args: &ReconcileArgs) -> Result<Setup, String> {
     } else {
         duration_flag("--older-than", &args.older_than)?
     };
-    let check_timeout = duration_flag("--check-timeout", &args.check_timeout)?;
-    if check_timeout <= 0.0 {
-        return Err("--check-timeout must be longer than zero".into());
-    }
+    let check_timeout = super::ledger_arg::limit_flag("--check-timeout", &args.check_timeout)?;
     let argv = split_command("--verify", &args.verify)?;
     if resolve_program(&argv[0]).is_none() {
         return Err(format!(
@@ -135,10 +132,7 @@ fn setup(args: &ReconcileArgs) -> Result<Setup, String> {
     };
     let mut provider = CommandProvider::new(Vec::new());
     provider.verify = Some(argv);
-    provider.check_timeout = Limit::written(
-        duration::to_std(check_timeout),
-        args.check_timeout.trim().to_owned(),
-    );
+    provider.check_timeout = check_timeout;
     // Thousands of checks talking at once would bury the summary; a check's stderr
     // tail is in its answer when it is inconclusive, which is when it matters.
     provider.echo_stderr = false;

@@ -575,14 +575,9 @@ fn recheck(args: &RecheckArgs) -> Exit {
 }
 
 pub fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, Exit> {
-    match duration_flag(flag, text) {
-        Ok(ms) if ms > 0.0 => Ok(duration::to_std(ms)),
-        Ok(_) => Err(fail(
-            Exit::Refused,
-            format!("{flag} must be longer than zero"),
-        )),
-        Err(message) => Err(fail(Exit::Refused, message)),
-    }
+    super::ledger_arg::limit_flag(flag, text)
+        .map(|limit| limit.after)
+        .map_err(|message| fail(Exit::Refused, message))
 }
 
 fn print_drift(draft: &Draft, json: bool) {

@@ -8,15 +8,15 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::Access;
 use send_once::ledger::{
-    Entry, LedgerError, LedgerLocation, Outcome, SendContext, SendError, canonical, duration,
+    Entry, LedgerError, LedgerLocation, Outcome, SendContext, SendError, canonical,
 };
 use send_once::provider::{
-    CheckAnswer, CheckKind, CommandProvider, CommandReceipt, CommandSendError, Limit, Provider,
+    CheckAnswer, CheckKind, CommandProvider, CommandReceipt, CommandSendError, Provider,
     SendOptions, split_command,
 };
 
 use super::keys::{KeyChoice, parse_meta};
-use super::ledger_arg::{duration_flag, ledger_to_create, open_ledger};
+use super::ledger_arg::{ledger_to_create, limit_flag, open_ledger};
 use super::output::{print_command_stdout, print_json_line};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 
@@ -91,13 +91,6 @@ impl SendFlags {
         payload: Option<Vec<u8>>,
         meta: Option<Map<String, Value>>,
     ) -> Result<(CommandProvider, SendOptions), String> {
-        let limit = |flag: &str, text: &str| -> Result<Limit, String> {
-            let ms = duration_flag(flag, text)?;
-            if ms <= 0.0 {
-                return Err(format!("{flag} must be longer than zero"));
-            }
-            Ok(Limit::written(duration::to_std(ms), text.trim()))
-        };
         let mut provider = CommandProvider::new(command.to_vec());
         provider.payload = payload;
         provider.failed_exit = self.failed_exit.clone();
@@ -105,9 +98,9 @@ impl SendFlags {
         provider.send_timeout = self
             .timeout
             .as_deref()
-            .map(|t| limit("--timeout", t))
+            .map(|t| limit_flag("--timeout", t))
             .transpose()?;
-        provider.check_timeout = limit("--check-timeout", &self.check_timeout)?;
+        provider.check_timeout = limit_flag("--check-timeout", &self.check_timeout)?;
         provider.precheck = self
             .precheck
             .as_deref()
@@ -128,10 +121,10 @@ impl SendFlags {
             options = options.meta(meta);
         }
         if let Some(text) = &self.wait {
-            options = options.wait(limit("--wait", text)?.after);
+            options = options.wait(limit_flag("--wait", text)?.after);
         }
         if let Some(text) = &self.stale_after {
-            let stale = limit("--stale-after", text)?;
+            let stale = limit_flag("--stale-after", text)?;
             // A takeover must never meet a send that is still running: every send is
             // killed at --timeout, so a claim older than that (and than D) has ended.
             let Some(timeout) = &provider.send_timeout else {

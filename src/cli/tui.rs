@@ -7,7 +7,7 @@ use clap::Args;
 
 use send_once::ledger::Access;
 use send_once::ledger::LedgerLocation;
-use send_once::provider::{Limit, split_command};
+use send_once::provider::split_command;
 use send_once::ui::config::{self, VerifyCommand, VerifySetup};
 use send_once::ui::{self, UiOptions};
 
@@ -130,17 +130,7 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
 /// and the config file read. A config file that cannot be used does not refuse: the UI
 /// says what is wrong with it.
 fn verify_setup(args: &TuiArgs) -> Result<VerifySetup, String> {
-    let ms = duration_flag("--check-timeout", &args.check_timeout)?;
-    if ms <= 0.0 {
-        return Err(format!(
-            "--check-timeout {}: give a time longer than zero, such as 30s",
-            send_once::text::visible_inline(&args.check_timeout)
-        ));
-    }
-    let timeout = Limit::written(
-        std::time::Duration::from_millis(ms as u64),
-        args.check_timeout.trim(),
-    );
+    let timeout = super::ledger_arg::limit_flag("--check-timeout", &args.check_timeout)?;
     let every = match &args.verify {
         Some(text) => Some(VerifyCommand {
             argv: split_command("--verify", text)?,
