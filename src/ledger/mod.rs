@@ -106,21 +106,28 @@ pub trait Receipt {
     }
 }
 
+/// The fields a provider's reply names its id by, in the order they are tried.
+pub const PROVIDER_ID_FIELDS: [&str; 4] = ["providerId", "messageId", "id", "sid"];
+
+/// The first non-empty string among [`PROVIDER_ID_FIELDS`] in `fields`, with the name
+/// of the field it was in. Whether it is fit to be an id is the caller's to judge.
+pub fn provider_id_field(fields: &Map<String, Value>) -> Option<(&'static str, &str)> {
+    PROVIDER_ID_FIELDS.iter().find_map(|f| {
+        fields
+            .get(*f)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|s| (*f, s))
+    })
+}
+
 impl Receipt for Value {
     /// A non-empty string, or the first non-empty string among `providerId`,
     /// `messageId`, `id` and `sid`.
     fn provider_id(&self) -> Option<String> {
         match self {
             Value::String(s) if !s.is_empty() => Some(s.clone()),
-            Value::Object(fields) => ["providerId", "messageId", "id", "sid"]
-                .iter()
-                .find_map(|f| {
-                    fields
-                        .get(*f)
-                        .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty())
-                })
-                .map(str::to_owned),
+            Value::Object(fields) => provider_id_field(fields).map(|(_, id)| id.to_owned()),
             _ => None,
         }
     }

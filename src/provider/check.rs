@@ -218,16 +218,7 @@ fn evidence_answer(name: &str, stdout: &[u8]) -> CheckAnswer {
 /// there is one that is not an id, saying why (the value itself is left out: it can
 /// hold a token).
 pub fn provider_id_in(fields: &Map<String, Value>) -> Result<Option<String>, String> {
-    let found = ["providerId", "messageId", "id", "sid"]
-        .iter()
-        .find_map(|f| {
-            fields
-                .get(*f)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(|s| (*f, s))
-        });
-    let Some((name, id)) = found else {
+    let Some((name, id)) = crate::ledger::provider_id_field(fields) else {
         return Ok(None);
     };
     match why_not_an_id(id) {

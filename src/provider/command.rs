@@ -359,15 +359,8 @@ fn id_candidate(value: &Value, output_bytes: usize) -> Option<(&str, String, usi
         Value::String(text) if !text.is_empty() => {
             Some((text.as_str(), "output".to_owned(), output_bytes))
         }
-        Value::Object(fields) => ["providerId", "messageId", "id", "sid"]
-            .iter()
-            .find_map(|f| {
-                fields
-                    .get(*f)
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .map(|s| (s, format!("{f:?}"), s.len()))
-            }),
+        Value::Object(fields) => crate::ledger::provider_id_field(fields)
+            .map(|(name, id)| (id, format!("{name:?}"), id.len())),
         _ => None,
     }
 }
