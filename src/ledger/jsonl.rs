@@ -299,19 +299,12 @@ impl Store for JsonlStore {
             if changed && let Err(e) = files.append_decision_locked(decision) {
                 // A change is recorded with its decision or not at all: the line just
                 // appended is taken back.
-                let cut = OpenOptions::new()
-                    .write(true)
-                    .open(&files.path)
-                    .and_then(|f| f.set_len(before).and_then(|()| f.sync_all()));
-                return Err(match cut {
-                    Ok(()) => e,
-                    Err(cut) => StoreError::PartlyWritten {
-                        ledger: ledger_at(&files.path),
-                        why: failure(&e),
-                        cut,
-                        left: "the entry is changed, but the decision log does not say who changed it",
-                    },
-                });
+                return Err(take_back(
+                    &files.path,
+                    Some(before),
+                    e,
+                    "the entry is changed, but the decision log does not say who changed it",
+                ));
             }
             Ok(changed)
         })
@@ -335,22 +328,12 @@ impl Store for JsonlStore {
             files.append(&files.path, &entry.to_json(), &found.tail)?;
             if let Err(e) = files.append_decision_locked(decision) {
                 // The entry is recorded with its decision or not at all.
-                let cut = match before {
-                    Some(len) => OpenOptions::new()
-                        .write(true)
-                        .open(&files.path)
-                        .and_then(|f| f.set_len(len).and_then(|()| f.sync_all())),
-                    None => std::fs::remove_file(&files.path),
-                };
-                return Err(match cut {
-                    Ok(()) => e,
-                    Err(cut) => StoreError::PartlyWritten {
-                        ledger: ledger_at(&files.path),
-                        why: failure(&e),
-                        cut,
-                        left: "the entry is written, but the decision log does not say what wrote it",
-                    },
-                });
+                return Err(take_back(
+                    &files.path,
+                    before,
+                    e,
+                    "the entry is written, but the decision log does not say what wrote it",
+                ));
             }
             Ok(true)
         })
@@ -1276,6 +1259,28 @@ impl Files {
 }
 
 /// What went wrong, without the "nothing was written" a refused write adds.
+/// Takes back the line just appended to the ledger at `path` because its decision could
+/// not be written: cut to `before` bytes, or removed when this line created the file.
+/// The decision's error, or what is left when even that fails.
+fn take_back(path: &Path, before: Option<u64>, e: StoreError, left: &'static str) -> StoreError {
+    let cut = match before {
+        Some(len) => OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(len).and_then(|()| f.sync_all())),
+        None => std::fs::remove_file(path),
+    };
+    match cut {
+        Ok(()) => e,
+        Err(cut) => StoreError::PartlyWritten {
+            ledger: ledger_at(path),
+            why: failure(&e),
+            cut,
+            left,
+        },
+    }
+}
+
 fn failure(e: &StoreError) -> String {
     match e {
         StoreError::DiskFull(ledger) => format!("the disk holding {ledger} is full"),
