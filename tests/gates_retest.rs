@@ -446,3 +446,94 @@ async fn a_quiet_check_runs_in_a_session_of_its_own() {
     );
     assert_eq!(ask(true).ask(&entry).await, CheckAnswer::NotThere);
 }
+
+/// G2 for the other commands that send: `mail` and `dispatch` stop their running
+/// command on a signal and say the send stays pending, as `run` does.
+#[test]
+fn mail_and_dispatch_stop_their_send_on_a_signal_and_say_it_is_pending() {
+    // mail: Sent is empty, and the send hangs.
+    let d = Dir::new();
+    let send_pid = d.path("send.pid");
+    let mailer = d.script(
+        "mailer.sh",
+        &format!(
+            "for a; do case \"$a\" in +triage) echo '[]'; exit 0;; +send) sleep 300 & echo $! > '{}'; wait; exit 0;; esac; done; exit 9",
+            send_pid.display()
+        ),
+    );
+    std::fs::write(d.path("body.txt"), "hello").unwrap();
+    let mail = send_once(&[
+        "mail",
+        "--key",
+        "op-sig",
+        "--to",
+        "will@example.com",
+        "--subject",
+        "Brief",
+        "--body-file",
+        &d.p("body.txt"),
+        "--mailer",
+        &mailer,
+    ])
+    .env("SEND_ONCE_LEDGER", d.p("m.db"))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for(&send_pid);
+    signal(&mail, "TERM");
+    let out = mail.wait_with_output().unwrap();
+    expect_exit(&out, 3, "SIGTERM during mail's send");
+    assert!(
+        stderr(&out).contains("interrupted by SIGTERM while sending"),
+        "{}",
+        stderr(&out)
+    );
+    let pid = std::fs::read_to_string(&send_pid).unwrap();
+    assert!(wait_gone(pid.trim()), "the mailer's child lives on");
+    assert_eq!(
+        common::status_of(&d.path("m.db"), "op-sig").as_deref(),
+        Some("pending")
+    );
+
+    // dispatch of an approved draft whose send hangs.
+    let ledger = d.p("q.db");
+    std::fs::write(d.path("p.json"), "{\"to\":\"ana@example.com\"}").unwrap();
+    let out = output(&[
+        "draft",
+        "submit",
+        &ledger,
+        "--key",
+        "d-sig",
+        "--payload",
+        &d.p("p.json"),
+    ]);
+    expect_exit(&out, 0, "submit");
+    let id = common::stdout(&out).trim().to_owned();
+    expect_exit(
+        &output(&["approve", &ledger, &id, "--by", "ana"]),
+        0,
+        "approve",
+    );
+    let dispatch_pid = d.path("dispatch.pid");
+    let slow = d.sender(
+        "slow.sh",
+        &format!("sleep 300 & echo $! > '{}'; wait", dispatch_pid.display()),
+    );
+    let dispatch = spawn(&["dispatch", &ledger, &id, "--", &slow]);
+    wait_for(&dispatch_pid);
+    signal(&dispatch, "INT");
+    let out = dispatch.wait_with_output().unwrap();
+    expect_exit(&out, 3, "SIGINT during dispatch's send");
+    assert!(
+        stderr(&out).contains("interrupted by SIGINT while sending"),
+        "{}",
+        stderr(&out)
+    );
+    let pid = std::fs::read_to_string(&dispatch_pid).unwrap();
+    assert!(wait_gone(pid.trim()), "the send's child lives on");
+    assert_eq!(
+        common::status_of(&d.path("q.db"), "d-sig").as_deref(),
+        Some("pending")
+    );
+}
