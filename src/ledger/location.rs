@@ -20,9 +20,65 @@ pub enum LedgerLocation {
     Sqlite(PathBuf),
     /// A Node JSON Lines file (a path ending in `.jsonl`).
     Jsonl(PathBuf),
-    /// The URL with its password already replaced by `***`: nothing that only holds
-    /// a location can print a credential, and there is no Postgres store yet to need it.
-    Postgres(String),
+    /// A Postgres URL: shown (and compared) with its password replaced by `***`, and
+    /// kept whole only for connecting, so nothing that prints a location can print a
+    /// credential.
+    Postgres(PostgresUrl),
+}
+
+/// A Postgres URL as a person gave it. Its `Display`, `Debug` and equality all use the
+/// redacted form; [`PostgresUrl::secret`] is the only way to the whole text, and only
+/// the store's connection settings read it.
+#[derive(Clone)]
+pub struct PostgresUrl {
+    shown: String,
+    whole: Arc<str>,
+}
+
+impl PostgresUrl {
+    /// `url`, whose password is hidden from everything but [`PostgresUrl::secret`].
+    pub fn new(url: &str) -> PostgresUrl {
+        PostgresUrl {
+            shown: redact_url(url),
+            whole: Arc::from(url),
+        }
+    }
+
+    /// The URL with its password as `***`.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The URL as given, password included: for connecting, never for a message.
+    pub fn secret(&self) -> &str {
+        &self.whole
+    }
+}
+
+impl From<&str> for PostgresUrl {
+    fn from(url: &str) -> PostgresUrl {
+        PostgresUrl::new(url)
+    }
+}
+
+impl PartialEq for PostgresUrl {
+    fn eq(&self, other: &PostgresUrl) -> bool {
+        self.shown == other.shown
+    }
+}
+
+impl Eq for PostgresUrl {}
+
+impl fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.shown, f)
+    }
+}
+
+impl fmt::Display for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
 }
 
 impl LedgerLocation {
@@ -32,7 +88,7 @@ impl LedgerLocation {
         let arg = arg.as_ref();
         let text = arg.to_string_lossy();
         if postgres_url_start(&text) == Some(0) {
-            return LedgerLocation::Postgres(redact_url(&text));
+            return LedgerLocation::Postgres(PostgresUrl::new(&text));
         }
         let path = PathBuf::from(arg);
         if path.extension().is_some_and(|e| e == "jsonl") {
@@ -74,6 +130,10 @@ impl LedgerLocation {
     /// waits for a writer forever), and a missing ledger unless `access` may create it.
     pub fn check(&self, access: Access) -> Result<(), StoreError> {
         let path = match self {
+            // Whether the server and its tables are there is the connection's to find.
+            #[cfg(feature = "postgres")]
+            LedgerLocation::Postgres(_) => return Ok(()),
+            #[cfg(not(feature = "postgres"))]
             LedgerLocation::Postgres(_) => {
                 return Err(StoreError::PostgresNotSupported(self.clone()));
             }
@@ -121,13 +181,15 @@ impl LedgerLocation {
     /// that is already here is only read, to be sure it is one, and left exactly as it
     /// is; anything else (a directory, a file that is not a ledger) is refused.
     pub async fn init(&self) -> Result<Init, StoreError> {
-        match self.check(Access::ReadOnly) {
-            Ok(()) => {
-                // The census reads every row: a file that only looks like a ledger
-                // (lines but no entry) is refused here, as any command would refuse it.
-                self.open_store(Access::ReadOnly)?.census().await?;
-                Ok(Init::AlreadyThere)
-            }
+        // The census reads every row: a file that only looks like a ledger (lines but
+        // no entry) is refused here, as any command would refuse it. A server says
+        // whether its tables are there only when asked.
+        let looked = match self.check(Access::ReadOnly) {
+            Ok(()) => self.open_store(Access::ReadOnly)?.census().await.map(drop),
+            Err(e) => Err(e),
+        };
+        match looked {
+            Ok(()) => Ok(Init::AlreadyThere),
             Err(StoreError::NotFound(_)) => {
                 let store = self.open_store(Access::Create)?;
                 store.make_empty().await?;
@@ -165,6 +227,12 @@ impl LedgerLocation {
                 store: Arc::new(JsonlStore::open(path, access)?),
                 queue: None,
             }),
+            #[cfg(feature = "postgres")]
+            LedgerLocation::Postgres(url) => {
+                let store = Arc::new(super::postgres::PostgresStore::open(url, access)?);
+                Ok(OpenedLedger { store, queue: None })
+            }
+            #[cfg(not(feature = "postgres"))]
             LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),
         }
     }
@@ -208,7 +276,7 @@ impl fmt::Display for LedgerLocation {
             LedgerLocation::Sqlite(path) | LedgerLocation::Jsonl(path) => {
                 write!(f, "{}", path.display())
             }
-            LedgerLocation::Postgres(url) => f.write_str(url),
+            LedgerLocation::Postgres(url) => fmt::Display::fmt(url, f),
         }
     }
 }

@@ -26,6 +26,8 @@ pub mod key;
 pub mod location;
 pub mod lone;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sqlite;
 pub mod store;
 pub mod time;
@@ -39,8 +41,8 @@ pub use decision::{Decision, DecisionOutcome};
 pub use entry::{Entry, Status};
 pub use location::LedgerLocation;
 pub use store::{
-    Access, Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
-    UnreadableRow,
+    Access, Census, CommitDurability, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery,
+    Store, StoreError, UnreadableRow,
 };
 
 /// Rounds of "someone else changed it first, look again" before giving up.

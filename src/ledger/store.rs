@@ -151,13 +151,56 @@ pub enum StoreError {
         /// The system's error.
         source: std::io::Error,
     },
-    /// Any other error SQLite reported.
+    /// Any other error the database (SQLite or Postgres) reported.
     #[error("ledger {ledger}: {detail}")]
     Database {
         /// The file.
         ledger: LedgerLocation,
         /// SQLite's message.
         detail: String,
+    },
+    /// The Postgres server could not be reached, or refused the connection; nothing was
+    /// read or written.
+    #[error("cannot connect to the Postgres ledger {ledger} ({server}): {reason}")]
+    Unreachable {
+        /// The ledger's URL, its password hidden.
+        ledger: LedgerLocation,
+        /// Host, port, database and user, as tried.
+        server: String,
+        /// The server's reason, or the network's.
+        reason: String,
+    },
+    /// The connection to the Postgres server went away in the middle of a write, and
+    /// reading the row back on a new connection failed too: whether the write landed is
+    /// unknown.
+    #[error(
+        "the connection to the Postgres ledger {ledger} was lost during a write, and it could not be read back: {reason}"
+    )]
+    ConnectionLost {
+        /// The ledger's URL, its password hidden.
+        ledger: LedgerLocation,
+        /// Why the connection, and then the read back, failed.
+        reason: String,
+    },
+    /// The Postgres server did not finish a statement within the statement timeout and
+    /// cancelled it: it changed nothing.
+    #[error(
+        "the Postgres ledger {ledger} did not answer within {after}; the statement was cancelled and changed nothing"
+    )]
+    TimedOut {
+        /// The ledger's URL, its password hidden.
+        ledger: LedgerLocation,
+        /// The timeout, as a person reads it ("30s").
+        after: String,
+    },
+    /// The ledger's location cannot be used as given (a Postgres URL that cannot be
+    /// read, a `table=` that is not a table name, TLS settings that cannot be used).
+    #[error("{ledger}: {why}")]
+    BadLocation {
+        /// The ledger, its password hidden.
+        ledger: LedgerLocation,
+        /// What is wrong with it.
+        why: String,
     },
     /// The store's writer thread or blocking task is gone (the runtime is shutting
     /// down, or it panicked); whether the last write landed is unknown.
@@ -187,7 +230,11 @@ impl StoreError {
             | StoreError::PartlyWritten { ledger, .. }
             | StoreError::Corrupt { ledger, .. }
             | StoreError::Io { ledger, .. }
-            | StoreError::Database { ledger, .. } => Some(ledger),
+            | StoreError::Database { ledger, .. }
+            | StoreError::Unreachable { ledger, .. }
+            | StoreError::ConnectionLost { ledger, .. }
+            | StoreError::TimedOut { ledger, .. }
+            | StoreError::BadLocation { ledger, .. } => Some(ledger),
             StoreError::SqliteTooOld { .. } | StoreError::Closed | StoreError::Unsupported(_) => {
                 None
             }
@@ -198,6 +245,16 @@ impl StoreError {
     pub fn path(&self) -> Option<&Path> {
         self.location().and_then(LedgerLocation::path)
     }
+}
+
+/// How durable a server says its commits are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitDurability {
+    /// The setting that decides it, as `name=value` (`synchronous_commit=off`).
+    pub setting: String,
+    /// False when a commit the server acknowledged can be lost in a crash of the
+    /// server: a claim could then vanish after its send.
+    pub durable: bool,
 }
 
 /// Which entries `list` returns.
@@ -523,6 +580,12 @@ pub trait Store: Send + Sync {
     /// process), cheap to ask for often; None when the store cannot tell, and then a
     /// watcher must reload to see changes.
     async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
+    /// How durable the server says its commits are, for a store whose durability is a
+    /// server's setting (Postgres); None for a file, whose fsync this tool does itself.
+    async fn commit_durability(&self) -> Result<Option<CommitDurability>, StoreError> {
         Ok(None)
     }
 

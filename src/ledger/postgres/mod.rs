@@ -1,0 +1,1264 @@
+//! The Postgres store: one ledger for senders on many machines, on the table the Node
+//! library's `sqlStore` uses (`send_once`: key, status, entry, claimed_at, updated_at),
+//! so Node and send-once can share it.
+//!
+//! The guarantees are the SQLite store's, kept by the server: a claim is an `INSERT …
+//! ON CONFLICT DO NOTHING` committed before it returns, a transition an `UPDATE` that
+//! compares the stored claim. What a server adds is a connection that can drop between
+//! a statement and its answer. A claim then is decided by reading the row back on a new
+//! connection: each claim carries a random token in a column of this tool's
+//! (`claim_token`), so "is our claim there" has an exact answer, and the send is never
+//! run again to find out.
+
+mod settings;
+mod tls;
+
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Transaction};
+
+use super::decision::Decision;
+use super::entry::{Entry, Status};
+use super::location::{LedgerLocation, PostgresUrl};
+use super::store::{
+    Access, Census, CommitDurability, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery,
+    StoreError, UnreadableRow, gc_removes, page_matches, same_claim,
+};
+
+/// Node's `sqlStore.schema()`, word for word, with the table's name for `{t}`.
+const NODE_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS {t} (\n  key TEXT PRIMARY KEY,\n  status TEXT NOT NULL,\n  entry TEXT NOT NULL,\n  claimed_at TEXT NOT NULL,\n  updated_at TEXT NOT NULL\n)";
+
+/// The schema versions this build knows; step `i` takes the ledger from version `i` to
+/// `i + 1`, and `{t}` is the table's name. Never edit a released step: add one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the Node table (made by Node's own statement when missing), the index the
+    // audit and the pages read, and the claim token that makes a claim whose answer was
+    // lost decidable. Node's statements name their columns, so the extra column is
+    // invisible to them.
+    "{node};
+    CREATE INDEX IF NOT EXISTS {t}_status_claimed_at ON {t} (status, claimed_at COLLATE \"C\");
+    ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_token TEXT;",
+    // 2: the decision log. Append-only: the triggers refuse any change to a logged
+    // decision, whoever tries.
+    "CREATE TABLE IF NOT EXISTS {t}_decisions (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at TEXT NOT NULL,
+        by TEXT,
+        action TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        note TEXT,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS {t}_decisions_subject ON {t}_decisions (subject, id);
+    CREATE OR REPLACE FUNCTION {t}_refuse_change() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
+    CREATE TRIGGER {t}_decisions_no_change BEFORE UPDATE OR DELETE ON {t}_decisions
+        FOR EACH ROW EXECUTE FUNCTION {t}_refuse_change('the decision log is append-only');
+    CREATE TRIGGER {t}_decisions_no_truncate BEFORE TRUNCATE ON {t}_decisions
+        FOR EACH STATEMENT EXECUTE FUNCTION {t}_refuse_change('the decision log is append-only');",
+    // 3: the review queue, as in SQLite: a draft row holds its state and latest
+    // decision; every revision is kept and never changed; at most one open draft per key.
+    "CREATE TABLE IF NOT EXISTS {t}_drafts (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        key TEXT NOT NULL,
+        state TEXT NOT NULL,
+        revision BIGINT NOT NULL,
+        version BIGINT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        submitted_by TEXT,
+        recheck TEXT,
+        meta TEXT,
+        approval TEXT,
+        approved_revision BIGINT,
+        decided_by TEXT,
+        decided_at TEXT,
+        reason TEXT,
+        latest_facts TEXT,
+        facts_checked_at TEXT,
+        facts_error TEXT,
+        outcome TEXT,
+        outcome_kind TEXT
+    );
+    CREATE UNIQUE INDEX IF NOT EXISTS {t}_drafts_open_key ON {t}_drafts (key)
+        WHERE state IN ('queued', 'approved');
+    CREATE INDEX IF NOT EXISTS {t}_drafts_state ON {t}_drafts (state, id);
+    CREATE TABLE IF NOT EXISTS {t}_revisions (
+        draft_id BIGINT NOT NULL REFERENCES {t}_drafts (id),
+        revision BIGINT NOT NULL,
+        payload TEXT NOT NULL,
+        payload_hash TEXT NOT NULL,
+        facts TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        submitted_by TEXT,
+        PRIMARY KEY (draft_id, revision)
+    );
+    CREATE TRIGGER {t}_revisions_no_change BEFORE UPDATE OR DELETE ON {t}_revisions
+        FOR EACH ROW EXECUTE FUNCTION {t}_refuse_change('revisions are never changed');",
+];
+
+/// The schema this build writes. A ledger with a newer one is refused, not misread.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The columns of Node's table: a table without them is not a ledger.
+const NODE_COLUMNS: [&str; 5] = ["key", "status", "entry", "claimed_at", "updated_at"];
+
+/// How many connections one store opens at most. Connections are made as they are
+/// needed, so a command that does one thing at a time holds one.
+const POOL_SIZE: usize = 16;
+
+/// What the server said when the store first reached it.
+#[derive(Clone, Debug)]
+struct Server {
+    version: i64,
+    synchronous_commit: String,
+}
+
+/// A ledger in a Postgres database. Cheap to share: it holds a pool of connections,
+/// made when first needed, so opening it never waits for the server; the first
+/// operation connects, brings the schema up to date (or refuses a newer one) and
+/// reports what it could not do, naming the server.
+pub struct PostgresStore {
+    ledger: LedgerLocation,
+    pool: Pool,
+    access: Access,
+    table: String,
+    server: String,
+    statement_timeout: Duration,
+    reached: tokio::sync::OnceCell<Server>,
+    sql: Statements,
+}
+
+/// The statements every claim and record runs, with the table's name in them.
+struct Statements {
+    claim: String,
+    transition: String,
+    transition_lazy: String,
+    get: String,
+    read_back: String,
+    insert_decision: String,
+    notify: String,
+}
+
+impl Statements {
+    fn for_table(t: &str) -> Statements {
+        let transition = |from: &str| {
+            format!(
+                "UPDATE {t} SET status = $3, entry = $4, claimed_at = $5, updated_at = $6, \
+                 claim_token = coalesce($8, claim_token){from} \
+                 WHERE key = $1 AND status = $2 AND entry = $7 RETURNING key"
+            )
+        };
+        Statements {
+            claim: format!(
+                "INSERT INTO {t} (key, status, entry, claimed_at, updated_at, claim_token) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO NOTHING RETURNING key"
+            ),
+            transition: transition(""),
+            // Durability::Lazy: this one commit does not wait for the disk. Losing it to
+            // a crash of the server leaves the entry pending (unknown), never unsent.
+            transition_lazy: transition(
+                " FROM (SELECT set_config('synchronous_commit', 'off', true)) AS lazy",
+            ),
+            get: format!("SELECT entry FROM {t} WHERE key = $1"),
+            read_back: format!("SELECT entry, claim_token FROM {t} WHERE key = $1"),
+            insert_decision: format!(
+                "INSERT INTO {t}_decisions (at, by, action, subject, note, outcome, detail) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)"
+            ),
+            notify: format!("NOTIFY {t}"),
+        }
+    }
+}
+
+/// How one try at a statement went wrong.
+enum Failure {
+    /// The connection went away (or stopped answering) before the answer came: the
+    /// statement may or may not have been applied.
+    Lost(String),
+    /// The server answered with an error: nothing was applied.
+    Refused(tokio_postgres::Error),
+    /// Not the statement's fault: no connection could be made, and so on.
+    Store(StoreError),
+}
+
+impl PostgresStore {
+    /// The store for `url`. Nothing is sent to the server yet; a URL that cannot be
+    /// read, or TLS settings that cannot be used, are refused here.
+    pub fn open(url: &PostgresUrl, access: Access) -> Result<PostgresStore, StoreError> {
+        let ledger = LedgerLocation::Postgres(url.clone());
+        let bad = |why: String| StoreError::BadLocation {
+            ledger: ledger.clone(),
+            why,
+        };
+        let mut settings =
+            settings::settings(url.secret(), &|name| std::env::var(name).ok()).map_err(bad)?;
+        if access == Access::ReadOnly {
+            // The server refuses writes too, whatever this code does.
+            let options = format!(
+                "{} -c default_transaction_read_only=on",
+                settings.config.get_options().unwrap_or_default()
+            );
+            settings.config.options(options);
+        }
+        let connector = tls::connector(settings.tls, settings.root_cert.as_deref()).map_err(bad)?;
+        let manager = Manager::from_config(
+            settings.config,
+            connector,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| bad(format!("the connection pool cannot be made: {e}")))?;
+        Ok(PostgresStore {
+            sql: Statements::for_table(&settings.table),
+            ledger,
+            pool,
+            access,
+            table: settings.table,
+            server: settings.server,
+            statement_timeout: settings.statement_timeout,
+            reached: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The table's name (`send_once` unless the URL says `?table=`).
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Waits for a connection, or says why there is none.
+    async fn client(&self) -> Result<Object, StoreError> {
+        self.pool.get().await.map_err(|e| {
+            let reason = match &e {
+                deadpool_postgres::PoolError::Backend(e) => reason(e),
+                other => other.to_string(),
+            };
+            StoreError::Unreachable {
+                ledger: self.ledger.clone(),
+                server: self.server.clone(),
+                reason,
+            }
+        })
+    }
+
+    /// How long to wait for an answer before taking the connection as gone: the
+    /// server's own timeout cancels a slow statement first, so this only fires when
+    /// the server or the network stopped answering altogether.
+    fn answer_timeout(&self) -> Duration {
+        self.statement_timeout + Duration::from_secs(5)
+    }
+
+    /// One try at one statement on a connection from the pool.
+    async fn try_query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Failure> {
+        let client = self.client().await.map_err(Failure::Store)?;
+        let work = async {
+            let statement = client.prepare_cached(sql).await?;
+            client.query(&statement, params).await
+        };
+        let answer = tokio::time::timeout(self.answer_timeout(), work).await;
+        settle(client, answer, self.answer_timeout())
+    }
+
+    /// A read: tried again once on a new connection if the first one went away.
+    async fn read(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        self.reach().await?;
+        self.read_now(sql, params).await
+    }
+
+    async fn read_now(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        match self.try_query(sql, params).await {
+            Ok(rows) => Ok(rows),
+            Err(Failure::Lost(_)) => match self.try_query(sql, params).await {
+                Ok(rows) => Ok(rows),
+                Err(failure) => Err(self.failed(failure)),
+            },
+            Err(failure) => Err(self.failed(failure)),
+        }
+    }
+
+    fn failed(&self, failure: Failure) -> StoreError {
+        match failure {
+            Failure::Lost(reason) => StoreError::ConnectionLost {
+                ledger: self.ledger.clone(),
+                reason,
+            },
+            Failure::Refused(e) => self.refused(&e),
+            Failure::Store(e) => e,
+        }
+    }
+
+    /// The server's error as a store error.
+    fn refused(&self, e: &tokio_postgres::Error) -> StoreError {
+        let ledger = self.ledger.clone();
+        let Some(db) = e.as_db_error() else {
+            return StoreError::Database {
+                ledger,
+                detail: reason(e),
+            };
+        };
+        match *db.code() {
+            SqlState::DISK_FULL => StoreError::DiskFull(ledger),
+            SqlState::READ_ONLY_SQL_TRANSACTION => StoreError::ReadOnly(ledger),
+            SqlState::QUERY_CANCELED => StoreError::TimedOut {
+                ledger,
+                after: format!(
+                    "{}ms (statement_timeout)",
+                    self.statement_timeout.as_millis()
+                ),
+            },
+            _ => StoreError::Database {
+                ledger,
+                detail: reason(e),
+            },
+        }
+    }
+
+    fn writable(&self) -> Result<(), StoreError> {
+        if self.access == Access::ReadOnly {
+            return Err(StoreError::ReadOnly(self.ledger.clone()));
+        }
+        Ok(())
+    }
+
+    /// Connects the first time, and brings the schema to this build's version (or, read
+    /// only, just reads it).
+    async fn reach(&self) -> Result<&Server, StoreError> {
+        self.reached.get_or_try_init(|| self.prepare()).await
+    }
+
+    async fn prepare(&self) -> Result<Server, StoreError> {
+        let t = &self.table;
+        // The common case in one round trip: the schema is current.
+        let fast = format!(
+            "SELECT (SELECT max(version) FROM {t}_schema)::bigint, current_setting('synchronous_commit')"
+        );
+        match self.try_query(&fast, &[]).await {
+            Ok(rows) => {
+                let version: Option<i64> = rows.first().and_then(|r| r.get(0));
+                let synchronous_commit: String = rows.first().map(|r| r.get(1)).unwrap_or_default();
+                let version = version.unwrap_or(0);
+                self.check_version(version)?;
+                if version == SCHEMA_VERSION || self.access == Access::ReadOnly {
+                    return Ok(Server {
+                        version,
+                        synchronous_commit,
+                    });
+                }
+            }
+            Err(Failure::Refused(e)) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
+            Err(failure) => return Err(self.failed(failure)),
+        }
+        if self.access == Access::ReadOnly {
+            return self.look_without_writing().await;
+        }
+        self.migrate().await
+    }
+
+    fn check_version(&self, found: i64) -> Result<(), StoreError> {
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                ledger: self.ledger.clone(),
+                found,
+                known: SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    /// A ledger opened read only, with no schema table: Node's table alone, or nothing.
+    async fn look_without_writing(&self) -> Result<Server, StoreError> {
+        let rows = self
+            .read_now(
+                "SELECT to_regclass($1) IS NOT NULL, current_setting('synchronous_commit')",
+                &[&self.table],
+            )
+            .await?;
+        let exists: bool = rows.first().is_some_and(|r| r.get(0));
+        if !exists {
+            return Err(StoreError::NotFound(self.ledger.clone()));
+        }
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.refused(&e))?;
+        self.check_columns(&tx).await?;
+        Ok(Server {
+            version: 0,
+            synchronous_commit: rows.first().map(|r| r.get(1)).unwrap_or_default(),
+        })
+    }
+
+    /// Every step this ledger lacks, in one transaction under an advisory lock, so two
+    /// processes opening a new ledger at once neither race nor both apply a step.
+    async fn migrate(&self) -> Result<Server, StoreError> {
+        let t = &self.table;
+        let mut client = self.client().await?;
+        let refused = |e: tokio_postgres::Error| self.refused(&e);
+        let tx = client.transaction().await.map_err(refused)?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtext($1))",
+            &[&format!("send-once schema {t}")],
+        )
+        .await
+        .map_err(refused)?;
+        let exists: bool = tx
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[t])
+            .await
+            .map_err(refused)?
+            .get(0);
+        if !exists && self.access != Access::Create {
+            return Err(StoreError::NotFound(self.ledger.clone()));
+        }
+        if exists {
+            self.check_columns(&tx).await?;
+        }
+        tx.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {t}_schema (
+                version INTEGER PRIMARY KEY,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                applied_by TEXT NOT NULL DEFAULT current_user
+            )"
+        ))
+        .await
+        .map_err(refused)?;
+        let found: i64 = tx
+            .query_one(
+                &format!("SELECT coalesce(max(version), 0)::bigint FROM {t}_schema"),
+                &[],
+            )
+            .await
+            .map_err(refused)?
+            .get(0);
+        self.check_version(found)?;
+        for (step, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            let sql = sql.replace("{node}", NODE_SCHEMA).replace("{t}", t);
+            tx.batch_execute(&sql).await.map_err(refused)?;
+            tx.execute(
+                &format!("INSERT INTO {t}_schema (version) VALUES ($1)"),
+                &[&(step as i32 + 1)],
+            )
+            .await
+            .map_err(refused)?;
+        }
+        let synchronous_commit: String = tx
+            .query_one("SELECT current_setting('synchronous_commit')", &[])
+            .await
+            .map_err(refused)?
+            .get(0);
+        tx.commit().await.map_err(refused)?;
+        Ok(Server {
+            version: SCHEMA_VERSION,
+            synchronous_commit,
+        })
+    }
+
+    /// Refuses a table of the ledger's name that is not a ledger: it is left alone.
+    async fn check_columns(&self, tx: &Transaction<'_>) -> Result<(), StoreError> {
+        let columns: Vec<String> = tx
+            .query(
+                "SELECT column_name::text FROM information_schema.columns \
+                 WHERE table_name = $1 AND table_schema = current_schema()",
+                &[&self.table],
+            )
+            .await
+            .map_err(|e| self.refused(&e))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let missing: Vec<&str> = NODE_COLUMNS
+            .into_iter()
+            .filter(|c| !columns.iter().any(|have| have == c))
+            .collect();
+        if !missing.is_empty() {
+            return Err(StoreError::NotALedger {
+                ledger: self.ledger.clone(),
+                why: format!(
+                    "its table {} has no {} column",
+                    self.table,
+                    missing.join(", ")
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The row for `key` as it is now, read on a new connection: its entry text and
+    /// claim token.
+    async fn read_back(&self, key: &str) -> Result<Option<(String, Option<String>)>, StoreError> {
+        let column = super::lone::lossy(key);
+        let rows = self
+            .read_now(&self.sql.read_back, &[&column.as_ref()])
+            .await?;
+        Ok(rows.first().map(|r| (r.get(0), r.get(1))))
+    }
+
+    /// After a claim whose answer was lost: whether the row holds our token.
+    async fn claim_landed(
+        &self,
+        key: &str,
+        token: &str,
+        lost: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        match self.read_back(key).await {
+            Ok(Some((_, Some(found)))) if found == token => Ok(Some(true)),
+            Ok(Some(_)) => Ok(Some(false)),
+            // Not there: our statement was not applied, and trying again is safe.
+            Ok(None) => Ok(None),
+            Err(e) => Err(StoreError::ConnectionLost {
+                ledger: self.ledger.clone(),
+                reason: format!("{lost}; reading the claim back: {e}"),
+            }),
+        }
+    }
+
+    /// After a transition whose answer was lost: whether the row holds what we wrote
+    /// (for a new attempt, our token), or still what we replaced.
+    async fn transition_landed(
+        &self,
+        current_text: &str,
+        next: &Entry,
+        next_text: &str,
+        token: Option<&str>,
+        lost: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        match self.read_back(next.key()).await {
+            Ok(Some((text, found_token))) => {
+                let ours = match token {
+                    Some(token) => found_token.as_deref() == Some(token),
+                    None => text == next_text,
+                };
+                if ours {
+                    Ok(Some(true))
+                } else if text == current_text {
+                    Ok(None)
+                } else {
+                    Ok(Some(false))
+                }
+            }
+            Ok(None) => Ok(Some(false)),
+            Err(e) => Err(StoreError::ConnectionLost {
+                ledger: self.ledger.clone(),
+                reason: format!("{lost}; reading the entry back: {e}"),
+            }),
+        }
+    }
+
+    /// A claim, tried again once on a new connection when the first answer was lost and
+    /// the row shows it was not applied.
+    async fn claim_with(
+        &self,
+        entry: &Entry,
+        decision: Option<&Decision>,
+    ) -> Result<bool, StoreError> {
+        self.writable()?;
+        self.reach().await?;
+        let token = claim_token();
+        let mut lost = String::new();
+        for _ in 0..2 {
+            let attempt = match decision {
+                None => {
+                    let text = entry.to_json();
+                    let key = super::lone::lossy(entry.key());
+                    let updated = entry.updated_at().unwrap_or(entry.claimed_at());
+                    self.try_query(
+                        &self.sql.claim,
+                        &[
+                            &key.as_ref(),
+                            &entry.status().as_str(),
+                            &text,
+                            &entry.claimed_at(),
+                            &updated,
+                            &token.as_str(),
+                        ],
+                    )
+                    .await
+                    .map(|rows| !rows.is_empty())
+                }
+                Some(decision) => self.claim_decided_once(entry, decision, &token).await,
+            };
+            match attempt {
+                Ok(claimed) => return Ok(claimed),
+                Err(Failure::Lost(reason)) => {
+                    if let Some(landed) = self.claim_landed(entry.key(), &token, &reason).await? {
+                        return Ok(landed);
+                    }
+                    lost = reason;
+                }
+                Err(failure) => return Err(self.failed(failure)),
+            }
+        }
+        Err(StoreError::ConnectionLost {
+            ledger: self.ledger.clone(),
+            reason: format!("{lost} (twice; the claim was not made)"),
+        })
+    }
+
+    async fn claim_decided_once(
+        &self,
+        entry: &Entry,
+        decision: &Decision,
+        token: &str,
+    ) -> Result<bool, Failure> {
+        let mut client = self.client().await.map_err(Failure::Store)?;
+        let work = async {
+            let tx = client.transaction().await?;
+            let text = entry.to_json();
+            let key = super::lone::lossy(entry.key());
+            let updated = entry.updated_at().unwrap_or(entry.claimed_at());
+            let claimed = !tx
+                .query(
+                    &self.sql.claim,
+                    &[
+                        &key.as_ref(),
+                        &entry.status().as_str(),
+                        &text,
+                        &entry.claimed_at(),
+                        &updated,
+                        &token,
+                    ],
+                )
+                .await?
+                .is_empty();
+            if claimed {
+                self.insert_decision(&tx, decision).await?;
+                tx.batch_execute(&self.sql.notify).await?;
+            }
+            tx.commit().await?;
+            Ok(claimed)
+        };
+        let answer = tokio::time::timeout(self.answer_timeout(), work).await;
+        settle(client, answer, self.answer_timeout())
+    }
+
+    async fn insert_decision(
+        &self,
+        tx: &Transaction<'_>,
+        decision: &Decision,
+    ) -> Result<u64, tokio_postgres::Error> {
+        let detail = decision.detail.to_string();
+        tx.execute(
+            &self.sql.insert_decision,
+            &[
+                &decision.at,
+                &decision.by,
+                &decision.action,
+                &decision.subject,
+                &decision.note,
+                &decision.outcome.as_str(),
+                &detail,
+            ],
+        )
+        .await
+    }
+
+    /// A compare-and-set on the stored entry's text; a transition into a new attempt
+    /// carries a new claim token. Tried again once when the answer was lost and the row
+    /// still holds what was to be replaced.
+    async fn transition_with(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        durability: Durability,
+        decision: Option<&Decision>,
+    ) -> Result<bool, StoreError> {
+        self.writable()?;
+        self.reach().await?;
+        let token = (next.status() == Status::Pending).then(claim_token);
+        let next_text = next.to_json();
+        let mut current_text = current.to_json();
+        let mut lost = String::new();
+        let mut tries = 0;
+        while tries < 2 {
+            tries += 1;
+            match self
+                .transition_once(
+                    current.status().as_str(),
+                    &current_text,
+                    next,
+                    &next_text,
+                    token.as_deref(),
+                    durability,
+                    decision,
+                )
+                .await
+            {
+                Ok(true) => return Ok(true),
+                Ok(false) => {
+                    // The stored text may be the same claim written another way (by
+                    // another tool, or before a field this build does not know was
+                    // added): compare claims, as every store does, and then set on that
+                    // exact text.
+                    match self.read_back(next.key()).await? {
+                        Some((stored, _))
+                            if stored != current_text
+                                && Entry::from_json(&stored)
+                                    .is_ok_and(|e| same_claim(&e, current)) =>
+                        {
+                            current_text = stored;
+                        }
+                        _ => return Ok(false),
+                    }
+                }
+                Err(Failure::Lost(reason)) => {
+                    if let Some(landed) = self
+                        .transition_landed(
+                            &current_text,
+                            next,
+                            &next_text,
+                            token.as_deref(),
+                            &reason,
+                        )
+                        .await?
+                    {
+                        return Ok(landed);
+                    }
+                    lost = reason;
+                }
+                Err(failure) => return Err(self.failed(failure)),
+            }
+        }
+        if lost.is_empty() {
+            return Ok(false);
+        }
+        Err(StoreError::ConnectionLost {
+            ledger: self.ledger.clone(),
+            reason: format!("{lost} (twice; the entry was not changed)"),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn transition_once(
+        &self,
+        current_status: &str,
+        current_text: &str,
+        next: &Entry,
+        next_text: &str,
+        token: Option<&str>,
+        durability: Durability,
+        decision: Option<&Decision>,
+    ) -> Result<bool, Failure> {
+        let key = super::lone::lossy(next.key());
+        let updated = next.updated_at().unwrap_or(next.claimed_at());
+        let params: [&(dyn ToSql + Sync); 8] = [
+            &key.as_ref(),
+            &current_status,
+            &next.status().as_str(),
+            &next_text,
+            &next.claimed_at(),
+            &updated,
+            &current_text,
+            &token,
+        ];
+        let Some(decision) = decision else {
+            let sql = match durability {
+                Durability::Now => &self.sql.transition,
+                Durability::Lazy => &self.sql.transition_lazy,
+            };
+            return self
+                .try_query(sql, &params)
+                .await
+                .map(|rows| !rows.is_empty());
+        };
+        let mut client = self.client().await.map_err(Failure::Store)?;
+        let work = async {
+            let tx = client.transaction().await?;
+            let changed = !tx.query(&self.sql.transition, &params).await?.is_empty();
+            if changed {
+                self.insert_decision(&tx, decision).await?;
+                tx.batch_execute(&self.sql.notify).await?;
+            }
+            tx.commit().await?;
+            Ok(changed)
+        };
+        let answer = tokio::time::timeout(self.answer_timeout(), work).await;
+        settle(client, answer, self.answer_timeout())
+    }
+
+    /// Every pending row's key and entry text, oldest claim first.
+    async fn pending_rows(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let t = &self.table;
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT key, entry FROM {t} WHERE status = 'pending' ORDER BY claimed_at COLLATE \"C\""
+                ),
+                &[],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn decision_of(&self, row: &Row) -> Result<Decision, StoreError> {
+        let id: i64 = row.get(0);
+        let outcome: String = row.get(6);
+        let detail: String = row.get(7);
+        let parsed =
+            serde_json::from_value(serde_json::Value::String(outcome.clone())).map_err(|_| {
+                StoreError::Corrupt {
+                    ledger: self.ledger.clone(),
+                    detail: format!("decision {id} has an unknown outcome {outcome:?}"),
+                }
+            })?;
+        Ok(Decision {
+            id: Some(id),
+            at: row.get(1),
+            by: row.get(2),
+            action: row.get(3),
+            subject: row.get(4),
+            note: row.get(5),
+            outcome: parsed,
+            detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+        })
+    }
+
+    fn parse_entry(&self, key: &str, text: &str) -> Result<Entry, StoreError> {
+        Entry::from_json(text).map_err(|e| StoreError::Corrupt {
+            ledger: self.ledger.clone(),
+            detail: format!(
+                "the row for {} holds an entry that is {e}; the other rows are not affected",
+                crate::text::visible_inline(key)
+            ),
+        })
+    }
+
+    async fn has_decisions(&self) -> Result<bool, StoreError> {
+        Ok(self.reach().await?.version >= 2)
+    }
+}
+
+/// The answer to one try, with the connection: a connection that went away, or did not
+/// answer in time, is taken out of the pool so nothing else waits on it.
+fn settle<T>(
+    client: Object,
+    answer: Result<Result<T, tokio_postgres::Error>, tokio::time::error::Elapsed>,
+    waited: Duration,
+) -> Result<T, Failure> {
+    match answer {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) if connection_gone(&e) => {
+            drop(Object::take(client));
+            Err(Failure::Lost(reason(&e)))
+        }
+        Ok(Err(e)) => Err(Failure::Refused(e)),
+        Err(_) => {
+            drop(Object::take(client));
+            Err(Failure::Lost(format!(
+                "the server gave no answer within {}s",
+                waited.as_secs()
+            )))
+        }
+    }
+}
+
+/// Whether the error means the connection is gone (closed, reset, or the server ended
+/// the session), so that what the statement did is unknown.
+fn connection_gone(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        // 57P01-57P03: the server is shutting down, was terminated, or is starting;
+        // class 08: connection exceptions.
+        return code.starts_with("57P") || code.starts_with("08");
+    }
+    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+}
+
+/// The server's reason (its message and SQLSTATE), or the error and its cause.
+fn reason(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            let _ = write!(text, ": {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A claim's token: 128 random bits, so a row read back after a lost answer is ours
+/// only if it really is.
+fn claim_token() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness from the system: the time and process still make it unique
+        // among this ledger's writers.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::process::id().hash(&mut hasher);
+        std::time::SystemTime::now().hash(&mut hasher);
+        bytes[..8].copy_from_slice(&hasher.finish().to_le_bytes());
+    }
+    hex::encode(bytes)
+}
+
+/// `expr` with ASCII capitals lowered and nothing else, as SQLite's `lower()` does, so
+/// every store's search finds the same rows.
+fn ascii_lower(expr: &str) -> String {
+    format!("translate({expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')")
+}
+
+#[async_trait]
+impl super::store::Store for PostgresStore {
+    async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
+        self.claim_with(entry, None).await
+    }
+
+    async fn transition(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        durability: Durability,
+    ) -> Result<bool, StoreError> {
+        self.transition_with(current, next, durability, None).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        let column = super::lone::lossy(key);
+        let rows = self.read(&self.sql.get, &[&column.as_ref()]).await?;
+        rows.first()
+            .map(|r| self.parse_entry(key, r.get(0)))
+            .transpose()
+    }
+
+    async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
+        let t = &self.table;
+        let status = filter.status.map(Status::as_str);
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT entry FROM {t} WHERE ($1::text IS NULL OR status = $1) \
+                     ORDER BY claimed_at COLLATE \"C\""
+                ),
+                &[&status],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| Entry::from_json(r.get(0)).ok())
+            .collect())
+    }
+
+    async fn counts(&self) -> Result<Census, StoreError> {
+        let t = &self.table;
+        let rows = self
+            .read(
+                &format!("SELECT status, count(*) FROM {t} GROUP BY status"),
+                &[],
+            )
+            .await?;
+        let mut census = Census::default();
+        for row in rows {
+            let status: String = row.get(0);
+            let n = row.get::<_, i64>(1) as u64;
+            match Status::parse(&status) {
+                Some(Status::Sent) => census.sent += n,
+                Some(Status::Failed) => census.failed += n,
+                Some(Status::Pending) => census.pending += n,
+                None => {
+                    census.skipped += n;
+                    continue;
+                }
+            }
+            census.total += n;
+        }
+        Ok(census)
+    }
+
+    async fn census(&self) -> Result<Census, StoreError> {
+        let mut census = self.counts().await?;
+        for (key, text) in self.pending_rows().await? {
+            match Entry::from_json(&text) {
+                Ok(entry) => census.pending_entries.push(entry),
+                // Its status column says pending, so it may be an unknown send: counted
+                // and named, never read as "nothing unknown".
+                Err(e) => census.unreadable.push(UnreadableRow {
+                    key,
+                    detail: format!("its entry is {e}"),
+                }),
+            }
+        }
+        Ok(census)
+    }
+
+    async fn unreadable_pending(&self) -> Result<Vec<UnreadableRow>, StoreError> {
+        Ok(self
+            .pending_rows()
+            .await?
+            .into_iter()
+            .filter_map(|(key, text)| {
+                Entry::from_json(&text).err().map(|e| UnreadableRow {
+                    key,
+                    detail: format!("its entry is {e}"),
+                })
+            })
+            .collect())
+    }
+
+    async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
+        let t = &self.table;
+        let statuses: Vec<&str> = match query.status {
+            Some(status) => vec![status.as_str()],
+            None => vec!["pending", "sent", "failed"],
+        };
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+        let Some(needle) = query.search.as_deref() else {
+            // Newest first across statuses from the (status, claimed_at) index: each
+            // status's newest rows, then only those merged.
+            let wanted = limit.saturating_add(offset);
+            let union = statuses
+                .iter()
+                .map(|s| {
+                    format!(
+                        "(SELECT entry, claimed_at, key FROM {t} WHERE status = '{s}' \
+                         ORDER BY claimed_at COLLATE \"C\" DESC, key COLLATE \"C\" LIMIT $1)"
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            let rows = self
+                .read(
+                    &format!(
+                        "SELECT entry FROM ({union}) AS newest \
+                         ORDER BY claimed_at COLLATE \"C\" DESC, key COLLATE \"C\" LIMIT $2 OFFSET $3"
+                    ),
+                    &[&wanted, &limit, &offset],
+                )
+                .await?;
+            return Ok(rows
+                .iter()
+                .filter_map(|r| Entry::from_json(r.get(0)).ok())
+                .collect());
+        };
+        // The server narrows by the raw text, which holds every searched field; the
+        // exact match (meta as JSON, the error unescaped) is decided here, as every
+        // store decides it. A needle with characters JSON escapes cannot be narrowed
+        // by the raw text, and reads every row of the status.
+        let narrow = !needle
+            .chars()
+            .any(|c| c == '"' || c == '\\' || c.is_control());
+        let lowered = needle.to_ascii_lowercase();
+        let status_list = statuses
+            .iter()
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let haystack = ascii_lower("key || chr(10) || entry");
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT entry FROM {t} WHERE status IN ({status_list}) \
+                     AND (NOT $1 OR strpos({haystack}, $2) > 0) \
+                     ORDER BY claimed_at COLLATE \"C\" DESC, key COLLATE \"C\""
+                ),
+                &[&narrow, &lowered],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| Entry::from_json(r.get(0)).ok())
+            .filter(|e| page_matches(query, e))
+            .skip(query.offset)
+            .take(query.limit)
+            .collect())
+    }
+
+    async fn keys_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let t = &self.table;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT key FROM {t} WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\" LIMIT $2"
+                ),
+                &[&prefix, &limit],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn transition_decided(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        self.transition_with(current, next, Durability::Now, Some(decision))
+            .await
+    }
+
+    async fn claim_decided(&self, entry: &Entry, decision: &Decision) -> Result<bool, StoreError> {
+        self.claim_with(entry, Some(decision)).await
+    }
+
+    async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
+        self.writable()?;
+        self.reach().await?;
+        let t = &self.table;
+        let detail = decision.detail.to_string();
+        // One statement, so the notification goes with the row's commit. An answer
+        // lost here is not tried again: the log would hold the decision twice.
+        let sql = format!(
+            "WITH logged AS ({insert} RETURNING id) SELECT pg_notify('{t}', '') FROM logged",
+            insert = self.sql.insert_decision
+        );
+        self.try_query(
+            &sql,
+            &[
+                &decision.at,
+                &decision.by,
+                &decision.action,
+                &decision.subject,
+                &decision.note,
+                &decision.outcome.as_str(),
+                &detail,
+            ],
+        )
+        .await
+        .map_err(|f| self.failed(f))?;
+        Ok(())
+    }
+
+    async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
+        if !self.has_decisions().await? {
+            return Ok(Vec::new());
+        }
+        let t = &self.table;
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT id, at, by, action, subject, note, outcome, detail FROM {t}_decisions \
+                     WHERE ($1::text IS NULL OR subject = $1) ORDER BY id"
+                ),
+                &[&subject],
+            )
+            .await?;
+        rows.iter().map(|r| self.decision_of(r)).collect()
+    }
+
+    async fn decisions_page(&self, query: &DecisionQuery) -> Result<Vec<Decision>, StoreError> {
+        if !self.has_decisions().await? {
+            return Ok(Vec::new());
+        }
+        let t = &self.table;
+        let needle = query.search.as_ref().map(|s| s.to_ascii_lowercase());
+        let found = |column: &str| format!("strpos({}, $2) > 0", ascii_lower(column));
+        let sql = format!(
+            "SELECT id, at, by, action, subject, note, outcome, detail FROM {t}_decisions \
+             WHERE ($1::text IS NULL OR subject = $1) \
+             AND ($2::text IS NULL OR {} OR {} OR {} OR {} OR {}) \
+             ORDER BY id DESC LIMIT $3 OFFSET $4",
+            found("coalesce(by, '')"),
+            found("action"),
+            found("subject"),
+            found("coalesce(note, '')"),
+            found("outcome"),
+        );
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+        let rows = self
+            .read(&sql, &[&query.subject, &needle, &limit, &offset])
+            .await?;
+        rows.iter().map(|r| self.decision_of(r)).collect()
+    }
+
+    async fn make_empty(&self) -> Result<(), StoreError> {
+        self.writable()?;
+        self.reach().await.map(drop)
+    }
+
+    async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
+        // The server's snapshot changes whenever any transaction that wrote anything
+        // ends, and not for reads: a marker that never misses a commit, for the price
+        // of a reload when someone else's database changed.
+        let rows = self.read("SELECT pg_current_snapshot()::text", &[]).await?;
+        let snapshot: String = rows.first().map(|r| r.get(0)).unwrap_or_default();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        snapshot.hash(&mut hasher);
+        Ok(Some(hasher.finish()))
+    }
+
+    async fn commit_durability(&self) -> Result<Option<CommitDurability>, StoreError> {
+        let server = self.reach().await?;
+        Ok(Some(CommitDurability {
+            setting: format!("synchronous_commit={}", server.synchronous_commit),
+            durable: server.synchronous_commit != "off",
+        }))
+    }
+
+    async fn remove_settled(&self, query: &GcQuery) -> Result<u64, StoreError> {
+        let t = &self.table;
+        let statuses: Vec<&'static str> = query
+            .statuses
+            .iter()
+            .filter(|s| **s != Status::Pending)
+            .map(|s| s.as_str())
+            .collect();
+        let rows = self
+            .read(
+                &format!("SELECT key, status, updated_at, entry FROM {t} WHERE status = ANY($1)"),
+                &[&statuses],
+            )
+            .await?;
+        let mut keys = Vec::new();
+        let mut found_statuses = Vec::new();
+        let mut updated = Vec::new();
+        for row in &rows {
+            let entry: &str = row.get(3);
+            if Entry::from_json(entry).is_ok_and(|e| gc_removes(query, &e)) {
+                keys.push(row.get::<_, String>(0));
+                found_statuses.push(row.get::<_, String>(1));
+                updated.push(row.get::<_, String>(2));
+            }
+        }
+        if query.dry_run || keys.is_empty() {
+            return Ok(keys.len() as u64);
+        }
+        self.writable()?;
+        // Each row goes only if it is still the settled row that was judged.
+        let sql = format!(
+            "WITH gone AS (DELETE FROM {t} USING unnest($1::text[], $2::text[], $3::text[]) \
+             AS doomed(key, status, updated_at) \
+             WHERE {t}.key = doomed.key AND {t}.status = doomed.status \
+             AND {t}.updated_at = doomed.updated_at AND {t}.status <> 'pending' RETURNING 1) \
+             SELECT (SELECT count(*) FROM gone), pg_notify('{t}', '')"
+        );
+        let rows = self
+            .try_query(&sql, &[&keys, &found_statuses, &updated])
+            .await
+            .map_err(|f| self.failed(f))?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0) as u64))
+    }
+}
