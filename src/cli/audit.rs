@@ -67,13 +67,22 @@ pub fn audit(args: &AuditArgs) -> Exit {
     let found = runtime.block_on(async {
         // Looking never changes the ledger: no migration, no journal mode switch.
         let ledger = open_ledger(&path, Access::ReadOnly)?;
-        ledger.audit(older_than_ms).await
+        let audit = ledger.audit(older_than_ms).await?;
+        let durability = ledger.store().commit_durability().await?;
+        Ok::<_, send_once::ledger::LedgerError>((audit, durability))
     });
-    let audit: Audit = match found {
-        Ok(audit) => audit,
+    let (audit, durability) = match found {
+        Ok(found) => found,
         Err(e) => return super::store_failure(e),
     };
-    let report = report(&path.to_string(), &audit);
+    let mut report = report(&path.to_string(), &audit);
+    // Not in the Node report: only a server's ledger has a durability to report.
+    if let (Some(durability), Value::Object(fields)) = (&durability, &mut report) {
+        let mut about = Map::new();
+        about.insert("durable".into(), durability.durable.into());
+        about.insert("setting".into(), durability.setting.clone().into());
+        fields.insert("durability".into(), Value::Object(about));
+    }
     let all_well = audit.unknown.is_empty() && audit.census.unreadable.is_empty();
     if args.quiet && all_well {
         return Exit::Ok;
@@ -185,6 +194,12 @@ fn format_report(report: &Value) -> Styled {
                 ),
             )
             .plain("\n");
+    }
+    if report["durability"]["durable"] == Value::Bool(false) {
+        out.paint(Paint::Red, "WARNING").plain(format!(
+            "  the server's commits are not durable ({}): a claim can be lost if it crashes\n",
+            visible_inline(report["durability"]["setting"].as_str().unwrap_or_default())
+        ));
     }
     out.plain("\n");
     out.plain(format!("      {:>6} in the ledger\n", count("total")));

@@ -250,7 +250,8 @@ impl StoreError {
 /// How durable a server says its commits are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommitDurability {
-    /// The setting that decides it, as `name=value` (`synchronous_commit=off`).
+    /// The settings that decide it, as `name=value, …`
+    /// (`synchronous_commit=off, fsync=on`).
     pub setting: String,
     /// False when a commit the server acknowledged can be lost in a crash of the
     /// server: a claim could then vanish after its send.

@@ -53,8 +53,8 @@ pub struct UiOptions {
 }
 
 impl UiOptions {
-    /// The ledger's file, which the watcher looks at. A Postgres location is refused
-    /// by `open` before anything looks at it, so its (redacted) text stands in here.
+    /// The ledger's file, which the watcher looks at. A Postgres location has none and
+    /// is not watched as a file; its (redacted) text stands in here for messages.
     fn file_path(&self) -> PathBuf {
         match self.ledger.path() {
             Some(path) => path.to_owned(),

@@ -62,7 +62,9 @@ fn at_path(path: &Path, opened: FileId) -> AtPath {
 
 /// Why nothing may be written through the ledger opened from `path`, if the path no
 /// longer holds it: a write would land in a file nobody will read again.
-pub(super) fn not_there(path: &Path, opened: FileId) -> Option<String> {
+pub(super) fn not_there(path: &Path, opened: Option<FileId>) -> Option<String> {
+    // A ledger that is not a file (Postgres) has no path to lose.
+    let opened = opened?;
     match at_path(path, opened) {
         AtPath::Opened => None,
         _ => Some(format!(
@@ -74,7 +76,13 @@ pub(super) fn not_there(path: &Path, opened: FileId) -> Option<String> {
 
 /// Opens the ledger and says which file was opened. A path that named another file
 /// after the open than before it is refused rather than guessed at.
-pub(super) fn open_file(options: &UiOptions) -> Result<(Backend, Option<String>, FileId), String> {
+pub(super) fn open_file(
+    options: &UiOptions,
+) -> Result<(Backend, Option<String>, Option<FileId>), String> {
+    if options.ledger.path().is_none() {
+        let (backend, no_queue) = open(options).map_err(|e| e.to_string())?;
+        return Ok((backend, no_queue, None));
+    }
     let path = &options.file_path();
     let before = look(path).ok().map(|l| l.id);
     let (backend, no_queue) = open(options).map_err(|e| e.to_string())?;
@@ -85,14 +93,15 @@ pub(super) fn open_file(options: &UiOptions) -> Result<(Backend, Option<String>,
             path.display()
         ));
     }
-    Ok((backend, no_queue, after.id))
+    Ok((backend, no_queue, Some(after.id)))
 }
 
 /// The ledger as opened, and which opening it is.
 #[derive(Clone)]
 pub(super) struct Opened {
     pub(super) backend: Backend,
-    pub(super) file: FileId,
+    /// The file opened; None for a ledger that is not a file.
+    pub(super) file: Option<FileId>,
     pub(super) generation: u64,
 }
 
@@ -193,7 +202,10 @@ impl Watcher {
     /// opened.
     async fn check_path(&mut self) -> Option<Arc<dyn Store>> {
         let opened = self.current.get();
-        match at_path(&self.options.file_path(), opened.file) {
+        let Some(file) = opened.file else {
+            return Some(opened.backend.store);
+        };
+        match at_path(&self.options.file_path(), file) {
             AtPath::Opened => {
                 self.settling = None;
                 self.refused = None;
@@ -261,7 +273,7 @@ impl Watcher {
             .await
             .unwrap_or_else(|e| Err(format!("could not open it: {e}")));
         match opened {
-            Ok((backend, _, file)) if file == seen.id => {
+            Ok((backend, _, file)) if file == Some(seen.id) => {
                 let old = self.current.replace(Opened {
                     backend,
                     file,

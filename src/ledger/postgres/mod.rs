@@ -118,7 +118,36 @@ const POOL_SIZE: usize = 16;
 #[derive(Clone, Debug)]
 struct Server {
     version: i64,
+    /// `synchronous_commit` and `fsync` as this store's sessions have them.
     synchronous_commit: String,
+    fsync: String,
+}
+
+impl Server {
+    fn durable(&self) -> bool {
+        self.synchronous_commit != "off" && self.fsync != "off"
+    }
+
+    fn setting(&self) -> String {
+        format!(
+            "synchronous_commit={}, fsync={}",
+            self.synchronous_commit, self.fsync
+        )
+    }
+}
+
+/// What shows the warning about a server whose commits are not durable, once per
+/// process; see [`on_weak_durability`].
+static WEAK_DURABILITY_HOOK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+static WEAK_DURABILITY_WARNED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Sets what is called, once per process, with a warning when a ledger opened to write
+/// is on a server that acknowledges commits before they are on disk
+/// (`synchronous_commit=off` or `fsync=off`): a claim could then be lost in a crash
+/// of the server, and its send happen again. The warning is also a `tracing` event.
+pub fn on_weak_durability(hook: fn(&str)) {
+    let _ = WEAK_DURABILITY_HOOK.set(hook);
 }
 
 /// A ledger in a Postgres database. Cheap to share: it holds a pool of connections,
@@ -354,28 +383,49 @@ impl PostgresStore {
         let t = &self.table;
         // The common case in one round trip: the schema is current.
         let fast = format!(
-            "SELECT (SELECT max(version) FROM {t}_schema)::bigint, current_setting('synchronous_commit')"
+            "SELECT (SELECT max(version) FROM {t}_schema)::bigint, \
+             current_setting('synchronous_commit'), current_setting('fsync')"
         );
         match self.try_query(&fast, &[]).await {
             Ok(rows) => {
                 let version: Option<i64> = rows.first().and_then(|r| r.get(0));
-                let synchronous_commit: String = rows.first().map(|r| r.get(1)).unwrap_or_default();
                 let version = version.unwrap_or(0);
                 self.check_version(version)?;
                 if version == SCHEMA_VERSION || self.access == Access::ReadOnly {
-                    return Ok(Server {
+                    return Ok(self.reached_server(Server {
                         version,
-                        synchronous_commit,
-                    });
+                        synchronous_commit: rows.first().map(|r| r.get(1)).unwrap_or_default(),
+                        fsync: rows.first().map(|r| r.get(2)).unwrap_or_default(),
+                    }));
                 }
             }
             Err(Failure::Refused(e)) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
             Err(failure) => return Err(self.failed(failure)),
         }
-        if self.access == Access::ReadOnly {
-            return self.look_without_writing().await;
+        let server = if self.access == Access::ReadOnly {
+            self.look_without_writing().await?
+        } else {
+            self.migrate().await?
+        };
+        Ok(self.reached_server(server))
+    }
+
+    /// Warns, once, when commits on this server are not durable and this store writes.
+    fn reached_server(&self, server: Server) -> Server {
+        if !server.durable() && self.access != Access::ReadOnly {
+            let warning = format!(
+                "{}: the server acknowledges commits before they are on disk ({}): a claim can be lost if the server crashes, and its send could then happen again. Set synchronous_commit and fsync to on for this database.",
+                self.ledger,
+                server.setting()
+            );
+            tracing::warn!(ledger = %self.ledger, setting = %server.setting(), "commits are not durable");
+            if let Some(hook) = WEAK_DURABILITY_HOOK.get()
+                && !WEAK_DURABILITY_WARNED.swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                hook(&warning);
+            }
         }
-        self.migrate().await
+        server
     }
 
     fn check_version(&self, found: i64) -> Result<(), StoreError> {
@@ -393,7 +443,8 @@ impl PostgresStore {
     async fn look_without_writing(&self) -> Result<Server, StoreError> {
         let rows = self
             .read_now(
-                "SELECT to_regclass($1) IS NOT NULL, current_setting('synchronous_commit')",
+                "SELECT to_regclass($1) IS NOT NULL, current_setting('synchronous_commit'), \
+                 current_setting('fsync')",
                 &[&self.table],
             )
             .await?;
@@ -407,6 +458,7 @@ impl PostgresStore {
         Ok(Server {
             version: 0,
             synchronous_commit: rows.first().map(|r| r.get(1)).unwrap_or_default(),
+            fsync: rows.first().map(|r| r.get(2)).unwrap_or_default(),
         })
     }
 
@@ -462,15 +514,18 @@ impl PostgresStore {
             .await
             .map_err(refused)?;
         }
-        let synchronous_commit: String = tx
-            .query_one("SELECT current_setting('synchronous_commit')", &[])
+        let settings = tx
+            .query_one(
+                "SELECT current_setting('synchronous_commit'), current_setting('fsync')",
+                &[],
+            )
             .await
-            .map_err(refused)?
-            .get(0);
+            .map_err(refused)?;
         tx.commit().await.map_err(refused)?;
         Ok(Server {
             version: SCHEMA_VERSION,
-            synchronous_commit,
+            synchronous_commit: settings.get(0),
+            fsync: settings.get(1),
         })
     }
 
@@ -1213,8 +1268,8 @@ impl super::store::Store for PostgresStore {
     async fn commit_durability(&self) -> Result<Option<CommitDurability>, StoreError> {
         let server = self.reach().await?;
         Ok(Some(CommitDurability {
-            setting: format!("synchronous_commit={}", server.synchronous_commit),
-            durable: server.synchronous_commit != "off",
+            setting: server.setting(),
+            durable: server.durable(),
         }))
     }
 
