@@ -584,6 +584,14 @@ pub trait Store: Send + Sync {
         Ok(None)
     }
 
+    /// A signal that fires when another process has (probably) changed the ledger,
+    /// sooner than the next look at [`Store::change_marker`] would tell: Postgres's
+    /// `LISTEN`. None when the store has none; a watcher then only polls the marker.
+    /// Call it from within a Tokio runtime.
+    fn change_signal(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        None
+    }
+
     /// How durable the server says its commits are, for a store whose durability is a
     /// server's setting (Postgres); None for a file, whose fsync this tool does itself.
     async fn commit_durability(&self) -> Result<Option<CommitDurability>, StoreError> {

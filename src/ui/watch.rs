@@ -175,8 +175,21 @@ impl Watcher {
             let store = watcher.current.get().backend.store;
             let mut last = store.change_marker().await.ok().flatten();
             let mut interval = tokio::time::interval(TICK);
+            // Postgres tells of a change made elsewhere at once; the tick still looks
+            // at the marker, which catches every commit, notified or not.
+            let signal = store.change_signal();
             loop {
-                interval.tick().await;
+                match &signal {
+                    Some(signal) => {
+                        tokio::select! {
+                            _ = interval.tick() => {}
+                            () = signal.notified() => {}
+                        }
+                    }
+                    None => {
+                        interval.tick().await;
+                    }
+                }
                 if watcher
                     .tx
                     .send(Action::Tick((watcher.options.clock)()))

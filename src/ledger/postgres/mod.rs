@@ -15,6 +15,7 @@ mod tls;
 
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -163,6 +164,12 @@ pub struct PostgresStore {
     statement_timeout: Duration,
     reached: tokio::sync::OnceCell<Server>,
     sql: Statements,
+    /// For the connection that listens for other writers' notifications.
+    listen_with: (
+        tokio_postgres::Config,
+        tokio_postgres_rustls::MakeRustlsConnect,
+    ),
+    heard: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
 }
 
 /// The statements every claim and record runs, with the table's name in them.
@@ -207,6 +214,11 @@ impl Statements {
     }
 }
 
+/// The work of one [`PostgresStore::write_transaction`].
+pub(crate) type TxFuture<'a, T> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send + 'a>,
+>;
+
 /// How one try at a statement went wrong.
 enum Failure {
     /// The connection went away (or stopped answering) before the answer came: the
@@ -238,6 +250,7 @@ impl PostgresStore {
             settings.config.options(options);
         }
         let connector = tls::connector(settings.tls, settings.root_cert.as_deref()).map_err(bad)?;
+        let listen_with = (settings.config.clone(), connector.clone());
         let manager = Manager::from_config(
             settings.config,
             connector,
@@ -259,12 +272,95 @@ impl PostgresStore {
             server: settings.server,
             statement_timeout: settings.statement_timeout,
             reached: tokio::sync::OnceCell::new(),
+            listen_with,
+            heard: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Listens on the ledger's channel on a connection of its own, for as long as
+    /// anyone holds the returned signal, connecting again a second after it drops.
+    fn listen(&self) -> Arc<tokio::sync::Notify> {
+        let heard = Arc::new(tokio::sync::Notify::new());
+        let weak = Arc::downgrade(&heard);
+        let (config, connector) = self.listen_with.clone();
+        let listen = format!("LISTEN {}", self.table);
+        tokio::spawn(async move {
+            while weak.strong_count() > 0 {
+                if let Ok((client, mut connection)) = config.connect(connector.clone()).await {
+                    let hearer = weak.clone();
+                    let messages = futures_util::future::poll_fn(move |cx| {
+                        loop {
+                            match connection.poll_message(cx) {
+                                std::task::Poll::Ready(Some(Ok(
+                                    tokio_postgres::AsyncMessage::Notification(_),
+                                ))) => match hearer.upgrade() {
+                                    Some(heard) => heard.notify_one(),
+                                    None => return std::task::Poll::Ready(()),
+                                },
+                                std::task::Poll::Ready(Some(Ok(_))) => {}
+                                std::task::Poll::Ready(_) => return std::task::Poll::Ready(()),
+                                std::task::Poll::Pending => return std::task::Poll::Pending,
+                            }
+                        }
+                    });
+                    let driven = tokio::spawn(messages);
+                    if client.batch_execute(&listen).await.is_ok() {
+                        // The signal once now: what changed before the LISTEN took hold
+                        // is found by the watcher's next look.
+                        if let Some(heard) = weak.upgrade() {
+                            heard.notify_one();
+                        }
+                        let _ = driven.await;
+                    } else {
+                        driven.abort();
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        heard
     }
 
     /// The table's name (`send_once` unless the URL says `?table=`).
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// The statement that appends a decision, with its seven parameters.
+    pub(crate) fn insert_decision_sql(&self) -> &str {
+        &self.sql.insert_decision
+    }
+
+    /// Runs `work` in one transaction that also notifies the ledger's channel, for the
+    /// writes a person makes (the review queue's). Not tried again when the answer is
+    /// lost: such a write is not one whose outcome can be read back, so it is reported
+    /// as possibly made.
+    pub(crate) async fn write_transaction<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        F: for<'a> FnOnce(&'a Transaction<'a>) -> TxFuture<'a, T> + Send,
+        T: Send,
+    {
+        self.writable()?;
+        self.reach().await?;
+        let mut client = self.client().await?;
+        let notify = &self.sql.notify;
+        let run = async {
+            let tx = client.transaction().await?;
+            let value = work(&tx).await?;
+            tx.batch_execute(notify).await?;
+            tx.commit().await?;
+            Ok(value)
+        };
+        let answer = tokio::time::timeout(self.answer_timeout(), run).await;
+        settle(client, answer, self.answer_timeout()).map_err(|failure| match failure {
+            Failure::Lost(reason) => StoreError::ConnectionLost {
+                ledger: self.ledger.clone(),
+                reason: format!(
+                    "{reason}; whether this change was made is unknown: look before making it again"
+                ),
+            },
+            other => self.failed(other),
+        })
     }
 
     /// Waits for a connection, or says why there is none.
@@ -305,7 +401,7 @@ impl PostgresStore {
     }
 
     /// A read: tried again once on a new connection if the first one went away.
-    async fn read(
+    pub(crate) async fn read(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
@@ -1263,6 +1359,10 @@ impl super::store::Store for PostgresStore {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         snapshot.hash(&mut hasher);
         Ok(Some(hasher.finish()))
+    }
+
+    fn change_signal(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(self.heard.get_or_init(|| self.listen()).clone())
     }
 
     async fn commit_durability(&self) -> Result<Option<CommitDurability>, StoreError> {
