@@ -17,18 +17,25 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 
+use async_trait::async_trait;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 use tokio::sync::Barrier;
 
-use send_once::approval::Ttl;
+use send_once::approval::{Dispatched, Ttl};
 use send_once::ledger::history::{HistoryEvent, HistoryKind, HistorySource};
-use send_once::ledger::{Clock, DecisionOutcome, Ledger, SendError, time};
+use send_once::ledger::{
+    Clock, Decision, DecisionOutcome, Ledger, Outcome, SendContext, SendError, time,
+};
+use send_once::provider::{Provider, SendOptions};
+use send_once::review::dispatch::Prepared;
 use send_once::review::drift::DriftStatus;
 use send_once::review::history::draft_history;
-use send_once::review::{DraftState, QueueStore, Review, ReviewError, Submission, Verdict};
+use send_once::review::{
+    DraftChange, DraftState, QueueStore, Review, ReviewError, Submission, Verdict,
+};
 
 /// Gives a new handle on the case's ledger.
 pub type Open<'a> = &'a (dyn Fn() -> Arc<dyn QueueStore> + Send + Sync);
@@ -52,6 +59,11 @@ macro_rules! queue_suite {
             a_recheck_that_fails_is_recorded_as_could_not_check,
             a_draft_for_a_key_already_sent_is_refused,
             a_draft_history_has_its_revisions_decisions_refusals_and_dispatch,
+            a_revision_keeps_the_recheck_and_meta_it_does_not_replace,
+            a_decision_on_a_changed_version_changes_nothing_and_logs_nothing,
+            a_dispatch_is_marked_once_and_a_recorded_send_is_never_replaced,
+            a_key_sent_elsewhere_shows_on_the_draft,
+            an_approved_draft_dispatches_once_and_then_the_ledger_answers,
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn racing_deciders_one_wins_and_the_others_are_told_who() {
@@ -648,5 +660,330 @@ pub async fn a_draft_history_has_its_revisions_decisions_refusals_and_dispatch(o
         h[1].outside_the_log() && h[1].text.contains("by ana for 4h"),
         "{}",
         h[1].text
+    );
+}
+
+/// A revision that gives no recheck command or meta keeps the draft's; one that gives
+/// them replaces them. The first revision's submitter stays the draft's.
+pub async fn a_revision_keeps_the_recheck_and_meta_it_does_not_replace(open: Open<'_>) {
+    let review = review(open, NOW);
+    let meta = |to: &str| json!({"channel": "email", "to": to}).as_object().cloned();
+    let mut first = submission("k", json!({"n": 1}), json!({}));
+    first.recheck = Some(vec!["echo".into(), "{}".into()]);
+    first.meta = meta("ana@example.com");
+    let id = review.submit(first).await.unwrap().id;
+    let before = review.head(id).await.unwrap();
+
+    let mut bare = submission("k", json!({"n": 2}), json!({}));
+    bare.by = Some("another-agent".into());
+    review.submit(bare).await.unwrap();
+    let kept = review.head(id).await.unwrap();
+    assert_eq!(kept.recheck, before.recheck);
+    assert_eq!(kept.meta, before.meta);
+    assert_eq!(kept.version, before.version + 1);
+    assert_eq!(kept.submitted_by.as_deref(), Some("agent"));
+    assert_eq!(
+        kept.current().and_then(|r| r.submitted_by.as_deref()),
+        Some("another-agent")
+    );
+
+    let mut replacing = submission("k", json!({"n": 3}), json!({}));
+    replacing.recheck = Some(vec!["true".into()]);
+    replacing.meta = meta("bo@example.com");
+    review.submit(replacing).await.unwrap();
+    let replaced = review.head(id).await.unwrap();
+    assert_eq!(replaced.recheck, Some(vec!["true".to_owned()]));
+    assert_eq!(replaced.meta, meta("bo@example.com"));
+    assert_eq!(
+        replaced.recipient_and_intent().as_deref(),
+        Some("bo@example.com")
+    );
+    assert_eq!(
+        (replaced.revision, replaced.version),
+        (3, before.version + 2)
+    );
+}
+
+/// The store's compare-and-set itself: a change judged on a version that is no longer
+/// the draft's changes nothing, and its decision is not logged; on the current version
+/// it applies, with its decision, once.
+pub async fn a_decision_on_a_changed_version_changes_nothing_and_logs_nothing(open: Open<'_>) {
+    let store = open();
+    let review = Review::new(Arc::clone(&store), fixed(NOW));
+    let id = review
+        .submit(submission("k", json!({"n": 1}), json!({})))
+        .await
+        .unwrap()
+        .id;
+    let seen = review.head(id).await.unwrap();
+    review
+        .submit(submission("k", json!({"n": 2}), json!({})))
+        .await
+        .unwrap();
+    let decision = Decision {
+        id: None,
+        at: "2026-09-28T12:00:00.000Z".into(),
+        by: Some("dana".into()),
+        action: "reject".into(),
+        subject: format!("draft:{id}"),
+        note: None,
+        outcome: DecisionOutcome::Changed,
+        detail: json!({"reason": "no"}),
+    };
+    let change = DraftChange {
+        id,
+        version: seen.version,
+        state: DraftState::Rejected,
+        at: decision.at.clone(),
+        by: Some("dana".into()),
+        reason: Some("no".into()),
+        approval: None,
+        approved_revision: None,
+    };
+    assert!(!store.decide_draft(&change, &decision).await.unwrap());
+    let now = review.head(id).await.unwrap();
+    assert_eq!(
+        (now.state, now.version),
+        (DraftState::Queued, seen.version + 1)
+    );
+    assert_eq!(now.decided_by, None);
+    assert!(review.decisions(id).await.unwrap().is_empty());
+
+    let current = DraftChange {
+        version: now.version,
+        ..change
+    };
+    assert!(store.decide_draft(&current, &decision).await.unwrap());
+    assert!(!store.decide_draft(&current, &decision).await.unwrap());
+    let decided = review.head(id).await.unwrap();
+    assert_eq!(
+        (
+            decided.state,
+            decided.version,
+            decided.decided_by.as_deref(),
+            decided.decided_at.as_deref(),
+            decided.reason.as_deref(),
+            decided.updated_at.as_str(),
+        ),
+        (
+            DraftState::Rejected,
+            now.version + 1,
+            Some("dana"),
+            Some("2026-09-28T12:00:00.000Z"),
+            Some("no"),
+            "2026-09-28T12:00:00.000Z",
+        )
+    );
+    let log = review.decisions(id).await.unwrap();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        (log[0].action.as_str(), log[0].outcome),
+        ("reject", DecisionOutcome::Changed)
+    );
+
+    // Through Review, a decision on what was shown before the new revision is refused
+    // as a change meanwhile, and logged as refused.
+    let id = review
+        .submit(submission("k3", json!({"n": 1}), json!({})))
+        .await
+        .unwrap()
+        .id;
+    let seen = review.head(id).await.unwrap().version;
+    review
+        .submit(submission("k3", json!({"n": 2}), json!({})))
+        .await
+        .unwrap();
+    let refused = review
+        .decide_seen(id, approve_for("1h"), Some("dana".into()), None, Some(seen))
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ReviewError::ChangedMeanwhile { revision: 2, .. })
+        ),
+        "{refused:?}"
+    );
+    let log = review.decisions(id).await.unwrap();
+    assert_eq!(
+        log.iter().map(|d| d.outcome).collect::<Vec<_>>(),
+        [DecisionOutcome::Refused]
+    );
+    assert_eq!(review.head(id).await.unwrap().state, DraftState::Queued);
+}
+
+/// Marking a dispatch is a compare-and-set on the revision sent: not for a draft that
+/// was never approved, not for a revision that is no longer current, and never over a
+/// recorded send (a racing dispatch that found the key pending says "unknown").
+pub async fn a_dispatch_is_marked_once_and_a_recorded_send_is_never_replaced(open: Open<'_>) {
+    let review = review(open, NOW);
+    let sent = json!({"outcome": "sent", "entry": {"providerId": "msg-1"}});
+    let unknown = json!({"outcome": "unknown", "entry": {}});
+    let id = review
+        .submit(submission("k", json!({"n": 1}), json!({})))
+        .await
+        .unwrap()
+        .id;
+    assert!(!review.record_dispatch(id, 1, sent.clone()).await.unwrap());
+    assert_eq!(review.head(id).await.unwrap().state, DraftState::Queued);
+
+    review
+        .decide(id, approve_for("1h"), Some("ana".into()), None)
+        .await
+        .unwrap();
+    assert!(!review.record_dispatch(id, 2, sent.clone()).await.unwrap());
+    let version = review.head(id).await.unwrap().version;
+    assert!(
+        review
+            .record_dispatch(id, 1, unknown.clone())
+            .await
+            .unwrap()
+    );
+    assert!(review.record_dispatch(id, 1, sent.clone()).await.unwrap());
+    assert!(!review.record_dispatch(id, 1, unknown).await.unwrap());
+    let draft = review.head(id).await.unwrap();
+    assert_eq!(draft.state, DraftState::Dispatched);
+    assert_eq!(draft.outcome, Some(sent));
+    assert_eq!(draft.version, version + 2);
+    assert!(review.queue().await.unwrap().is_empty());
+
+    // A revision that came in after the approval is not the one dispatched.
+    let id = review
+        .submit(submission("k2", json!({"n": 1}), json!({})))
+        .await
+        .unwrap()
+        .id;
+    review
+        .decide(id, approve_for("1h"), Some("ana".into()), None)
+        .await
+        .unwrap();
+    review
+        .submit(submission("k2", json!({"n": 2}), json!({})))
+        .await
+        .unwrap();
+    assert!(
+        !review
+            .record_dispatch(id, 1, json!({"outcome": "sent"}))
+            .await
+            .unwrap()
+    );
+    assert_eq!(review.head(id).await.unwrap().state, DraftState::Approved);
+}
+
+/// A draft whose key the ledger records as sent (by the Node library, another `run`)
+/// says so, with the entry's time and provider id, in the queue and on its own.
+pub async fn a_key_sent_elsewhere_shows_on_the_draft(open: Open<'_>) {
+    let store = open();
+    let review = Review::new(Arc::clone(&store), fixed(NOW));
+    let ledger = Ledger::with_clock(store, fixed(NOW));
+    let id = review
+        .submit(submission("k", json!({"n": 1}), json!({})))
+        .await
+        .unwrap()
+        .id;
+    review
+        .submit(submission("pending-key", json!({"n": 1}), json!({})))
+        .await
+        .unwrap();
+    assert_eq!(review.head(id).await.unwrap().ledger_sent, None);
+    ledger
+        .once("k", None, |_| async {
+            Ok::<Value, SendError>(json!({"providerId": "elsewhere-1"}))
+        })
+        .await
+        .unwrap();
+    ledger
+        .once("pending-key", None, |_| async {
+            Err::<Value, _>(SendError::uncertain("the reply was lost"))
+        })
+        .await
+        .unwrap();
+    for draft in [
+        review.head(id).await.unwrap(),
+        review.draft(id).await.unwrap(),
+        review.queue().await.unwrap().remove(0),
+    ] {
+        let sent = draft.ledger_sent.clone().expect("the sent entry is joined");
+        assert_eq!(sent.provider_id.as_deref(), Some("elsewhere-1"));
+        assert!(sent.sent_at.is_some_and(|at| at.starts_with("2026-")));
+        assert!(draft.sent_elsewhere());
+        assert_eq!(draft.state_label(NOW), "sent elsewhere");
+    }
+    let queue = review.queue().await.unwrap();
+    assert_eq!(queue.len(), 2);
+    assert_eq!(queue[1].ledger_sent, None, "a pending entry is not a send");
+}
+
+/// A provider that counts its sends and answers with a provider id.
+#[derive(Default)]
+struct Counting {
+    sends: AtomicU32,
+}
+
+#[async_trait]
+impl Provider for Counting {
+    type Receipt = Value;
+
+    async fn send(&self, _context: SendContext) -> Result<Value, SendError> {
+        let n = self.sends.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(json!({"providerId": format!("msg-{n}")}))
+    }
+}
+
+/// The whole dispatch path on this store: approved, sent once and marked dispatched
+/// with what the ledger said; dispatched again, the ledger alone answers duplicate and
+/// the draft keeps the send it recorded.
+pub async fn an_approved_draft_dispatches_once_and_then_the_ledger_answers(open: Open<'_>) {
+    let store = open();
+    let review = Review::new(Arc::clone(&store), fixed(NOW));
+    let ledger = Ledger::with_clock(store, fixed(NOW));
+    let provider = Counting::default();
+    let options = SendOptions::default();
+    let limit = std::time::Duration::from_secs(5);
+    let id = review
+        .submit(submission(
+            "k",
+            json!({"to": "ana@example.com"}),
+            json!({"plan": "pro"}),
+        ))
+        .await
+        .unwrap()
+        .id;
+    assert!(matches!(
+        review.prepare_dispatch(id).await.unwrap(),
+        Prepared::NotApproved(_)
+    ));
+    review
+        .decide(id, approve_for("1h"), Some("ana".into()), None)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let Prepared::Ready(ready) = review.prepare_dispatch(id).await.unwrap() else {
+            panic!("an approved draft is ready");
+        };
+        let done = review
+            .dispatch(ready, &ledger, &provider, &options, limit)
+            .await
+            .unwrap();
+        assert!(done.notes.is_empty(), "{:?}", done.notes);
+        let Dispatched::Ledger(outcome) = done.dispatched else {
+            panic!("the approval holds");
+        };
+        assert!(
+            matches!(outcome, Outcome::Sent { .. } | Outcome::Duplicate { .. }),
+            "{}",
+            outcome.name()
+        );
+        let draft = review.head(id).await.unwrap();
+        assert_eq!(draft.state, DraftState::Dispatched);
+        let recorded = draft.outcome.expect("the outcome is recorded");
+        assert_eq!(recorded["outcome"], "sent");
+        assert_eq!(recorded["entry"]["providerId"], "msg-1");
+    }
+    assert_eq!(provider.sends.load(Ordering::SeqCst), 1);
+    let log = review.decisions(id).await.unwrap();
+    assert_eq!(
+        log.len(),
+        1,
+        "dispatching is not a person's decision: {log:?}"
     );
 }
