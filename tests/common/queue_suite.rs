@@ -65,14 +65,19 @@ macro_rules! queue_suite {
             a_key_sent_elsewhere_shows_on_the_draft,
             an_approved_draft_dispatches_once_and_then_the_ledger_answers,
         );
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn racing_deciders_one_wins_and_the_others_are_told_who() {
-            let Some(fixture) = $fresh().await else { return };
-            $crate::queue_suite::racing_deciders_one_wins_and_the_others_are_told_who(
-                &*fixture.open,
-            )
-            .await;
-        }
+        $crate::queue_suite::queue_suite!(@racing $fresh;
+            racing_deciders_one_wins_and_the_others_are_told_who,
+            racing_submitters_of_one_key_make_one_draft_with_every_revision,
+        );
+    };
+    (@racing $fresh:path; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let Some(fixture) = $fresh().await else { return };
+                $crate::queue_suite::$case(&*fixture.open).await;
+            }
+        )*
     };
     (@cases $fresh:path; $($case:ident),* $(,)?) => {
         $(
@@ -439,6 +444,45 @@ pub async fn racing_deciders_one_wins_and_the_others_are_told_who(open: Open<'_>
         .filter(|d| d.outcome == DecisionOutcome::Refused)
         .count();
     assert_eq!((changed, refused), (1, deciders - 1), "{log:?}");
+}
+
+/// Several submitters, each on its own handle, submit for one key at the same moment:
+/// finding the open draft and adding to it is one transaction, so there is one draft,
+/// and every submission is one of its revisions, each number once.
+pub async fn racing_submitters_of_one_key_make_one_draft_with_every_revision(open: Open<'_>) {
+    let submitters = 6;
+    let barrier = Arc::new(Barrier::new(submitters));
+    let mut tasks = Vec::new();
+    for i in 0..submitters {
+        let (store, barrier) = (open(), Arc::clone(&barrier));
+        tasks.push(tokio::spawn(async move {
+            let review = Review::new(store, fixed(NOW));
+            barrier.wait().await;
+            review
+                .submit(submission("k", json!({"n": i}), json!({})))
+                .await
+        }));
+    }
+    let mut submitted = Vec::new();
+    for task in tasks {
+        submitted.push(task.await.unwrap().expect("every submission is queued"));
+    }
+    let id = submitted[0].id;
+    assert!(submitted.iter().all(|s| s.id == id), "{submitted:?}");
+    assert_eq!(
+        submitted.iter().filter(|s| s.new_draft).count(),
+        1,
+        "{submitted:?}"
+    );
+    let mut numbers: Vec<i64> = submitted.iter().map(|s| s.revision).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=submitters as i64).collect::<Vec<_>>());
+    let draft = review(open, NOW).draft(id).await.unwrap();
+    assert_eq!(
+        (draft.revision, draft.version, draft.revisions.len()),
+        (submitters as i64, submitters as i64, submitters)
+    );
+    assert_eq!(review(open, NOW).queue().await.unwrap().len(), 1);
 }
 
 pub async fn a_recheck_that_fails_is_recorded_as_could_not_check(open: Open<'_>) {
