@@ -176,6 +176,11 @@
 //! [`LedgerLocation`](ledger::LedgerLocation) picks one from a path the way the CLI
 //! does. Postgres URLs are recognised and refused: there is no Postgres store yet.
 //!
+//! A store that also keeps the review queue implements
+//! [`QueueStore`](review::QueueStore) (SQLite does); [`Review`](review::Review) runs on
+//! any of them, and [`LedgerLocation::open_queue`](ledger::LedgerLocation::open_queue)
+//! opens one.
+//!
 //! # Node compatibility
 //!
 //! Send keys, entries, approval JSON, payload hashes and the SQL table are those of the

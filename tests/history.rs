@@ -1,7 +1,9 @@
 //! The decision trail: one entry's or one draft's history (the decision log and the
 //! records on the item merged, in time order), the decision log paged newest first,
 //! and `send-once show` printing the history, including a resolution another tool
-//! (the Node library's resolve()) wrote on the entry only.
+//! (the Node library's resolve()) wrote on the entry only. A draft's history as the
+//! queue stores it is a case of the queue suite (`tests/common/queue_suite.rs`), run
+//! on every queue store.
 
 mod common;
 
@@ -13,7 +15,6 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use common::{expect_exit, json_stdout, output, stdout};
-use send_once::approval::Ttl;
 use send_once::ledger::Access;
 use send_once::ledger::history::{HistoryEvent, HistoryKind, HistorySource, entry_history};
 use send_once::ledger::jsonl::JsonlStore;
@@ -23,7 +24,6 @@ use send_once::ledger::{
     SendError, Status, Store, time,
 };
 use send_once::review::history::draft_history;
-use send_once::review::{Review, ReviewError, Submission, Verdict};
 
 /// 2026-09-21T…, a second later at every reading, so every record has its own time.
 fn ticking() -> Clock {
@@ -617,146 +617,6 @@ async fn a_read_only_ledger_without_a_decision_log_pages_no_decisions() {
         .await
         .unwrap();
     assert_eq!(page, Vec::<Decision>::new());
-}
-
-fn submission(key: &str, n: i64) -> Submission {
-    Submission {
-        key: key.into(),
-        payload: json!({"to": "ana@example.com", "n": n}).to_string(),
-        by: Some("billing-agent".into()),
-        ..Submission::default()
-    }
-}
-
-#[tokio::test]
-async fn a_draft_history_has_its_revisions_decisions_refusals_and_dispatch() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(&dir.path().join("r.db"), Access::Create).unwrap());
-    let review = Review::new(store, ticking());
-    let id = review.submit(submission("d-1", 1)).await.unwrap().id;
-    review.submit(submission("d-1", 2)).await.unwrap();
-    let approve = |revision| Verdict::Approve {
-        ttl: Ttl::Text("4h".into()),
-        revision,
-    };
-    let stale = review
-        .decide(id, approve(Some(1)), Some("ana".into()), None)
-        .await;
-    assert!(
-        matches!(stale, Err(ReviewError::NotTheRevision { .. })),
-        "{stale:?}"
-    );
-    review
-        .decide(
-            id,
-            approve(Some(2)),
-            Some("ana".into()),
-            Some("looks right".into()),
-        )
-        .await
-        .unwrap();
-    review
-        .decide(
-            id,
-            Verdict::Reject {
-                reason: "the invoice was paid".into(),
-            },
-            Some("bob".into()),
-            None,
-        )
-        .await
-        .unwrap();
-    let late = review
-        .decide(id, Verdict::Withdraw, Some("agent".into()), None)
-        .await;
-    assert!(matches!(late, Err(ReviewError::Closed { .. })), "{late:?}");
-
-    let draft = review.draft(id).await.unwrap();
-    let h = draft_history(&draft, &review.decisions(id).await.unwrap());
-    use HistoryKind::*;
-    assert_eq!(
-        h.iter()
-            .map(|e| (e.kind, e.who.as_deref()))
-            .collect::<Vec<_>>(),
-        [
-            (Submitted, Some("billing-agent")),
-            (Revised, Some("billing-agent")),
-            (Refused, Some("ana")),
-            (Approved, Some("ana")),
-            (Rejected, Some("bob")),
-            (Refused, Some("agent")),
-        ],
-        "{}",
-        lines(&h)
-    );
-    assert_eq!(h[0].text, "submitted revision 1 by billing-agent");
-    assert_eq!(h[1].text, "revision 2 submitted by billing-agent");
-    assert_eq!(
-        h[2].text,
-        "ana's approve of revision 2 was refused: asked for revision 1"
-    );
-    assert!(
-        h[3].text
-            .starts_with("approved revision 2 by ana for 4h, until ")
-            && h[3].text.ends_with(": \"looks right\""),
-        "{}",
-        h[3].text
-    );
-    assert_eq!(
-        h[4].text,
-        "rejected revision 2 by bob: \"the invoice was paid\""
-    );
-    assert_eq!(
-        h[5].text,
-        "agent's withdraw of revision 2 was refused: the draft is rejected"
-    );
-    assert!(
-        h[2..]
-            .iter()
-            .all(|e| e.source == HistorySource::DecisionLog)
-    );
-    assert!(h.iter().all(|e| !e.outside_the_log()), "{}", lines(&h));
-    assert!(sorted_by_time(&h), "{}", lines(&h));
-
-    // A second draft, approved and dispatched.
-    let id = review.submit(submission("d-2", 1)).await.unwrap().id;
-    review
-        .decide(id, approve(None), Some("ana".into()), None)
-        .await
-        .unwrap();
-    let outcome = json!({"outcome": "sent", "entry": {"providerId": "msg-9"}});
-    assert!(review.record_dispatch(id, 1, outcome).await.unwrap());
-    let draft = review.draft(id).await.unwrap();
-    let h = draft_history(&draft, &review.decisions(id).await.unwrap());
-    assert_eq!(
-        h.iter().map(|e| e.kind).collect::<Vec<_>>(),
-        [Submitted, Approved, Dispatched],
-        "{}",
-        lines(&h)
-    );
-    assert_eq!(
-        h[2].text,
-        "dispatched revision 1: the ledger said sent (provider id msg-9)"
-    );
-    // Decisions about another draft are not this one's: without its own, the approval
-    // on the draft row is still shown, as not in the log.
-    let others = review.decisions(id - 1).await.unwrap();
-    let h = draft_history(&draft, &others);
-    assert_eq!(
-        h.iter().map(|e| (e.kind, e.source)).collect::<Vec<_>>(),
-        [
-            (Submitted, HistorySource::EntryRecord),
-            (Approved, HistorySource::EntryRecord),
-            (Dispatched, HistorySource::EntryRecord)
-        ],
-        "{}",
-        lines(&h)
-    );
-    assert!(
-        h[1].outside_the_log() && h[1].text.contains("by ana for 4h"),
-        "{}",
-        h[1].text
-    );
 }
 
 #[test]

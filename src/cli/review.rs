@@ -10,12 +10,13 @@ use serde_json::{Map, Value};
 
 use send_once::approval::{ApprovalError, DispatchError, Dispatched, Ttl};
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Decision, Ledger, LedgerLocation, canonical, duration, jsjson};
 use send_once::review::diff::{LineTag, PayloadDiff};
 use send_once::review::dispatch::{DraftDispatch, Prepared};
 use send_once::review::drift::DriftStatus;
-use send_once::review::{self, Draft, DraftState, Review, ReviewError, Submission, Verdict};
+use send_once::review::{
+    self, Draft, DraftState, QueueStore, Review, ReviewError, Submission, Verdict,
+};
 use send_once::text::visible_inline;
 
 use super::keys::{KeyChoice, parse_meta};
@@ -366,7 +367,7 @@ pub struct DispatchArgs {
 fn open_review(
     location: &LedgerLocation,
     access: Access,
-) -> Result<(Review, Arc<SqliteStore>), Exit> {
+) -> Result<(Review, Arc<dyn QueueStore>), Exit> {
     let store = location
         .open_queue(access)
         .map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::jsonl::JsonlStore;
 use super::sqlite::SqliteStore;
 use super::store::{Access, Store, StoreError};
+use crate::review::QueueStore;
 
 /// A ledger as a person names it: a path or a URL, before anything is opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,7 +165,7 @@ impl LedgerLocation {
 
     /// Opens the store of a ledger that keeps a review queue, for what needs the
     /// queue: a ledger that keeps none (JSON Lines) is refused before it is opened.
-    pub fn open_queue(&self, access: Access) -> Result<Arc<SqliteStore>, StoreError> {
+    pub fn open_queue(&self, access: Access) -> Result<Arc<dyn QueueStore>, StoreError> {
         self.opened(Opening::With(access), Queue::Needed)?
             .queue
             .ok_or_else(|| StoreError::NoReviewQueue(self.clone()))
@@ -254,7 +255,7 @@ pub struct OpenedLedger {
     pub store: Arc<dyn Store>,
     /// The drafts and their decisions; `None` for a ledger without a review queue
     /// (JSON Lines).
-    pub queue: Option<Arc<SqliteStore>>,
+    pub queue: Option<Arc<dyn QueueStore>>,
 }
 
 #[derive(Clone, Copy)]

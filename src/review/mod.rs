@@ -6,7 +6,8 @@
 //! on the draft), rejects with a reason, or the submitter withdraws it. Decisions are
 //! compare-and-set on the draft's version, so of two people deciding at once one wins
 //! and the other is told who did; every decision, refused ones too, goes to the
-//! decision log. The queue lives in the ledger's SQLite database.
+//! decision log. The queue lives in the ledger's own database, through a
+//! [`QueueStore`]: this module holds its rules, [`store`] what it needs from storage.
 
 pub mod diff;
 pub mod dispatch;
@@ -14,19 +15,20 @@ pub mod drift;
 pub mod history;
 pub mod recheck;
 pub mod render;
+mod sqlite;
+pub mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::approval::{self, ApprovalError, Ttl};
-use crate::ledger::sqlite::{SqliteStore, insert_decision};
-use crate::ledger::{Clock, Decision, DecisionOutcome, Store, StoreError, canonical, time};
+use crate::ledger::{Clock, Decision, DecisionOutcome, StoreError, canonical, time};
 use diff::{PayloadDiff, payload_diff};
 use drift::{Drift, LatestFacts, fact_drift};
+pub use store::{DraftChange, NewRevision, QueueStore};
 
 /// Where a draft stands. Only queued and approved drafts are open; the other three
 /// are final.
@@ -151,6 +153,26 @@ pub struct LedgerSent {
     pub sent_at: Option<String>,
     /// The provider's id for the message, when recorded.
     pub provider_id: Option<String>,
+}
+
+impl LedgerSent {
+    /// What the ledger says of a sent key, from its entry's JSON (read as the ledger
+    /// reads it, lone surrogates included): a queue store joins the entry beside the
+    /// draft and hands its text here.
+    pub(crate) fn from_entry_json(entry: &str) -> LedgerSent {
+        let parsed = crate::ledger::Entry::from_json(entry).ok();
+        let field = |name: &str| {
+            parsed
+                .as_ref()
+                .and_then(|e| e.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        LedgerSent {
+            sent_at: field("sentAt").or_else(|| field("updatedAt")),
+            provider_id: field("providerId"),
+        }
+    }
 }
 
 impl Draft {
@@ -609,121 +631,11 @@ impl Verdict {
     }
 }
 
-/// The review queue in an SQLite ledger: submit, look, recheck, decide, and record a
-/// dispatch. Its decisions go to the ledger's decision log.
+/// The review queue in a ledger that keeps one: submit, look, recheck, decide, and
+/// record a dispatch. Its decisions go to the ledger's decision log.
 pub struct Review {
-    store: Arc<SqliteStore>,
+    store: Arc<dyn QueueStore>,
     clock: Clock,
-}
-
-const DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
-     d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
-     d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
-     d.outcome";
-const DRAFT_COLUMN_COUNT: usize = 19;
-const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
-
-fn json_column(row: &Row, i: usize) -> rusqlite::Result<Option<Value>> {
-    let text: Option<String> = row.get(i)?;
-    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
-}
-
-fn object_column(row: &Row, i: usize) -> rusqlite::Result<Option<Map<String, Value>>> {
-    Ok(match json_column(row, i)? {
-        Some(Value::Object(map)) => Some(map),
-        _ => None,
-    })
-}
-
-fn draft_from_row(row: &Row) -> rusqlite::Result<Draft> {
-    let state: String = row.get(2)?;
-    Ok(Draft {
-        id: row.get(0)?,
-        key: row.get(1)?,
-        state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
-        revision: row.get(3)?,
-        version: row.get(4)?,
-        created_at: row.get(5)?,
-        updated_at: row.get(6)?,
-        submitted_by: row.get(7)?,
-        recheck: json_column(row, 8)?.and_then(|v| serde_json::from_value(v).ok()),
-        meta: object_column(row, 9)?,
-        approval: json_column(row, 10)?,
-        approved_revision: row.get(11)?,
-        decided_by: row.get(12)?,
-        decided_at: row.get(13)?,
-        reason: row.get(14)?,
-        latest: LatestFacts {
-            facts: object_column(row, 15)?,
-            checked_at: row.get(16)?,
-            error: row.get(17)?,
-        },
-        outcome: json_column(row, 18)?,
-        revisions: Vec::new(),
-        ledger_sent: None,
-    })
-}
-
-/// The ledger entry of a draft's key, selected beside the draft: sent or not at all.
-const SENT_ENTRY_JOIN: &str = "LEFT JOIN send_once e ON e.key = d.key AND e.status = 'sent'";
-
-/// What the ledger says of a sent key, from its entry's JSON (read as the ledger
-/// reads it, lone surrogates included); None when the join found no sent entry.
-fn ledger_sent_from(entry: Option<String>) -> Option<LedgerSent> {
-    let entry = entry?;
-    let parsed = crate::ledger::Entry::from_json(&entry).ok();
-    let field = |name: &str| {
-        parsed
-            .as_ref()
-            .and_then(|e| e.get(name))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    Some(LedgerSent {
-        sent_at: field("sentAt").or_else(|| field("updatedAt")),
-        provider_id: field("providerId"),
-    })
-}
-
-/// A revision from six columns starting at `at`; None when the join found none.
-fn revision_from_row(row: &Row, at: usize) -> rusqlite::Result<Option<Revision>> {
-    let Some(revision) = row.get::<_, Option<i64>>(at)? else {
-        return Ok(None);
-    };
-    Ok(Some(Revision {
-        revision,
-        payload: row.get(at + 1)?,
-        payload_hash: row.get(at + 2)?,
-        facts: object_column(row, at + 3)?.unwrap_or_default(),
-        submitted_at: row.get(at + 4)?,
-        submitted_by: row.get(at + 5)?,
-    }))
-}
-
-fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Result<Option<Draft>> {
-    let Some(mut draft) = conn
-        .prepare_cached(&format!(
-            "SELECT {DRAFT_COLUMNS}, e.entry FROM send_once_drafts d {SENT_ENTRY_JOIN} WHERE d.id = ?1"
-        ))?
-        .query_row([id], |row| {
-            let mut draft = draft_from_row(row)?;
-            draft.ledger_sent = ledger_sent_from(row.get(DRAFT_COLUMN_COUNT)?);
-            Ok(draft)
-        })
-        .optional()?
-    else {
-        return Ok(None);
-    };
-    // Every revision, or only the current one.
-    let only = (!all_revisions).then_some(draft.revision);
-    let mut statement = conn.prepare_cached(&format!(
-        "SELECT {REVISION_COLUMNS} FROM send_once_revisions \
-         WHERE draft_id = ?1 AND (?2 IS NULL OR revision = ?2) ORDER BY revision"
-    ))?;
-    for revision in statement.query_map(params![id, only], |r| revision_from_row(r, 0))? {
-        draft.revisions.extend(revision?);
-    }
-    Ok(Some(draft))
 }
 
 fn json_text(value: &impl Serialize) -> Option<String> {
@@ -732,7 +644,7 @@ fn json_text(value: &impl Serialize) -> Option<String> {
 
 impl Review {
     /// The queue in `store`'s database, timed by `clock` (milliseconds since the epoch).
-    pub fn new(store: Arc<SqliteStore>, clock: Clock) -> Review {
+    pub fn new(store: Arc<dyn QueueStore>, clock: Clock) -> Review {
         Review { store, clock }
     }
 
@@ -775,56 +687,23 @@ impl Review {
         let facts = Value::Object(submission.facts.clone()).to_string();
         let recheck = submission.recheck.as_ref().and_then(json_text);
         let meta = submission.meta.as_ref().and_then(json_text);
-        let submitted = self
-            .store
-            .write_with(move |conn| {
-                let s = &submission;
-                let open: Option<(i64, i64, String)> = conn
-                    .prepare_cached(
-                        "SELECT id, revision, state FROM send_once_drafts \
-                         WHERE key = ?1 AND state IN ('queued', 'approved')",
-                    )?
-                    .query_row([&s.key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                    .optional()?;
-                let (id, revision, state, new_draft) = match open {
-                    Some((id, revision, state)) => {
-                        conn.prepare_cached(
-                            "UPDATE send_once_drafts SET revision = ?2, version = version + 1, \
-                             updated_at = ?3, recheck = coalesce(?4, recheck), meta = coalesce(?5, meta) \
-                             WHERE id = ?1",
-                        )?
-                        .execute(params![id, revision + 1, now, recheck, meta])?;
-                        (id, revision + 1, state, false)
-                    }
-                    None => {
-                        conn.prepare_cached(
-                            "INSERT INTO send_once_drafts \
-                             (key, state, revision, version, created_at, updated_at, submitted_by, recheck, meta) \
-                             VALUES (?1, 'queued', 1, 1, ?2, ?2, ?3, ?4, ?5)",
-                        )?
-                        .execute(params![s.key, now, s.by, recheck, meta])?;
-                        (conn.last_insert_rowid(), 1, "queued".to_owned(), true)
-                    }
-                };
-                conn.prepare_cached(&format!(
-                    "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-                ))?
-                .execute(params![id, revision, s.payload, hash, facts, now, s.by])?;
-                Ok(Submitted {
-                    id,
-                    revision,
-                    state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
-                    new_draft,
-                })
-            })
-            .await?;
-        Ok(submitted)
+        let revision = NewRevision {
+            key: submission.key,
+            payload: submission.payload,
+            payload_hash: hash,
+            facts,
+            recheck,
+            meta,
+            by: submission.by,
+            at: now,
+        };
+        Ok(self.store.add_revision(&revision).await?)
     }
 
     /// A draft with every revision.
     pub async fn draft(&self, id: i64) -> Result<Draft, ReviewError> {
         self.store
-            .read_with(move |conn| load_draft(conn, id, true))
+            .load_draft(id, true)
             .await?
             .ok_or(ReviewError::NoDraft(id))
     }
@@ -832,40 +711,7 @@ impl Review {
     /// The open drafts, oldest first, each with its current, previous and approved
     /// revisions: everything a list row needs, in one query.
     pub async fn queue(&self) -> Result<Vec<Draft>, ReviewError> {
-        let drafts = self
-            .store
-            .read_with(|conn| {
-                let sql = format!(
-                    "SELECT {DRAFT_COLUMNS}, \
-                     {current}, {previous}, {approved}, e.entry \
-                     FROM send_once_drafts d \
-                     JOIN send_once_revisions c ON c.draft_id = d.id AND c.revision = d.revision \
-                     LEFT JOIN send_once_revisions p ON p.draft_id = d.id AND p.revision = d.revision - 1 \
-                     LEFT JOIN send_once_revisions a ON a.draft_id = d.id AND a.revision = d.approved_revision \
-                       AND d.approved_revision < d.revision - 1 \
-                     {SENT_ENTRY_JOIN} \
-                     WHERE d.state IN ('queued', 'approved') ORDER BY d.id",
-                    current = prefixed("c"),
-                    previous = prefixed("p"),
-                    approved = prefixed("a"),
-                );
-                let mut statement = conn.prepare_cached(&sql)?;
-                let rows = statement.query_map([], |row| {
-                    let mut draft = draft_from_row(row)?;
-                    let base = DRAFT_COLUMN_COUNT;
-                    let mut revisions: Vec<Revision> = [base + 12, base + 6, base]
-                        .into_iter()
-                        .filter_map(|at| revision_from_row(row, at).transpose())
-                        .collect::<rusqlite::Result<_>>()?;
-                    revisions.sort_by_key(|r| r.revision);
-                    draft.revisions = revisions;
-                    draft.ledger_sent = ledger_sent_from(row.get(base + 18)?);
-                    Ok(draft)
-                })?;
-                rows.collect::<rusqlite::Result<Vec<Draft>>>()
-            })
-            .await?;
-        Ok(drafts)
+        Ok(self.store.open_drafts().await?)
     }
 
     /// Records the latest facts (pushed by `draft facts`, or read by a recheck).
@@ -876,17 +722,7 @@ impl Review {
     ) -> Result<(), ReviewError> {
         let now = self.iso_now();
         let text = Value::Object(facts).to_string();
-        let changed = self
-            .store
-            .write_with(move |conn| {
-                conn.prepare_cached(
-                    "UPDATE send_once_drafts SET latest_facts = ?2, facts_checked_at = ?3, \
-                     facts_error = NULL WHERE id = ?1",
-                )?
-                .execute(params![id, text, now])
-            })
-            .await?;
-        if changed == 0 {
+        if !self.store.set_latest_facts(id, &text, &now).await? {
             return Err(ReviewError::NoDraft(id));
         }
         Ok(())
@@ -895,15 +731,7 @@ impl Review {
     /// Records that a check failed, and why: the queue then shows "could not check".
     pub async fn record_check_failure(&self, id: i64, error: &str) -> Result<(), ReviewError> {
         let now = self.iso_now();
-        let error = error.to_owned();
-        self.store
-            .write_with(move |conn| {
-                conn.prepare_cached(
-                    "UPDATE send_once_drafts SET facts_error = ?2, facts_checked_at = ?3 WHERE id = ?1",
-                )?
-                .execute(params![id, error, now])
-            })
-            .await?;
+        self.store.set_check_failure(id, error, &now).await?;
         Ok(())
     }
 
@@ -931,7 +759,7 @@ impl Review {
     /// The draft with its current revision only.
     pub async fn head(&self, id: i64) -> Result<Draft, ReviewError> {
         self.store
-            .read_with(move |conn| load_draft(conn, id, false))
+            .load_draft(id, false)
             .await?
             .ok_or(ReviewError::NoDraft(id))
     }
@@ -1074,37 +902,17 @@ impl Review {
             detail.insert("reason".into(), reason.clone().into());
         }
         let changed_decision = decision(DecisionOutcome::Changed, &detail);
-        let approval_text = approval.as_ref().map(Value::to_string);
-        let approved_revision = approval.as_ref().map(|_| draft.revision);
-        let (version, by_text, at_text) = (draft.version, by.clone(), at.clone());
-        let won = self
-            .store
-            .write_with(move |conn| {
-                // Keeps an earlier approval (and its revision) when rejecting or
-                // withdrawing, so the history of the draft stays readable.
-                let changed = conn
-                    .prepare_cached(
-                        "UPDATE send_once_drafts SET state = ?3, version = version + 1, updated_at = ?4, \
-                         decided_by = ?5, decided_at = ?4, reason = ?6, \
-                         approval = coalesce(?7, approval), approved_revision = coalesce(?8, approved_revision) \
-                         WHERE id = ?1 AND version = ?2",
-                    )?
-                    .execute(params![
-                        id,
-                        version,
-                        state.as_str(),
-                        at_text,
-                        by_text,
-                        reason,
-                        approval_text,
-                        approved_revision
-                    ])?;
-                if changed > 0 {
-                    insert_decision(conn, &changed_decision)?;
-                }
-                Ok(changed > 0)
-            })
-            .await?;
+        let change = DraftChange {
+            id,
+            version: draft.version,
+            state,
+            at: at.clone(),
+            by: by.clone(),
+            reason,
+            approved_revision: approval.as_ref().map(|_| draft.revision),
+            approval,
+        };
+        let won = self.store.decide_draft(&change, &changed_decision).await?;
         if won {
             return self.draft(id).await;
         }
@@ -1144,35 +952,16 @@ impl Review {
         outcome: Value,
     ) -> Result<bool, ReviewError> {
         let now = self.iso_now();
-        let text = outcome.to_string();
-        let changed = self
+        Ok(self
             .store
-            .write_with(move |conn| {
-                conn.prepare_cached(
-                    "UPDATE send_once_drafts SET state = 'dispatched', outcome = ?3, updated_at = ?4, \
-                     version = version + 1 WHERE id = ?1 AND revision = ?2 \
-                     AND state IN ('approved', 'dispatched') \
-                     AND coalesce(json_extract(outcome, '$.outcome'), '') <> 'sent'",
-                )?
-                .execute(params![id, revision, text, now])
-            })
-            .await?;
-        Ok(changed > 0)
+            .mark_dispatched(id, revision, &outcome, &now)
+            .await?)
     }
 
     /// The decisions made about a draft, oldest first.
     pub async fn decisions(&self, id: i64) -> Result<Vec<Decision>, ReviewError> {
         Ok(self.store.decisions(Some(&format!("draft:{id}"))).await?)
     }
-}
-
-/// The revision columns with a table prefix, for joins.
-fn prefixed(table: &str) -> String {
-    REVISION_COLUMNS
-        .split(", ")
-        .map(|c| format!("{table}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

@@ -1,0 +1,298 @@
+//! The review queue in an SQLite ledger: the drafts and revisions tables that the
+//! ledger's migrations make (`ledger::sqlite`), written through the ledger's single
+//! writer, so a queue write may share a batch (and a transaction, each in its own
+//! savepoint) with the ledger's own writes.
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::{Map, Value};
+
+use super::drift::LatestFacts;
+use super::store::{DraftChange, NewRevision, QueueStore};
+use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
+use crate::ledger::sqlite::{SqliteStore, insert_decision};
+use crate::ledger::{Decision, StoreError};
+
+const DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
+     d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
+     d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
+     d.outcome";
+const DRAFT_COLUMN_COUNT: usize = 19;
+const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
+
+/// The ledger entry of a draft's key, selected beside the draft: sent or not at all.
+const SENT_ENTRY_JOIN: &str = "LEFT JOIN send_once e ON e.key = d.key AND e.status = 'sent'";
+
+#[async_trait]
+impl QueueStore for SqliteStore {
+    async fn add_revision(&self, rev: &NewRevision) -> Result<Submitted, StoreError> {
+        let rev = rev.clone();
+        self.write_with(move |conn| {
+            let open: Option<(i64, i64, String)> = conn
+                .prepare_cached(
+                    "SELECT id, revision, state FROM send_once_drafts \
+                     WHERE key = ?1 AND state IN ('queued', 'approved')",
+                )?
+                .query_row([&rev.key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
+            let (id, revision, state, new_draft) = match open {
+                Some((id, revision, state)) => {
+                    conn.prepare_cached(
+                        "UPDATE send_once_drafts SET revision = ?2, version = version + 1, \
+                         updated_at = ?3, recheck = coalesce(?4, recheck), meta = coalesce(?5, meta) \
+                         WHERE id = ?1",
+                    )?
+                    .execute(params![id, revision + 1, rev.at, rev.recheck, rev.meta])?;
+                    (id, revision + 1, state, false)
+                }
+                None => {
+                    conn.prepare_cached(
+                        "INSERT INTO send_once_drafts \
+                         (key, state, revision, version, created_at, updated_at, submitted_by, recheck, meta) \
+                         VALUES (?1, 'queued', 1, 1, ?2, ?2, ?3, ?4, ?5)",
+                    )?
+                    .execute(params![rev.key, rev.at, rev.by, rev.recheck, rev.meta])?;
+                    (conn.last_insert_rowid(), 1, "queued".to_owned(), true)
+                }
+            };
+            conn.prepare_cached(&format!(
+                "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ))?
+            .execute(params![
+                id,
+                revision,
+                rev.payload,
+                rev.payload_hash,
+                rev.facts,
+                rev.at,
+                rev.by
+            ])?;
+            Ok(Submitted {
+                id,
+                revision,
+                state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+                new_draft,
+            })
+        })
+        .await
+    }
+
+    async fn load_draft(&self, id: i64, all_revisions: bool) -> Result<Option<Draft>, StoreError> {
+        self.read_with(move |conn| load_draft(conn, id, all_revisions))
+            .await
+    }
+
+    async fn open_drafts(&self) -> Result<Vec<Draft>, StoreError> {
+        self.read_with(|conn| {
+            let sql = format!(
+                "SELECT {DRAFT_COLUMNS}, \
+                 {current}, {previous}, {approved}, e.entry \
+                 FROM send_once_drafts d \
+                 JOIN send_once_revisions c ON c.draft_id = d.id AND c.revision = d.revision \
+                 LEFT JOIN send_once_revisions p ON p.draft_id = d.id AND p.revision = d.revision - 1 \
+                 LEFT JOIN send_once_revisions a ON a.draft_id = d.id AND a.revision = d.approved_revision \
+                   AND d.approved_revision < d.revision - 1 \
+                 {SENT_ENTRY_JOIN} \
+                 WHERE d.state IN ('queued', 'approved') ORDER BY d.id",
+                current = prefixed("c"),
+                previous = prefixed("p"),
+                approved = prefixed("a"),
+            );
+            let mut statement = conn.prepare_cached(&sql)?;
+            let rows = statement.query_map([], |row| {
+                let mut draft = draft_from_row(row)?;
+                let base = DRAFT_COLUMN_COUNT;
+                let mut revisions: Vec<Revision> = [base + 12, base + 6, base]
+                    .into_iter()
+                    .filter_map(|at| revision_from_row(row, at).transpose())
+                    .collect::<rusqlite::Result<_>>()?;
+                revisions.sort_by_key(|r| r.revision);
+                draft.revisions = revisions;
+                draft.ledger_sent = ledger_sent_column(row, base + 18)?;
+                Ok(draft)
+            })?;
+            rows.collect::<rusqlite::Result<Vec<Draft>>>()
+        })
+        .await
+    }
+
+    async fn set_latest_facts(&self, id: i64, facts: &str, at: &str) -> Result<bool, StoreError> {
+        let (facts, at) = (facts.to_owned(), at.to_owned());
+        let changed = self
+            .write_with(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE send_once_drafts SET latest_facts = ?2, facts_checked_at = ?3, \
+                     facts_error = NULL WHERE id = ?1",
+                )?
+                .execute(params![id, facts, at])
+            })
+            .await?;
+        Ok(changed > 0)
+    }
+
+    async fn set_check_failure(&self, id: i64, error: &str, at: &str) -> Result<(), StoreError> {
+        let (error, at) = (error.to_owned(), at.to_owned());
+        self.write_with(move |conn| {
+            conn.prepare_cached(
+                "UPDATE send_once_drafts SET facts_error = ?2, facts_checked_at = ?3 WHERE id = ?1",
+            )?
+            .execute(params![id, error, at])
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn decide_draft(
+        &self,
+        change: &DraftChange,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        let change = change.clone();
+        let approval_text = change.approval.as_ref().map(Value::to_string);
+        let decision = decision.clone();
+        self.write_with(move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE send_once_drafts SET state = ?3, version = version + 1, updated_at = ?4, \
+                     decided_by = ?5, decided_at = ?4, reason = ?6, \
+                     approval = coalesce(?7, approval), approved_revision = coalesce(?8, approved_revision) \
+                     WHERE id = ?1 AND version = ?2",
+                )?
+                .execute(params![
+                    change.id,
+                    change.version,
+                    change.state.as_str(),
+                    change.at,
+                    change.by,
+                    change.reason,
+                    approval_text,
+                    change.approved_revision
+                ])?;
+            if changed > 0 {
+                insert_decision(conn, &decision)?;
+            }
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn mark_dispatched(
+        &self,
+        id: i64,
+        revision: i64,
+        outcome: &Value,
+        at: &str,
+    ) -> Result<bool, StoreError> {
+        let (outcome, at) = (outcome.to_string(), at.to_owned());
+        let changed = self
+            .write_with(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE send_once_drafts SET state = 'dispatched', outcome = ?3, updated_at = ?4, \
+                     version = version + 1 WHERE id = ?1 AND revision = ?2 \
+                     AND state IN ('approved', 'dispatched') \
+                     AND coalesce(json_extract(outcome, '$.outcome'), '') <> 'sent'",
+                )?
+                .execute(params![id, revision, outcome, at])
+            })
+            .await?;
+        Ok(changed > 0)
+    }
+}
+
+/// The revision columns with a table prefix, for joins.
+fn prefixed(table: &str) -> String {
+    REVISION_COLUMNS
+        .split(", ")
+        .map(|c| format!("{table}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn json_column(row: &Row, i: usize) -> rusqlite::Result<Option<Value>> {
+    let text: Option<String> = row.get(i)?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+fn object_column(row: &Row, i: usize) -> rusqlite::Result<Option<Map<String, Value>>> {
+    Ok(match json_column(row, i)? {
+        Some(Value::Object(map)) => Some(map),
+        _ => None,
+    })
+}
+
+fn draft_from_row(row: &Row) -> rusqlite::Result<Draft> {
+    let state: String = row.get(2)?;
+    Ok(Draft {
+        id: row.get(0)?,
+        key: row.get(1)?,
+        state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+        revision: row.get(3)?,
+        version: row.get(4)?,
+        created_at: row.get(5)?,
+        updated_at: row.get(6)?,
+        submitted_by: row.get(7)?,
+        recheck: json_column(row, 8)?.and_then(|v| serde_json::from_value(v).ok()),
+        meta: object_column(row, 9)?,
+        approval: json_column(row, 10)?,
+        approved_revision: row.get(11)?,
+        decided_by: row.get(12)?,
+        decided_at: row.get(13)?,
+        reason: row.get(14)?,
+        latest: LatestFacts {
+            facts: object_column(row, 15)?,
+            checked_at: row.get(16)?,
+            error: row.get(17)?,
+        },
+        outcome: json_column(row, 18)?,
+        revisions: Vec::new(),
+        ledger_sent: None,
+    })
+}
+
+/// What the ledger says of a sent key, from the joined entry column; None when the
+/// join found no sent entry.
+fn ledger_sent_column(row: &Row, i: usize) -> rusqlite::Result<Option<LedgerSent>> {
+    let entry: Option<String> = row.get(i)?;
+    Ok(entry.as_deref().map(LedgerSent::from_entry_json))
+}
+
+/// A revision from six columns starting at `at`; None when the join found none.
+fn revision_from_row(row: &Row, at: usize) -> rusqlite::Result<Option<Revision>> {
+    let Some(revision) = row.get::<_, Option<i64>>(at)? else {
+        return Ok(None);
+    };
+    Ok(Some(Revision {
+        revision,
+        payload: row.get(at + 1)?,
+        payload_hash: row.get(at + 2)?,
+        facts: object_column(row, at + 3)?.unwrap_or_default(),
+        submitted_at: row.get(at + 4)?,
+        submitted_by: row.get(at + 5)?,
+    }))
+}
+
+fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Result<Option<Draft>> {
+    let Some(mut draft) = conn
+        .prepare_cached(&format!(
+            "SELECT {DRAFT_COLUMNS}, e.entry FROM send_once_drafts d {SENT_ENTRY_JOIN} WHERE d.id = ?1"
+        ))?
+        .query_row([id], |row| {
+            let mut draft = draft_from_row(row)?;
+            draft.ledger_sent = ledger_sent_column(row, DRAFT_COLUMN_COUNT)?;
+            Ok(draft)
+        })
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    // Every revision, or only the current one.
+    let only = (!all_revisions).then_some(draft.revision);
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {REVISION_COLUMNS} FROM send_once_revisions \
+         WHERE draft_id = ?1 AND (?2 IS NULL OR revision = ?2) ORDER BY revision"
+    ))?;
+    for revision in statement.query_map(params![id, only], |r| revision_from_row(r, 0))? {
+        draft.revisions.extend(revision?);
+    }
+    Ok(Some(draft))
+}

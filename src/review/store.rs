@@ -1,0 +1,107 @@
+//! What the review queue needs from wherever its drafts are kept: storage only. The
+//! queue's rules (what may be submitted, who decided first, what an approval is) are
+//! [`Review`](super::Review)'s; a store keeps rows and answers compare-and-sets.
+//!
+//! Every operation that changes more than one row is one transaction: `Review` relies
+//! on a revision never being half-added and a decision never being logged for a
+//! change that did not happen. A queue store is also the ledger's [`Store`], so the
+//! drafts, the entries and the decision log live in one database.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::{Draft, DraftState, Submitted};
+use crate::ledger::{Decision, Store, StoreError};
+
+/// A submission as it is stored: the texts `Review` already checked and encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewRevision {
+    /// The send key.
+    pub key: String,
+    /// The payload exactly as submitted (JSON text).
+    pub payload: String,
+    /// The payload's hash as an approval records it.
+    pub payload_hash: String,
+    /// The submitter's facts, as a JSON object's text.
+    pub facts: String,
+    /// The recheck command as JSON text, when the submission gave one.
+    pub recheck: Option<String>,
+    /// The meta as JSON text, when the submission gave one.
+    pub meta: Option<String>,
+    /// Who submitted it.
+    pub by: Option<String>,
+    /// When (ISO 8601 UTC).
+    pub at: String,
+}
+
+/// A decision's change to a draft, applied only if the draft is still at `version`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DraftChange {
+    /// The draft.
+    pub id: i64,
+    /// The version the decision was judged on.
+    pub version: i64,
+    /// The state it moves to.
+    pub state: DraftState,
+    /// When (ISO 8601 UTC): the draft's `updated_at` and `decided_at`.
+    pub at: String,
+    /// Who decided (the draft's `decided_by`, replaced even when None).
+    pub by: Option<String>,
+    /// A rejection's reason or a withdrawal's note (replaced even when None).
+    pub reason: Option<String>,
+    /// The approval JSON; None keeps the one already stored, so a rejection after an
+    /// approval leaves the approval readable in the draft's history.
+    pub approval: Option<Value>,
+    /// The revision `approval` covers; None keeps the one already stored.
+    pub approved_revision: Option<i64>,
+}
+
+/// The storage of a review queue. Its drafts are read with what the ledger holds for
+/// their key ([`Draft::ledger_sent`]: the entry when it is sent), in the same read.
+#[async_trait]
+pub trait QueueStore: Store {
+    /// Adds `rev` to the open (queued or approved) draft for `rev.key` as revision
+    /// n + 1, bumping its version and `updated_at` and replacing its recheck and meta
+    /// only where `rev` has them; or, when the key has no open draft, inserts a queued
+    /// draft at revision 1 and version 1. Then inserts the revision row. One
+    /// transaction: a revision is never half-added.
+    async fn add_revision(&self, rev: &NewRevision) -> Result<Submitted, StoreError>;
+
+    /// Draft `id` with every revision, or with its current one only, oldest first;
+    /// None when there is no such draft.
+    async fn load_draft(&self, id: i64, all_revisions: bool) -> Result<Option<Draft>, StoreError>;
+
+    /// The open drafts by id, each with its current revision, the one before it and
+    /// the approved one (when it is neither), oldest revision first: what a list
+    /// row needs, in one read.
+    async fn open_drafts(&self) -> Result<Vec<Draft>, StoreError>;
+
+    /// Records the latest facts (a JSON object's text) as checked at `at`, clearing
+    /// any check failure. False when there is no draft `id`.
+    async fn set_latest_facts(&self, id: i64, facts: &str, at: &str) -> Result<bool, StoreError>;
+
+    /// Records that a check failed at `at`, and why; the facts found before are kept.
+    async fn set_check_failure(&self, id: i64, error: &str, at: &str) -> Result<(), StoreError>;
+
+    /// Applies `change` only if draft `change.id` is still at `change.version`,
+    /// bumping the version, and then appends `decision`, in one transaction. True only
+    /// if the draft changed; when it did not, `decision` is not appended.
+    async fn decide_draft(
+        &self,
+        change: &DraftChange,
+        decision: &Decision,
+    ) -> Result<bool, StoreError>;
+
+    /// Marks draft `id` dispatched with `outcome` at `at`, bumping its version, only if
+    /// `revision` is still its current revision, it is approved or dispatched, and the
+    /// outcome stored already does not have `"outcome": "sent"` (a racing dispatch
+    /// that found the key pending must not replace the one that sent). True only if
+    /// it was marked.
+    async fn mark_dispatched(
+        &self,
+        id: i64,
+        revision: i64,
+        outcome: &Value,
+        at: &str,
+    ) -> Result<bool, StoreError>;
+}
