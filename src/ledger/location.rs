@@ -231,7 +231,10 @@ impl LedgerLocation {
             #[cfg(feature = "postgres")]
             LedgerLocation::Postgres(url) => {
                 let store = Arc::new(super::postgres::PostgresStore::open(url, access)?);
-                Ok(OpenedLedger { store, queue: None })
+                Ok(OpenedLedger {
+                    store: store.clone(),
+                    queue: Some(store),
+                })
             }
             #[cfg(not(feature = "postgres"))]
             LedgerLocation::Postgres(_) => Err(StoreError::PostgresNotSupported(self.clone())),

@@ -13,6 +13,8 @@ pub mod diff;
 pub mod dispatch;
 pub mod drift;
 pub mod history;
+#[cfg(feature = "postgres")]
+mod postgres;
 pub mod recheck;
 pub mod render;
 mod sqlite;

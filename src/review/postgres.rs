@@ -1,0 +1,378 @@
+//! The review queue in a Postgres ledger: the drafts and revisions tables the ledger's
+//! migrations make (`ledger::postgres`), beside the entries, so a draft is read with
+//! what the ledger holds for its key and a decision is logged in the transaction that
+//! makes it. Every write that a person makes sends a notification to the ledger's
+//! channel in its transaction, so another reviewer's screen hears of it at once.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use tokio_postgres::Row;
+
+use super::drift::LatestFacts;
+use super::store::{DraftChange, NewRevision, QueueStore};
+use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
+use crate::ledger::postgres::PostgresStore;
+use crate::ledger::{Decision, StoreError};
+
+const DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
+     d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
+     d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
+     d.outcome";
+const DRAFT_COLUMN_COUNT: usize = 19;
+const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
+
+impl PostgresStore {
+    /// The ledger entry of a draft's key, joined beside the draft: sent, or nothing.
+    fn sent_entry_join(&self) -> String {
+        format!(
+            "LEFT JOIN {t} e ON e.key = d.key AND e.status = 'sent'",
+            t = self.table()
+        )
+    }
+}
+
+#[async_trait]
+impl QueueStore for PostgresStore {
+    async fn add_revision(&self, rev: &NewRevision) -> Result<Submitted, StoreError> {
+        let t = self.table().to_owned();
+        let rev = rev.clone();
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                // Two submitters of one key must not both make a new draft: the second
+                // waits here, then finds the first one's open draft.
+                tx.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext($1))",
+                    &[&format!("send-once draft {t} {}", rev.key)],
+                )
+                .await?;
+                let open = tx
+                    .query_opt(
+                        &format!(
+                            "SELECT id, revision, state FROM {t}_drafts \
+                             WHERE key = $1 AND state IN ('queued', 'approved') FOR UPDATE"
+                        ),
+                        &[&rev.key],
+                    )
+                    .await?;
+                let (id, revision, state, new_draft) = match open {
+                    Some(row) => {
+                        let (id, revision, state): (i64, i64, String) =
+                            (row.get(0), row.get(1), row.get(2));
+                        tx.execute(
+                            &format!(
+                                "UPDATE {t}_drafts SET revision = $2, version = version + 1, \
+                                 updated_at = $3, recheck = coalesce($4, recheck), \
+                                 meta = coalesce($5, meta) WHERE id = $1"
+                            ),
+                            &[&id, &(revision + 1), &rev.at, &rev.recheck, &rev.meta],
+                        )
+                        .await?;
+                        (id, revision + 1, state, false)
+                    }
+                    None => {
+                        let row = tx
+                            .query_one(
+                                &format!(
+                                    "INSERT INTO {t}_drafts (key, state, revision, version, \
+                                     created_at, updated_at, submitted_by, recheck, meta) \
+                                     VALUES ($1, 'queued', 1, 1, $2, $2, $3, $4, $5) RETURNING id"
+                                ),
+                                &[&rev.key, &rev.at, &rev.by, &rev.recheck, &rev.meta],
+                            )
+                            .await?;
+                        (row.get(0), 1, "queued".to_owned(), true)
+                    }
+                };
+                tx.execute(
+                    &format!(
+                        "INSERT INTO {t}_revisions (draft_id, {REVISION_COLUMNS}) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                    ),
+                    &[
+                        &id,
+                        &revision,
+                        &rev.payload,
+                        &rev.payload_hash,
+                        &rev.facts,
+                        &rev.at,
+                        &rev.by,
+                    ],
+                )
+                .await?;
+                Ok(Submitted {
+                    id,
+                    revision,
+                    state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+                    new_draft,
+                })
+            })
+        })
+        .await
+    }
+
+    async fn load_draft(&self, id: i64, all_revisions: bool) -> Result<Option<Draft>, StoreError> {
+        let t = self.table();
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT {DRAFT_COLUMNS}, e.entry FROM {t}_drafts d {} WHERE d.id = $1",
+                    self.sent_entry_join()
+                ),
+                &[&id],
+            )
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let mut draft = draft_from_row(row);
+        draft.ledger_sent = ledger_sent_column(row, DRAFT_COLUMN_COUNT);
+        let only = (!all_revisions).then_some(draft.revision);
+        let revisions = self
+            .read(
+                &format!(
+                    "SELECT {REVISION_COLUMNS} FROM {t}_revisions \
+                     WHERE draft_id = $1 AND ($2::bigint IS NULL OR revision = $2) \
+                     AND revision <= $3 ORDER BY revision"
+                ),
+                &[&id, &only, &draft.revision],
+            )
+            .await?;
+        draft.revisions = revisions
+            .iter()
+            .filter_map(|r| revision_from_row(r, 0))
+            .collect();
+        Ok(Some(draft))
+    }
+
+    async fn open_drafts(&self) -> Result<Vec<Draft>, StoreError> {
+        let t = self.table();
+        let sql = format!(
+            "SELECT {DRAFT_COLUMNS}, {current}, {previous}, {approved}, e.entry \
+             FROM {t}_drafts d \
+             JOIN {t}_revisions c ON c.draft_id = d.id AND c.revision = d.revision \
+             LEFT JOIN {t}_revisions p ON p.draft_id = d.id AND p.revision = d.revision - 1 \
+             LEFT JOIN {t}_revisions a ON a.draft_id = d.id AND a.revision = d.approved_revision \
+               AND d.approved_revision < d.revision - 1 \
+             {join} \
+             WHERE d.state IN ('queued', 'approved') ORDER BY d.id",
+            current = prefixed("c"),
+            previous = prefixed("p"),
+            approved = prefixed("a"),
+            join = self.sent_entry_join(),
+        );
+        let rows = self.read(&sql, &[]).await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let mut draft = draft_from_row(row);
+                let base = DRAFT_COLUMN_COUNT;
+                let mut revisions: Vec<Revision> = [base + 12, base + 6, base]
+                    .into_iter()
+                    .filter_map(|at| revision_from_row(row, at))
+                    .collect();
+                revisions.sort_by_key(|r| r.revision);
+                draft.revisions = revisions;
+                draft.ledger_sent = ledger_sent_column(row, base + 18);
+                draft
+            })
+            .collect())
+    }
+
+    async fn set_latest_facts(&self, id: i64, facts: &str, at: &str) -> Result<bool, StoreError> {
+        let t = self.table().to_owned();
+        let (facts, at) = (facts.to_owned(), at.to_owned());
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                let changed = tx
+                    .execute(
+                        &format!(
+                            "UPDATE {t}_drafts SET latest_facts = $2, facts_checked_at = $3, \
+                             facts_error = NULL WHERE id = $1"
+                        ),
+                        &[&id, &facts, &at],
+                    )
+                    .await?;
+                Ok(changed > 0)
+            })
+        })
+        .await
+    }
+
+    async fn set_check_failure(&self, id: i64, error: &str, at: &str) -> Result<(), StoreError> {
+        let t = self.table().to_owned();
+        let (error, at) = (error.to_owned(), at.to_owned());
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                tx.execute(
+                    &format!(
+                        "UPDATE {t}_drafts SET facts_error = $2, facts_checked_at = $3 WHERE id = $1"
+                    ),
+                    &[&id, &error, &at],
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn decide_draft(
+        &self,
+        change: &DraftChange,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        let t = self.table().to_owned();
+        let change = change.clone();
+        let decision = decision.clone();
+        let approval = change.approval.as_ref().map(Value::to_string);
+        let insert_decision = self.insert_decision_sql().to_owned();
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                // Keeps an earlier approval (and its revision) when rejecting or
+                // withdrawing, so the draft's history stays readable.
+                let changed = tx
+                    .execute(
+                        &format!(
+                            "UPDATE {t}_drafts SET state = $3, version = version + 1, \
+                             updated_at = $4, decided_by = $5, decided_at = $4, reason = $6, \
+                             approval = coalesce($7, approval), \
+                             approved_revision = coalesce($8, approved_revision) \
+                             WHERE id = $1 AND version = $2"
+                        ),
+                        &[
+                            &change.id,
+                            &change.version,
+                            &change.state.as_str(),
+                            &change.at,
+                            &change.by,
+                            &change.reason,
+                            &approval,
+                            &change.approved_revision,
+                        ],
+                    )
+                    .await?;
+                if changed > 0 {
+                    let detail = decision.detail.to_string();
+                    tx.execute(
+                        &insert_decision,
+                        &[
+                            &decision.at,
+                            &decision.by,
+                            &decision.action,
+                            &decision.subject,
+                            &decision.note,
+                            &decision.outcome.as_str(),
+                            &detail,
+                        ],
+                    )
+                    .await?;
+                }
+                Ok(changed > 0)
+            })
+        })
+        .await
+    }
+
+    async fn mark_dispatched(
+        &self,
+        id: i64,
+        revision: i64,
+        outcome: &Value,
+        at: &str,
+    ) -> Result<bool, StoreError> {
+        let t = self.table().to_owned();
+        // The outcome's own word, kept in a column: the server need not parse JSON
+        // (an entry's text may hold escapes Postgres's JSON refuses).
+        let kind = outcome
+            .get("outcome")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let (text, at) = (outcome.to_string(), at.to_owned());
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                let changed = tx
+                    .execute(
+                        &format!(
+                            "UPDATE {t}_drafts SET state = 'dispatched', outcome = $3, \
+                             outcome_kind = $5, updated_at = $4, version = version + 1 \
+                             WHERE id = $1 AND revision = $2 \
+                             AND state IN ('approved', 'dispatched') \
+                             AND coalesce(outcome_kind, '') <> 'sent'"
+                        ),
+                        &[&id, &revision, &text, &at, &kind],
+                    )
+                    .await?;
+                Ok(changed > 0)
+            })
+        })
+        .await
+    }
+}
+
+/// The revision columns with a table prefix, for joins.
+fn prefixed(table: &str) -> String {
+    REVISION_COLUMNS
+        .split(", ")
+        .map(|c| format!("{table}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn json_column(row: &Row, i: usize) -> Option<Value> {
+    let text: Option<String> = row.get(i);
+    text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+fn object_column(row: &Row, i: usize) -> Option<Map<String, Value>> {
+    match json_column(row, i) {
+        Some(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+fn draft_from_row(row: &Row) -> Draft {
+    let state: String = row.get(2);
+    Draft {
+        id: row.get(0),
+        key: row.get(1),
+        state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+        revision: row.get(3),
+        version: row.get(4),
+        created_at: row.get(5),
+        updated_at: row.get(6),
+        submitted_by: row.get(7),
+        recheck: json_column(row, 8).and_then(|v| serde_json::from_value(v).ok()),
+        meta: object_column(row, 9),
+        approval: json_column(row, 10),
+        approved_revision: row.get(11),
+        decided_by: row.get(12),
+        decided_at: row.get(13),
+        reason: row.get(14),
+        latest: LatestFacts {
+            facts: object_column(row, 15),
+            checked_at: row.get(16),
+            error: row.get(17),
+        },
+        outcome: json_column(row, 18),
+        revisions: Vec::new(),
+        ledger_sent: None,
+    }
+}
+
+fn ledger_sent_column(row: &Row, i: usize) -> Option<LedgerSent> {
+    let entry: Option<String> = row.get(i);
+    entry.as_deref().map(LedgerSent::from_entry_json)
+}
+
+/// A revision from six columns starting at `at`; None when the join found none.
+fn revision_from_row(row: &Row, at: usize) -> Option<Revision> {
+    let revision: Option<i64> = row.get(at);
+    Some(Revision {
+        revision: revision?,
+        payload: row.get(at + 1),
+        payload_hash: row.get(at + 2),
+        facts: object_column(row, at + 3).unwrap_or_default(),
+        submitted_at: row.get(at + 4),
+        submitted_by: row.get(at + 5),
+    })
+}

@@ -1,0 +1,36 @@
+//! The review queue's library API on a real Postgres server: every case of the shared
+//! queue suite (`tests/common/queue_suite.rs`), each on tables of its own (`?table=`)
+//! in the test binary's private cluster, every handle its own `PostgresStore` (its own
+//! pool of connections, as a separate process would have).
+
+#[path = "common/pg.rs"]
+mod pg;
+#[path = "common/queue_suite.rs"]
+mod queue_suite;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use send_once::ledger::Access;
+use send_once::ledger::location::PostgresUrl;
+use send_once::ledger::postgres::PostgresStore;
+use send_once::review::QueueStore;
+
+async fn fresh() -> Option<queue_suite::Fixture> {
+    static CASE: AtomicU32 = AtomicU32::new(0);
+    let cluster = pg::PgCluster::shared()?;
+    let table = format!(
+        "queue_{}_{}",
+        std::process::id(),
+        CASE.fetch_add(1, Ordering::SeqCst)
+    );
+    let url = PostgresUrl::new(&format!("{}?table={table}", cluster.url()));
+    Some(queue_suite::Fixture {
+        open: Box::new(move || -> Arc<dyn QueueStore> {
+            Arc::new(PostgresStore::open(&url, Access::Create).expect("ledger opens"))
+        }),
+        keep: Box::new(()),
+    })
+}
+
+queue_suite::queue_suite!(fresh);
