@@ -5,6 +5,8 @@
 //! dispatch), and untrusted payload text kept off the terminal.
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -74,8 +76,8 @@ fn assert_refused(o: &Output, what: &str, expect_any: &[&str]) {
     );
 }
 
-/// A temporary directory holding one SQLite ledger and the files the tests hand to
-/// the binary.
+/// A temporary directory holding one SQLite ledger (or the URL of a Postgres one) and
+/// the files the tests hand to the binary.
 struct Queue {
     dir: tempfile::TempDir,
     ledger: PathBuf,
@@ -86,6 +88,14 @@ impl Queue {
         let dir = tempfile::tempdir().unwrap();
         let ledger = dir.path().join("L.db");
         Queue { dir, ledger }
+    }
+
+    /// The queue of the Postgres ledger at `url`, with a directory for the files.
+    fn at_url(url: String) -> Queue {
+        Queue {
+            dir: tempfile::tempdir().unwrap(),
+            ledger: PathBuf::from(url),
+        }
     }
 
     fn l(&self) -> &str {
@@ -328,7 +338,19 @@ impl Drop for SleepReaper {
 
 #[test]
 fn a_draft_goes_from_submit_through_revisions_and_approvals_to_one_dispatch() {
-    let q = Queue::new();
+    a_draft_s_whole_life(&Queue::new());
+}
+
+/// The same life on a Postgres ledger: only the ledger argument differs.
+#[test]
+fn a_draft_s_whole_life_is_the_same_on_postgres() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    a_draft_s_whole_life(&Queue::at_url(cluster.url()));
+}
+
+fn a_draft_s_whole_life(q: &Queue) {
     let l = q.l().to_owned();
     let key = "invoice-7";
     let submitted_facts = json!({"balance": 100, "status": "active"});
