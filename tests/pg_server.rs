@@ -1,0 +1,320 @@
+//! What a Postgres server's own settings mean for a ledger, through the binary: TLS as
+//! `sslmode` asks (a self-signed certificate made for the test), the password from
+//! `PGPASSWORD` or a password file instead of the URL, and a server whose commits are
+//! not durable reported by `audit` and warned about by a writing command.
+
+mod common;
+#[path = "common/pg.rs"]
+mod pg;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+
+fn cli(args: &[&str]) -> Command {
+    let mut cmd = send_once(args);
+    for name in [
+        "PGPASSWORD",
+        "PGPASSFILE",
+        "PGSSLMODE",
+        "PGSSLROOTCERT",
+        "PGUSER",
+    ] {
+        cmd.env_remove(name);
+    }
+    cmd.env("NO_COLOR", "1").env_remove("SEND_ONCE_LEDGER");
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("the binary runs")
+}
+
+/// The URL without its password: `postgres://sendonce@127.0.0.1:PORT/sendonce`.
+fn without_password(cluster: &pg::PgCluster) -> String {
+    cluster
+        .url()
+        .replace(&format!(":{}@", cluster.password()), "@")
+}
+
+fn no_secret(cluster: &pg::PgCluster, o: &Output, what: &str) {
+    for text in [stdout(o), stderr(o)] {
+        assert!(
+            !text.contains(cluster.password()),
+            "{what}: the password was printed: {text}"
+        );
+    }
+}
+
+/// A certificate authority and a server certificate for `localhost` signed by it, in
+/// `dir`; the server's files are given to the cluster's owner, as Postgres requires
+/// of its key.
+fn make_certificates(dir: &Path, cluster: &pg::PgCluster) {
+    let openssl = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl runs");
+        assert!(o.status.success(), "openssl {args:?}: {}", stderr(&o));
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "server.crt",
+    ]);
+    let data = cluster.data_dir();
+    for name in ["server.crt", "server.key"] {
+        let to = data.join(name);
+        std::fs::copy(dir.join(name), &to).unwrap();
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if let Some(owner) = cluster.owner() {
+            std::os::unix::fs::chown(&to, Some(owner.uid), Some(owner.gid)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn tls_is_used_and_checked_as_sslmode_says() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = cluster.url();
+
+    // Without TLS on the server: `require` refuses to go on in the clear.
+    let o = run(&mut cli(&["audit", &format!("{url}?sslmode=require")]));
+    expect_exit(&o, 2, "sslmode=require against a server without TLS");
+    assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
+    no_secret(&cluster, &o, "require without TLS");
+
+    make_certificates(dir.path(), &cluster);
+    // From now on the server takes TCP connections over TLS only, so a command that
+    // works below went over TLS.
+    let hba = cluster.data_dir().join("pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    let tls_only: String = rules
+        .lines()
+        .map(|line| match line.strip_prefix("host ") {
+            Some(rest) => format!("hostssl {rest}\n"),
+            None => format!("{line}\n"),
+        })
+        .collect();
+    assert_ne!(rules, tls_only, "pg_hba.conf has host lines to change");
+    std::fs::write(&hba, tls_only).unwrap();
+    cluster.sql("ALTER SYSTEM SET ssl = on; SELECT pg_reload_conf();");
+    let o = run(&mut cli(&["audit", &format!("{url}?sslmode=disable")]));
+    expect_exit(&o, 2, "sslmode=disable against a server that wants TLS");
+    assert!(stderr(&o).contains("no encryption"), "{}", stderr(&o));
+    let tls_used = |url: &str| {
+        let key = format!("tls-{}", url.len());
+        let o = run(&mut cli(&["run", url, "--key", &key, "--", "true"]));
+        expect_exit(&o, 0, &format!("run on {url}"));
+        no_secret(&cluster, &o, url);
+        cluster.sql(&format!(
+            "SELECT count(*) FROM send_once WHERE key = '{key}'"
+        ))
+    };
+    let root = dir.path().join("ca.crt");
+    let root = root.to_str().unwrap();
+    let local = url.replace("127.0.0.1", "localhost");
+    // The same checks libpq makes: require encrypts without asking who answers;
+    // verify-full wants the chain and the name; verify-ca the chain only.
+    assert_eq!(tls_used(&format!("{url}?sslmode=require")), "1");
+    assert_eq!(
+        tls_used(&format!("{local}?sslmode=verify-full&sslrootcert={root}")),
+        "1"
+    );
+    assert_eq!(
+        tls_used(&format!("{url}?sslmode=verify-ca&sslrootcert={root}")),
+        "1"
+    );
+    let o = run(&mut cli(&[
+        "audit",
+        &format!("{url}?sslmode=verify-full&sslrootcert={root}"),
+    ]));
+    expect_exit(&o, 2, "verify-full with a certificate for another name");
+    assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("certificate not valid for name"),
+        "{}",
+        stderr(&o)
+    );
+    no_secret(&cluster, &o, "verify-full, wrong name");
+    // A root that did not sign the server's certificate.
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let o = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=other",
+            "-keyout",
+            "o.key",
+            "-out",
+            "o.crt",
+        ])
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let o = run(&mut cli(&[
+        "audit",
+        &format!(
+            "{local}?sslmode=verify-ca&sslrootcert={}",
+            other.join("o.crt").display()
+        ),
+    ]));
+    expect_exit(&o, 2, "verify-ca with a root that did not sign it");
+    assert!(stderr(&o).contains("UnknownIssuer"), "{}", stderr(&o));
+    no_secret(&cluster, &o, "verify-ca, other root");
+    let o = run(&mut cli(&["audit", &format!("{url}?sslmode=verify-full")]));
+    expect_exit(&o, 2, "verify-full with no root for this CA on the machine");
+    no_secret(&cluster, &o, "verify-full, system roots");
+    let o = run(&mut cli(&["audit", &format!("{url}?sslmode=sometimes")]));
+    expect_exit(&o, 2, "a bad sslmode");
+    assert!(stderr(&o).contains("sslmode=sometimes"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_password_can_come_from_pgpassword_or_a_password_file() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    let bare = without_password(&cluster);
+    // Nowhere to find a password: the server's reason is given, and who was asked.
+    let o = run(cli(&["init", &bare]).env("HOME", "/nonexistent"));
+    expect_exit(&o, 2, "no password anywhere");
+    let err = stderr(&o);
+    assert!(err.contains("cannot connect"), "{err}");
+    assert!(err.contains(&format!("port {}", cluster.port())), "{err}");
+    assert!(err.contains("database sendonce"), "{err}");
+
+    let o = run(cli(&["init", &bare]).env("PGPASSWORD", cluster.password()));
+    expect_exit(&o, 0, "init with PGPASSWORD");
+    no_secret(&cluster, &o, "PGPASSWORD");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pgpass");
+    std::fs::write(
+        &file,
+        format!(
+            "# other servers first\nelsewhere:5432:*:*:wrong\n127.0.0.1:{}:sendonce:sendonce:{}\n",
+            cluster.port(),
+            cluster.password()
+        ),
+    )
+    .unwrap();
+    // libpq ignores a password file others can read, and so does send-once.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = run(cli(&["audit", &bare]).env("PGPASSFILE", &file));
+    expect_exit(&o, 2, "a password file others can read");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = run(cli(&["audit", &bare]).env("PGPASSFILE", &file));
+    expect_exit(&o, 0, "audit with the password file");
+    no_secret(&cluster, &o, "PGPASSFILE");
+}
+
+#[test]
+fn a_server_that_does_not_keep_commits_is_reported_and_warned_about_once() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let o = run(&mut cli(&["audit", &url, "--json"]));
+    expect_exit(&o, 2, "audit before init: no ledger");
+    expect_exit(&run(&mut cli(&["init", &url])), 0, "init");
+    let durability = |o: &Output| json_stdout(o, "audit --json")["durability"].clone();
+    let o = run(&mut cli(&["audit", &url, "--json"]));
+    expect_exit(&o, 0, "audit");
+    assert_eq!(durability(&o)["durable"], true, "{}", stdout(&o));
+    assert_eq!(
+        durability(&o)["setting"],
+        "synchronous_commit=on, fsync=on",
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&mut cli(&["run", &url, "--key", "durable", "--", "true"]));
+    expect_exit(&o, 0, "run on a durable server");
+    assert_eq!(stderr(&o), "", "no warning on a durable server");
+
+    cluster.sql("ALTER DATABASE sendonce SET synchronous_commit = off;");
+    let o = run(&mut cli(&["audit", &url, "--json"]));
+    expect_exit(&o, 0, "audit");
+    assert_eq!(durability(&o)["durable"], false, "{}", stdout(&o));
+    assert_eq!(
+        durability(&o)["setting"],
+        "synchronous_commit=off, fsync=on"
+    );
+    let o = run(&mut cli(&["audit", &url]));
+    assert!(
+        stdout(&o).contains(
+            "WARNING  the server's commits are not durable (synchronous_commit=off, fsync=on)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    // A writing command warns once, on stderr, with the password hidden.
+    let o = run(&mut cli(&[
+        "run", &url, "--key", "lazy", "--", "echo", "sent",
+    ]));
+    expect_exit(&o, 0, "run on a server that does not keep commits");
+    let err = stderr(&o);
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(err.contains("synchronous_commit=off"), "{err}");
+    assert!(err.contains(&cluster.redacted_url()), "{err}");
+    no_secret(&cluster, &o, "the warning");
+    assert_eq!(stdout(&o), "sent\n");
+}
