@@ -261,6 +261,18 @@ fn the_password_can_come_from_pgpassword_or_a_password_file() {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = run(cli(&["audit", &bare]).env("PGPASSFILE", &file));
     expect_exit(&o, 2, "a password file others can read");
+    // P7: said, with the file's name and what to do.
+    assert!(
+        stderr(&o).contains("because others can read it"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("chmod 600"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(file.to_str().unwrap()),
+        "{}",
+        stderr(&o)
+    );
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let o = run(cli(&["audit", &bare]).env("PGPASSFILE", &file));
     expect_exit(&o, 0, "audit with the password file");
@@ -317,4 +329,156 @@ fn a_server_that_does_not_keep_commits_is_reported_and_warned_about_once() {
     assert!(err.contains(&cluster.redacted_url()), "{err}");
     no_secret(&cluster, &o, "the warning");
     assert_eq!(stdout(&o), "sent\n");
+}
+
+/// What a fresh-context tester found (retest 18, P1-P7), each through the binary.
+#[test]
+fn ledger_arguments_that_are_not_what_they_seem_are_refused_clearly() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = cluster.url();
+    let in_dir = |args: &[&str]| run(cli(args).current_dir(dir.path()));
+
+    // P1: a table with the ledger's column names but other types is not a ledger.
+    cluster.sql(
+        "CREATE TABLE wt (key int PRIMARY KEY, status int, entry int, claimed_at int, updated_at int);
+         ALTER TABLE wt OWNER TO sendonce; INSERT INTO wt VALUES (1, 1, 1, 1, 1);",
+    );
+    for args in [vec!["audit"], vec!["audit", "--json"], vec!["ls"]] {
+        let mut full = args.clone();
+        let wt = format!("{url}?table=wt");
+        full.insert(1, &wt);
+        let o = in_dir(&full);
+        expect_exit(&o, 2, &format!("{full:?}"));
+        let said = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(said.contains("column key is integer, not text"), "{said}");
+        no_secret(&cluster, &o, "a table of other types");
+    }
+
+    // P3: a libpq key=value string and a misspelt scheme are never a file name.
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=sendonce password={} dbname=sendonce",
+        cluster.port(),
+        cluster.password()
+    );
+    let misspelt = url.replacen("postgres://", "postgres//", 1);
+    let other = url.replacen("postgres://", "pg://", 1);
+    for ledger in [conninfo.as_str(), misspelt.as_str(), other.as_str()] {
+        let before = snapshot(dir.path());
+        let o = in_dir(&["run", ledger, "--key", "k", "--", "echo", "SENT"]);
+        expect_exit(&o, 2, ledger);
+        assert!(!stdout(&o).contains("SENT"), "it sent: {}", stdout(&o));
+        no_secret(&cluster, &o, ledger);
+        let o = in_dir(&["audit", ledger, "--json"]);
+        expect_exit(&o, 2, ledger);
+        assert_eq!(
+            json_stdout(&o, "audit --json")["error"]["kind"],
+            "bad_input",
+            "{}",
+            stdout(&o)
+        );
+        no_secret(&cluster, &o, ledger);
+        assert_eq!(snapshot(dir.path()), before, "{ledger} made a file");
+    }
+
+    // P5: the scheme in any case.
+    expect_exit(&in_dir(&["init", &url]), 0, "init");
+    let shouting = url.replacen("postgres://", "PostgreSQL://", 1);
+    expect_exit(&in_dir(&["audit", &shouting]), 0, "PostgreSQL://");
+
+    // P6: a parameter send-once does not read is named.
+    let o = in_dir(&["ls", &format!("{url}?bogus=1")]);
+    expect_exit(&o, 2, "?bogus=1");
+    assert!(
+        stderr(&o).contains("parameter bogus is not one"),
+        "{}",
+        stderr(&o)
+    );
+    no_secret(&cluster, &o, "?bogus=1");
+}
+
+#[test]
+fn a_send_whose_result_cannot_be_recorded_keeps_what_the_provider_said() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}?statement_timeout=300ms", cluster.url());
+    expect_exit(&run(&mut cli(&["init", &url])), 0, "init");
+    let psql = pg::find_binaries().unwrap().join("psql");
+    let locked = dir.path().join("locked");
+    // The send command has another session (in a process group of its own, which
+    // outlives the send's) lock the table until after it returns, so the record waits
+    // past the statement timeout; it says when the lock is held, so nothing here
+    // depends on timing. Its output goes to files: send-once waits for the send's
+    // pipes to close, and the locking session must not hold them.
+    let script = dir.path().join("send.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             PGPASSWORD='{pw}' setsid '{psql}' -X -q -h 127.0.0.1 -p {port} -U sendonce -d sendonce \
+             -c 'BEGIN' -c 'LOCK TABLE send_once IN ACCESS EXCLUSIVE MODE' \
+             -c \"\\\\! touch '{locked}'\" -c 'SELECT pg_sleep(3)' -c 'COMMIT' >/dev/null 2>'{locked}.err' &\n\
+             while [ ! -e '{locked}' ]; do sleep 0.02; done\n\
+             echo '{{\"id\":\"msg_77\"}}'\n",
+            pw = cluster.password(),
+            psql = psql.display(),
+            port = cluster.port(),
+            locked = locked.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = run(&mut cli(&[
+        "run",
+        &url,
+        "--key",
+        "unrecorded",
+        "--",
+        script.to_str().unwrap(),
+    ]));
+    expect_exit(
+        &o,
+        3,
+        &format!(
+            "a send whose record timed out (the locking session said {:?})",
+            std::fs::read_to_string(dir.path().join("locked.err")).unwrap_or_default()
+        ),
+    );
+    assert_eq!(
+        stdout(&o),
+        "{\"id\":\"msg_77\"}\n",
+        "its output is passed on"
+    );
+    let err = stderr(&o);
+    assert!(err.contains("could not be recorded"), "{err}");
+    assert!(err.contains("statement_timeout"), "{err}");
+    assert!(err.contains("provider id msg_77"), "{err}");
+    // The command to paste names the ledger without its password, so that PGPASSWORD
+    // or a password file is what supplies it.
+    let bare = without_password(&cluster);
+    assert!(
+        err.contains(&format!(
+            "send-once resolve {bare}?statement_timeout=300ms unrecorded sent --provider-id msg_77"
+        )),
+        "{err}"
+    );
+    no_secret(&cluster, &o, "unrecorded");
+    // Once the lock is gone, the pasted command works with the password from the
+    // environment, and the entry is settled with the id.
+    let o = run(cli(&[
+        "resolve",
+        &format!("{bare}?statement_timeout=5s"),
+        "unrecorded",
+        "sent",
+        "--provider-id",
+        "msg_77",
+        "--by",
+        "ana",
+    ])
+    .env("PGPASSWORD", cluster.password()));
+    expect_exit(&o, 0, "resolve as the message says");
 }

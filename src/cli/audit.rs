@@ -90,7 +90,10 @@ pub fn audit(args: &AuditArgs) -> Exit {
     if args.json {
         print_json(&report);
     } else {
-        print_styled(&format_report(&report), use_colour(args.no_colour));
+        print_styled(
+            &format_report(&report, &path.as_argument()),
+            use_colour(args.no_colour),
+        );
     }
     if all_well { Exit::Ok } else { Exit::Failed }
 }
@@ -155,7 +158,8 @@ const META_FIELDS: usize = 50;
 
 /// The Node CLI's `formatAudit`, from the report it built; colour is added by the
 /// writer (see [`Styled`]), so nothing in the text can bring its own.
-fn format_report(report: &Value) -> Styled {
+/// `argument` is the ledger as the commands it suggests name it.
+fn format_report(report: &Value, argument: &str) -> Styled {
     let mut out = Styled::default();
     let count = |name: &str| report["counts"][name].as_u64().unwrap_or(0);
     let ledger = visible_inline(report["ledger"].as_str().unwrap_or_default()).into_owned();
@@ -307,8 +311,9 @@ fn format_report(report: &Value) -> Styled {
         }
         out.plain(wrap(note, WIDTH - 2, "  ")).plain("\n");
         if i == usize::from(!unreadable.is_empty()) && !unknown.is_empty() {
-            out.plain(format!("    send-once resolve {ledger} <key> sent\n"));
-            out.plain(format!("    send-once resolve {ledger} <key> failed\n"));
+            let argument = visible_inline(argument);
+            out.plain(format!("    send-once resolve {argument} <key> sent\n"));
+            out.plain(format!("    send-once resolve {argument} <key> failed\n"));
         }
     }
     out.plain("\n");

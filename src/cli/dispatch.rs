@@ -99,7 +99,10 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 args.json,
                 key,
                 Ok(outcome),
-                provider.not_started(),
+                super::run::Started {
+                    not_started: provider.not_started(),
+                    returned: provider.returned(),
+                },
                 gates,
             ),
             Ok(refused) => {
@@ -124,7 +127,10 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 args.json,
                 key,
                 Err(e),
-                provider.not_started(),
+                super::run::Started {
+                    not_started: provider.not_started(),
+                    returned: provider.returned(),
+                },
                 gates,
             ),
             // A kind of error this binary does not know may have come after the send:

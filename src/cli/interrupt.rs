@@ -78,7 +78,8 @@ pub async fn report(
             Exit::Unknown,
             format!(
                 "interrupted by {signal} while sending {shown}: the send command was stopped with its process group, and may or may not have reached the provider. It stays pending and will not be sent again on its own.\n\
-                 Check with the provider, then record what happened:\n  send-once resolve {location} {shown} sent\n  send-once resolve {location} {shown} failed"
+                 Check with the provider, then record what happened:\n  send-once resolve {location} {shown} sent\n  send-once resolve {location} {shown} failed",
+                location = location.as_argument()
             ),
         ),
     }

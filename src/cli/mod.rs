@@ -328,6 +328,7 @@ pub fn store_problem(e: &send_once::ledger::StoreError) -> Problem {
         | StoreError::NoReviewQueue(_)
         | StoreError::NotALedger { .. }
         | StoreError::NewerSchema { .. } => Kind::NotALedger,
+        StoreError::BadLocation { .. } => Kind::BadInput,
         _ => Kind::Io,
     };
     Problem::new(kind, e)

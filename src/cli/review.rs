@@ -1153,7 +1153,10 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                 args.json,
                 &draft.key,
                 outcome,
-                provider.not_started(),
+                super::run::Started {
+                    not_started: provider.not_started(),
+                    returned: provider.returned(),
+                },
                 gates,
             )
         };

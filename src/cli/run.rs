@@ -179,6 +179,15 @@ fn plan(args: &RunArgs) -> Result<Plan, String> {
 pub struct RunProvider {
     inner: CommandProvider,
     not_started: Mutex<Option<String>>,
+    returned: Mutex<Option<Returned>>,
+}
+
+/// What a send command gave back, kept for when its result cannot be recorded: then it
+/// is the one thing that settles the send, and must not be thrown away.
+#[derive(Clone, Debug, Default)]
+pub struct Returned {
+    pub stdout: Vec<u8>,
+    pub provider_id: Option<String>,
 }
 
 impl RunProvider {
@@ -186,12 +195,18 @@ impl RunProvider {
         RunProvider {
             inner,
             not_started: Mutex::new(None),
+            returned: Mutex::new(None),
         }
     }
 
     /// Why the send command never started, when it did not.
     pub fn not_started(&self) -> Option<String> {
         self.not_started.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// What the last send command that returned gave back.
+    pub fn returned(&self) -> Option<Returned> {
+        self.returned.lock().ok().and_then(|slot| slot.clone())
     }
 }
 
@@ -205,7 +220,15 @@ impl Provider for RunProvider {
 
     async fn send(&self, context: SendContext) -> Result<CommandReceipt, SendError> {
         match self.inner.send_command(context).await {
-            Ok(receipt) => Ok(receipt),
+            Ok(receipt) => {
+                if let Ok(mut slot) = self.returned.lock() {
+                    *slot = Some(Returned {
+                        stdout: receipt.stdout().to_vec(),
+                        provider_id: send_once::ledger::Receipt::provider_id(&receipt),
+                    });
+                }
+                Ok(receipt)
+            }
             Err(CommandSendError::NotStarted(message)) => {
                 if let Ok(mut slot) = self.not_started.lock() {
                     *slot = Some(message.clone());
@@ -257,9 +280,20 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         args.json,
         &plan.key,
         outcome,
-        provider.not_started(),
+        Started {
+            not_started: provider.not_started(),
+            returned: provider.returned(),
+        },
         gates,
     )
+}
+
+/// What the provider saw of the send command: that it never started, or what it gave
+/// back when it returned.
+#[derive(Default)]
+pub struct Started {
+    pub not_started: Option<String>,
+    pub returned: Option<Returned>,
 }
 
 /// Which gates a run had, for what its messages suggest.
@@ -277,6 +311,50 @@ impl Gates {
 }
 
 /// Tells what the ledger did with a send, with the exit code for it.
+/// A send that returned but could not be recorded: what it gave back (its stdout, its
+/// provider id) is passed on and named, since it is what settles the send once the
+/// ledger can be written again.
+fn unrecorded(
+    ledger: &LedgerLocation,
+    json: bool,
+    key: &str,
+    error: &LedgerError,
+    returned: Option<Returned>,
+) -> Exit {
+    let Some(returned) = returned else {
+        return fail(Exit::Unknown, error);
+    };
+    if !json {
+        print_command_stdout(&returned.stdout);
+    }
+    let shown_key = send_once::text::visible_inline(key);
+    let ledger = ledger.as_argument();
+    let settle = match &returned.provider_id {
+        Some(id) => format!(
+            "The send command returned, with provider id {}. Once the ledger can be written, record it:\n  send-once resolve {ledger} {shown_key} sent --provider-id {}",
+            send_once::text::visible_inline(id),
+            shell_word(id)
+        ),
+        None => format!(
+            "The send command returned (its output is above). Once the ledger can be written, record it:\n  send-once resolve {ledger} {shown_key} sent"
+        ),
+    };
+    fail(Exit::Unknown, format!("{error}\n{settle}"))
+}
+
+/// `text` as one shell word, quoted only when it must be.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+=".contains(c))
+    {
+        text.to_owned()
+    } else {
+        send_once::text::visible_inline(&shell_words::quote(text)).into_owned()
+    }
+}
+
 /// A send that returned after a person's verdict went out all the same: say so, since
 /// the person (and perhaps a second send) acted on "it did not".
 fn warn_if_late(entry: &send_once::ledger::Entry) {
@@ -303,12 +381,18 @@ pub fn report(
     json: bool,
     key: &str,
     outcome: Result<Outcome<CommandReceipt>, LedgerError>,
-    not_started: Option<String>,
+    started: Started,
     gates: Gates,
 ) -> Exit {
+    let Started {
+        not_started,
+        returned,
+    } = started;
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(e @ LedgerError::Unrecorded { .. }) => return fail(Exit::Unknown, e),
+        Err(e @ LedgerError::Unrecorded { .. }) => {
+            return unrecorded(ledger, json, key, &e, returned);
+        }
         // The exit code stays 2 (the send could not run); the kind says why.
         Err(e) => return super::output::fail_with(Exit::Refused, super::ledger_problem(e).1),
     };
@@ -316,7 +400,8 @@ pub fn report(
         print_json(&outcome_json(key, &outcome));
     }
     let how_to_settle = format!(
-        "Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed"
+        "Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed",
+        ledger = ledger.as_argument()
     );
     match outcome {
         Outcome::Sent { result, entry } => {

@@ -34,6 +34,7 @@ pub enum LedgerLocation {
 pub struct PostgresUrl {
     shown: String,
     whole: Arc<str>,
+    unusable: Option<String>,
 }
 
 impl PostgresUrl {
@@ -42,7 +43,34 @@ impl PostgresUrl {
         PostgresUrl {
             shown: redact_url(url),
             whole: Arc::from(url),
+            unusable: None,
         }
+    }
+
+    /// A ledger argument meant as a connection but not in the one form send-once reads
+    /// (a libpq `key=value` string, a misspelt scheme): kept as a Postgres location so
+    /// it is never a file name, its password hidden, and refused with `why`.
+    fn unusable(text: &str, shown: String, why: String) -> PostgresUrl {
+        PostgresUrl {
+            shown,
+            whole: Arc::from(text),
+            unusable: Some(why),
+        }
+    }
+
+    /// Why this cannot be connected to as given, when it cannot.
+    pub fn unusable_because(&self) -> Option<&str> {
+        self.unusable.as_deref()
+    }
+
+    /// The URL with no password at all (neither `***` nor the secret), for a command a
+    /// person may paste: it then finds the password where psql would (`PGPASSWORD`,
+    /// `~/.pgpass`).
+    pub fn without_password(&self) -> String {
+        if self.unusable.is_some() {
+            return self.shown.clone();
+        }
+        strip_password(&self.whole)
     }
 
     /// The URL with its password as `***`.
@@ -91,6 +119,9 @@ impl LedgerLocation {
         if postgres_url_start(&text) == Some(0) {
             return LedgerLocation::Postgres(PostgresUrl::new(&text));
         }
+        if let Some((shown, why)) = meant_as_a_connection(&text) {
+            return LedgerLocation::Postgres(PostgresUrl::unusable(&text, shown, why));
+        }
         let path = PathBuf::from(arg);
         if path.extension().is_some_and(|e| e == "jsonl") {
             LedgerLocation::Jsonl(path)
@@ -114,6 +145,17 @@ impl LedgerLocation {
             LedgerLocation::Sqlite(_) => "SQLite",
             LedgerLocation::Jsonl(_) => "JSON Lines",
             LedgerLocation::Postgres(_) => "Postgres",
+        }
+    }
+
+    /// The ledger as an argument for a command a person may paste: the path, or the
+    /// URL without its password (see [`PostgresUrl::without_password`]).
+    pub fn as_argument(&self) -> String {
+        match self {
+            LedgerLocation::Sqlite(path) | LedgerLocation::Jsonl(path) => {
+                path.display().to_string()
+            }
+            LedgerLocation::Postgres(url) => url.without_password(),
         }
     }
 
@@ -310,6 +352,155 @@ fn postgres_url_start(text: &str) -> Option<usize> {
         .min()
 }
 
+/// The libpq parameter names a `key=value` connection string starts with.
+const CONNINFO_KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "service",
+    "sslmode",
+    "options",
+    "application_name",
+    "connect_timeout",
+];
+
+/// For an argument that is plainly meant as a database connection but is not a
+/// `postgres://` URL: how it may be shown, and why it is refused. A file name never
+/// looks like this (a path that does can be given as `./…`).
+fn meant_as_a_connection(text: &str) -> Option<(String, String)> {
+    if is_postgres_url(text) {
+        return None;
+    }
+    let trimmed = text.trim_start();
+    let first_key = trimmed
+        .split('=')
+        .next()
+        .map(str::trim)
+        .filter(|_| trimmed.contains('='));
+    if first_key.is_some_and(|k| CONNINFO_KEYWORDS.contains(&k.to_ascii_lowercase().as_str())) {
+        return Some((
+            redact_conninfo(text),
+            "a libpq key=value connection string is not read as a ledger; give it as a URL: postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD or ~/.pgpass)".to_owned(),
+        ));
+    }
+    let lower = text.to_ascii_lowercase();
+    for scheme in ["postgresql", "postgres"] {
+        if let Some(rest) = lower.strip_prefix(scheme)
+            && rest.starts_with("//")
+        {
+            return Some((
+                hide_user_info(text),
+                format!("this is not a {scheme}:// URL (the colon after {scheme} is missing)"),
+            ));
+        }
+    }
+    let scheme_end = text.find("://")?;
+    let scheme = &text[..scheme_end];
+    let is_scheme = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
+    if !is_scheme {
+        return None;
+    }
+    Some((
+        hide_user_info(text),
+        format!(
+            "{}:// is not a ledger: a ledger is a file path or a postgres:// (postgresql://) URL; a file whose name starts like a URL can be given as ./NAME",
+            crate::text::visible_inline(scheme)
+        ),
+    ))
+}
+
+/// A connection string with its `password=` value hidden (quoted or not).
+fn redact_conninfo(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.to_ascii_lowercase().find("password") {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let after_name = &from["password".len()..];
+        let spaces = after_name.len() - after_name.trim_start().len();
+        let Some(value) = after_name.trim_start().strip_prefix('=') else {
+            out.push_str("password");
+            rest = after_name;
+            continue;
+        };
+        out.push_str("password");
+        out.push_str(&after_name[..spaces]);
+        out.push_str("=***");
+        let value = value.trim_start();
+        let end = if let Some(quoted) = value.strip_prefix('\'') {
+            // Up to the closing quote that is not escaped.
+            let mut escaped = false;
+            quoted
+                .char_indices()
+                .find(|&(_, c)| {
+                    let close = c == '\'' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    close
+                })
+                .map_or(value.len(), |(i, _)| i + 2)
+        } else {
+            value.find(char::is_whitespace).unwrap_or(value.len())
+        };
+        rest = &value[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A URL-like text with everything between `//` and the last `@` hidden: for texts
+/// too malformed to know where a password would end.
+fn hide_user_info(text: &str) -> String {
+    match (text.find("//"), text.rfind('@')) {
+        (Some(slashes), Some(at)) if at > slashes + 2 => {
+            format!("{}***{}", &text[..slashes + 2], &text[at..])
+        }
+        _ => text.to_owned(),
+    }
+}
+
+/// `url` with the password removed from its user info and every password parameter
+/// left out.
+fn strip_password(url: &str) -> String {
+    let redacted = redact_url(url);
+    let without_userinfo = redacted.replacen(":***@", "@", 1);
+    let Some((before, query)) = without_userinfo.split_once('?') else {
+        return without_userinfo;
+    };
+    let (query, fragment) = query
+        .split_once('#')
+        .map_or((query, None), |(q, f)| (q, Some(f)));
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| {
+            !p.split('=')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase()
+                .contains("password")
+        })
+        .collect();
+    let mut out = before.to_owned();
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
 /// Whether `text` is a Postgres URL (the scheme's case does not matter).
 pub fn is_postgres_url(text: &str) -> bool {
     postgres_url_start(text) == Some(0)
@@ -370,6 +561,10 @@ fn redact_password_parameter(rest: &str) -> String {
 pub fn redact_known_urls<'a>(text: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     let mut out = text.to_owned();
     for arg in known {
+        if let Some((shown, _)) = meant_as_a_connection(arg) {
+            out = out.replace(arg, &shown);
+            continue;
+        }
         let Some(start) = postgres_url_start(arg) else {
             continue;
         };
@@ -468,7 +663,54 @@ mod tests {
     }
 
     #[test]
+    fn what_is_meant_as_a_connection_is_never_a_file_and_hides_its_password() {
+        for (text, shown) in [
+            (
+                "host=db port=5432 user=ana password=kv dbname=sends",
+                "host=db port=5432 user=ana password=*** dbname=sends",
+            ),
+            (
+                "dbname=x password = 'a b\\' c' host=h",
+                "dbname=x password =*** host=h",
+            ),
+            ("postgres//ana:pw@h/db", "postgres//***@h/db"),
+            ("pg://ana:pw@h/db", "pg://***@h/db"),
+            ("mysql://ana:pw@h/db", "mysql://***@h/db"),
+        ] {
+            let location = LedgerLocation::new(text);
+            assert_eq!(location.kind(), "postgres", "{text}");
+            assert_eq!(location.to_string(), shown, "{text}");
+            let LedgerLocation::Postgres(url) = &location else {
+                unreachable!()
+            };
+            assert!(url.unusable_because().is_some(), "{text}");
+        }
+        for path in ["a=b.db", "./pg://x", "notes.db", "dir/x.jsonl"] {
+            assert_ne!(LedgerLocation::new(path).kind(), "postgres", "{path}");
+        }
+    }
+
+    #[test]
+    fn a_command_to_paste_names_the_url_without_its_password() {
+        for (url, argument) in [
+            ("postgres://ana:pw@h/db", "postgres://ana@h/db"),
+            (
+                "postgres://ana@h/db?password=pw&sslmode=require",
+                "postgres://ana@h/db?sslmode=require",
+            ),
+            ("postgres://h/db?password=pw", "postgres://h/db"),
+        ] {
+            assert_eq!(LedgerLocation::new(url).as_argument(), argument, "{url}");
+        }
+    }
+
+    #[test]
     fn known_urls_are_hidden_in_any_text() {
+        // A URL without a password is left as it is.
+        assert_eq!(
+            redact_known_urls("x postgres://ana@h/db y", ["postgres://ana@h/db"]),
+            "x postgres://ana@h/db y"
+        );
         let args = ["ls", "l.db", "--x=postgres://alice:pw@h/db"];
         let text = "error: unexpected argument '--x=postgres://alice:pw@h/db' found";
         assert_eq!(

@@ -161,6 +161,8 @@ pub struct PostgresStore {
     access: Access,
     table: String,
     server: String,
+    /// What a failed connection's message adds (a password file that was ignored).
+    notes: Vec<String>,
     statement_timeout: Duration,
     reached: tokio::sync::OnceCell<Server>,
     sql: Statements,
@@ -239,6 +241,9 @@ impl PostgresStore {
             ledger: ledger.clone(),
             why,
         };
+        if let Some(why) = url.unusable_because() {
+            return Err(bad(why.to_owned()));
+        }
         let mut settings =
             settings::settings(url.secret(), &|name| std::env::var(name).ok()).map_err(bad)?;
         if access == Access::ReadOnly {
@@ -270,6 +275,7 @@ impl PostgresStore {
             access,
             table: settings.table,
             server: settings.server,
+            notes: settings.notes,
             statement_timeout: settings.statement_timeout,
             reached: tokio::sync::OnceCell::new(),
             listen_with,
@@ -369,6 +375,11 @@ impl PostgresStore {
             let reason = match &e {
                 deadpool_postgres::PoolError::Backend(e) => reason(e),
                 other => other.to_string(),
+            };
+            let reason = if self.notes.is_empty() {
+                reason
+            } else {
+                format!("{reason}; {}", self.notes.join("; "))
             };
             StoreError::Unreachable {
                 ledger: self.ledger.clone(),
@@ -627,30 +638,43 @@ impl PostgresStore {
 
     /// Refuses a table of the ledger's name that is not a ledger: it is left alone.
     async fn check_columns(&self, tx: &Transaction<'_>) -> Result<(), StoreError> {
-        let columns: Vec<String> = tx
+        let columns: Vec<(String, String)> = tx
             .query(
-                "SELECT column_name::text FROM information_schema.columns \
+                "SELECT column_name::text, data_type::text FROM information_schema.columns \
                  WHERE table_name = $1 AND table_schema = current_schema()",
                 &[&self.table],
             )
             .await
             .map_err(|e| self.refused(&e))?
             .iter()
-            .map(|r| r.get(0))
+            .map(|r| (r.get(0), r.get(1)))
             .collect();
+        let not_a_ledger = |why: String| StoreError::NotALedger {
+            ledger: self.ledger.clone(),
+            why,
+        };
         let missing: Vec<&str> = NODE_COLUMNS
             .into_iter()
-            .filter(|c| !columns.iter().any(|have| have == c))
+            .filter(|c| !columns.iter().any(|(have, _)| have == c))
             .collect();
         if !missing.is_empty() {
-            return Err(StoreError::NotALedger {
-                ledger: self.ledger.clone(),
-                why: format!(
-                    "its table {} has no {} column",
+            return Err(not_a_ledger(format!(
+                "its table {} has no {} column",
+                self.table,
+                missing.join(", ")
+            )));
+        }
+        // Every ledger column is text (Node's statement makes them TEXT): a table of
+        // the same shape with other types is someone else's.
+        for (name, kind) in &columns {
+            let text = matches!(kind.as_str(), "text" | "character varying" | "character");
+            if NODE_COLUMNS.contains(&name.as_str()) && !text {
+                return Err(not_a_ledger(format!(
+                    "its table {}'s column {name} is {}, not text",
                     self.table,
-                    missing.join(", ")
-                ),
-            });
+                    crate::text::visible_inline(kind)
+                )));
+            }
         }
         Ok(())
     }

@@ -37,6 +37,16 @@ pub(crate) struct Settings {
     pub statement_timeout: Duration,
     /// Host, port, database and user, for messages.
     pub server: String,
+    /// What a failed connection's message should add (a password file ignored).
+    pub notes: Vec<String>,
+}
+
+/// What the password file gave.
+enum PasswordFile {
+    Found(String),
+    /// There, but others can read it: ignored, as libpq ignores it.
+    OthersCanRead(PathBuf),
+    NoMatch,
 }
 
 /// The default statement timeout: a stuck server is an error after this, not a hang.
@@ -70,7 +80,10 @@ pub(crate) fn settings(
             "sslmode" => tls = Some(tls_mode(&decoded)?),
             "sslrootcert" => root_cert = Some(PathBuf::from(decoded)),
             "statement_timeout" => statement_timeout = timeout(&decoded)?,
-            _ => passed.push(param),
+            other => {
+                check_parameter(other)?;
+                passed.push(param);
+            }
         }
     }
     let rebuilt = if passed.is_empty() {
@@ -79,8 +92,15 @@ pub(crate) fn settings(
         format!("{base}?{}", passed.join("&"))
     };
     let mut config = Config::from_str(&rebuilt).map_err(|e| {
-        // tokio-postgres names the part it could not read, never the password.
-        format!("the URL cannot be read: {e}")
+        // tokio-postgres says what it could not read, never the password; what it most
+        // often is, is a password holding a character a URL gives a meaning to.
+        let mut why = e.to_string();
+        if let Some(cause) = std::error::Error::source(&e) {
+            why = format!("{why} ({cause})");
+        }
+        format!(
+            "the URL cannot be read: {why}. A user name or password holding @ : / ? # or % must be percent-encoded (%40 %3A %2F %3F %23 %25)"
+        )
     })?;
     let tls = match (tls, env("PGSSLMODE")) {
         (Some(mode), _) => mode,
@@ -94,10 +114,18 @@ pub(crate) fn settings(
     });
     let root_cert = root_cert.or_else(|| env("PGSSLROOTCERT").map(PathBuf::from));
     fill_in_defaults(&mut config, env);
-    if config.get_password().is_none()
-        && let Some(password) = password_from_file(&config, env)
-    {
-        config.password(password);
+    let mut notes = Vec::new();
+    if config.get_password().is_none() {
+        match password_from_file(&config, env) {
+            PasswordFile::Found(password) => {
+                config.password(password);
+            }
+            PasswordFile::OthersCanRead(path) => notes.push(format!(
+                "the password file {} was not read because others can read it; make it readable by its owner only (chmod 600), as libpq requires",
+                crate::text::visible_inline(&path.display().to_string())
+            )),
+            PasswordFile::NoMatch => {}
+        }
     }
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
@@ -121,20 +149,63 @@ pub(crate) fn settings(
         root_cert,
         statement_timeout,
         server,
+        notes,
     })
 }
 
-/// libpq reads `postgres:user@host/db` too; tokio-postgres wants the `//`.
+/// libpq reads `postgres:user@host/db` too, and a scheme in any case; tokio-postgres
+/// wants `postgres://` or `postgresql://` in lower case.
 fn with_slashes(url: &str) -> String {
     let Some(colon) = url.find(':') else {
         return url.to_owned();
     };
+    let scheme = url[..colon].to_ascii_lowercase();
     let rest = &url[colon + 1..];
     if rest.starts_with("//") {
-        url.to_owned()
+        format!("{scheme}:{rest}")
     } else {
-        format!("{}//{}", &url[..=colon], rest.trim_start_matches('/'))
+        format!("{scheme}://{}", rest.trim_start_matches('/'))
     }
+}
+
+/// The URL parameters tokio-postgres reads; with ours, every one send-once accepts.
+const LIBPQ_PARAMETERS: &[&str] = &[
+    "user",
+    "password",
+    "dbname",
+    "options",
+    "application_name",
+    "sslnegotiation",
+    "host",
+    "hostaddr",
+    "port",
+    "connect_timeout",
+    "tcp_user_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_retries",
+    "target_session_attrs",
+    "channel_binding",
+    "load_balance_hosts",
+];
+
+/// Refuses a parameter send-once would not use, naming it, rather than letting the
+/// connection string be "invalid" as a whole.
+fn check_parameter(name: &str) -> Result<(), String> {
+    if LIBPQ_PARAMETERS.contains(&name) {
+        return Ok(());
+    }
+    let shown = crate::text::visible_inline(name);
+    Err(match name {
+        "sslcert" | "sslkey" | "sslpassword" | "sslcrl" | "sslcrldir" | "sslsni" => format!(
+            "the URL's {shown} is not supported: send-once does not present a client certificate (TLS with sslmode and sslrootcert is)"
+        ),
+        _ => format!(
+            "the URL's parameter {shown} is not one send-once reads: it takes table, statement_timeout, sslmode, sslrootcert, and libpq's {}",
+            LIBPQ_PARAMETERS.join(", ")
+        ),
+    })
 }
 
 fn split_query(url: &str) -> (&str, &str) {
@@ -261,16 +332,26 @@ fn describe(config: &Config) -> String {
 /// The password for this host, port, database and user from the password file
 /// (`PGPASSFILE`, else `~/.pgpass`), as libpq finds it: the first line that matches,
 /// `*` matching anything. A file others can read is ignored, as libpq ignores it.
-fn password_from_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
-    let path = env("PGPASSFILE")
+fn password_from_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> PasswordFile {
+    let Some(path) = env("PGPASSFILE")
         .map(PathBuf::from)
-        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".pgpass")))?;
-    let meta = std::fs::metadata(&path).ok()?;
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".pgpass")))
+    else {
+        return PasswordFile::NoMatch;
+    };
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return PasswordFile::NoMatch;
+    };
     use std::os::unix::fs::PermissionsExt;
-    if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
-        return None;
+    if !meta.is_file() {
+        return PasswordFile::NoMatch;
     }
-    let text = std::fs::read_to_string(&path).ok()?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return PasswordFile::OthersCanRead(path);
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return PasswordFile::NoMatch;
+    };
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(name)) => name.clone(),
         // libpq matches a socket connection to the default socket as "localhost".
@@ -288,7 +369,8 @@ fn password_from_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
         config.get_dbname().unwrap_or_default(),
         config.get_user().unwrap_or_default(),
     ];
-    text.lines()
+    let found = text
+        .lines()
         .filter(|line| !line.starts_with('#'))
         .find_map(|line| {
             let fields = pgpass_fields(line);
@@ -300,7 +382,8 @@ fn password_from_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
                 .zip(wanted)
                 .all(|(field, want)| field == "*" || field == want);
             matches.then(|| fields[4].clone())
-        })
+        });
+    found.map_or(PasswordFile::NoMatch, PasswordFile::Found)
 }
 
 /// A password-file line's five fields, `\:` and `\\` unescaped.
@@ -385,7 +468,12 @@ mod tests {
                 "sslmode=sometimes",
             ),
             ("postgres://a:pw@h/db?statement_timeout=0", "at least 1ms"),
-            ("postgres://a:pw@h/db?bogus=1", "cannot be read"),
+            ("postgres://a:pw@h/db?bogus=1", "parameter bogus is not one"),
+            (
+                "postgres://a:pw@h/db?sslpassword=pw",
+                "sslpassword is not supported",
+            ),
+            ("postgres://a:p@ss:w@h/db", "percent-encoded"),
         ] {
             let Err(e) = settings(url, &env_of(&[])) else {
                 panic!("{url} was accepted");
