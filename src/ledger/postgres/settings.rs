@@ -78,10 +78,7 @@ pub(crate) fn settings(
     } else {
         format!("{base}?{}", passed.join("&"))
     };
-    let mut config = Config::from_str(&rebuilt).map_err(|e| {
-        // tokio-postgres names the part it could not read, never the password.
-        format!("the URL cannot be read: {e}")
-    })?;
+    let mut config = Config::from_str(&rebuilt).map_err(|e| unreadable(base, &passed, &e))?;
     let tls = match (tls, env("PGSSLMODE")) {
         (Some(mode), _) => mode,
         (None, Some(mode)) => tls_mode(&mode).map_err(|e| format!("PGSSLMODE: {e}"))?,
@@ -124,16 +121,60 @@ pub(crate) fn settings(
     })
 }
 
-/// libpq reads `postgres:user@host/db` too; tokio-postgres wants the `//`.
+/// libpq reads `postgres:user@host/db` too; tokio-postgres wants the `//`, and a
+/// lower-case scheme (a URL's scheme is case-insensitive, and `POSTGRES:` is taken for
+/// a Postgres URL everywhere else, so it must not fail here as unreadable).
 fn with_slashes(url: &str) -> String {
     let Some(colon) = url.find(':') else {
         return url.to_owned();
     };
+    let scheme = url[..colon].to_ascii_lowercase();
     let rest = &url[colon + 1..];
     if rest.starts_with("//") {
-        url.to_owned()
+        format!("{scheme}:{rest}")
     } else {
-        format!("{}//{}", &url[..=colon], rest.trim_start_matches('/'))
+        format!("{scheme}://{}", rest.trim_start_matches('/'))
+    }
+}
+
+/// Why tokio-postgres could not read the URL. Its error says only "invalid connection
+/// string", and its cause can quote an unknown option whole, which is the user's text;
+/// so the parameter at fault is found by reading the URL without it, and only its name
+/// is given.
+fn unreadable(base: &str, passed: &[&str], e: &tokio_postgres::Error) -> String {
+    let cause = |e: &tokio_postgres::Error| {
+        std::error::Error::source(e)
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    };
+    match Config::from_str(base) {
+        Ok(_) => {
+            for param in passed {
+                let Err(e) = Config::from_str(&format!("{base}?{param}")) else {
+                    continue;
+                };
+                let name = param.split_once('=').map_or(*param, |(name, _)| name);
+                let name =
+                    crate::text::visible_inline(&percent_decode_str(name).decode_utf8_lossy())
+                        .into_owned();
+                return if cause(&e).starts_with("unknown option") {
+                    format!(
+                        "the URL cannot be read: {name}= is not a connection parameter send-once knows"
+                    )
+                } else {
+                    format!("the URL cannot be read: the value of {name}= cannot be used")
+                };
+            }
+            format!("the URL cannot be read: {e}")
+        }
+        // The URL's own parts: tokio-postgres's cause names the part (`port`, a bad
+        // percent-escape), never its value.
+        Err(e) => match cause(&e) {
+            why if why.is_empty() || why.starts_with("unknown option") => {
+                format!("the URL cannot be read: {e}")
+            }
+            why => format!("the URL cannot be read: {why}"),
+        },
     }
 }
 
@@ -385,7 +426,22 @@ mod tests {
                 "sslmode=sometimes",
             ),
             ("postgres://a:pw@h/db?statement_timeout=0", "at least 1ms"),
-            ("postgres://a:pw@h/db?bogus=1", "cannot be read"),
+            (
+                "postgres://a:pw@h/db?bogus=1",
+                "bogus= is not a connection parameter send-once knows",
+            ),
+            (
+                "postgres://a:pw@h/db?sslpassword=pw",
+                "sslpassword= is not a connection parameter send-once knows",
+            ),
+            (
+                "postgres://a:pw@h/db?connect_timeout=soon",
+                "the value of connect_timeout= cannot be used",
+            ),
+            (
+                "postgres://a:pw@h:port/db",
+                "invalid value for option `port`",
+            ),
         ] {
             let Err(e) = settings(url, &env_of(&[])) else {
                 panic!("{url} was accepted");
@@ -393,6 +449,24 @@ mod tests {
             assert!(e.contains(says), "{url}: {e}");
             assert!(!e.contains("pw"), "{url}: {e}");
         }
+    }
+
+    #[test]
+    fn the_scheme_is_read_in_any_case_and_with_or_without_slashes() {
+        for url in [
+            "POSTGRES://a:pw@h/db",
+            "PostgreSQL:a:pw@h/db",
+            "postgres:/a:pw@h/db",
+        ] {
+            let s = settings(url, &env_of(&[])).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(s.config.get_user(), Some("a"), "{url}");
+            assert_eq!(s.config.get_dbname(), Some("db"), "{url}");
+        }
+        // No host: the default socket, as libpq reads it, whatever the scheme's case.
+        let s =
+            settings("POSTGRES:///db?user=a", &env_of(&[("PGHOST", "/run/pg")])).expect("settings");
+        assert_eq!(s.config.get_dbname(), Some("db"));
+        assert_eq!(s.config.get_hosts(), [Host::Unix(PathBuf::from("/run/pg"))]);
     }
 
     #[test]
