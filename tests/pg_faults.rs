@@ -1,7 +1,9 @@
 //! A Postgres ledger whose server misbehaves, through the binary: its connection ended
 //! by `pg_terminate_backend` while a claim waits, while the send runs and while the
-//! result is recorded; the server stopped during a send and started again before or
-//! after it ends; a statement stuck behind a lock until `statement_timeout`. Whatever
+//! result is recorded; the answer to a claim or record lost after its commit (a proxy
+//! cuts the connection just before it); the server stopped during a send and started
+//! again before or after it ends; a statement stuck behind a lock until
+//! `statement_timeout`. Whatever
 //! happens, the send runs at most once, the entry ends sent or pending, and the person
 //! is told which with the exit code that means it.
 //!
@@ -15,7 +17,11 @@ mod pg;
 #[path = "common/pg_cli.rs"]
 mod pg_cli;
 
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Child, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pg::PgCluster;
@@ -394,4 +400,178 @@ fn a_statement_stuck_behind_a_lock_times_out_changes_nothing_and_never_sends() {
     session.release();
     assert_eq!(held.times_sent("fresh"), 0, "the command never ran");
     assert_eq!(rows(&session), before, "nothing changed");
+}
+
+/// A TCP proxy in front of the server that passes everything through, except that it
+/// can cut a connection just before the server's answer to a statement reaches the
+/// client: the statement has been applied (and, outside a transaction, committed), and
+/// the client never hears so. The one way to lose an answer after the commit on cue.
+struct LosingProxy {
+    port: u16,
+    /// Cut the connection at the next CommandComplete whose tag starts with this.
+    cut_at: Arc<Mutex<Option<String>>>,
+    /// How many answers were cut.
+    cut: Arc<AtomicUsize>,
+}
+
+impl LosingProxy {
+    fn start(server_port: u16) -> LosingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("the proxy's port").port();
+        let cut_at: Arc<Mutex<Option<String>>> = Arc::default();
+        let cut: Arc<AtomicUsize> = Arc::default();
+        let (rule, count) = (cut_at.clone(), cut.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (rule, count) = (rule.clone(), count.clone());
+                let (mut to_server, mut from_client) =
+                    (server.try_clone().unwrap(), client.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from_client, &mut to_server);
+                    let _ = to_server.shutdown(Shutdown::Both);
+                });
+                std::thread::spawn(move || Self::answers(server, client, &rule, &count));
+            }
+        });
+        LosingProxy { port, cut_at, cut }
+    }
+
+    /// Passes the server's messages on one by one (a type byte and a length that
+    /// counts itself; the URL says sslmode=disable, so there is no one-byte TLS
+    /// answer), cutting both sides instead of passing the chosen CommandComplete.
+    fn answers(
+        mut server: TcpStream,
+        mut client: TcpStream,
+        rule: &Mutex<Option<String>>,
+        count: &AtomicUsize,
+    ) {
+        loop {
+            let mut head = [0u8; 5];
+            if server.read_exact(&mut head).is_err() {
+                break;
+            }
+            let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+            let mut body = vec![0u8; len.saturating_sub(4)];
+            if server.read_exact(&mut body).is_err() {
+                break;
+            }
+            if head[0] == b'C' {
+                let mut rule = rule.lock().unwrap();
+                if rule
+                    .as_deref()
+                    .is_some_and(|tag| body.starts_with(tag.as_bytes()))
+                {
+                    *rule = None;
+                    count.fetch_add(1, Ordering::SeqCst);
+                    break;
+                }
+            }
+            // One write per message, so Nagle's algorithm never holds a message back.
+            let mut message = head.to_vec();
+            message.extend_from_slice(&body);
+            if client.write_all(&message).is_err() {
+                break;
+            }
+        }
+        let _ = client.shutdown(Shutdown::Both);
+        let _ = server.shutdown(Shutdown::Both);
+    }
+
+    fn cut_next(&self, tag: &str) {
+        *self.cut_at.lock().unwrap() = Some(tag.to_owned());
+    }
+
+    /// The cluster's URL through the proxy.
+    fn url(&self, pg: &PgCluster, table: &str) -> String {
+        format!(
+            "{}?table={table}&sslmode=disable",
+            pg.url()
+                .replace(&format!(":{}/", pg.port()), &format!(":{}/", self.port))
+        )
+    }
+}
+
+#[test]
+fn an_answer_lost_after_the_commit_is_decided_by_reading_the_row_back() {
+    let Some(pg) = PgCluster::shared() else {
+        return;
+    };
+    let table = "t_lost_answer";
+    init(pg, &table_url(pg, table));
+    let proxy = LosingProxy::start(pg.port());
+    let url = proxy.url(pg, table);
+    let dir = tempfile::tempdir().unwrap();
+    let held = HeldSend::new(dir.path());
+    let session = Session::connect(&pg.url());
+    for round in 0..3 {
+        // The claim committed and its answer lost: the row holds our token, so the
+        // claim is ours, and the send runs once.
+        let key = format!("claim-answer-lost-{round}");
+        let cut_before = proxy.cut.load(Ordering::SeqCst);
+        proxy.cut_next("INSERT 0 1");
+        let o = finish(start_quick_run(&url, &key, &held));
+        assert_eq!(
+            proxy.cut.load(Ordering::SeqCst),
+            cut_before + 1,
+            "the answer was cut"
+        );
+        expect_code(pg, &o, 0, &key);
+        assert_eq!(held.times_sent(&key), 1, "{key}: {}", said(pg, &o));
+        assert_row(&session, table, &key, "sent");
+
+        // The record committed and its answer lost: the row holds what was written,
+        // so it is done, and nothing is written or sent again.
+        let key = format!("record-answer-lost-{round}");
+        let child = start_run(&url, &key, &held);
+        held.wait_started(&key);
+        proxy.cut_next("UPDATE 1");
+        held.open();
+        let o = finish(child);
+        assert_eq!(
+            proxy.cut.load(Ordering::SeqCst),
+            cut_before + 2,
+            "the answer was cut"
+        );
+        expect_code(pg, &o, 0, &key);
+        assert_eq!(held.times_sent(&key), 1, "{key}");
+        assert_row(&session, table, &key, "sent");
+
+        // A retry of a definite failure (a compare-and-set into attempt 2, with a new
+        // claim token) committed and its answer lost: the token read back is ours, so
+        // attempt 2 is sent, once.
+        let key = format!("retry-answer-lost-{round}");
+        let refused = run(&[
+            "run",
+            &url,
+            "--key",
+            &key,
+            "--failed-exit",
+            "4",
+            "--",
+            "sh",
+            "-c",
+            "exit 4",
+        ]);
+        expect_code(pg, &refused, 1, "a definite failure");
+        proxy.cut_next("UPDATE 1");
+        let o = finish(start_quick_run(&url, &key, &held));
+        assert_eq!(
+            proxy.cut.load(Ordering::SeqCst),
+            cut_before + 3,
+            "the answer was cut"
+        );
+        expect_code(pg, &o, 0, &key);
+        let (status, entry) = session.row(table, &key).expect("a row");
+        assert_eq!(
+            (status.as_str(), entry["attempts"].clone()),
+            ("sent", 2.into())
+        );
+        assert_eq!(held.times_sent(&key), 1, "{key}: attempt 2 ran once");
+    }
 }
