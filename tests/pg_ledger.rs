@@ -160,21 +160,34 @@ fn two_processes_making_a_new_ledger_at_once_both_work_and_migrate_once() {
         return;
     };
     let session = Session::connect(&pg.url());
+    let holder = Session::connect(&pg.url());
     for round in 0..4 {
         let table = format!("t_new_{round}");
         let url = table_url(pg, &table);
         // Two senders, or a sender and `init`, on a ledger nobody made yet.
-        let second: Vec<&str> = if round % 2 == 0 {
-            vec!["run", &url, "--key", "second", "--", "true"]
-        } else {
-            vec!["init", &url]
-        };
-        let outputs = all_at_once(vec![
-            ["run", &url, "--key", "first", "--", "true"]
+        let second: Vec<String> = if round % 2 == 0 {
+            ["run", &url, "--key", "second", "--", "true"]
                 .map(String::from)
-                .to_vec(),
-            second.iter().map(|s| s.to_string()).collect(),
-        ]);
+                .to_vec()
+        } else {
+            ["init", &url].map(String::from).to_vec()
+        };
+        let first = ["run", &url, "--key", "first", "--", "true"]
+            .map(String::from)
+            .to_vec();
+        let outputs = if round < 2 {
+            all_at_once(vec![first, second])
+        } else {
+            // Both made certain to be inside the migration at once: the test holds the
+            // lock it takes until both wait for it.
+            let lock = format!("send-once schema {table}");
+            holder.query("SELECT pg_advisory_lock(hashtext($1))", &[&lock]);
+            let racers = std::thread::spawn(move || all_at_once(vec![first, second]));
+            let one = session.wait_for_blocked(&holder, &[]);
+            session.wait_for_blocked(&holder, &[one]);
+            holder.query("SELECT pg_advisory_unlock(hashtext($1))", &[&lock]);
+            racers.join().expect("the racers finish")
+        };
         for o in &outputs {
             expect_code(pg, o, 0, &format!("round {round}"));
         }
