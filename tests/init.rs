@@ -261,22 +261,36 @@ fn what_is_not_a_ledger_is_refused_and_left_alone() {
 #[test]
 fn a_postgres_url_is_refused_as_everywhere_without_its_password() {
     let dir = TempDir::new().unwrap();
-    let url = "postgres://alice:s3cret@db.example/sends";
-    let init = run(dir.path(), &["init", url]);
-    expect_exit(&init, 2, "init of a Postgres URL");
+    // A port nothing listens on: refused at once, with no name to look up.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let url = format!("postgres://alice:s3cret@127.0.0.1:{port}/sends");
+    let init = run(dir.path(), &["init", &url]);
+    expect_exit(&init, 2, "init of an unreachable Postgres URL");
     // The same words `ls` uses for the same URL.
-    let ls = run(dir.path(), &["ls", url]);
-    expect_exit(&ls, 2, "ls of a Postgres URL");
+    let ls = run(dir.path(), &["ls", &url]);
+    expect_exit(&ls, 2, "ls of an unreachable Postgres URL");
     assert_eq!(stderr(&init), stderr(&ls));
-    assert_eq!(
-        stderr(&init),
-        "send-once: postgres://alice:***@db.example/sends: Postgres ledgers are not supported yet in this build\n"
+    assert!(
+        stderr(&init).starts_with(&format!(
+            "send-once: cannot connect to the Postgres ledger postgres://alice:***@127.0.0.1:{port}/sends (host 127.0.0.1, port {port}, database sends, user alice): "
+        )),
+        "{}",
+        stderr(&init)
     );
-    let json = run(dir.path(), &["init", url, "--json"]);
+    assert!(!stderr(&init).contains("s3cret"), "{}", stderr(&init));
+    let json = run(dir.path(), &["init", &url, "--json"]);
+    expect_exit(&json, 2, "init --json of an unreachable Postgres URL");
     assert!(!stdout(&json).contains("s3cret"), "{}", stdout(&json));
-    assert_eq!(
-        json_stdout(&json, "init --json")["error"]["kind"],
-        "not_a_ledger"
+    let error = &json_stdout(&json, "init --json")["error"];
+    assert_eq!(error["kind"], "io");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("cannot connect to the Postgres ledger")),
+        "{error}"
     );
     assert!(
         snapshot(dir.path()).is_empty(),

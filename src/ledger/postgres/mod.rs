@@ -784,9 +784,14 @@ impl PostgresStore {
                 Err(failure) => return Err(self.failed(failure)),
             }
         }
-        Err(StoreError::ConnectionLost {
+        // Read back twice and not there: not ConnectionLost, whose words say the
+        // outcome is unknown. It is known: nothing was claimed.
+        Err(StoreError::Database {
             ledger: self.ledger.clone(),
-            reason: format!("{lost} (twice; the claim was not made)"),
+            detail: format!(
+                "the connection was lost twice before the claim was answered ({lost}); \
+                 read back each time, the claim is not there, so nothing was claimed"
+            ),
         })
     }
 
@@ -917,9 +922,12 @@ impl PostgresStore {
         if lost.is_empty() {
             return Ok(false);
         }
-        Err(StoreError::ConnectionLost {
+        Err(StoreError::Database {
             ledger: self.ledger.clone(),
-            reason: format!("{lost} (twice; the entry was not changed)"),
+            detail: format!(
+                "the connection was lost twice before the change was answered ({lost}); \
+                 read back each time, the entry still holds what it held, so it was not changed"
+            ),
         })
     }
 

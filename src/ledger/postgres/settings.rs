@@ -91,17 +91,7 @@ pub(crate) fn settings(
     } else {
         format!("{base}?{}", passed.join("&"))
     };
-    let mut config = Config::from_str(&rebuilt).map_err(|e| {
-        // tokio-postgres says what it could not read, never the password; what it most
-        // often is, is a password holding a character a URL gives a meaning to.
-        let mut why = e.to_string();
-        if let Some(cause) = std::error::Error::source(&e) {
-            why = format!("{why} ({cause})");
-        }
-        format!(
-            "the URL cannot be read: {why}. A user name or password holding @ : / ? # or % must be percent-encoded (%40 %3A %2F %3F %23 %25)"
-        )
-    })?;
+    let mut config = Config::from_str(&rebuilt).map_err(|e| unreadable(base, &passed, &e))?;
     let tls = match (tls, env("PGSSLMODE")) {
         (Some(mode), _) => mode,
         (None, Some(mode)) => tls_mode(&mode).map_err(|e| format!("PGSSLMODE: {e}"))?,
@@ -153,8 +143,9 @@ pub(crate) fn settings(
     })
 }
 
-/// libpq reads `postgres:user@host/db` too, and a scheme in any case; tokio-postgres
-/// wants `postgres://` or `postgresql://` in lower case.
+/// libpq reads `postgres:user@host/db` too; tokio-postgres wants the `//`, and a
+/// lower-case scheme (a URL's scheme is case-insensitive, and `POSTGRES:` is taken for
+/// a Postgres URL everywhere else, so it must not fail here as unreadable).
 fn with_slashes(url: &str) -> String {
     let Some(colon) = url.find(':') else {
         return url.to_owned();
@@ -165,6 +156,50 @@ fn with_slashes(url: &str) -> String {
         format!("{scheme}:{rest}")
     } else {
         format!("{scheme}://{}", rest.trim_start_matches('/'))
+    }
+}
+
+/// Why tokio-postgres could not read the URL. Its error says only "invalid connection
+/// string", and its cause can quote an unknown option whole, which is the user's text;
+/// so the parameter at fault is found by reading the URL without it, and only its name
+/// is given.
+fn unreadable(base: &str, passed: &[&str], e: &tokio_postgres::Error) -> String {
+    let cause = |e: &tokio_postgres::Error| {
+        std::error::Error::source(e)
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    };
+    match Config::from_str(base) {
+        Ok(_) => {
+            for param in passed {
+                let Err(e) = Config::from_str(&format!("{base}?{param}")) else {
+                    continue;
+                };
+                let name = param.split_once('=').map_or(*param, |(name, _)| name);
+                let name =
+                    crate::text::visible_inline(&percent_decode_str(name).decode_utf8_lossy())
+                        .into_owned();
+                return if cause(&e).starts_with("unknown option") {
+                    format!(
+                        "the URL cannot be read: {name}= is not a connection parameter send-once knows"
+                    )
+                } else {
+                    format!("the URL cannot be read: the value of {name}= cannot be used")
+                };
+            }
+            format!("the URL cannot be read: {e}")
+        }
+        // The URL's own parts: tokio-postgres's cause names the part (`port`, a bad
+        // percent-escape), never its value.
+        Err(e) => {
+            let why = match cause(&e) {
+                why if why.is_empty() || why.starts_with("unknown option") => e.to_string(),
+                why => why,
+            };
+            format!(
+                "the URL cannot be read: {why}. A user name or password holding @ : / ? # or % must be percent-encoded (%40 %3A %2F %3F %23 %25)"
+            )
+        }
     }
 }
 
@@ -474,6 +509,14 @@ mod tests {
                 "sslpassword is not supported",
             ),
             ("postgres://a:p@ss:w@h/db", "percent-encoded"),
+            (
+                "postgres://a:pw@h/db?connect_timeout=soon",
+                "the value of connect_timeout= cannot be used",
+            ),
+            (
+                "postgres://a:pw@h:port/db",
+                "invalid value for option `port`",
+            ),
         ] {
             let Err(e) = settings(url, &env_of(&[])) else {
                 panic!("{url} was accepted");
@@ -481,6 +524,24 @@ mod tests {
             assert!(e.contains(says), "{url}: {e}");
             assert!(!e.contains("pw"), "{url}: {e}");
         }
+    }
+
+    #[test]
+    fn the_scheme_is_read_in_any_case_and_with_or_without_slashes() {
+        for url in [
+            "POSTGRES://a:pw@h/db",
+            "PostgreSQL:a:pw@h/db",
+            "postgres:/a:pw@h/db",
+        ] {
+            let s = settings(url, &env_of(&[])).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(s.config.get_user(), Some("a"), "{url}");
+            assert_eq!(s.config.get_dbname(), Some("db"), "{url}");
+        }
+        // No host: the default socket, as libpq reads it, whatever the scheme's case.
+        let s =
+            settings("POSTGRES:///db?user=a", &env_of(&[("PGHOST", "/run/pg")])).expect("settings");
+        assert_eq!(s.config.get_dbname(), Some("db"));
+        assert_eq!(s.config.get_hosts(), [Host::Unix(PathBuf::from("/run/pg"))]);
     }
 
     #[test]
