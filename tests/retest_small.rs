@@ -70,12 +70,12 @@ const URLS: &[(&str, &str, &str)] = &[
     (
         "postgres://127.0.0.1:PORT/sends?sslpassword=s3cretPW",
         "postgres://127.0.0.1:PORT/sends?sslpassword=***",
-        "the URL cannot be read: sslpassword= is not a connection parameter send-once knows",
+        "the URL's sslpassword is not supported: send-once does not present a client certificate (TLS with sslmode and sslrootcert is)",
     ),
     (
         "postgresql://alice:s3cretPW@127.0.0.1:PORT/sends?sslmode=require&SSLPassword=s3cretPW&password=s3cretPW",
         "postgresql://alice:***@127.0.0.1:PORT/sends?sslmode=require&SSLPassword=***&password=***",
-        "the URL cannot be read: SSLPassword= is not a connection parameter send-once knows",
+        "the URL's SSLPassword is not supported: send-once does not present a client certificate (TLS with sslmode and sslrootcert is)",
     ),
 ];
 
@@ -90,18 +90,11 @@ fn closed_port() -> u16 {
 /// The one line `args` must print for a URL shown as `shown` about which every
 /// command that reaches for the server says `says`.
 fn wanted(args: &[&str], shown: &str, says: &str, port: &str) -> String {
-    let queue = matches!(
-        args[0],
-        "draft" | "approvals" | "approve" | "reject" | "approval" | "dispatch"
-    );
     if args[0] == "tui" {
         "send-once: the tui needs a terminal; for scripts use send-once audit, ls or approvals\n"
             .to_owned()
     } else if says != "cannot connect" {
         format!("send-once: {shown}: {says}\n")
-    } else if queue {
-        // The review queue is not on Postgres yet; it says so before connecting.
-        format!("send-once: {shown} ")
     } else {
         format!(
             "send-once: cannot connect to the Postgres ledger {shown} (host 127.0.0.1, port {port}, database sends, user alice): error connecting to server: Connection refused"

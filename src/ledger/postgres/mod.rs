@@ -703,7 +703,9 @@ impl PostgresStore {
             Ok(None) => Ok(None),
             Err(e) => Err(StoreError::ConnectionLost {
                 ledger: self.ledger.clone(),
-                reason: format!("{lost}; reading the claim back: {e}"),
+                reason: format!(
+                    "{lost}; reading the claim back: {e}. Nothing was sent. The claim may have been made: then the key is pending and will not be sent on its own; look at it with send-once show once the server answers"
+                ),
             }),
         }
     }

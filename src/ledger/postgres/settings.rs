@@ -232,7 +232,7 @@ fn check_parameter(name: &str) -> Result<(), String> {
         return Ok(());
     }
     let shown = crate::text::visible_inline(name);
-    Err(match name {
+    Err(match name.to_ascii_lowercase().as_str() {
         "sslcert" | "sslkey" | "sslpassword" | "sslcrl" | "sslcrldir" | "sslsni" => format!(
             "the URL's {shown} is not supported: send-once does not present a client certificate (TLS with sslmode and sslrootcert is)"
         ),
