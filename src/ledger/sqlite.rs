@@ -406,32 +406,18 @@ impl Store for SqliteStore {
             .await?;
         let mut census = Census::default();
         for (status, n) in counts {
-            let n = n as u64;
-            match Status::parse(&status) {
-                Some(Status::Sent) => census.sent += n,
-                Some(Status::Failed) => census.failed += n,
-                Some(Status::Pending) => census.pending += n,
-                None => {
-                    census.skipped += n;
-                    continue;
-                }
-            }
-            census.total += n;
+            census.add_rows(&status, n as u64);
         }
         Ok(census)
     }
 
     async fn census(&self) -> Result<Census, StoreError> {
         // Both answered from the (status, claimed_at) index: a count per status, and
-        // the pending rows only.
+        // the pending rows only. A pending row that cannot be read may be an unknown
+        // send: it stays counted and is named, rather than read as "nothing unknown".
         let mut census = self.counts().await?;
         for (key, text) in self.pending_rows().await? {
-            match Entry::from_json(&text) {
-                Ok(entry) => census.pending_entries.push(entry),
-                // Its status column says pending, so it may be an unknown send: it stays
-                // counted and is named, rather than read as "nothing unknown".
-                Err(e) => census.unreadable.push(unreadable_row(key, &e)),
-            }
+            census.add_pending_row(key, &text);
         }
         Ok(census)
     }

@@ -298,6 +298,33 @@ pub struct UnreadableRow {
 }
 
 impl Census {
+    /// Adds `n` rows whose status column says `status`: a status that is not one of
+    /// the three is counted as skipped, never as an entry.
+    pub fn add_rows(&mut self, status: &str, n: u64) {
+        match Status::parse(status) {
+            Some(Status::Sent) => self.sent += n,
+            Some(Status::Failed) => self.failed += n,
+            Some(Status::Pending) => self.pending += n,
+            None => {
+                self.skipped += n;
+                return;
+            }
+        }
+        self.total += n;
+    }
+
+    /// Adds a pending row's entry text (already counted): the entry, or, when it cannot
+    /// be read, the row named as unreadable, since it may be an unknown send.
+    pub fn add_pending_row(&mut self, key: String, text: &str) {
+        match Entry::from_json(text) {
+            Ok(entry) => self.pending_entries.push(entry),
+            Err(e) => self.unreadable.push(UnreadableRow {
+                key,
+                detail: format!("its entry is {e}"),
+            }),
+        }
+    }
+
     /// Counts `entries` (what a store without its own counting does).
     pub fn from_entries(entries: impl IntoIterator<Item = Entry>) -> Census {
         let mut census = Census::default();

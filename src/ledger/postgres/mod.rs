@@ -1161,34 +1161,17 @@ impl super::store::Store for PostgresStore {
             .await?;
         let mut census = Census::default();
         for row in rows {
-            let status: String = row.get(0);
-            let n = row.get::<_, i64>(1) as u64;
-            match Status::parse(&status) {
-                Some(Status::Sent) => census.sent += n,
-                Some(Status::Failed) => census.failed += n,
-                Some(Status::Pending) => census.pending += n,
-                None => {
-                    census.skipped += n;
-                    continue;
-                }
-            }
-            census.total += n;
+            census.add_rows(row.get(0), row.get::<_, i64>(1) as u64);
         }
         Ok(census)
     }
 
     async fn census(&self) -> Result<Census, StoreError> {
+        // A pending row that cannot be read may be an unknown send: counted and named,
+        // never read as "nothing unknown".
         let mut census = self.counts().await?;
         for (key, text) in self.pending_rows().await? {
-            match Entry::from_json(&text) {
-                Ok(entry) => census.pending_entries.push(entry),
-                // Its status column says pending, so it may be an unknown send: counted
-                // and named, never read as "nothing unknown".
-                Err(e) => census.unreadable.push(UnreadableRow {
-                    key,
-                    detail: format!("its entry is {e}"),
-                }),
-            }
+            census.add_pending_row(key, &text);
         }
         Ok(census)
     }
