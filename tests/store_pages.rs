@@ -2,14 +2,20 @@
 //! across statuses, offsets, status and key filters, prefixes and gc, the same on
 //! every store.
 
+#[path = "common/pg.rs"]
+mod pg;
+
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use pretty_assertions::assert_eq;
 use tempfile::TempDir;
 
 use send_once::ledger::Access;
 use send_once::ledger::jsonl::JsonlStore;
+use send_once::ledger::location::PostgresUrl;
 use send_once::ledger::memory::MemoryStore;
+use send_once::ledger::postgres::PostgresStore;
 use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Durability, Entry, GcQuery, PageQuery, Status, Store, time};
 
@@ -45,11 +51,24 @@ fn pending_claim_of(entry: &Entry) -> Entry {
 async fn stores(dir: &TempDir) -> Vec<(&'static str, Arc<dyn Store>)> {
     let sqlite = SqliteStore::open(&dir.path().join("l.db"), Access::Create).unwrap();
     let jsonl = JsonlStore::open(&dir.path().join("l.jsonl"), Access::Create).unwrap();
-    let stores: Vec<(&'static str, Arc<dyn Store>)> = vec![
+    let mut stores: Vec<(&'static str, Arc<dyn Store>)> = vec![
         ("memory", Arc::new(MemoryStore::new())),
         ("sqlite", Arc::new(sqlite)),
         ("jsonl", Arc::new(jsonl)),
     ];
+    // Postgres, on the binary's private cluster, with tables of this test's own.
+    if let Some(cluster) = pg::PgCluster::shared() {
+        static CASE: AtomicU32 = AtomicU32::new(0);
+        let url = PostgresUrl::new(&format!(
+            "{}?table=pages_{}",
+            cluster.url(),
+            CASE.fetch_add(1, Ordering::SeqCst)
+        ));
+        stores.push((
+            "postgres",
+            Arc::new(PostgresStore::open(&url, Access::Create).unwrap()),
+        ));
+    }
     for (_, store) in &stores {
         for entry in entries() {
             // Claims are written pending; settle the others by compare-and-set, as a
