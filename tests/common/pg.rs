@@ -172,10 +172,22 @@ fn free_port() -> u16 {
         .unwrap_or_else(|e| panic!("pg harness: no free port on 127.0.0.1: {e}"))
 }
 
+/// What a cluster listens on and lets in beside 127.0.0.1; the default is what
+/// [`PgCluster::start`] gives. The tests that put senders in network namespaces need
+/// the host ends of their links.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// More addresses to listen on (each must be on an interface when the server starts).
+    pub listen_addresses: Vec<String>,
+    /// Networks (CIDR) whose clients may log in over TCP with a password.
+    pub hba_networks: Vec<String>,
+}
+
 pub struct PgCluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     owner: Option<Owner>,
+    options: Options,
     port: Mutex<u16>,
     password: String,
     messages: Mutex<Vec<String>>,
@@ -206,8 +218,13 @@ impl PgCluster {
     /// A cluster of the caller's own, or None (after one printed line) where there is no
     /// PostgreSQL; with CI=true that is a failure instead.
     pub fn start() -> Option<PgCluster> {
+        Self::start_with_options(Options::default())
+    }
+
+    /// [`PgCluster::start`], listening and letting in what `options` add.
+    pub fn start_with_options(options: Options) -> Option<PgCluster> {
         match locate() {
-            Ok((bin, owner)) => Some(Self::start_with(bin, owner)),
+            Ok((bin, owner)) => Some(Self::start_with(bin, owner, options)),
             Err(why) => skip_or_fail(&why),
         }
     }
@@ -218,7 +235,7 @@ impl PgCluster {
     pub fn shared() -> Option<&'static PgCluster> {
         let shared = SHARED.get_or_init(|| {
             let (bin, owner) = locate()?;
-            let cluster = Self::start_with(bin, owner);
+            let cluster = Self::start_with(bin, owner, Options::default());
             // SAFETY: the hook takes no arguments and does not unwind: shut_down
             // reports its failures instead of panicking.
             if unsafe { libc::atexit(stop_shared_cluster) } != 0 {
@@ -232,7 +249,7 @@ impl PgCluster {
         }
     }
 
-    fn start_with(bin: PathBuf, owner: Option<Owner>) -> PgCluster {
+    fn start_with(bin: PathBuf, owner: Option<Owner>, options: Options) -> PgCluster {
         let began = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("send-once-pg.")
@@ -242,6 +259,7 @@ impl PgCluster {
             dir,
             bin,
             owner,
+            options,
             port: Mutex::new(0),
             password: new_password(),
             messages: Mutex::new(Vec::new()),
@@ -265,6 +283,7 @@ impl PgCluster {
             }
         }
         cluster.initdb();
+        cluster.let_in_networks();
         cluster.watch_over();
         cluster.start_on_a_free_port();
         cluster.make_user_and_database();
@@ -345,6 +364,27 @@ impl PgCluster {
         self.run("initdb", &mut cmd);
     }
 
+    /// The options' networks, after initdb's own lines, with the same password rule.
+    fn let_in_networks(&self) {
+        use std::io::Write;
+        if self.options.hba_networks.is_empty() {
+            return;
+        }
+        let lines: String = self
+            .options
+            .hba_networks
+            .iter()
+            .map(|net| format!("host all all {net} scram-sha-256\n"))
+            .collect();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.data_dir().join("pg_hba.conf"))
+            .and_then(|mut f| {
+                f.write_all(format!("\n# send-once test harness\n{lines}").as_bytes())
+            })
+            .unwrap_or_else(|e| self.fail(&format!("cannot write pg_hba.conf: {e}")));
+    }
+
     /// pg_ctl puts the server in a session of its own, so when the test process dies
     /// without unwinding (Ctrl-C, kill -9, an abort) nothing would stop it. A small
     /// shell in a process group of its own (out of the terminal's Ctrl-C) holds the
@@ -381,8 +421,12 @@ impl PgCluster {
     fn configure(&self, port: u16) {
         use std::io::Write;
         let sock = self.socket_dir();
+        let listen = std::iter::once("127.0.0.1")
+            .chain(self.options.listen_addresses.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(",");
         let text = format!(
-            "\n# send-once test harness\nlisten_addresses = '127.0.0.1'\nport = {port}\n\
+            "\n# send-once test harness\nlisten_addresses = '{listen}'\nport = {port}\n\
              unix_socket_directories = '{}'\nfsync = on\nsynchronous_commit = on\n",
             sock.display()
         );
@@ -557,6 +601,15 @@ impl PgCluster {
     pub fn url(&self) -> String {
         format!(
             "postgres://{USER}:{}@127.0.0.1:{}/{DATABASE}",
+            self.password,
+            self.port()
+        )
+    }
+
+    /// [`PgCluster::url`] with another host, one of the options' listen addresses.
+    pub fn url_on(&self, host: &str) -> String {
+        format!(
+            "postgres://{USER}:{}@{host}:{}/{DATABASE}",
             self.password,
             self.port()
         )
