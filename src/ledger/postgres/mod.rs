@@ -263,8 +263,12 @@ impl PostgresStore {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        // The connection used last is handed out first: a sender that does one thing
+        // at a time keeps one warm backend (with its prepared statements) rather than
+        // cycling through every idle one (measured: a third slower per send).
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .queue_mode(deadpool::managed::QueueMode::Lifo)
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(|e| bad(format!("the connection pool cannot be made: {e}")))?;
