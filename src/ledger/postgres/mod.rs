@@ -1139,16 +1139,26 @@ impl super::store::Store for PostgresStore {
 
     async fn list(&self, filter: ListFilter) -> Result<Vec<Entry>, StoreError> {
         let t = &self.table;
-        let status = filter.status.map(Status::as_str);
-        let rows = self
-            .read(
-                &format!(
-                    "SELECT entry FROM {t} WHERE ($1::text IS NULL OR status = $1) \
-                     ORDER BY claimed_at COLLATE \"C\""
-                ),
-                &[&status],
-            )
-            .await?;
+        // Two statements rather than one with "$1 IS NULL OR": a prepared statement's
+        // generic plan for that could not use the (status, claimed_at) index.
+        let rows = match filter.status {
+            Some(status) => {
+                self.read(
+                    &format!(
+                        "SELECT entry FROM {t} WHERE status = $1 ORDER BY claimed_at COLLATE \"C\""
+                    ),
+                    &[&status.as_str()],
+                )
+                .await?
+            }
+            None => {
+                self.read(
+                    &format!("SELECT entry FROM {t} ORDER BY claimed_at COLLATE \"C\""),
+                    &[],
+                )
+                .await?
+            }
+        };
         Ok(rows
             .iter()
             .filter_map(|r| Entry::from_json(r.get(0)).ok())
