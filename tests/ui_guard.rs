@@ -526,3 +526,35 @@ fn the_banner_fits_the_smallest_screen_drawn() {
         "the footer is still there:\n{screen}"
     );
 }
+
+#[test]
+fn counts_that_cannot_be_refreshed_are_said_to_be_old() {
+    let mut app = loaded();
+    let header = |app: &mut App| {
+        text(&drawn(app, 140, 30))
+            .lines()
+            .nth(1)
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        header(&mut app).contains("2 pending · "),
+        "{}",
+        header(&mut app)
+    );
+    app.update(Action::CountsLoaded(Err(
+        "cannot connect to the Postgres ledger".into(),
+    )));
+    let shown = header(&mut app);
+    assert!(
+        shown.contains("last counted: 2 pending · ")
+            && shown.contains("could not count now: cannot connect"),
+        "{shown}"
+    );
+    app.update(Action::CountsLoaded(Ok(census(1))));
+    let shown = header(&mut app);
+    assert!(
+        shown.contains("1 pending · ") && !shown.contains("last counted"),
+        "{shown}"
+    );
+}

@@ -745,13 +745,11 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
 /// The header's counts, with the pending rows that cannot be read: each may be an
 /// unknown send the Unknown view cannot list, so the header names how many.
 async fn counts(store: &Arc<dyn Store>) -> Result<crate::ledger::Census, String> {
-    let mut census = store.counts().await.map_err(|e| e.to_string())?;
-    if census.pending > 0 {
-        census.unreadable = store
-            .unreadable_pending()
-            .await
-            .map_err(|e| e.to_string())?;
-    }
+    // Side by side, not one after the other: on a server the count is a scan of the
+    // whole index, and the first frame waits for both.
+    let (census, unreadable) = tokio::join!(store.counts(), store.unreadable_pending());
+    let mut census = census.map_err(|e| e.to_string())?;
+    census.unreadable = unreadable.map_err(|e| e.to_string())?;
     Ok(census)
 }
 

@@ -255,6 +255,14 @@ fn draw_header(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         tabs.push(Span::styled(label, style));
     }
     let counts = match &app.counts {
+        // Counts that could not be refreshed are said to be old, never shown as now.
+        Some(c) if app.counts_error.is_some() => format!(
+            "last counted: {} pending · {} sent · {} failed · could not count now: {}",
+            c.pending,
+            c.sent,
+            c.failed,
+            safe(app.counts_error.as_deref().unwrap_or_default())
+        ),
         Some(c) => {
             format!(
                 "{} pending · {} sent · {} failed{}",
