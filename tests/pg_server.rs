@@ -466,27 +466,87 @@ fn a_send_whose_result_cannot_be_recorded_keeps_what_the_provider_said() {
     assert!(err.contains("statement_timeout"), "{err}");
     assert!(err.contains("provider id msg_77"), "{err}");
     // The command to paste names the ledger without its password, so that PGPASSWORD
-    // or a password file is what supplies it.
+    // or a password file is what supplies it, quoted for the shell (the URL holds a ?).
     let bare = without_password(&cluster);
-    assert!(
-        err.contains(&format!(
-            "send-once resolve {bare}?statement_timeout=300ms unrecorded sent --provider-id msg_77"
-        )),
-        "{err}"
+    let printed = format!(
+        "send-once resolve '{bare}?statement_timeout=300ms' unrecorded sent --provider-id msg_77"
     );
+    assert!(err.contains(&printed), "{err}");
     no_secret(&cluster, &o, "unrecorded");
-    // Once the lock is gone, the pasted command works with the password from the
-    // environment, and the entry is settled with the id.
-    let o = run(cli(&[
-        "resolve",
-        &format!("{bare}?statement_timeout=5s"),
-        "unrecorded",
-        "sent",
-        "--provider-id",
-        "msg_77",
-        "--by",
-        "ana",
-    ])
-    .env("PGPASSWORD", cluster.password()));
-    expect_exit(&o, 0, "resolve as the message says");
+    // Once the lock is gone, the command pasted into a shell as printed settles the
+    // entry with the id, the password coming from the environment.
+    while cluster.sql("SELECT count(*) FROM pg_locks WHERE relation = 'send_once'::regclass") != "0"
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let bin_dir = bin().parent().unwrap().to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = run(Command::new("sh")
+        .arg("-c")
+        .arg(&printed)
+        .env("PATH", path)
+        .env("PGPASSWORD", cluster.password())
+        .env("SEND_ONCE_USER", "ana")
+        .env_remove("SEND_ONCE_LEDGER"));
+    expect_exit(&o, 0, "the printed resolve, pasted into sh");
+    let o = run(&mut cli(&["show", &cluster.url(), "unrecorded", "--json"]));
+    let entry = json_stdout(&o, "show --json")["entry"].clone();
+    assert_eq!(entry["status"], "sent", "{entry}");
+    assert_eq!(entry["providerId"], "msg_77", "{entry}");
+}
+
+/// Retest 18b, Q1/Q2/Q4: the commands send-once prints to paste are pasted as the one
+/// argument each word is (a key with shell syntax in it is never run), and a failover
+/// URL's `target_session_attrs=read-write` does not make looking fail.
+#[test]
+fn printed_commands_paste_as_they_read_and_read_write_urls_can_be_looked_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let ledger = ledger.to_str().unwrap();
+    let key = "x;$(touch pwned) a";
+    let o = run(
+        cli(&["run", ledger, "--key", key, "--", "sh", "-c", "exit 9"]).current_dir(dir.path()),
+    );
+    expect_exit(&o, 3, "an unknown send");
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("send-once resolve") && l.ends_with(" sent"))
+        .unwrap_or_else(|| panic!("no resolve line: {err}"))
+        .trim()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = run(Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("SEND_ONCE_USER", "ana"));
+    expect_exit(&o, 0, &format!("{line} pasted into sh"));
+    assert!(
+        !dir.path().join("pwned").exists(),
+        "the key was run: {line}"
+    );
+    let o = run(&mut cli(&["show", ledger, key, "--json"]));
+    assert_eq!(json_stdout(&o, "show")["entry"]["status"], "sent");
+
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    expect_exit(&run(&mut cli(&["init", &url])), 0, "init");
+    let failover = format!("{url}?target_session_attrs=read-write");
+    for args in [vec!["audit"], vec!["ls"], vec!["approvals"]] {
+        let mut full = args.clone();
+        full.insert(1, &failover);
+        expect_exit(&run(&mut cli(&full)), 0, &format!("{full:?}"));
+    }
 }

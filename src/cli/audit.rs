@@ -311,7 +311,7 @@ fn format_report(report: &Value, argument: &str) -> Styled {
         }
         out.plain(wrap(note, WIDTH - 2, "  ")).plain("\n");
         if i == usize::from(!unreadable.is_empty()) && !unknown.is_empty() {
-            let argument = visible_inline(argument);
+            let argument = super::output::pasteable(argument);
             out.plain(format!("    send-once resolve {argument} <key> sent\n"));
             out.plain(format!("    send-once resolve {argument} <key> failed\n"));
         }

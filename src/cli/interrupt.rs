@@ -78,8 +78,9 @@ pub async fn report(
             Exit::Unknown,
             format!(
                 "interrupted by {signal} while sending {shown}: the send command was stopped with its process group, and may or may not have reached the provider. It stays pending and will not be sent again on its own.\n\
-                 Check with the provider, then record what happened:\n  send-once resolve {location} {shown} sent\n  send-once resolve {location} {shown} failed",
-                location = location.as_argument()
+                 Check with the provider, then record what happened:\n  send-once resolve {location} {key} sent\n  send-once resolve {location} {key} failed",
+                location = super::output::pasteable(&location.as_argument()),
+                key = super::output::pasteable(key),
             ),
         ),
     }

@@ -175,8 +175,9 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
     out.insert("subject".into(), mail.subject().into());
     out.insert("rfc822MessageId".into(), message_id(key).into());
     let resolve_hint = format!(
-        "Check Sent, then record what happened:\n  send-once resolve {ledger} {shown_key} sent --provider-id ID\n  send-once resolve {ledger} {shown_key} failed",
-        ledger = ledger.as_argument()
+        "Check Sent, then record what happened:\n  send-once resolve {ledger} {key} sent --provider-id ID\n  send-once resolve {ledger} {key} failed",
+        ledger = super::output::pasteable(&ledger.as_argument()),
+        key = super::output::pasteable(key),
     );
     let (exit, message) = match &outcome {
         MailOutcome::AlreadySent { entry } => {

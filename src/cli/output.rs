@@ -346,6 +346,14 @@ pub fn print_styled(text: &Styled, colour: bool) {
     write_stdout(&[text.render(colour).as_bytes()]);
 }
 
+/// `text` as one word of a command a person may paste into a shell: quoted only when it
+/// must be (so a plain path or key reads as it is), and with anything a terminal would
+/// act on made visible. A key such as `x;$(id)` or a URL with `&` in it is then pasted
+/// as the one argument it is, never run.
+pub fn pasteable(text: &str) -> String {
+    send_once::text::visible_inline(&shell_words::quote(text)).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -327,32 +327,19 @@ fn unrecorded(
     if !json {
         print_command_stdout(&returned.stdout);
     }
-    let shown_key = send_once::text::visible_inline(key);
-    let ledger = ledger.as_argument();
+    let shown_key = super::output::pasteable(key);
+    let ledger = super::output::pasteable(&ledger.as_argument());
     let settle = match &returned.provider_id {
         Some(id) => format!(
             "The send command returned, with provider id {}. Once the ledger can be written, record it:\n  send-once resolve {ledger} {shown_key} sent --provider-id {}",
             send_once::text::visible_inline(id),
-            shell_word(id)
+            super::output::pasteable(id)
         ),
         None => format!(
             "The send command returned (its output is above). Once the ledger can be written, record it:\n  send-once resolve {ledger} {shown_key} sent"
         ),
     };
     fail(Exit::Unknown, format!("{error}\n{settle}"))
-}
-
-/// `text` as one shell word, quoted only when it must be.
-fn shell_word(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+=".contains(c))
-    {
-        text.to_owned()
-    } else {
-        send_once::text::visible_inline(&shell_words::quote(text)).into_owned()
-    }
 }
 
 /// A send that returned after a person's verdict went out all the same: say so, since
@@ -401,7 +388,8 @@ pub fn report(
     }
     let how_to_settle = format!(
         "Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed",
-        ledger = ledger.as_argument()
+        ledger = super::output::pasteable(&ledger.as_argument()),
+        key = super::output::pasteable(key),
     );
     match outcome {
         Outcome::Sent { result, entry } => {

@@ -375,16 +375,17 @@ fn meant_as_a_connection(text: &str) -> Option<(String, String)> {
     if is_postgres_url(text) {
         return None;
     }
-    let trimmed = text.trim_start();
-    let first_key = trimmed
-        .split('=')
-        .next()
-        .map(str::trim)
-        .filter(|_| trimmed.contains('='));
-    if first_key.is_some_and(|k| CONNINFO_KEYWORDS.contains(&k.to_ascii_lowercase().as_str())) {
+    // Two or more `keyword=value` words, the first a libpq keyword: a connection
+    // string. One word (`user=me.db`) may well be a file name, and is one.
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let keyword = |word: &str| {
+        word.split_once('=')
+            .is_some_and(|(k, _)| CONNINFO_KEYWORDS.contains(&k.to_ascii_lowercase().as_str()))
+    };
+    if words.len() >= 2 && keyword(words[0]) && words.iter().filter(|w| keyword(w)).count() >= 2 {
         return Some((
             redact_conninfo(text),
-            "a libpq key=value connection string is not read as a ledger; give it as a URL: postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD or ~/.pgpass)".to_owned(),
+            "a libpq key=value connection string is not read as a ledger; give it as a URL: postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD or ~/.pgpass), or a file whose name looks like one as ./NAME".to_owned(),
         ));
     }
     let lower = text.to_ascii_lowercase();
@@ -393,7 +394,7 @@ fn meant_as_a_connection(text: &str) -> Option<(String, String)> {
             && rest.starts_with("//")
         {
             return Some((
-                hide_user_info(text),
+                redact_password_parameter(&hide_user_info(text)),
                 format!("this is not a {scheme}:// URL (the colon after {scheme} is missing)"),
             ));
         }
@@ -411,7 +412,7 @@ fn meant_as_a_connection(text: &str) -> Option<(String, String)> {
         return None;
     }
     Some((
-        hide_user_info(text),
+        redact_password_parameter(&hide_user_info(text)),
         format!(
             "{}:// is not a ledger: a ledger is a file path or a postgres:// (postgresql://) URL; a file whose name starts like a URL can be given as ./NAME",
             crate::text::visible_inline(scheme)
@@ -449,7 +450,16 @@ fn redact_conninfo(text: &str) -> String {
                 })
                 .map_or(value.len(), |(i, _)| i + 2)
         } else {
-            value.find(char::is_whitespace).unwrap_or(value.len())
+            // Up to the first whitespace that is not escaped by a backslash.
+            let mut escaped = false;
+            value
+                .char_indices()
+                .find(|&(_, c)| {
+                    let end = c.is_whitespace() && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    end
+                })
+                .map_or(value.len(), |(i, _)| i)
         };
         rest = &value[end..];
     }
@@ -674,6 +684,15 @@ mod tests {
                 "dbname=x password =*** host=h",
             ),
             ("postgres//ana:pw@h/db", "postgres//***@h/db"),
+            ("pg://h/x?password=pw", "pg://h/x?password=***"),
+            (
+                "postgres//h/x?password=pw&a=1",
+                "postgres//h/x?password=***&a=1",
+            ),
+            (
+                "host=h password=p\\ w dbname=d",
+                "host=h password=*** dbname=d",
+            ),
             ("pg://ana:pw@h/db", "pg://***@h/db"),
             ("mysql://ana:pw@h/db", "mysql://***@h/db"),
         ] {
@@ -685,7 +704,15 @@ mod tests {
             };
             assert!(url.unusable_because().is_some(), "{text}");
         }
-        for path in ["a=b.db", "./pg://x", "notes.db", "dir/x.jsonl"] {
+        for path in [
+            "a=b.db",
+            "./pg://x",
+            "notes.db",
+            "dir/x.jsonl",
+            "user=me.db",
+            "host=h/l.db",
+            "port=5432",
+        ] {
             assert_ne!(LedgerLocation::new(path).kind(), "postgres", "{path}");
         }
     }

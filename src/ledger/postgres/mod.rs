@@ -244,16 +244,11 @@ impl PostgresStore {
         if let Some(why) = url.unusable_because() {
             return Err(bad(why.to_owned()));
         }
-        let mut settings =
+        let settings =
             settings::settings(url.secret(), &|name| std::env::var(name).ok()).map_err(bad)?;
-        if access == Access::ReadOnly {
-            // The server refuses writes too, whatever this code does.
-            let options = format!(
-                "{} -c default_transaction_read_only=on",
-                settings.config.get_options().unwrap_or_default()
-            );
-            settings.config.options(options);
-        }
+        // Read-only access is kept by this code (every write asks `writable` first), not
+        // by a read-only session: `target_session_attrs=read-write`, the usual setting
+        // of a failover URL, would take such a session for a standby and refuse it.
         let connector = tls::connector(settings.tls, settings.root_cert.as_deref()).map_err(bad)?;
         let listen_with = (settings.config.clone(), connector.clone());
         let manager = Manager::from_config(
