@@ -751,29 +751,20 @@ impl PostgresStore {
         self.writable()?;
         self.reach().await?;
         let token = claim_token();
+        let text = entry.to_json();
+        let key = super::lone::lossy(entry.key());
+        let updated = entry.updated_at().unwrap_or(entry.claimed_at());
+        let params: [&(dyn ToSql + Sync); 6] = [
+            &key.as_ref(),
+            &entry.status().as_str(),
+            &text,
+            &entry.claimed_at(),
+            &updated,
+            &token.as_str(),
+        ];
         let mut lost = String::new();
         for _ in 0..2 {
-            let attempt = match decision {
-                None => {
-                    let text = entry.to_json();
-                    let key = super::lone::lossy(entry.key());
-                    let updated = entry.updated_at().unwrap_or(entry.claimed_at());
-                    self.try_query(
-                        &self.sql.claim,
-                        &[
-                            &key.as_ref(),
-                            &entry.status().as_str(),
-                            &text,
-                            &entry.claimed_at(),
-                            &updated,
-                            &token.as_str(),
-                        ],
-                    )
-                    .await
-                    .map(|rows| !rows.is_empty())
-                }
-                Some(decision) => self.claim_decided_once(entry, decision, &token).await,
-            };
+            let attempt = self.try_changing(&self.sql.claim, &params, decision).await;
             match attempt {
                 Ok(claimed) => return Ok(claimed),
                 Err(Failure::Lost(reason)) => {
@@ -796,38 +787,31 @@ impl PostgresStore {
         })
     }
 
-    async fn claim_decided_once(
+    /// One try at a claim or a transition (each answers a row when it changed
+    /// something). With a decision, in one transaction that logs it and notifies the
+    /// ledger's channel, only if the row changed.
+    async fn try_changing(
         &self,
-        entry: &Entry,
-        decision: &Decision,
-        token: &str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        decision: Option<&Decision>,
     ) -> Result<bool, Failure> {
+        let Some(decision) = decision else {
+            return self
+                .try_query(sql, params)
+                .await
+                .map(|rows| !rows.is_empty());
+        };
         let mut client = self.client().await.map_err(Failure::Store)?;
         let work = async {
             let tx = client.transaction().await?;
-            let text = entry.to_json();
-            let key = super::lone::lossy(entry.key());
-            let updated = entry.updated_at().unwrap_or(entry.claimed_at());
-            let claimed = !tx
-                .query(
-                    &self.sql.claim,
-                    &[
-                        &key.as_ref(),
-                        &entry.status().as_str(),
-                        &text,
-                        &entry.claimed_at(),
-                        &updated,
-                        &token,
-                    ],
-                )
-                .await?
-                .is_empty();
-            if claimed {
+            let changed = !tx.query(sql, params).await?.is_empty();
+            if changed {
                 self.insert_decision(&tx, decision).await?;
                 tx.batch_execute(&self.sql.notify).await?;
             }
             tx.commit().await?;
-            Ok(claimed)
+            Ok(changed)
         };
         let answer = tokio::time::timeout(self.answer_timeout(), work).await;
         settle(client, answer, self.answer_timeout())
@@ -955,29 +939,12 @@ impl PostgresStore {
             &current_text,
             &token,
         ];
-        let Some(decision) = decision else {
-            let sql = match durability {
-                Durability::Now => &self.sql.transition,
-                Durability::Lazy => &self.sql.transition_lazy,
-            };
-            return self
-                .try_query(sql, &params)
-                .await
-                .map(|rows| !rows.is_empty());
+        // A person's decision is never lazy: it commits durably with its log entry.
+        let sql = match (decision, durability) {
+            (None, Durability::Lazy) => &self.sql.transition_lazy,
+            _ => &self.sql.transition,
         };
-        let mut client = self.client().await.map_err(Failure::Store)?;
-        let work = async {
-            let tx = client.transaction().await?;
-            let changed = !tx.query(&self.sql.transition, &params).await?.is_empty();
-            if changed {
-                self.insert_decision(&tx, decision).await?;
-                tx.batch_execute(&self.sql.notify).await?;
-            }
-            tx.commit().await?;
-            Ok(changed)
-        };
-        let answer = tokio::time::timeout(self.answer_timeout(), work).await;
-        settle(client, answer, self.answer_timeout())
+        self.try_changing(sql, &params, decision).await
     }
 
     /// Every pending row's key and entry text, oldest claim first.
