@@ -4,6 +4,8 @@
 //! providers are shell scripts that keep their "records" in files.
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,12 +19,22 @@ const T0: i64 = 1_790_000_000_000;
 
 struct Setup {
     dir: tempfile::TempDir,
+    /// A Postgres ledger's URL, in place of the SQLite file in `dir`.
+    url: Option<String>,
 }
 
 impl Setup {
     fn new() -> Setup {
         Setup {
             dir: tempfile::tempdir().unwrap(),
+            url: None,
+        }
+    }
+
+    fn on_postgres(url: String) -> Setup {
+        Setup {
+            dir: tempfile::tempdir().unwrap(),
+            url: Some(url),
         }
     }
 
@@ -31,7 +43,10 @@ impl Setup {
     }
 
     fn ledger(&self) -> String {
-        self.path("ledger.db").display().to_string()
+        match &self.url {
+            Some(url) => url.clone(),
+            None => self.path("ledger.db").display().to_string(),
+        }
     }
 
     /// An executable script in the tempdir; its path as a command.
@@ -107,7 +122,11 @@ impl Setup {
     }
 
     fn entry(&self, key: &str) -> Option<Value> {
-        common::entry_of(&self.path("ledger.db"), key)
+        if self.url.is_none() {
+            return common::entry_of(&self.path("ledger.db"), key);
+        }
+        let out = output(&["show", &self.ledger(), key, "--json"]);
+        (code(&out) == 0).then(|| json_stdout(&out, "show --json")["entry"].clone())
     }
 
     fn decisions(&self) -> Vec<Value> {
@@ -127,7 +146,19 @@ const UNCERTAIN_SEND: &str = "exit 7";
 
 #[test]
 fn precheck_happened_records_sent_without_sending() {
-    let s = Setup::new();
+    precheck_happened(&Setup::new());
+}
+
+/// The same on Postgres: the entry and its `confirm` decision in one transaction.
+#[test]
+fn precheck_happened_records_sent_without_sending_on_postgres() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    precheck_happened(&Setup::on_postgres(cluster.url()));
+}
+
+fn precheck_happened(s: &Setup) {
     let pre = format!("--precheck={}", s.check("pre", HAPPENED));
     let out = s.run("k1", &[&pre], &s.sender("echo sent"));
     expect_exit(&out, 0, "precheck happened");
