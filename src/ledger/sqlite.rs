@@ -423,16 +423,7 @@ impl Store for SqliteStore {
     }
 
     async fn unreadable_pending(&self) -> Result<Vec<UnreadableRow>, StoreError> {
-        Ok(self
-            .pending_rows()
-            .await?
-            .into_iter()
-            .filter_map(|(key, text)| {
-                Entry::from_json(&text)
-                    .err()
-                    .map(|e| unreadable_row(key, &e))
-            })
-            .collect())
+        Ok(UnreadableRow::among(self.pending_rows().await?))
     }
 
     async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
@@ -644,13 +635,6 @@ impl Store for SqliteStore {
             return Ok(doomed.len() as u64);
         }
         self.write(WriteOp::Remove(doomed), Durability::Now).await
-    }
-}
-
-fn unreadable_row(key: String, e: &crate::ledger::entry::EntryError) -> UnreadableRow {
-    UnreadableRow {
-        key,
-        detail: format!("its entry is {e}"),
     }
 }
 

@@ -297,6 +297,23 @@ pub struct UnreadableRow {
     pub detail: String,
 }
 
+impl UnreadableRow {
+    /// The row for `key`, whose entry text could not be read as `why` says.
+    pub fn of(key: String, why: &super::entry::EntryError) -> UnreadableRow {
+        UnreadableRow {
+            key,
+            detail: format!("its entry is {why}"),
+        }
+    }
+
+    /// Of pending rows' keys and entry texts, the ones whose entry cannot be read.
+    pub fn among(rows: Vec<(String, String)>) -> Vec<UnreadableRow> {
+        rows.into_iter()
+            .filter_map(|(key, text)| Entry::from_json(&text).err().map(|e| Self::of(key, &e)))
+            .collect()
+    }
+}
+
 impl Census {
     /// Adds `n` rows whose status column says `status`: a status that is not one of
     /// the three is counted as skipped, never as an entry.
@@ -318,10 +335,7 @@ impl Census {
     pub fn add_pending_row(&mut self, key: String, text: &str) {
         match Entry::from_json(text) {
             Ok(entry) => self.pending_entries.push(entry),
-            Err(e) => self.unreadable.push(UnreadableRow {
-                key,
-                detail: format!("its entry is {e}"),
-            }),
+            Err(e) => self.unreadable.push(UnreadableRow::of(key, &e)),
         }
     }
 

@@ -1153,17 +1153,7 @@ impl super::store::Store for PostgresStore {
     }
 
     async fn unreadable_pending(&self) -> Result<Vec<UnreadableRow>, StoreError> {
-        Ok(self
-            .pending_rows()
-            .await?
-            .into_iter()
-            .filter_map(|(key, text)| {
-                Entry::from_json(&text).err().map(|e| UnreadableRow {
-                    key,
-                    detail: format!("its entry is {e}"),
-                })
-            })
-            .collect())
+        Ok(UnreadableRow::among(self.pending_rows().await?))
     }
 
     async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
