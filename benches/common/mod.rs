@@ -553,3 +553,25 @@ pub fn thousands(n: u64) -> String {
     }
     out
 }
+
+// ---------------------------------------------------------------------------------
+// The README's figures.
+
+/// Prints a bench's part of the README's performance section between the markers
+/// benches/figures.sh looks for, so that the README shows exactly what was printed:
+/// the command, when and on what it ran, and `body` (its tables and verdicts).
+pub fn print_figures(name: &str, command: &str, body: &str) {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let date = chrono::Utc::now().format("%Y-%m-%d");
+    println!();
+    println!("<!-- figures:{name} begin -->");
+    println!("```sh\n{command}\n```\n");
+    println!("Measured {date} on {cores} cores (`{command}` printed this).\n");
+    println!("{}", body.trim_end());
+    println!("<!-- figures:{name} end -->");
+}
+
+/// "met" or "short", for a target's verdict column.
+pub fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "short" }
+}
