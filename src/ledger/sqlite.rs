@@ -265,7 +265,10 @@ impl SqliteStore {
             .name("send-once-sqlite-checkpointer".into())
             .spawn({
                 let caught_up = Arc::clone(&caught_up);
-                move || run_checkpointer(&checkpointer_conn, &woken, &caught_up)
+                let ledger_file = std::fs::File::open(path).ok();
+                move || {
+                    run_checkpointer(&checkpointer_conn, ledger_file.as_ref(), &woken, &caught_up)
+                }
             })
             .map_err(spawn_failed)?;
         // Room for every statement the writer runs (the queue's too), so that none is
@@ -1207,7 +1210,15 @@ const CHECKPOINTER_LEAVES_FRAMES: i32 = 64;
 /// Runs passive checkpoints (which copy what they can without waiting for anyone)
 /// each time the writer wakes it, until the log is nearly all copied, then tells the
 /// writer so. Ends when the writer's connection (and its hook) is gone.
-fn run_checkpointer(conn: &Connection, woken: &mpsc::Receiver<()>, caught_up: &AtomicBool) {
+fn run_checkpointer(
+    conn: &Connection,
+    ledger_file: Option<&std::fs::File>,
+    woken: &mpsc::Receiver<()>,
+    caught_up: &AtomicBool,
+) {
+    // A connection that has read nothing does not know the file is in WAL mode yet,
+    // and its checkpoint would do nothing (and report no log at all).
+    let _ = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
     while woken.recv().is_ok() {
         // A checkpoint that fails (a full disk, a reader on an old snapshot) leaves
         // the log as it is, readable and complete; the next wake tries again, and
@@ -1217,6 +1228,12 @@ fn run_checkpointer(conn: &Connection, woken: &mpsc::Receiver<()>, caught_up: &A
                 Ok((log, copied)) if log - copied > CHECKPOINTER_LEAVES_FRAMES => {}
                 _ => break,
             }
+        }
+        // SQLite fsyncs the file only at the checkpoint that reaches the end of the
+        // log: the writer's. Flushing the pages copied so far here leaves that fsync
+        // only the last few to write.
+        if let Some(file) = ledger_file {
+            let _ = file.sync_data();
         }
         caught_up.store(true, Ordering::Release);
         // Wakes sent while this pass ran asked for what it has just done.

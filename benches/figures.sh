@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs every benchmark whose figures the README shows and prints each one's part of the
+# README's performance section; with --write, puts them into README.md in place of
+# what is there, so that the README shows exactly what was printed, with the date.
+#
+#   benches/figures.sh [--write] [BENCH ...]     (default: all of them; about 25 minutes)
+#
+# Each bench prints its part between <!-- figures:NAME begin --> and
+# <!-- figures:NAME end --> (benches/common/mod.rs, print_figures); the README holds the
+# same markers, and the prose around them explains the figures without repeating them.
+# Where a figure is CPU-bound and valgrind is installed, the instruction count comes
+# from callgrind, which counts the same on a noisy machine as on a quiet one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+write=0
+benches=()
+for arg in "$@"; do
+  case "$arg" in
+    --write) write=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -*) echo "figures.sh: unknown option $arg (use --write and bench names)" >&2; exit 2 ;;
+    *) benches+=("$arg") ;;
+  esac
+done
+if [ ${#benches[@]} -eq 0 ]; then
+  benches=(durable_once postgres reconcile audit approvals tui)
+fi
+
+out=target/figures
+mkdir -p "$out"
+
+bench_binary() {
+  cargo bench --bench "$1" --no-run 2>&1 \
+    | sed -n "s#.*Executable benches/$1.rs (\(.*\))#\1#p" | tail -1
+}
+
+# Instructions per sequential once(): two runs that differ only in the number of
+# sends, so that start-up and the warm-up cancel out.
+durable_instructions() {
+  command -v valgrind >/dev/null || { echo "valgrind is not installed: no instruction count" >&2; return 0; }
+  local binary few=200 many=1200 a b
+  binary=$(bench_binary durable_once)
+  count() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$binary" \
+      --dir target/bench-callgrind --only-sequential "$1" 2>&1 \
+      | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+  }
+  a=$(count $few)
+  b=$(count $many)
+  echo $(( (b - a) / (many - few) ))
+}
+
+for bench in "${benches[@]}"; do
+  echo "== $bench" >&2
+  env=()
+  if [ "$bench" = durable_once ]; then
+    per_send=$(durable_instructions)
+    [ -n "$per_send" ] && env+=("SEND_ONCE_BENCH_INSTRUCTIONS_PER_SEND=$(echo "$per_send" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta')")
+  fi
+  env "${env[@]}" cargo bench --bench "$bench" 2>&1 | tee "$out/$bench.txt" >&2
+  sed -n "/<!-- figures:$bench begin -->/,/<!-- figures:$bench end -->/p" "$out/$bench.txt" \
+    > "$out/$bench.md"
+  if [ ! -s "$out/$bench.md" ]; then
+    echo "figures.sh: $bench printed no figures block" >&2
+    exit 1
+  fi
+  cat "$out/$bench.md"
+  if [ $write = 1 ]; then
+    if ! grep -q "<!-- figures:$bench begin -->" README.md; then
+      echo "figures.sh: README.md has no place for $bench's figures (<!-- figures:$bench begin -->)" >&2
+      exit 1
+    fi
+    BLOCK="$out/$bench.md" NAME="$bench" perl -0pi -e '
+      BEGIN { local $/; open my $f, "<", $ENV{BLOCK} or die "$!"; $new = <$f>; chomp $new; }
+      s/<!-- figures:\Q$ENV{NAME}\E begin -->.*?<!-- figures:\Q$ENV{NAME}\E end -->/$new/s
+        or die "no block for $ENV{NAME}\n";
+    ' README.md
+    echo "README.md: $bench's figures written" >&2
+  fi
+done
