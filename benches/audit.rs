@@ -37,7 +37,7 @@ use serde::de::IgnoredAny;
 mod common;
 
 use common::{
-    BIN, Counts, Format, GENERATE, Progress, Run, expected_counts, median, mib, min_max, ms,
+    BIN, Counts, Format, GENERATE, Progress, Run, Shape, expected_counts, median, mib, min_max, ms,
     own_peak_rss_kib, thousands,
 };
 
@@ -54,15 +54,19 @@ fn main() {
     // the process that spawns the measured commands must stay small.
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == GENERATE) {
-        let [format, n, path] = &args[at + 1..] else {
-            panic!("{GENERATE} FORMAT ENTRIES PATH");
+        let [format, n, every, cap, path] = &args[at + 1..] else {
+            panic!("{GENERATE} FORMAT ENTRIES EVERY CAP PATH");
         };
         let format = match format.as_str() {
             "jsonl" => Format::JsonLines,
             "sqlite" => Format::Sqlite,
             other => panic!("unknown format {other}"),
         };
-        generate_ledger(format, n.parse().expect("ENTRIES"), Path::new(path));
+        let shape = Shape {
+            every: every.parse().expect("EVERY"),
+            cap: (cap != "-").then(|| cap.parse().expect("CAP")),
+        };
+        generate_ledger(format, n.parse().expect("ENTRIES"), shape, Path::new(path));
         return;
     }
     let sizes = common::sizes("SEND_ONCE_BENCH_SIZES", "1000,1000000");
@@ -72,12 +76,27 @@ fn main() {
     );
     let rounds = common::rounds();
     let dir = common::bench_dir("target/bench-audit");
+    let count_instructions =
+        std::env::var("SEND_ONCE_BENCH_INSTRUCTIONS").map_or(true, |v| v != "0");
 
     let mut ledgers = Vec::new();
     for &n in &sizes {
         for format in [Format::JsonLines, Format::Sqlite] {
-            ledgers.push(Ledger::prepare(&dir, format, n));
+            ledgers.push(Ledger::prepare(&dir, format, n, Shape::HALF_PERCENT));
         }
+    }
+    // At the largest size, the shape of issue 13 (1% pending) and its control (the same
+    // size and mix, only 50 of them pending): the difference is what each unknown send
+    // listed costs.
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    if largest >= 10_000 {
+        ledgers.push(Ledger::prepare(
+            &dir,
+            Format::Sqlite,
+            largest,
+            Shape::ONE_PERCENT,
+        ));
+        ledgers.push(Ledger::prepare(&dir, Format::Sqlite, largest, CONTROL));
     }
     let bench = Bench {
         stdout_path: dir.join("last-run.stdout"),
@@ -88,25 +107,67 @@ fn main() {
         "directory: {}, sizes {sizes:?}, {rounds} rounds after a warm-up, binary {BIN}",
         dir.display()
     );
-    let mut samples: Vec<Samples> = ledgers.iter().map(|_| Samples::default()).collect();
+    let mut samples: Vec<[Samples; 2]> = ledgers.iter().map(|_| Default::default()).collect();
     for round in 0..=rounds {
         let warm_up = round == 0;
         for (ledger, samples) in ledgers.iter().zip(samples.iter_mut()) {
-            // Baselines right next to the audit they are compared with.
+            // Baselines right next to the audits they are compared with.
             let startup = bench.startup();
             let read = match ledger.format {
                 Format::JsonLines => Some(bench.wc(ledger)),
                 Format::Sqlite => None,
             };
-            let audit = bench.audit(ledger);
-            if warm_up {
-                continue;
+            for (mode, samples) in MODES.into_iter().zip(samples.iter_mut()) {
+                let audit = bench.audit(ledger, mode);
+                if !warm_up {
+                    samples.push(&audit, &startup, read.as_ref());
+                }
             }
-            samples.push(&audit, &startup, read.as_ref());
         }
         common::round_done(round, rounds);
     }
+    if count_instructions {
+        eprintln!("counting instructions (valgrind --tool=callgrind), one run each ...");
+        for (ledger, samples) in ledgers.iter().zip(samples.iter_mut()) {
+            for (mode, samples) in MODES.into_iter().zip(samples.iter_mut()) {
+                // A JSON Lines million takes a minute or more under valgrind: --json only.
+                if ledger.format == Format::JsonLines
+                    && mode == Mode::Text
+                    && ledger.entries > 100_000
+                {
+                    continue;
+                }
+                samples.instructions = bench.instructions(ledger, mode);
+            }
+            if samples[0].startup_instructions.is_none() {
+                samples[0].startup_instructions = bench.startup_instructions();
+            }
+        }
+    }
     report(&ledgers, &mut samples, rounds);
+}
+
+/// The control of the 1% shape: 50 pending, among the oldest claims.
+const CONTROL: Shape = Shape {
+    every: 100,
+    cap: Some(50),
+};
+
+const MODES: [Mode; 2] = [Mode::Json, Mode::Text];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Json,
+    Text,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Json => "--json",
+            Mode::Text => "text",
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -115,26 +176,36 @@ fn main() {
 struct Ledger {
     format: Format,
     entries: u64,
+    shape: Shape,
     path: PathBuf,
     bytes: u64,
     expected: Counts,
 }
 
 impl Ledger {
-    /// The ledger of `n` entries in `dir`, generated unless a marker file says the one
-    /// there was generated by this version of the generator and it still has the size
-    /// it had then.
-    fn prepare(dir: &Path, format: Format, n: u64) -> Ledger {
-        let path = dir.join(match format {
-            Format::JsonLines => format!("audit-{n}.jsonl"),
-            Format::Sqlite => format!("audit-{n}.db"),
-        });
+    /// The ledger of `n` entries of `shape` in `dir`, generated unless a marker file
+    /// says the one there was generated by this version of the generator and it still
+    /// has the size it had then.
+    fn prepare(dir: &Path, format: Format, n: u64, shape: Shape) -> Ledger {
+        let extension = match format {
+            Format::JsonLines => "jsonl",
+            Format::Sqlite => "db",
+        };
+        let name = match shape {
+            Shape::HALF_PERCENT => format!("audit-{n}.{extension}"),
+            Shape { every, cap: None } => format!("audit-{n}-every{every}.{extension}"),
+            Shape {
+                every,
+                cap: Some(cap),
+            } => format!("audit-{n}-every{every}-cap{cap}.{extension}"),
+        };
+        let path = dir.join(name);
         // The SQLite file is made by SqliteStore::open: a new schema makes it again.
         let schema = match format {
             Format::JsonLines => 0,
             Format::Sqlite => SCHEMA_VERSION,
         };
-        let expected = expected_counts(n, None);
+        let expected = expected_counts(n, shape);
         let marker_for = |bytes: u64| {
             format!(
                 "generator {GENERATOR_VERSION} schema {schema} entries {n} lines {} bytes {bytes} sent {} failed {} pending {}\n",
@@ -147,6 +218,8 @@ impl Ledger {
             vec![
                 format.name().into(),
                 n.to_string().into(),
+                shape.every.to_string().into(),
+                shape.cap.map_or("-".into(), |c| c.to_string()).into(),
                 path.clone().into(),
             ],
             Progress::OneLine,
@@ -154,6 +227,7 @@ impl Ledger {
         Ledger {
             format,
             entries: n,
+            shape,
             path,
             bytes,
             expected,
@@ -161,18 +235,23 @@ impl Ledger {
     }
 
     fn label(&self) -> String {
-        format!("{} {}", self.format.name(), thousands(self.entries))
+        let shape = match self.shape {
+            Shape::HALF_PERCENT => String::new(),
+            Shape { cap: None, .. } => " 1%".to_owned(),
+            Shape { cap: Some(_), .. } => " ctl".to_owned(),
+        };
+        format!("{} {}{shape}", self.format.name(), thousands(self.entries))
     }
 }
 
-fn generate_ledger(format: Format, n: u64, path: &Path) {
+fn generate_ledger(format: Format, n: u64, shape: Shape, path: &Path) {
     let counts = match format {
-        Format::JsonLines => common::write_jsonl(path, n, None),
-        Format::Sqlite => common::write_sqlite(path, n, None, |_| {}),
+        Format::JsonLines => common::write_jsonl(path, n, shape),
+        Format::Sqlite => common::write_sqlite(path, n, shape, |_| {}),
     };
     assert_eq!(
         counts,
-        expected_counts(n, None),
+        expected_counts(n, shape),
         "the generator and expected_counts disagree"
     );
 }
@@ -248,13 +327,14 @@ impl Bench {
         run
     }
 
-    fn audit(&self, ledger: &Ledger) -> Run {
-        let run = self.run(&mut common::audit_command(&ledger.path));
+    fn audit(&self, ledger: &Ledger, mode: Mode) -> Run {
+        let run = self.run(&mut audit_command(ledger, mode));
         let fail = |why: String| -> ! {
             let stdout = self.stdout();
             panic!(
-                "send-once audit {} --json: {why}\nexit code {}\nstderr: {}\nstdout starts: {}",
+                "send-once audit {} {}: {why}\nexit code {}\nstderr: {}\nstdout starts: {}",
                 ledger.path.display(),
+                mode.name(),
                 run.code,
                 self.stderr(),
                 stdout.chars().take(2000).collect::<String>()
@@ -263,9 +343,20 @@ impl Bench {
         if run.code != 1 {
             fail("expected exit code 1 (pending entries are unknown)".into());
         }
+        let checked = match mode {
+            Mode::Json => self.check_json(ledger),
+            Mode::Text => self.check_text(ledger),
+        };
+        if let Err(why) = checked {
+            fail(why);
+        }
+        run
+    }
+
+    fn check_json(&self, ledger: &Ledger) -> Result<(), String> {
         let file = File::open(&self.stdout_path).expect("open the stdout file");
         let report: AuditReport = serde_json::from_reader(BufReader::new(file))
-            .unwrap_or_else(|e| fail(format!("stdout is not the audit JSON: {e}")));
+            .map_err(|e| format!("stdout is not the audit JSON: {e}"))?;
         let want = ledger.expected;
         let found = Counts {
             total: report.counts.total,
@@ -275,20 +366,98 @@ impl Bench {
             lines: want.lines,
         };
         if found != want {
-            fail(format!("counts {found:?}, generated {want:?}"));
+            return Err(format!("counts {found:?}, generated {want:?}"));
         }
         let unknown = report.unknown.len() as u64;
         if unknown + report.in_flight != want.pending {
-            fail(format!(
+            return Err(format!(
                 "{unknown} unknown + {} in flight should be the {} pending entries",
                 report.in_flight, want.pending
             ));
         }
         if report.skipped_lines.unwrap_or(0) != 0 {
-            fail("skipped lines in a generated ledger".into());
+            return Err("skipped lines in a generated ledger".into());
         }
-        run
+        Ok(())
     }
+
+    /// The text report's head (no colour: stdout is a file and NO_COLOR is set) and
+    /// one "claimed" line per unknown send.
+    fn check_text(&self, ledger: &Ledger) -> Result<(), String> {
+        let text = self.stdout();
+        let want = ledger.expected;
+        let head = format!(
+            "\nUNKNOWN  {} sends may or may not have gone out\n\n      {:>6} in the ledger\n      {:>6} sent\n      {:>6} failed, may be retried\n      {:>6} pending\n",
+            want.pending, want.total, want.sent, want.failed, want.pending
+        );
+        if !text.starts_with(&head) {
+            return Err(format!("the report does not start with {head:?}"));
+        }
+        let listed = text.matches("\n      claimed ").count() as u64;
+        if listed != want.pending {
+            return Err(format!(
+                "{listed} unknown sends listed, {} generated",
+                want.pending
+            ));
+        }
+        Ok(())
+    }
+
+    /// Instructions one run executes (all threads), from valgrind's callgrind; None
+    /// when valgrind cannot be run.
+    fn instructions(&self, ledger: &Ledger, mode: Mode) -> Option<u64> {
+        self.callgrind(audit_command(ledger, mode))
+    }
+
+    fn startup_instructions(&self) -> Option<u64> {
+        self.callgrind(common::startup_command())
+    }
+
+    fn callgrind(&self, measured: Command) -> Option<u64> {
+        let mut command = Command::new("valgrind");
+        command
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(measured.get_program())
+            .args(measured.get_args());
+        for (name, value) in measured.get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        let run = self.run(&mut command);
+        if run.code < 0 || run.code > 1 {
+            return None;
+        }
+        // "==PID== Collected : N"
+        self.stderr().lines().find_map(|line| {
+            line.split_once("Collected :")
+                .and_then(|(_, n)| n.trim().parse().ok())
+        })
+    }
+}
+
+/// `send-once audit LEDGER` (with `--json` or as text) on the ledgers' clock, without
+/// colours.
+fn audit_command(ledger: &Ledger, mode: Mode) -> Command {
+    let mut command = common::audit_command(&ledger.path);
+    if mode == Mode::Text {
+        let args: Vec<_> = command
+            .get_args()
+            .filter(|a| *a != "--json")
+            .map(ToOwned::to_owned)
+            .collect();
+        let mut text = Command::new(command.get_program());
+        text.args(args);
+        for (name, value) in command.get_envs() {
+            match value {
+                Some(value) => text.env(name, value),
+                None => text.env_remove(name),
+            };
+        }
+        command = text;
+    }
+    command
 }
 
 #[derive(Default)]
@@ -304,6 +473,10 @@ struct Samples {
     vs_startup: Vec<f64>,
     vs_read: Vec<f64>,
     net_ms: Vec<f64>,
+    /// One run under callgrind (all threads), when counted.
+    instructions: Option<u64>,
+    /// The start-up floor's, kept with the --json samples.
+    startup_instructions: Option<u64>,
 }
 
 impl Samples {
@@ -329,14 +502,15 @@ impl Samples {
 // ---------------------------------------------------------------------------------
 // Reporting.
 
-fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize) {
+fn report(ledgers: &[Ledger], samples: &mut [[Samples; 2]], rounds: usize) {
     println!();
     println!(
-        "send-once audit LEDGER --json: median of {rounds} rounds (wall ms, child process); peak RSS = max over rounds"
+        "send-once audit LEDGER [--json]: median of {rounds} rounds (wall ms, child process); peak RSS = max over rounds; Minstr = one run under callgrind"
     );
     println!(
-        "{:<16} {:>8} {:>9} {:>8} {:>9} {:>8} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9}",
+        "{:<19} {:>6} {:>7} {:>7} {:>8} {:>9} {:>7} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8}",
         "ledger",
+        "mode",
         "MiB",
         "pending",
         "audit",
@@ -347,49 +521,79 @@ fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize) {
         "wc -l",
         "x wc -l",
         "net ms",
-        "net ns/e"
+        "Minstr"
     );
-    for (ledger, s) in ledgers.iter().zip(samples.iter_mut()) {
-        let audit = median(&mut s.audit_ms);
-        let (lo, hi) = min_max(&s.audit_ms);
-        let startup = median(&mut s.startup_ms);
-        let net = median(&mut s.net_ms);
-        let (read, vs_read) = if s.read_ms.is_empty() {
-            ("-".to_owned(), "-".to_owned())
-        } else {
-            (
-                format!("{:.1}", median(&mut s.read_ms)),
-                format!("{:.2}x", median(&mut s.vs_read)),
-            )
-        };
-        println!(
-            "{:<16} {:>8.1} {:>9} {:>8.1} {:>9} {:>8.1} {:>10.1} {:>8.2}x {:>9} {:>10} {:>9.1} {:>9.1}",
-            ledger.label(),
-            mib(ledger.bytes),
-            thousands(ledger.expected.pending),
-            audit,
-            format!("{lo:.0}-{hi:.0}"),
-            s.audit_rss_kib as f64 / 1024.0,
-            startup,
-            median(&mut s.vs_startup),
-            read,
-            vs_read,
-            net,
-            net * 1e6 / ledger.entries as f64,
-        );
+    for (ledger, pair) in ledgers.iter().zip(samples.iter_mut()) {
+        for (mode, s) in MODES.into_iter().zip(pair.iter_mut()) {
+            let audit = median(&mut s.audit_ms);
+            let (lo, hi) = min_max(&s.audit_ms);
+            let (read, vs_read) = if s.read_ms.is_empty() {
+                ("-".to_owned(), "-".to_owned())
+            } else {
+                (
+                    format!("{:.1}", median(&mut s.read_ms)),
+                    format!("{:.2}x", median(&mut s.vs_read)),
+                )
+            };
+            println!(
+                "{:<19} {:>6} {:>7.1} {:>7} {:>8.1} {:>9} {:>7.1} {:>8.1} {:>7.2}x {:>7} {:>8} {:>8.1} {:>8}",
+                ledger.label(),
+                mode.name(),
+                mib(ledger.bytes),
+                thousands(ledger.expected.pending),
+                audit,
+                format!("{lo:.0}-{hi:.0}"),
+                s.audit_rss_kib as f64 / 1024.0,
+                median(&mut s.startup_ms),
+                median(&mut s.vs_startup),
+                read,
+                vs_read,
+                median(&mut s.net_ms),
+                millions(s.instructions),
+            );
+        }
     }
+    let startup_instructions = samples.iter().find_map(|pair| pair[0].startup_instructions);
     println!(
-        "(start-up = `send-once key ...`, peak RSS {:.1} MiB; wc -l peak RSS {:.1} MiB; x = median of per-round ratios; net = audit - start-up, per round; ns/e = net ns per entry.\n A child's RSS peak cannot read below this bench's own, {:.1} MiB: a spawned child starts from its parent's high-water mark.)",
-        samples.iter().map(|s| s.startup_rss_kib).max().unwrap_or(0) as f64 / 1024.0,
-        samples.iter().map(|s| s.read_rss_kib).max().unwrap_or(0) as f64 / 1024.0,
+        "(start-up = `send-once key ...`, peak RSS {:.1} MiB, {} Minstr; wc -l peak RSS {:.1} MiB; x = median of per-round ratios; net = audit - start-up, per round; 1% = one entry in 100 pending, ctl = the same with only 50 of them.\n A child's RSS peak cannot read below this bench's own, {:.1} MiB: a spawned child starts from its parent's high-water mark.)",
+        samples
+            .iter()
+            .flat_map(|pair| pair.iter().map(|s| s.startup_rss_kib))
+            .max()
+            .unwrap_or(0) as f64
+            / 1024.0,
+        millions(startup_instructions),
+        samples
+            .iter()
+            .flat_map(|pair| pair.iter().map(|s| s.read_rss_kib))
+            .max()
+            .unwrap_or(0) as f64
+            / 1024.0,
         own_peak_rss_kib() as f64 / 1024.0,
     );
 
-    // Growth: the largest ledger against the smallest, per format.
+    growth(ledgers, samples);
+    per_unknown(ledgers, samples);
+    targets(ledgers, samples);
     println!();
-    let mut summary = Vec::new();
+    println!(
+        "command: cargo bench --bench audit   (SEND_ONCE_BENCH_SIZES=1000,100000 for a quick run; SEND_ONCE_BENCH_ROUNDS, SEND_ONCE_BENCH_DIR; SEND_ONCE_BENCH_INSTRUCTIONS=0 skips the callgrind runs)"
+    );
+}
+
+fn millions(instructions: Option<u64>) -> String {
+    instructions.map_or("-".to_owned(), |n| format!("{:.1}", n as f64 / 1e6))
+}
+
+/// The largest ledger against the smallest, per format, of the README's shape (0.5%
+/// pending), `--json`.
+fn growth(ledgers: &[Ledger], samples: &mut [[Samples; 2]]) {
+    println!();
     for format in [Format::JsonLines, Format::Sqlite] {
-        let of_format = || (0..ledgers.len()).filter(|&i| ledgers[i].format == format);
+        let of_format = || {
+            (0..ledgers.len())
+                .filter(|&i| ledgers[i].format == format && ledgers[i].shape == Shape::HALF_PERCENT)
+        };
         let (Some(small), Some(large)) = (
             of_format().min_by_key(|&i| ledgers[i].entries),
             of_format().max_by_key(|&i| ledgers[i].entries),
@@ -400,75 +604,113 @@ fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize) {
         if small_l.entries == large_l.entries {
             continue;
         }
-        let small_ms = median(&mut samples[small].audit_ms);
-        let large_ms = median(&mut samples[large].audit_ms);
-        let small_net = median(&mut samples[small].net_ms);
-        let large_net = median(&mut samples[large].net_ms);
+        let small_ms = median(&mut samples[small][0].audit_ms);
+        let large_ms = median(&mut samples[large][0].audit_ms);
+        let small_net = median(&mut samples[small][0].net_ms);
+        let large_net = median(&mut samples[large][0].net_ms);
         let growth = large_l.entries as f64 / small_l.entries as f64;
         let per_entry = |ms: f64, l: &Ledger| ms * 1e3 / l.entries as f64;
         let gross = per_entry(large_ms, large_l) / per_entry(small_ms, small_l);
         let net = per_entry(large_net, large_l) / per_entry(small_net, small_l);
         println!(
-            "{}: {} -> {} entries ({growth:.0}x): audit {small_ms:.1} -> {large_ms:.1} ms ({:.1}x)",
+            "{} --json: {} -> {} entries ({growth:.0}x): audit {small_ms:.1} -> {large_ms:.1} ms ({:.1}x); per entry {gross:.3}x the wall cost at the small size, {net:.2}x net of process start-up (target <= 1.3x: {})",
             format.name(),
             thousands(small_l.entries),
             thousands(large_l.entries),
             large_ms / small_ms,
-        );
-        println!(
-            "    per entry, wall:              {:.4} -> {:.4} us = {gross:.3}x",
-            per_entry(small_ms, small_l),
-            per_entry(large_ms, large_l),
-        );
-        println!(
-            "    per entry, net of start-up:   {:.4} -> {:.4} us = {net:.3}x (net {small_net:.2} -> {large_net:.1} ms; at the small size this is within the noise)",
-            per_entry(small_net, small_l),
-            per_entry(large_net, large_l),
-        );
-        println!(
-            "    per pending entry, wall:      {:.1} -> {:.1} us",
-            small_ms * 1e3 / small_l.expected.pending as f64,
-            large_ms * 1e3 / large_l.expected.pending as f64,
-        );
-        let rss = samples[large].audit_rss_kib as f64 / 1024.0;
-        let mut line = format!(
-            "{}: audit of {} entries ({:.0} MiB) took {large_ms:.0} ms ({} a second) and peaked at {rss:.1} MiB RSS; per entry that is {gross:.3}x the wall cost at {} entries, {net:.2}x net of process start-up (target <= 1.3x)",
-            format.name(),
-            thousands(large_l.entries),
-            mib(large_l.bytes),
-            if large_ms < 1000.0 {
-                "under"
-            } else {
-                "NOT under"
-            },
-            thousands(small_l.entries),
-        );
-        if format == Format::JsonLines && large_l.entries == 1_000_000 {
-            let read_ms = median(&mut samples[large].read_ms);
-            line.push_str(&format!(
-                "; against the Node CLI's ~{NODE_JSONL_1M_SECONDS:.0} s and {:.1} GiB that is {:.1}x faster and {:.1}x smaller; it takes {:.1}x the time wc -l needs to read the file ({read_ms:.0} ms)",
-                NODE_JSONL_1M_MIB / 1024.0,
-                NODE_JSONL_1M_SECONDS * 1000.0 / large_ms,
-                NODE_JSONL_1M_MIB / rss,
-                median(&mut samples[large].vs_read),
-            ));
-        }
-        summary.push(line);
-    }
-    if !summary.is_empty() {
-        println!();
-        println!(
-            "Summary: {}. Audit output is {} bytes of JSON for the largest ledgers. Figures are for a warm page cache (the files were just generated or read).",
-            summary.join(". "),
-            samples
-                .iter()
-                .map(|s| s.audit_stdout_bytes)
-                .max()
-                .unwrap_or(0)
+            verdict(net <= 1.3),
         );
     }
+}
+
+/// What each unknown send listed costs: the 1% ledger against its control, same size.
+fn per_unknown(ledgers: &[Ledger], samples: &mut [[Samples; 2]]) {
+    let find = |shape: Shape| {
+        ledgers
+            .iter()
+            .position(|l| l.format == Format::Sqlite && l.shape == shape)
+    };
+    let (Some(many), Some(few)) = (find(Shape::ONE_PERCENT), find(CONTROL)) else {
+        return;
+    };
+    let listed = ledgers[many].expected.pending as f64 - ledgers[few].expected.pending as f64;
     println!();
     println!(
-        "command: cargo bench --bench audit   (SEND_ONCE_BENCH_SIZES=1000,100000 for a quick run; SEND_ONCE_BENCH_ROUNDS, SEND_ONCE_BENCH_DIR)"
+        "per unknown send listed (sqlite, {} entries: {} unknown against {}):",
+        thousands(ledgers[many].entries),
+        thousands(ledgers[many].expected.pending),
+        thousands(ledgers[few].expected.pending),
     );
+    for (m, mode) in MODES.into_iter().enumerate() {
+        let many_ms = median(&mut samples[many][m].audit_ms);
+        let few_ms = median(&mut samples[few][m].audit_ms);
+        let instructions = match (samples[many][m].instructions, samples[few][m].instructions) {
+            (Some(a), Some(b)) => format!(
+                ", {:.0} instructions each ({} -> {} Minstr)",
+                (a as f64 - b as f64) / listed,
+                millions(Some(b)),
+                millions(Some(a))
+            ),
+            _ => String::new(),
+        };
+        println!(
+            "    {:>6}: {few_ms:.1} -> {many_ms:.1} ms, {:.2} us each{instructions}",
+            mode.name(),
+            (many_ms - few_ms) * 1e3 / listed,
+        );
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "short" }
+}
+
+/// Issue 13's targets 3 and 4, each with its figure and verdict.
+fn targets(ledgers: &[Ledger], samples: &mut [[Samples; 2]]) {
+    println!();
+    println!("targets (issue 13):");
+    let million = |format: Format, shape: Shape| {
+        ledgers
+            .iter()
+            .position(|l| l.format == format && l.shape == shape && l.entries == 1_000_000)
+    };
+    match million(Format::Sqlite, Shape::ONE_PERCENT) {
+        None => println!(
+            "    3. sqlite, 1,000,000 entries, 10,000 unknown: audit and --json under 200 ms each: not measured (needs size 1000000)"
+        ),
+        Some(i) => {
+            for (m, mode) in MODES.into_iter().enumerate() {
+                let s = &mut samples[i][m];
+                let audit = median(&mut s.audit_ms);
+                println!(
+                    "    3. sqlite, 1,000,000 entries, {} unknown, audit {:<6}: target < 200 ms, {audit:.0} ms ({} Minstr): {}",
+                    thousands(ledgers[i].expected.pending),
+                    mode.name(),
+                    millions(s.instructions),
+                    verdict(audit < 200.0)
+                );
+            }
+        }
+    }
+    match million(Format::JsonLines, Shape::HALF_PERCENT) {
+        None => println!(
+            "    4. jsonl, 1,000,000 entries: audit under 500 ms and 100 MiB: not measured (needs size 1000000)"
+        ),
+        Some(i) => {
+            for (m, mode) in MODES.into_iter().enumerate() {
+                let s = &mut samples[i][m];
+                let audit = median(&mut s.audit_ms);
+                let rss = s.audit_rss_kib as f64 / 1024.0;
+                println!(
+                    "    4. jsonl, 1,000,000 entries ({:.0} MiB), audit {:<6}: target < 500 ms and < 100 MiB, {audit:.0} ms and {rss:.1} MiB ({} Minstr; {:.1}x wc -l; the Node CLI: ~{NODE_JSONL_1M_SECONDS:.0} s, {:.1} GiB): {}",
+                    mib(ledgers[i].bytes),
+                    mode.name(),
+                    millions(s.instructions),
+                    median(&mut s.vs_read),
+                    NODE_JSONL_1M_MIB / 1024.0,
+                    verdict(audit < 500.0 && rss < 100.0)
+                );
+            }
+        }
+    }
 }

@@ -74,8 +74,8 @@ use sha2::{Digest, Sha256};
 mod common;
 
 use common::{
-    BIN, Counts, Format, GENERATE, NOW_MS, Progress, Run, START_MS, expected_counts, iso, median,
-    mib, min_max, ms, own_peak_rss_kib, thousands,
+    BIN, Counts, Format, GENERATE, NOW_MS, Progress, Run, START_MS, Shape, expected_counts, iso,
+    median, mib, min_max, ms, own_peak_rss_kib, thousands,
 };
 
 /// Bump when the generated ledgers change, so cached files are made again.
@@ -168,7 +168,7 @@ fn main() {
         sizes.iter().copied().max().unwrap_or(0),
     );
     if control && formats.contains(&Format::Sqlite) && largest > smallest {
-        let cap = expected_counts(smallest, None).pending;
+        let cap = expected_counts(smallest, Shape::HALF_PERCENT).pending;
         ledgers.push(Ledger::prepare(
             &dir,
             Format::Sqlite,
@@ -753,7 +753,7 @@ impl Ledger {
             Format::JsonLines => "none".to_owned(),
             Format::Sqlite => seed.expect("a seed for SQLite").fingerprint.clone(),
         };
-        let expected = expected_counts(n, pending_cap);
+        let expected = expected_counts(n, Shape::capped(pending_cap));
         let marker_for = |bytes: u64| {
             format!(
                 "generator {GENERATOR_VERSION} seed {seed_print} entries {n} drafts {drafts} lines {} bytes {bytes} sent {} failed {} pending {}\n",
@@ -813,8 +813,8 @@ fn generate_ledger(
     seed: &Path,
 ) {
     let counts = match format {
-        Format::JsonLines => common::write_jsonl(path, n, cap),
-        Format::Sqlite => common::write_sqlite(path, n, cap, |conn| {
+        Format::JsonLines => common::write_jsonl(path, n, Shape::capped(cap)),
+        Format::Sqlite => common::write_sqlite(path, n, Shape::capped(cap), |conn| {
             if drafts > 0 {
                 write_drafts(conn, seed, drafts);
             }
@@ -822,7 +822,7 @@ fn generate_ledger(
     };
     assert_eq!(
         counts,
-        expected_counts(n, cap),
+        expected_counts(n, Shape::capped(cap)),
         "the generator and expected_counts disagree"
     );
 }

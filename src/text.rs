@@ -83,7 +83,7 @@ pub fn safe_json(json: &str) -> Cow<'_, str> {
     // Line breaks in JSON text are layout (pretty printing); inside strings they are
     // already escaped.
     let escaped = |c: char| c != '\n' && is_suspicious(c);
-    if !json.chars().any(escaped) {
+    if is_plain_ascii(json, true) || !json.chars().any(escaped) {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
@@ -106,8 +106,17 @@ pub fn safe_json(json: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Printable ASCII (and line breaks, when `line_breaks`) only: nothing in it is
+/// suspicious, since every suspicious character is a control or beyond ASCII. Checked a
+/// byte at a time, which the compiler vectorises; a report of thousands of sends spent
+/// a tenth of its time asking of each character whether it is suspicious.
+fn is_plain_ascii(text: &str, line_breaks: bool) -> bool {
+    text.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || (line_breaks && b == b'\n'))
+}
+
 fn replace(text: &str, suspicious: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !text.chars().any(&suspicious) {
+    if is_plain_ascii(text, false) || !text.chars().any(&suspicious) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);

@@ -268,11 +268,40 @@ enum Kind {
     Pending,
 }
 
-/// 2% failed, 0.5% left pending, the rest sent; spread through the ledger. With a
-/// cap (the TUI's control ledger), only the first `cap` of those are left pending
-/// (among the oldest claims) and the others are sent.
-fn kind(i: u64, cap: Option<u64>) -> Kind {
-    if i % 200 == 7 && cap.is_none_or(|cap| i / 200 < cap) {
+/// Which entries are left pending: one in `every`, spread through the ledger; with a
+/// cap (the control ledgers), only the first `cap` of those (among the oldest claims),
+/// the others sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub every: u64,
+    pub cap: Option<u64>,
+}
+
+impl Shape {
+    /// 0.5% pending: the README's ledger since the first audit bench.
+    pub const HALF_PERCENT: Shape = Shape {
+        every: 200,
+        cap: None,
+    };
+    /// 1% pending, as issue 13 measures a fleet's ledger after a bad day.
+    pub const ONE_PERCENT: Shape = Shape {
+        every: 100,
+        cap: None,
+    };
+
+    /// 0.5% pending, but only the first `cap` of them.
+    pub fn capped(cap: Option<u64>) -> Shape {
+        Shape {
+            cap,
+            ..Shape::HALF_PERCENT
+        }
+    }
+}
+
+/// 2% failed, the pending ones as `shape` says, the rest sent.
+fn kind(i: u64, shape: Shape) -> Kind {
+    // i % every == 7 never meets i % 50 == 3 (every is a multiple of 50).
+    if i % shape.every == 7 && shape.cap.is_none_or(|cap| i / shape.every < cap) {
         Kind::Pending
     } else if i % 50 == 3 {
         Kind::Failed
@@ -309,7 +338,7 @@ fn entry_meta(i: u64) -> String {
     }
 }
 
-fn generate(i: u64, n: u64, cap: Option<u64>) -> Generated {
+fn generate(i: u64, n: u64, shape: Shape) -> Generated {
     let key = hex::encode(Sha256::digest(i.to_string().as_bytes()));
     let claimed_ms = START_MS + (i128::from(i) * i128::from(SPAN_MS) / i128::from(n)) as i64;
     let claimed = iso(claimed_ms);
@@ -321,7 +350,7 @@ fn generate(i: u64, n: u64, cap: Option<u64>) -> Generated {
     };
     let claim = |attempts: u32, at: &str| format!("{}}}", head("pending", attempts, at, at));
     let later = |ms: i64| iso(claimed_ms + ms);
-    let (status, claimed_at, updated_at, lines) = match kind(i, cap) {
+    let (status, claimed_at, updated_at, lines) = match kind(i, shape) {
         Kind::Sent => {
             let done = later(150 + (i % 1200) as i64);
             let sent = format!(
@@ -350,7 +379,7 @@ fn generate(i: u64, n: u64, cap: Option<u64>) -> Generated {
                 vec![claim(1, &claimed), failed],
             )
         }
-        Kind::Pending => match (i / 200) % 4 {
+        Kind::Pending => match (i / shape.every) % 4 {
             // Claimed, then nothing: the process died mid-send.
             0 => (
                 "pending",
@@ -404,14 +433,14 @@ fn generate(i: u64, n: u64, cap: Option<u64>) -> Generated {
     }
 }
 
-/// The counts a ledger of `n` entries (pending ones capped at `cap`) is generated with.
-pub fn expected_counts(n: u64, cap: Option<u64>) -> Counts {
+/// The counts a ledger of `n` entries of `shape` is generated with.
+pub fn expected_counts(n: u64, shape: Shape) -> Counts {
     let mut counts = Counts {
         total: n,
         ..Counts::default()
     };
     for i in 0..n {
-        match kind(i, cap) {
+        match kind(i, shape) {
             Kind::Sent => {
                 counts.sent += 1;
                 counts.lines += 2;
@@ -422,7 +451,7 @@ pub fn expected_counts(n: u64, cap: Option<u64>) -> Counts {
             }
             Kind::Pending => {
                 counts.pending += 1;
-                counts.lines += [1, 3, 2, 2][((i / 200) % 4) as usize];
+                counts.lines += [1, 3, 2, 2][((i / shape.every) % 4) as usize];
             }
         }
     }
@@ -440,12 +469,12 @@ fn tally(counts: &mut Counts, entry: &Generated) {
 }
 
 /// Writes the JSON Lines ledger of `n` entries; returns what it holds.
-pub fn write_jsonl(path: &Path, n: u64, cap: Option<u64>) -> Counts {
+pub fn write_jsonl(path: &Path, n: u64, shape: Shape) -> Counts {
     let file = File::create(path).expect("create the JSON Lines ledger");
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut counts = Counts::default();
     for i in 0..n {
-        let entry = generate(i, n, cap);
+        let entry = generate(i, n, shape);
         for line in &entry.lines {
             out.write_all(line.as_bytes())
                 .and_then(|()| out.write_all(b"\n"))
@@ -462,12 +491,7 @@ pub fn write_jsonl(path: &Path, n: u64, cap: Option<u64>) -> Counts {
 
 /// Writes the SQLite ledger of `n` entries, and then whatever `more` adds in the same
 /// transaction; returns what the entries hold.
-pub fn write_sqlite(
-    path: &Path,
-    n: u64,
-    cap: Option<u64>,
-    more: impl FnOnce(&Connection),
-) -> Counts {
+pub fn write_sqlite(path: &Path, n: u64, shape: Shape, more: impl FnOnce(&Connection)) -> Counts {
     // The schema exactly as send-once creates it.
     drop(SqliteStore::open(path, Access::Create).expect("create the SQLite ledger"));
     let mut conn = Connection::open(path).expect("open the SQLite ledger");
@@ -483,7 +507,7 @@ pub fn write_sqlite(
             )
             .expect("prepare the insert");
         for i in 0..n {
-            let entry = generate(i, n, cap);
+            let entry = generate(i, n, shape);
             let last = entry.lines.last().expect("an entry has a line");
             insert
                 .execute(params![

@@ -163,10 +163,12 @@ fn format_report(report: &Value, argument: &str) -> Styled {
     let mut out = Styled::default();
     let count = |name: &str| report["counts"][name].as_u64().unwrap_or(0);
     let ledger = visible_inline(report["ledger"].as_str().unwrap_or_default()).into_owned();
-    let unknown = report["unknown"].as_array().cloned().unwrap_or_default();
+    // Borrowed, not copied: at 10,000 unknown sends the copy cost as much as the text.
+    let none = Vec::new();
+    let unknown = report["unknown"].as_array().unwrap_or(&none);
     let in_flight = report["inFlight"].as_u64().unwrap_or(0);
     let skipped = report["skippedLines"].as_u64().unwrap_or(0);
-    let unreadable = report["unreadable"].as_array().cloned().unwrap_or_default();
+    let unreadable = report["unreadable"].as_array().unwrap_or(&none);
     out.plain("\n");
 
     if unknown.is_empty() && !unreadable.is_empty() {
@@ -217,7 +219,7 @@ fn format_report(report: &Value, argument: &str) -> Styled {
             .plain(format!(" {what}\n"));
     }
 
-    for send in &unknown {
+    for send in unknown {
         out.plain("\n");
         out.plain(format!(
             "  {}\n",
@@ -250,7 +252,7 @@ fn format_report(report: &Value, argument: &str) -> Styled {
         }
     }
 
-    for row in &unreadable {
+    for row in unreadable {
         out.plain("\n");
         out.plain(format!(
             "  {}\n",

@@ -235,7 +235,7 @@ impl Store for JsonlStore {
                 .filter(|&i| query.status.is_none_or(|st| index.slots[i].status == st))
                 .collect();
             // Newest claim first; an unreadable claim time last; ties in file order.
-            seqs.sort_by_key(|&i| (std::cmp::Reverse(index.claimed_ms[i]), i));
+            seqs.sort_by_key(|&i| (std::cmp::Reverse(index.slots[i].claimed_ms), i));
             // A search looks into the entries (meta, error), which the index does not
             // hold: every candidate is read, then paged.
             if query.search.is_some() {
@@ -274,7 +274,7 @@ impl Store for JsonlStore {
                 .iter()
                 .map(|slot| index.key(slot))
                 .filter(|k| k.starts_with(&prefix))
-                .map(str::to_owned)
+                .map(Cow::into_owned)
                 .collect();
             keys.sort();
             keys.truncate(limit);
@@ -414,9 +414,10 @@ fn index_range(
     range: std::ops::Range<u64>,
     claim_times: bool,
 ) -> std::io::Result<Index> {
-    // Lines of a real ledger are a few hundred bytes: sizing the table for one key per
-    // 256 bytes spares rehashing it as it grows, at 5 bytes a slot.
-    let mut index = Index::new(((range.end - range.start) / 256).min(1 << 26) as usize);
+    // Lines of a real ledger are a few hundred bytes, and the Node library writes two
+    // for most keys: sizing the table for one key per 512 bytes spares rehashing it as
+    // it grows, at 5 bytes a slot, without holding twice what it needs.
+    let mut index = Index::new(((range.end - range.start) / 512).min(1 << 26) as usize);
     for_each_line_in(file, range, |offset, bytes| match classify(bytes) {
         Line::Blank => {}
         Line::NotAnEntry => index.skipped += 1,
@@ -427,17 +428,26 @@ fn index_range(
             status,
             claimed_at,
         } => {
-            let claimed_ms = claim_times.then(|| claim_time(&claimed_at));
             let line = Slot {
+                offset,
+                claimed_ms: if claim_times {
+                    claim_time(&claimed_at)
+                } else {
+                    i64::MIN
+                },
+                len: bytes.len() as u32,
                 key_at: 0,
                 key_len: 0,
-                len: bytes.len() as u32,
-                offset,
                 status,
             };
-            index.upsert(&key, line, claimed_ms);
+            index.upsert(&key, line);
         }
     })?;
+    if index.overflow {
+        return Err(std::io::Error::other(
+            "the ledger holds more keys than one read can index (over 4 GiB of keys)",
+        ));
+    }
     Ok(index)
 }
 
@@ -508,98 +518,276 @@ struct Found {
 }
 
 /// Where a key's current line is, and what it says. Its place in `Index::slots` is the
-/// order in which the key first appeared (the Node store's Map order).
+/// order in which the key first appeared (the Node store's Map order). 32 bytes.
 #[derive(Clone, Copy)]
 struct Slot {
-    /// The key, in `Index::keys`.
-    key_at: usize,
-    key_len: u32,
     /// The current line, in the file.
-    len: u32,
     offset: u64,
+    /// Its claim time (ms), when asked for; `i64::MIN` when unreadable or not read.
+    claimed_ms: i64,
+    len: u32,
+    /// The key, in `Index::keys` (see [`Keys`]).
+    key_at: u32,
+    key_len: u32,
     status: Status,
 }
 
-/// Every key's current line, for a census or a page. Keys live in one string rather
-/// than one allocation each, and the table holds only slot numbers: about 40 bytes
-/// per key plus the key itself.
+/// A key's stored length carries this bit when the key is lowercase hex (a hash, as
+/// `send-once key` and most agents make them) and is kept as the bytes it spells: half
+/// the memory. Another key is kept as it is, so one spelling is never stored two ways
+/// and equal stored keys are equal keys.
+const KEY_HEX: u32 = 1 << 31;
+
+/// The keys, in blocks of [`KEY_BLOCK`] bytes (a longer key has a block of its own),
+/// so that the table never copies itself to grow and a merge frees each block of the
+/// part it takes in as soon as it is taken in. A key's place is its block in the top
+/// 12 bits and where in it in the low 20.
+#[derive(Default)]
+struct Keys {
+    blocks: Vec<Vec<u8>>,
+}
+
+const KEY_BLOCK: usize = 1 << 20;
+const KEY_BLOCKS: usize = 1 << 12;
+
+impl Keys {
+    /// Stores `bytes`; None when the blocks are used up (4 GiB of keys).
+    fn push(&mut self, bytes: &[u8]) -> Option<u32> {
+        let fits = self
+            .blocks
+            .last()
+            .is_some_and(|b| b.len() + bytes.len() <= KEY_BLOCK);
+        if !fits {
+            if self.blocks.len() == KEY_BLOCKS {
+                return None;
+            }
+            self.blocks
+                .push(Vec::with_capacity(KEY_BLOCK.max(bytes.len())));
+        }
+        let block = self.blocks.len() - 1;
+        let last = self.blocks.last_mut()?;
+        let at = last.len();
+        last.extend_from_slice(bytes);
+        Some(((block as u32) << 20) | at as u32)
+    }
+
+    fn get(&self, key_at: u32, key_len: u32) -> &[u8] {
+        let block = &self.blocks[(key_at >> 20) as usize];
+        let at = (key_at & (KEY_BLOCK as u32 - 1)) as usize;
+        &block[at..at + (key_len & !KEY_HEX) as usize]
+    }
+}
+
+/// `key` as stored: its bytes, or the bytes its lowercase hex spells (into `buf`),
+/// with the length it is stored with; None for a key of 2 GiB or more.
+fn stored_key<'a>(key: &'a str, buf: &'a mut Vec<u8>) -> Option<(&'a [u8], u32)> {
+    let raw = key.as_bytes();
+    let len = u32::try_from(raw.len())
+        .ok()
+        .filter(|&n| n & KEY_HEX == 0)?;
+    if !raw.is_empty() && raw.len().is_multiple_of(2) {
+        buf.clear();
+        buf.resize(raw.len() / 2, 0);
+        let mut invalid = 0u8;
+        for (pair, out) in raw.chunks_exact(2).zip(buf.iter_mut()) {
+            let (high, low) = (HEX_DIGIT[pair[0] as usize], HEX_DIGIT[pair[1] as usize]);
+            invalid |= high | low;
+            *out = (high << 4) | (low & 0x0f);
+        }
+        if invalid & 0xf0 == 0 {
+            return Some((buf, (len / 2) | KEY_HEX));
+        }
+    }
+    Some((raw, len))
+}
+
+/// Each byte's value as a lowercase hex digit; 0xff for any other byte (an uppercase
+/// digit too, so that a key has one stored spelling).
+static HEX_DIGIT: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Slots in blocks of [`SLOT_BLOCK`], for the same reasons as [`Keys`].
+#[derive(Default)]
+struct Slots {
+    blocks: Vec<Vec<Slot>>,
+    len: usize,
+}
+
+const SLOT_BLOCK: usize = 1 << 15;
+
+impl Slots {
+    fn push(&mut self, slot: Slot) {
+        if self.len.is_multiple_of(SLOT_BLOCK) {
+            self.blocks.push(Vec::with_capacity(SLOT_BLOCK));
+        }
+        if let Some(block) = self.blocks.last_mut() {
+            block.push(slot);
+            self.len += 1;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.blocks.iter().flatten()
+    }
+
+    fn get_mut(&mut self, i: usize) -> &mut Slot {
+        &mut self.blocks[i / SLOT_BLOCK][i % SLOT_BLOCK]
+    }
+}
+
+impl std::ops::Index<usize> for Slots {
+    type Output = Slot;
+    fn index(&self, i: usize) -> &Slot {
+        &self.blocks[i / SLOT_BLOCK][i % SLOT_BLOCK]
+    }
+}
+
+impl<'a> IntoIterator for &'a Slots {
+    type Item = &'a Slot;
+    type IntoIter = std::iter::Flatten<std::slice::Iter<'a, Vec<Slot>>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.blocks.iter().flatten()
+    }
+}
+
+/// Every key's current line, for a census or a page. Keys live in a few large blocks
+/// rather than one allocation each (hex keys at half their length), and the table
+/// holds only slot numbers: about 37 bytes per key plus the key itself.
 struct Index {
-    slots: Vec<Slot>,
-    /// Each slot's claim time (ms), when asked for; `i64::MIN` when unreadable.
-    claimed_ms: Vec<i64>,
-    keys: String,
+    slots: Slots,
+    keys: Keys,
     table: HashTable<u32>,
     hasher: foldhash::fast::RandomState,
     skipped: u64,
+    /// More keys than [`Keys`] holds: the index is incomplete and must not be used.
+    overflow: bool,
+    /// Scratch space for a hex key's bytes.
+    buf: Vec<u8>,
 }
 
 impl Index {
     fn new(expected_keys: usize) -> Index {
         Index {
-            slots: Vec::new(),
-            claimed_ms: Vec::new(),
-            keys: String::new(),
+            slots: Slots::default(),
+            keys: Keys::default(),
             table: HashTable::with_capacity(expected_keys),
             hasher: foldhash::fast::RandomState::default(),
             skipped: 0,
+            overflow: false,
+            buf: Vec::new(),
         }
     }
 
-    /// Takes in the index of the part of the file that follows this one's.
+    /// Takes in the index of the part of the file that follows this one's, freeing
+    /// its blocks as they are taken in: the two whole indexes are never held at once.
     fn absorb(&mut self, later: Index) {
         self.skipped += later.skipped;
-        for (i, slot) in later.slots.iter().enumerate() {
-            let line = Slot {
-                key_at: 0,
-                key_len: 0,
-                ..*slot
-            };
-            self.upsert(later.key(slot), line, later.claimed_ms.get(i).copied());
+        self.overflow |= later.overflow;
+        // One rehash now rather than several as it fills.
+        let (slots, keys, hasher) = (&self.slots, &self.keys, &self.hasher);
+        self.table.reserve(later.slots.len(), |&j| {
+            let slot = &slots[j as usize];
+            hasher.hash_one((keys.get(slot.key_at, slot.key_len), slot.key_len))
+        });
+        let Index {
+            slots: later_slots,
+            keys: later_keys,
+            ..
+        } = later;
+        let mut key_blocks: Vec<Option<Vec<u8>>> =
+            later_keys.blocks.into_iter().map(Some).collect();
+        let mut freed = 0usize;
+        for block in later_slots.blocks {
+            for slot in &block {
+                let key_block = (slot.key_at >> 20) as usize;
+                // Keys were stored in slot order: the blocks before this key's are done.
+                while freed < key_block {
+                    key_blocks[freed] = None;
+                    freed += 1;
+                }
+                let Some(Some(bytes)) = key_blocks.get(key_block) else {
+                    continue;
+                };
+                let at = (slot.key_at & (KEY_BLOCK as u32 - 1)) as usize;
+                let key = &bytes[at..at + (slot.key_len & !KEY_HEX) as usize];
+                self.upsert_stored(key, slot.key_len, *slot);
+            }
         }
     }
 
-    fn key(&self, slot: &Slot) -> &str {
-        &self.keys[slot.key_at..slot.key_at + slot.key_len as usize]
+    fn key(&self, slot: &Slot) -> Cow<'_, str> {
+        let bytes = self.keys.get(slot.key_at, slot.key_len);
+        if slot.key_len & KEY_HEX != 0 {
+            Cow::Owned(hex::encode(bytes))
+        } else {
+            String::from_utf8_lossy(bytes)
+        }
     }
 
     /// Records `key`'s newest line; a key seen before keeps its place.
-    fn upsert(&mut self, key: &str, line: Slot, claimed_ms: Option<i64>) {
+    fn upsert(&mut self, key: &str, line: Slot) {
+        let mut buf = std::mem::take(&mut self.buf);
+        match stored_key(key, &mut buf) {
+            Some((bytes, key_len)) => self.upsert_stored(bytes, key_len, line),
+            None => self.overflow = true,
+        }
+        self.buf = buf;
+    }
+
+    fn upsert_stored(&mut self, key: &[u8], key_len: u32, line: Slot) {
         let Index {
             slots,
-            claimed_ms: times,
             keys,
             table,
             hasher,
+            overflow,
             ..
         } = self;
-        let hash = hasher.hash_one(key);
-        let key_of = |slot: &Slot| &keys[slot.key_at..slot.key_at + slot.key_len as usize];
-        match table.find(hash, |&i| key_of(&slots[i as usize]) == key) {
+        let hash = hasher.hash_one((key, key_len));
+        let same =
+            |slot: &Slot| slot.key_len == key_len && keys.get(slot.key_at, slot.key_len) == key;
+        match table.find(hash, |&i| same(&slots[i as usize])) {
             Some(&i) => {
-                let slot = &mut slots[i as usize];
+                let slot = slots.get_mut(i as usize);
                 slot.len = line.len;
                 slot.offset = line.offset;
                 slot.status = line.status;
-                if let Some(time) = times.get_mut(i as usize) {
-                    *time = claimed_ms.unwrap_or(i64::MIN);
-                }
+                slot.claimed_ms = line.claimed_ms;
             }
             None => {
-                let i = slots.len() as u32;
-                let key_at = keys.len();
-                keys.push_str(key);
+                let (Some(key_at), Ok(i)) = (keys.push(key), u32::try_from(slots.len())) else {
+                    *overflow = true;
+                    return;
+                };
                 slots.push(Slot {
                     key_at,
-                    key_len: key.len() as u32,
+                    key_len,
                     ..line
                 });
-                if let Some(time) = claimed_ms {
-                    times.push(time);
-                }
                 let (slots, keys) = (&*slots, &*keys);
                 table.insert_unique(hash, i, |&j| {
                     let slot = &slots[j as usize];
-                    hasher.hash_one(&keys[slot.key_at..slot.key_at + slot.key_len as usize])
+                    hasher.hash_one((keys.get(slot.key_at, slot.key_len), slot.key_len))
                 });
             }
         }
@@ -1028,6 +1216,14 @@ impl Files {
         let mut index = parts.next().unwrap_or_else(|| Index::new(0));
         for later in parts {
             index.absorb(later);
+        }
+        if index.overflow {
+            return Err(self.io_error(
+                &self.path,
+                std::io::Error::other(
+                    "the ledger holds more keys than one read can index (over 4 GiB of keys)",
+                ),
+            ));
         }
         if index.slots.is_empty() && index.skipped > 0 {
             return Err(self.not_a_ledger(index.skipped));
@@ -1596,14 +1792,13 @@ mod tests {
             index
                 .slots
                 .iter()
-                .enumerate()
-                .map(|(i, s)| {
+                .map(|s| {
                     (
-                        index.key(s).to_owned(),
+                        index.key(s).into_owned(),
                         s.status,
                         s.offset,
                         s.len,
-                        index.claimed_ms[i],
+                        s.claimed_ms,
                     )
                 })
                 .collect()
