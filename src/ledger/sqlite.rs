@@ -142,8 +142,6 @@ pub struct SqliteStore {
     /// look because the disk was full.
     no_writer_because_full: bool,
     writer_thread: Option<std::thread::JoinHandle<()>>,
-    /// Ends when the writer's connection closes (it holds the only way to wake it).
-    checkpointer_thread: Option<std::thread::JoinHandle<()>>,
     reader: Arc<Mutex<Connection>>,
 }
 
@@ -154,9 +152,6 @@ impl Drop for SqliteStore {
         // file, so the ledger file alone holds everything once the process exits.
         self.writer.take();
         if let Some(thread) = self.writer_thread.take() {
-            let _ = thread.join();
-        }
-        if let Some(thread) = self.checkpointer_thread.take() {
             let _ = thread.join();
         }
     }
@@ -247,7 +242,6 @@ impl SqliteStore {
                 writer: None,
                 no_writer_because_full: false,
                 writer_thread: None,
-                checkpointer_thread: None,
                 reader: Arc::new(Mutex::new(reader)),
             });
         }
@@ -265,10 +259,7 @@ impl SqliteStore {
             .name("send-once-sqlite-checkpointer".into())
             .spawn({
                 let caught_up = Arc::clone(&caught_up);
-                let ledger_file = std::fs::File::open(path).ok();
-                move || {
-                    run_checkpointer(&checkpointer_conn, ledger_file.as_ref(), &woken, &caught_up)
-                }
+                move || run_checkpointer(&checkpointer_conn, &woken, &caught_up)
             })
             .map_err(spawn_failed)?;
         // Room for every statement the writer runs (the queue's too), so that none is
@@ -280,14 +271,16 @@ impl SqliteStore {
         let thread_path = path.to_owned();
         let thread = std::thread::Builder::new()
             .name("send-once-sqlite-writer".into())
-            .spawn(move || run_writer(&thread_path, writer_conn, rx))
+            .spawn(move || {
+                let writer_conn = run_writer(&thread_path, writer_conn, rx);
+                stop_checkpointer(writer_conn, checkpointer_thread);
+            })
             .map_err(spawn_failed)?;
         Ok(SqliteStore {
             path: path.to_owned(),
             writer: Some(tx),
             no_writer_because_full: false,
             writer_thread: Some(thread),
-            checkpointer_thread: Some(checkpointer_thread),
             reader: Arc::new(Mutex::new(reader)),
         })
     }
@@ -1258,18 +1251,17 @@ fn checkpoint_off_the_commit_path(
     }))
 }
 
-/// Frames left uncopied at which the checkpointer hands the rest to the writer.
-const CHECKPOINTER_LEAVES_FRAMES: i32 = 64;
+/// Passes the checkpointer makes to reach the end of a log that is still being
+/// written before it hands the rest to the writer.
+const CHECKPOINTER_PASSES: usize = 8;
 
 /// Runs passive checkpoints (which copy what they can without waiting for anyone)
-/// each time the writer wakes it, until the log is nearly all copied, then tells the
-/// writer so. Ends when the writer's connection (and its hook) is gone.
-fn run_checkpointer(
-    conn: &Connection,
-    ledger_file: Option<&std::fs::File>,
-    woken: &mpsc::Receiver<()>,
-    caught_up: &AtomicBool,
-) {
+/// each time the writer wakes it. SQLite fsyncs the ledger file, and lets the writer
+/// start the log again, only at a checkpoint that reaches the end of the log; between
+/// a sequential sender's commits there is time for a short pass to get there, so it
+/// tries a few times, and if the writer keeps ahead, tells it to finish the job.
+/// Ends when the writer's connection (and its hook) is gone.
+fn run_checkpointer(conn: &Connection, woken: &mpsc::Receiver<()>, caught_up: &AtomicBool) {
     // A connection that has read nothing does not know the file is in WAL mode yet,
     // and its checkpoint would do nothing (and report no log at all).
     let _ = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
@@ -1277,25 +1269,37 @@ fn run_checkpointer(
         // A checkpoint that fails (a full disk, a reader on an old snapshot) leaves
         // the log as it is, readable and complete; the next wake tries again, and
         // the writer checkpoints itself before the log grows without bound.
-        for _ in 0..4 {
+        let mut reached_the_end = false;
+        for _ in 0..CHECKPOINTER_PASSES {
             match conn.wal_checkpoint_v2(None::<&str>, rusqlite::wal::CheckpointMode::PASSIVE) {
-                Ok((log, copied)) if log - copied > CHECKPOINTER_LEAVES_FRAMES => {}
-                _ => break,
+                Ok((log, copied)) if log == copied => {
+                    reached_the_end = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(_) => break,
             }
         }
-        // SQLite fsyncs the file only at the checkpoint that reaches the end of the
-        // log: the writer's. Flushing the pages copied so far here leaves that fsync
-        // only the last few to write.
-        if let Some(file) = ledger_file {
-            let _ = file.sync_data();
+        if !reached_the_end {
+            caught_up.store(true, Ordering::Release);
         }
-        caught_up.store(true, Ordering::Release);
         // Wakes sent while this pass ran asked for what it has just done.
         while woken.try_recv().is_ok() {}
     }
 }
 
-fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
+/// The checkpointer's connection closes before the writer's, so that the writer's
+/// close, when no other connection of any process has the ledger open, folds the WAL
+/// back into the file and removes it: the file alone holds everything once the last
+/// process has exited. Removing the WAL hook drops the only way to wake the thread,
+/// which ends it.
+fn stop_checkpointer(mut writer: Connection, checkpointer: std::thread::JoinHandle<()>) {
+    let _ = writer.wal_hook(None::<fn(&mut rusqlite::hooks::Wal, i32) -> rusqlite::Result<()>>);
+    let _ = checkpointer.join();
+    drop(writer);
+}
+
+fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) -> Connection {
     let mut synchronous_full: Option<bool> = None;
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
@@ -1326,6 +1330,7 @@ fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
             }
         }
     }
+    conn
 }
 
 /// Runs a batch in one transaction. Each write runs in its own savepoint, however
