@@ -37,6 +37,11 @@
 //!                           generator or the file's size changed)
 //!   SEND_ONCE_BENCH_DRAFTS  queued drafts per ledger, comma-separated (default 100,10000)
 //!   SEND_ONCE_BENCH_ROUNDS  measured rounds (default 5), after one warm-up round
+//!   SEND_ONCE_BENCH_CALLGRIND  `0` skips counting the listing's instructions per draft
+//!                           with callgrind on queues of 100 and 1,000 drafts (about
+//!                           twenty seconds); counted by default when valgrind is installed
+//!
+//! At its end the bench prints the README's figures for it (common::print_figures).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -58,6 +63,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
 
 use common::{BIN, GENERATE, Progress, Run, median, mib, min_max, ms, own_peak_rss_kib, thousands};
 
@@ -1371,13 +1378,20 @@ impl Bench {
     }
 
     fn approvals(&self, ledger: &Ledger) -> (Run, bool) {
+        self.approvals_counted(ledger, None)
+    }
+
+    /// The listing as `approvals` runs it, under callgrind (writing its counts to
+    /// `callgrind`) when given; its answer is checked the same way.
+    fn approvals_counted(&self, ledger: &Ledger, callgrind: Option<&Path>) -> (Run, bool) {
         let what = format!("send-once approvals {} --json", ledger.path.display());
-        let run = self.run(
-            Command::new(BIN)
-                .arg("approvals")
-                .arg(&ledger.path)
-                .arg("--json"),
-        );
+        let mut command = Command::new(BIN);
+        command.arg("approvals").arg(&ledger.path).arg("--json");
+        // Bench::run's settings on valgrind reach the command it runs.
+        let run = match callgrind {
+            Some(counts) => self.run(&mut figures::under_callgrind(&command, counts)),
+            None => self.run(&mut command),
+        };
         if run.code != 0 {
             self.fail(&what, &run, "expected exit code 0");
         }
@@ -1530,6 +1544,103 @@ fn main() {
         common::round_done(round, rounds);
     }
     report(&ledgers, &mut samples, rounds);
+
+    let instructions = figures::callgrind_wanted().and_then(|()| {
+        let counted = CALLGRIND_SIZES.map(|n| {
+            let ledger = Ledger::prepare(&dir, &seed, n);
+            let counts = dir.join(format!("callgrind-{n}.out"));
+            let _ = std::fs::remove_file(&counts);
+            bench.approvals_counted(&ledger, Some(&counts));
+            figures::callgrind_total(&counts).map(|total| (n, total))
+        });
+        let [small, large] = counted;
+        Ok([small?, large?])
+    });
+    match &instructions {
+        Ok([(n1, i1), (n2, i2)]) => println!(
+            "approvals --json under callgrind: {} drafts {} instructions, {} drafts {} instructions",
+            thousands(*n1),
+            thousands(*i1),
+            thousands(*n2),
+            thousands(*i2)
+        ),
+        Err(why) => println!("instructions per draft: {why}"),
+    }
+    print_figures(&ledgers, &mut samples, rounds, instructions);
+}
+
+/// Queues the listing's instructions are counted on: the difference between the two
+/// is what the drafts added cost, without start-up and the query's set-up.
+const CALLGRIND_SIZES: [u64; 2] = [100, 1000];
+
+/// The README's table for this bench, between its markers.
+fn print_figures(
+    ledgers: &[Ledger],
+    samples: &mut [Samples],
+    rounds: usize,
+    instructions: Result<figures::Counted, String>,
+) {
+    use std::fmt::Write as _;
+    let Some(small) = (0..ledgers.len()).min_by_key(|&i| ledgers[i].queued) else {
+        return;
+    };
+    let small_queued = ledgers[small].queued;
+    let small_net_per_draft = median(&mut samples[small].net_ms) / small_queued as f64;
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "Median of {rounds} rounds after a warm-up round; each round runs, on each queue in turn, the start-up floor (`send-once key`), `send-once ls LEDGER --json` of as many entries and `send-once approvals LEDGER --json`, each as a child process, warm page cache. Per draft is net of the start-up floor measured in the same round.\n"
+    );
+    let _ = writeln!(
+        body,
+        "| queue | answer | peak memory | per draft vs {} drafts | vs `ls --json` of as many entries |",
+        thousands(small_queued)
+    );
+    let _ = writeln!(body, "|---|---|---|---|---|");
+    for (l, s) in ledgers.iter().zip(samples.iter_mut()) {
+        let per_draft = median(&mut s.net_ms) / l.queued as f64;
+        let _ = writeln!(
+            body,
+            "| {} drafts ({:.1} MiB ledger) | {}, {:.1} MiB of JSON | {} | {:.2}x | {:.1}x (each draft prints {:.0}x the bytes of an entry) |",
+            thousands(l.queued),
+            mib(l.bytes),
+            figures::duration(median(&mut s.approvals_ms)),
+            mib(s.approvals_stdout_bytes),
+            figures::mebibytes(s.approvals_rss_kib),
+            per_draft / small_net_per_draft,
+            median(&mut s.vs_ls),
+            s.approvals_stdout_bytes as f64 / s.ls_stdout_bytes as f64,
+        );
+    }
+    match instructions {
+        Ok([small, large]) => {
+            let _ = writeln!(
+                body,
+                "\nInstructions per draft listed (callgrind, `approvals --json` as one child process): {}, the difference between queues of {} and {} drafts ({} and {} in all) over the {} drafts added.",
+                thousands(figures::per_item(small, large).round() as u64),
+                thousands(small.0),
+                thousands(large.0),
+                thousands(small.1),
+                thousands(large.1),
+                thousands(large.0 - small.0),
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(body, "\nInstructions per draft: {why}.");
+        }
+    }
+    common::print_figures(
+        "approvals",
+        &figures::command_line(
+            "approvals",
+            &[
+                "SEND_ONCE_BENCH_DRAFTS",
+                "SEND_ONCE_BENCH_ROUNDS",
+                figures::CALLGRIND_SETTING,
+            ],
+        ),
+        &body,
+    );
 }
 
 // ---------------------------------------------------------------------------------

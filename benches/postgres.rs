@@ -40,11 +40,17 @@
 //!   SEND_ONCE_BENCH_ENTRIES  entries in the audited ledger (default 1000000; 0 skips
 //!                            the audit and the TUI)
 //!   SEND_ONCE_BENCH_STRACE   set: count the server's system calls per send (needs strace)
+//!
+//! At its end the bench prints the README's figures for it (common::print_figures).
+//! No instruction counts: the figures are bound by the server's flushes and round
+//! trips, not by send-once's CPU.
 
 #[path = "../tests/common/pg.rs"]
 mod pg;
 
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
 
 use std::path::Path;
 use std::process::Command;
@@ -1424,5 +1430,114 @@ fn report(
     println!();
     println!(
         "command: cargo bench --bench postgres   (SEND_ONCE_BENCH_SENDS={sends}, SEND_ONCE_BENCH_ROUNDS={rounds}, SEND_ONCE_BENCH_ENTRIES; SEND_ONCE_BENCH_ENTRIES=0 skips the audit and the TUI)"
+    );
+    print_figures(table, looked, sends, rounds);
+}
+
+/// Issue 12's targets: once() against INSERT commits, sequential and at 16.
+const ONCE_TARGET: f64 = 0.8;
+const AUDIT_TARGET_MS: f64 = 500.0;
+const TUI_TARGET_MS: f64 = 300.0;
+
+/// The README's table for this bench, between its markers.
+fn print_figures(
+    table: &[RoundRates],
+    looked: Option<&(AuditLedger, AuditSamples, TuiSamples)>,
+    sends: usize,
+    rounds: usize,
+) {
+    use std::fmt::Write as _;
+    let column = |f: fn(&RoundRates) -> f64| -> Vec<f64> { table.iter().map(f).collect() };
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "One private cluster (fsync on), started by the bench; {rounds} rounds after a warm-up round. In each, {} sequential sends of each kind, one of each in turn, and {} with {CONCURRENT} at once, in {CHUNKS_16} alternating chunks; the ratio is the median of the per-round ratios (their range in brackets).{}\n",
+        thousands(sends as u64),
+        thousands(sends as u64 * 4),
+        match looked {
+            Some(_) => format!(
+                " The audit and the TUI: median of {rounds} runs after a warm-up run, each a child process."
+            ),
+            None => " The audit and the TUI were not measured (SEND_ONCE_BENCH_ENTRIES=0).".into(),
+        }
+    );
+    let _ = writeln!(
+        body,
+        "| measure | baseline | send-once | ratio | target (issue 12) | verdict |"
+    );
+    let _ = writeln!(body, "|---|---|---|---|---|---|");
+    let rate = |values: &mut Vec<f64>| format!("{}/s", thousands(median(values).round() as u64));
+    for (measure, insert, once) in [
+        (
+            "sequential `once()` with a no-op send, vs INSERT commits".to_owned(),
+            column(|r| r.insert_1),
+            column(|r| r.once_1),
+        ),
+        (
+            format!(
+                "{CONCURRENT} concurrent senders on one store, vs {CONCURRENT} connections inserting"
+            ),
+            column(|r| r.insert_16),
+            column(|r| r.once_16),
+        ),
+    ] {
+        let mut ratios: Vec<f64> = once.iter().zip(&insert).map(|(o, i)| o / i).collect();
+        let (lo, hi) = min_max(&ratios);
+        let ratio = median(&mut ratios);
+        let _ = writeln!(
+            body,
+            "| {measure} | {} | {} | {ratio:.2} ({lo:.2}–{hi:.2}) | ≥ {ONCE_TARGET} | {} |",
+            rate(&mut insert.clone()),
+            rate(&mut once.clone()),
+            common::verdict(ratio >= ONCE_TARGET),
+        );
+    }
+    if let Some((ledger, audit, tui)) = looked {
+        let audit_ms = median(&mut audit.audit_ms.clone());
+        let _ = writeln!(
+            body,
+            "| `audit URL --json` of {} entries, {} unknown | {} (its two queries) | {}, {} | | < 0.5 s | {} |",
+            thousands(ledger.entries),
+            thousands(ledger.pending),
+            figures::duration(median(&mut audit.queries_ms.clone())),
+            figures::duration(audit_ms),
+            figures::mebibytes(audit.audit_rss_kib),
+            common::verdict(audit_ms < AUDIT_TARGET_MS),
+        );
+        let (tui_cell, met) = match tui {
+            TuiSamples::Measured {
+                frame_ms, rss_kib, ..
+            } => {
+                let frame = median(&mut frame_ms.clone());
+                (
+                    format!(
+                        "{}, {}",
+                        figures::duration(frame),
+                        figures::mebibytes(*rss_kib)
+                    ),
+                    frame < TUI_TARGET_MS,
+                )
+            }
+            // Why is in the bench's own output: it quotes the TUI's screen.
+            TuiSamples::NotYet(_) => ("not yet: no full frame".to_owned(), false),
+        };
+        let _ = writeln!(
+            body,
+            "| the TUI's first full frame on that ledger | | {tui_cell} | | < 300 ms | {} |",
+            common::verdict(met),
+        );
+    }
+    common::print_figures(
+        "postgres",
+        &figures::command_line(
+            "postgres",
+            &[
+                "SEND_ONCE_BENCH_SENDS",
+                "SEND_ONCE_BENCH_ROUNDS",
+                "SEND_ONCE_BENCH_ENTRIES",
+                "SEND_ONCE_BENCH_STRACE",
+            ],
+        ),
+        &body,
     );
 }

@@ -15,10 +15,18 @@
 //!
 //! Settings: SEND_ONCE_BENCH_RECONCILE_N (entries, default 10000), SEND_ONCE_BENCH_ROUNDS
 //! (measured rounds, default 1 here: one round of 10,000 is already tens of seconds),
-//! SEND_ONCE_BENCH_DIR (default target/bench-reconcile).
+//! SEND_ONCE_BENCH_DIR (default target/bench-reconcile), SEND_ONCE_BENCH_CALLGRIND (`0`
+//! skips counting the dry run's instructions per check with callgrind on ledgers of
+//! 100 and 300 unknown sends, about half a minute: each check's process is started by
+//! a process under valgrind; counted by default when valgrind is installed).
+//!
+//! At its end the bench prints the README's figures for it (common::print_figures).
 
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -77,13 +85,13 @@ fn main() {
         let par = spawn_many(&[verify.as_os_str()], &stdin, n, PARALLEL);
         let tru = spawn_many(&["/bin/true".as_ref()], &stdin, n, 1);
         for (i, jobs) in JOBS.iter().enumerate() {
-            let run = reconcile(&dir, &template, &verify, n, *jobs, false);
+            let run = reconcile(&dir, &template, &verify, n, *jobs, false, None);
             if counted {
                 runs[i].push(ms(run.wall));
                 cpu[i].push(ms(run.cpu()));
             }
         }
-        let dry_run = reconcile(&dir, &template, &verify, n, PARALLEL, true);
+        let dry_run = reconcile(&dir, &template, &verify, n, PARALLEL, true, None);
         if counted {
             bare_seq.push(ms(seq));
             bare_par.push(ms(par));
@@ -158,6 +166,116 @@ fn main() {
         per(seq),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+
+    let instructions =
+        figures::callgrind_wanted().and_then(|()| dry_run_instructions(&dir, &verify));
+    match &instructions {
+        Ok(counted) => println!(
+            "reconcile --jobs {PARALLEL} --dry-run under callgrind (send-once's own process): {}",
+            counted
+                .iter()
+                .map(|(n, i)| format!("{} checks {} instructions", thousands(*n), thousands(*i)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(why) => println!("instructions per check: {why}"),
+    }
+
+    let row = |body: &mut String, run: &str, total_ms: f64, baseline_ms: f64| {
+        let _ = writeln!(
+            body,
+            "| {run} | {} | {:.3} | {:.2} |",
+            thousands(rate(total_ms).round() as u64),
+            per(total_ms),
+            total_ms / baseline_ms
+        );
+    };
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "{} unknown sends in an SQLite ledger, each checked by a verify command that answers at once (a two-line `#!/bin/sh` script printing `{{\"id\":\"x\"}}`), against starting that same script {} times alone, in the same run; median of {rounds} round(s) after a warm-up round.\n",
+        thousands(n as u64),
+        thousands(n as u64),
+    );
+    let _ = writeln!(
+        body,
+        "| run | checks/s | ms per check | × starting the script alone |"
+    );
+    let _ = writeln!(body, "|---|---|---|---|");
+    row(&mut body, "the script started alone, 1 at a time", seq, seq);
+    row(
+        &mut body,
+        &format!("the script, {PARALLEL} at a time"),
+        par,
+        par,
+    );
+    let mut walls: Vec<f64> = runs.iter_mut().map(|r| median(r)).collect();
+    for (jobs, wall) in JOBS.iter().zip(walls.iter_mut()) {
+        let (run, baseline) = if *jobs == 1 {
+            (
+                "`reconcile --jobs 1` (each settlement a durable `resolve`)".to_owned(),
+                seq,
+            )
+        } else {
+            (format!("`reconcile --jobs {jobs}`"), par)
+        };
+        row(&mut body, &run, *wall, baseline);
+    }
+    row(
+        &mut body,
+        &format!("`reconcile --jobs {PARALLEL} --dry-run` (no writes)"),
+        dry,
+        par,
+    );
+    match instructions {
+        Ok(counted) => {
+            let [small, large] = counted;
+            let _ = writeln!(
+                body,
+                "\nInstructions per check of `reconcile --jobs {PARALLEL} --dry-run`, send-once's own process only (callgrind; the verify scripts it starts are not counted): {}, the difference between ledgers of {} and {} unknown sends ({} and {} in all) over the {} checks added.",
+                thousands(figures::per_item(small, large).round() as u64),
+                thousands(small.0),
+                thousands(large.0),
+                thousands(small.1),
+                thousands(large.1),
+                thousands(large.0 - small.0),
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(body, "\nInstructions per check: {why}.");
+        }
+    }
+    common::print_figures(
+        "reconcile",
+        &figures::command_line(
+            "reconcile",
+            &[
+                "SEND_ONCE_BENCH_RECONCILE_N",
+                "SEND_ONCE_BENCH_ROUNDS",
+                figures::CALLGRIND_SETTING,
+            ],
+        ),
+        &body,
+    );
+}
+
+/// Ledgers the dry run's instructions are counted on: the difference between the two
+/// is what the checks added cost, without start-up and opening the ledger.
+const CALLGRIND_SIZES: [usize; 2] = [100, 300];
+
+/// `reconcile --jobs 8 --dry-run` under callgrind on each of CALLGRIND_SIZES: (checks,
+/// instructions) each.
+fn dry_run_instructions(dir: &Path, verify: &Path) -> Result<figures::Counted, String> {
+    let mut counted = [(0, 0); 2];
+    for (slot, n) in counted.iter_mut().zip(CALLGRIND_SIZES) {
+        let template = dir.join(format!("callgrind-{n}.db"));
+        write_pending(&template, n);
+        let counts = dir.join(format!("callgrind-{n}.out"));
+        let _ = std::fs::remove_file(&counts);
+        reconcile(dir, &template, verify, n, PARALLEL, true, Some(&counts));
+        *slot = (n as u64, figures::callgrind_total(&counts)?);
+    }
+    Ok(counted)
 }
 
 fn write_script(path: &Path) {
@@ -251,6 +369,7 @@ fn reconcile(
     n: usize,
     jobs: usize,
     dry_run: bool,
+    callgrind: Option<&Path>,
 ) -> common::Run {
     let ledger = dir.join("run.db");
     for suffix in ["", "-wal", "-shm"] {
@@ -271,7 +390,10 @@ fn reconcile(
     }
     let out: PathBuf = dir.join("reconcile.out");
     let err: PathBuf = dir.join("reconcile.err");
-    let run = common::run(&mut command, &out, &err);
+    let run = match callgrind {
+        Some(counts) => common::run(&mut figures::under_callgrind(&command, counts), &out, &err),
+        None => common::run(&mut command, &out, &err),
+    };
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&out).expect("read the report"))
             .expect("the report is JSON");
