@@ -35,6 +35,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
 
 use common::{
     BIN, Counts, Format, GENERATE, Progress, Run, Shape, expected_counts, median, mib, min_max, ms,
@@ -575,10 +577,108 @@ fn report(ledgers: &[Ledger], samples: &mut [[Samples; 2]], rounds: usize) {
     growth(ledgers, samples);
     per_unknown(ledgers, samples);
     targets(ledgers, samples);
+    readme_figures(ledgers, samples, rounds);
     println!();
     println!(
         "command: cargo bench --bench audit   (SEND_ONCE_BENCH_SIZES=1000,100000 for a quick run; SEND_ONCE_BENCH_ROUNDS, SEND_ONCE_BENCH_DIR; SEND_ONCE_BENCH_INSTRUCTIONS=0 skips the callgrind runs)"
     );
+}
+
+/// The README's table: every ledger, both modes, and the verdict where issue 13 sets
+/// a target.
+fn readme_figures(ledgers: &[Ledger], samples: &mut [[Samples; 2]], rounds: usize) {
+    use std::fmt::Write as _;
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "Median of {rounds} rounds, warm page cache, each a child process; peak memory is the child's; instructions from one run under callgrind (all threads).\n"
+    );
+    let _ = writeln!(
+        body,
+        "| ledger | file | unknown listed | `audit` | `audit --json` | peak memory | instructions (text / --json) | target | verdict |"
+    );
+    let _ = writeln!(body, "|---|---|---|---|---|---|---|---|---|");
+    for (ledger, pair) in ledgers.iter().zip(samples.iter_mut()) {
+        let [json, text] = pair;
+        let json_ms = median(&mut json.audit_ms);
+        let text_ms = median(&mut text.audit_ms);
+        let rss = json.audit_rss_kib.max(text.audit_rss_kib) as f64 / 1024.0;
+        let million = ledger.entries == 1_000_000;
+        let (target, met) = match ledger.format {
+            Format::Sqlite if million && ledger.shape == Shape::ONE_PERCENT => {
+                ("< 0.2 s each", Some(json_ms < 200.0 && text_ms < 200.0))
+            }
+            Format::JsonLines if million && ledger.shape == Shape::HALF_PERCENT => (
+                "< 0.5 s and < 100 MiB",
+                Some(json_ms < 500.0 && text_ms < 500.0 && rss < 100.0),
+            ),
+            _ => ("", None),
+        };
+        let _ = writeln!(
+            body,
+            "| {} | {:.0} MiB | {} | {} | {} | {rss:.1} MiB | {} / {} | {target} | {} |",
+            ledger.label(),
+            mib(ledger.bytes),
+            thousands(ledger.expected.pending),
+            figures::duration(text_ms),
+            figures::duration(json_ms),
+            millions_plain(text.instructions),
+            millions_plain(json.instructions),
+            met.map_or("", verdict),
+        );
+    }
+    let find = |shape: Shape| {
+        ledgers
+            .iter()
+            .position(|l| l.format == Format::Sqlite && l.shape == shape)
+    };
+    if let (Some(many), Some(few)) = (find(Shape::ONE_PERCENT), find(CONTROL)) {
+        let listed = ledgers[many].expected.pending as f64 - ledgers[few].expected.pending as f64;
+        let mut each = Vec::new();
+        for (m, mode) in MODES.into_iter().enumerate() {
+            let many_ms = median(&mut samples[many][m].audit_ms);
+            let few_ms = median(&mut samples[few][m].audit_ms);
+            let instructions = match (samples[many][m].instructions, samples[few][m].instructions) {
+                (Some(a), Some(b)) => format!(
+                    ", {} instructions",
+                    thousands(((a as f64 - b as f64) / listed).max(0.0) as u64)
+                ),
+                _ => String::new(),
+            };
+            each.push(format!(
+                "{:.1} µs{instructions} with `{}`",
+                (many_ms - few_ms) * 1e3 / listed,
+                match mode {
+                    Mode::Json => "audit --json",
+                    Mode::Text => "audit",
+                }
+            ));
+        }
+        let _ = writeln!(
+            body,
+            "\nEach unknown send listed costs {} (SQLite, {} entries: {} unknown against {} in the control ledger `ctl`).",
+            each.join(", and "),
+            thousands(ledgers[many].entries),
+            thousands(ledgers[many].expected.pending),
+            thousands(ledgers[few].expected.pending),
+        );
+    }
+    common::print_figures(
+        "audit",
+        &figures::command_line(
+            "audit",
+            &[
+                "SEND_ONCE_BENCH_SIZES",
+                "SEND_ONCE_BENCH_ROUNDS",
+                "SEND_ONCE_BENCH_INSTRUCTIONS",
+            ],
+        ),
+        &body,
+    );
+}
+
+fn millions_plain(instructions: Option<u64>) -> String {
+    instructions.map_or("-".to_owned(), |n| format!("{:.0} M", n as f64 / 1e6))
 }
 
 fn millions(instructions: Option<u64>) -> String {

@@ -58,11 +58,18 @@ fn main() {
         }
     }
     std::fs::create_dir_all(&dir).expect("create the bench directory");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // Counting instructions wants one sender thread: idle workers of a multi-threaded
+    // runtime spin for a while before they sleep, and callgrind would count that.
+    let runtime = if only_sends.is_some() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(2);
+        builder
+    }
+    .enable_all()
+    .build()
+    .expect("runtime");
 
     let sequential = runtime.block_on(Bench::open(&dir, "sequential"));
     if let Some(n) = only_sends {

@@ -3,7 +3,9 @@
 # README's performance section; with --write, puts them into README.md in place of
 # what is there, so that the README shows exactly what was printed, with the date.
 #
-#   benches/figures.sh [--write] [BENCH ...]     (default: all of them; about 25 minutes)
+#   benches/figures.sh [--write] [BENCH ...]     (default: all of them; about 40 minutes)
+#   benches/figures.sh --write --saved [BENCH ...]   writes what the last run printed
+#                                                (target/figures/BENCH.md), runs nothing
 #
 # Each bench prints its part between <!-- figures:NAME begin --> and
 # <!-- figures:NAME end --> (benches/common/mod.rs, print_figures); the README holds the
@@ -14,10 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 write=0
+saved=0
 benches=()
 for arg in "$@"; do
   case "$arg" in
     --write) write=1 ;;
+    --saved) saved=1 ;;
     -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     -*) echo "figures.sh: unknown option $arg (use --write and bench names)" >&2; exit 2 ;;
     *) benches+=("$arg") ;;
@@ -36,31 +40,41 @@ bench_binary() {
 }
 
 # Instructions per sequential once(): two runs that differ only in the number of
-# sends, so that start-up and the warm-up cancel out.
+# sends, so that start-up and the warm-up cancel out. The writer thread's wake-ups
+# make the count vary by a few per cent, so three pairs give a range.
 durable_instructions() {
   command -v valgrind >/dev/null || { echo "valgrind is not installed: no instruction count" >&2; return 0; }
-  local binary few=200 many=1200 a b
+  local binary few=200 many=1200 low= high= a b each
   binary=$(bench_binary durable_once)
   count() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$binary" \
       --dir target/bench-callgrind --only-sequential "$1" 2>&1 \
       | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
   }
-  a=$(count $few)
-  b=$(count $many)
-  echo $(( (b - a) / (many - few) ))
+  for _ in 1 2 3; do
+    a=$(count $few)
+    b=$(count $many)
+    each=$(( (b - a) / (many - few) ))
+    if [ -z "$low" ] || [ "$each" -lt "$low" ]; then low=$each; fi
+    if [ -z "$high" ] || [ "$each" -gt "$high" ]; then high=$each; fi
+  done
+  echo "$(thousands "$low")–$(thousands "$high")"
 }
+
+thousands() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 
 for bench in "${benches[@]}"; do
   echo "== $bench" >&2
-  env=()
-  if [ "$bench" = durable_once ]; then
-    per_send=$(durable_instructions)
-    [ -n "$per_send" ] && env+=("SEND_ONCE_BENCH_INSTRUCTIONS_PER_SEND=$(echo "$per_send" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta')")
+  if [ $saved = 0 ]; then
+    env=()
+    if [ "$bench" = durable_once ]; then
+      per_send=$(durable_instructions)
+      [ -n "$per_send" ] && env+=("SEND_ONCE_BENCH_INSTRUCTIONS_PER_SEND=$per_send")
+    fi
+    env "${env[@]}" cargo bench --bench "$bench" 2>&1 | tee "$out/$bench.txt" >&2
+    sed -n "/<!-- figures:$bench begin -->/,/<!-- figures:$bench end -->/p" "$out/$bench.txt" \
+      > "$out/$bench.md"
   fi
-  env "${env[@]}" cargo bench --bench "$bench" 2>&1 | tee "$out/$bench.txt" >&2
-  sed -n "/<!-- figures:$bench begin -->/,/<!-- figures:$bench end -->/p" "$out/$bench.txt" \
-    > "$out/$bench.md"
   if [ ! -s "$out/$bench.md" ]; then
     echo "figures.sh: $bench printed no figures block" >&2
     exit 1

@@ -72,6 +72,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
 
 use common::{
     BIN, Counts, Format, GENERATE, NOW_MS, Progress, Run, START_MS, Shape, expected_counts, iso,
@@ -1368,8 +1370,59 @@ fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize, drafts: u6
             summary.join(". "),
         );
     }
+    readme_figures(ledgers, samples, rounds);
     println!();
     println!(
         "command: cargo bench --bench tui   (SEND_ONCE_BENCH_SIZES=10000,100000 for a quick run; SEND_ONCE_BENCH_ROUNDS, SEND_ONCE_BENCH_FORMATS=sqlite|jsonl, SEND_ONCE_BENCH_DRAFTS, SEND_ONCE_BENCH_CONTROL=0, SEND_ONCE_BENCH_DIR)"
+    );
+}
+
+/// The README's table: the first full frame and peak memory per ledger, with the
+/// verdict on SQLite at a million entries (issue 13: under 100 ms).
+fn readme_figures(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize) {
+    use std::fmt::Write as _;
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "Median of {rounds} rounds in a pty of {COLS}x{ROWS}; the frame is timed by the TUI itself, from just before its first draw until every view's data is loaded and drawn.\n"
+    );
+    let _ = writeln!(
+        body,
+        "| ledger | unknown | first full frame | peak memory | target | verdict |"
+    );
+    let _ = writeln!(body, "|---|---|---|---|---|---|");
+    for (ledger, s) in ledgers.iter().zip(samples.iter_mut()) {
+        let frame = median(&mut s.frame_ms);
+        let timed = ledger.format == Format::Sqlite
+            && ledger.entries == 1_000_000
+            && ledger.pending_cap.is_none();
+        let _ = writeln!(
+            body,
+            "| {} | {} | {} | {:.1} MiB | {} | {} |",
+            ledger.label(),
+            thousands(ledger.expected.pending),
+            figures::duration(frame),
+            s.max_rss_mib(),
+            if timed { "< 100 ms" } else { "" },
+            if timed {
+                common::verdict(frame < 100.0)
+            } else {
+                ""
+            },
+        );
+    }
+    common::print_figures(
+        "tui",
+        &figures::command_line(
+            "tui",
+            &[
+                "SEND_ONCE_BENCH_SIZES",
+                "SEND_ONCE_BENCH_ROUNDS",
+                "SEND_ONCE_BENCH_FORMATS",
+                "SEND_ONCE_BENCH_DRAFTS",
+                "SEND_ONCE_BENCH_CONTROL",
+            ],
+        ),
+        &body,
     );
 }

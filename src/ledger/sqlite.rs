@@ -14,7 +14,6 @@ use std::fs::OpenOptions;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,15 +39,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Writes taken into one transaction at most, so one commit never grows without bound.
 const MAX_BATCH: usize = 512;
-
-/// WAL frames after which the checkpointer thread copies the log back into the file
-/// (SQLite's own default for the writer's automatic checkpoint).
-const CHECKPOINT_AFTER_FRAMES: i32 = 1000;
-
-/// WAL frames at which the writer checkpoints in its own commit path after all, as
-/// SQLite would: the checkpointer has fallen behind, and the log must not grow
-/// without bound.
-const WRITER_CHECKPOINTS_AT_FRAMES: i32 = 16 * CHECKPOINT_AFTER_FRAMES;
 
 /// The schema versions this binary knows, in order. Index `i` takes a file from
 /// `user_version = i` to `i + 1`. Never edit a released step: add one.
@@ -245,37 +235,21 @@ impl SqliteStore {
                 reader: Arc::new(Mutex::new(reader)),
             });
         }
-        let mut writer_conn = connect(path)?;
+        let writer_conn = connect(path)?;
         migrate(path, &writer_conn)?;
-        let reader = connect(path)?;
-        let checkpointer_conn = connect(path)?;
-        let spawn_failed = |source| StoreError::Io {
-            ledger: ledger_at(path),
-            source,
-        };
-        let (wake_checkpointer, woken) = mpsc::sync_channel(1);
-        let caught_up = Arc::new(AtomicBool::new(false));
-        let checkpointer_thread = std::thread::Builder::new()
-            .name("send-once-sqlite-checkpointer".into())
-            .spawn({
-                let caught_up = Arc::clone(&caught_up);
-                move || run_checkpointer(&checkpointer_conn, &woken, &caught_up)
-            })
-            .map_err(spawn_failed)?;
         // Room for every statement the writer runs (the queue's too), so that none is
         // parsed again for being pushed out of a smaller cache.
         writer_conn.set_prepared_statement_cache_capacity(128);
-        checkpoint_off_the_commit_path(&mut writer_conn, wake_checkpointer, caught_up)
-            .map_err(|e| map_error_on(&writer_conn, path, e))?;
+        let reader = connect(path)?;
         let (tx, rx) = mpsc::channel();
         let thread_path = path.to_owned();
         let thread = std::thread::Builder::new()
             .name("send-once-sqlite-writer".into())
-            .spawn(move || {
-                let writer_conn = run_writer(&thread_path, writer_conn, rx);
-                stop_checkpointer(writer_conn, checkpointer_thread);
-            })
-            .map_err(spawn_failed)?;
+            .spawn(move || run_writer(&thread_path, writer_conn, rx))
+            .map_err(|source| StoreError::Io {
+                ledger: ledger_at(path),
+                source,
+            })?;
         Ok(SqliteStore {
             path: path.to_owned(),
             writer: Some(tx),
@@ -1221,85 +1195,7 @@ pub(crate) fn map_error(path: &Path, e: rusqlite::Error) -> StoreError {
     }
 }
 
-/// A WAL checkpoint writes the log's pages into the file and fsyncs both. Run by the
-/// committing writer, as SQLite does by default, it lands on a claim (the one write a
-/// sender waits for) and costs it the fsync of every page copied: a third of the
-/// sequential rate. So the writer's WAL hook (which replaces SQLite's automatic
-/// checkpoint) wakes a thread with its own connection to copy the bulk of the log,
-/// and once that thread has caught up, runs a last checkpoint itself for the few
-/// frames committed meanwhile. That one matters: SQLite starts the log again from its
-/// beginning only when a writer finds every frame copied, and a commit that rewrites
-/// the WAL file in place is cheaper than one that extends it. If the log grows far
-/// past its usual size all the same, the writer checkpoints without waiting.
-fn checkpoint_off_the_commit_path(
-    writer: &mut Connection,
-    wake_checkpointer: mpsc::SyncSender<()>,
-    caught_up: Arc<AtomicBool>,
-) -> rusqlite::Result<()> {
-    writer.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, frames: i32| {
-        if frames < CHECKPOINT_AFTER_FRAMES {
-            return Ok(());
-        }
-        if frames >= WRITER_CHECKPOINTS_AT_FRAMES || caught_up.swap(false, Ordering::AcqRel) {
-            // As SQLite's own hook: a checkpoint that cannot finish now is no error.
-            let _ = wal.checkpoint();
-        } else {
-            // A full channel means the checkpointer is already awake with work to do.
-            let _ = wake_checkpointer.try_send(());
-        }
-        Ok(())
-    }))
-}
-
-/// Passes the checkpointer makes to reach the end of a log that is still being
-/// written before it hands the rest to the writer.
-const CHECKPOINTER_PASSES: usize = 8;
-
-/// Runs passive checkpoints (which copy what they can without waiting for anyone)
-/// each time the writer wakes it. SQLite fsyncs the ledger file, and lets the writer
-/// start the log again, only at a checkpoint that reaches the end of the log; between
-/// a sequential sender's commits there is time for a short pass to get there, so it
-/// tries a few times, and if the writer keeps ahead, tells it to finish the job.
-/// Ends when the writer's connection (and its hook) is gone.
-fn run_checkpointer(conn: &Connection, woken: &mpsc::Receiver<()>, caught_up: &AtomicBool) {
-    // A connection that has read nothing does not know the file is in WAL mode yet,
-    // and its checkpoint would do nothing (and report no log at all).
-    let _ = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
-    while woken.recv().is_ok() {
-        // A checkpoint that fails (a full disk, a reader on an old snapshot) leaves
-        // the log as it is, readable and complete; the next wake tries again, and
-        // the writer checkpoints itself before the log grows without bound.
-        let mut reached_the_end = false;
-        for _ in 0..CHECKPOINTER_PASSES {
-            match conn.wal_checkpoint_v2(None::<&str>, rusqlite::wal::CheckpointMode::PASSIVE) {
-                Ok((log, copied)) if log == copied => {
-                    reached_the_end = true;
-                    break;
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        if !reached_the_end {
-            caught_up.store(true, Ordering::Release);
-        }
-        // Wakes sent while this pass ran asked for what it has just done.
-        while woken.try_recv().is_ok() {}
-    }
-}
-
-/// The checkpointer's connection closes before the writer's, so that the writer's
-/// close, when no other connection of any process has the ledger open, folds the WAL
-/// back into the file and removes it: the file alone holds everything once the last
-/// process has exited. Removing the WAL hook drops the only way to wake the thread,
-/// which ends it.
-fn stop_checkpointer(mut writer: Connection, checkpointer: std::thread::JoinHandle<()>) {
-    let _ = writer.wal_hook(None::<fn(&mut rusqlite::hooks::Wal, i32) -> rusqlite::Result<()>>);
-    let _ = checkpointer.join();
-    drop(writer);
-}
-
-fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) -> Connection {
+fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
     let mut synchronous_full: Option<bool> = None;
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
@@ -1330,7 +1226,6 @@ fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) -> 
             }
         }
     }
-    conn
 }
 
 /// Runs a batch in one transaction. Each write runs in its own savepoint, however
