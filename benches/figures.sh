@@ -10,8 +10,8 @@
 # Each bench prints its part between <!-- figures:NAME begin --> and
 # <!-- figures:NAME end --> (benches/common/mod.rs, print_figures); the README holds the
 # same markers, and the prose around them explains the figures without repeating them.
-# Where a figure is CPU-bound and valgrind is installed, the instruction count comes
-# from callgrind, which counts the same on a noisy machine as on a quiet one.
+# Where a figure is CPU-bound and valgrind is installed, the bench adds callgrind's
+# instruction count, which is the same on a noisy machine as on a quiet one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,39 +39,10 @@ bench_binary() {
     | sed -n "s#.*Executable benches/$1.rs (\(.*\))#\1#p" | tail -1
 }
 
-# Instructions per sequential once(): two runs that differ only in the number of
-# sends, so that start-up and the warm-up cancel out. The writer thread's wake-ups
-# make the count vary by a few per cent, so three pairs give a range.
-durable_instructions() {
-  command -v valgrind >/dev/null || { echo "valgrind is not installed: no instruction count" >&2; return 0; }
-  local binary few=200 many=1200 low= high= a b each
-  binary=$(bench_binary durable_once)
-  count() {
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$binary" \
-      --dir target/bench-callgrind --only-sequential "$1" 2>&1 \
-      | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
-  }
-  for _ in 1 2 3; do
-    a=$(count $few)
-    b=$(count $many)
-    each=$(( (b - a) / (many - few) ))
-    if [ -z "$low" ] || [ "$each" -lt "$low" ]; then low=$each; fi
-    if [ -z "$high" ] || [ "$each" -gt "$high" ]; then high=$each; fi
-  done
-  echo "$(thousands "$low")–$(thousands "$high")"
-}
-
-thousands() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
-
 for bench in "${benches[@]}"; do
   echo "== $bench" >&2
   if [ $saved = 0 ]; then
-    env=()
-    if [ "$bench" = durable_once ]; then
-      per_send=$(durable_instructions)
-      [ -n "$per_send" ] && env+=("SEND_ONCE_BENCH_INSTRUCTIONS_PER_SEND=$per_send")
-    fi
-    env "${env[@]}" cargo bench --bench "$bench" 2>&1 | tee "$out/$bench.txt" >&2
+    cargo bench --bench "$bench" 2>&1 | tee "$out/$bench.txt" >&2
     sed -n "/<!-- figures:$bench begin -->/,/<!-- figures:$bench end -->/p" "$out/$bench.txt" \
       > "$out/$bench.md"
   fi
