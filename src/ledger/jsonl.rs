@@ -556,7 +556,9 @@ impl Keys {
         let fits = self
             .blocks
             .last()
-            .is_some_and(|b| b.len() + bytes.len() <= KEY_BLOCK);
+            // An empty key in a full block would get the offset just past it, which
+            // reads as the start of the next block.
+            .is_some_and(|b| b.len() < KEY_BLOCK && b.len() + bytes.len() <= KEY_BLOCK);
         if !fits {
             if self.blocks.len() == KEY_BLOCKS {
                 return None;
@@ -726,6 +728,9 @@ impl Index {
                     freed += 1;
                 }
                 let Some(Some(bytes)) = key_blocks.get(key_block) else {
+                    // Never so for a key stored by `Keys::push`; if it were, the key
+                    // would be lost from the index, so the read fails instead.
+                    self.overflow = true;
                     continue;
                 };
                 let at = (slot.key_at & (KEY_BLOCK as u32 - 1)) as usize;
@@ -1720,6 +1725,28 @@ fn ledger_at(path: &Path) -> LedgerLocation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An empty key (Node accepts one) pushed when a block is exactly full goes to a
+    /// new block: its offset would otherwise read as the start of the next one.
+    #[test]
+    fn an_empty_key_after_a_full_block_is_read_back() {
+        let mut keys = Keys::default();
+        let filler = vec![b'k'; KEY_BLOCK / 2];
+        let first = keys.push(&filler).expect("first");
+        let second = keys
+            .push(&filler)
+            .expect("second, filling the block exactly");
+        let empty = keys.push(b"").expect("the empty key");
+        // Read back while it is the last key stored, as an index whose part ends with
+        // it is read.
+        assert_eq!(keys.get(empty, 0), b"");
+        let after = keys.push(b"next").expect("a key after it");
+        assert_eq!(keys.get(first, filler.len() as u32), &filler[..]);
+        assert_eq!(keys.get(second, filler.len() as u32), &filler[..]);
+        assert_eq!(keys.get(empty, 0), b"");
+        assert_eq!(keys.get(after, 4), b"next");
+        assert_eq!(empty >> 20, 1, "the empty key starts the second block");
+    }
 
     #[test]
     fn classify_matches_node_is_entry() {

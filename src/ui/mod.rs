@@ -254,7 +254,15 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                 if app.quit {
                     break;
                 }
-                draw(&mut guard, &mut app, &theme)?;
+                if let Err(e) = draw(&mut guard, &mut app, &theme) {
+                    // The terminal hung up between two ticks: a draw fails before the
+                    // next tick sees it, and the UI ends as on a SIGHUP all the same.
+                    if terminal::hung_up() {
+                        ended = Ended::Signal(libc::SIGHUP);
+                        break;
+                    }
+                    return Err(e);
+                }
                 if hooks.exit_when_loaded && app.loaded() {
                     drop(guard);
                     eprintln!(
