@@ -1612,23 +1612,12 @@ fn print_figures(
             s.approvals_stdout_bytes as f64 / s.ls_stdout_bytes as f64,
         );
     }
-    match instructions {
-        Ok([small, large]) => {
-            let _ = writeln!(
-                body,
-                "\nInstructions per draft listed (callgrind, `approvals --json` as one child process): {}, the difference between queues of {} and {} drafts ({} and {} in all) over the {} drafts added.",
-                thousands(figures::per_item(small, large).round() as u64),
-                thousands(small.0),
-                thousands(large.0),
-                thousands(small.1),
-                thousands(large.1),
-                thousands(large.0 - small.0),
-            );
-        }
-        Err(why) => {
-            let _ = writeln!(body, "\nInstructions per draft: {why}.");
-        }
-    }
+    body.push_str(&figures::instructions_sentence(
+        &instructions,
+        "per draft listed (callgrind, `approvals --json` as one child process)",
+        ("queues", "drafts"),
+        ("per draft", "drafts"),
+    ));
     common::print_figures(
         "approvals",
         &figures::command_line(

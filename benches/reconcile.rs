@@ -227,24 +227,14 @@ fn main() {
         dry,
         par,
     );
-    match instructions {
-        Ok(counted) => {
-            let [small, large] = counted;
-            let _ = writeln!(
-                body,
-                "\nInstructions per check of `reconcile --jobs {PARALLEL} --dry-run`, send-once's own process only (callgrind; the verify scripts it starts are not counted): {}, the difference between ledgers of {} and {} unknown sends ({} and {} in all) over the {} checks added.",
-                thousands(figures::per_item(small, large).round() as u64),
-                thousands(small.0),
-                thousands(large.0),
-                thousands(small.1),
-                thousands(large.1),
-                thousands(large.0 - small.0),
-            );
-        }
-        Err(why) => {
-            let _ = writeln!(body, "\nInstructions per check: {why}.");
-        }
-    }
+    body.push_str(&figures::instructions_sentence(
+        &instructions,
+        &format!(
+            "per check of `reconcile --jobs {PARALLEL} --dry-run`, send-once's own process only (callgrind; the verify scripts it starts are not counted)"
+        ),
+        ("ledgers", "unknown sends"),
+        ("per check", "checks"),
+    ));
     common::print_figures(
         "reconcile",
         &figures::command_line(

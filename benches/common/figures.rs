@@ -97,3 +97,27 @@ pub fn per_item(small: (u64, u64), large: (u64, u64)) -> f64 {
     let ((n1, i1), (n2, i2)) = (small, large);
     (i2 as f64 - i1 as f64) / (n2 as f64 - n1 as f64)
 }
+
+/// The sentence under a table that gives callgrind's instructions per item, from the
+/// counts of two sizes: `measured` says what was counted, `sizes` what the two sizes
+/// were of (`("queues", "drafts")`), `items` the short name and what was added.
+pub fn instructions_sentence(
+    counted: &Result<[(u64, u64); 2], String>,
+    measured: &str,
+    (of, size_unit): (&str, &str),
+    (short, added): (&str, &str),
+) -> String {
+    use crate::common::thousands;
+    match counted {
+        Ok([small, large]) => format!(
+            "\nInstructions {measured}: {}, the difference between {of} of {} and {} {size_unit} ({} and {} in all) over the {} {added} added.\n",
+            thousands(per_item(*small, *large).round() as u64),
+            thousands(small.0),
+            thousands(large.0),
+            thousands(small.1),
+            thousands(large.1),
+            thousands(large.0 - small.0),
+        ),
+        Err(why) => format!("\nInstructions {short}: {why}.\n"),
+    }
+}

@@ -11,7 +11,7 @@ use tokio_postgres::Row;
 use super::drift::LatestFacts;
 use super::store::{DraftChange, NewRevision, QueueStore};
 use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
-use crate::ledger::postgres::PostgresStore;
+use crate::ledger::postgres::{PostgresStore, insert_decision_in};
 use crate::ledger::{Decision, StoreError};
 
 const DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
@@ -252,20 +252,7 @@ impl QueueStore for PostgresStore {
                     )
                     .await?;
                 if changed > 0 {
-                    let detail = decision.detail.to_string();
-                    tx.execute(
-                        &insert_decision,
-                        &[
-                            &decision.at,
-                            &decision.by,
-                            &decision.action,
-                            &decision.subject,
-                            &decision.note,
-                            &decision.outcome.as_str(),
-                            &detail,
-                        ],
-                    )
-                    .await?;
+                    insert_decision_in(tx, &insert_decision, &decision).await?;
                 }
                 Ok(changed > 0)
             })

@@ -193,7 +193,10 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     for effect in app.start() {
         runner.run(effect, 0, &mut in_flight);
     }
-    draw(&mut guard, &mut app, &theme)?;
+    if let Some(hung_up) = draw_unless_hung_up(&mut guard, &mut app, &theme)? {
+        drop(guard);
+        return Ok(hung_up);
+    }
     hooks.after_first_draw()?;
     let mut ended = Ended::Quit;
     loop {
@@ -254,14 +257,9 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                 if app.quit {
                     break;
                 }
-                if let Err(e) = draw(&mut guard, &mut app, &theme) {
-                    // The terminal hung up between two ticks: a draw fails before the
-                    // next tick sees it, and the UI ends as on a SIGHUP all the same.
-                    if terminal::hung_up() {
-                        ended = Ended::Signal(libc::SIGHUP);
-                        break;
-                    }
-                    return Err(e);
+                if let Some(hung_up) = draw_unless_hung_up(&mut guard, &mut app, &theme)? {
+                    ended = hung_up;
+                    break;
                 }
                 if hooks.exit_when_loaded && app.loaded() {
                     drop(guard);
@@ -306,6 +304,21 @@ impl TestHooks {
 
 /// Draws a frame, and keeps the app's size to the one drawn: the keys' size guard
 /// must judge the screen the person sees, even before its resize event arrives.
+/// Draws, and when the draw fails because the terminal hung up (between two ticks,
+/// before the tick's check sees it), says the UI ends as on a SIGHUP, as that check
+/// does, rather than failing.
+fn draw_unless_hung_up(
+    guard: &mut terminal::TerminalGuard,
+    app: &mut App,
+    theme: &theme::Theme,
+) -> Result<Option<Ended>, String> {
+    match draw(guard, app, theme) {
+        Ok(()) => Ok(None),
+        Err(_) if terminal::hung_up() => Ok(Some(Ended::Signal(libc::SIGHUP))),
+        Err(e) => Err(e),
+    }
+}
+
 fn draw(
     guard: &mut terminal::TerminalGuard,
     app: &mut App,

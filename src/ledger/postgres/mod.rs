@@ -822,20 +822,7 @@ impl PostgresStore {
         tx: &Transaction<'_>,
         decision: &Decision,
     ) -> Result<u64, tokio_postgres::Error> {
-        let detail = decision.detail.to_string();
-        tx.execute(
-            &self.sql.insert_decision,
-            &[
-                &decision.at,
-                &decision.by,
-                &decision.action,
-                &decision.subject,
-                &decision.note,
-                &decision.outcome.as_str(),
-                &detail,
-            ],
-        )
-        .await
+        insert_decision_in(tx, &self.sql.insert_decision, decision).await
     }
 
     /// A compare-and-set on the stored entry's text; a transition into a new attempt
@@ -1399,4 +1386,27 @@ impl super::store::Store for PostgresStore {
             .map_err(|f| self.failed(f))?;
         Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0) as u64))
     }
+}
+
+/// Logs `decision` in `tx` with `insert` (the store's statement for its table): the
+/// one place a decision's fields are bound, for the ledger's writes and the queue's.
+pub(crate) async fn insert_decision_in(
+    tx: &Transaction<'_>,
+    insert: &str,
+    decision: &Decision,
+) -> Result<u64, tokio_postgres::Error> {
+    let detail = decision.detail.to_string();
+    tx.execute(
+        insert,
+        &[
+            &decision.at,
+            &decision.by,
+            &decision.action,
+            &decision.subject,
+            &decision.note,
+            &decision.outcome.as_str(),
+            &detail,
+        ],
+    )
+    .await
 }
