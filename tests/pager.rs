@@ -120,6 +120,22 @@ impl Term {
             .expect("tmux runs")
     }
 
+    /// The process id of the program the pane runs (the probe).
+    fn pane_pid(&self) -> String {
+        let out = self.tmux(&["display", "-p", "-t", "p", "#{pane_pid}"]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Waits until a process named `name` runs in the probe's process group.
+    fn wait_for_process(&self, name: &str) {
+        let group = self.pane_pid();
+        let start = Instant::now();
+        while !processes_in_group(&group).iter().any(|comm| comm == name) {
+            assert!(start.elapsed() < patience(), "{name} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn press(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "p", "--"];
         args.extend_from_slice(keys);
@@ -179,6 +195,24 @@ impl Drop for Term {
     }
 }
 
+/// The command names of the processes in process group `group`, from /proc.
+fn processes_in_group(group: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter_map(|stat| {
+            // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+            let (head, rest) = stat.rsplit_once(')')?;
+            let comm = head.split_once('(')?.1;
+            let pgrp = rest.split_whitespace().nth(2)?;
+            (pgrp == group).then(|| comm.to_owned())
+        })
+        .collect()
+}
+
 fn tmux_path() -> String {
     let out = Command::new("sh")
         .args(["-c", "command -v tmux"])
@@ -208,7 +242,7 @@ fn write_pager(path: &Path, out: &Path, wait_for_line: bool) {
             // reads first, and only the pager may.
             format!(
                 "/bin/stty -icanon min 1; /usr/bin/touch '{out}/ready'; \
-                 until [ -e '{out}/go' ]; do :; done; /usr/bin/head -c 19 > '{out}/line'"
+                 until [ -e '{out}/go' ]; do :; done; exec /usr/bin/head -c 19 > '{out}/line'"
             )
         } else {
             String::new()
@@ -295,7 +329,30 @@ fn probe() {
 
 /// Runs the probe for `scenario` and gives back what it wrote in `after`.
 fn run_probe(term: &Term, dir: &Path) -> String {
-    wait_for(&dir.join("after"));
+    let after_path = dir.join("after");
+    let start = Instant::now();
+    while !after_path.exists() {
+        if start.elapsed() > patience() {
+            let pane = term.pane_pid();
+            let ps = Command::new("ps")
+                .args(["-o", "pid,pgid,tpgid,stat,wchan:20,args", "-g", &pane])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            let stty = Command::new("sh")
+                .args(["-c", &format!("stty -a < /proc/{pane}/fd/0")])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            let screen = term.tmux(&["capture-pane", "-p", "-t", "p"]);
+            panic!(
+                "{} did not appear\nprocesses:\n{ps}\nterminal:\n{stty}\nscreen:\n{}",
+                after_path.display(),
+                String::from_utf8_lossy(&screen.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let after = read(&dir.join("after"));
     let (status, screen) = term.wait_exit();
     assert_eq!(status, "0", "the probe failed:\n{screen}\n{after}");
@@ -361,6 +418,11 @@ fn ctrl_c_in_the_pager_is_the_pagers_and_the_ui_keeps_its_handler() {
     let term = Term::start(dir.path(), "interrupt", &[], &[&pager]);
     wait_for(&dir.path().join("ready"));
     std::fs::write(dir.path().join("go"), "").unwrap();
+    // Pressed once the reader has replaced the script's shell. A Ctrl-C that lands
+    // while dash is starting a command is lost: dash catches SIGINT in a script and
+    // its vforked child, not yet exec'd, drops it (so the reader lives on and dash
+    // waits for it). A real pager is exec'd by the UI itself and has no such window.
+    term.wait_for_process("head");
     term.press(&["C-c"]);
     let after = run_probe(&term, dir.path());
     // The script had the default action back and died of it; the UI did not see it.

@@ -166,3 +166,63 @@ fn jsonl_keeps_keys_apart_that_look_alike_and_joins_one_key_across_parts() {
     want.sort();
     assert_eq!(listed, want);
 }
+
+#[test]
+fn sqlite_lists_by_status_a_hand_made_row_whose_key_is_a_blob_and_not_a_twin_of_another_status() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("ledger.db");
+    // A table as a hand-made ledger may have it: the key neither unique nor text.
+    let conn = Connection::open(&path).expect("create the ledger");
+    conn.execute_batch(
+        "CREATE TABLE send_once (key TEXT, status TEXT NOT NULL, entry TEXT NOT NULL, \
+         claimed_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    )
+    .expect("create the table");
+    let at = "2026-09-22T08:00:00.000Z";
+    conn.execute(
+        "INSERT INTO send_once VALUES (CAST('blob-key' AS BLOB), 'pending', ?1, ?2, ?2)",
+        params![entry("blob-key", "pending", at), at],
+    )
+    .expect("a pending row keyed by a blob");
+    // The same key twice: sent, and pending. Listing the sent ones finds only the first.
+    for status in ["sent", "pending"] {
+        conn.execute(
+            "INSERT INTO send_once VALUES ('twice', ?1, ?2, ?3, ?3)",
+            params![status, entry("twice", status, at), at],
+        )
+        .expect("a row");
+    }
+    drop(conn);
+
+    let ls = |status: &str| {
+        let out = Command::new(BIN)
+            .args(["ls"])
+            .arg(&path)
+            .args(["--status", status, "--json"])
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run send-once ls");
+        assert!(
+            out.status.success(),
+            "ls --status {status}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listed: Value = serde_json::from_slice(&out.stdout).expect("ls --json prints JSON");
+        let mut seen: Vec<String> = listed
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["key"].as_str().unwrap(),
+                    e["status"].as_str().unwrap()
+                )
+            })
+            .collect();
+        seen.sort();
+        seen
+    };
+    assert_eq!(ls("pending"), ["blob-key pending", "twice pending"]);
+    assert_eq!(ls("sent"), ["twice sent"]);
+}

@@ -792,28 +792,76 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
 fn rows_with_status(conn: &Connection, status: Status) -> rusqlite::Result<Vec<(String, String)>> {
     conn.execute_batch("BEGIN")?;
     let rows = (|| -> rusqlite::Result<Vec<(String, String)>> {
-        let keys: Vec<String> = conn
+        // Keys as SQLite holds them: a hand-made table may hold a blob or a number
+        // where the library writes text, and the row is still looked up by it.
+        let keys: Vec<rusqlite::types::Value> = conn
             .prepare_cached("SELECT key FROM send_once WHERE status = ?1 ORDER BY claimed_at")?
             .query_map([status.as_str()], |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        // Text keys sort as their bytes (the BINARY collation).
+        // Looked up in key order, so the primary key's pages are read front to back;
+        // text keys sort as their bytes (the BINARY collation).
         let mut in_key_order: Vec<usize> = (0..keys.len()).collect();
-        in_key_order.sort_unstable_by(|&a, &b| keys[a].cmp(&keys[b]));
+        in_key_order.sort_unstable_by(|&a, &b| key_order(&keys[a], &keys[b]));
         let mut entries: Vec<Option<String>> = vec![None; keys.len()];
-        let mut entry = conn.prepare_cached("SELECT entry FROM send_once WHERE key = ?1")?;
+        // With the status too: a table without a unique key may hold the key twice.
+        let mut entry =
+            conn.prepare_cached("SELECT entry FROM send_once WHERE key = ?1 AND status = ?2")?;
         for i in in_key_order {
-            entries[i] = entry.query_row([&keys[i]], |row| row.get(0)).optional()?;
+            entries[i] = entry
+                .query_row(rusqlite::params![&keys[i], status.as_str()], |row| {
+                    row.get(0)
+                })
+                .optional()?;
         }
         Ok(keys
             .into_iter()
             .zip(entries)
-            .filter_map(|(key, entry)| entry.map(|entry| (key, entry)))
+            .filter_map(|(key, entry)| entry.map(|entry| (key_text(key), entry)))
             .collect())
     })();
     let ended = conn.execute_batch("COMMIT");
     let rows = rows?;
     ended?;
     Ok(rows)
+}
+
+fn key_order(a: &rusqlite::types::Value, b: &rusqlite::types::Value) -> std::cmp::Ordering {
+    use rusqlite::types::Value as Sql;
+    // SQLite's own order of storage classes: NULL, numbers, text, blobs.
+    fn class(value: &Sql) -> u8 {
+        match value {
+            Sql::Null => 0,
+            Sql::Integer(_) | Sql::Real(_) => 1,
+            Sql::Text(_) => 2,
+            Sql::Blob(_) => 3,
+        }
+    }
+    fn number(value: &Sql) -> f64 {
+        match value {
+            Sql::Integer(n) => *n as f64,
+            Sql::Real(x) => *x,
+            _ => 0.0,
+        }
+    }
+    match (a, b) {
+        (Sql::Text(a), Sql::Text(b)) => a.cmp(b),
+        (Sql::Blob(a), Sql::Blob(b)) => a.cmp(b),
+        _ => class(a)
+            .cmp(&class(b))
+            .then_with(|| number(a).total_cmp(&number(b))),
+    }
+}
+
+/// A key column's value as the text the rest of the tool shows and names.
+fn key_text(key: rusqlite::types::Value) -> String {
+    use rusqlite::types::Value as Sql;
+    match key {
+        Sql::Text(text) => text,
+        Sql::Blob(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Sql::Integer(n) => n.to_string(),
+        Sql::Real(x) => x.to_string(),
+        Sql::Null => String::new(),
+    }
 }
 
 fn connect_read_only(path: &Path) -> Result<Connection, StoreError> {
