@@ -132,7 +132,60 @@ pub struct SqliteStore {
     /// look because the disk was full.
     no_writer_because_full: bool,
     writer_thread: Option<std::thread::JoinHandle<()>>,
-    reader: Arc<Mutex<Connection>>,
+    reader: Arc<Readers>,
+}
+
+/// The connections reads run on. The second is opened the first time a read finds the
+/// first one busy: the TUI's loads (a count of every row, the pending rows, a page, the
+/// queue) then run side by side on two cores instead of queueing on one connection.
+struct Readers {
+    first: Mutex<Connection>,
+    second: Mutex<Option<Connection>>,
+    /// Opens the second as the first was opened; None where there can be no second (an
+    /// empty ledger's schema, held in memory by the first).
+    open_second: Option<Box<dyn Fn() -> Result<Connection, StoreError> + Send + Sync>>,
+}
+
+impl Readers {
+    fn new(
+        first: Connection,
+        open_second: Option<Box<dyn Fn() -> Result<Connection, StoreError> + Send + Sync>>,
+    ) -> Arc<Readers> {
+        Arc::new(Readers {
+            first: Mutex::new(first),
+            second: Mutex::new(None),
+            open_second,
+        })
+    }
+
+    /// Runs `work` on a connection that is free, or waits for the first. `pinned` reads
+    /// always use the first: what they read is only comparable on one connection.
+    fn run<T>(&self, pinned: bool, work: impl FnOnce(&Connection) -> T) -> T {
+        if !pinned {
+            let first = match self.first.try_lock() {
+                Ok(conn) => Some(conn),
+                Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            };
+            if let Some(conn) = first {
+                return work(&conn);
+            }
+            if let Some(open) = &self.open_second
+                && let Ok(mut second) = self.second.try_lock()
+            {
+                if second.is_none() {
+                    // A second that cannot be opened (descriptors, memory) is no
+                    // error: the read waits for the first instead.
+                    *second = open().ok();
+                }
+                if let Some(conn) = second.as_ref() {
+                    return work(conn);
+                }
+            }
+        }
+        let conn = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        work(&conn)
+    }
 }
 
 impl Drop for SqliteStore {
@@ -223,16 +276,20 @@ impl SqliteStore {
             // written to yet, which a write command would initialise: looking at it
             // finds nothing, from an empty schema in memory, and leaves the file as it is.
             let reader = if has_table(&reader, "send_once").map_err(|e| map_error(path, e))? {
-                reader
+                let second_path = path.to_owned();
+                Readers::new(
+                    reader,
+                    Some(Box::new(move || connect_read_only(&second_path))),
+                )
             } else {
-                empty_ledger(path)?
+                Readers::new(empty_ledger(path)?, None)
             };
             return Ok(SqliteStore {
                 path: path.to_owned(),
                 writer: None,
                 no_writer_because_full: false,
                 writer_thread: None,
-                reader: Arc::new(Mutex::new(reader)),
+                reader,
             });
         }
         let writer_conn = connect(path)?;
@@ -255,7 +312,10 @@ impl SqliteStore {
             writer: Some(tx),
             no_writer_because_full: false,
             writer_thread: Some(thread),
-            reader: Arc::new(Mutex::new(reader)),
+            reader: Readers::new(reader, {
+                let second_path = path.to_owned();
+                Some(Box::new(move || connect(&second_path)))
+            }),
         })
     }
 
@@ -336,11 +396,20 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
+        self.read_on(false, work).await
+    }
+
+    async fn read_on<T, F>(&self, pinned: bool, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
         let reader = Arc::clone(&self.reader);
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || {
-            let conn = reader.lock().unwrap_or_else(|p| p.into_inner());
-            work(&conn).map_err(|e| map_error_on(&conn, &path, e))
+            reader.run(pinned, |conn| {
+                work(conn).map_err(|e| map_error_on(conn, &path, e))
+            })
         })
         .await
         .map_err(|_| StoreError::Closed)?
@@ -454,6 +523,19 @@ impl Store for SqliteStore {
 
     async fn unreadable_pending(&self) -> Result<Vec<UnreadableRow>, StoreError> {
         Ok(UnreadableRow::among(self.pending_rows().await?))
+    }
+
+    async fn pending(&self) -> Result<(Vec<Entry>, Vec<UnreadableRow>), StoreError> {
+        let mut entries = Vec::new();
+        let mut unreadable = Vec::new();
+        for (key, text) in self.pending_rows().await? {
+            match Entry::from_json(&text) {
+                Ok(entry) if entry.status() == Status::Pending => entries.push(entry),
+                Ok(_) => {}
+                Err(e) => unreadable.push(UnreadableRow::of(key, &e)),
+            }
+        }
+        Ok((entries, unreadable))
     }
 
     async fn page(&self, query: &PageQuery) -> Result<Vec<Entry>, StoreError> {
@@ -624,8 +706,11 @@ impl Store for SqliteStore {
     async fn change_marker(&self) -> Result<Option<u64>, StoreError> {
         // data_version changes whenever another connection (any process, or this
         // store's own writer) commits to the file.
+        // Always on the first connection: each connection counts its own versions.
         let version: i64 = self
-            .read(|conn| conn.query_row("PRAGMA data_version", [], |r| r.get(0)))
+            .read_on(true, |conn| {
+                conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+            })
             .await?;
         Ok(Some(version as u64))
     }
@@ -1492,6 +1577,51 @@ fn ledger_at(path: &Path) -> LedgerLocation {
 mod tests {
     use super::*;
     use crate::ledger::Status;
+
+    #[test]
+    fn a_read_while_the_first_reader_is_busy_runs_on_a_second_and_data_version_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        for access in [Access::Create, Access::ReadOnly] {
+            let store = SqliteStore::open(&path, access).unwrap();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let busy = store.reader.first.lock().unwrap();
+            let (done, answered) = std::sync::mpsc::channel();
+            let (store, runtime) = (&store, &runtime);
+            std::thread::scope(|scope| {
+                scope.spawn(move || {
+                    let counted = runtime.block_on(store.counts());
+                    done.send(counted.map(|c| c.total)).unwrap();
+                });
+                let counted = answered.recv_timeout(std::time::Duration::from_secs(20));
+                assert_eq!(
+                    counted
+                        .expect("the read did not wait for the busy first connection")
+                        .unwrap(),
+                    0
+                );
+                // The change marker is only comparable on one connection: it waits.
+                let (done, answered) = std::sync::mpsc::channel();
+                scope.spawn(move || {
+                    done.send(runtime.block_on(store.change_marker()).is_ok())
+                        .unwrap();
+                });
+                assert!(
+                    answered
+                        .recv_timeout(std::time::Duration::from_millis(300))
+                        .is_err(),
+                    "data_version was read on the second connection"
+                );
+                drop(busy);
+                assert!(answered.recv().unwrap());
+            });
+            assert!(store.reader.second.lock().unwrap().is_some());
+        }
+    }
 
     fn job(op: WriteOp, durability: Durability) -> WriteJob {
         let (reply, _answer) = oneshot::channel();

@@ -610,6 +610,19 @@ pub trait Store: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Every pending entry, oldest claim first, and the pending rows that cannot be
+    /// read: what the Unknown view lists and the header names. A store that can answers
+    /// both from one read of the pending rows.
+    async fn pending(&self) -> Result<(Vec<Entry>, Vec<UnreadableRow>), StoreError> {
+        let mut entries = self
+            .list(ListFilter {
+                status: Some(Status::Pending),
+            })
+            .await?;
+        entries.retain(|e| e.status() == Status::Pending);
+        Ok((entries, self.unreadable_pending().await?))
+    }
+
     /// Makes the ledger exist where it is kept, empty, if opening it did not (`send-once
     /// init`): a store that makes its ledger when opened to create (SQLite) has
     /// nothing left to do; one whose first write would make it (a JSON Lines file)

@@ -6,7 +6,7 @@
 use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::ledger::decision::Decision;
-use crate::ledger::{Census, Entry, PageQuery, Seen, Status};
+use crate::ledger::{Census, Entry, PageQuery, Seen, Status, UnreadableRow};
 use crate::provider::{CheckAnswer, Limit};
 use crate::review::Draft;
 
@@ -21,6 +21,12 @@ pub enum Action {
     Changed,
     ApprovalsLoaded(Result<Vec<Draft>, String>),
     UnknownLoaded(Result<Vec<Entry>, String>),
+    /// The Unknown view's entries with the pending rows that could not be read, from
+    /// one read of the pending rows (the header names the unreadable ones).
+    PendingLoaded {
+        entries: Result<Vec<Entry>, String>,
+        unreadable: Vec<UnreadableRow>,
+    },
     LedgerLoaded {
         query: PageQuery,
         result: Result<Vec<Entry>, String>,

@@ -12,7 +12,7 @@ use super::config::VerifySetup;
 use super::keymap::{self, Command, View, command_for};
 use super::view::{self, Hit, MIN_HEIGHT, MIN_WIDTH};
 use crate::ledger::decision::Decision;
-use crate::ledger::{Census, Entry, PageQuery, Seen, Status, time};
+use crate::ledger::{Census, Entry, PageQuery, Seen, Status, UnreadableRow, time};
 use crate::review::Draft;
 use crate::review::drift::DriftStatus;
 
@@ -88,6 +88,9 @@ pub struct App {
     pub counts: Option<Census>,
     /// Why the counts could not be had, when they could not.
     pub counts_error: Option<String>,
+    /// The pending rows that could not be read, as the last read of the pending rows
+    /// found them: put on the counts whichever of the two arrives first.
+    unreadable_pending: Option<Vec<UnreadableRow>>,
     /// Each view's own selection, filter, marks and sort, in `View::ALL`'s order.
     pub views: [ViewState; 4],
     /// The filter being typed, when `/` was pressed: it applies as it is typed.
@@ -156,6 +159,7 @@ impl App {
             decisions: Loaded::Loading,
             counts: None,
             counts_error: None,
+            unreadable_pending: None,
             views: Default::default(),
             filter_input: None,
             ledger_status: None,
@@ -556,6 +560,7 @@ impl App {
             // Loads answered after the ledger went are of a file no longer at the path.
             Action::ApprovalsLoaded(_)
             | Action::UnknownLoaded(_)
+            | Action::PendingLoaded { .. }
             | Action::LedgerLoaded { .. }
             | Action::CountsLoaded(_)
             | Action::DecisionsLoaded(_)
@@ -575,6 +580,16 @@ impl App {
                 }
                 self.prune_marks();
                 self.after_load()
+            }
+            Action::PendingLoaded {
+                entries,
+                unreadable,
+            } => {
+                if let Some(census) = &mut self.counts {
+                    census.unreadable = unreadable.clone();
+                }
+                self.unreadable_pending = Some(unreadable);
+                self.update(Action::UnknownLoaded(entries))
             }
             Action::UnknownLoaded(result) => {
                 let keep = self.selected_unknown().map(|e| e.key().to_owned());
@@ -652,7 +667,10 @@ impl App {
             }
             Action::CountsLoaded(result) => {
                 match result {
-                    Ok(census) => {
+                    Ok(mut census) => {
+                        if let Some(unreadable) = &self.unreadable_pending {
+                            census.unreadable = unreadable.clone();
+                        }
                         self.counts = Some(census);
                         self.counts_error = None;
                     }

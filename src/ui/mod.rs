@@ -30,7 +30,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::approval::Ttl;
 use crate::ledger::{
-    Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Status, Store, StoreError,
+    Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Store, StoreError,
 };
 use crate::review::{Review, Verdict};
 use action::{Action, Effect, Outcome};
@@ -556,6 +556,10 @@ fn failed_load(action: Action, why: String) -> Action {
     match action {
         Action::ApprovalsLoaded(_) => Action::ApprovalsLoaded(Err(why)),
         Action::UnknownLoaded(_) => Action::UnknownLoaded(Err(why)),
+        Action::PendingLoaded { .. } => Action::PendingLoaded {
+            entries: Err(why),
+            unreadable: Vec::new(),
+        },
         Action::LedgerLoaded { query, .. } => Action::LedgerLoaded {
             query,
             result: Err(why),
@@ -581,7 +585,13 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
             Some(review) => review.queue().await.map_err(|e| e.to_string()),
             None => Err("this ledger has no review queue".to_owned()),
         }),
-        Effect::LoadUnknown => Action::UnknownLoaded(unknown_sends(&backend.store).await),
+        Effect::LoadUnknown => match unknown_sends(&backend.store).await {
+            Ok((entries, unreadable)) => Action::PendingLoaded {
+                entries: Ok(entries),
+                unreadable,
+            },
+            Err(why) => Action::UnknownLoaded(Err(why)),
+        },
         Effect::LoadLedger(query) => {
             let result = backend.store.page(&query).await.map_err(|e| e.to_string());
             Action::LedgerLoaded { query, result }
@@ -763,27 +773,20 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
 /// Every pending entry, oldest claim first. Unlike the audit (which matches the Node
 /// CLI), one whose claim time cannot be read is listed too, last: it is still a send
 /// whose fate is unknown.
-/// The header's counts, with the pending rows that cannot be read: each may be an
-/// unknown send the Unknown view cannot list, so the header names how many.
+/// The header's counts. The pending rows that cannot be read (each may be an unknown
+/// send the Unknown view cannot list, so the header names how many) come with the
+/// Unknown view's load, from the same read of the pending rows.
 async fn counts(store: &Arc<dyn Store>) -> Result<crate::ledger::Census, String> {
-    // Side by side, not one after the other: on a server the count is a scan of the
-    // whole index, and the first frame waits for both.
-    let (census, unreadable) = tokio::join!(store.counts(), store.unreadable_pending());
-    let mut census = census.map_err(|e| e.to_string())?;
-    census.unreadable = unreadable.map_err(|e| e.to_string())?;
-    Ok(census)
+    store.counts().await.map_err(|e| e.to_string())
 }
 
-async fn unknown_sends(store: &Arc<dyn Store>) -> Result<Vec<crate::ledger::Entry>, String> {
-    let mut pending = store
-        .list(crate::ledger::ListFilter {
-            status: Some(Status::Pending),
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    pending.retain(|e| e.status() == Status::Pending);
+/// The pending entries, oldest claim first, and the pending rows that cannot be read.
+async fn unknown_sends(
+    store: &Arc<dyn Store>,
+) -> Result<(Vec<crate::ledger::Entry>, Vec<crate::ledger::UnreadableRow>), String> {
+    let (mut pending, unreadable) = store.pending().await.map_err(|e| e.to_string())?;
     pending.sort_by_key(|e| crate::ledger::time::parse_date(e.claimed_at()).unwrap_or(i64::MAX));
-    Ok(pending)
+    Ok((pending, unreadable))
 }
 
 /// " (by dana at ...)" when an entry was settled by a person.
