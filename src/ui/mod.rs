@@ -10,6 +10,7 @@ pub mod action;
 pub mod app;
 pub mod config;
 pub mod demo;
+pub mod editor;
 pub mod forms;
 pub mod keymap;
 pub mod state;
