@@ -38,7 +38,7 @@ const EXTRA_SECTIONS: &str = r#".SH ENVIRONMENT
 The ledger every command uses when none is given (a path; a name ending in .jsonl is a JSON Lines ledger).
 .TP
 \fBSEND_ONCE_USER\fR
-The name recorded on every decision (resolve, reset, approve, reject, withdraw, draft submit, the TUI) when \fB\-\-by\fR is not given; ignored when blank. Else the OS user.
+The name recorded on every decision (resolve, reset, approve, reject, withdraw, draft submit, draft edit, the TUI) when \fB\-\-by\fR is not given; ignored when blank. Else the OS user.
 .TP
 \fBNO_COLOR\fR
 When set and not empty, no colour: audit prints plain text, and the TUI marks the selection with reversed text and an arrow, and badges with words.

@@ -102,9 +102,9 @@ enum Command {
     /// A removed key has no record left, so a later run for it sends again: choose a
     /// duration longer than anything might retry.
     Gc(entries::GcArgs),
-    /// Print the decision log: every resolve, reset, approve, reject and withdraw, and each send a provider check confirmed or took over, with who, when and what came of it.
+    /// Print the decision log: every resolve, reset, approve, reject, withdraw and edit, and each send a provider check confirmed or took over, with who, when and what came of it.
     Decisions(entries::DecisionsArgs),
-    /// The review queue: submit drafts, push or recheck their facts, withdraw, show.
+    /// The review queue: submit drafts, edit them, push or recheck their facts, withdraw, show.
     #[command(subcommand)]
     Draft(review::DraftCommand),
     /// List the drafts waiting for review, oldest first, with their changes and fact drift.

@@ -44,7 +44,27 @@ pub enum DraftCommand {
     Withdraw(WithdrawArgs),
     /// Show a draft: every revision, the diffs, the fact drift and its decisions.
     Show(DraftShowArgs),
+    /// Replace a draft's payload with an edited one: a new revision by you, which needs
+    /// approving like any other.
+    #[command(after_help = EDIT_HELP)]
+    Edit(EditArgs),
 }
+
+const EDIT_HELP: &str = "\
+The edit becomes the next revision, authored by --by, with the current revision's facts;
+its diff against the revision it replaces is printed. An approval of an earlier revision
+does not cover it (dispatch says payload_changed): approve it again. A payload that is
+canonically the current one writes nothing. The edit is in the decision log as `edit`.
+
+Refused, with nothing written (exit 2): a payload that is not JSON (the parser says
+where) or names a field twice; a rejected, withdrawn or dispatched draft; with
+--seen-revision, a draft that has another revision now. The refusal names who changed
+what; an edit read from stdin is then kept in a file only you can read, and named.
+
+Exit codes:
+  0  edited, or unchanged
+  1  no such draft
+  2  refused or could not run";
 
 /// `[LEDGER] ID`, by their count.
 fn settle_id(positionals: &[OsString]) -> Result<(LedgerLocation, i64), String> {
@@ -82,6 +102,13 @@ impl WithdrawArgs {
 }
 
 impl DraftShowArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}
+
+impl EditArgs {
     pub fn settle(&mut self) -> Result<(), String> {
         (self.ledger, self.id) = settle_id(&self.positionals)?;
         Ok(())
@@ -137,6 +164,7 @@ impl DraftCommand {
             DraftCommand::Recheck(a) => a.settle(),
             DraftCommand::Withdraw(a) => a.settle(),
             DraftCommand::Show(a) => a.settle(),
+            DraftCommand::Edit(a) => a.settle(),
         }
     }
 
@@ -148,6 +176,7 @@ impl DraftCommand {
             DraftCommand::Recheck(a) => a.json,
             DraftCommand::Withdraw(a) => a.json,
             DraftCommand::Show(a) => a.json,
+            DraftCommand::Edit(a) => a.json,
         }
     }
 }
@@ -246,6 +275,33 @@ pub struct DraftShowArgs {
     #[arg(skip)]
     pub id: i64,
     /// Print the draft, its revisions and decisions as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(override_usage = "send-once draft edit [LEDGER] <ID> --payload <FILE> [OPTIONS]")]
+pub struct EditArgs {
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
+    pub ledger: LedgerLocation,
+    #[arg(skip)]
+    pub id: i64,
+    /// The edited payload, a JSON file (or - for stdin)
+    #[arg(long, required = true)]
+    pub payload: PathBuf,
+    /// Who edits it: the new revision's author (default: $SEND_ONCE_USER, else the current user)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Why, for the decision log
+    #[arg(long)]
+    pub note: Option<String>,
+    /// Edit only if this is still the current revision (the one you edited)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub seen_revision: Option<String>,
+    /// Print {"id", "key", "changed", "revision", "fromRevision", "state", "by", "payloadHash", "diff"} as JSON
     #[arg(long)]
     pub json: bool,
 }
@@ -404,7 +460,8 @@ fn review_problem(e: ReviewError) -> (Exit, Problem) {
                 .with("state", Some(state.as_str()))
         }
         ReviewError::NotTheRevision { now, .. }
-        | ReviewError::ChangedMeanwhile { revision: now, .. } => {
+        | ReviewError::ChangedMeanwhile { revision: now, .. }
+        | ReviewError::EditedMeanwhile { revision: now, .. } => {
             let now = *now;
             Problem::new(Kind::DecidedFirst, &e).with("revision", Some(now))
         }
@@ -452,7 +509,170 @@ pub fn draft(command: &DraftCommand) -> Exit {
         DraftCommand::Recheck(args) => recheck(args),
         DraftCommand::Withdraw(args) => withdraw(args),
         DraftCommand::Show(args) => show(args),
+        DraftCommand::Edit(args) => edit(args),
     }
+}
+
+/// `--seen-revision`'s number, or why it is not one.
+fn seen_revision(text: Option<&str>) -> Result<Option<i64>, String> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    match text.trim().parse::<i64>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!(
+            "--seen-revision {}: give the revision number you edited (1 or more; send-once draft show lists them)",
+            visible_inline(text)
+        )),
+    }
+}
+
+fn edit(args: &EditArgs) -> Exit {
+    // Everything the edit needs is read and checked before the ledger is opened.
+    let checked = check_by(args.by.as_deref())
+        .and_then(|()| seen_revision(args.seen_revision.as_deref()))
+        .and_then(|seen| {
+            let payload = read_text_arg(&args.payload, "payload")?;
+            canonical::parse_json(&payload).map_err(|e| {
+                format!(
+                    "the payload {} is not JSON: {e}; nothing was changed",
+                    display_path(&args.payload)
+                )
+            })?;
+            Ok((seen, payload))
+        });
+    let (seen, payload) = match checked {
+        Ok(checked) => checked,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let by = by_or_default(args.by.as_deref());
+    let request = review::Edit {
+        id: args.id,
+        payload: payload.clone(),
+        by: by.clone(),
+        note: args.note.clone(),
+        seen_revision: seen,
+        seen_version: None,
+    };
+    let runtime = match super::runtime() {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    let done = runtime.block_on(async {
+        let (review, _store) = open_review(&args.ledger, Access::ReadWrite)?;
+        match review.edit(request).await {
+            Ok(edited) => {
+                // The draft as it is now, for its diff; the edit is written either way.
+                let draft = review.draft(args.id).await.ok();
+                Ok((edited, draft))
+            }
+            Err(e) => Err(edit_refused(e, args, &payload)),
+        }
+    });
+    let (edited, draft) = match done {
+        Ok(done) => done,
+        Err(exit) => return exit,
+    };
+    let key = draft.as_ref().map(|d| d.key.clone());
+    match edited {
+        review::Edited::Unchanged { id, revision } => {
+            if args.json {
+                let mut out = Map::new();
+                out.insert("id".into(), id.into());
+                out.insert("key".into(), key.into());
+                out.insert("changed".into(), false.into());
+                out.insert("revision".into(), revision.into());
+                print_json(&Value::Object(out));
+            }
+            note(format!(
+                "draft {id}: the payload is the same as revision {revision}'s (canonically); nothing was written"
+            ));
+        }
+        review::Edited::Revised {
+            id,
+            from,
+            revision,
+            state,
+            payload_hash,
+        } => {
+            let diff = draft.as_ref().and_then(|d| {
+                let before = d.revision_of(from)?;
+                let after = d.revision_of(revision)?;
+                Some(review::diff::payload_diff(
+                    from,
+                    &before.payload,
+                    revision,
+                    &after.payload,
+                ))
+            });
+            if args.json {
+                let mut out = Map::new();
+                out.insert("id".into(), id.into());
+                out.insert("key".into(), key.into());
+                out.insert("changed".into(), true.into());
+                out.insert("revision".into(), revision.into());
+                out.insert("fromRevision".into(), from.into());
+                out.insert("state".into(), state.as_str().into());
+                out.insert("by".into(), by.clone().into());
+                out.insert("payloadHash".into(), payload_hash.into());
+                out.insert(
+                    "diff".into(),
+                    serde_json::to_value(&diff).unwrap_or(Value::Null),
+                );
+                print_json(&Value::Object(out));
+                return Exit::Ok;
+            }
+            let after = if state == DraftState::Approved {
+                " (its approval was for an earlier revision, so it needs approving again)"
+            } else {
+                ""
+            };
+            let mut out = format!(
+                "Draft {id}: revision {revision} by {}, needs approval{after}.\n",
+                visible_inline(by.as_deref().unwrap_or("?"))
+            );
+            if let Some(diff) = &diff {
+                out.push_str(&format!(
+                    "changed since revision {from} ({}):\n",
+                    diff.summary()
+                ));
+                out.push_str(&diff_text(diff));
+            }
+            print_stdout(&out);
+        }
+    }
+    Exit::Ok
+}
+
+/// An edit the queue refused, as an exit code and a message; when the draft moved on
+/// or closed, the message says where the edited text is, so nothing is lost: the file
+/// it was read from, or (from stdin) a file only this user can read.
+fn edit_refused(e: ReviewError, args: &EditArgs, payload: &str) -> Exit {
+    let keeps = matches!(
+        e,
+        ReviewError::EditedMeanwhile { .. } | ReviewError::Closed { .. }
+    );
+    let (exit, problem) = review_problem(e);
+    if !keeps {
+        return fail_with(exit, problem);
+    }
+    let (kept, path) = if args.payload.as_os_str() == "-" {
+        match send_once::ui::editor::keep_edit(args.id, payload) {
+            Ok(path) => (
+                format!("your edit is kept in {}", path.display()),
+                Some(path.display().to_string()),
+            ),
+            Err(why) => (format!("your edit could not be kept: {why}"), None),
+        }
+    } else {
+        (
+            format!("your edit is still in {}", display_path(&args.payload)),
+            Some(display_path(&args.payload)),
+        )
+    };
+    let mut problem = problem.with("keptIn", path);
+    problem.message = format!("{}; {kept}", problem.message.trim_end_matches('.'));
+    fail_with(exit, problem)
 }
 
 /// Everything a submission needs, checked before the ledger is opened.
@@ -791,8 +1011,8 @@ pub fn approvals(args: &ApprovalsArgs) -> Exit {
         return Exit::Ok;
     }
     let mut out = format!(
-        "{:>5}  {:>8}  {:>3}  {:<19}  {:<40}  {}\n",
-        "ID", "AGE", "REV", "STATE", "WHAT", "CHANGES / FACTS"
+        "{:>5}  {:>8}  {:>3}  {:<14}  {:<19}  {:<40}  {}\n",
+        "ID", "AGE", "REV", "REVISION BY", "STATE", "WHAT", "CHANGES / FACTS"
     );
     for draft in &queue {
         let age = send_once::ledger::time::parse_date(&draft.created_at).map_or_else(
@@ -806,11 +1026,16 @@ pub fn approvals(args: &ApprovalsArgs) -> Exit {
             (None, Some(d)) => format!("{} since rev {}", d.summary(), d.from),
             (None, None) => "new".to_owned(),
         };
+        let author = draft
+            .current()
+            .and_then(|r| r.submitted_by.as_deref())
+            .unwrap_or("?");
         out.push_str(&format!(
-            "{:>5}  {:>8}  {:>3}  {:<19}  {:<40}  {}; {}\n",
+            "{:>5}  {:>8}  {:>3}  {:<14}  {:<19}  {:<40}  {}; {}\n",
             draft.id,
             age,
             draft.revision,
+            clip(author, 14),
             state,
             format!("{warning}{}", clip(&what(draft), 38)),
             changes,

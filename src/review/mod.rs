@@ -327,6 +327,10 @@ impl Draft {
         out.insert("submittedAt".into(), first_submitted.into());
         out.insert("updatedAt".into(), self.updated_at.clone().into());
         out.insert("submittedBy".into(), self.submitted_by.clone().into());
+        out.insert(
+            "revisionBy".into(),
+            current.and_then(|r| r.submitted_by.clone()).into(),
+        );
         out.insert("ageMs".into(), age.into());
         out.insert(
             "meta".into(),
@@ -489,6 +493,51 @@ pub struct Submitted {
     pub new_draft: bool,
 }
 
+/// A reviewer's edit of a draft's payload, to become a revision authored by them.
+#[derive(Clone, Debug, Default)]
+pub struct Edit {
+    /// The draft.
+    pub id: i64,
+    /// The edited payload, JSON text, kept exactly as given.
+    pub payload: String,
+    /// Who edited it: the new revision's author.
+    pub by: Option<String>,
+    /// Why, for the decision log.
+    pub note: Option<String>,
+    /// The revision the edit started from: if the draft has another one now, the edit
+    /// is refused.
+    pub seen_revision: Option<i64>,
+    /// The draft's version when the edit started (what the reviewer was shown): any
+    /// change since (a new revision, a decision) refuses it.
+    pub seen_version: Option<i64>,
+}
+
+/// What an edit came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Edited {
+    /// A new revision, authored by the editor, which needs approving like any other.
+    Revised {
+        /// The draft's id.
+        id: i64,
+        /// The revision edited.
+        from: i64,
+        /// The revision the edit became.
+        revision: i64,
+        /// The draft's state: queued, or approved when an approved draft was edited
+        /// (its approval covers only the earlier revision, as after `submit`).
+        state: DraftState,
+        /// The new revision's payload hash.
+        payload_hash: String,
+    },
+    /// The payload is canonically the current revision's: nothing was written.
+    Unchanged {
+        /// The draft's id.
+        id: i64,
+        /// Its current revision, which stays.
+        revision: i64,
+    },
+}
+
 /// Why a queue operation was refused or failed. A refused decision was not applied
 /// (and, where it found its draft, is in the decision log as refused); a refused
 /// submission queued nothing.
@@ -574,6 +623,19 @@ pub enum ReviewError {
         /// Its revision now.
         revision: i64,
     },
+    /// The draft moved on (a new revision, a decision) after the reviewer opened it for
+    /// editing: the edit would replace what they did not see, so it was not saved.
+    #[error(
+        "draft {id} changed while you were editing it ({what}), so the edit was not saved: look at the draft again"
+    )]
+    EditedMeanwhile {
+        /// The draft.
+        id: i64,
+        /// What changed, and who changed it, as a person reads it.
+        what: String,
+        /// Its revision now.
+        revision: i64,
+    },
     /// The recheck command failed (its reason, safe to print); the failure is recorded
     /// on the draft.
     #[error("could not check the facts: {0}")]
@@ -592,6 +654,36 @@ fn decided(by: &Option<String>, at: &Option<String>) -> String {
         (Some(by), None) => format!(" (by {by})"),
         (None, Some(at)) => format!(" (at {at})"),
         (None, None) => String::new(),
+    }
+}
+
+/// What became of a draft since a person saw it at revision `seen`, and who did it:
+/// "revision 4 was added by agent at T", "it was approved by dana at T".
+fn what_changed(now: &Draft, seen: i64) -> String {
+    if now.revision != seen
+        && let Some(current) = now.current()
+    {
+        return format!(
+            "revision {} was added by {} at {}",
+            current.revision,
+            current.submitted_by.as_deref().unwrap_or("someone"),
+            current.submitted_at
+        );
+    }
+    match (&now.decided_by, &now.decided_at) {
+        _ if now.state == DraftState::Dispatched => {
+            format!("it was dispatched at {}", now.updated_at)
+        }
+        (_, Some(at)) if now.state != DraftState::Queued => format!(
+            "it was {} by {} at {at}",
+            now.state.as_str(),
+            now.decided_by.as_deref().unwrap_or("someone")
+        ),
+        _ => format!(
+            "it is now {}, at revision {}",
+            now.state.as_str(),
+            now.revision
+        ),
     }
 }
 
@@ -938,6 +1030,135 @@ impl Review {
             state: now.state,
             by: now.decided_by,
             at: now.decided_at,
+        })
+    }
+
+    /// A reviewer's edit of the payload, made a new revision authored by them (its
+    /// facts snapshot is the current revision's), as a compare-and-set on the draft the
+    /// reviewer saw: refused when the draft moved on since `seen_revision` or
+    /// `seen_version` (naming who changed what), or is closed. An approved draft stays
+    /// approved, its approval covering only the revision it names, as a new `submit`
+    /// leaves it: the new revision needs approving. A payload canonically equal to the
+    /// current one writes nothing. The edit, and a refused one, go to the decision log
+    /// as `edit` decisions; a payload that is not JSON (or names a field twice) is bad
+    /// input and changes nothing.
+    pub async fn edit(&self, edit: Edit) -> Result<Edited, ReviewError> {
+        let Edit {
+            id,
+            payload,
+            by,
+            note,
+            seen_revision,
+            seen_version,
+        } = edit;
+        let parsed = canonical::parse_json(&payload)
+            .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+        if let Some(name) = duplicate_name(&payload) {
+            return Err(ReviewError::DuplicateName(name));
+        }
+        let draft = self.head(id).await?;
+        let current = draft.current().ok_or(ReviewError::NoDraft(id))?.clone();
+        let hash = canonical::hash_payload(&parsed);
+        let at = self.iso_now();
+        let mut detail = Map::new();
+        detail.insert("key".into(), draft.key.clone().into());
+        detail.insert("revision".into(), draft.revision.into());
+        detail.insert("fromRevision".into(), draft.revision.into());
+        detail.insert(
+            "payloadHashBefore".into(),
+            current.payload_hash.clone().into(),
+        );
+        detail.insert("from".into(), draft.state.as_str().into());
+        for field in ["to", "intent"] {
+            if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
+                detail.insert(field.into(), text.clone().into());
+            }
+        }
+        let decision = |outcome, detail: &Map<String, Value>| Decision {
+            id: None,
+            at: at.clone(),
+            by: by.clone(),
+            action: "edit".into(),
+            subject: format!("draft:{id}"),
+            note: note.clone(),
+            outcome,
+            detail: Value::Object(detail.clone()),
+        };
+        let refuse = async |reason: String| -> Result<(), ReviewError> {
+            let mut refused = detail.clone();
+            refused.insert("payloadHashAfter".into(), hash.clone().into());
+            refused.insert("reason".into(), reason.into());
+            self.store
+                .append_decision(&decision(DecisionOutcome::Refused, &refused))
+                .await?;
+            Ok(())
+        };
+        let stale = seen_revision.is_some_and(|r| r != draft.revision)
+            || seen_version.is_some_and(|v| v != draft.version);
+        if stale {
+            let what = what_changed(&draft, seen_revision.unwrap_or(draft.revision));
+            refuse(format!("changed since the edit began: {what}")).await?;
+            return Err(ReviewError::EditedMeanwhile {
+                id,
+                what,
+                revision: draft.revision,
+            });
+        }
+        if !draft.state.is_open() {
+            refuse(format!("the draft is {}", draft.state.as_str())).await?;
+            return Err(ReviewError::Closed {
+                id,
+                state: draft.state,
+                by: draft.decided_by,
+                at: draft.decided_at,
+                verb: "edited",
+            });
+        }
+        if hash == current.payload_hash {
+            return Ok(Edited::Unchanged {
+                id,
+                revision: draft.revision,
+            });
+        }
+        let mut changed = detail.clone();
+        changed.insert("toRevision".into(), (draft.revision + 1).into());
+        changed.insert("payloadHashAfter".into(), hash.clone().into());
+        let revision = NewRevision {
+            key: draft.key.clone(),
+            payload,
+            payload_hash: hash.clone(),
+            facts: Value::Object(current.facts.clone()).to_string(),
+            recheck: None,
+            meta: None,
+            by: by.clone(),
+            at: at.clone(),
+        };
+        let written = self
+            .store
+            .edit_draft(
+                id,
+                draft.version,
+                &revision,
+                &decision(DecisionOutcome::Changed, &changed),
+            )
+            .await?;
+        if let Some(submitted) = written {
+            return Ok(Edited::Revised {
+                id,
+                from: draft.revision,
+                revision: submitted.revision,
+                state: submitted.state,
+                payload_hash: hash,
+            });
+        }
+        // Someone changed it between our read and our write: say who, log ours.
+        let now = self.head(id).await?;
+        let what = what_changed(&now, draft.revision);
+        refuse(format!("someone changed the draft first: {what}")).await?;
+        Err(ReviewError::EditedMeanwhile {
+            id,
+            what,
+            revision: now.revision,
         })
     }
 

@@ -260,6 +260,61 @@ impl QueueStore for PostgresStore {
         .await
     }
 
+    async fn edit_draft(
+        &self,
+        id: i64,
+        version: i64,
+        rev: &NewRevision,
+        decision: &Decision,
+    ) -> Result<Option<Submitted>, StoreError> {
+        let t = self.table().to_owned();
+        let rev = rev.clone();
+        let decision = decision.clone();
+        let insert_decision = self.insert_decision_sql().to_owned();
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                let moved = tx
+                    .query_opt(
+                        &format!(
+                            "UPDATE {t}_drafts SET revision = revision + 1, version = version + 1, \
+                             updated_at = $3 WHERE id = $1 AND version = $2 \
+                             AND state IN ('queued', 'approved') RETURNING revision, state"
+                        ),
+                        &[&id, &version, &rev.at],
+                    )
+                    .await?;
+                let Some(row) = moved else {
+                    return Ok(None);
+                };
+                let (revision, state): (i64, String) = (row.get(0), row.get(1));
+                tx.execute(
+                    &format!(
+                        "INSERT INTO {t}_revisions (draft_id, {REVISION_COLUMNS}) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                    ),
+                    &[
+                        &id,
+                        &revision,
+                        &rev.payload,
+                        &rev.payload_hash,
+                        &rev.facts,
+                        &rev.at,
+                        &rev.by,
+                    ],
+                )
+                .await?;
+                insert_decision_in(tx, &insert_decision, &decision).await?;
+                Ok(Some(Submitted {
+                    id,
+                    revision,
+                    state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+                    new_draft: false,
+                }))
+            })
+        })
+        .await
+    }
+
     async fn mark_dispatched(
         &self,
         id: i64,

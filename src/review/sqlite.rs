@@ -176,6 +176,50 @@ impl QueueStore for SqliteStore {
         .await
     }
 
+    async fn edit_draft(
+        &self,
+        id: i64,
+        version: i64,
+        rev: &NewRevision,
+        decision: &Decision,
+    ) -> Result<Option<Submitted>, StoreError> {
+        let rev = rev.clone();
+        let decision = decision.clone();
+        self.write_with(move |conn| {
+            let moved: Option<(i64, String)> = conn
+                .prepare_cached(
+                    "UPDATE send_once_drafts SET revision = revision + 1, version = version + 1, \
+                     updated_at = ?3 WHERE id = ?1 AND version = ?2 AND state IN ('queued', 'approved') \
+                     RETURNING revision, state",
+                )?
+                .query_row(params![id, version, rev.at], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((revision, state)) = moved else {
+                return Ok(None);
+            };
+            conn.prepare_cached(&format!(
+                "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ))?
+            .execute(params![
+                id,
+                revision,
+                rev.payload,
+                rev.payload_hash,
+                rev.facts,
+                rev.at,
+                rev.by
+            ])?;
+            insert_decision(conn, &decision)?;
+            Ok(Some(Submitted {
+                id,
+                revision,
+                state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+                new_draft: false,
+            }))
+        })
+        .await
+    }
+
     async fn mark_dispatched(
         &self,
         id: i64,

@@ -92,6 +92,21 @@ pub trait QueueStore: Store {
         decision: &Decision,
     ) -> Result<bool, StoreError>;
 
+    /// Adds `rev` as the next revision of draft `id`, authored by `rev.by` (a
+    /// reviewer's edit), only if the draft is still at `version` and open (queued or
+    /// approved): bumps its revision and version and sets `updated_at` to `rev.at`,
+    /// keeping its state, recheck, meta and any approval (which covers only the
+    /// revision it names). Then inserts the revision row and appends `decision`. One
+    /// transaction; None, with nothing written, when the draft was not at `version`
+    /// or not open.
+    async fn edit_draft(
+        &self,
+        id: i64,
+        version: i64,
+        rev: &NewRevision,
+        decision: &Decision,
+    ) -> Result<Option<Submitted>, StoreError>;
+
     /// Marks draft `id` dispatched with `outcome` at `at`, bumping its version, only if
     /// `revision` is still its current revision, it is approved or dispatched, and the
     /// outcome stored already does not have `"outcome": "sent"` (a racing dispatch

@@ -51,6 +51,14 @@ pub enum Action {
         seen: Seen,
         answer: CheckAnswer,
     },
+    /// The editor `e` opened on draft `id`'s payload exited: what it saved, or why
+    /// nothing was. The edit began from `revision` at `version`.
+    EditorClosed {
+        id: i64,
+        revision: i64,
+        version: i64,
+        result: Result<Vec<u8>, String>,
+    },
     /// An effect finished: what came of it.
     Done(Outcome),
     /// The ledger's path no longer holds the file that was opened: decisions are off
@@ -133,6 +141,23 @@ pub enum Effect {
         title: String,
         text: String,
     },
+    /// Open `text` (draft `id`'s payload, or an edit kept from before) in the editor,
+    /// the UI suspended meanwhile; the edit began from `revision` at `version`.
+    Edit {
+        id: i64,
+        revision: i64,
+        version: i64,
+        text: String,
+    },
+    /// Save an edited payload as a new revision by `by`, only if the draft is still at
+    /// `version` (as it was when the edit began).
+    SaveEdit {
+        id: i64,
+        revision: i64,
+        version: i64,
+        payload: String,
+        by: String,
+    },
     /// Put this text on the clipboard (OSC 52).
     Copy {
         what: String,
@@ -166,6 +191,29 @@ pub enum Outcome {
         subject: String,
         why: String,
     },
+    /// An edit became revision `revision` of draft `id`, by `by`; `was_approved`
+    /// when the draft's approval was for an earlier revision.
+    Edited {
+        id: i64,
+        revision: i64,
+        by: String,
+        was_approved: bool,
+    },
+    /// The edited payload is the current one: nothing was written.
+    EditUnchanged {
+        id: i64,
+        revision: i64,
+    },
+    /// The edit was not saved, and why. `kept` is the text to open again on the next
+    /// `e` (a payload that is not JSON, a ledger that could not be written); when the
+    /// draft moved on it is in a file the reason names instead, and `kept` is None.
+    EditNotSaved {
+        id: i64,
+        revision: i64,
+        version: i64,
+        why: String,
+        kept: Option<String>,
+    },
     /// Decisions confirmed together, each with what came of it, in order.
     Batch(Vec<Outcome>),
     /// A pager ran and returned, or could not start.
@@ -179,7 +227,7 @@ pub enum Outcome {
 impl Outcome {
     pub fn ok(&self) -> bool {
         match self {
-            Outcome::Refused { .. } => false,
+            Outcome::Refused { .. } | Outcome::EditNotSaved { .. } => false,
             Outcome::Batch(items) => items.iter().all(Outcome::ok),
             Outcome::Paged(result) => result.is_ok(),
             _ => true,

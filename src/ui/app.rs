@@ -37,6 +37,15 @@ pub const STATUS_FADE_MS: i64 = 6000;
 /// neither a tick nor a cross, because nothing is decided yet.
 pub const WORKING: &str = "Working… (writing to the ledger)";
 
+/// An edit that was not saved and waits for another try: `e` on its draft opens it
+/// again, judged against the draft as it was when the edit began.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptEdit {
+    pub revision: i64,
+    pub version: i64,
+    pub text: String,
+}
+
 /// One thing `y` can copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CopyChoice {
@@ -127,6 +136,8 @@ pub struct App {
     pub verify: VerifySetup,
     /// What `v` is doing and what it was told.
     pub verifying: Verifying,
+    /// Edits not saved (not JSON, a ledger that could not take them), by draft id.
+    pub kept_edits: std::collections::HashMap<i64, KeptEdit>,
     pub quit: bool,
 }
 
@@ -179,6 +190,7 @@ impl App {
                 crate::provider::DEFAULT_CHECK_TIMEOUT,
             )),
             verifying: Verifying::default(),
+            kept_edits: Default::default(),
             quit: false,
         }
     }
@@ -679,18 +691,174 @@ impl App {
                 Vec::new()
             }
             Action::Verified { key, seen, answer } => self.verify_answered(key, seen, answer),
+            Action::EditorClosed {
+                id,
+                revision,
+                version,
+                result,
+            } => self.editor_closed(id, revision, version, result),
             Action::Done(outcome) => {
                 self.history_stale = true;
                 // Settled here, as its answer said: no warning when it leaves the list.
                 self.forget_settled(&outcome);
+                self.after_edit(&outcome);
                 let ok = outcome.ok();
                 let text = self.word(&outcome);
-                self.say(&text, ok);
+                match &outcome {
+                    // It names the file the edit is kept in: it must not fade unread.
+                    Outcome::EditNotSaved { kept: None, .. } => self.say_until_next(&text),
+                    _ => self.say(&text, ok),
+                }
                 match outcome {
                     Outcome::Paged(_) | Outcome::Copied { .. } => Vec::new(),
                     _ => self.reload(),
                 }
             }
+        }
+    }
+
+    /// `e` on the selected draft: its payload as the screen shows it (see
+    /// [`super::editor::editable`]), or the edit kept from a try that was not saved.
+    fn open_editor(&mut self) -> Vec<Effect> {
+        if let Some(why) = &self.no_queue {
+            let why = why.clone();
+            self.say(&why, false);
+            return Vec::new();
+        }
+        let Some(draft) = self.selected_draft() else {
+            self.say("No draft selected.", false);
+            return Vec::new();
+        };
+        let id = draft.id;
+        if let Some(kept) = self.kept_edits.get(&id) {
+            return vec![Effect::Edit {
+                id,
+                revision: kept.revision,
+                version: kept.version,
+                text: kept.text.clone(),
+            }];
+        }
+        let Some(current) = draft.current() else {
+            self.say(
+                &format!("Draft {id}'s payload is not loaded yet; try again."),
+                false,
+            );
+            return Vec::new();
+        };
+        vec![Effect::Edit {
+            id,
+            revision: draft.revision,
+            version: draft.version,
+            text: super::editor::editable(&current.payload),
+        }]
+    }
+
+    /// The editor exited: what it saved goes to the queue, judged against the draft as
+    /// it was when the edit began. Nothing it saved is dropped: what cannot be sent
+    /// now is kept for the next `e`.
+    fn editor_closed(
+        &mut self,
+        id: i64,
+        revision: i64,
+        version: i64,
+        result: Result<Vec<u8>, String>,
+    ) -> Vec<Effect> {
+        let bytes = match result {
+            Ok(bytes) => bytes,
+            Err(why) => {
+                let again = if self.kept_edits.contains_key(&id) {
+                    " Your earlier edit is still kept: e opens it again."
+                } else {
+                    ""
+                };
+                self.say(
+                    &format!("Editor: {why}. Nothing was changed.{again}"),
+                    false,
+                );
+                return Vec::new();
+            }
+        };
+        let (text, not_text) = match String::from_utf8(bytes) {
+            Ok(text) => (text, None),
+            Err(e) => (
+                String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                Some(e.utf8_error().valid_up_to()),
+            ),
+        };
+        let keep = |app: &mut App, text: String| {
+            app.kept_edits.insert(
+                id,
+                KeptEdit {
+                    revision,
+                    version,
+                    text,
+                },
+            );
+        };
+        if let Some(offset) = not_text {
+            keep(self, text);
+            self.say(
+                &format!(
+                    "Not saved: what the editor saved is not UTF-8 text (invalid byte at offset {offset}). e opens your edit again."
+                ),
+                false,
+            );
+            return Vec::new();
+        }
+        if let Some(why) = self.decisions_off() {
+            keep(self, text);
+            self.say(
+                &format!("{why} Your edit of draft {id} is kept: e opens it again."),
+                false,
+            );
+            return Vec::new();
+        }
+        self.say(WORKING, true);
+        vec![Effect::SaveEdit {
+            id,
+            revision,
+            version,
+            payload: text,
+            by: self.by.clone(),
+        }]
+    }
+
+    /// What an edit's outcome changes here: the edit kept for another try, or
+    /// dropped; after a new revision, its diff against the one it replaced.
+    fn after_edit(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Edited { id, revision, .. } => {
+                self.kept_edits.remove(id);
+                if self.selected_draft().is_some_and(|d| d.id == *id) {
+                    self.diff_base = Some(revision - 1);
+                    self.detail_scroll = 0;
+                }
+            }
+            Outcome::EditUnchanged { id, .. } => {
+                self.kept_edits.remove(id);
+            }
+            Outcome::EditNotSaved {
+                id,
+                revision,
+                version,
+                kept,
+                ..
+            } => match kept {
+                Some(text) => {
+                    self.kept_edits.insert(
+                        *id,
+                        KeptEdit {
+                            revision: *revision,
+                            version: *version,
+                            text: text.clone(),
+                        },
+                    );
+                }
+                None => {
+                    self.kept_edits.remove(id);
+                }
+            },
+            _ => {}
         }
     }
 
@@ -730,6 +898,27 @@ impl App {
                 }
             ),
             Outcome::Refused { why, .. } => why.clone(),
+            Outcome::Edited {
+                id,
+                revision,
+                by,
+                was_approved,
+            } => format!(
+                "Draft {id} edited; revision {revision} by {}: needs approval{}.",
+                crate::text::visible_inline(by),
+                if *was_approved {
+                    " (the approval was for the revision before)"
+                } else {
+                    ""
+                }
+            ),
+            Outcome::EditUnchanged { id, revision } => format!(
+                "No change: the payload is draft {id}'s revision {revision} as it was; nothing was written."
+            ),
+            Outcome::EditNotSaved { why, kept, .. } => match kept {
+                Some(_) => format!("Not saved: {why}. e opens your edit again."),
+                None => format!("Not saved: {why}."),
+            },
             Outcome::Paged(Ok(())) => "Back from the pager.".into(),
             Outcome::Paged(Err(why)) => format!("Pager: {why}. The screen is back."),
             Outcome::Copied { what } => format!("Copied the {what} to the clipboard."),
@@ -982,6 +1171,7 @@ impl App {
             Command::Approve
                 | Command::Reject
                 | Command::Recheck
+                | Command::Edit
                 | Command::MarkSent
                 | Command::MarkFailed
                 | Command::SettleVerified
@@ -1108,6 +1298,7 @@ impl App {
                 };
                 self.open_settle(status);
             }
+            Command::Edit => return self.open_editor(),
             Command::Verify => return self.verify_selected(),
             Command::SettleVerified => self.settle_verified(),
             Command::Copy => return self.copy(),

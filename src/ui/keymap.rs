@@ -75,6 +75,8 @@ pub enum Command {
     Approve,
     Reject,
     Recheck,
+    /// Edit the selected draft's payload in `$EDITOR`, into a new revision.
+    Edit,
     MarkSent,
     MarkFailed,
     /// Ask the verify command about the selected or marked unknown sends.
@@ -143,6 +145,16 @@ pub const BINDINGS: &[Binding] = &[
         group: "Decide",
         views: &[View::Approvals],
         hint: Some(("c", "recheck")),
+    },
+    Binding {
+        keys: &[(KeyCode::Char('e'), NONE)],
+        key_label: "e",
+        command: Command::Edit,
+        label: "edit in $EDITOR",
+        name: "edit",
+        group: "Decide",
+        views: &[View::Approvals],
+        hint: None,
     },
     Binding {
         keys: &[(KeyCode::Char('s'), NONE)],

@@ -10,6 +10,7 @@ pub mod action;
 pub mod app;
 pub mod config;
 pub mod demo;
+pub mod editor;
 pub mod forms;
 pub mod keymap;
 pub mod state;
@@ -241,6 +242,25 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                             });
                             app.update(Action::Done(Outcome::Paged(result)));
                         }
+                        Effect::Edit {
+                            id,
+                            revision,
+                            version,
+                            text,
+                        } => {
+                            let result = tokio::task::block_in_place(|| {
+                                editor::run_editor(&mut guard, id, &text)
+                            });
+                            let more = app.update(Action::EditorClosed {
+                                id,
+                                revision,
+                                version,
+                                result,
+                            });
+                            for effect in more {
+                                runner.run(effect, shown, &mut in_flight);
+                            }
+                        }
                         Effect::Copy { what, text } => {
                             let outcome = match terminal::copy_to_clipboard(&mut guard, &text) {
                                 Ok(()) => Outcome::Copied { what },
@@ -404,7 +424,7 @@ impl Runner {
     fn run(&self, effect: Effect, shown: u64, in_flight: &mut HashSet<LoadSlot>) {
         if matches!(
             effect,
-            Effect::Quit | Effect::Page { .. } | Effect::Copy { .. }
+            Effect::Quit | Effect::Page { .. } | Effect::Copy { .. } | Effect::Edit { .. }
         ) {
             return;
         }
@@ -533,6 +553,20 @@ fn refused_all(effect: &Effect, why: String) -> Outcome {
                 .map(|item| refused_all(item, why.clone()))
                 .collect(),
         ),
+        // The edited text goes back with the refusal, for the next `e`.
+        Effect::SaveEdit {
+            id,
+            revision,
+            version,
+            payload,
+            ..
+        } => Outcome::EditNotSaved {
+            id: *id,
+            revision: *revision,
+            version: *version,
+            why: why.trim_end_matches('.').to_owned(),
+            kept: Some(payload.clone()),
+        },
         other => Outcome::Refused {
             subject: subject_of(other),
             why,
@@ -543,9 +577,10 @@ fn refused_all(effect: &Effect, why: String) -> Outcome {
 /// What a decision is about, as a refusal names it.
 fn subject_of(effect: &Effect) -> String {
     match effect {
-        Effect::Approve { id, .. } | Effect::Reject { id, .. } | Effect::Recheck { id } => {
-            format!("draft {id}")
-        }
+        Effect::Approve { id, .. }
+        | Effect::Reject { id, .. }
+        | Effect::Recheck { id }
+        | Effect::SaveEdit { id, .. } => format!("draft {id}"),
         Effect::Resolve { key, .. } => key.clone(),
         _ => String::new(),
     }
@@ -728,6 +763,18 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 Err(e) => refused(format!("Draft {id}: {e}")),
             }
         }
+        Effect::SaveEdit {
+            id,
+            revision,
+            version,
+            payload,
+            by,
+        } => {
+            let Some(review) = review else {
+                return refused(no_queue());
+            };
+            save_edit(&review, id, revision, version, payload, by).await
+        }
         Effect::Resolve {
             key,
             status,
@@ -767,6 +814,66 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
             }
         }
         other => refused(format!("not a decision: {other:?}")),
+    }
+}
+
+/// Saves an edit as a new revision, if the draft is still as it was when the edit
+/// began. An edit refused because the draft moved on (or is gone) is written to a
+/// file of its own, named in the reason; any other refusal gives the text back for
+/// the next `e`.
+async fn save_edit(
+    review: &Review,
+    id: i64,
+    revision: i64,
+    version: i64,
+    payload: String,
+    by: String,
+) -> Outcome {
+    use crate::review::{Edit, Edited, ReviewError};
+    let edit = Edit {
+        id,
+        payload: payload.clone(),
+        by: Some(by.clone()),
+        note: None,
+        seen_revision: Some(revision),
+        seen_version: Some(version),
+    };
+    let not_saved = |why: String, kept: Option<String>| Outcome::EditNotSaved {
+        id,
+        revision,
+        version,
+        why,
+        kept,
+    };
+    match review.edit(edit).await {
+        Ok(Edited::Revised {
+            revision, state, ..
+        }) => Outcome::Edited {
+            id,
+            revision,
+            by,
+            was_approved: state == crate::review::DraftState::Approved,
+        },
+        Ok(Edited::Unchanged { revision, .. }) => Outcome::EditUnchanged { id, revision },
+        Err(
+            e @ (ReviewError::EditedMeanwhile { .. }
+            | ReviewError::Closed { .. }
+            | ReviewError::NoDraft(_)),
+        ) => match editor::keep_edit(id, &payload) {
+            Ok(path) => not_saved(
+                format!(
+                    "{}; your edit is kept in {}",
+                    e.to_string().trim_end_matches('.'),
+                    path.display()
+                ),
+                None,
+            ),
+            Err(why) => not_saved(
+                format!("{e}; your edit could not be kept in a file ({why})"),
+                Some(payload),
+            ),
+        },
+        Err(e) => not_saved(e.to_string(), Some(payload)),
     }
 }
 

@@ -199,16 +199,45 @@ pub fn run_pager(guard: &mut TerminalGuard, text: &str) -> Result<(), String> {
     file.write_all(text.as_bytes())
         .and_then(|()| file.flush())
         .map_err(|e| format!("cannot write the text for the pager: {e}"))?;
+    lend(guard, "pager", || run_first(&commands, file.path(), &PAGER))
+}
+
+/// A program the terminal is lent to, as messages name it.
+pub(crate) struct Lent {
+    /// "pager", "editor".
+    pub who: &'static str,
+    /// "a pager", "an editor".
+    pub a_who: &'static str,
+    /// What to set to choose another: "$PAGER".
+    pub set: &'static str,
+}
+
+const PAGER: Lent = Lent {
+    who: "pager",
+    a_who: "a pager",
+    set: "$PAGER",
+};
+
+/// Gives the terminal to `run` (cooked mode, the main screen, no mouse capture, the
+/// UI's input thread paused) and takes it back when it returns, redrawn in full on
+/// the next draw; `who` names the program in what goes wrong. The screen is taken
+/// back however `run` ends.
+pub(crate) fn lend<T>(
+    guard: &mut TerminalGuard,
+    who: &str,
+    run: impl FnOnce() -> Result<T, String>,
+) -> Result<T, String> {
     let paused = pause_input();
     let suspended = suspend(guard);
     let ran = match &suspended {
-        Ok(()) => run_first(&commands, file.path()),
-        Err(e) => Err(format!("cannot give the terminal to the pager: {e}")),
+        Ok(()) => run(),
+        Err(e) => Err(format!("cannot give the terminal to the {who}: {e}")),
     };
     let resumed = resume(guard);
     drop(paused);
-    ran?;
-    resumed.map_err(|e| format!("cannot take the terminal back from the pager: {e}"))
+    let value = ran?;
+    resumed.map_err(|e| format!("cannot take the terminal back from the {who}: {e}"))?;
+    Ok(value)
 }
 
 fn suspend(guard: &mut TerminalGuard) -> std::io::Result<()> {
@@ -235,7 +264,11 @@ fn resume(guard: &mut TerminalGuard) -> std::io::Result<()> {
 /// Runs the first of `commands` that can start, with `file` as its last argument,
 /// and waits for it. The UI ignores the terminal's interrupt and quit keys meanwhile
 /// (as `system(3)` does): Ctrl-C in less is for less, not a request to end the UI.
-fn run_first(commands: &[Vec<String>], file: &std::path::Path) -> Result<(), String> {
+pub(crate) fn run_first(
+    commands: &[Vec<String>],
+    file: &std::path::Path,
+    lent: &Lent,
+) -> Result<(), String> {
     let _ignoring = IgnoreInterrupts::new();
     let mut missing = Vec::new();
     for argv in commands {
@@ -256,18 +289,20 @@ fn run_first(commands: &[Vec<String>], file: &std::path::Path) -> Result<(), Str
         let shown = shell_words::join(argv);
         match command.status() {
             Ok(status) if status.success() => return Ok(()),
-            Ok(status) => return Err(format!("the pager `{shown}` ended with {status}")),
+            Ok(status) => return Err(format!("the {} `{shown}` ended with {status}", lent.who)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(shown),
-            Err(e) => return Err(format!("cannot start the pager `{shown}`: {e}")),
+            Err(e) => return Err(format!("cannot start the {} `{shown}`: {e}", lent.who)),
         }
     }
     Err(format!(
-        "cannot start a pager: {} not found; set $PAGER",
+        "cannot start {}: {} not found; set {}",
+        lent.a_who,
         missing
             .iter()
             .map(|m| format!("`{m}`"))
             .collect::<Vec<_>>()
-            .join(" nor ")
+            .join(" nor "),
+        lent.set
     ))
 }
 

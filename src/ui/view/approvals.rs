@@ -154,10 +154,18 @@ fn state_line(draft: &Draft, now: i64) -> String {
 fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &Draft) {
     // The state has a line of its own: who approved it and until when must not be
     // cut or wrapped into the middle of another line.
+    // Who wrote the current revision, when it is not the submitter (a reviewer's
+    // edit): the submitter is named on the line below.
+    let author = draft
+        .current()
+        .and_then(|r| r.submitted_by.as_deref())
+        .filter(|by| Some(*by) != draft.submitted_by.as_deref())
+        .map(|by| format!(" by {}", safe(by)))
+        .unwrap_or_default();
     let mut lines = vec![
         Line::from(vec![
             Span::styled(format!("Draft {} ", draft.id), theme.title()),
-            Span::raw(format!("· revision {}", draft.revision)),
+            Span::raw(format!("· revision {}{author}", draft.revision)),
         ]),
         Line::from(Span::styled(
             state_line(draft, app.now),
