@@ -568,7 +568,7 @@ pub fn decisions(args: &DecisionsArgs) -> Exit {
         out.push_str(&format!(
             "{}  {}\n",
             decision_line(d),
-            visible_inline(&d.subject)
+            visible_inline(&d.subject.text())
         ));
     }
     print_stdout(&out);

@@ -225,7 +225,7 @@ impl QueueStore for PostgresStore {
         let change = change.clone();
         let decision = decision.clone();
         let approval = change.approval.as_ref().map(Value::to_string);
-        let insert_decision = self.insert_decision_sql().to_owned();
+        let decisions = self.decision_sql().clone();
         self.write_transaction(move |tx| {
             Box::pin(async move {
                 // Keeps an earlier approval (and its revision) when rejecting or
@@ -252,12 +252,31 @@ impl QueueStore for PostgresStore {
                     )
                     .await?;
                 if changed > 0 {
-                    insert_decision_in(tx, &insert_decision, &decision).await?;
+                    let hash = insert_decision_in(tx, &decisions, &decision).await?;
+                    tx.execute(
+                        &format!("UPDATE {t}_drafts SET decision_hash = $2 WHERE id = $1"),
+                        &[&change.id, &hash],
+                    )
+                    .await?;
                 }
                 Ok(changed > 0)
             })
         })
         .await
+    }
+
+    async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
+        if !self.has_chain().await? {
+            return Ok(None);
+        }
+        let t = self.table();
+        let rows = self
+            .read(
+                &format!("SELECT decision_hash FROM {t}_drafts WHERE id = $1"),
+                &[&id],
+            )
+            .await?;
+        Ok(rows.first().and_then(|r| r.get(0)))
     }
 
     async fn mark_dispatched(

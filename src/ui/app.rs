@@ -1372,7 +1372,7 @@ impl App {
                     choices.push(CopyChoice {
                         key: 's',
                         what: "subject",
-                        text: decision.subject.clone(),
+                        text: decision.subject.to_string(),
                     });
                 }
             }

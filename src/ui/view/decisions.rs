@@ -8,18 +8,20 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::{Row, clip, draw_list, draw_message, draw_scrolled, list_title, placeholder, safe};
-use crate::ledger::decision::{Decision, DecisionOutcome};
+use crate::ledger::decision::{Action as DecisionAction, Decision, DecisionOutcome, Subject};
 use crate::ui::app::{App, DECISIONS_SHOWN, short_key};
 use crate::ui::keymap::View;
 use crate::ui::theme::Theme;
 
 /// One line a person reads: "resolve by dana: changed (pending → failed) "note"".
 pub fn summary(d: &Decision) -> String {
-    let by = d.by.as_deref().unwrap_or(if d.action == "completed" {
-        "its own send"
-    } else {
-        "(unknown)"
-    });
+    let by =
+        d.by.as_deref()
+            .unwrap_or(if d.action == DecisionAction::Completed {
+                "its own send"
+            } else {
+                "(unknown)"
+            });
     let mut text = format!("{} by {by}: {}", d.action, d.outcome.as_str());
     if let Value::Object(detail) = &d.detail {
         let field = |n: &str| detail.get(n).and_then(Value::as_str);
@@ -51,13 +53,15 @@ fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
 /// What a decision is about as a person reads it: who and what (as the decision
 /// recorded them, else as the loaded lists know them), else the draft or short key.
 fn subject_text(app: &App, d: &Decision) -> String {
-    let who = crate::text::who_and_what(d.detail.as_object()).or_else(|| app.who_of(&d.subject));
-    let what = match d.subject.strip_prefix("draft:") {
-        Some(id) => format!("draft {id}"),
-        None => short_key(&d.subject),
+    let who =
+        crate::text::who_and_what(d.detail.as_object()).or_else(|| app.who_of(&d.subject.text()));
+    let what = match &d.subject {
+        Subject::Draft(id) => format!("draft {id}"),
+        Subject::Key(key) => short_key(key),
+        Subject::Log => "the log".to_owned(),
     };
     match who {
-        Some(who) if d.subject.starts_with("draft:") => format!("{what} {who}"),
+        Some(who) if d.subject.draft().is_some() => format!("{what} {who}"),
         Some(who) => who,
         None => what,
     }
@@ -101,7 +105,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                         "{:<room$} ",
                         clip(&safe(d.by.as_deref().unwrap_or("?")), room)
                     )),
-                    Span::raw(format!("{:<9} ", safe(&d.action))),
+                    Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
                     Span::styled(
                         format!("{:<9} ", d.outcome.as_str()),
                         outcome_style(theme, d.outcome),
@@ -127,7 +131,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
             Line::from(safe(&summary(decision))),
             Line::from(format!(
                 "subject {} · {}",
-                safe(&decision.subject),
+                safe(&decision.subject.text()),
                 safe(&subject_text(app, decision))
             )),
         ];
@@ -144,3 +148,4 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         draw_scrolled(frame, theme, detail, " Decision ", lines, app.detail_scroll);
     }
 }
+
