@@ -85,6 +85,9 @@ pub struct App {
     pub unknown: Loaded<Vec<Entry>>,
     pub ledger: Loaded<Vec<Entry>>,
     pub decisions: Loaded<Vec<Decision>>,
+    /// What verifying the decision log's hash chain found, checked after each load of
+    /// the log.
+    pub chain: Loaded<crate::ledger::chain::Report>,
     pub counts: Option<Census>,
     /// Why the counts could not be had, when they could not.
     pub counts_error: Option<String>,
@@ -154,6 +157,7 @@ impl App {
             unknown: Loaded::Loading,
             ledger: Loaded::Loading,
             decisions: Loaded::Loading,
+            chain: Loaded::Loading,
             counts: None,
             counts_error: None,
             views: Default::default(),
@@ -559,6 +563,7 @@ impl App {
             | Action::LedgerLoaded { .. }
             | Action::CountsLoaded(_)
             | Action::DecisionsLoaded(_)
+            | Action::ChainChecked(_)
             | Action::HistoryLoaded { .. }
             | Action::DraftLoaded { .. }
                 if self.ledger_gone.is_some() =>
@@ -611,13 +616,24 @@ impl App {
                     .selected_decision()
                     .filter(|_| self.selected(View::Decisions) > 0)
                     .map(|d| d.id);
+                let verify = result.is_ok();
                 self.decisions = loaded(result);
                 if let Some(id) = keep
                     && let Some(i) = self.visible_decisions().iter().position(|d| d.id == id)
                 {
                     self.state_mut(View::Decisions).selected = i;
                 }
-                self.after_load()
+                let mut effects = self.after_load();
+                // The log changed (or was read for the first time): its chain is
+                // checked again, the whole log and not only the page shown.
+                if verify {
+                    effects.push(Effect::CheckChain);
+                }
+                effects
+            }
+            Action::ChainChecked(result) => {
+                self.chain = loaded(result);
+                Vec::new()
             }
             Action::DraftLoaded { id, result } => {
                 match result {

@@ -372,6 +372,7 @@ fn load_kind(effect: &Effect) -> Option<&'static str> {
         Effect::LoadLedger(_) => Some("ledger"),
         Effect::LoadCounts => Some("counts"),
         Effect::LoadDecisions => Some("decisions"),
+        Effect::CheckChain => Some("chain"),
         Effect::LoadHistory(_) => Some("history"),
         Effect::LoadDraft(_) => Some("draft"),
         _ => None,
@@ -562,6 +563,7 @@ fn failed_load(action: Action, why: String) -> Action {
         },
         Action::CountsLoaded(_) => Action::CountsLoaded(Err(why)),
         Action::DecisionsLoaded(_) => Action::DecisionsLoaded(Err(why)),
+        Action::ChainChecked(_) => Action::ChainChecked(Err(why)),
         Action::DraftLoaded { id, .. } => Action::DraftLoaded {
             id,
             result: Err(why),
@@ -588,6 +590,14 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
         }
         Effect::LoadCounts => Action::CountsLoaded(counts(&backend.store).await),
         Effect::LoadDecisions => Action::DecisionsLoaded(newest_decisions(&backend.store).await),
+        Effect::CheckChain => Action::ChainChecked(
+            backend
+                .store
+                .decisions(None)
+                .await
+                .map(|log| crate::ledger::chain::verify(&log))
+                .map_err(|e| e.to_string()),
+        ),
         Effect::LoadDraft(id) => Action::DraftLoaded {
             id,
             result: match backend.review.clone() {

@@ -11,7 +11,9 @@ use super::{Row, clip, draw_list, draw_message, draw_scrolled, list_title, place
 use crate::ledger::decision::{Action as DecisionAction, Decision, DecisionOutcome, Subject};
 use crate::ui::app::{App, DECISIONS_SHOWN, short_key};
 use crate::ui::keymap::View;
+use crate::ui::state::Loaded;
 use crate::ui::theme::Theme;
+use unicode_width::UnicodeWidthStr;
 
 /// One line a person reads: "resolve by dana: changed (pending → failed) "note"".
 pub fn summary(d: &Decision) -> String {
@@ -118,8 +120,17 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         })
         .collect();
     draw_list(frame, theme, list, rows, state.selected, title);
+    draw_chain_line(frame, app, theme, list);
     if let Some(decision) = decisions.get(state.selected) {
-        let mut lines = vec![
+        let mut lines = Vec::new();
+        if let Some(broken) = app.chain.ready().and_then(|r| r.broken.as_ref()) {
+            lines.push(Line::from(Span::styled(
+                format!("chain BROKEN at {}", safe(&broken.message)),
+                theme.badge_warn(),
+            )));
+            lines.push(Line::from(""));
+        }
+        lines.extend([
             Line::from(Span::styled(
                 format!(
                     "#{} {}",
@@ -134,7 +145,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                 safe(&decision.subject.text()),
                 safe(&subject_text(app, decision))
             )),
-        ];
+        ]);
         if let Value::Object(detail) = &decision.detail {
             lines.push(Line::from(""));
             for (k, v) in detail {
@@ -149,3 +160,23 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     }
 }
 
+/// What verifying the hash chain found, on the list's bottom border at the left
+/// ("chain verified · 12 decisions · head 1a2b3c4d"), cut to the room beside the
+/// position; a broken chain's whole reason is atop the detail pane.
+fn draw_chain_line(frame: &mut Frame, app: &App, theme: &Theme, list: Rect) {
+    let (text, style) = match &app.chain {
+        Loaded::Loading => ("chain: checking…".to_owned(), theme.dim()),
+        Loaded::Failed(why) => (format!("chain not checked: {why}"), theme.badge_warn()),
+        Loaded::Ready(report) if report.intact() => (report.line(), theme.ok()),
+        Loaded::Ready(report) => (report.line(), theme.badge_warn()),
+    };
+    // The position (" 4/11 ↓2 more ") takes the right of the border; leave it room.
+    let room = usize::from(list.width).saturating_sub(2 + 24);
+    if room < 8 || list.height < 3 {
+        return;
+    }
+    let text = format!(" {} ", clip(&safe(&text), room.saturating_sub(2)));
+    let width = (UnicodeWidthStr::width(text.as_str()) as u16).min(list.width.saturating_sub(2));
+    let area = Rect::new(list.x + 1, list.y + list.height - 1, width, 1);
+    frame.render_widget(Line::from(Span::styled(text, style)), area);
+}
