@@ -10,7 +10,7 @@ use serde_json::json;
 use send_once::ledger::chain;
 use send_once::ledger::{Decision, DecisionOutcome, time};
 use send_once::ui::action::{Action, Effect};
-use send_once::ui::app::{App, Options};
+use send_once::ui::app::{App, CHAIN_RECHECK_MS, Options};
 use send_once::ui::keymap::View;
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
@@ -70,13 +70,18 @@ fn screen(app: &mut App, w: u16, h: u16) -> String {
     out
 }
 
-/// The page the view shows (newest first) and what verifying the whole log found.
-fn show(app: &mut App, log: &[Decision]) {
-    let effects = app.update(Action::DecisionsLoaded(Ok(log
+/// The page the view shows: the newest first.
+fn load(app: &mut App, log: &[Decision]) -> Vec<Effect> {
+    app.update(Action::DecisionsLoaded(Ok(log
         .iter()
         .rev()
         .cloned()
-        .collect())));
+        .collect())))
+}
+
+/// The page the view shows and what verifying the whole log found.
+fn show(app: &mut App, log: &[Decision]) {
+    let effects = load(app, log);
     assert!(
         effects.contains(&Effect::CheckChain),
         "a load of the log asks for its chain: {effects:?}"
@@ -92,14 +97,11 @@ fn the_decisions_view_says_the_chain_is_verified_with_its_head() {
     )));
     assert_eq!(app.view, View::Decisions);
     let log = log();
-    app.update(Action::DecisionsLoaded(Ok(log
-        .iter()
-        .rev()
-        .cloned()
-        .collect())));
+    let effects = load(&mut app, &log);
+    assert!(effects.contains(&Effect::CheckChain), "{effects:?}");
     let text = screen(&mut app, 100, 30);
     assert!(text.contains("chain: checking…"), "{text}");
-    show(&mut app, &log);
+    app.update(Action::ChainChecked(Ok(chain::verify(&log))));
     let text = screen(&mut app, 100, 30);
     let head = &log[2].hash().unwrap()[..8];
     assert!(
@@ -107,6 +109,33 @@ fn the_decisions_view_says_the_chain_is_verified_with_its_head() {
         "{text}"
     );
     insta::assert_snapshot!("decisions_chain_verified_100x30", text);
+
+    // The same log loaded again soon after (a send elsewhere changed the ledger) is not
+    // hashed again at once: the check is owed, and made once the interval has passed.
+    let effects = load(&mut app, &log);
+    assert!(!effects.contains(&Effect::CheckChain), "{effects:?}");
+    let soon = app.update(Action::Tick(now() + CHAIN_RECHECK_MS - 1));
+    assert!(!soon.contains(&Effect::CheckChain), "{soon:?}");
+    let due = app.update(Action::Tick(now() + CHAIN_RECHECK_MS));
+    assert!(due.contains(&Effect::CheckChain), "{due:?}");
+    let after = app.update(Action::Tick(now() + 3 * CHAIN_RECHECK_MS));
+    assert!(
+        !after.contains(&Effect::CheckChain),
+        "nothing owed: {after:?}"
+    );
+
+    // A new decision at the head is checked at once.
+    let mut longer = log.clone();
+    let next = Decision {
+        id: None,
+        link: None,
+        note: Some("checked 4".into()),
+        ..log[2].clone()
+    };
+    let head = chain::Head::of(&longer);
+    longer.extend(chain::to_append(&head, &next, &[4]));
+    let effects = load(&mut app, &longer);
+    assert!(effects.contains(&Effect::CheckChain), "{effects:?}");
 }
 
 #[test]

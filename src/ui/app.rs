@@ -27,6 +27,14 @@ pub use super::verify::{RowMark, Verified, Verifying};
 /// Rows of the ledger view loaded at a time.
 pub const LEDGER_PAGE: usize = 200;
 
+/// The newest decision of a loaded log: its id and hash.
+type Newest = (Option<i64>, Option<String>);
+
+/// A chain checked less than this long ago (ms) is checked again on a new load of the
+/// log only when the log's newest decision is another one; else at the next tick past
+/// it.
+pub const CHAIN_RECHECK_MS: i64 = 5_000;
+
 /// The newest decisions the Decisions view holds.
 pub const DECISIONS_SHOWN: usize = 2000;
 
@@ -85,9 +93,14 @@ pub struct App {
     pub unknown: Loaded<Vec<Entry>>,
     pub ledger: Loaded<Vec<Entry>>,
     pub decisions: Loaded<Vec<Decision>>,
-    /// What verifying the decision log's hash chain found, checked after each load of
-    /// the log.
+    /// What verifying the decision log's hash chain found, checked after loads of the
+    /// log (see [`CHAIN_RECHECK_MS`]).
     pub chain: Loaded<crate::ledger::chain::Report>,
+    /// When the chain was last asked to be checked, and the log's newest decision (id
+    /// and hash) then.
+    chain_checked: Option<(i64, Option<Newest>)>,
+    /// The log was loaded since the chain was checked, too soon to check it again.
+    chain_owed: bool,
     pub counts: Option<Census>,
     /// Why the counts could not be had, when they could not.
     pub counts_error: Option<String>,
@@ -158,6 +171,8 @@ impl App {
             ledger: Loaded::Loading,
             decisions: Loaded::Loading,
             chain: Loaded::Loading,
+            chain_checked: None,
+            chain_owed: false,
             counts: None,
             counts_error: None,
             views: Default::default(),
@@ -527,6 +542,18 @@ impl App {
                 {
                     self.status = None;
                 }
+                if self.chain_owed
+                    && self
+                        .chain_checked
+                        .as_ref()
+                        .is_none_or(|(at, _)| now - at >= CHAIN_RECHECK_MS)
+                {
+                    self.chain_owed = false;
+                    if let Some((at, _)) = &mut self.chain_checked {
+                        *at = now;
+                    }
+                    effects.push(Effect::CheckChain);
+                }
                 effects
             }
             Action::Changed => {
@@ -624,10 +651,8 @@ impl App {
                     self.state_mut(View::Decisions).selected = i;
                 }
                 let mut effects = self.after_load();
-                // The log changed (or was read for the first time): its chain is
-                // checked again, the whole log and not only the page shown.
                 if verify {
-                    effects.push(Effect::CheckChain);
+                    effects.extend(self.chain_due());
                 }
                 effects
             }
@@ -786,6 +811,30 @@ impl App {
 
     /// After a list arrived: keep every selection in range, and apply where the UI
     /// was asked to open, once what it needs has arrived.
+    /// Whether the log just loaded needs its chain checked now: the first load, a new
+    /// newest decision, or the last check long enough ago. Otherwise the check is owed,
+    /// and made at the first tick past [`CHAIN_RECHECK_MS`], so an edit deep in the log
+    /// shows within seconds without every change (every send) hashing the whole log.
+    fn chain_due(&mut self) -> Option<Effect> {
+        let newest = self
+            .decisions
+            .ready()
+            .and_then(|log| log.first())
+            .map(|d| (d.id, d.hash().map(str::to_owned)));
+        let due = self
+            .chain_checked
+            .as_ref()
+            .is_none_or(|(at, seen)| *seen != newest || self.now - at >= CHAIN_RECHECK_MS);
+        if due {
+            self.chain_checked = Some((self.now, newest));
+            self.chain_owed = false;
+            Some(Effect::CheckChain)
+        } else {
+            self.chain_owed = true;
+            None
+        }
+    }
+
     fn after_load(&mut self) -> Vec<Effect> {
         self.clamp();
         self.apply_start()

@@ -590,14 +590,7 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
         }
         Effect::LoadCounts => Action::CountsLoaded(counts(&backend.store).await),
         Effect::LoadDecisions => Action::DecisionsLoaded(newest_decisions(&backend.store).await),
-        Effect::CheckChain => Action::ChainChecked(
-            backend
-                .store
-                .decisions(None)
-                .await
-                .map(|log| crate::ledger::chain::verify(&log))
-                .map_err(|e| e.to_string()),
-        ),
+        Effect::CheckChain => Action::ChainChecked(check_chain(&backend.store).await),
         Effect::LoadDraft(id) => Action::DraftLoaded {
             id,
             result: match backend.review.clone() {
@@ -619,6 +612,14 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
         }
         _ => return None,
     })
+}
+
+/// Verifies the whole decision log's chain, hashing off the async threads.
+async fn check_chain(store: &Arc<dyn Store>) -> Result<crate::ledger::chain::Report, String> {
+    let log = store.decisions(None).await.map_err(|e| e.to_string())?;
+    tokio::task::spawn_blocking(move || crate::ledger::chain::verify(&log))
+        .await
+        .map_err(|e| format!("the check stopped: {e}"))
 }
 
 /// The newest decisions, newest first.
