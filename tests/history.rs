@@ -501,6 +501,7 @@ fn decision(
         note: note.map(str::to_owned),
         outcome,
         detail: json!({"from": "pending"}),
+        link: None,
     }
 }
 

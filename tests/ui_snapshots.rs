@@ -1324,6 +1324,7 @@ fn decision(
         note: note.map(str::to_owned),
         outcome: DecisionOutcome::Changed,
         detail: json!({"from": "pending", "status": "failed"}),
+        link: None,
     }
 }
 

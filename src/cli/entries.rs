@@ -114,7 +114,10 @@ pub struct GcArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DecisionsArgs {
+    #[command(subcommand)]
+    pub command: Option<super::decisions::DecisionsCommand>,
     /// The ledger (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
     pub ledger: Option<LedgerLocation>,
     /// Only decisions about this key
@@ -349,6 +352,11 @@ pub fn show(args: &ShowArgs) -> Exit {
             "history".into(),
             serde_json::to_value(entry_history(&entry, &decisions)).unwrap_or(Value::Null),
         );
+        // Each record on the entry with the hash of the decision that wrote it.
+        out.insert(
+            "decisionHashes".into(),
+            Value::Object(send_once::ledger::chain::record_hashes(&entry, &decisions)),
+        );
         print_json(&Value::Object(out));
         return Exit::Ok;
     }
@@ -538,6 +546,9 @@ pub fn gc(args: &GcArgs) -> Exit {
 }
 
 pub fn decisions(args: &DecisionsArgs) -> Exit {
+    if let Some(command) = &args.command {
+        return super::decisions::run(command);
+    }
     let location = match ledger_or_default(args.ledger.as_ref()) {
         Ok(location) => location,
         Err(message) => return fail(Exit::Refused, message),
@@ -568,7 +579,7 @@ pub fn decisions(args: &DecisionsArgs) -> Exit {
         out.push_str(&format!(
             "{}  {}\n",
             decision_line(d),
-            visible_inline(&d.subject)
+            visible_inline(&d.subject.text())
         ));
     }
     print_stdout(&out);

@@ -2,6 +2,7 @@
 //! for people go to stderr, results (and `--json`) to stdout.
 
 mod audit;
+mod decisions;
 mod dispatch;
 mod docs;
 mod entries;
@@ -102,7 +103,7 @@ enum Command {
     /// A removed key has no record left, so a later run for it sends again: choose a
     /// duration longer than anything might retry.
     Gc(entries::GcArgs),
-    /// Print the decision log: every resolve, reset, approve, reject, withdraw and edit, and each send a provider check confirmed or took over, with who, when and what came of it.
+    /// Print the decision log: every resolve, reset, approve, reject, withdraw and edit, and each send a provider check confirmed or took over, with who, when and what came of it; `decisions verify` checks its hash chain.
     Decisions(entries::DecisionsArgs),
     /// The review queue: submit drafts, edit them, push or recheck their facts, withdraw, show.
     #[command(subcommand)]
@@ -243,7 +244,7 @@ impl Command {
             Command::Show(a) => a.json,
             Command::Reset(a) => a.json,
             Command::Gc(a) => a.json,
-            Command::Decisions(a) => a.json,
+            Command::Decisions(a) => a.json || a.command.as_ref().is_some_and(|c| c.json()),
             Command::Draft(d) => d.json(),
             Command::Approvals(a) => a.json,
             Command::Approve(a) => a.json,

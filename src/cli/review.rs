@@ -1117,14 +1117,16 @@ fn diff_text(diff: &PayloadDiff) -> String {
 }
 
 fn show(args: &DraftShowArgs) -> Exit {
-    let (draft, decisions) = match with_review(&args.ledger, Access::ReadOnly, async |review| {
-        let draft = review.draft(args.id).await?;
-        let decisions = review.decisions(args.id).await?;
-        Ok((draft, decisions))
-    }) {
-        Ok(found) => found,
-        Err(exit) => return exit,
-    };
+    let (draft, decisions, decision_hash) =
+        match with_review(&args.ledger, Access::ReadOnly, async |review| {
+            let draft = review.draft(args.id).await?;
+            let decisions = review.decisions(args.id).await?;
+            let hash = review.decision_hash(args.id).await?;
+            Ok((draft, decisions, hash))
+        }) {
+            Ok(found) => found,
+            Err(exit) => return exit,
+        };
     let now = clock()();
     if args.json {
         let mut out = match draft.to_json(now) {
@@ -1153,6 +1155,9 @@ fn show(args: &DraftShowArgs) -> Exit {
             "decisions".into(),
             Value::Array(decisions.iter().map(Decision::to_value).collect()),
         );
+        // The decision that put the draft where it is (its approval, rejection or
+        // withdrawal), by its hash in the chain.
+        out.insert("decisionHash".into(), decision_hash.into());
         print_json(&Value::Object(out));
         return Exit::Ok;
     }

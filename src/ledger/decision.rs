@@ -2,9 +2,13 @@
 //! approve, reject and withdraw), appended and never rewritten.
 //!
 //! A decision records what a person asked for and what came of it, including a refusal
-//! or a no-op, so that two reviewers racing on one item both leave a trace.
+//! or a no-op, so that two reviewers racing on one item both leave a trace. Each one
+//! carries its place in the log's hash chain ([`Link`]; see [`super::chain`]).
 
-use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 /// What came of a decision.
@@ -30,6 +34,251 @@ impl DecisionOutcome {
     }
 }
 
+/// What a decision did, stored as its word (`resolve`, `approve`, …).
+///
+/// A word this build does not know (written by a newer send-once) is kept as it was
+/// written, so it reads, shows and hashes unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// A person settled an entry as sent or failed.
+    Resolve,
+    /// A person made an entry sendable again.
+    Reset,
+    /// A reviewer approved a draft's revision.
+    Approve,
+    /// A reviewer rejected a draft.
+    Reject,
+    /// The submitter took a draft back.
+    Withdraw,
+    /// A reviewer's edit of a draft's payload, as a new revision.
+    Edit,
+    /// A send returned after a person's verdict (the ledger's own decision).
+    Completed,
+    /// A provider check found the send in its records (the ledger's own decision).
+    Confirm,
+    /// A stale pending claim taken over on a check's "not there".
+    Takeover,
+    /// Where the hash chain starts, pinning the decisions written before it.
+    Genesis,
+    /// A word this build does not know, kept as written.
+    Other(String),
+}
+
+impl Action {
+    const KNOWN: [Action; 10] = [
+        Action::Resolve,
+        Action::Reset,
+        Action::Approve,
+        Action::Reject,
+        Action::Withdraw,
+        Action::Edit,
+        Action::Completed,
+        Action::Confirm,
+        Action::Takeover,
+        Action::Genesis,
+    ];
+
+    /// The word as stored.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Action::Resolve => "resolve",
+            Action::Reset => "reset",
+            Action::Approve => "approve",
+            Action::Reject => "reject",
+            Action::Withdraw => "withdraw",
+            Action::Edit => "edit",
+            Action::Completed => "completed",
+            Action::Confirm => "confirm",
+            Action::Takeover => "takeover",
+            Action::Genesis => "genesis",
+            Action::Other(word) => word,
+        }
+    }
+
+    /// The action stored as `word`.
+    pub fn parse(word: &str) -> Action {
+        Action::KNOWN
+            .into_iter()
+            .find(|a| a.as_str() == word)
+            .unwrap_or_else(|| Action::Other(word.to_owned()))
+    }
+
+    /// The record on the entry that a changed decision of this action writes
+    /// (`resolution`, `reset`, `confirmed`, `takeover`), if it writes one.
+    pub fn entry_record(&self) -> Option<&'static str> {
+        match self {
+            Action::Resolve => Some("resolution"),
+            Action::Reset => Some("reset"),
+            Action::Confirm => Some("confirmed"),
+            Action::Takeover => Some("takeover"),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for Action {
+    fn from(word: &str) -> Action {
+        Action::parse(word)
+    }
+}
+
+impl From<String> for Action {
+    fn from(word: String) -> Action {
+        Action::parse(&word)
+    }
+}
+
+impl PartialEq<str> for Action {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Action {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for Action {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Action, D::Error> {
+        Ok(Action::parse(&String::deserialize(d)?))
+    }
+}
+
+/// What a decision is about, stored as text: an entry's key as it is, a draft as
+/// `draft:ID`, and the log itself (a genesis) as the empty string, which no key can be.
+///
+/// Read back, every stored text gives the same text again: only `draft:` followed by
+/// an id written the way an id is written (`draft:7`, not `draft:07`) is a draft.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A ledger entry, by its key.
+    Key(String),
+    /// A draft in the review queue, by its id.
+    Draft(i64),
+    /// The decision log itself.
+    Log,
+}
+
+impl Subject {
+    /// The subject stored as `text`.
+    pub fn parse(text: &str) -> Subject {
+        if text.is_empty() {
+            return Subject::Log;
+        }
+        if let Some(id) = text.strip_prefix("draft:")
+            && let Ok(n) = id.parse::<i64>()
+            && n.to_string() == id
+        {
+            return Subject::Draft(n);
+        }
+        Subject::Key(text.to_owned())
+    }
+
+    /// As stored.
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            Subject::Key(key) => Cow::Borrowed(key),
+            Subject::Draft(id) => Cow::Owned(format!("draft:{id}")),
+            Subject::Log => Cow::Borrowed(""),
+        }
+    }
+
+    /// The entry's key, when it is about one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Subject::Key(key) => Some(key),
+            _ => None,
+        }
+    }
+
+    /// The draft's id, when it is about one.
+    pub fn draft(&self) -> Option<i64> {
+        match self {
+            Subject::Draft(id) => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl From<&str> for Subject {
+    fn from(text: &str) -> Subject {
+        Subject::parse(text)
+    }
+}
+
+impl From<String> for Subject {
+    fn from(text: String) -> Subject {
+        Subject::parse(&text)
+    }
+}
+
+impl From<&String> for Subject {
+    fn from(text: &String) -> Subject {
+        Subject::parse(text)
+    }
+}
+
+impl PartialEq<str> for Subject {
+    fn eq(&self, other: &str) -> bool {
+        self.text() == other
+    }
+}
+
+impl PartialEq<&str> for Subject {
+    fn eq(&self, other: &&str) -> bool {
+        self.text() == *other
+    }
+}
+
+impl PartialEq<String> for Subject {
+    fn eq(&self, other: &String) -> bool {
+        self.text() == other.as_str()
+    }
+}
+
+impl Serialize for Subject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text())
+    }
+}
+
+impl<'de> Deserialize<'de> for Subject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Subject, D::Error> {
+        Ok(Subject::parse(&String::deserialize(d)?))
+    }
+}
+
+/// A decision's place in the hash chain: the hash of the decision before it (None for
+/// the first) and its own (see [`super::chain`] for what is hashed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Link {
+    /// The previous chained decision's hash; None for the chain's first decision.
+    pub prev_hash: Option<String>,
+    /// sha256 (lower-case hex) of this decision's canonical JSON.
+    pub hash: String,
+}
+
 /// One record in the decision log: who asked for what, about which key or draft, and
 /// what came of it. Also written by the ledger itself for what no person decided (a
 /// late send, a check's confirmation, a takeover), with `by` naming the check.
@@ -43,11 +292,10 @@ pub struct Decision {
     /// Who decided (`--by`, `SEND_ONCE_USER`), `precheck` or `verify` for a check's
     /// answer, None when nobody was named.
     pub by: Option<String>,
-    /// `resolve`, `reset`, `approve`, `reject`, `withdraw`; the ledger's own are
-    /// `completed`, `confirm` and `takeover`.
-    pub action: String,
+    /// What was decided.
+    pub action: Action,
     /// The key or draft the decision is about.
-    pub subject: String,
+    pub subject: Subject,
     /// The person's reason, as typed. Untrusted text: make it visible before printing.
     pub note: Option<String>,
     /// Whether it changed anything, and if not why not.
@@ -55,11 +303,21 @@ pub struct Decision {
     /// What was asked and what was found: statuses, the reason for a refusal.
     #[serde(default)]
     pub detail: Value,
+    /// Its place in the hash chain, set by the store as it appends it; None for a
+    /// decision not yet appended, or written before the log was chained.
+    #[serde(flatten)]
+    pub link: Option<Link>,
 }
 
 impl Decision {
-    /// The record as a JSON object, in the log's field names.
+    /// The record as a JSON object, in the log's field names (`prevHash` and `hash`
+    /// when it is chained).
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Its own hash, when it is chained.
+    pub fn hash(&self) -> Option<&str> {
+        self.link.as_ref().map(|l| l.hash.as_str())
     }
 }

@@ -16,8 +16,8 @@ use crate::provider::{CheckAnswer, CheckKind, Provider, SendOptions};
 use crate::text::visible_inline;
 
 use super::{
-    Decision, DecisionOutcome, Durability, Entry, Ledger, LedgerError, MAX_ROUNDS, Outcome,
-    SendContext, Status, StoreError, key, time,
+    Decision, DecisionAction, DecisionOutcome, Durability, Entry, Ledger, LedgerError, MAX_ROUNDS,
+    Outcome, SendContext, Status, StoreError, Subject, key, time,
 };
 
 /// How often a waiting run looks again at first, and at most: a fast send is seen
@@ -395,8 +395,8 @@ impl Ledger {
             at,
             // Its answer is what allowed it.
             by: Some(decided_by("verify", options.on_behalf_of())),
-            action: "takeover".into(),
-            subject: stale.key().to_owned(),
+            action: DecisionAction::Takeover,
+            subject: Subject::Key(stale.key().to_owned()),
             note: Some(format!(
                 "attempt {} (claimed at {}) was older than {} and the verify command found no record of it: taken over as attempt {}",
                 stale.attempts(),
@@ -406,6 +406,7 @@ impl Ledger {
             )),
             outcome: DecisionOutcome::Changed,
             detail: Value::Object(record),
+            link: None,
         };
         let won = self
             .transition_logged(stale, &claimed, &decision)
@@ -570,10 +571,11 @@ fn confirmation(
         id: None,
         at: sent.updated_at().unwrap_or(sent.claimed_at()).to_owned(),
         by: Some(decided_by(gate_name(gate), on_behalf_of)),
-        action: "confirm".into(),
-        subject: sent.key().to_owned(),
+        action: DecisionAction::Confirm,
+        subject: Subject::Key(sent.key().to_owned()),
         note: Some(note.into()),
         outcome: DecisionOutcome::Changed,
         detail: Value::Object(detail),
+        link: None,
     }
 }

@@ -35,7 +35,7 @@ use super::store::{
     page_matches, same_claim,
 };
 use super::time;
-use super::{canonical, jsjson};
+use super::{canonical, chain, jsjson};
 
 /// How long a write waits for another process's lock (the Node default).
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -1268,27 +1268,46 @@ impl Files {
         }
     }
 
-    fn append_decision_locked(&self, mut decision: Decision) -> Result<(), StoreError> {
-        let (count, tail) = match File::open(&self.log_path) {
-            Ok(file) => {
-                let mut count = 0i64;
-                let tail = for_each_line(file, |_, bytes| {
-                    if serde_json::from_slice::<Decision>(bytes).is_ok() {
-                        count += 1;
+    /// Appends `decision` to the log, chained to the last one (and after a genesis
+    /// when decisions without hashes end the log). The lock is held, so nothing else
+    /// appends between reading the head and writing.
+    fn append_decision_locked(&self, decision: Decision) -> Result<(), StoreError> {
+        let mut head = chain::Head::default();
+        let (mut count, mut last_id) = (0i64, 0i64);
+        let tail = match File::open(&self.log_path) {
+            Ok(file) => for_each_line(file, |_, bytes| {
+                let Ok(logged) = serde_json::from_slice::<Decision>(bytes) else {
+                    return;
+                };
+                count += 1;
+                last_id = last_id.max(logged.id.unwrap_or(count));
+                match logged.hash() {
+                    Some(hash) => {
+                        head.hash = Some(hash.to_owned());
+                        head.unchained.clear();
                     }
-                })
-                .map_err(|e| self.io_error(&self.log_path, e))?;
-                (count, tail)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, Tail::default()),
+                    None => head.unchained.push(logged),
+                }
+            })
+            .map_err(|e| self.io_error(&self.log_path, e))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Tail::default(),
             Err(e) => return Err(self.io_error(&self.log_path, e)),
         };
-        decision.id = Some(count + 1);
-        let line = serde_json::to_string(&decision).map_err(|e| StoreError::Corrupt {
-            ledger: ledger_at(&self.log_path),
-            detail: e.to_string(),
-        })?;
-        self.append(&self.log_path, &line, &tail)
+        // After the highest id, not the count: a line taken out must not give its
+        // id to the next decision.
+        let next = last_id.max(count) + 1;
+        let ids: Vec<i64> = (next..).take(head.ids_needed()).collect();
+        let mut lines = Vec::new();
+        for logged in chain::to_append(&head, &decision, &ids) {
+            lines.push(
+                serde_json::to_string(&logged).map_err(|e| StoreError::Corrupt {
+                    ledger: ledger_at(&self.log_path),
+                    detail: e.to_string(),
+                })?,
+            );
+        }
+        // A genesis and its decision in one write and one fsync.
+        self.append(&self.log_path, &lines.join("\n"), &tail)
     }
 
     /// Appends one line and fsyncs it. After a torn last line (no newline) it starts

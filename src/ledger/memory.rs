@@ -94,9 +94,10 @@ impl Store for MemoryStore {
 
     async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
         let mut log = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
-        let mut decision = decision.clone();
-        decision.id = Some(log.len() as i64 + 1);
-        log.push(decision);
+        let head = super::chain::Head::of(&log);
+        let next = log.last().and_then(|d| d.id).unwrap_or_default() + 1;
+        let ids: Vec<i64> = (next..).take(head.ids_needed()).collect();
+        log.extend(super::chain::to_append(&head, decision, &ids));
         Ok(())
     }
 

@@ -15,6 +15,7 @@
 //! run inside a tokio runtime.
 
 pub mod canonical;
+pub mod chain;
 pub mod decision;
 pub mod duration;
 pub mod entry;
@@ -37,7 +38,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-pub use decision::{Decision, DecisionOutcome};
+pub use decision::{Action as DecisionAction, Decision, DecisionOutcome, Link, Subject};
 pub use entry::{Entry, Status};
 pub use location::LedgerLocation;
 pub use store::{
@@ -354,11 +355,12 @@ fn completed(entry: &Entry, note: String, detail: Map<String, Value>) -> Decisio
         id: None,
         at: entry.updated_at().unwrap_or(entry.claimed_at()).to_owned(),
         by: None,
-        action: "completed".into(),
-        subject: entry.key().to_owned(),
+        action: DecisionAction::Completed,
+        subject: Subject::Key(entry.key().to_owned()),
         note: Some(note),
         outcome: DecisionOutcome::Changed,
         detail: Value::Object(detail),
+        link: None,
     }
 }
 
@@ -791,7 +793,7 @@ impl Ledger {
         let provider_id = details.provider_id.as_deref().filter(|s| !s.is_empty());
         self.settle(
             key,
-            "resolve",
+            DecisionAction::Resolve,
             Some(status),
             details,
             |current, detail| {
@@ -846,7 +848,7 @@ impl Ledger {
         }
         self.settle(
             key,
-            "reset",
+            DecisionAction::Reset,
             None,
             details,
             |current, detail| {
@@ -877,7 +879,7 @@ impl Ledger {
     async fn settle(
         &self,
         key: &str,
-        action: &str,
+        action: DecisionAction,
         // The status asked for (a resolve), kept in every decision of it, a refusal too.
         asked: Option<Status>,
         details: &ResolveDetails,
@@ -920,11 +922,12 @@ impl Ledger {
                 id: None,
                 at: at.clone(),
                 by: details.by.clone(),
-                action: action.into(),
-                subject: key.to_owned(),
+                action: action.clone(),
+                subject: Subject::Key(key.to_owned()),
                 note: details.note.clone(),
                 outcome,
                 detail: Value::Object(detail),
+                link: None,
             };
             match judged {
                 Judged::Unchanged => {

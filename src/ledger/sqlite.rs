@@ -22,7 +22,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use super::decision::Decision;
+use super::chain;
+use super::decision::{Decision, Link};
 use super::entry::{Entry, Status};
 use super::location::LedgerLocation;
 use super::store::{
@@ -114,6 +115,13 @@ const MIGRATIONS: &[&str] = &[
     BEGIN SELECT RAISE(ABORT, 'revisions are never changed'); END;
     CREATE TRIGGER IF NOT EXISTS send_once_revisions_no_delete BEFORE DELETE ON send_once_revisions
     BEGIN SELECT RAISE(ABORT, 'revisions are never changed'); END;",
+    // 4: the decision log's hash chain (see `ledger::chain`): each decision's previous
+    // hash and its own, empty on the decisions written before; and on a draft, the hash
+    // of the decision that put it where it is. Nullable columns, so the files of older
+    // send-once builds and of Node read as before.
+    "ALTER TABLE send_once_decisions ADD COLUMN prev_hash TEXT;
+    ALTER TABLE send_once_decisions ADD COLUMN hash TEXT;
+    ALTER TABLE send_once_drafts ADD COLUMN decision_hash TEXT;",
 ];
 
 /// The schema this build writes, kept in `PRAGMA user_version`: a file with a newer
@@ -656,8 +664,9 @@ impl Store for SqliteStore {
         let rows: Vec<DecisionRow> = self
             .read(move |conn| {
                 conn.prepare_cached(&format!(
-                    "SELECT {DECISION_COLUMNS} FROM send_once_decisions \
-                     WHERE (?1 IS NULL OR subject = ?1) ORDER BY id"
+                    "SELECT {} FROM send_once_decisions \
+                     WHERE (?1 IS NULL OR subject = ?1) ORDER BY id",
+                    decision_columns(conn)?
                 ))?
                 .query_map([subject], decision_row)?
                 .collect()
@@ -679,14 +688,15 @@ impl Store for SqliteStore {
                 // lower() folds ASCII only; decision_matches folds the same way, so the
                 // JSON Lines store finds the same decisions.
                 conn.prepare_cached(&format!(
-                    "SELECT {DECISION_COLUMNS} FROM send_once_decisions \
+                    "SELECT {} FROM send_once_decisions \
                      WHERE (?1 IS NULL OR subject = ?1) \
                      AND (?2 IS NULL OR instr(lower(coalesce(by, '')), lower(?2)) > 0 \
                        OR instr(lower(action), lower(?2)) > 0 \
                        OR instr(lower(subject), lower(?2)) > 0 \
                        OR instr(lower(coalesce(note, '')), lower(?2)) > 0 \
                        OR instr(lower(outcome), lower(?2)) > 0) \
-                     ORDER BY id DESC LIMIT ?3 OFFSET ?4"
+                     ORDER BY id DESC LIMIT ?3 OFFSET ?4",
+                    decision_columns(conn)?
                 ))?
                 .query_map(
                     params![
@@ -762,7 +772,7 @@ impl SqliteStore {
 
     /// A decision-log row as a decision; an outcome this binary does not know is named.
     fn decision_of(&self, row: DecisionRow) -> Result<Decision, StoreError> {
-        let (id, at, by, action, subject, note, outcome, detail) = row;
+        let (id, at, by, action, subject, note, outcome, detail, prev_hash, hash) = row;
         let outcome =
             serde_json::from_value(serde_json::Value::String(outcome.clone())).map_err(|_| {
                 StoreError::Corrupt {
@@ -774,11 +784,12 @@ impl SqliteStore {
             id: Some(id),
             at,
             by,
-            action,
-            subject,
+            action: action.into(),
+            subject: subject.into(),
             note,
             outcome,
             detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+            link: hash.map(|hash| Link { prev_hash, hash }),
         })
     }
 
@@ -1051,10 +1062,26 @@ fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     .map(|n| n > 0)
 }
 
-const DECISION_COLUMNS: &str = "id, at, by, action, subject, note, outcome, detail";
+const DECISION_COLUMNS: &str =
+    "id, at, by, action, subject, note, outcome, detail, prev_hash, hash";
+
+/// The decision log's columns to select: a ledger opened read-only may predate the
+/// chain's columns, and then its decisions have none.
+fn decision_columns(conn: &Connection) -> rusqlite::Result<&'static str> {
+    let chained: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM pragma_table_info('send_once_decisions') WHERE name = 'hash'",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok(if chained > 0 {
+        DECISION_COLUMNS
+    } else {
+        "id, at, by, action, subject, note, outcome, detail, NULL, NULL"
+    })
+}
 
 /// One row of the decision log, as stored: id, at, by, action, subject, note, outcome,
-/// detail.
+/// detail, prev_hash, hash.
 type DecisionRow = (
     i64,
     String,
@@ -1064,6 +1091,8 @@ type DecisionRow = (
     Option<String>,
     String,
     String,
+    Option<String>,
+    Option<String>,
 );
 
 fn decision_row(r: &rusqlite::Row) -> rusqlite::Result<DecisionRow> {
@@ -1076,6 +1105,60 @@ fn decision_row(r: &rusqlite::Row) -> rusqlite::Result<DecisionRow> {
         r.get(5)?,
         r.get(6)?,
         r.get(7)?,
+        r.get(8)?,
+        r.get(9)?,
+    ))
+}
+
+/// The end of the decision log, read inside the writer's transaction: the last chained
+/// decision's hash, the decisions after it, and the next free id.
+fn decision_head(conn: &Connection) -> rusqlite::Result<(chain::Head, i64)> {
+    let last: Option<(i64, String)> = conn
+        .prepare_cached(
+            "SELECT id, hash FROM send_once_decisions WHERE hash IS NOT NULL \
+             ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let after = last.as_ref().map_or(0, |(id, _)| *id);
+    let rows: Vec<DecisionRow> = conn
+        .prepare_cached(&format!(
+            "SELECT {DECISION_COLUMNS} FROM send_once_decisions WHERE id > ?1 ORDER BY id"
+        ))?
+        .query_map([after], decision_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    let unchained = rows
+        .into_iter()
+        .map(
+            |(id, at, by, action, subject, note, outcome, detail, _, _)| Decision {
+                id: Some(id),
+                at,
+                by,
+                action: action.into(),
+                subject: subject.into(),
+                note,
+                // A word this build cannot read still pins the decision as it was written.
+                outcome: serde_json::from_value(serde_json::Value::String(outcome))
+                    .unwrap_or(crate::ledger::DecisionOutcome::Refused),
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+                link: None,
+            },
+        )
+        .collect();
+    // AUTOINCREMENT's own counter: an id once used is never used again, even after its
+    // row is gone.
+    let next: i64 = conn
+        .prepare_cached(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'send_once_decisions'), 0), \
+             coalesce((SELECT max(id) FROM send_once_decisions), 0)) + 1",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok((
+        chain::Head {
+            hash: last.map(|(_, hash)| hash),
+            unchained,
+        },
+        next,
     ))
 }
 
@@ -1454,7 +1537,7 @@ fn apply_rows(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
             }
             Ok(changed)
         }
-        WriteOp::AppendDecision(decision) => insert_decision(conn, decision),
+        WriteOp::AppendDecision(decision) => insert_decision(conn, decision).map(|_| 1),
         WriteOp::ClaimDecided { entry, decision } => {
             let changed = claim(conn, entry)?;
             if changed > 0 {
@@ -1475,22 +1558,39 @@ fn apply_rows(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
     }
 }
 
-/// Appends a decision inside the caller's transaction.
-pub(crate) fn insert_decision(conn: &Connection, decision: &Decision) -> rusqlite::Result<u64> {
-    conn.prepare_cached(
-        "INSERT INTO send_once_decisions (at, by, action, subject, note, outcome, detail) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        decision.at,
-        decision.by,
-        decision.action,
-        decision.subject,
-        decision.note,
-        decision.outcome.as_str(),
-        decision.detail.to_string(),
-    ])
-    .map(|n| n as u64)
+/// Appends a decision inside the caller's write transaction, chained to the log's last
+/// one (after a genesis when the log ends in decisions without hashes), and gives back
+/// its hash. The transaction holds SQLite's write lock, so no other process appends
+/// between reading the head and writing.
+pub(crate) fn insert_decision(conn: &Connection, decision: &Decision) -> rusqlite::Result<String> {
+    let (head, next) = decision_head(conn)?;
+    let ids: Vec<i64> = (next..).take(head.ids_needed()).collect();
+    let mut hash = String::new();
+    for logged in chain::to_append(&head, decision, &ids) {
+        let link = logged.link.clone().unwrap_or(Link {
+            prev_hash: None,
+            hash: String::new(),
+        });
+        conn.prepare_cached(
+            "INSERT INTO send_once_decisions \
+             (id, at, by, action, subject, note, outcome, detail, prev_hash, hash) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            logged.id,
+            logged.at,
+            logged.by,
+            logged.action.as_str(),
+            logged.subject.text(),
+            logged.note,
+            logged.outcome.as_str(),
+            logged.detail.to_string(),
+            link.prev_hash,
+            link.hash,
+        ])?;
+        hash = link.hash;
+    }
+    Ok(hash)
 }
 
 /// Inserts `entry` unless its key has one: 1 when it did.
@@ -1721,6 +1821,7 @@ mod tests {
             note: None,
             outcome: crate::ledger::DecisionOutcome::Changed,
             detail: serde_json::Value::Null,
+            link: None,
         };
         let batch = [job(
             WriteOp::TransitionDecided {

@@ -433,10 +433,11 @@ pub fn decision_matches(query: &DecisionQuery, decision: &Decision) -> bool {
         .is_none_or(|s| decision.subject == s);
     let search_ok = query.search.as_deref().is_none_or(|needle| {
         let needle = needle.to_ascii_lowercase();
+        let subject = decision.subject.text();
         [
             decision.by.as_deref().unwrap_or_default(),
             decision.action.as_str(),
-            decision.subject.as_str(),
+            &subject,
             decision.note.as_deref().unwrap_or_default(),
             decision.outcome.as_str(),
         ]

@@ -27,7 +27,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::approval::{self, ApprovalError, Ttl};
-use crate::ledger::{Clock, Decision, DecisionOutcome, StoreError, canonical, time};
+use crate::ledger::{
+    Clock, Decision, DecisionAction, DecisionOutcome, StoreError, Subject, canonical, time,
+};
 use diff::{PayloadDiff, payload_diff};
 use drift::{Drift, LatestFacts, fact_drift};
 pub use store::{DraftChange, NewRevision, QueueStore};
@@ -708,11 +710,11 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    fn action(&self) -> &'static str {
+    fn action(&self) -> DecisionAction {
         match self {
-            Verdict::Approve { .. } => "approve",
-            Verdict::Reject { .. } => "reject",
-            Verdict::Withdraw => "withdraw",
+            Verdict::Approve { .. } => DecisionAction::Approve,
+            Verdict::Reject { .. } => DecisionAction::Reject,
+            Verdict::Withdraw => DecisionAction::Withdraw,
         }
     }
 
@@ -722,6 +724,184 @@ impl Verdict {
             Verdict::Reject { .. } => "rejected",
             Verdict::Withdraw => "withdrawn",
         }
+    }
+}
+
+/// A person's decision on a draft, as asked: the verdict, who, why, and the version
+/// of the draft they were shown.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    /// What they decided.
+    pub verdict: &'a Verdict,
+    /// Who.
+    pub by: Option<&'a str>,
+    /// Their note (a withdrawal's reason).
+    pub note: Option<&'a str>,
+    /// The draft's version when it was shown, when the decision is to apply only to it.
+    pub seen_version: Option<i64>,
+}
+
+/// What a decision comes to on a draft as read: a refusal to log, or a change to
+/// apply by compare-and-set on the draft's version.
+#[derive(Debug)]
+pub enum Judged {
+    /// Not applied: the decision's detail (with its `reason`) for the log, and the
+    /// error the person is told.
+    Refused {
+        /// The decision's detail, for the log.
+        detail: Map<String, Value>,
+        /// What the person is told.
+        error: ReviewError,
+    },
+    /// To apply: the change, and the decision's detail for the log.
+    Change {
+        /// The change to the draft, at the version it was judged on.
+        change: DraftChange,
+        /// The decision's detail, for the log.
+        detail: Map<String, Value>,
+    },
+}
+
+/// What every decision about `draft` records of it: key, revision, state, and who and
+/// what it is for.
+fn base_detail(draft: &Draft) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert("key".into(), draft.key.clone().into());
+    detail.insert("revision".into(), draft.revision.into());
+    detail.insert("from".into(), draft.state.as_str().into());
+    for field in ["to", "intent"] {
+        if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
+            detail.insert(field.into(), text.clone().into());
+        }
+    }
+    detail
+}
+
+/// Judges `asked` on `draft` as it was read, at `now_ms` (`at` as ISO 8601): no IO, so
+/// a rule (who may approve, how many must) is a change here alone. An error is a
+/// decision that cannot even be judged (an approval that cannot be made); it is not
+/// logged.
+pub fn judge(
+    draft: &Draft,
+    asked: &Asked<'_>,
+    now_ms: i64,
+    at: &str,
+) -> Result<Judged, ReviewError> {
+    let id = draft.id;
+    let mut detail = base_detail(draft);
+    let refused = |reason: String, error: ReviewError| {
+        let mut refused = base_detail(draft);
+        refused.insert("reason".into(), reason.into());
+        Ok(Judged::Refused {
+            detail: refused,
+            error,
+        })
+    };
+    if let Verdict::Approve {
+        revision: Some(asked),
+        ..
+    } = asked.verdict
+        && *asked != draft.revision
+    {
+        return refused(
+            format!("asked for revision {asked}"),
+            ReviewError::NotTheRevision {
+                id,
+                asked: *asked,
+                now: draft.revision,
+            },
+        );
+    }
+    if let Some(seen) = asked.seen_version
+        && seen != draft.version
+    {
+        return refused(
+            format!(
+                "changed since it was shown (version {seen}, now {})",
+                draft.version
+            ),
+            if draft.decided_at.is_some() {
+                ReviewError::DecidedFirst {
+                    id,
+                    state: draft.state,
+                    by: draft.decided_by.clone(),
+                    at: draft.decided_at.clone(),
+                }
+            } else {
+                ReviewError::ChangedMeanwhile {
+                    id,
+                    revision: draft.revision,
+                }
+            },
+        );
+    }
+    if !draft.state.is_open() {
+        return refused(
+            format!("the draft is {}", draft.state.as_str()),
+            ReviewError::Closed {
+                id,
+                state: draft.state,
+                by: draft.decided_by.clone(),
+                at: draft.decided_at.clone(),
+                verb: asked.verdict.verb(),
+            },
+        );
+    }
+    let (state, approval, reason) = match asked.verdict {
+        Verdict::Approve { ttl, .. } => {
+            let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
+            let payload = canonical::parse_json(&current.payload)
+                .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+            let approval = approval::approve(
+                &payload,
+                Some(&Value::Object(current.facts.clone())),
+                ttl,
+                asked.by,
+                now_ms as f64,
+            )?;
+            (DraftState::Approved, Some(approval), None)
+        }
+        Verdict::Reject { reason } => (DraftState::Rejected, None, Some(reason.clone())),
+        Verdict::Withdraw => (DraftState::Withdrawn, None, asked.note.map(str::to_owned)),
+    };
+    if let Some(approval) = &approval {
+        detail.insert("expiresAt".into(), approval["expiresAt"].clone());
+        detail.insert("payloadHash".into(), approval["payloadHash"].clone());
+    }
+    if let Some(reason) = &reason {
+        detail.insert("reason".into(), reason.clone().into());
+    }
+    Ok(Judged::Change {
+        change: DraftChange {
+            id,
+            version: draft.version,
+            state,
+            at: at.to_owned(),
+            by: asked.by.map(str::to_owned),
+            reason,
+            approved_revision: approval.as_ref().map(|_| draft.revision),
+            approval,
+        },
+        detail,
+    })
+}
+
+/// Why a change judged on `before` did not apply, now that the draft is `now`: a new
+/// revision (or another change), or someone's decision, named.
+fn lost_race(before: &Draft, now: &Draft) -> ReviewError {
+    if now.revision != before.revision
+        || now.state == before.state && now.decided_at == before.decided_at
+    {
+        return ReviewError::ChangedMeanwhile {
+            id: now.id,
+            revision: now.revision,
+        };
+    }
+    ReviewError::DecidedFirst {
+        id: now.id,
+        state: now.state,
+        by: now.decided_by.clone(),
+        at: now.decided_at.clone(),
     }
 }
 
@@ -875,6 +1055,9 @@ impl Review {
     /// version the person was shown: an approval or rejection by someone else, or a new
     /// revision, since then refuses it (naming who decided first), so that a decision
     /// never replaces one the person did not see.
+    ///
+    /// Judged ([`judge`]) on the draft as read, then applied by compare-and-set on its
+    /// version; every outcome, a refusal too, goes to the decision log.
     pub async fn decide_seen(
         &self,
         id: i64,
@@ -886,151 +1069,48 @@ impl Review {
         let draft = self.head(id).await?;
         let now_ms = self.now();
         let at = self.iso_now();
-        let mut detail = Map::new();
-        detail.insert("key".into(), draft.key.clone().into());
-        detail.insert("revision".into(), draft.revision.into());
-        detail.insert("from".into(), draft.state.as_str().into());
-        for field in ["to", "intent"] {
-            if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
-                detail.insert(field.into(), text.clone().into());
-            }
-        }
-        let decision = |outcome, detail: &Map<String, Value>| Decision {
+        let asked = Asked {
+            verdict: &verdict,
+            by: by.as_deref(),
+            note: note.as_deref(),
+            seen_version,
+        };
+        let logged = |outcome, detail: Map<String, Value>| Decision {
             id: None,
             at: at.clone(),
             by: by.clone(),
-            action: verdict.action().into(),
-            subject: format!("draft:{id}"),
+            action: verdict.action(),
+            subject: Subject::Draft(id),
             note: note.clone(),
             outcome,
-            detail: Value::Object(detail.clone()),
+            detail: Value::Object(detail),
+            link: None,
         };
-        if let Verdict::Approve {
-            revision: Some(asked),
-            ..
-        } = &verdict
-            && *asked != draft.revision
-        {
-            let mut refused = detail.clone();
-            refused.insert(
-                "reason".into(),
-                format!("asked for revision {asked}").into(),
-            );
-            self.store
-                .append_decision(&decision(DecisionOutcome::Refused, &refused))
-                .await?;
-            return Err(ReviewError::NotTheRevision {
-                id,
-                asked: *asked,
-                now: draft.revision,
-            });
-        }
-        if let Some(seen) = seen_version
-            && seen != draft.version
-        {
-            let mut refused = detail.clone();
-            refused.insert(
-                "reason".into(),
-                format!(
-                    "changed since it was shown (version {seen}, now {})",
-                    draft.version
-                )
-                .into(),
-            );
-            self.store
-                .append_decision(&decision(DecisionOutcome::Refused, &refused))
-                .await?;
-            return Err(if draft.decided_at.is_some() {
-                ReviewError::DecidedFirst {
-                    id,
-                    state: draft.state,
-                    by: draft.decided_by,
-                    at: draft.decided_at,
-                }
-            } else {
-                ReviewError::ChangedMeanwhile {
-                    id,
-                    revision: draft.revision,
-                }
-            });
-        }
-        if !draft.state.is_open() {
-            let mut refused = detail.clone();
-            refused.insert(
-                "reason".into(),
-                format!("the draft is {}", draft.state.as_str()).into(),
-            );
-            self.store
-                .append_decision(&decision(DecisionOutcome::Refused, &refused))
-                .await?;
-            return Err(ReviewError::Closed {
-                id,
-                state: draft.state,
-                by: draft.decided_by,
-                at: draft.decided_at,
-                verb: verdict.verb(),
-            });
-        }
-        let (state, approval, reason) = match &verdict {
-            Verdict::Approve { ttl, .. } => {
-                let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
-                let payload = canonical::parse_json(&current.payload)
-                    .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
-                let approval = approval::approve(
-                    &payload,
-                    Some(&Value::Object(current.facts.clone())),
-                    ttl,
-                    by.as_deref(),
-                    now_ms as f64,
-                )?;
-                (DraftState::Approved, Some(approval), None)
+        match judge(&draft, &asked, now_ms, &at)? {
+            Judged::Refused { detail, error } => {
+                self.store
+                    .append_decision(&logged(DecisionOutcome::Refused, detail))
+                    .await?;
+                Err(error)
             }
-            Verdict::Reject { reason } => (DraftState::Rejected, None, Some(reason.clone())),
-            Verdict::Withdraw => (DraftState::Withdrawn, None, note.clone()),
-        };
-        if let Some(approval) = &approval {
-            detail.insert("expiresAt".into(), approval["expiresAt"].clone());
-            detail.insert("payloadHash".into(), approval["payloadHash"].clone());
+            Judged::Change { change, detail } => {
+                let won = self
+                    .store
+                    .decide_draft(&change, &logged(DecisionOutcome::Changed, detail.clone()))
+                    .await?;
+                if won {
+                    return self.draft(id).await;
+                }
+                // Someone changed it between our read and our write: say who, log ours.
+                let now = self.head(id).await?;
+                let mut refused = detail;
+                refused.insert("reason".into(), "someone changed the draft first".into());
+                self.store
+                    .append_decision(&logged(DecisionOutcome::Refused, refused))
+                    .await?;
+                Err(lost_race(&draft, &now))
+            }
         }
-        if let Some(reason) = &reason {
-            detail.insert("reason".into(), reason.clone().into());
-        }
-        let changed_decision = decision(DecisionOutcome::Changed, &detail);
-        let change = DraftChange {
-            id,
-            version: draft.version,
-            state,
-            at: at.clone(),
-            by: by.clone(),
-            reason,
-            approved_revision: approval.as_ref().map(|_| draft.revision),
-            approval,
-        };
-        let won = self.store.decide_draft(&change, &changed_decision).await?;
-        if won {
-            return self.draft(id).await;
-        }
-        // Someone changed it between our read and our write: say who, log ours.
-        let now = self.head(id).await?;
-        let mut refused = detail.clone();
-        refused.insert("reason".into(), "someone changed the draft first".into());
-        self.store
-            .append_decision(&decision(DecisionOutcome::Refused, &refused))
-            .await?;
-        if now.revision != draft.revision
-            || now.state == draft.state && now.decided_at == draft.decided_at
-        {
-            return Err(ReviewError::ChangedMeanwhile {
-                id,
-                revision: now.revision,
-            });
-        }
-        Err(ReviewError::DecidedFirst {
-            id,
-            state: now.state,
-            by: now.decided_by,
-            at: now.decided_at,
-        })
     }
 
     /// A reviewer's edit of the payload, made a new revision authored by them (its
@@ -1078,11 +1158,12 @@ impl Review {
             id: None,
             at: at.clone(),
             by: by.clone(),
-            action: "edit".into(),
-            subject: format!("draft:{id}"),
+            action: DecisionAction::Edit,
+            subject: Subject::Draft(id),
             note: note.clone(),
             outcome,
             detail: Value::Object(detail.clone()),
+            link: None,
         };
         let refuse = async |reason: String| -> Result<(), ReviewError> {
             let mut refused = detail.clone();
@@ -1181,9 +1262,18 @@ impl Review {
             .await?)
     }
 
+    /// The hash of the decision that put the draft where it is (see
+    /// [`QueueStore::decision_hash`]).
+    pub async fn decision_hash(&self, id: i64) -> Result<Option<String>, ReviewError> {
+        Ok(self.store.decision_hash(id).await?)
+    }
+
     /// The decisions made about a draft, oldest first.
     pub async fn decisions(&self, id: i64) -> Result<Vec<Decision>, ReviewError> {
-        Ok(self.store.decisions(Some(&format!("draft:{id}"))).await?)
+        Ok(self
+            .store
+            .decisions(Some(&Subject::Draft(id).text()))
+            .await?)
     }
 }
 

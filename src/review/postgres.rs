@@ -225,7 +225,7 @@ impl QueueStore for PostgresStore {
         let change = change.clone();
         let decision = decision.clone();
         let approval = change.approval.as_ref().map(Value::to_string);
-        let insert_decision = self.insert_decision_sql().to_owned();
+        let decisions = self.decision_sql().clone();
         self.write_transaction(move |tx| {
             Box::pin(async move {
                 // Keeps an earlier approval (and its revision) when rejecting or
@@ -252,7 +252,12 @@ impl QueueStore for PostgresStore {
                     )
                     .await?;
                 if changed > 0 {
-                    insert_decision_in(tx, &insert_decision, &decision).await?;
+                    let hash = insert_decision_in(tx, &decisions, &decision).await?;
+                    tx.execute(
+                        &format!("UPDATE {t}_drafts SET decision_hash = $2 WHERE id = $1"),
+                        &[&change.id, &hash],
+                    )
+                    .await?;
                 }
                 Ok(changed > 0)
             })
@@ -270,7 +275,7 @@ impl QueueStore for PostgresStore {
         let t = self.table().to_owned();
         let rev = rev.clone();
         let decision = decision.clone();
-        let insert_decision = self.insert_decision_sql().to_owned();
+        let decisions = self.decision_sql().clone();
         self.write_transaction(move |tx| {
             Box::pin(async move {
                 let moved = tx
@@ -303,7 +308,7 @@ impl QueueStore for PostgresStore {
                     ],
                 )
                 .await?;
-                insert_decision_in(tx, &insert_decision, &decision).await?;
+                insert_decision_in(tx, &decisions, &decision).await?;
                 Ok(Some(Submitted {
                     id,
                     revision,
@@ -313,6 +318,21 @@ impl QueueStore for PostgresStore {
             })
         })
         .await
+
+    }
+
+    async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
+        if !self.has_chain().await? {
+            return Ok(None);
+        }
+        let t = self.table();
+        let rows = self
+            .read(
+                &format!("SELECT decision_hash FROM {t}_drafts WHERE id = $1"),
+                &[&id],
+            )
+            .await?;
+        Ok(rows.first().and_then(|r| r.get(0)))
     }
 
     async fn mark_dispatched(

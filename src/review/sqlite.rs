@@ -169,7 +169,9 @@ impl QueueStore for SqliteStore {
                     change.approved_revision
                 ])?;
             if changed > 0 {
-                insert_decision(conn, &decision)?;
+                let hash = insert_decision(conn, &decision)?;
+                conn.prepare_cached("UPDATE send_once_drafts SET decision_hash = ?2 WHERE id = ?1")?
+                    .execute(params![change.id, hash])?;
             }
             Ok(changed > 0)
         })
@@ -216,6 +218,26 @@ impl QueueStore for SqliteStore {
                 state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
                 new_draft: false,
             }))
+        })
+        .await
+    }
+
+    async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
+        self.read_with(move |conn| {
+            // A ledger read without migrating may predate the column.
+            let has_column: i64 = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM pragma_table_info('send_once_drafts') \
+                     WHERE name = 'decision_hash'",
+                )?
+                .query_row([], |r| r.get(0))?;
+            if has_column == 0 {
+                return Ok(None);
+            }
+            conn.prepare_cached("SELECT decision_hash FROM send_once_drafts WHERE id = ?1")?
+                .query_row([id], |r| r.get::<_, Option<String>>(0))
+                .optional()
+                .map(Option::flatten)
         })
         .await
     }

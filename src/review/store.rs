@@ -84,8 +84,9 @@ pub trait QueueStore: Store {
     async fn set_check_failure(&self, id: i64, error: &str, at: &str) -> Result<(), StoreError>;
 
     /// Applies `change` only if draft `change.id` is still at `change.version`,
-    /// bumping the version, and then appends `decision`, in one transaction. True only
-    /// if the draft changed; when it did not, `decision` is not appended.
+    /// bumping the version, and then appends `decision` and keeps its hash on the draft
+    /// ([`QueueStore::decision_hash`]), in one transaction. True only if the draft
+    /// changed; when it did not, `decision` is not appended.
     async fn decide_draft(
         &self,
         change: &DraftChange,
@@ -106,6 +107,11 @@ pub trait QueueStore: Store {
         rev: &NewRevision,
         decision: &Decision,
     ) -> Result<Option<Submitted>, StoreError>;
+
+    /// The hash of the decision that put draft `id` where it is (its approval,
+    /// rejection or withdrawal), as kept on the draft; None before any, or on a draft
+    /// decided before the decision log was chained.
+    async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError>;
 
     /// Marks draft `id` dispatched with `outcome` at `at`, bumping its version, only if
     /// `revision` is still its current revision, it is approved or dispatched, and the

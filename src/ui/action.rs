@@ -33,6 +33,8 @@ pub enum Action {
     },
     CountsLoaded(Result<Census, String>),
     DecisionsLoaded(Result<Vec<Decision>, String>),
+    /// The whole decision log's hash chain, verified.
+    ChainChecked(Result<crate::ledger::chain::Report, String>),
     /// A draft with every revision (the queue holds only the current, previous and
     /// approved ones), asked for by `[` reaching past them.
     DraftLoaded {
@@ -92,6 +94,8 @@ pub enum Effect {
     LoadLedger(PageQuery),
     LoadCounts,
     LoadDecisions,
+    /// Verifies the decision log's hash chain (the whole log, not only the page shown).
+    CheckChain,
     /// The decisions about the selected item, for its history.
     LoadHistory(String),
     /// A draft with every revision.

@@ -27,6 +27,14 @@ pub use super::verify::{RowMark, Verified, Verifying};
 /// Rows of the ledger view loaded at a time.
 pub const LEDGER_PAGE: usize = 200;
 
+/// The newest decision of a loaded log: its id and hash.
+type Newest = (Option<i64>, Option<String>);
+
+/// A chain checked less than this long ago (ms) is checked again on a new load of the
+/// log only when the log's newest decision is another one; else at the next tick past
+/// it.
+pub const CHAIN_RECHECK_MS: i64 = 5_000;
+
 /// The newest decisions the Decisions view holds.
 pub const DECISIONS_SHOWN: usize = 2000;
 
@@ -94,6 +102,14 @@ pub struct App {
     pub unknown: Loaded<Vec<Entry>>,
     pub ledger: Loaded<Vec<Entry>>,
     pub decisions: Loaded<Vec<Decision>>,
+    /// What verifying the decision log's hash chain found, checked after loads of the
+    /// log (see [`CHAIN_RECHECK_MS`]).
+    pub chain: Loaded<crate::ledger::chain::Report>,
+    /// When the chain was last asked to be checked, and the log's newest decision (id
+    /// and hash) then.
+    chain_checked: Option<(i64, Option<Newest>)>,
+    /// The log was loaded since the chain was checked, too soon to check it again.
+    chain_owed: bool,
     pub counts: Option<Census>,
     /// Why the counts could not be had, when they could not.
     pub counts_error: Option<String>,
@@ -168,6 +184,9 @@ impl App {
             unknown: Loaded::Loading,
             ledger: Loaded::Loading,
             decisions: Loaded::Loading,
+            chain: Loaded::Loading,
+            chain_checked: None,
+            chain_owed: false,
             counts: None,
             counts_error: None,
             unreadable_pending: None,
@@ -539,6 +558,18 @@ impl App {
                 {
                     self.status = None;
                 }
+                if self.chain_owed
+                    && self
+                        .chain_checked
+                        .as_ref()
+                        .is_none_or(|(at, _)| now - at >= CHAIN_RECHECK_MS)
+                {
+                    self.chain_owed = false;
+                    if let Some((at, _)) = &mut self.chain_checked {
+                        *at = now;
+                    }
+                    effects.push(Effect::CheckChain);
+                }
                 effects
             }
             Action::Changed => {
@@ -576,6 +607,7 @@ impl App {
             | Action::LedgerLoaded { .. }
             | Action::CountsLoaded(_)
             | Action::DecisionsLoaded(_)
+            | Action::ChainChecked(_)
             | Action::HistoryLoaded { .. }
             | Action::DraftLoaded { .. }
                 if self.ledger_gone.is_some() =>
@@ -638,13 +670,22 @@ impl App {
                     .selected_decision()
                     .filter(|_| self.selected(View::Decisions) > 0)
                     .map(|d| d.id);
+                let verify = result.is_ok();
                 self.decisions = loaded(result);
                 if let Some(id) = keep
                     && let Some(i) = self.visible_decisions().iter().position(|d| d.id == id)
                 {
                     self.state_mut(View::Decisions).selected = i;
                 }
-                self.after_load()
+                let mut effects = self.after_load();
+                if verify {
+                    effects.extend(self.chain_due());
+                }
+                effects
+            }
+            Action::ChainChecked(result) => {
+                self.chain = loaded(result);
+                Vec::new()
             }
             Action::DraftLoaded { id, result } => {
                 match result {
@@ -977,6 +1018,30 @@ impl App {
 
     /// After a list arrived: keep every selection in range, and apply where the UI
     /// was asked to open, once what it needs has arrived.
+    /// Whether the log just loaded needs its chain checked now: the first load, a new
+    /// newest decision, or the last check long enough ago. Otherwise the check is owed,
+    /// and made at the first tick past [`CHAIN_RECHECK_MS`], so an edit deep in the log
+    /// shows within seconds without every change (every send) hashing the whole log.
+    fn chain_due(&mut self) -> Option<Effect> {
+        let newest = self
+            .decisions
+            .ready()
+            .and_then(|log| log.first())
+            .map(|d| (d.id, d.hash().map(str::to_owned)));
+        let due = self
+            .chain_checked
+            .as_ref()
+            .is_none_or(|(at, seen)| *seen != newest || self.now - at >= CHAIN_RECHECK_MS);
+        if due {
+            self.chain_checked = Some((self.now, newest));
+            self.chain_owed = false;
+            Some(Effect::CheckChain)
+        } else {
+            self.chain_owed = true;
+            None
+        }
+    }
+
     fn after_load(&mut self) -> Vec<Effect> {
         self.clamp();
         self.apply_start()
@@ -1581,7 +1646,7 @@ impl App {
                     choices.push(CopyChoice {
                         key: 's',
                         what: "subject",
-                        text: decision.subject.clone(),
+                        text: decision.subject.to_string(),
                     });
                 }
             }

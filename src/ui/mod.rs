@@ -392,6 +392,7 @@ fn load_kind(effect: &Effect) -> Option<&'static str> {
         Effect::LoadLedger(_) => Some("ledger"),
         Effect::LoadCounts => Some("counts"),
         Effect::LoadDecisions => Some("decisions"),
+        Effect::CheckChain => Some("chain"),
         Effect::LoadHistory(_) => Some("history"),
         Effect::LoadDraft(_) => Some("draft"),
         _ => None,
@@ -601,6 +602,7 @@ fn failed_load(action: Action, why: String) -> Action {
         },
         Action::CountsLoaded(_) => Action::CountsLoaded(Err(why)),
         Action::DecisionsLoaded(_) => Action::DecisionsLoaded(Err(why)),
+        Action::ChainChecked(_) => Action::ChainChecked(Err(why)),
         Action::DraftLoaded { id, .. } => Action::DraftLoaded {
             id,
             result: Err(why),
@@ -633,6 +635,7 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
         }
         Effect::LoadCounts => Action::CountsLoaded(counts(&backend.store).await),
         Effect::LoadDecisions => Action::DecisionsLoaded(newest_decisions(&backend.store).await),
+        Effect::CheckChain => Action::ChainChecked(check_chain(&backend.store).await),
         Effect::LoadDraft(id) => Action::DraftLoaded {
             id,
             result: match backend.review.clone() {
@@ -654,6 +657,14 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
         }
         _ => return None,
     })
+}
+
+/// Verifies the whole decision log's chain, hashing off the async threads.
+async fn check_chain(store: &Arc<dyn Store>) -> Result<crate::ledger::chain::Report, String> {
+    let log = store.decisions(None).await.map_err(|e| e.to_string())?;
+    tokio::task::spawn_blocking(move || crate::ledger::chain::verify(&log))
+        .await
+        .map_err(|e| format!("the check stopped: {e}"))
 }
 
 /// The newest decisions, newest first.

@@ -132,8 +132,8 @@ pub fn entry_matches(entry: &Entry, filter: &str) -> bool {
 pub fn decision_matches(decision: &Decision, filter: &str) -> bool {
     filter.is_empty()
         || decision.by.as_deref().is_some_and(|b| contains(b, filter))
-        || contains(&decision.action, filter)
-        || contains(&decision.subject, filter)
+        || contains(decision.action.as_str(), filter)
+        || contains(&decision.subject.text(), filter)
         || decision
             .note
             .as_deref()

@@ -769,10 +769,11 @@ pub async fn a_decision_on_a_changed_version_changes_nothing_and_logs_nothing(op
         at: "2026-09-28T12:00:00.000Z".into(),
         by: Some("dana".into()),
         action: "reject".into(),
-        subject: format!("draft:{id}"),
+        subject: format!("draft:{id}").into(),
         note: None,
         outcome: DecisionOutcome::Changed,
         detail: json!({"reason": "no"}),
+        link: None,
     };
     let change = DraftChange {
         id,

@@ -24,7 +24,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Transaction};
 
-use super::decision::Decision;
+use super::decision::{Decision, Link};
 use super::entry::{Entry, Status};
 use super::location::{LedgerLocation, PostgresUrl};
 use super::store::{
@@ -103,6 +103,12 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE TRIGGER {t}_revisions_no_change BEFORE UPDATE OR DELETE ON {t}_revisions
         FOR EACH ROW EXECUTE FUNCTION {t}_refuse_change('revisions are never changed');",
+    // 4: the decision log's hash chain (see `ledger::chain`), as in SQLite: each
+    // decision's previous hash and its own, empty on the decisions written before; and
+    // on a draft, the hash of the decision that put it where it is.
+    "ALTER TABLE {t}_decisions ADD COLUMN IF NOT EXISTS prev_hash TEXT;
+    ALTER TABLE {t}_decisions ADD COLUMN IF NOT EXISTS hash TEXT;
+    ALTER TABLE {t}_drafts ADD COLUMN IF NOT EXISTS decision_hash TEXT;",
 ];
 
 /// The schema this build writes. A ledger with a newer one is refused, not misread.
@@ -181,8 +187,45 @@ struct Statements {
     transition_lazy: String,
     get: String,
     read_back: String,
-    insert_decision: String,
+    decisions: DecisionSql,
     notify: String,
+}
+
+/// The statements that append to the decision log's hash chain, with the table's name
+/// in them.
+#[derive(Clone, Debug)]
+pub(crate) struct DecisionSql {
+    /// The advisory lock's name: every appender takes it in its transaction, so two
+    /// never read the same head.
+    lock: String,
+    last_chained: String,
+    after: String,
+    ids: String,
+    insert: String,
+}
+
+impl DecisionSql {
+    fn for_table(t: &str) -> DecisionSql {
+        DecisionSql {
+            lock: format!("send-once decisions {t}"),
+            last_chained: format!(
+                "SELECT id, hash FROM {t}_decisions WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1"
+            ),
+            after: format!(
+                "SELECT id, at, by, action, subject, note, outcome, detail FROM {t}_decisions \
+                 WHERE id > $1 ORDER BY id"
+            ),
+            ids: format!(
+                "SELECT nextval(pg_get_serial_sequence('{t}_decisions', 'id')) AS id \
+                 FROM generate_series(1, $1::int) ORDER BY id"
+            ),
+            insert: format!(
+                "INSERT INTO {t}_decisions \
+                 (id, at, by, action, subject, note, outcome, detail, prev_hash, hash) \
+                 OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            ),
+        }
+    }
 }
 
 impl Statements {
@@ -207,10 +250,7 @@ impl Statements {
             ),
             get: format!("SELECT entry FROM {t} WHERE key = $1"),
             read_back: format!("SELECT entry, claim_token FROM {t} WHERE key = $1"),
-            insert_decision: format!(
-                "INSERT INTO {t}_decisions (at, by, action, subject, note, outcome, detail) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)"
-            ),
+            decisions: DecisionSql::for_table(t),
             notify: format!("NOTIFY {t}"),
         }
     }
@@ -331,9 +371,9 @@ impl PostgresStore {
         &self.table
     }
 
-    /// The statement that appends a decision, with its seven parameters.
-    pub(crate) fn insert_decision_sql(&self) -> &str {
-        &self.sql.insert_decision
+    /// The statements that append a decision to the chain.
+    pub(crate) fn decision_sql(&self) -> &DecisionSql {
+        &self.sql.decisions
     }
 
     /// Runs `work` in one transaction that also notifies the ledger's channel, for the
@@ -821,8 +861,8 @@ impl PostgresStore {
         &self,
         tx: &Transaction<'_>,
         decision: &Decision,
-    ) -> Result<u64, tokio_postgres::Error> {
-        insert_decision_in(tx, &self.sql.insert_decision, decision).await
+    ) -> Result<String, tokio_postgres::Error> {
+        insert_decision_in(tx, &self.sql.decisions, decision).await
     }
 
     /// A compare-and-set on the stored entry's text; a transition into a new attempt
@@ -959,15 +999,20 @@ impl PostgresStore {
                     detail: format!("decision {id} has an unknown outcome {outcome:?}"),
                 }
             })?;
+        let hash: Option<String> = row.get(9);
         Ok(Decision {
             id: Some(id),
             at: row.get(1),
             by: row.get(2),
-            action: row.get(3),
-            subject: row.get(4),
+            action: row.get::<_, String>(3).into(),
+            subject: row.get::<_, String>(4).into(),
             note: row.get(5),
             outcome: parsed,
             detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+            link: hash.map(|hash| Link {
+                prev_hash: row.get(8),
+                hash,
+            }),
         })
     }
 
@@ -983,6 +1028,22 @@ impl PostgresStore {
 
     async fn has_decisions(&self) -> Result<bool, StoreError> {
         Ok(self.reach().await?.version >= 2)
+    }
+
+    /// Whether the ledger's schema has the decision log's hash chain (a ledger read
+    /// without migrating may not).
+    pub(crate) async fn has_chain(&self) -> Result<bool, StoreError> {
+        Ok(self.reach().await?.version >= 4)
+    }
+
+    /// The decision log's columns to select: a ledger read without migrating may
+    /// predate the chain's columns, and then its decisions have none.
+    async fn decision_columns(&self) -> Result<&'static str, StoreError> {
+        Ok(if self.reach().await?.version >= 4 {
+            "id, at, by, action, subject, note, outcome, detail, prev_hash, hash"
+        } else {
+            "id, at, by, action, subject, note, outcome, detail, NULL::text, NULL::text"
+        })
     }
 }
 
@@ -1245,31 +1306,14 @@ impl super::store::Store for PostgresStore {
     }
 
     async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
-        self.writable()?;
-        self.reach().await?;
-        let t = &self.table;
-        let detail = decision.detail.to_string();
-        // One statement, so the notification goes with the row's commit. An answer
-        // lost here is not tried again: the log would hold the decision twice.
-        let sql = format!(
-            "WITH logged AS ({insert} RETURNING id) SELECT pg_notify('{t}', '') FROM logged",
-            insert = self.sql.insert_decision
-        );
-        self.try_query(
-            &sql,
-            &[
-                &decision.at,
-                &decision.by,
-                &decision.action,
-                &decision.subject,
-                &decision.note,
-                &decision.outcome.as_str(),
-                &detail,
-            ],
-        )
+        // One transaction with the notification. An answer lost here is not tried
+        // again: the log would hold the decision twice.
+        let decision = decision.clone();
+        let sql = self.sql.decisions.clone();
+        self.write_transaction(move |tx| {
+            Box::pin(async move { insert_decision_in(tx, &sql, &decision).await.map(drop) })
+        })
         .await
-        .map_err(|f| self.failed(f))?;
-        Ok(())
     }
 
     async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
@@ -1277,10 +1321,11 @@ impl super::store::Store for PostgresStore {
             return Ok(Vec::new());
         }
         let t = &self.table;
+        let columns = self.decision_columns().await?;
         let rows = self
             .read(
                 &format!(
-                    "SELECT id, at, by, action, subject, note, outcome, detail FROM {t}_decisions \
+                    "SELECT {columns} FROM {t}_decisions \
                      WHERE ($1::text IS NULL OR subject = $1) ORDER BY id"
                 ),
                 &[&subject],
@@ -1296,8 +1341,9 @@ impl super::store::Store for PostgresStore {
         let t = &self.table;
         let needle = query.search.as_ref().map(|s| s.to_ascii_lowercase());
         let found = |column: &str| format!("strpos({}, $2) > 0", ascii_lower(column));
+        let columns = self.decision_columns().await?;
         let sql = format!(
-            "SELECT id, at, by, action, subject, note, outcome, detail FROM {t}_decisions \
+            "SELECT {columns} FROM {t}_decisions \
              WHERE ($1::text IS NULL OR subject = $1) \
              AND ($2::text IS NULL OR {} OR {} OR {} OR {} OR {}) \
              ORDER BY id DESC LIMIT $3 OFFSET $4",
@@ -1388,25 +1434,76 @@ impl super::store::Store for PostgresStore {
     }
 }
 
-/// Logs `decision` in `tx` with `insert` (the store's statement for its table): the
-/// one place a decision's fields are bound, for the ledger's writes and the queue's.
+/// Logs `decision` in `tx`, chained to the log's last decision (after a genesis when
+/// the log ends in decisions without hashes), and gives back its hash: the one place a
+/// decision's fields are bound, for the ledger's writes and the queue's. An advisory
+/// lock held to the end of `tx` keeps any other appender from reading the same head.
 pub(crate) async fn insert_decision_in(
     tx: &Transaction<'_>,
-    insert: &str,
+    sql: &DecisionSql,
     decision: &Decision,
-) -> Result<u64, tokio_postgres::Error> {
-    let detail = decision.detail.to_string();
-    tx.execute(
-        insert,
-        &[
-            &decision.at,
-            &decision.by,
-            &decision.action,
-            &decision.subject,
-            &decision.note,
-            &decision.outcome.as_str(),
-            &detail,
-        ],
-    )
-    .await
+) -> Result<String, tokio_postgres::Error> {
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&sql.lock])
+        .await?;
+    let last = tx.query_opt(&sql.last_chained, &[]).await?;
+    let (after, hash): (i64, Option<String>) = match &last {
+        Some(row) => (row.get(0), row.get(1)),
+        None => (0, None),
+    };
+    let unchained = tx
+        .query(&sql.after, &[&after])
+        .await?
+        .iter()
+        .map(|row| {
+            let outcome: String = row.get(6);
+            let detail: String = row.get(7);
+            Decision {
+                id: Some(row.get(0)),
+                at: row.get(1),
+                by: row.get(2),
+                action: row.get::<_, String>(3).into(),
+                subject: row.get::<_, String>(4).into(),
+                note: row.get(5),
+                // A word this build cannot read still pins the decision as written.
+                outcome: serde_json::from_value(serde_json::Value::String(outcome))
+                    .unwrap_or(super::DecisionOutcome::Refused),
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+                link: None,
+            }
+        })
+        .collect();
+    let head = super::chain::Head { hash, unchained };
+    let wanted = head.ids_needed() as i32;
+    let ids: Vec<i64> = tx
+        .query(&sql.ids, &[&wanted])
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let mut hash = String::new();
+    for logged in super::chain::to_append(&head, decision, &ids) {
+        let link = logged.link.clone().unwrap_or(Link {
+            prev_hash: None,
+            hash: String::new(),
+        });
+        let detail = logged.detail.to_string();
+        tx.execute(
+            &sql.insert,
+            &[
+                &logged.id,
+                &logged.at,
+                &logged.by,
+                &logged.action.as_str(),
+                &logged.subject.text().as_ref(),
+                &logged.note,
+                &logged.outcome.as_str(),
+                &detail,
+                &link.prev_hash,
+                &link.hash,
+            ],
+        )
+        .await?;
+        hash = link.hash;
+    }
+    Ok(hash)
 }

@@ -8,18 +8,22 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::{Row, clip, draw_list, draw_message, draw_scrolled, list_title, placeholder, safe};
-use crate::ledger::decision::{Decision, DecisionOutcome};
+use crate::ledger::decision::{Action as DecisionAction, Decision, DecisionOutcome, Subject};
 use crate::ui::app::{App, DECISIONS_SHOWN, short_key};
 use crate::ui::keymap::View;
+use crate::ui::state::Loaded;
 use crate::ui::theme::Theme;
+use unicode_width::UnicodeWidthStr;
 
 /// One line a person reads: "resolve by dana: changed (pending → failed) "note"".
 pub fn summary(d: &Decision) -> String {
-    let by = d.by.as_deref().unwrap_or(if d.action == "completed" {
-        "its own send"
-    } else {
-        "(unknown)"
-    });
+    let by =
+        d.by.as_deref()
+            .unwrap_or(if d.action == DecisionAction::Completed {
+                "its own send"
+            } else {
+                "(unknown)"
+            });
     let mut text = format!("{} by {by}: {}", d.action, d.outcome.as_str());
     if let Value::Object(detail) = &d.detail {
         let field = |n: &str| detail.get(n).and_then(Value::as_str);
@@ -51,13 +55,15 @@ fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
 /// What a decision is about as a person reads it: who and what (as the decision
 /// recorded them, else as the loaded lists know them), else the draft or short key.
 fn subject_text(app: &App, d: &Decision) -> String {
-    let who = crate::text::who_and_what(d.detail.as_object()).or_else(|| app.who_of(&d.subject));
-    let what = match d.subject.strip_prefix("draft:") {
-        Some(id) => format!("draft {id}"),
-        None => short_key(&d.subject),
+    let who =
+        crate::text::who_and_what(d.detail.as_object()).or_else(|| app.who_of(&d.subject.text()));
+    let what = match &d.subject {
+        Subject::Draft(id) => format!("draft {id}"),
+        Subject::Key(key) => short_key(key),
+        Subject::Log => "the log".to_owned(),
     };
     match who {
-        Some(who) if d.subject.starts_with("draft:") => format!("{what} {who}"),
+        Some(who) if d.subject.draft().is_some() => format!("{what} {who}"),
         Some(who) => who,
         None => what,
     }
@@ -101,7 +107,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                         "{:<room$} ",
                         clip(&safe(d.by.as_deref().unwrap_or("?")), room)
                     )),
-                    Span::raw(format!("{:<9} ", safe(&d.action))),
+                    Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
                     Span::styled(
                         format!("{:<9} ", d.outcome.as_str()),
                         outcome_style(theme, d.outcome),
@@ -114,8 +120,17 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         })
         .collect();
     draw_list(frame, theme, list, rows, state.selected, title);
+    draw_chain_line(frame, app, theme, list);
     if let Some(decision) = decisions.get(state.selected) {
-        let mut lines = vec![
+        let mut lines = Vec::new();
+        if let Some(broken) = app.chain.ready().and_then(|r| r.broken.as_ref()) {
+            lines.push(Line::from(Span::styled(
+                format!("chain BROKEN at {}", safe(&broken.message)),
+                theme.badge_warn(),
+            )));
+            lines.push(Line::from(""));
+        }
+        lines.extend([
             Line::from(Span::styled(
                 format!(
                     "#{} {}",
@@ -127,10 +142,10 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
             Line::from(safe(&summary(decision))),
             Line::from(format!(
                 "subject {} · {}",
-                safe(&decision.subject),
+                safe(&decision.subject.text()),
                 safe(&subject_text(app, decision))
             )),
-        ];
+        ]);
         if let Value::Object(detail) = &decision.detail {
             lines.push(Line::from(""));
             for (k, v) in detail {
@@ -143,4 +158,25 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         }
         draw_scrolled(frame, theme, detail, " Decision ", lines, app.detail_scroll);
     }
+}
+
+/// What verifying the hash chain found, on the list's bottom border at the left
+/// ("chain verified · 12 decisions · head 1a2b3c4d"), cut to the room beside the
+/// position; a broken chain's whole reason is atop the detail pane.
+fn draw_chain_line(frame: &mut Frame, app: &App, theme: &Theme, list: Rect) {
+    let (text, style) = match &app.chain {
+        Loaded::Loading => ("chain: checking…".to_owned(), theme.dim()),
+        Loaded::Failed(why) => (format!("chain not checked: {why}"), theme.badge_warn()),
+        Loaded::Ready(report) if report.intact() => (report.line(), theme.ok()),
+        Loaded::Ready(report) => (report.line(), theme.badge_warn()),
+    };
+    // The position (" 4/11 ↓2 more ") takes the right of the border; leave it room.
+    let room = usize::from(list.width).saturating_sub(2 + 24);
+    if room < 8 || list.height < 3 {
+        return;
+    }
+    let text = format!(" {} ", clip(&safe(&text), room.saturating_sub(2)));
+    let width = (UnicodeWidthStr::width(text.as_str()) as u16).min(list.width.saturating_sub(2));
+    let area = Rect::new(list.x + 1, list.y + list.height - 1, width, 1);
+    frame.render_widget(Line::from(Span::styled(text, style)), area);
 }
