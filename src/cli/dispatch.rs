@@ -106,6 +106,28 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 gates,
             ),
             Ok(refused) => {
+                let at = send_once::ledger::time::iso_from_millis(ledger.now())
+                    .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned());
+                if let Some(decision) = send_once::review::dispatch::refusal_decision(
+                    &refused,
+                    send_once::ledger::decision::Subject::Key(key.to_owned()),
+                    None,
+                    at,
+                ) {
+                    // The log belongs to a ledger: one a JSON Lines refusal would
+                    // otherwise leave a decisions file beside is made, empty, first.
+                    let logged = match ledger.store().make_empty().await {
+                        Ok(()) => ledger.store().append_decision(&decision).await,
+                        Err(e) => Err(e),
+                    };
+                    match logged {
+                        Ok(()) | Err(send_once::ledger::StoreError::Unsupported(_)) => {}
+                        Err(e) => eprintln!(
+                            "send-once: warning: the refusal could not be written to the decision log: {}",
+                            visible_inline(&e.to_string())
+                        ),
+                    }
+                }
                 if args.json
                     && let Some(json) = refused.refusal_json()
                 {

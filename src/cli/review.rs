@@ -1260,8 +1260,15 @@ fn show(args: &DraftShowArgs) -> Exit {
     if !decisions.is_empty() {
         out.push_str("\ndecisions:\n");
         for d in &decisions {
+            // A refusal says why, as the decision log does.
+            let why = match (&d.outcome, d.detail.get("reason").and_then(|r| r.as_str())) {
+                (send_once::ledger::DecisionOutcome::Refused, Some(reason)) => {
+                    format!(" ({})", visible_inline(reason))
+                }
+                _ => String::new(),
+            };
             out.push_str(&format!(
-                "  #{} {} {} by {}: {}{}\n",
+                "  #{} {} {} by {}: {}{why}{}\n",
                 d.id.unwrap_or_default(),
                 d.at,
                 d.action,

@@ -11,10 +11,58 @@ use serde_json::{Map, Value};
 
 use crate::approval::{self, DispatchError, DispatchRequest, Dispatched};
 use crate::ledger::canonical::{self, JsValue};
-use crate::ledger::{Ledger, Status};
+use crate::ledger::decision::{Action, Subject};
+use crate::ledger::{Decision, DecisionOutcome, Ledger, Status};
 use crate::provider::{Provider, SendOptions};
 
 use super::{Draft, DraftState, Review, ReviewError};
+
+/// The decision that records a dispatch refused because its approval no longer held
+/// (`expired`, `payload_changed`, `stale_facts`), about `subject` at `at`: the trail
+/// shows each time the tool said no, as it shows a person's refusals. None when the
+/// dispatch reached the ledger. Its detail is the refusal as Node reports it, with
+/// the draft's revision when there is one.
+pub fn refusal_decision<R>(
+    dispatched: &Dispatched<R>,
+    subject: Subject,
+    revision: Option<i64>,
+    at: String,
+) -> Option<Decision> {
+    let Value::Object(mut detail) = dispatched.refusal_json()? else {
+        return None;
+    };
+    if let Some(revision) = revision {
+        detail.insert("revision".into(), revision.into());
+    }
+    let reason = match dispatched {
+        Dispatched::Expired { expires_at, .. } => format!("the approval expired at {expires_at}"),
+        Dispatched::PayloadChanged { .. } => {
+            "the payload is not the one approved (its hash differs)".to_owned()
+        }
+        Dispatched::StaleFacts { changed, .. } => format!(
+            "facts changed since the approval: {}",
+            changed
+                .iter()
+                .map(|c| c.fact.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Dispatched::Ledger(_) => return None,
+    };
+    detail.insert("reason".into(), reason.into());
+    Some(Decision {
+        id: None,
+        at,
+        // The tool said no, not a person.
+        by: Some("send-once".to_owned()),
+        action: Action::Dispatch,
+        subject,
+        note: None,
+        outcome: DecisionOutcome::Refused,
+        detail: Value::Object(detail),
+        link: None,
+    })
+}
 
 /// Whether a draft can be dispatched, read before any provider is made.
 #[derive(Debug)]
@@ -144,6 +192,17 @@ impl Review {
         let dispatched =
             approval::dispatch_with(ledger, request, recheck, provider, options).await?;
         let mut notes = Vec::new();
+        if let Some(decision) = refusal_decision(
+            &dispatched,
+            Subject::Draft(id),
+            Some(draft.revision),
+            self.iso_now(),
+        ) && let Err(e) = self.store.append_decision(&decision).await
+        {
+            notes.push(format!(
+                "the refusal could not be written to the decision log: {e}"
+            ));
+        }
         if let Dispatched::Ledger(outcome) = &dispatched {
             let mut record = Map::new();
             record.insert("outcome".into(), outcome.name().into());

@@ -119,6 +119,15 @@ fn draft_decision(draft: &Draft, d: &Decision, timeline: &mut Timeline) {
             )
         }
         "withdraw" => (HistoryKind::Withdrawn, format!("withdrawn by {who}{note}")),
+        "edit" => {
+            let into = field(&detail, "toRevision")
+                .map(|to| format!(" into revision {to}"))
+                .unwrap_or_default();
+            (
+                HistoryKind::Other,
+                format!("edited revision {revision}{into} by {who}{note}"),
+            )
+        }
         other => (
             HistoryKind::Other,
             format!("{other} by {who}: {}{note}", d.outcome.as_str()),

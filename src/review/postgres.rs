@@ -318,7 +318,6 @@ impl QueueStore for PostgresStore {
             })
         })
         .await
-
     }
 
     async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
