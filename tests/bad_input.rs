@@ -419,3 +419,54 @@ fn a_zero_byte_ledger_is_an_empty_ledger_to_every_command() {
     let report = json_stdout(&o, "audit --json");
     assert_eq!(report["counts"]["sent"], 1);
 }
+
+/// A payload or facts file is a file or a pipe, and not endless (retest 20, E3): a
+/// device (`/dev/zero` was read into memory without end) or a file over 64 MiB is
+/// refused by name, before anything is read into the ledger.
+#[test]
+fn a_payload_or_facts_that_is_a_device_or_over_64_mib_is_refused() {
+    let dir = seeded();
+    let d = dir.path();
+    let big = tempfile::tempdir().unwrap();
+    let huge = big.path().join("huge.json");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(64 * 1024 * 1024 + 1).unwrap();
+    let huge = huge.display().to_string();
+    for (args, needle) in [
+        (
+            vec![
+                "draft",
+                "submit",
+                "L.db",
+                "--key",
+                KEY2,
+                "--payload",
+                "/dev/zero",
+            ],
+            "the payload /dev/zero is a device, not a file",
+        ),
+        (
+            vec!["draft", "submit", "L.db", "--key", KEY2, "--payload", &huge],
+            "is larger than 64 MiB",
+        ),
+        (
+            vec!["draft", "facts", "L.db", "1", "--facts", "/dev/urandom"],
+            "/dev/urandom is a device, not a file",
+        ),
+        (
+            vec![
+                "draft",
+                "edit",
+                "L.db",
+                "1",
+                "--payload",
+                "/dev/zero",
+                "--seen-revision",
+                "1",
+            ],
+            "the payload /dev/zero is a device, not a file",
+        ),
+    ] {
+        refused(d, &args, &[needle]);
+    }
+}

@@ -93,10 +93,20 @@ impl Queue {
         json_stdout(&o, "draft submit")["id"].to_string()
     }
 
-    /// `draft edit ID --payload FILE --by BY EXTRA...`.
+    /// `draft edit ID --payload FILE --by BY EXTRA...`, from the draft's current revision unless `extra` names one.
     fn edit(&self, id: &str, file: &str, by: &str, extra: &[&str]) -> Output {
         let mut args = vec!["draft", "edit", self.l(), id, "--payload", file, "--by", by];
         args.extend_from_slice(extra);
+        let current;
+        if !extra.contains(&"--seen-revision") {
+            let shown = run(&["draft", "show", self.l(), id, "--json"]);
+            current = if shown.status.success() {
+                json_stdout(&shown, "draft show --json")["revision"].to_string()
+            } else {
+                "1".to_owned()
+            };
+            args.extend_from_slice(&["--seen-revision", &current]);
+        }
         run(&args)
     }
 
@@ -401,6 +411,9 @@ fn bad_input_is_refused_and_changes_nothing() {
             args.extend(["--by", "dana"]);
         }
         args.extend(extra.iter().map(String::as_str));
+        if !extra.iter().any(|a| a == "--seen-revision") {
+            args.extend(["--seen-revision", "1"]);
+        }
         let o = run(&args);
         expect_exit(&o, 2, &format!("draft edit {args:?}"));
         for want in &expect {
@@ -727,4 +740,70 @@ fn of_reviewers_editing_one_revision_at_once_one_wins_on_postgres() {
         "{}?table=racing_edits",
         cluster.url()
     )));
+}
+
+/// An edit names the revision it starts from, so it never replaces one the reviewer
+/// did not see (retest 20, E2, E5, E6): without `--seen-revision` it is refused before
+/// anything is read from the ledger; with a revision the draft never had it says so;
+/// refused because the agent added a revision meanwhile, it is logged against the
+/// revision the reviewer edited.
+#[test]
+fn an_edit_must_name_the_revision_it_starts_from_and_is_logged_against_it() {
+    let q = Queue::sqlite();
+    let id = q.submit(
+        "pay-cy",
+        &json!({"to": "cy@example.com", "body": "pay 100 EUR"}),
+        "agent",
+    );
+    let mine = q.write(
+        "mine.json",
+        r#"{"to":"cy@example.com","body":"pay 100 EUR. Kind regards"}"#,
+    );
+    let before = q.shown_without_decisions(&id);
+
+    let o = run(&[
+        "draft",
+        "edit",
+        q.l(),
+        &id,
+        "--payload",
+        &mine,
+        "--by",
+        "dana",
+    ]);
+    expect_exit(&o, 2, "draft edit without --seen-revision");
+    assert!(
+        stderr(&o).contains("draft edit needs --seen-revision N"),
+        "{}",
+        stderr(&o)
+    );
+    let o = q.edit(&id, &mine, "dana", &["--seen-revision", "5"]);
+    expect_exit(&o, 2, "draft edit --seen-revision 5");
+    assert!(
+        stderr(&o).contains(&format!(
+            "draft {id} has no revision 5 (it is at revision 1)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(q.shown_without_decisions(&id), before, "nothing changed");
+    assert!(q.edits(&id).is_empty(), "neither is a decision");
+
+    // The agent fixes the amount while dana edits revision 1.
+    q.submit(
+        "pay-cy",
+        &json!({"to": "cy@example.com", "body": "pay 120 EUR"}),
+        "agent",
+    );
+    let o = q.edit(&id, &mine, "dana", &["--seen-revision", "1"]);
+    expect_exit(&o, 2, "a stale edit");
+    let shown = q.show(&id);
+    assert_eq!(shown["revision"], 2);
+    assert_eq!(shown["payload"]["body"], "pay 120 EUR", "{shown}");
+    let edits = q.edits(&id);
+    assert_eq!(edits.len(), 1, "{edits:#?}");
+    assert_eq!(edits[0]["outcome"], "refused");
+    assert_eq!(edits[0]["detail"]["revision"], 1, "{}", edits[0]);
+    assert_eq!(edits[0]["detail"]["fromRevision"], 1);
+    assert!(edits[0]["detail"].get("payloadHashBefore").is_none());
 }

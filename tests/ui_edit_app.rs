@@ -79,6 +79,7 @@ fn e_opens_the_payload_as_shown_and_its_save_is_judged_on_the_draft_as_shown() {
         effects,
         vec![Effect::SaveEdit {
             id: 7,
+            key: "k-7".into(),
             revision: 2,
             version: 3,
             payload: "{\"body\":\"Hello\"}".into(),
@@ -94,6 +95,7 @@ fn an_edit_refused_as_not_json_is_opened_again_against_the_version_it_began_from
     let mut app = app();
     app.update(Action::Done(Outcome::EditNotSaved {
         id: 7,
+        key: "k-7".into(),
         revision: 2,
         version: 3,
         why: "the payload is not JSON: line 1, column 9: unexpected end of input".into(),
@@ -184,6 +186,7 @@ fn the_file_an_edit_is_kept_in_stays_on_the_status_line() {
     let mut app = app();
     app.update(Action::Done(Outcome::EditNotSaved {
         id: 7,
+        key: "k-7".into(),
         revision: 2,
         version: 3,
         why: "draft 7 changed while you were editing it (revision 3 was added by agent at T), so the edit was not saved: look at the draft again; your edit is kept in /tmp/x.json".into(),
@@ -200,4 +203,49 @@ fn the_file_an_edit_is_kept_in_stays_on_the_status_line() {
         app.kept_edits.is_empty(),
         "it is in the file, not kept here"
     );
+}
+
+/// A kept edit opens again only on the draft it was made for: not on another draft
+/// that has the same id in a file opened at the path since (another ledger's draft 7,
+/// another recipient), and not once another file is opened at all (the edit is in a
+/// file of its own by then, named when it was refused).
+#[test]
+fn a_kept_edit_never_opens_for_another_draft_with_the_same_id() {
+    let kept = || Outcome::EditNotSaved {
+        id: 7,
+        key: "k-7".into(),
+        revision: 2,
+        version: 3,
+        why: "the payload is not JSON: line 1, column 9: unexpected end of input".into(),
+        kept: Some("{\"body\":\"Pay 100\"".into()),
+    };
+    let opened_text = |effects: Vec<Effect>| match effects.as_slice() {
+        [Effect::Edit { text, .. }] => text.clone(),
+        other => panic!("e did not open the editor: {other:?}"),
+    };
+
+    // Another draft 7 in the list (another key): e opens its own payload.
+    let mut ui = app();
+    ui.update(Action::Done(kept()));
+    let mut other = queued_draft(7, "k-other", NOW.into());
+    other.revisions = vec![Revision {
+        revision: 1,
+        payload: r#"{"to":"mallory@example.com","body":"Wire 9999"}"#.into(),
+        payload_hash: "h9".into(),
+        facts: Default::default(),
+        submitted_at: NOW.into(),
+        submitted_by: Some("agent".into()),
+    }];
+    ui.update(Action::ApprovalsLoaded(Ok(vec![other.clone()])));
+    let text = opened_text(press(&mut ui, 'e'));
+    assert!(text.contains("Wire 9999"), "{text}");
+    assert!(!text.contains("Pay 100"), "{text}");
+
+    // The same draft, but another file opened at the path: the kept edit is let go.
+    let mut ui = app();
+    ui.update(Action::Done(kept()));
+    assert!(opened_text(press(&mut ui, 'e')).contains("Pay 100"));
+    ui.update(Action::Done(kept()));
+    ui.update(Action::LedgerBack { reopened: true });
+    assert!(ui.kept_edits.is_empty());
 }

@@ -361,22 +361,53 @@ pub fn display_path(path: &std::path::Path) -> String {
     }
 }
 
-/// Reads a file argument, `-` meaning stdin, as UTF-8 text.
+/// The most a file argument (a payload, facts) may hold. A payload is an e-mail or a
+/// message, not a disk image: past this it is refused rather than read into memory
+/// without end (`--payload /dev/zero`).
+pub const MAX_FILE_ARG_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a file argument, `-` meaning stdin, as UTF-8 text: a regular file or a pipe
+/// (`<(jq …)`), never a device or a directory, and at most [`MAX_FILE_ARG_BYTES`].
 pub fn read_text_arg(path: &std::path::Path, what: &str) -> Result<String, String> {
-    let bytes = if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-            .map_err(|e| format!("cannot read the {what} from stdin: {e}"))?;
-        buf
-    } else {
-        std::fs::read(path).map_err(|e| {
-            if path.is_dir() {
-                format!("the {what} {} is a directory, not a file", path.display())
-            } else {
-                format!("cannot read the {what} {}: {e}", path.display())
-            }
-        })?
+    use std::io::Read as _;
+    use std::os::unix::fs::FileTypeExt as _;
+    let too_big = || {
+        format!(
+            "the {what} {} is larger than {} MiB; send-once does not take one that large",
+            display_path(path),
+            MAX_FILE_ARG_BYTES / (1024 * 1024)
+        )
     };
+    let mut buf = Vec::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin()
+            .take(MAX_FILE_ARG_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("cannot read the {what} from stdin: {e}"))?;
+    } else {
+        let kind = std::fs::metadata(path)
+            .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))?
+            .file_type();
+        if kind.is_dir() {
+            return Err(format!(
+                "the {what} {} is a directory, not a file",
+                path.display()
+            ));
+        }
+        if !(kind.is_file() || kind.is_fifo()) {
+            return Err(format!(
+                "the {what} {} is a device, not a file",
+                path.display()
+            ));
+        }
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_FILE_ARG_BYTES + 1).read_to_end(&mut buf))
+            .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))?;
+    }
+    if buf.len() as u64 > MAX_FILE_ARG_BYTES {
+        return Err(too_big());
+    }
+    let bytes = buf;
     String::from_utf8(bytes).map_err(|e| {
         format!(
             "the {what} {} is not UTF-8 text (invalid byte at offset {})",

@@ -298,7 +298,9 @@ pub struct EditArgs {
     /// Why, for the decision log
     #[arg(long)]
     pub note: Option<String>,
-    /// Edit only if this is still the current revision (the one you edited)
+    /// The revision your edit starts from (`draft show` prints it): the edit is refused,
+    /// and kept, if the draft has moved on since. Required, so that an edit never
+    /// replaces a revision you did not see
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seen_revision: Option<String>,
     /// Print {"id", "key", "changed", "revision", "fromRevision", "state", "by", "payloadHash", "diff"} as JSON
@@ -516,7 +518,10 @@ pub fn draft(command: &DraftCommand) -> Exit {
 /// `--seen-revision`'s number, or why it is not one.
 fn seen_revision(text: Option<&str>) -> Result<Option<i64>, String> {
     let Some(text) = text else {
-        return Ok(None);
+        return Err(
+            "draft edit needs --seen-revision N, the revision your edit starts from (`send-once draft show LEDGER ID` prints it), so that it never replaces a revision you did not see; nothing was changed"
+                .to_owned(),
+        );
     };
     match text.trim().parse::<i64>() {
         Ok(n) if n >= 1 => Ok(Some(n)),

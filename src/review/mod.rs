@@ -586,6 +586,18 @@ pub enum ReviewError {
         /// The current revision.
         now: i64,
     },
+    /// An edit said it began from a revision the draft never had.
+    #[error(
+        "draft {id} has no revision {asked} (it is at revision {now}); look at it with `send-once draft show`. Nothing was changed"
+    )]
+    NoSuchRevision {
+        /// The draft.
+        id: i64,
+        /// The revision the edit named.
+        asked: i64,
+        /// The current revision.
+        now: i64,
+    },
     /// The draft is no longer open: rejected, withdrawn or dispatched.
     #[error("draft {id} is {}{}; it cannot be {verb}", .state.as_str(), decided(.by, .at))]
     Closed {
@@ -1165,8 +1177,8 @@ impl Review {
             detail: Value::Object(detail.clone()),
             link: None,
         };
-        let refuse = async |reason: String| -> Result<(), ReviewError> {
-            let mut refused = detail.clone();
+        let refuse = async |base: &Map<String, Value>, reason: String| -> Result<(), ReviewError> {
+            let mut refused = base.clone();
             refused.insert("payloadHashAfter".into(), hash.clone().into());
             refused.insert("reason".into(), reason.into());
             self.store
@@ -1174,11 +1186,34 @@ impl Review {
                 .await?;
             Ok(())
         };
+        if let Some(asked) = seen_revision
+            && asked > draft.revision
+        {
+            return Err(ReviewError::NoSuchRevision {
+                id,
+                asked,
+                now: draft.revision,
+            });
+        }
         let stale = seen_revision.is_some_and(|r| r != draft.revision)
             || seen_version.is_some_and(|v| v != draft.version);
         if stale {
             let what = what_changed(&draft, seen_revision.unwrap_or(draft.revision));
-            refuse(format!("changed since the edit began: {what}")).await?;
+            // Logged against the revision the edit began from, not the one that came
+            // in meanwhile (whose hash is not what the reviewer edited).
+            let mut seen_detail = detail.clone();
+            if let Some(seen) = seen_revision {
+                seen_detail.insert("revision".into(), seen.into());
+                seen_detail.insert("fromRevision".into(), seen.into());
+                if seen != draft.revision {
+                    seen_detail.remove("payloadHashBefore");
+                }
+            }
+            refuse(
+                &seen_detail,
+                format!("changed since the edit began: {what}"),
+            )
+            .await?;
             return Err(ReviewError::EditedMeanwhile {
                 id,
                 what,
@@ -1186,7 +1221,7 @@ impl Review {
             });
         }
         if !draft.state.is_open() {
-            refuse(format!("the draft is {}", draft.state.as_str())).await?;
+            refuse(&detail, format!("the draft is {}", draft.state.as_str())).await?;
             return Err(ReviewError::Closed {
                 id,
                 state: draft.state,
@@ -1235,7 +1270,7 @@ impl Review {
         // Someone changed it between our read and our write: say who, log ours.
         let now = self.head(id).await?;
         let what = what_changed(&now, draft.revision);
-        refuse(format!("someone changed the draft first: {what}")).await?;
+        refuse(&detail, format!("someone changed the draft first: {what}")).await?;
         Err(ReviewError::EditedMeanwhile {
             id,
             what,

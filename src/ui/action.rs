@@ -157,6 +157,9 @@ pub enum Effect {
     /// `version` (as it was when the edit began).
     SaveEdit {
         id: i64,
+        /// The draft's send key when the edit began: a kept edit opens again only on
+        /// the draft with this key.
+        key: String,
         revision: i64,
         version: i64,
         payload: String,
@@ -213,6 +216,7 @@ pub enum Outcome {
     /// draft moved on it is in a file the reason names instead, and `kept` is None.
     EditNotSaved {
         id: i64,
+        key: String,
         revision: i64,
         version: i64,
         why: String,

@@ -49,6 +49,9 @@ pub const WORKING: &str = "Working… (writing to the ledger)";
 /// again, judged against the draft as it was when the edit began.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptEdit {
+    /// The draft's send key when the edit began: the edit is never opened for another
+    /// draft that has the same id (in a file opened since).
+    pub key: String,
     pub revision: i64,
     pub version: i64,
     pub text: String,
@@ -584,8 +587,10 @@ impl App {
             Action::LedgerBack { reopened } => {
                 let was_gone = self.ledger_gone.take().is_some();
                 if reopened {
-                    // Answers were about the entries of the file no longer opened.
+                    // Answers were about the entries of the file no longer opened, and
+                    // so were the edits kept for another try (each is in a file too).
                     self.verifying.answers.clear();
+                    self.kept_edits.clear();
                     self.overlay_stale = self.overlay_stale
                         || matches!(self.overlay, Some(Overlay::Form(_) | Overlay::Confirm(_)));
                     self.say(
@@ -771,7 +776,9 @@ impl App {
             return Vec::new();
         };
         let id = draft.id;
-        if let Some(kept) = self.kept_edits.get(&id) {
+        if let Some(kept) = self.kept_edits.get(&id)
+            && kept.key == draft.key
+        {
             return vec![Effect::Edit {
                 id,
                 revision: kept.revision,
@@ -819,6 +826,20 @@ impl App {
                 return Vec::new();
             }
         };
+        // The app's state is still the one `e` was pressed in: the UI waited for the
+        // editor, so the draft is the one the edit began from.
+        let Some(key) = self
+            .approvals
+            .ready()
+            .and_then(|drafts| drafts.iter().find(|d| d.id == id))
+            .map(|d| d.key.clone())
+        else {
+            self.say(
+                &format!("Draft {id} is no longer listed; your edit was not saved."),
+                false,
+            );
+            return Vec::new();
+        };
         let (text, not_text) = match String::from_utf8(bytes) {
             Ok(text) => (text, None),
             Err(e) => (
@@ -830,6 +851,7 @@ impl App {
             app.kept_edits.insert(
                 id,
                 KeptEdit {
+                    key: key.clone(),
                     revision,
                     version,
                     text,
@@ -857,6 +879,7 @@ impl App {
         self.say(WORKING, true);
         vec![Effect::SaveEdit {
             id,
+            key,
             revision,
             version,
             payload: text,
@@ -880,6 +903,7 @@ impl App {
             }
             Outcome::EditNotSaved {
                 id,
+                key,
                 revision,
                 version,
                 kept,
@@ -889,6 +913,7 @@ impl App {
                     self.kept_edits.insert(
                         *id,
                         KeptEdit {
+                            key: key.clone(),
                             revision: *revision,
                             version: *version,
                             text: text.clone(),

@@ -557,21 +557,42 @@ fn refused_all(effect: &Effect, why: String) -> Outcome {
         // The edited text goes back with the refusal, for the next `e`.
         Effect::SaveEdit {
             id,
+            key,
             revision,
             version,
             payload,
             ..
-        } => Outcome::EditNotSaved {
-            id: *id,
-            revision: *revision,
-            version: *version,
-            why: why.trim_end_matches('.').to_owned(),
-            kept: Some(payload.clone()),
-        },
+        } => not_saved_edit(*id, key, *revision, *version, why, payload),
         other => Outcome::Refused {
             subject: subject_of(other),
             why,
         },
+    }
+}
+
+/// An edit that could not be saved, kept twice: for the next `e` on the same draft,
+/// and in an owner-only file named in `why`, so that quitting (or another file
+/// opened at the path) never loses it.
+fn not_saved_edit(
+    id: i64,
+    key: &str,
+    revision: i64,
+    version: i64,
+    why: String,
+    payload: &str,
+) -> Outcome {
+    let why = why.trim_end_matches('.');
+    let why = match editor::keep_edit(id, payload) {
+        Ok(path) => format!("{why}; your edit is also kept in {}", path.display()),
+        Err(e) => format!("{why}; your edit could not be kept in a file ({e})"),
+    };
+    Outcome::EditNotSaved {
+        id,
+        key: key.to_owned(),
+        revision,
+        version,
+        why,
+        kept: Some(payload.to_owned()),
     }
 }
 
@@ -776,6 +797,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
         }
         Effect::SaveEdit {
             id,
+            key,
             revision,
             version,
             payload,
@@ -784,7 +806,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
             let Some(review) = review else {
                 return refused(no_queue());
             };
-            save_edit(&review, id, revision, version, payload, by).await
+            save_edit(&review, id, &key, revision, version, payload, by).await
         }
         Effect::Resolve {
             key,
@@ -835,6 +857,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
 async fn save_edit(
     review: &Review,
     id: i64,
+    key: &str,
     revision: i64,
     version: i64,
     payload: String,
@@ -851,6 +874,7 @@ async fn save_edit(
     };
     let not_saved = |why: String, kept: Option<String>| Outcome::EditNotSaved {
         id,
+        key: key.to_owned(),
         revision,
         version,
         why,
@@ -884,7 +908,7 @@ async fn save_edit(
                 Some(payload),
             ),
         },
-        Err(e) => not_saved(e.to_string(), Some(payload)),
+        Err(e) => not_saved_edit(id, key, revision, version, e.to_string(), &payload),
     }
 }
 
