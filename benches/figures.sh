@@ -57,7 +57,7 @@ for bench in "${benches[@]}"; do
       exit 1
     fi
     BLOCK="$out/$bench.md" NAME="$bench" perl -0pi -e '
-      BEGIN { local $/; open my $f, "<", $ENV{BLOCK} or die "$!"; $new = <$f>; chomp $new; }
+      BEGIN { local $/; open my $f, "<", $ENV{BLOCK} or die "$!"; $new = <$f>; $new =~ s/\n\z//; }
       s/<!-- figures:\Q$ENV{NAME}\E begin -->.*?<!-- figures:\Q$ENV{NAME}\E end -->/$new/s
         or die "no block for $ENV{NAME}\n";
     ' README.md

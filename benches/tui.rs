@@ -1366,7 +1366,7 @@ fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize, drafts: u6
     if !summary.is_empty() {
         println!();
         println!(
-            "Summary: {}. From the code: the Approvals view loads every open draft (the queue: {drafts} here, whatever the ledger's size) and the Ledger view one page of 200 entries, both from indexes; the Unknown view loads every pending entry, so memory grows with the number of unknown sends (not with the ledger); the header's count per status reads the whole (status, claimed_at) index, so time grows a little with the ledger; and the SQLite loads share one reader connection, so they run one after another. A JSON Lines ledger has no index: the counts, the page and the unknown list share one read of the whole file, so its time and memory grow with the file. Figures are for a warm page cache (the files were just generated or read).",
+            "Summary: {}. From the code: the Approvals view loads every open draft (the queue: {drafts} here, whatever the ledger's size) and the Ledger view one page of 200 entries, both from indexes; the Unknown view loads every pending entry, so memory grows with the number of unknown sends (not with the ledger); the header's count per status reads the whole (status, claimed_at) index, so time grows a little with the ledger; the SQLite loads run on two reader connections, two at a time, and the pending rows are read once for the Unknown view and the header. A JSON Lines ledger has no index: the counts, the page and the unknown list share one read of the whole file, so its time and memory grow with the file. Figures are for a warm page cache (the files were just generated or read).",
             summary.join(". "),
         );
     }
