@@ -14,6 +14,7 @@ mod log;
 mod mail;
 mod out_file;
 mod output;
+mod policy;
 mod reconcile;
 mod resolve;
 mod review;
@@ -116,6 +117,9 @@ enum Command {
     Reject(review::RejectArgs),
     /// Print a draft's stored approval JSON.
     Approval(review::ApprovalArgs),
+    /// Print the ledger's approval policy, or set it: how many distinct people must approve a new draft, per channel or for all.
+    #[command(after_help = policy::POLICY_HELP)]
+    Policy(policy::PolicyArgs),
     /// Send an approved draft at most once, if its approval still holds.
     #[command(after_help = EXIT_CODES)]
     Dispatch(review::DispatchArgs),
@@ -173,6 +177,7 @@ pub fn main() -> ExitCode {
         Command::Reject(args) => review::reject(&args),
         Command::Approval(args) => review::approval(&args),
         Command::Dispatch(args) => review::dispatch(&args),
+        Command::Policy(args) => policy::policy(&args),
         Command::Key(args) => keys::key(&args),
         Command::Hash(args) => keys::hash(&args),
         Command::Init(args) => init::init(&args),
@@ -251,6 +256,7 @@ impl Command {
             Command::Reject(a) => a.json,
             Command::Approval(a) => a.json,
             Command::Dispatch(a) => a.json,
+            Command::Policy(a) => a.json,
             Command::Key(a) => a.json,
             Command::Hash(a) => a.json,
             Command::Init(a) => a.json,

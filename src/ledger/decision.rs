@@ -60,12 +60,15 @@ pub enum Action {
     Takeover,
     /// Where the hash chain starts, pinning the decisions written before it.
     Genesis,
+    /// A person set the ledger's approval policy (how many approvers, whether a
+    /// revision's author may be one), about the log itself.
+    Policy,
     /// A word this build does not know, kept as written.
     Other(String),
 }
 
 impl Action {
-    const KNOWN: [Action; 10] = [
+    const KNOWN: [Action; 11] = [
         Action::Resolve,
         Action::Reset,
         Action::Approve,
@@ -76,6 +79,7 @@ impl Action {
         Action::Confirm,
         Action::Takeover,
         Action::Genesis,
+        Action::Policy,
     ];
 
     /// The word as stored.
@@ -91,6 +95,7 @@ impl Action {
             Action::Confirm => "confirm",
             Action::Takeover => "takeover",
             Action::Genesis => "genesis",
+            Action::Policy => "policy",
             Action::Other(word) => word,
         }
     }
