@@ -926,6 +926,19 @@ impl App {
                 revision,
                 expires_at,
             } => format!("Approved draft {id} (revision {revision}) until {expires_at}."),
+            Outcome::Voted {
+                id,
+                revision,
+                so_far,
+                missing,
+            } => format!(
+                "Your approval of draft {id} (revision {revision}) is recorded: {so_far}; {} before it can be sent.",
+                if *missing == 1 {
+                    "one more person must approve it".to_owned()
+                } else {
+                    format!("{missing} more people must approve it")
+                }
+            ),
             Outcome::Rejected { id } => format!("Rejected draft {id}."),
             Outcome::Rechecked { id, summary } => format!("Rechecked draft {id}: {summary}."),
             Outcome::Resolved { key, status } => format!(
@@ -1464,6 +1477,54 @@ impl App {
             self.say("No draft selected.", false);
             return;
         };
+        // What the store would refuse, said before the form opens: the form's name is
+        // the screen's, so the store still judges whatever name is typed.
+        let tally = draft.tally(self.now);
+        let author = draft.current().and_then(|r| r.submitted_by.as_deref());
+        if !draft.quorum.self_approval && author == Some(self.by.as_str()) {
+            self.say(
+                &format!(
+                    "{} wrote revision {} of draft {}; a second person must approve it.",
+                    crate::text::visible_inline(&self.by),
+                    draft.revision,
+                    draft.id
+                ),
+                false,
+            );
+            return;
+        }
+        if draft.needs_quorum() {
+            if tally.complete {
+                self.say(
+                    &format!(
+                        "Draft {} is already approved {} of {} (by {}).",
+                        draft.id,
+                        tally.required,
+                        tally.required,
+                        crate::text::visible_inline(&tally.names().join(", "))
+                    ),
+                    false,
+                );
+                return;
+            }
+            if tally.votes.iter().any(|v| v.by == self.by) {
+                self.say(
+                    &format!(
+                        "You ({}) already approved revision {} ({}); a second person must approve it.",
+                        crate::text::visible_inline(&self.by),
+                        draft.revision,
+                        tally.label()
+                    ),
+                    false,
+                );
+                return;
+            }
+        }
+        let quorum = draft.needs_quorum().then(|| crate::ui::forms::QuorumShown {
+            approved: tally.votes.len() as i64,
+            required: tally.required,
+            approvers: tally.names().join(", "),
+        });
         let drift = draft.drift();
         let expired = draft.approval_expired(self.now).then(|| {
             format!(
@@ -1473,6 +1534,7 @@ impl App {
             )
         });
         let kind = FormKind::Approve {
+            quorum,
             expired,
             id: draft.id,
             revision: draft.revision,
