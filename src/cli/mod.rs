@@ -104,14 +104,14 @@ enum Command {
     /// A removed key has no record left, so a later run for it sends again: choose a
     /// duration longer than anything might retry.
     Gc(entries::GcArgs),
-    /// Print the decision log: every resolve, reset, approve, reject, withdraw and edit, and each send a provider check confirmed or took over, with who, when and what came of it; `decisions verify` checks its hash chain.
+    /// Print the decision log: every resolve, reset, approve, reject, withdraw, edit and policy, and each send a provider check confirmed or took over, with who, when and what came of it; `decisions verify` checks its hash chain.
     Decisions(entries::DecisionsArgs),
     /// The review queue: submit drafts, edit them, push or recheck their facts, withdraw, show.
     #[command(subcommand)]
     Draft(review::DraftCommand),
     /// List the drafts waiting for review, oldest first, with their changes and fact drift.
     Approvals(review::ApprovalsArgs),
-    /// Approve a draft's current revision: prints (or writes) the approval JSON.
+    /// Approve a draft's current revision: prints (or writes) the approval JSON; for a draft that needs several approvers, only the last of them gets it.
     Approve(review::ApproveArgs),
     /// Reject a draft, with the reason.
     Reject(review::RejectArgs),
