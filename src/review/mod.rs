@@ -951,21 +951,31 @@ pub fn judge(
     let (state, approval, reason) = match asked.verdict {
         Verdict::Approve { ttl, .. } => {
             let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
+            // Whoever wrote any revision of the draft (its submitter, an editor, an
+            // agent resubmitting) shaped what is approved, so none of them may be one
+            // of its approvers unless the rule allows; names compare as one person.
             if !draft.quorum.self_approval
-                && let (Some(by), Some(author)) = (asked.by, current.submitted_by.as_deref())
-                && by == author
+                && let Some(by) = asked.by
+                && let Some((revision, author)) = draft
+                    .revisions
+                    .iter()
+                    .rev()
+                    .filter_map(|r| Some((r.revision, r.submitted_by.as_deref()?)))
+                    .chain(draft.submitted_by.as_deref().map(|a| (1, a)))
+                    .find(|(_, author)| quorum::same_person(by, author))
             {
-                let verb = if current.revision == 1 || draft.submitted_by.as_deref() == Some(by) {
-                    "submitted"
+                let verb = if revision == 1 { "submitted" } else { "edited" };
+                let who = if by == author {
+                    by.to_owned()
                 } else {
-                    "edited"
+                    format!("{by} (the same name as {author})")
                 };
                 return refused(
-                    format!("{by} {verb} revision {}: self-approval", current.revision),
+                    format!("{who} {verb} revision {revision}: self-approval"),
                     ReviewError::SelfApproval {
                         id,
-                        by: by.to_owned(),
-                        revision: current.revision,
+                        by: who,
+                        revision,
                         verb,
                     },
                 );
@@ -1001,12 +1011,17 @@ pub fn judge(
                         },
                     );
                 }
-                if let Some(earlier) = tally.votes.iter().find(|v| v.by == by) {
+                if let Some(earlier) = tally.votes.iter().find(|v| quorum::same_person(&v.by, by)) {
+                    let who = if earlier.by == by {
+                        by.to_owned()
+                    } else {
+                        format!("{by} (the same name as {})", earlier.by)
+                    };
                     return refused(
-                        format!("{by} already approved revision {}", draft.revision),
+                        format!("{who} already approved revision {}", draft.revision),
                         ReviewError::ApprovedTwice {
                             id,
-                            by: by.to_owned(),
+                            by: who,
                             revision: draft.revision,
                             at: earlier.at.clone(),
                             so_far: tally.label(),
@@ -1072,6 +1087,29 @@ pub fn judge(
         },
         detail,
     })
+}
+
+/// The channel a new draft's key was made from: the meta's channel when its channel,
+/// to, intent (and window) make the key, else unknown (a key given as is), with the
+/// channel the meta claims.
+fn channel_of<'a>(key: &str, meta: Option<&'a Map<String, Value>>) -> quorum::Channel<'a> {
+    let claimed = meta.and_then(|m| m.get("channel")).and_then(Value::as_str);
+    let Some(meta) = meta else {
+        return quorum::Channel::Unknown(None);
+    };
+    let mut fields = Map::new();
+    for name in ["channel", "to", "intent", "window"] {
+        if let Some(value) = meta.get(name) {
+            fields.insert(name.into(), value.clone());
+        }
+    }
+    match (
+        claimed,
+        crate::ledger::key::send_key_from_json(&Value::Object(fields)),
+    ) {
+        (Some(channel), Ok(made)) if made == key => quorum::Channel::Known(channel),
+        _ => quorum::Channel::Unknown(claimed),
+    }
 }
 
 /// Why a change judged on `before` did not apply, now that the draft is `now`: a new
@@ -1152,13 +1190,13 @@ impl Review {
         if let Some(n) = submission.approvals {
             quorum::check_approvals(n).map_err(ReviewError::Policy)?;
         }
-        let channel = submission
-            .meta
-            .as_ref()
-            .and_then(|m| m.get("channel"))
-            .and_then(Value::as_str);
-        let rule = quorum::rule_for(&self.store.policies().await?, channel, submission.approvals)
-            .map_err(ReviewError::Policy)?;
+        let channel = channel_of(&submission.key, submission.meta.as_ref());
+        let rule = quorum::rule_for(
+            &self.store.policies().await?,
+            &channel,
+            submission.approvals,
+        )
+        .map_err(ReviewError::Policy)?;
         let hash = canonical::hash_payload(&parsed);
         let now = self.iso_now();
         let facts = Value::Object(submission.facts.clone()).to_string();
@@ -1196,6 +1234,8 @@ impl Review {
         by: Option<String>,
     ) -> Result<Policy, ReviewError> {
         quorum::check_approvals(approvals).map_err(ReviewError::Policy)?;
+        // Stored as the key reads a channel, so " SMS " is the policy of `sms` drafts.
+        let channel = channel.map(|c| quorum::normalise_channel(&c));
         let before = self
             .store
             .policies()
@@ -1330,7 +1370,15 @@ impl Review {
         note: Option<String>,
         seen_version: Option<i64>,
     ) -> Result<Draft, ReviewError> {
-        let mut draft = self.head(id).await?;
+        // An approval is judged against every revision's author, not only the current's.
+        let approving = matches!(verdict, Verdict::Approve { .. });
+        let load = async |id| {
+            self.store
+                .load_draft(id, approving)
+                .await?
+                .ok_or(ReviewError::NoDraft(id))
+        };
+        let mut draft = load(id).await?;
         let now_ms = self.now();
         let at = self.iso_now();
         let mut seen = seen_version;
@@ -1392,7 +1440,7 @@ impl Review {
             if won {
                 return self.draft(id).await;
             }
-            let now = self.head(id).await?;
+            let now = load(id).await?;
             let votes_only = matches!(verdict, Verdict::Approve { .. })
                 && now.revision == draft.revision
                 && now.only_votes_since(draft.version);

@@ -101,13 +101,35 @@ pub struct Rule {
 /// enough, as before quorums: asking for several is asking for separate people.
 pub fn rule_for(
     policies: &[Policy],
-    channel: Option<&str>,
+    channel: &Channel<'_>,
     asked: Option<i64>,
 ) -> Result<Rule, String> {
-    let policy = channel
-        .and_then(|c| policies.iter().find(|p| p.channel.as_deref() == Some(c)))
-        .or_else(|| policies.iter().find(|p| p.channel.is_none()))
-        .cloned();
+    let default = || policies.iter().find(|p| p.channel.is_none());
+    let of = |c: &str| {
+        policies
+            .iter()
+            .find(|p| p.channel.as_deref().is_some_and(|p| same_channel(p, c)))
+    };
+    let policy = match channel {
+        Channel::Known(c) => of(c).or_else(default),
+        // The key was not made from a channel the ledger can read, so any channel
+        // the draft claims is only a claim: the ledger-wide default holds (raised by
+        // the claimed channel's policy, when that asks for more); with no default,
+        // the strictest policy the ledger has, never none.
+        Channel::Unknown(claimed) => {
+            let candidates: Vec<&Policy> = match default() {
+                Some(d) => std::iter::once(d).chain(claimed.and_then(of)).collect(),
+                None => claimed
+                    .and_then(of)
+                    .map(|p| vec![p])
+                    .unwrap_or_else(|| policies.iter().collect()),
+            };
+            candidates
+                .into_iter()
+                .max_by_key(|p| (p.approvals, !p.self_approval))
+        }
+    }
+    .cloned();
     match policy {
         Some(policy) => {
             if let Some(asked) = asked
@@ -134,6 +156,51 @@ pub fn rule_for(
             })
         }
     }
+}
+
+/// A new draft's channel, as far as the ledger can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel<'a> {
+    /// Its send key was made from this channel (with its `to` and `intent`).
+    Known(&'a str),
+    /// Its key was given as is: the channel its meta names, if any, is a claim.
+    Unknown(Option<&'a str>),
+}
+
+/// The channel as the send key reads it (trimmed and lower-cased), so a policy set
+/// for `payments` holds for a draft keyed on `PAYMENTS `.
+pub fn normalise_channel(channel: &str) -> String {
+    crate::ledger::key::js_trim(channel).to_lowercase()
+}
+
+/// Two spellings of a channel are one for a policy when the key makes them one, or
+/// when they are one to a reader ([`identity`]): a policy errs toward holding.
+pub fn same_channel(a: &str, b: &str) -> bool {
+    normalise_channel(a) == normalise_channel(b) || identity(a) == identity(b)
+}
+
+/// Who a name is, for "the author cannot approve" and "one person counts once": the
+/// name without invisible and control characters, trimmed, its runs of white space one
+/// space, NFKC, lower-cased, then its UTS #39 confusable skeleton, so `Agent`,
+/// ` agent`, a zero-width space, a Cyrillic `а` or a fullwidth `ａ` are not someone new.
+/// Names are stored as typed; only comparisons use this.
+pub fn identity(name: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    use unicode_security::confusable_detection::skeleton;
+    let visible: String = name
+        .chars()
+        .filter(|c| !crate::text::is_suspicious(*c))
+        .collect();
+    let nfkc: String = visible.nfkc().collect();
+    let spaced = nfkc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let folded = spaced.to_lowercase();
+    let skeleton: String = skeleton(&folded).collect();
+    skeleton.to_lowercase().nfkc().collect()
+}
+
+/// Whether `a` and `b` name one person ([`identity`]).
+pub fn same_person(a: &str, b: &str) -> bool {
+    identity(a) == identity(b)
 }
 
 /// "channel email" or "every channel", for messages.
@@ -230,7 +297,8 @@ impl Draft {
     /// "approved 1 of 2" while a draft that needs several approvers does not have
     /// them all for its current revision; None otherwise.
     pub fn quorum_label(&self, now_ms: i64) -> Option<String> {
-        if !self.needs_quorum() {
+        // A rejected or withdrawn draft is that, not a tally.
+        if !self.needs_quorum() || !self.state.is_open() {
             return None;
         }
         let tally = self.tally(now_ms);
@@ -287,7 +355,7 @@ impl Draft {
     /// Who approved so far and what is left, as a person reads it: "approved 1 of 2
     /// (dana at T); one more needed". None for a draft that needs one approver.
     pub fn quorum_text(&self, now_ms: i64) -> Option<String> {
-        if !self.needs_quorum() {
+        if !self.needs_quorum() || !self.state.is_open() {
             return None;
         }
         let tally = self.tally(now_ms);

@@ -1480,13 +1480,22 @@ impl App {
         // What the store would refuse, said before the form opens: the form's name is
         // the screen's, so the store still judges whatever name is typed.
         let tally = draft.tally(self.now);
-        let author = draft.current().and_then(|r| r.submitted_by.as_deref());
-        if !draft.quorum.self_approval && author == Some(self.by.as_str()) {
+        let same = |name: &str| crate::review::quorum::same_person(name, &self.by);
+        let wrote = draft
+            .revisions
+            .iter()
+            .rev()
+            .find(|r| r.submitted_by.as_deref().is_some_and(same))
+            .map(|r| r.revision)
+            .or_else(|| draft.submitted_by.as_deref().is_some_and(same).then_some(1));
+        if !draft.quorum.self_approval
+            && let Some(revision) = wrote
+        {
             self.say(
                 &format!(
                     "{} wrote revision {} of draft {}; a second person must approve it.",
                     crate::text::visible_inline(&self.by),
-                    draft.revision,
+                    revision,
                     draft.id
                 ),
                 false,
@@ -1507,7 +1516,7 @@ impl App {
                 );
                 return;
             }
-            if tally.votes.iter().any(|v| v.by == self.by) {
+            if tally.votes.iter().any(|v| same(&v.by)) {
                 self.say(
                     &format!(
                         "You ({}) already approved revision {} ({}); a second person must approve it.",
