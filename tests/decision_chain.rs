@@ -286,6 +286,10 @@ fn make_pre_chain(path: &Path) {
          ALTER TABLE send_once_decisions DROP COLUMN prev_hash;
          ALTER TABLE send_once_decisions DROP COLUMN hash;
          ALTER TABLE send_once_drafts DROP COLUMN decision_hash;
+         DROP TABLE send_once_votes;
+         DROP TABLE send_once_policy;
+         ALTER TABLE send_once_drafts DROP COLUMN approvals_required;
+         ALTER TABLE send_once_drafts DROP COLUMN self_approval;
          CREATE TRIGGER send_once_decisions_no_update BEFORE UPDATE ON send_once_decisions
          BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
          CREATE TRIGGER send_once_decisions_no_delete BEFORE DELETE ON send_once_decisions

@@ -57,6 +57,10 @@ fn hostile() -> String {
     text
 }
 
+/// Who decides in the corpus's flow: `--by` holding the corpus is refused (a name must
+/// read as what it is, so one person cannot pass for two), which the end checks.
+const WHO: &str = "Zoë \"ops\" <o'brien> & co";
+
 /// The characters the corpus must never get through raw.
 fn is_raw(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
@@ -352,7 +356,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
                 &pending_keys[0],
                 "sent",
                 "--by",
-                &h,
+                WHO,
                 "--note",
                 &h,
                 // A typed provider id is held to one plain line, as run holds a reply
@@ -364,7 +368,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
         );
         c.both(
             &format!("reset {ledger}"),
-            &["reset", ledger, &pending_keys[1], "--by", &h, "--note", &h],
+            &["reset", ledger, &pending_keys[1], "--by", WHO, "--note", &h],
             Json::Holding,
         );
         c.both(
@@ -498,7 +502,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
             "--meta",
             &meta,
             "--by",
-            &h,
+            WHO,
         ];
         let text = output(&args);
         c.check(&format!("draft submit {n}"), &text, Json::No);
@@ -532,16 +536,16 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
     let (drift, garbage_id, plain) = (&drafts[0], &drafts[1], &drafts[2]);
     c.check(
         "approve drift",
-        &output(&["approve", l, drift, "--by", &h, "--note", &h]),
+        &output(&["approve", l, drift, "--by", WHO, "--note", &h]),
         Json::Holding,
     );
     c.both("approval drift", &["approval", l, drift], Json::Holding);
     c.check(
         "approve drift --json (decided already)",
-        &output(&["approve", l, drift, "--by", &h, "--json"]),
+        &output(&["approve", l, drift, "--by", WHO, "--json"]),
         Json::Parses,
     );
-    let approve_plain = output(&["approve", l, plain, "--by", &h, "--json"]);
+    let approve_plain = output(&["approve", l, plain, "--by", WHO, "--json"]);
     c.check("approve plain --json", &approve_plain, Json::Holding);
     c.both(
         "approvals after approving",
@@ -559,7 +563,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
     assert_eq!(stale["outcome"], "stale_facts", "{stale}");
     c.check(
         "approve garbage",
-        &output(&["approve", l, garbage_id, "--by", &h]),
+        &output(&["approve", l, garbage_id, "--by", WHO]),
         Json::Holding,
     );
     let (garbage_text, _) = c.both(
@@ -585,11 +589,11 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
     // The second (--json) reject is refused: it is rejected already.
     c.both(
         "reject",
-        &["reject", l, garbage_id, "--reason", &h, "--by", &h],
+        &["reject", l, garbage_id, "--reason", &h, "--by", WHO],
         Json::Parses,
     );
     let reject_json = output(&[
-        "reject", l, &drafts[3], "--reason", &h, "--by", &h, "--json",
+        "reject", l, &drafts[3], "--reason", &h, "--by", WHO, "--json",
     ]);
     c.check("reject --json", &reject_json, Json::Holding);
     c.both(
@@ -609,7 +613,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
     );
     c.both(
         "draft withdraw",
-        &["draft", "withdraw", l, drift, "--by", &h, "--note", &h],
+        &["draft", "withdraw", l, drift, "--by", WHO, "--note", &h],
         Json::Parses,
     );
 
@@ -645,10 +649,22 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
     );
     c.both("a bad flag value", &["ls", l, "--status", &h], Json::No);
     c.both("an unknown command", &[&h], Json::No);
+    let (text, _) = c.both(
+        "approve by a name holding the corpus",
+        &["approve", l, &drafts[3], "--by", &h],
+        Json::Parses,
+    );
+    assert_eq!(
+        code(&text),
+        2,
+        "a hostile --by is refused: {}",
+        stderr(&text)
+    );
     c.both(
         "approve of a missing draft",
         &["approve", missing, "1", "--by", &h],
-        Json::Holding,
+        // The hostile --by is refused before the ledger is opened, its name shown marked.
+        Json::Parses,
     );
 
     assert!(

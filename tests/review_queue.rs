@@ -1796,12 +1796,26 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
     );
     expect_exit(&refused, 2, "a key with escapes");
     assert!(!refused.stderr.contains(&0x1b), "{:?}", stderr(&refused));
-    let odd = draft_id(&q.submit(
+    // A name holding escapes is refused (one person must not pass for two), its
+    // refusal marked; the draft's odd text is then its reason.
+    let plain = q.write("payload-plain.json", &json!({"note": "plain"}).to_string());
+    let named = at(
         T0,
-        "odd-key",
-        &json!({"note": "plain"}),
-        &["--by", "agent\u{1b}[2J\u{202e}"],
-    ));
+        &[
+            "draft",
+            "submit",
+            q.l(),
+            "--key",
+            "odd-key",
+            "--payload",
+            &plain,
+            "--by",
+            "agent\u{1b}[2J\u{202e}",
+        ],
+    );
+    expect_exit(&named, 2, "a --by with escapes");
+    assert!(!named.stderr.contains(&0x1b), "{:?}", stderr(&named));
+    let odd = draft_id(&q.submit(T0, "odd-key", &json!({"note": "plain"}), &["--by", "agent"]));
     expect_exit(
         &at(
             T0 + MIN,
@@ -1812,7 +1826,7 @@ fn untrusted_payload_text_never_reaches_the_terminal_raw() {
                 "--reason",
                 "no\u{1b}[8m\u{202e}",
                 "--by",
-                "rev\u{1b}[1m",
+                "rev",
             ],
         ),
         0,

@@ -525,6 +525,7 @@ fn approve_opens_a_form_with_defaults_and_the_cursor_in_note() {
             suspicious: false,
             drifted: false,
             unchecked: false,
+            quorum: None,
             expired: None,
         }
     );
@@ -700,6 +701,7 @@ fn a_suspicious_draft_needs_y_not_enter() {
             suspicious: true,
             drifted: false,
             unchecked: false,
+            quorum: None,
             expired: None,
         }
     );

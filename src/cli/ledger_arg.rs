@@ -120,13 +120,36 @@ pub fn open_ledger(location: &LedgerLocation, access: Access) -> Result<Ledger, 
 
 /// `--by`, when given, must name someone: an empty name (an unset shell variable)
 /// would record a decision nobody made.
+///
+/// A name (from `--by` or `$SEND_ONCE_USER`) must also read as what it is: control,
+/// escape, bidi or invisible characters would let one person pass for two among an
+/// approval's names, and a comma would blur the list `approvedBy` makes of them.
 pub fn check_by(by: Option<&str>) -> Result<(), String> {
-    match by {
-        Some(name) if name.trim().is_empty() => Err(format!(
-            "--by {name:?} names nobody: give the name of the person deciding, or leave it out to use the current user"
-        )),
-        _ => Ok(()),
+    let (flag, name) = match by {
+        Some(name) if name.trim().is_empty() => {
+            return Err(format!(
+                "--by {name:?} names nobody: give the name of the person deciding, or leave it out to use the current user"
+            ));
+        }
+        Some(name) => ("--by", name.to_owned()),
+        None => match std::env::var("SEND_ONCE_USER") {
+            Ok(name) if !name.trim().is_empty() => ("SEND_ONCE_USER", name),
+            _ => return Ok(()),
+        },
+    };
+    if name.chars().any(send_once::text::is_suspicious) {
+        return Err(format!(
+            "{flag} {} holds control, escape, bidi or invisible characters; give the person's name as it is read, nothing was changed",
+            send_once::text::visible_inline(&name)
+        ));
     }
+    if name.contains(',') {
+        return Err(format!(
+            "{flag} {} holds a comma, which separates approvers' names in an approval; give one person's name, nothing was changed",
+            send_once::text::visible_inline(&name)
+        ));
+    }
+    Ok(())
 }
 
 /// A duration flag's value in milliseconds. A negative one gets a message of its own

@@ -14,6 +14,7 @@ mod log;
 mod mail;
 mod out_file;
 mod output;
+mod policy;
 mod reconcile;
 mod resolve;
 mod review;
@@ -103,19 +104,22 @@ enum Command {
     /// A removed key has no record left, so a later run for it sends again: choose a
     /// duration longer than anything might retry.
     Gc(entries::GcArgs),
-    /// Print the decision log: every resolve, reset, approve, reject, withdraw and edit, and each send a provider check confirmed or took over, with who, when and what came of it; `decisions verify` checks its hash chain.
+    /// Print the decision log: every resolve, reset, approve, reject, withdraw, edit and policy, and each send a provider check confirmed or took over, with who, when and what came of it; `decisions verify` checks its hash chain.
     Decisions(entries::DecisionsArgs),
     /// The review queue: submit drafts, edit them, push or recheck their facts, withdraw, show.
     #[command(subcommand)]
     Draft(review::DraftCommand),
     /// List the drafts waiting for review, oldest first, with their changes and fact drift.
     Approvals(review::ApprovalsArgs),
-    /// Approve a draft's current revision: prints (or writes) the approval JSON.
+    /// Approve a draft's current revision: prints (or writes) the approval JSON; for a draft that needs several approvers, only the last of them gets it.
     Approve(review::ApproveArgs),
     /// Reject a draft, with the reason.
     Reject(review::RejectArgs),
     /// Print a draft's stored approval JSON.
     Approval(review::ApprovalArgs),
+    /// Print the ledger's approval policy, or set it: how many distinct people must approve a new draft, per channel or for all.
+    #[command(after_help = policy::POLICY_HELP)]
+    Policy(policy::PolicyArgs),
     /// Send an approved draft at most once, if its approval still holds.
     #[command(after_help = EXIT_CODES)]
     Dispatch(review::DispatchArgs),
@@ -173,6 +177,7 @@ pub fn main() -> ExitCode {
         Command::Reject(args) => review::reject(&args),
         Command::Approval(args) => review::approval(&args),
         Command::Dispatch(args) => review::dispatch(&args),
+        Command::Policy(args) => policy::policy(&args),
         Command::Key(args) => keys::key(&args),
         Command::Hash(args) => keys::hash(&args),
         Command::Init(args) => init::init(&args),
@@ -251,6 +256,7 @@ impl Command {
             Command::Reject(a) => a.json,
             Command::Approval(a) => a.json,
             Command::Dispatch(a) => a.json,
+            Command::Policy(a) => a.json,
             Command::Key(a) => a.json,
             Command::Hash(a) => a.json,
             Command::Init(a) => a.json,

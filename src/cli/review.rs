@@ -202,6 +202,9 @@ pub struct SubmitArgs {
     /// Who submits it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
+    /// Distinct people who must approve it, 1 to 10 (default: the ledger's policy for its channel, else 1; never fewer than the policy)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub approvals: Option<String>,
     /// Print {"id", "key", "revision", "state", "newDraft"} as JSON
     #[arg(long)]
     pub json: bool,
@@ -422,7 +425,7 @@ pub struct DispatchArgs {
 
 /// Opens the queue of an SQLite ledger that must exist. `Access::ReadOnly` for what
 /// only looks.
-fn open_review(
+pub(super) fn open_review(
     location: &LedgerLocation,
     access: Access,
 ) -> Result<(Review, Arc<dyn QueueStore>), Exit> {
@@ -476,7 +479,7 @@ fn review_problem(e: ReviewError) -> (Exit, Problem) {
 }
 
 /// Runs `work` against the queue; any error is exit 2.
-fn with_review<T>(
+pub(super) fn with_review<T>(
     location: &LedgerLocation,
     access: Access,
     work: impl AsyncFnOnce(&Review) -> Result<T, ReviewError>,
@@ -599,6 +602,7 @@ fn edit(args: &EditArgs) -> Exit {
             revision,
             state,
             payload_hash,
+            voided,
         } => {
             let diff = draft.as_ref().and_then(|d| {
                 let before = d.revision_of(from)?;
@@ -624,7 +628,13 @@ fn edit(args: &EditArgs) -> Exit {
                     "diff".into(),
                     serde_json::to_value(&diff).unwrap_or(Value::Null),
                 );
+                if !voided.is_empty() {
+                    out.insert("voided".into(), voided.clone().into());
+                }
                 print_json(&Value::Object(out));
+                if let Some(text) = voided_text(&voided, from) {
+                    note(format!("draft {id}: {text}"));
+                }
                 return Exit::Ok;
             }
             let after = if state == DraftState::Approved {
@@ -636,6 +646,9 @@ fn edit(args: &EditArgs) -> Exit {
                 "Draft {id}: revision {revision} by {}, needs approval{after}.\n",
                 visible_inline(by.as_deref().unwrap_or("?"))
             );
+            if let Some(text) = voided_text(&voided, from) {
+                out.push_str(&format!("{}{}.\n", text[..1].to_uppercase(), &text[1..]));
+            }
             if let Some(diff) = &diff {
                 out.push_str(&format!(
                     "changed since revision {from} ({}):\n",
@@ -680,6 +693,33 @@ fn edit_refused(e: ReviewError, args: &EditArgs, payload: &str) -> Exit {
     fail_with(exit, problem)
 }
 
+/// A `--meta` channel that is not the one the key is made from would put the draft
+/// under another channel's approval policy than its send's: refused.
+fn check_meta_channel(
+    key: &super::keys::KeyChoice,
+    meta: Option<&Map<String, Value>>,
+) -> Result<(), String> {
+    let derived = key.derived_from();
+    let (Some(Value::String(made)), Some(claimed)) =
+        (derived.get("channel"), meta.and_then(|m| m.get("channel")))
+    else {
+        return Ok(());
+    };
+    match claimed {
+        Value::String(claimed)
+            if send_once::review::quorum::normalise_channel(claimed.as_str())
+                == send_once::review::quorum::normalise_channel(made.as_str()) =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "--meta's channel {} is not --channel {}: the key is made from --channel, and the approval policy follows it; leave channel out of --meta, nothing was queued",
+            visible_inline(&claimed.to_string()),
+            visible_inline(made.as_str())
+        )),
+    }
+}
+
 /// Everything a submission needs, checked before the ledger is opened.
 fn submission(args: &SubmitArgs) -> Result<Submission, String> {
     check_by(args.by.as_deref())?;
@@ -706,7 +746,13 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
             Some(words)
         }
     };
-    let meta = args.key.with_derived(parse_meta(args.meta.as_deref())?);
+    let meta = parse_meta(args.meta.as_deref())?;
+    check_meta_channel(&args.key, meta.as_ref())?;
+    let meta = args.key.with_derived(meta);
+    let approvals = match args.approvals.as_deref() {
+        None => None,
+        Some(text) => Some(super::policy::approvals_flag(text)?),
+    };
     Ok(Submission {
         key,
         payload,
@@ -714,6 +760,7 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
         recheck,
         meta,
         by: by_or_default(args.by.as_deref()),
+        approvals,
     })
 }
 
@@ -741,10 +788,22 @@ fn submit(args: &SubmitArgs) -> Exit {
         out.insert("revision".into(), submitted.revision.into());
         out.insert("state".into(), submitted.state.as_str().into());
         out.insert("newDraft".into(), submitted.new_draft.into());
+        // Only where a quorum is involved: a one-approver draft's answer is unchanged.
+        if submitted.required > 1 {
+            out.insert("approvalsRequired".into(), submitted.required.into());
+        }
+        if !submitted.voided.is_empty() {
+            out.insert("voided".into(), submitted.voided.clone().into());
+        }
         print_json(&Value::Object(out));
     } else if submitted.new_draft {
         print_stdout(&format!("{}\n", submitted.id));
-        note(format!("draft {} queued for review", submitted.id));
+        let needs = if submitted.required > 1 {
+            format!("; it needs {} distinct approvers", submitted.required)
+        } else {
+            String::new()
+        };
+        note(format!("draft {} queued for review{needs}", submitted.id));
     } else {
         print_stdout(&format!("{}\n", submitted.id));
         let after = if submitted.state == DraftState::Approved {
@@ -757,7 +816,29 @@ fn submit(args: &SubmitArgs) -> Exit {
             submitted.id, submitted.revision
         ));
     }
+    if let Some(voided) = voided_text(&submitted.voided, submitted.revision - 1) {
+        note(format!("draft {}: {voided}", submitted.id));
+    }
     Exit::Ok
+}
+
+/// "voided 1 approval (dana) of revision 1; revision 2 needs its own", or None when
+/// nothing was voided.
+fn voided_text(voided: &[String], revision: i64) -> Option<String> {
+    if voided.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = voided
+        .iter()
+        .map(|n| visible_inline(n).into_owned())
+        .collect();
+    Some(format!(
+        "voided {} approval{} ({}) of revision {revision}; revision {} needs its own",
+        voided.len(),
+        if voided.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        revision + 1
+    ))
 }
 
 fn facts(args: &FactsArgs) -> Exit {
@@ -916,6 +997,54 @@ pub fn approve(args: &ApproveArgs) -> Exit {
             draft.id
         ));
     }
+    let now = clock()();
+    if draft.needs_quorum() {
+        let tally = draft.tally(now);
+        let names: Vec<String> = tally
+            .names()
+            .iter()
+            .map(|n| visible_inline(n).into_owned())
+            .collect();
+        if !tally.complete {
+            // A vote short of the number: recorded, and no approval exists yet, so
+            // none is printed or written.
+            if args.json {
+                let mut out = Map::new();
+                out.insert("id".into(), draft.id.into());
+                out.insert("revision".into(), draft.revision.into());
+                out.insert("approval".into(), Value::Null);
+                out.insert(
+                    "quorum".into(),
+                    draft.quorum_json(now).unwrap_or(Value::Null),
+                );
+                print_json(&Value::Object(out));
+            }
+            note(format!(
+                "draft {}: your approval is recorded, {} of revision {} ({}); {} before it can be sent, so there is no approval JSON yet{}",
+                draft.id,
+                tally.label(),
+                draft.revision,
+                names.join(", "),
+                match tally.missing() {
+                    1 => "one more person must approve it".to_owned(),
+                    n => format!("{n} more people must approve it"),
+                },
+                if args.out.is_some() {
+                    " (nothing was written to --out)"
+                } else {
+                    ""
+                }
+            ));
+            return Exit::Ok;
+        }
+        note(format!(
+            "draft {}: approved {} of {} by {}",
+            draft.id,
+            tally.votes.len(),
+            tally.required,
+            names.join(", ")
+        ));
+    }
     let drift = draft.drift();
     if matches!(
         drift.status,
@@ -988,11 +1117,18 @@ pub fn approval(args: &ApprovalArgs) -> Exit {
         }
         None => fail(
             Exit::Failed,
-            format!(
-                "draft {} has no approval (it is {})",
-                draft.id,
-                draft.state.as_str()
-            ),
+            match draft.quorum_text(clock()()) {
+                Some(progress) => format!(
+                    "draft {} has no approval yet: {}",
+                    draft.id,
+                    visible_inline(&progress)
+                ),
+                None => format!(
+                    "draft {} has no approval (it is {})",
+                    draft.id,
+                    draft.state.as_str()
+                ),
+            },
         ),
     }
 }
@@ -1169,6 +1305,9 @@ fn show(args: &DraftShowArgs) -> Exit {
     let mut out = String::new();
     let state = if draft.sent_elsewhere() || draft.approval_expired(now) {
         draft.state_label(now)
+    } else if let (Some(partial), false) = (draft.quorum_label(now), draft.edited_after_approval())
+    {
+        partial
     } else {
         draft.state_text()
     };
@@ -1190,6 +1329,11 @@ fn show(args: &DraftShowArgs) -> Exit {
     }
     if let Some(line) = approval_line(&draft, now) {
         out.push_str(&format!("approval  {}\n", visible_inline(&line)));
+    }
+    if draft.state.is_open()
+        && let Some(progress) = draft.quorum_text(now)
+    {
+        out.push_str(&format!("approvals {}\n", visible_inline(&progress)));
     }
     if let Some(meta) = &draft.meta {
         for (k, v) in meta {
@@ -1362,15 +1506,18 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                 );
             }
             Ok(Prepared::NotApproved(draft)) => {
-                return refuse(
-                    args.json,
-                    "approval_missing",
-                    &draft,
-                    format!(
+                let message = match draft.quorum_text(clock()()) {
+                    Some(progress) => format!(
+                        "not sent: draft {} is not approved: {}",
+                        draft.id,
+                        visible_inline(&progress)
+                    ),
+                    None => format!(
                         "draft {} has no approval; approve it first (send-once approve {} {})",
                         draft.id, args.ledger, draft.id
                     ),
-                );
+                };
+                return refuse(args.json, "approval_missing", &draft, message);
             }
             Err(e) => return review_failure(e),
         };

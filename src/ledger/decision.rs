@@ -63,12 +63,15 @@ pub enum Action {
     /// A dispatch the tool refused because its approval no longer held (expired, the
     /// payload changed, the facts moved): logged so the trail shows every no.
     Dispatch,
+    /// A person set the ledger's approval policy (how many approvers, whether a
+    /// revision's author may be one), about the log itself.
+    Policy,
     /// A word this build does not know, kept as written.
     Other(String),
 }
 
 impl Action {
-    const KNOWN: [Action; 11] = [
+    const KNOWN: [Action; 12] = [
         Action::Resolve,
         Action::Reset,
         Action::Approve,
@@ -80,6 +83,7 @@ impl Action {
         Action::Takeover,
         Action::Genesis,
         Action::Dispatch,
+        Action::Policy,
     ];
 
     /// The word as stored.
@@ -96,6 +100,7 @@ impl Action {
             Action::Takeover => "takeover",
             Action::Genesis => "genesis",
             Action::Dispatch => "dispatch",
+            Action::Policy => "policy",
             Action::Other(word) => word,
         }
     }

@@ -122,6 +122,36 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE send_once_decisions ADD COLUMN prev_hash TEXT;
     ALTER TABLE send_once_decisions ADD COLUMN hash TEXT;
     ALTER TABLE send_once_drafts ADD COLUMN decision_hash TEXT;",
+    // 5: N-of-M approval. A draft keeps how many distinct approvers it needs and
+    // whether the author of a revision may be one of them (NULL: 1, and allowed, as
+    // before); each approval toward it is a vote on one revision, in rounds (a round
+    // ends when its Nth vote makes the approval; one that expired starts the next),
+    // one vote per person per round; the policy gives new drafts their number, per
+    // channel or ledger-wide (channel ''). New tables and nullable columns only: the
+    // Node library's table and older files read as before.
+    "ALTER TABLE send_once_drafts ADD COLUMN approvals_required INTEGER;
+    ALTER TABLE send_once_drafts ADD COLUMN self_approval INTEGER;
+    CREATE TABLE IF NOT EXISTS send_once_votes (
+        draft_id INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        round INTEGER NOT NULL,
+        approver TEXT NOT NULL,
+        at TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        decision_hash TEXT,
+        PRIMARY KEY (draft_id, revision, round, approver)
+    );
+    CREATE TRIGGER IF NOT EXISTS send_once_votes_no_update BEFORE UPDATE ON send_once_votes
+    BEGIN SELECT RAISE(ABORT, 'votes are never changed'); END;
+    CREATE TRIGGER IF NOT EXISTS send_once_votes_no_delete BEFORE DELETE ON send_once_votes
+    BEGIN SELECT RAISE(ABORT, 'votes are never changed'); END;
+    CREATE TABLE IF NOT EXISTS send_once_policy (
+        channel TEXT PRIMARY KEY,
+        approvals INTEGER NOT NULL,
+        self_approval INTEGER NOT NULL,
+        set_at TEXT NOT NULL,
+        set_by TEXT
+    );",
 ];
 
 /// The schema this build writes, kept in `PRAGMA user_version`: a file with a newer

@@ -15,6 +15,7 @@ pub mod drift;
 pub mod history;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod quorum;
 pub mod recheck;
 pub mod render;
 mod sqlite;
@@ -32,6 +33,7 @@ use crate::ledger::{
 };
 use diff::{PayloadDiff, payload_diff};
 use drift::{Drift, LatestFacts, fact_drift};
+pub use quorum::{NewVote, Policy, Quorum, Tally, Vote};
 pub use store::{DraftChange, NewRevision, QueueStore};
 
 /// Where a draft stands. Only queued and approved drafts are open; the other three
@@ -148,6 +150,9 @@ pub struct Draft {
     /// query as the draft, so a send made elsewhere (the Node library's `dispatch()`,
     /// another `run`) shows even though this draft was never dispatched.
     pub ledger_sent: Option<LedgerSent>,
+    /// How many distinct people must approve it, and the votes of its current
+    /// revision (see [`quorum`]).
+    pub quorum: Quorum,
 }
 
 /// What the ledger says about a key already sent.
@@ -233,6 +238,8 @@ impl Draft {
             "expired".to_owned()
         } else if self.edited_after_approval() {
             "approved, edited".to_owned()
+        } else if let Some(partial) = self.quorum_label(now_ms) {
+            partial
         } else {
             self.state.as_str().to_owned()
         }
@@ -367,6 +374,11 @@ impl Draft {
         out.insert("expired".into(), self.approval_expired(now_ms).into());
         out.insert("expiresAt".into(), self.expires_at().into());
         out.insert("sentElsewhere".into(), self.sent_elsewhere().into());
+        // Only on a draft that needs several approvers: one that needs one reads as
+        // it always has.
+        if let Some(quorum) = self.quorum_json(now_ms) {
+            out.insert("quorum".into(), quorum);
+        }
         out.insert(
             "ledgerSent".into(),
             self.ledger_sent.as_ref().map_or(Value::Null, |sent| {
@@ -479,6 +491,10 @@ pub struct Submission {
     pub meta: Option<Map<String, Value>>,
     /// Who submits it.
     pub by: Option<String>,
+    /// How many distinct people must approve it (`--approvals`): None takes the
+    /// ledger's policy for its channel, else 1. A policy is a floor: asking for fewer
+    /// is refused. On a revision of an open draft it can raise the draft's number.
+    pub approvals: Option<i64>,
 }
 
 /// Where a submission went.
@@ -493,6 +509,11 @@ pub struct Submitted {
     pub state: DraftState,
     /// False when it was a new revision of an open draft.
     pub new_draft: bool,
+    /// Who had approved the revision this one replaced, toward an approval that was
+    /// not complete: their votes do not count for the new revision.
+    pub voided: Vec<String>,
+    /// Distinct approvers the draft needs now.
+    pub required: i64,
 }
 
 /// A reviewer's edit of a draft's payload, to become a revision authored by them.
@@ -530,6 +551,9 @@ pub enum Edited {
         state: DraftState,
         /// The new revision's payload hash.
         payload_hash: String,
+        /// Who had approved the edited revision toward an approval that was not
+        /// complete: their votes do not count for the new revision.
+        voided: Vec<String>,
     },
     /// The payload is canonically the current revision's: nothing was written.
     Unchanged {
@@ -650,6 +674,66 @@ pub enum ReviewError {
         /// Its revision now.
         revision: i64,
     },
+    /// The author of the revision asked to approve it, and the draft's rule wants
+    /// someone else.
+    #[error("{by} {verb} revision {revision} of draft {id}; a second person must approve it")]
+    SelfApproval {
+        /// The draft.
+        id: i64,
+        /// Who asked (the revision's author).
+        by: String,
+        /// The revision.
+        revision: i64,
+        /// `submitted` or `edited`.
+        verb: &'static str,
+    },
+    /// The same person approved this revision already: one person counts once.
+    #[error(
+        "{by} already approved revision {revision} of draft {id} (at {at}); one person counts once, so a second person must approve it ({so_far} so far)"
+    )]
+    ApprovedTwice {
+        /// The draft.
+        id: i64,
+        /// Who asked again.
+        by: String,
+        /// The revision.
+        revision: i64,
+        /// When their approval was recorded.
+        at: String,
+        /// "approved 1 of 2".
+        so_far: String,
+    },
+    /// Every approval the revision needs is there, and the approval holds: another
+    /// one is not needed.
+    #[error(
+        "draft {id} is already approved {required} of {required} for revision {revision} (by {by}{at}); your approval was not needed and was not recorded"
+    )]
+    AlreadyApproved {
+        /// The draft.
+        id: i64,
+        /// The revision.
+        revision: i64,
+        /// Distinct approvers it needed.
+        required: i64,
+        /// Who approved it, in order.
+        by: String,
+        /// " at T", when the approval says when.
+        at: String,
+    },
+    /// An approval toward several must name its approver, or it could not be told
+    /// apart from another.
+    #[error(
+        "draft {id} needs {required} distinct approvers; an approval toward it must name who gives it (--by, or SEND_ONCE_USER)"
+    )]
+    Unnamed {
+        /// The draft.
+        id: i64,
+        /// Distinct approvers it needs.
+        required: i64,
+    },
+    /// The submission asks for what the ledger's approval policy does not allow.
+    #[error("{0}; nothing was queued")]
+    Policy(String),
     /// The recheck command failed (its reason, safe to print); the failure is recorded
     /// on the draft.
     #[error("could not check the facts: {0}")]
@@ -772,6 +856,17 @@ pub enum Judged {
         /// The decision's detail, for the log.
         detail: Map<String, Value>,
     },
+    /// An approval that counts toward a draft needing several, short of the last:
+    /// recorded by compare-and-set on the version it was judged on, bumping it,
+    /// with the draft's state unchanged.
+    Vote {
+        /// The vote.
+        vote: NewVote,
+        /// The version it was judged on.
+        version: i64,
+        /// The decision's detail, for the log.
+        detail: Map<String, Value>,
+    },
 }
 
 /// What every decision about `draft` records of it: key, revision, state, and who and
@@ -824,8 +919,12 @@ pub fn judge(
             },
         );
     }
+    // Other people's approvals of the revision shown do not make an approval stale:
+    // each counts toward the same payload.
+    let approving = matches!(asked.verdict, Verdict::Approve { .. });
     if let Some(seen) = asked.seen_version
         && seen != draft.version
+        && !(approving && draft.only_votes_since(seen))
     {
         return refused(
             format!(
@@ -859,19 +958,122 @@ pub fn judge(
             },
         );
     }
+    let mut vote = None;
+    let mut decided_by = asked.by.map(str::to_owned);
     let (state, approval, reason) = match asked.verdict {
         Verdict::Approve { ttl, .. } => {
             let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
+            // Whoever wrote any revision of the draft (its submitter, an editor, an
+            // agent resubmitting) shaped what is approved, so none of them may be one
+            // of its approvers unless the rule allows; names compare as one person.
+            if !draft.quorum.self_approval
+                && let Some(by) = asked.by
+                && let Some((revision, author)) = draft
+                    .revisions
+                    .iter()
+                    .rev()
+                    .filter_map(|r| Some((r.revision, r.submitted_by.as_deref()?)))
+                    .chain(draft.submitted_by.as_deref().map(|a| (1, a)))
+                    .find(|(_, author)| quorum::same_person(by, author))
+            {
+                let verb = if revision == 1 { "submitted" } else { "edited" };
+                let who = if by == author {
+                    by.to_owned()
+                } else {
+                    format!("{by} (the same name as {author})")
+                };
+                return refused(
+                    format!("{who} {verb} revision {revision}: self-approval"),
+                    ReviewError::SelfApproval {
+                        id,
+                        by: who,
+                        revision,
+                        verb,
+                    },
+                );
+            }
             let payload = canonical::parse_json(&current.payload)
                 .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
-            let approval = approval::approve(
-                &payload,
-                Some(&Value::Object(current.facts.clone())),
-                ttl,
-                asked.by,
-                now_ms as f64,
-            )?;
-            (DraftState::Approved, Some(approval), None)
+            let facts = Value::Object(current.facts.clone());
+            if !draft.needs_quorum() {
+                let approval =
+                    approval::approve(&payload, Some(&facts), ttl, asked.by, now_ms as f64)?;
+                (DraftState::Approved, Some(approval), None)
+            } else {
+                let required = draft.quorum.required;
+                let Some(by) = asked.by else {
+                    return refused(
+                        "no approver named".to_owned(),
+                        ReviewError::Unnamed { id, required },
+                    );
+                };
+                let tally = draft.tally(now_ms);
+                if tally.complete {
+                    return refused(
+                        format!("already approved {required} of {required}"),
+                        ReviewError::AlreadyApproved {
+                            id,
+                            revision: draft.revision,
+                            required,
+                            by: tally.names().join(", "),
+                            at: draft
+                                .approved_by()
+                                .map(|(_, at)| format!(" at {at}"))
+                                .unwrap_or_default(),
+                        },
+                    );
+                }
+                if let Some(earlier) = tally.votes.iter().find(|v| quorum::same_person(&v.by, by)) {
+                    let who = if earlier.by == by {
+                        by.to_owned()
+                    } else {
+                        format!("{by} (the same name as {})", earlier.by)
+                    };
+                    return refused(
+                        format!("{who} already approved revision {}", draft.revision),
+                        ReviewError::ApprovedTwice {
+                            id,
+                            by: who,
+                            revision: draft.revision,
+                            at: earlier.at.clone(),
+                            so_far: tally.label(),
+                        },
+                    );
+                }
+                let cast = NewVote {
+                    revision: draft.revision,
+                    round: tally.round,
+                    by: by.to_owned(),
+                    at: at.to_owned(),
+                };
+                let count = tally.votes.len() as i64 + 1;
+                detail.insert("approvals".into(), count.into());
+                detail.insert("required".into(), required.into());
+                detail.insert("round".into(), tally.round.into());
+                if count < required {
+                    return Ok(Judged::Vote {
+                        vote: cast,
+                        version: draft.version,
+                        detail,
+                    });
+                }
+                // The Nth: the approval names them all, and its time runs from now.
+                let mut names: Vec<String> = tally.votes.iter().map(|v| v.by.clone()).collect();
+                names.push(by.to_owned());
+                let all = names.join(", ");
+                let mut approval =
+                    approval::approve(&payload, Some(&facts), ttl, Some(&all), now_ms as f64)?;
+                if let Value::Object(fields) = &mut approval {
+                    fields.insert(
+                        "approvers".into(),
+                        Value::Array(names.into_iter().map(Value::from).collect()),
+                    );
+                }
+                detail.insert("approvers".into(), approval["approvers"].clone());
+                decided_by = Some(all);
+                vote = Some(cast);
+                (DraftState::Approved, Some(approval), None)
+            }
         }
         Verdict::Reject { reason } => (DraftState::Rejected, None, Some(reason.clone())),
         Verdict::Withdraw => (DraftState::Withdrawn, None, asked.note.map(str::to_owned)),
@@ -889,13 +1091,37 @@ pub fn judge(
             version: draft.version,
             state,
             at: at.to_owned(),
-            by: asked.by.map(str::to_owned),
+            by: decided_by,
             reason,
             approved_revision: approval.as_ref().map(|_| draft.revision),
             approval,
+            vote,
         },
         detail,
     })
+}
+
+/// The channel a new draft's key was made from: the meta's channel when its channel,
+/// to, intent (and window) make the key, else unknown (a key given as is), with the
+/// channel the meta claims.
+fn channel_of<'a>(key: &str, meta: Option<&'a Map<String, Value>>) -> quorum::Channel<'a> {
+    let claimed = meta.and_then(|m| m.get("channel")).and_then(Value::as_str);
+    let Some(meta) = meta else {
+        return quorum::Channel::Unknown(None);
+    };
+    let mut fields = Map::new();
+    for name in ["channel", "to", "intent", "window"] {
+        if let Some(value) = meta.get(name) {
+            fields.insert(name.into(), value.clone());
+        }
+    }
+    match (
+        claimed,
+        crate::ledger::key::send_key_from_json(&Value::Object(fields)),
+    ) {
+        (Some(channel), Ok(made)) if made == key => quorum::Channel::Known(channel),
+        _ => quorum::Channel::Unknown(claimed),
+    }
 }
 
 /// Why a change judged on `before` did not apply, now that the draft is `now`: a new
@@ -923,6 +1149,11 @@ pub struct Review {
     store: Arc<dyn QueueStore>,
     clock: Clock,
 }
+
+/// How often an approval is judged again after losing to other approvers' votes:
+/// each loss means another vote landed, and a draft needs at most
+/// [`quorum::MAX_APPROVALS`], so this is never reached by votes alone.
+const MAX_VOTE_TRIES: usize = 2 * quorum::MAX_APPROVALS as usize + 2;
 
 fn json_text(value: &impl Serialize) -> Option<String> {
     serde_json::to_string(value).ok()
@@ -968,6 +1199,16 @@ impl Review {
                     .unwrap_or_default(),
             });
         }
+        if let Some(n) = submission.approvals {
+            quorum::check_approvals(n).map_err(ReviewError::Policy)?;
+        }
+        let channel = channel_of(&submission.key, submission.meta.as_ref());
+        let rule = quorum::rule_for(
+            &self.store.policies().await?,
+            &channel,
+            submission.approvals,
+        )
+        .map_err(ReviewError::Policy)?;
         let hash = canonical::hash_payload(&parsed);
         let now = self.iso_now();
         let facts = Value::Object(submission.facts.clone()).to_string();
@@ -982,8 +1223,71 @@ impl Review {
             meta,
             by: submission.by,
             at: now,
+            required: rule.required,
+            self_approval: rule.self_approval,
+            raise: submission.approvals.is_some(),
         };
         Ok(self.store.add_revision(&revision).await?)
+    }
+
+    /// The ledger's approval policy: per channel, and the ledger-wide default.
+    pub async fn policies(&self) -> Result<Vec<Policy>, ReviewError> {
+        Ok(self.store.policies().await?)
+    }
+
+    /// Sets the approval policy for `channel` (None: every channel without one of its
+    /// own) for drafts queued from now on, and logs it as a `policy` decision about
+    /// the ledger itself. Drafts already queued keep the number they were given.
+    pub async fn set_policy(
+        &self,
+        channel: Option<String>,
+        approvals: i64,
+        self_approval: bool,
+        by: Option<String>,
+    ) -> Result<Policy, ReviewError> {
+        quorum::check_approvals(approvals).map_err(ReviewError::Policy)?;
+        // Stored as the key reads a channel, so " SMS " is the policy of `sms` drafts.
+        let channel = channel.map(|c| quorum::normalise_channel(&c));
+        let before = self
+            .store
+            .policies()
+            .await?
+            .into_iter()
+            .find(|p| p.channel == channel);
+        let at = self.iso_now();
+        let policy = Policy {
+            channel,
+            approvals,
+            self_approval,
+            set_at: at.clone(),
+            set_by: by.clone(),
+        };
+        let mut detail = Map::new();
+        detail.insert("channel".into(), policy.channel.clone().into());
+        detail.insert("approvals".into(), approvals.into());
+        detail.insert("selfApproval".into(), self_approval.into());
+        detail.insert(
+            "before".into(),
+            before.map_or(Value::Null, |b| {
+                let mut was = Map::new();
+                was.insert("approvals".into(), b.approvals.into());
+                was.insert("selfApproval".into(), b.self_approval.into());
+                Value::Object(was)
+            }),
+        );
+        let decision = Decision {
+            id: None,
+            at,
+            by,
+            action: DecisionAction::Policy,
+            subject: Subject::Log,
+            note: None,
+            outcome: DecisionOutcome::Changed,
+            detail: Value::Object(detail),
+            link: None,
+        };
+        self.store.set_policy(&policy, &decision).await?;
+        Ok(policy)
     }
 
     /// A draft with every revision.
@@ -1078,15 +1382,18 @@ impl Review {
         note: Option<String>,
         seen_version: Option<i64>,
     ) -> Result<Draft, ReviewError> {
-        let draft = self.head(id).await?;
+        // An approval is judged against every revision's author, not only the current's.
+        let approving = matches!(verdict, Verdict::Approve { .. });
+        let load = async |id| {
+            self.store
+                .load_draft(id, approving)
+                .await?
+                .ok_or(ReviewError::NoDraft(id))
+        };
+        let mut draft = load(id).await?;
         let now_ms = self.now();
         let at = self.iso_now();
-        let asked = Asked {
-            verdict: &verdict,
-            by: by.as_deref(),
-            note: note.as_deref(),
-            seen_version,
-        };
+        let mut seen = seen_version;
         let logged = |outcome, detail: Map<String, Value>| Decision {
             id: None,
             at: at.clone(),
@@ -1098,30 +1405,69 @@ impl Review {
             detail: Value::Object(detail),
             link: None,
         };
-        match judge(&draft, &asked, now_ms, &at)? {
-            Judged::Refused { detail, error } => {
-                self.store
-                    .append_decision(&logged(DecisionOutcome::Refused, detail))
-                    .await?;
-                Err(error)
-            }
-            Judged::Change { change, detail } => {
-                let won = self
-                    .store
-                    .decide_draft(&change, &logged(DecisionOutcome::Changed, detail.clone()))
-                    .await?;
-                if won {
-                    return self.draft(id).await;
+        // Approvers of one revision race only with each other's votes: a loser whose
+        // draft changed by votes alone is judged again on what it is now (so each is
+        // counted once, and the one after the last is told it was not needed); any
+        // other change since (a revision, a decision) is refused as before.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let asked = Asked {
+                verdict: &verdict,
+                by: by.as_deref(),
+                note: note.as_deref(),
+                seen_version: seen,
+            };
+            let (won, detail) = match judge(&draft, &asked, now_ms, &at)? {
+                Judged::Refused { detail, error } => {
+                    self.store
+                        .append_decision(&logged(DecisionOutcome::Refused, detail))
+                        .await?;
+                    return Err(error);
                 }
-                // Someone changed it between our read and our write: say who, log ours.
-                let now = self.head(id).await?;
-                let mut refused = detail;
-                refused.insert("reason".into(), "someone changed the draft first".into());
-                self.store
-                    .append_decision(&logged(DecisionOutcome::Refused, refused))
-                    .await?;
-                Err(lost_race(&draft, &now))
+                Judged::Change { change, detail } => {
+                    let won = self
+                        .store
+                        .decide_draft(&change, &logged(DecisionOutcome::Changed, detail.clone()))
+                        .await?;
+                    (won, detail)
+                }
+                Judged::Vote {
+                    vote,
+                    version,
+                    detail,
+                } => {
+                    let won = self
+                        .store
+                        .add_vote(
+                            id,
+                            version,
+                            &vote,
+                            &logged(DecisionOutcome::Changed, detail.clone()),
+                        )
+                        .await?;
+                    (won, detail)
+                }
+            };
+            if won {
+                return self.draft(id).await;
             }
+            let now = load(id).await?;
+            let votes_only = matches!(verdict, Verdict::Approve { .. })
+                && now.revision == draft.revision
+                && now.only_votes_since(draft.version);
+            if votes_only && tries < MAX_VOTE_TRIES {
+                seen = Some(seen.unwrap_or(draft.version));
+                draft = now;
+                continue;
+            }
+            // Someone changed it between our read and our write: say who, log ours.
+            let mut refused = detail;
+            refused.insert("reason".into(), "someone changed the draft first".into());
+            self.store
+                .append_decision(&logged(DecisionOutcome::Refused, refused))
+                .await?;
+            return Err(lost_race(&draft, &now));
         }
     }
 
@@ -1236,9 +1582,20 @@ impl Review {
                 revision: draft.revision,
             });
         }
+        // Approvals of the edited revision short of its number do not carry over:
+        // they approved another payload. The compare-and-set below makes this exact.
+        let tally = draft.tally(self.now());
+        let voided: Vec<String> = if draft.needs_quorum() && !tally.complete {
+            tally.votes.iter().map(|v| v.by.clone()).collect()
+        } else {
+            Vec::new()
+        };
         let mut changed = detail.clone();
         changed.insert("toRevision".into(), (draft.revision + 1).into());
         changed.insert("payloadHashAfter".into(), hash.clone().into());
+        if !voided.is_empty() {
+            changed.insert("voidedApprovals".into(), voided.clone().into());
+        }
         let revision = NewRevision {
             key: draft.key.clone(),
             payload,
@@ -1248,6 +1605,9 @@ impl Review {
             meta: None,
             by: by.clone(),
             at: at.clone(),
+            required: draft.quorum.required,
+            self_approval: draft.quorum.self_approval,
+            raise: false,
         };
         let written = self
             .store
@@ -1265,6 +1625,7 @@ impl Review {
                 revision: submitted.revision,
                 state: submitted.state,
                 payload_hash: hash,
+                voided,
             });
         }
         // Someone changed it between our read and our write: say who, log ours.

@@ -9,19 +9,106 @@ use serde_json::{Map, Value};
 use tokio_postgres::Row;
 
 use super::drift::LatestFacts;
+use super::quorum::{NewVote, Policy, Quorum, Vote};
 use super::store::{DraftChange, NewRevision, QueueStore};
 use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
 use crate::ledger::postgres::{PostgresStore, insert_decision_in};
 use crate::ledger::{Decision, StoreError};
 
-const DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
+const BASE_DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
      d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
      d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
      d.outcome";
-const DRAFT_COLUMN_COUNT: usize = 19;
+const DRAFT_COLUMN_COUNT: usize = 21;
+const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version";
+
+/// The draft columns to select, the quorum's last (NULLs on a ledger without them).
+fn draft_columns(quorum: bool) -> String {
+    let extra = if quorum {
+        "d.approvals_required, d.self_approval"
+    } else {
+        "NULL::bigint, NULL::boolean"
+    };
+    format!("{BASE_DRAFT_COLUMNS}, {extra}")
+}
+
+fn vote_from_row(row: &Row, at: usize) -> Vote {
+    Vote {
+        revision: row.get(at),
+        round: row.get(at + 1),
+        by: row.get(at + 2),
+        at: row.get(at + 3),
+        version: row.get(at + 4),
+    }
+}
+
+/// Who voted in the latest round of revision `revision` of draft `id`, unless that
+/// round made the draft's approval: the votes a new revision voids.
+async fn open_votes(
+    tx: &tokio_postgres::Transaction<'_>,
+    t: &str,
+    id: i64,
+    revision: i64,
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            &format!("SELECT approvals_required, approved_revision FROM {t}_drafts WHERE id = $1"),
+            &[&id],
+        )
+        .await?;
+    let (required, approved): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
+    let names: Vec<String> = tx
+        .query(
+            &format!(
+                "SELECT approver FROM {t}_votes WHERE draft_id = $1 AND revision = $2 \
+                 AND round = (SELECT max(round) FROM {t}_votes WHERE draft_id = $1 AND revision = $2) \
+                 ORDER BY version"
+            ),
+            &[&id, &revision],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let made = approved == Some(revision) && names.len() as i64 >= required.unwrap_or(1);
+    Ok(if made { Vec::new() } else { names })
+}
+
+async fn insert_vote(
+    tx: &tokio_postgres::Transaction<'_>,
+    t: &str,
+    id: i64,
+    version: i64,
+    vote: &NewVote,
+    hash: &str,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        &format!(
+            "INSERT INTO {t}_votes (draft_id, revision, round, approver, at, version, decision_hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)"
+        ),
+        &[
+            &id,
+            &vote.revision,
+            &vote.round,
+            &vote.by,
+            &vote.at,
+            &version,
+            &hash,
+        ],
+    )
+    .await?;
+    Ok(())
+}
 const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
 
 impl PostgresStore {
+    /// Whether the ledger has the quorum's columns and tables: one read without
+    /// migrating may predate them.
+    async fn has_quorum(&self) -> Result<bool, StoreError> {
+        Ok(self.schema_version().await? >= 5)
+    }
+
     /// The ledger entry of a draft's key, joined beside the draft: sent, or nothing.
     fn sent_entry_join(&self) -> String {
         format!(
@@ -54,35 +141,63 @@ impl QueueStore for PostgresStore {
                         &[&rev.key],
                     )
                     .await?;
-                let (id, revision, state, new_draft) = match open {
+                let (id, revision, state, new_draft, voided) = match open {
                     Some(row) => {
                         let (id, revision, state): (i64, i64, String) =
                             (row.get(0), row.get(1), row.get(2));
+                        let voided = open_votes(tx, &t, id, revision).await?;
                         tx.execute(
                             &format!(
                                 "UPDATE {t}_drafts SET revision = $2, version = version + 1, \
                                  updated_at = $3, recheck = coalesce($4, recheck), \
-                                 meta = coalesce($5, meta) WHERE id = $1"
+                                 meta = coalesce($5, meta), \
+                                 approvals_required = CASE WHEN $6 \
+                                   THEN greatest(coalesce(approvals_required, 1), $7) \
+                                   ELSE approvals_required END WHERE id = $1"
                             ),
-                            &[&id, &(revision + 1), &rev.at, &rev.recheck, &rev.meta],
+                            &[
+                                &id,
+                                &(revision + 1),
+                                &rev.at,
+                                &rev.recheck,
+                                &rev.meta,
+                                &rev.raise,
+                                &rev.required,
+                            ],
                         )
                         .await?;
-                        (id, revision + 1, state, false)
+                        (id, revision + 1, state, false, voided)
                     }
                     None => {
                         let row = tx
                             .query_one(
                                 &format!(
                                     "INSERT INTO {t}_drafts (key, state, revision, version, \
-                                     created_at, updated_at, submitted_by, recheck, meta) \
-                                     VALUES ($1, 'queued', 1, 1, $2, $2, $3, $4, $5) RETURNING id"
+                                     created_at, updated_at, submitted_by, recheck, meta, \
+                                     approvals_required, self_approval) \
+                                     VALUES ($1, 'queued', 1, 1, $2, $2, $3, $4, $5, $6, $7) RETURNING id"
                                 ),
-                                &[&rev.key, &rev.at, &rev.by, &rev.recheck, &rev.meta],
+                                &[
+                                    &rev.key,
+                                    &rev.at,
+                                    &rev.by,
+                                    &rev.recheck,
+                                    &rev.meta,
+                                    &rev.required,
+                                    &rev.self_approval,
+                                ],
                             )
                             .await?;
-                        (row.get(0), 1, "queued".to_owned(), true)
+                        (row.get(0), 1, "queued".to_owned(), true, Vec::new())
                     }
                 };
+                let required: Option<i64> = tx
+                    .query_one(
+                        &format!("SELECT approvals_required FROM {t}_drafts WHERE id = $1"),
+                        &[&id],
+                    )
+                    .await?
+                    .get(0);
                 tx.execute(
                     &format!(
                         "INSERT INTO {t}_revisions (draft_id, {REVISION_COLUMNS}) \
@@ -104,6 +219,8 @@ impl QueueStore for PostgresStore {
                     revision,
                     state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
                     new_draft,
+                    voided,
+                    required: required.unwrap_or(1),
                 })
             })
         })
@@ -112,10 +229,12 @@ impl QueueStore for PostgresStore {
 
     async fn load_draft(&self, id: i64, all_revisions: bool) -> Result<Option<Draft>, StoreError> {
         let t = self.table();
+        let quorum = self.has_quorum().await?;
         let rows = self
             .read(
                 &format!(
-                    "SELECT {DRAFT_COLUMNS}, e.entry FROM {t}_drafts d {} WHERE d.id = $1",
+                    "SELECT {}, e.entry FROM {t}_drafts d {} WHERE d.id = $1",
+                    draft_columns(quorum),
                     self.sent_entry_join()
                 ),
                 &[&id],
@@ -141,13 +260,27 @@ impl QueueStore for PostgresStore {
             .iter()
             .filter_map(|r| revision_from_row(r, 0))
             .collect();
+        if quorum {
+            // Up to the version read: a vote committed since belongs to a later read.
+            let votes = self
+                .read(
+                    &format!(
+                        "SELECT {VOTE_COLUMNS} FROM {t}_votes v WHERE v.draft_id = $1 \
+                         AND v.revision = $2 AND v.version <= $3 ORDER BY v.version"
+                    ),
+                    &[&id, &draft.revision, &draft.version],
+                )
+                .await?;
+            draft.quorum.votes = votes.iter().map(|r| vote_from_row(r, 0)).collect();
+        }
         Ok(Some(draft))
     }
 
     async fn open_drafts(&self) -> Result<Vec<Draft>, StoreError> {
         let t = self.table();
+        let quorum = self.has_quorum().await?;
         let sql = format!(
-            "SELECT {DRAFT_COLUMNS}, {current}, {previous}, {approved}, e.entry \
+            "SELECT {columns}, {current}, {previous}, {approved}, e.entry \
              FROM {t}_drafts d \
              JOIN {t}_revisions c ON c.draft_id = d.id AND c.revision = d.revision \
              LEFT JOIN {t}_revisions p ON p.draft_id = d.id AND p.revision = d.revision - 1 \
@@ -155,13 +288,14 @@ impl QueueStore for PostgresStore {
                AND d.approved_revision < d.revision - 1 \
              {join} \
              WHERE d.state IN ('queued', 'approved') ORDER BY d.id",
+            columns = draft_columns(quorum),
             current = prefixed("c"),
             previous = prefixed("p"),
             approved = prefixed("a"),
             join = self.sent_entry_join(),
         );
         let rows = self.read(&sql, &[]).await?;
-        Ok(rows
+        let mut drafts: Vec<Draft> = rows
             .iter()
             .map(|row| {
                 let mut draft = draft_from_row(row);
@@ -175,7 +309,29 @@ impl QueueStore for PostgresStore {
                 draft.ledger_sent = ledger_sent_column(row, base + 18);
                 draft
             })
-            .collect())
+            .collect();
+        if quorum {
+            let votes = self
+                .read(
+                    &format!(
+                        "SELECT v.draft_id, {VOTE_COLUMNS} FROM {t}_votes v \
+                         JOIN {t}_drafts d ON d.id = v.draft_id AND v.revision = d.revision \
+                         WHERE d.state IN ('queued', 'approved') ORDER BY v.draft_id, v.version"
+                    ),
+                    &[],
+                )
+                .await?;
+            for row in &votes {
+                let id: i64 = row.get(0);
+                let vote = vote_from_row(row, 1);
+                if let Ok(at) = drafts.binary_search_by_key(&id, |d| d.id)
+                    && vote.version <= drafts[at].version
+                {
+                    drafts[at].quorum.votes.push(vote);
+                }
+            }
+        }
+        Ok(drafts)
     }
 
     async fn set_latest_facts(&self, id: i64, facts: &str, at: &str) -> Result<bool, StoreError> {
@@ -258,6 +414,9 @@ impl QueueStore for PostgresStore {
                         &[&change.id, &hash],
                     )
                     .await?;
+                    if let Some(vote) = &change.vote {
+                        insert_vote(tx, &t, change.id, change.version + 1, vote, &hash).await?;
+                    }
                 }
                 Ok(changed > 0)
             })
@@ -283,7 +442,7 @@ impl QueueStore for PostgresStore {
                         &format!(
                             "UPDATE {t}_drafts SET revision = revision + 1, version = version + 1, \
                              updated_at = $3 WHERE id = $1 AND version = $2 \
-                             AND state IN ('queued', 'approved') RETURNING revision, state"
+                             AND state IN ('queued', 'approved') RETURNING revision, state, approvals_required"
                         ),
                         &[&id, &version, &rev.at],
                     )
@@ -291,7 +450,8 @@ impl QueueStore for PostgresStore {
                 let Some(row) = moved else {
                     return Ok(None);
                 };
-                let (revision, state): (i64, String) = (row.get(0), row.get(1));
+                let (revision, state, required): (i64, String, Option<i64>) =
+                    (row.get(0), row.get(1), row.get(2));
                 tx.execute(
                     &format!(
                         "INSERT INTO {t}_revisions (draft_id, {REVISION_COLUMNS}) \
@@ -314,7 +474,101 @@ impl QueueStore for PostgresStore {
                     revision,
                     state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
                     new_draft: false,
+                    // The edit's caller knows the votes it voids from the draft it read.
+                    voided: Vec::new(),
+                    required: required.unwrap_or(1),
                 }))
+            })
+        })
+        .await
+    }
+
+    async fn add_vote(
+        &self,
+        id: i64,
+        version: i64,
+        vote: &NewVote,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        let t = self.table().to_owned();
+        let vote = vote.clone();
+        let decision = decision.clone();
+        let decisions = self.decision_sql().clone();
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                let changed = tx
+                    .execute(
+                        &format!(
+                            "UPDATE {t}_drafts SET version = version + 1, updated_at = $3 \
+                             WHERE id = $1 AND version = $2 AND state IN ('queued', 'approved')"
+                        ),
+                        &[&id, &version, &vote.at],
+                    )
+                    .await?;
+                if changed > 0 {
+                    let hash = insert_decision_in(tx, &decisions, &decision).await?;
+                    insert_vote(tx, &t, id, version + 1, &vote, &hash).await?;
+                }
+                Ok(changed > 0)
+            })
+        })
+        .await
+    }
+
+    async fn policies(&self) -> Result<Vec<Policy>, StoreError> {
+        if !self.has_quorum().await? {
+            return Ok(Vec::new());
+        }
+        let t = self.table();
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT channel, approvals, self_approval, set_at, set_by FROM {t}_policy \
+                     ORDER BY channel <> '', channel COLLATE \"C\""
+                ),
+                &[],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let channel: String = r.get(0);
+                Policy {
+                    channel: (!channel.is_empty()).then_some(channel),
+                    approvals: r.get(1),
+                    self_approval: r.get(2),
+                    set_at: r.get(3),
+                    set_by: r.get(4),
+                }
+            })
+            .collect())
+    }
+
+    async fn set_policy(&self, policy: &Policy, decision: &Decision) -> Result<(), StoreError> {
+        let t = self.table().to_owned();
+        let policy = policy.clone();
+        let decision = decision.clone();
+        let decisions = self.decision_sql().clone();
+        self.write_transaction(move |tx| {
+            Box::pin(async move {
+                tx.execute(
+                    &format!(
+                        "INSERT INTO {t}_policy (channel, approvals, self_approval, set_at, set_by) \
+                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (channel) DO UPDATE SET \
+                         approvals = excluded.approvals, self_approval = excluded.self_approval, \
+                         set_at = excluded.set_at, set_by = excluded.set_by"
+                    ),
+                    &[
+                        &policy.channel.as_deref().unwrap_or(""),
+                        &policy.approvals,
+                        &policy.self_approval,
+                        &policy.set_at,
+                        &policy.set_by,
+                    ],
+                )
+                .await?;
+                insert_decision_in(tx, &decisions, &decision).await?;
+                Ok(())
             })
         })
         .await
@@ -417,6 +671,11 @@ fn draft_from_row(row: &Row) -> Draft {
         outcome: json_column(row, 18),
         revisions: Vec::new(),
         ledger_sent: None,
+        quorum: Quorum {
+            required: row.get::<_, Option<i64>>(19).unwrap_or(1),
+            self_approval: row.get::<_, Option<bool>>(20).unwrap_or(true),
+            votes: Vec::new(),
+        },
     }
 }
 

@@ -8,16 +8,94 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::{Map, Value};
 
 use super::drift::LatestFacts;
+use super::quorum::{NewVote, Policy, Quorum, Vote};
 use super::store::{DraftChange, NewRevision, QueueStore};
 use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
 use crate::ledger::sqlite::{SqliteStore, insert_decision};
 use crate::ledger::{Decision, StoreError};
 
-const DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
+const BASE_DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
      d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
      d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
      d.outcome";
-const DRAFT_COLUMN_COUNT: usize = 19;
+const DRAFT_COLUMN_COUNT: usize = 21;
+const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version";
+
+/// Whether the file has the quorum's columns and tables: a ledger read without
+/// migrating may predate them, and then every draft needs one approval, by anyone.
+fn has_quorum(conn: &Connection) -> rusqlite::Result<bool> {
+    let found: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM pragma_table_info('send_once_drafts') \
+             WHERE name = 'approvals_required'",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok(found > 0)
+}
+
+/// The draft columns to select, the quorum's last (NULLs on a file without them).
+fn draft_columns(quorum: bool) -> String {
+    let extra = if quorum {
+        "d.approvals_required, d.self_approval"
+    } else {
+        "NULL, NULL"
+    };
+    format!("{BASE_DRAFT_COLUMNS}, {extra}")
+}
+
+fn vote_from_row(row: &Row, at: usize) -> rusqlite::Result<Vote> {
+    Ok(Vote {
+        revision: row.get(at)?,
+        round: row.get(at + 1)?,
+        by: row.get(at + 2)?,
+        at: row.get(at + 3)?,
+        version: row.get(at + 4)?,
+    })
+}
+
+/// Who voted in the latest round of revision `revision` of draft `id`, oldest first,
+/// unless that round made the draft's approval: the votes a new revision voids.
+fn open_votes(conn: &Connection, id: i64, revision: i64) -> rusqlite::Result<Vec<String>> {
+    let (required, approved): (Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT approvals_required, approved_revision FROM send_once_drafts WHERE id = ?1",
+        )?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let names: Vec<String> = conn
+        .prepare_cached(
+            "SELECT approver FROM send_once_votes WHERE draft_id = ?1 AND revision = ?2 \
+             AND round = (SELECT max(round) FROM send_once_votes WHERE draft_id = ?1 AND revision = ?2) \
+             ORDER BY version",
+        )?
+        .query_map(params![id, revision], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let made = approved == Some(revision) && names.len() as i64 >= required.unwrap_or(1);
+    Ok(if made { Vec::new() } else { names })
+}
+
+/// Inserts `vote`, made at draft version `version`, with its decision's hash.
+fn insert_vote(
+    conn: &Connection,
+    id: i64,
+    version: i64,
+    vote: &NewVote,
+    hash: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO send_once_votes (draft_id, revision, round, approver, at, version, decision_hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        id,
+        vote.revision,
+        vote.round,
+        vote.by,
+        vote.at,
+        version,
+        hash
+    ])?;
+    Ok(())
+}
 const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
 
 /// The ledger entry of a draft's key, selected beside the draft: sent or not at all.
@@ -35,26 +113,49 @@ impl QueueStore for SqliteStore {
                 )?
                 .query_row([&rev.key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
-            let (id, revision, state, new_draft) = match open {
+            let (id, revision, state, new_draft, voided) = match open {
                 Some((id, revision, state)) => {
+                    let voided = open_votes(conn, id, revision)?;
                     conn.prepare_cached(
                         "UPDATE send_once_drafts SET revision = ?2, version = version + 1, \
-                         updated_at = ?3, recheck = coalesce(?4, recheck), meta = coalesce(?5, meta) \
+                         updated_at = ?3, recheck = coalesce(?4, recheck), meta = coalesce(?5, meta), \
+                         approvals_required = CASE WHEN ?6 THEN max(coalesce(approvals_required, 1), ?7) \
+                           ELSE approvals_required END \
                          WHERE id = ?1",
                     )?
-                    .execute(params![id, revision + 1, rev.at, rev.recheck, rev.meta])?;
-                    (id, revision + 1, state, false)
+                    .execute(params![
+                        id,
+                        revision + 1,
+                        rev.at,
+                        rev.recheck,
+                        rev.meta,
+                        rev.raise,
+                        rev.required
+                    ])?;
+                    (id, revision + 1, state, false, voided)
                 }
                 None => {
                     conn.prepare_cached(
                         "INSERT INTO send_once_drafts \
-                         (key, state, revision, version, created_at, updated_at, submitted_by, recheck, meta) \
-                         VALUES (?1, 'queued', 1, 1, ?2, ?2, ?3, ?4, ?5)",
+                         (key, state, revision, version, created_at, updated_at, submitted_by, recheck, meta, \
+                          approvals_required, self_approval) \
+                         VALUES (?1, 'queued', 1, 1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)",
                     )?
-                    .execute(params![rev.key, rev.at, rev.by, rev.recheck, rev.meta])?;
-                    (conn.last_insert_rowid(), 1, "queued".to_owned(), true)
+                    .execute(params![
+                        rev.key,
+                        rev.at,
+                        rev.by,
+                        rev.recheck,
+                        rev.meta,
+                        rev.required,
+                        rev.self_approval
+                    ])?;
+                    (conn.last_insert_rowid(), 1, "queued".to_owned(), true, Vec::new())
                 }
             };
+            let required: Option<i64> = conn
+                .prepare_cached("SELECT approvals_required FROM send_once_drafts WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))?;
             conn.prepare_cached(&format!(
                 "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
             ))?
@@ -72,6 +173,8 @@ impl QueueStore for SqliteStore {
                 revision,
                 state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
                 new_draft,
+                voided,
+                required: required.unwrap_or(1),
             })
         })
         .await
@@ -84,8 +187,9 @@ impl QueueStore for SqliteStore {
 
     async fn open_drafts(&self) -> Result<Vec<Draft>, StoreError> {
         self.read_with(|conn| {
+            let quorum = has_quorum(conn)?;
             let sql = format!(
-                "SELECT {DRAFT_COLUMNS}, \
+                "SELECT {columns}, \
                  {current}, {previous}, {approved}, e.entry \
                  FROM send_once_drafts d \
                  JOIN send_once_revisions c ON c.draft_id = d.id AND c.revision = d.revision \
@@ -94,6 +198,7 @@ impl QueueStore for SqliteStore {
                    AND d.approved_revision < d.revision - 1 \
                  {SENT_ENTRY_JOIN} \
                  WHERE d.state IN ('queued', 'approved') ORDER BY d.id",
+                columns = draft_columns(quorum),
                 current = prefixed("c"),
                 previous = prefixed("p"),
                 approved = prefixed("a"),
@@ -111,7 +216,25 @@ impl QueueStore for SqliteStore {
                 draft.ledger_sent = ledger_sent_column(row, base + 18)?;
                 Ok(draft)
             })?;
-            rows.collect::<rusqlite::Result<Vec<Draft>>>()
+            let mut drafts = rows.collect::<rusqlite::Result<Vec<Draft>>>()?;
+            if quorum {
+                // The current revisions' votes, up to each draft's version as read.
+                let mut votes = conn.prepare_cached(&format!(
+                    "SELECT v.draft_id, {VOTE_COLUMNS} FROM send_once_votes v \
+                     JOIN send_once_drafts d ON d.id = v.draft_id AND v.revision = d.revision \
+                     WHERE d.state IN ('queued', 'approved') ORDER BY v.draft_id, v.version"
+                ))?;
+                let rows = votes.query_map([], |r| Ok((r.get::<_, i64>(0)?, vote_from_row(r, 1)?)))?;
+                for row in rows {
+                    let (id, vote) = row?;
+                    if let Ok(at) = drafts.binary_search_by_key(&id, |d| d.id)
+                        && vote.version <= drafts[at].version
+                    {
+                        drafts[at].quorum.votes.push(vote);
+                    }
+                }
+            }
+            Ok(drafts)
         })
         .await
     }
@@ -172,6 +295,9 @@ impl QueueStore for SqliteStore {
                 let hash = insert_decision(conn, &decision)?;
                 conn.prepare_cached("UPDATE send_once_drafts SET decision_hash = ?2 WHERE id = ?1")?
                     .execute(params![change.id, hash])?;
+                if let Some(vote) = &change.vote {
+                    insert_vote(conn, change.id, change.version + 1, vote, &hash)?;
+                }
             }
             Ok(changed > 0)
         })
@@ -188,15 +314,17 @@ impl QueueStore for SqliteStore {
         let rev = rev.clone();
         let decision = decision.clone();
         self.write_with(move |conn| {
-            let moved: Option<(i64, String)> = conn
+            let moved: Option<(i64, String, Option<i64>)> = conn
                 .prepare_cached(
                     "UPDATE send_once_drafts SET revision = revision + 1, version = version + 1, \
                      updated_at = ?3 WHERE id = ?1 AND version = ?2 AND state IN ('queued', 'approved') \
-                     RETURNING revision, state",
+                     RETURNING revision, state, approvals_required",
                 )?
-                .query_row(params![id, version, rev.at], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(params![id, version, rev.at], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .optional()?;
-            let Some((revision, state)) = moved else {
+            let Some((revision, state, required)) = moved else {
                 return Ok(None);
             };
             conn.prepare_cached(&format!(
@@ -217,7 +345,82 @@ impl QueueStore for SqliteStore {
                 revision,
                 state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
                 new_draft: false,
+                // The edit's caller knows the votes it voids from the draft it read.
+                voided: Vec::new(),
+                required: required.unwrap_or(1),
             }))
+        })
+        .await
+    }
+
+    async fn add_vote(
+        &self,
+        id: i64,
+        version: i64,
+        vote: &NewVote,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        let vote = vote.clone();
+        let decision = decision.clone();
+        self.write_with(move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE send_once_drafts SET version = version + 1, updated_at = ?3 \
+                     WHERE id = ?1 AND version = ?2 AND state IN ('queued', 'approved')",
+                )?
+                .execute(params![id, version, vote.at])?;
+            if changed > 0 {
+                let hash = insert_decision(conn, &decision)?;
+                insert_vote(conn, id, version + 1, &vote, &hash)?;
+            }
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn policies(&self) -> Result<Vec<Policy>, StoreError> {
+        self.read_with(|conn| {
+            if !has_quorum(conn)? {
+                return Ok(Vec::new());
+            }
+            let mut statement = conn.prepare_cached(
+                "SELECT channel, approvals, self_approval, set_at, set_by FROM send_once_policy \
+                 ORDER BY channel <> '', channel",
+            )?;
+            let rows = statement.query_map([], |r| {
+                let channel: String = r.get(0)?;
+                Ok(Policy {
+                    channel: (!channel.is_empty()).then_some(channel),
+                    approvals: r.get(1)?,
+                    self_approval: r.get(2)?,
+                    set_at: r.get(3)?,
+                    set_by: r.get(4)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn set_policy(&self, policy: &Policy, decision: &Decision) -> Result<(), StoreError> {
+        let policy = policy.clone();
+        let decision = decision.clone();
+        self.write_with(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO send_once_policy (channel, approvals, self_approval, set_at, set_by) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (channel) DO UPDATE SET \
+                 approvals = excluded.approvals, self_approval = excluded.self_approval, \
+                 set_at = excluded.set_at, set_by = excluded.set_by",
+            )?
+            .execute(params![
+                policy.channel.as_deref().unwrap_or(""),
+                policy.approvals,
+                policy.self_approval,
+                policy.set_at,
+                policy.set_by
+            ])?;
+            insert_decision(conn, &decision)?;
+            Ok(())
         })
         .await
     }
@@ -312,6 +515,11 @@ fn draft_from_row(row: &Row) -> rusqlite::Result<Draft> {
         outcome: json_column(row, 18)?,
         revisions: Vec::new(),
         ledger_sent: None,
+        quorum: Quorum {
+            required: row.get::<_, Option<i64>>(19)?.unwrap_or(1),
+            self_approval: row.get::<_, Option<bool>>(20)?.unwrap_or(true),
+            votes: Vec::new(),
+        },
     })
 }
 
@@ -338,9 +546,11 @@ fn revision_from_row(row: &Row, at: usize) -> rusqlite::Result<Option<Revision>>
 }
 
 fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Result<Option<Draft>> {
+    let quorum = has_quorum(conn)?;
     let Some(mut draft) = conn
         .prepare_cached(&format!(
-            "SELECT {DRAFT_COLUMNS}, e.entry FROM send_once_drafts d {SENT_ENTRY_JOIN} WHERE d.id = ?1"
+            "SELECT {}, e.entry FROM send_once_drafts d {SENT_ENTRY_JOIN} WHERE d.id = ?1",
+            draft_columns(quorum)
         ))?
         .query_row([id], |row| {
             let mut draft = draft_from_row(row)?;
@@ -359,6 +569,18 @@ fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Resu
     ))?;
     for revision in statement.query_map(params![id, only], |r| revision_from_row(r, 0))? {
         draft.revisions.extend(revision?);
+    }
+    if quorum {
+        // Up to the version read: a vote committed since belongs to a later read.
+        let mut votes = conn.prepare_cached(&format!(
+            "SELECT {VOTE_COLUMNS} FROM send_once_votes v \
+             WHERE v.draft_id = ?1 AND v.revision = ?2 AND v.version <= ?3 ORDER BY v.version"
+        ))?;
+        for vote in votes.query_map(params![id, draft.revision, draft.version], |r| {
+            vote_from_row(r, 0)
+        })? {
+            draft.quorum.votes.push(vote?);
+        }
     }
     Ok(Some(draft))
 }

@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Draft, DraftState, Submitted};
+use super::{Draft, DraftState, NewVote, Policy, Submitted};
 use crate::ledger::{Decision, Store, StoreError};
 
 /// A submission as it is stored: the texts `Review` already checked and encoded.
@@ -32,6 +32,13 @@ pub struct NewRevision {
     pub by: Option<String>,
     /// When (ISO 8601 UTC).
     pub at: String,
+    /// A new draft's number of distinct approvers.
+    pub required: i64,
+    /// A new draft's rule: may a revision's author approve it?
+    pub self_approval: bool,
+    /// On a revision of an open draft: raise its number to `required` if lower (it is
+    /// never lowered).
+    pub raise: bool,
 }
 
 /// A decision's change to a draft, applied only if the draft is still at `version`.
@@ -54,6 +61,9 @@ pub struct DraftChange {
     pub approval: Option<Value>,
     /// The revision `approval` covers; None keeps the one already stored.
     pub approved_revision: Option<i64>,
+    /// The last vote of a draft that needs several approvers, recorded with the
+    /// approval it completes.
+    pub vote: Option<NewVote>,
 }
 
 /// The storage of a review queue. Its drafts are read with what the ledger holds for
@@ -64,7 +74,10 @@ pub trait QueueStore: Store {
     /// n + 1, bumping its version and `updated_at` and replacing its recheck and meta
     /// only where `rev` has them; or, when the key has no open draft, inserts a queued
     /// draft at revision 1 and version 1. Then inserts the revision row. One
-    /// transaction: a revision is never half-added.
+    /// transaction: a revision is never half-added. A new draft gets `rev.required`
+    /// and `rev.self_approval`; an open one's number is raised to `rev.required` when
+    /// `rev.raise`. [`Submitted::voided`] names the votes of the replaced revision's
+    /// latest round when they had not made its approval.
     async fn add_revision(&self, rev: &NewRevision) -> Result<Submitted, StoreError>;
 
     /// Draft `id` with every revision, or with its current one only, oldest first;
@@ -86,7 +99,8 @@ pub trait QueueStore: Store {
     /// Applies `change` only if draft `change.id` is still at `change.version`,
     /// bumping the version, and then appends `decision` and keeps its hash on the draft
     /// ([`QueueStore::decision_hash`]), in one transaction. True only if the draft
-    /// changed; when it did not, `decision` is not appended.
+    /// changed; when it did not, `decision` is not appended. With `change.vote`, the
+    /// vote is recorded too, with the version it made and the decision's hash.
     async fn decide_draft(
         &self,
         change: &DraftChange,
@@ -107,6 +121,25 @@ pub trait QueueStore: Store {
         rev: &NewRevision,
         decision: &Decision,
     ) -> Result<Option<Submitted>, StoreError>;
+
+    /// Records `vote` on draft `id` only if the draft is still at `version` and open,
+    /// bumping its version and `updated_at` (its state unchanged), then appends
+    /// `decision`, in one transaction. False, with nothing written, otherwise.
+    async fn add_vote(
+        &self,
+        id: i64,
+        version: i64,
+        vote: &NewVote,
+        decision: &Decision,
+    ) -> Result<bool, StoreError>;
+
+    /// The approval policy, the ledger-wide default first; empty on a ledger that has
+    /// none (or predates policies).
+    async fn policies(&self) -> Result<Vec<Policy>, StoreError>;
+
+    /// Replaces the policy for `policy.channel` and appends `decision`, in one
+    /// transaction.
+    async fn set_policy(&self, policy: &Policy, decision: &Decision) -> Result<(), StoreError>;
 
     /// The hash of the decision that put draft `id` where it is (its approval,
     /// rejection or withdrawal), as kept on the draft; None before any, or on a draft

@@ -181,6 +181,14 @@ pub enum Outcome {
         revision: i64,
         expires_at: String,
     },
+    /// An approval toward a draft that needs several, short of the number: recorded,
+    /// with no approval made yet ("approved 1 of 2", and how many more).
+    Voted {
+        id: i64,
+        revision: i64,
+        so_far: String,
+        missing: i64,
+    },
     Rejected {
         id: i64,
     },

@@ -951,6 +951,19 @@ impl App {
                 revision,
                 expires_at,
             } => format!("Approved draft {id} (revision {revision}) until {expires_at}."),
+            Outcome::Voted {
+                id,
+                revision,
+                so_far,
+                missing,
+            } => format!(
+                "Your approval of draft {id} (revision {revision}) is recorded: {so_far}; {} before it can be sent.",
+                if *missing == 1 {
+                    "one more person must approve it".to_owned()
+                } else {
+                    format!("{missing} more people must approve it")
+                }
+            ),
             Outcome::Rejected { id } => format!("Rejected draft {id}."),
             Outcome::Rechecked { id, summary } => format!("Rechecked draft {id}: {summary}."),
             Outcome::Resolved { key, status } => format!(
@@ -1489,6 +1502,63 @@ impl App {
             self.say("No draft selected.", false);
             return;
         };
+        // What the store would refuse, said before the form opens: the form's name is
+        // the screen's, so the store still judges whatever name is typed.
+        let tally = draft.tally(self.now);
+        let same = |name: &str| crate::review::quorum::same_person(name, &self.by);
+        let wrote = draft
+            .revisions
+            .iter()
+            .rev()
+            .find(|r| r.submitted_by.as_deref().is_some_and(same))
+            .map(|r| r.revision)
+            .or_else(|| draft.submitted_by.as_deref().is_some_and(same).then_some(1));
+        if !draft.quorum.self_approval
+            && let Some(revision) = wrote
+        {
+            self.say(
+                &format!(
+                    "{} wrote revision {} of draft {}; a second person must approve it.",
+                    crate::text::visible_inline(&self.by),
+                    revision,
+                    draft.id
+                ),
+                false,
+            );
+            return;
+        }
+        if draft.needs_quorum() {
+            if tally.complete {
+                self.say(
+                    &format!(
+                        "Draft {} is already approved {} of {} (by {}).",
+                        draft.id,
+                        tally.required,
+                        tally.required,
+                        crate::text::visible_inline(&tally.names().join(", "))
+                    ),
+                    false,
+                );
+                return;
+            }
+            if tally.votes.iter().any(|v| same(&v.by)) {
+                self.say(
+                    &format!(
+                        "You ({}) already approved revision {} ({}); a second person must approve it.",
+                        crate::text::visible_inline(&self.by),
+                        draft.revision,
+                        tally.label()
+                    ),
+                    false,
+                );
+                return;
+            }
+        }
+        let quorum = draft.needs_quorum().then(|| crate::ui::forms::QuorumShown {
+            approved: tally.votes.len() as i64,
+            required: tally.required,
+            approvers: tally.names().join(", "),
+        });
         let drift = draft.drift();
         let expired = draft.approval_expired(self.now).then(|| {
             format!(
@@ -1498,6 +1568,7 @@ impl App {
             )
         });
         let kind = FormKind::Approve {
+            quorum,
             expired,
             id: draft.id,
             revision: draft.revision,

@@ -438,6 +438,7 @@ impl Seeder {
                             &draft.meta,
                         )),
                         by: Some(by.clone().unwrap_or_else(|| draft.by.clone())),
+                        approvals: None,
                     })
                     .await
                     .map_err(|e| e.to_string())?;

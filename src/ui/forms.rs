@@ -20,6 +20,8 @@ pub enum FormKind {
         unchecked: bool,
         /// Its earlier approval ran out: who gave it and when it expired.
         expired: Option<String>,
+        /// It needs several approvers: how far it got, as shown.
+        quorum: Option<QuorumShown>,
     },
     Reject {
         id: i64,
@@ -52,6 +54,17 @@ pub enum FormKind {
         status: Status,
         sends: Vec<Settle>,
     },
+}
+
+/// A draft's approvals so far, as the approval form showed them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuorumShown {
+    /// Approvals of the current revision so far (this round).
+    pub approved: i64,
+    /// Distinct approvers it needs.
+    pub required: i64,
+    /// Who gave them, in order ("dana, sam").
+    pub approvers: String,
 }
 
 /// One send of a bulk settle, as it was shown.
@@ -164,6 +177,7 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             drifted,
             unchecked,
             expired,
+            quorum,
         } => {
             let ttl = form.value("TTL");
             let ms = duration::parse_duration(&ttl).map_err(|e| format!("TTL: {e}"))?;
@@ -173,6 +187,31 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             let mut lines = vec![format!(
                 "Approve draft {id} (revision {revision}) for {ttl}, as {by}?"
             )];
+            if let Some(q) = quorum {
+                let makes = q.approved + 1;
+                let so_far = if q.approvers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (after {})", q.approvers)
+                };
+                lines.push(if makes >= q.required {
+                    format!(
+                        "Your approval makes {makes} of {}{so_far}: the approval is made now, and its {ttl} run from now.",
+                        q.required
+                    )
+                } else {
+                    let more = q.required - makes;
+                    format!(
+                        "Your approval makes {makes} of {}{so_far}: {} more needed before it can be sent.",
+                        q.required,
+                        if more == 1 {
+                            "one".to_owned()
+                        } else {
+                            more.to_string()
+                        }
+                    )
+                });
+            }
             if *drifted {
                 lines.push(
                     "Its facts have changed since it was submitted: dispatch will refuse (stale_facts) until they match again."

@@ -738,6 +738,15 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 .decide_seen(id, verdict, Some(by), note, Some(version))
                 .await
             {
+                Ok(draft) if draft.needs_quorum() && !draft.tally(review.now()).complete => {
+                    let tally = draft.tally(review.now());
+                    Outcome::Voted {
+                        id,
+                        revision,
+                        so_far: tally.label(),
+                        missing: tally.missing(),
+                    }
+                }
                 Ok(draft) => Outcome::Approved {
                     id,
                     revision,

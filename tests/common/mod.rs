@@ -151,6 +151,7 @@ pub fn queued_draft(id: i64, key: &str, created_at: String) -> send_once::review
         outcome: None,
         revisions: Vec::new(),
         ledger_sent: None,
+        quorum: send_once::review::Quorum::default(),
     }
 }
 

@@ -784,6 +784,7 @@ pub async fn a_decision_on_a_changed_version_changes_nothing_and_logs_nothing(op
         reason: Some("no".into()),
         approval: None,
         approved_revision: None,
+        vote: None,
     };
     assert!(!store.decide_draft(&change, &decision).await.unwrap());
     let now = review.head(id).await.unwrap();

@@ -109,6 +109,30 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE {t}_decisions ADD COLUMN IF NOT EXISTS prev_hash TEXT;
     ALTER TABLE {t}_decisions ADD COLUMN IF NOT EXISTS hash TEXT;
     ALTER TABLE {t}_drafts ADD COLUMN IF NOT EXISTS decision_hash TEXT;",
+    // 5: N-of-M approval, as in SQLite: the number a draft needs and whether a
+    // revision's author may approve it (NULL: 1, and allowed), the votes toward it,
+    // and the policy that gives new drafts their number.
+    "ALTER TABLE {t}_drafts ADD COLUMN IF NOT EXISTS approvals_required BIGINT;
+    ALTER TABLE {t}_drafts ADD COLUMN IF NOT EXISTS self_approval BOOLEAN;
+    CREATE TABLE IF NOT EXISTS {t}_votes (
+        draft_id BIGINT NOT NULL REFERENCES {t}_drafts (id),
+        revision BIGINT NOT NULL,
+        round BIGINT NOT NULL,
+        approver TEXT NOT NULL,
+        at TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        decision_hash TEXT,
+        PRIMARY KEY (draft_id, revision, round, approver)
+    );
+    CREATE TRIGGER {t}_votes_no_change BEFORE UPDATE OR DELETE ON {t}_votes
+        FOR EACH ROW EXECUTE FUNCTION {t}_refuse_change('votes are never changed');
+    CREATE TABLE IF NOT EXISTS {t}_policy (
+        channel TEXT PRIMARY KEY,
+        approvals BIGINT NOT NULL,
+        self_approval BOOLEAN NOT NULL,
+        set_at TEXT NOT NULL,
+        set_by TEXT
+    );",
 ];
 
 /// The schema this build writes. A ledger with a newer one is refused, not misread.
@@ -1034,6 +1058,11 @@ impl PostgresStore {
     /// without migrating may not).
     pub(crate) async fn has_chain(&self) -> Result<bool, StoreError> {
         Ok(self.reach().await?.version >= 4)
+    }
+
+    /// The schema version the ledger is at (0: Node's table alone).
+    pub(crate) async fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(self.reach().await?.version)
     }
 
     /// The decision log's columns to select: a ledger read without migrating may

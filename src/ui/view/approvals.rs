@@ -32,6 +32,13 @@ fn badges<'a>(draft: &Draft, now: i64, theme: &Theme) -> Vec<Span<'a>> {
             out.push(badge("approved", theme.badge_info()));
         }
     }
+    // A draft that needs several approvers shows how far it got: a partial
+    // approval is not an approval, and must not read as one.
+    if !draft.sent_elsewhere()
+        && let Some(partial) = draft.quorum_label(now)
+    {
+        out.push(badge(&partial, theme.badge_info()));
+    }
     if draft.edited_after_approval() {
         out.push(badge("edited", theme.badge_warn()));
     } else if draft.revision > 1 {
@@ -147,7 +154,14 @@ fn state_line(draft: &Draft, now: i64) -> String {
                 .map(|r| format!(": {}", safe(r)))
                 .unwrap_or_default()
         ),
-        _ => safe(&draft.state_text()),
+        // Who approved so far and what is left, for a draft that needs several.
+        _ => match draft.quorum_text(now) {
+            Some(progress) if draft.edited_after_approval() => {
+                safe(&format!("{}; {progress}", draft.state_text()))
+            }
+            Some(progress) => safe(&progress),
+            None => safe(&draft.state_text()),
+        },
     }
 }
 

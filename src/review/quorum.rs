@@ -1,0 +1,398 @@
+//! N-of-M approval: how many distinct people must approve a draft, whether the author
+//! of a revision may be one of them, and the votes cast toward it.
+//!
+//! A draft keeps its number from the moment it is queued (`draft submit --approvals
+//! N`, else the ledger's policy for its channel, else the ledger-wide policy, else 1).
+//! Each approval of a draft that needs more than one is a vote on one revision; the
+//! votes of a revision are counted in rounds: the Nth vote of a round makes the
+//! approval JSON, and a round whose approval expired is spent, so approving again
+//! starts the next one. A new revision starts from nothing: its votes are its own.
+//! A draft that needs one approval has no votes and behaves exactly as before.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::Draft;
+
+/// The most approvers a policy or a draft may ask for.
+pub const MAX_APPROVALS: i64 = 10;
+
+/// One person's approval toward a draft that needs several, as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Vote {
+    /// The revision it approves.
+    pub revision: i64,
+    /// Its round among that revision's votes (1 first).
+    pub round: i64,
+    /// Who approved.
+    pub by: String,
+    /// When (ISO 8601 UTC).
+    pub at: String,
+    /// The draft's version the vote made: every vote bumps it by one.
+    pub version: i64,
+}
+
+/// A vote about to be cast: judged, not yet stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewVote {
+    /// The revision it approves.
+    pub revision: i64,
+    /// The round it counts in.
+    pub round: i64,
+    /// Who approves.
+    pub by: String,
+    /// When (ISO 8601 UTC).
+    pub at: String,
+}
+
+/// What a draft needs before it is approved, and the votes of its current revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Quorum {
+    /// Distinct approvers needed (1 for a draft queued before quorums existed).
+    pub required: i64,
+    /// Whether the author of a revision may approve it.
+    pub self_approval: bool,
+    /// The current revision's votes, every round, oldest first.
+    pub votes: Vec<Vote>,
+}
+
+impl Default for Quorum {
+    /// One approval, by anyone: a draft as it was before quorums.
+    fn default() -> Quorum {
+        Quorum {
+            required: 1,
+            self_approval: true,
+            votes: Vec::new(),
+        }
+    }
+}
+
+/// The rule a ledger gives new drafts, for one channel (`meta.channel`) or for all.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    /// The channel it is for; None for the ledger-wide default.
+    pub channel: Option<String>,
+    /// Distinct approvers a new draft needs.
+    pub approvals: i64,
+    /// Whether the author of a revision may be one of them.
+    pub self_approval: bool,
+    /// When it was set (ISO 8601 UTC).
+    pub set_at: String,
+    /// Who set it.
+    pub set_by: Option<String>,
+}
+
+/// The number and the self-approval rule a new draft gets, and where they came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// Distinct approvers needed.
+    pub required: i64,
+    /// Whether a revision's author may approve it.
+    pub self_approval: bool,
+    /// The policy it came from, when one applied.
+    pub policy: Option<Policy>,
+}
+
+/// What a new draft on `channel` needs, given `asked` (`--approvals`): the policy for
+/// the channel, else the ledger-wide one, is a floor that `asked` may raise but not
+/// lower (an agent must not weaken the ledger's rule); with no policy, `asked` or 1.
+/// Without a policy, a revision's author may approve it only when one approval is
+/// enough, as before quorums: asking for several is asking for separate people.
+pub fn rule_for(
+    policies: &[Policy],
+    channel: &Channel<'_>,
+    asked: Option<i64>,
+) -> Result<Rule, String> {
+    let default = || policies.iter().find(|p| p.channel.is_none());
+    let of = |c: &str| {
+        policies
+            .iter()
+            .find(|p| p.channel.as_deref().is_some_and(|p| same_channel(p, c)))
+    };
+    let policy = match channel {
+        Channel::Known(c) => of(c).or_else(default),
+        // The key was not made from a channel the ledger can read, so any channel
+        // the draft claims is only a claim: the ledger-wide default holds (raised by
+        // the claimed channel's policy, when that asks for more); with no default,
+        // the strictest policy the ledger has, never none.
+        Channel::Unknown(claimed) => {
+            let candidates: Vec<&Policy> = match default() {
+                Some(d) => std::iter::once(d).chain(claimed.and_then(of)).collect(),
+                None => claimed
+                    .and_then(of)
+                    .map(|p| vec![p])
+                    .unwrap_or_else(|| policies.iter().collect()),
+            };
+            candidates
+                .into_iter()
+                .max_by_key(|p| (p.approvals, !p.self_approval))
+        }
+    }
+    .cloned();
+    match policy {
+        Some(policy) => {
+            if let Some(asked) = asked
+                && asked < policy.approvals
+            {
+                return Err(format!(
+                    "--approvals {asked} is below the ledger's policy for {} ({} approvals); a draft may ask for more, never fewer",
+                    policy_scope(policy.channel.as_deref()),
+                    policy.approvals
+                ));
+            }
+            Ok(Rule {
+                required: asked.unwrap_or(policy.approvals).max(policy.approvals),
+                self_approval: policy.self_approval,
+                policy: Some(policy),
+            })
+        }
+        None => {
+            let required = asked.unwrap_or(1);
+            Ok(Rule {
+                required,
+                self_approval: required == 1,
+                policy: None,
+            })
+        }
+    }
+}
+
+/// A new draft's channel, as far as the ledger can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel<'a> {
+    /// Its send key was made from this channel (with its `to` and `intent`).
+    Known(&'a str),
+    /// Its key was given as is: the channel its meta names, if any, is a claim.
+    Unknown(Option<&'a str>),
+}
+
+/// The channel as the send key reads it (trimmed and lower-cased), so a policy set
+/// for `payments` holds for a draft keyed on `PAYMENTS `.
+pub fn normalise_channel(channel: &str) -> String {
+    crate::ledger::key::js_trim(channel).to_lowercase()
+}
+
+/// Two spellings of a channel are one for a policy when the key makes them one, or
+/// when they are one to a reader ([`identity`]): a policy errs toward holding.
+pub fn same_channel(a: &str, b: &str) -> bool {
+    normalise_channel(a) == normalise_channel(b) || identity(a) == identity(b)
+}
+
+/// Who a name is, for "the author cannot approve" and "one person counts once": the
+/// name without invisible and control characters, trimmed, its runs of white space one
+/// space, NFKC, lower-cased, then its UTS #39 confusable skeleton, so `Agent`,
+/// ` agent`, a zero-width space, a Cyrillic `а` or a fullwidth `ａ` are not someone new.
+/// Names are stored as typed; only comparisons use this.
+pub fn identity(name: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    use unicode_security::confusable_detection::skeleton;
+    let visible: String = name
+        .chars()
+        .filter(|c| !crate::text::is_suspicious(*c))
+        .collect();
+    let nfkc: String = visible.nfkc().collect();
+    let spaced = nfkc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let folded = spaced.to_lowercase();
+    let skeleton: String = skeleton(&folded).collect();
+    skeleton.to_lowercase().nfkc().collect()
+}
+
+/// Whether `a` and `b` name one person ([`identity`]).
+pub fn same_person(a: &str, b: &str) -> bool {
+    identity(a) == identity(b)
+}
+
+/// "channel email" or "every channel", for messages.
+pub fn policy_scope(channel: Option<&str>) -> String {
+    match channel {
+        Some(c) => format!("channel {}", crate::text::visible_inline(c)),
+        None => "every channel".to_owned(),
+    }
+}
+
+/// Whether `n` may be a number of approvers, or why not.
+pub fn check_approvals(n: i64) -> Result<i64, String> {
+    if (1..=MAX_APPROVALS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "--approvals {n}: give a number of distinct approvers from 1 to {MAX_APPROVALS}"
+        ))
+    }
+}
+
+/// The votes that count now toward the current revision's approval.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// The round they are in: a new vote counts in it.
+    pub round: i64,
+    /// Its votes, oldest first.
+    pub votes: Vec<Vote>,
+    /// Distinct approvers needed.
+    pub required: i64,
+    /// The round made the draft's approval, and it still holds.
+    pub complete: bool,
+}
+
+impl Tally {
+    /// Who approved in this round, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.votes.iter().map(|v| v.by.as_str()).collect()
+    }
+
+    /// "approved 1 of 2".
+    pub fn label(&self) -> String {
+        format!("approved {} of {}", self.votes.len(), self.required)
+    }
+
+    /// How many more approvals it needs.
+    pub fn missing(&self) -> i64 {
+        (self.required - self.votes.len() as i64).max(0)
+    }
+}
+
+impl Draft {
+    /// It needs more than one approver.
+    pub fn needs_quorum(&self) -> bool {
+        self.quorum.required > 1
+    }
+
+    /// The current revision's votes that count at `now_ms`: the latest round's, or
+    /// none when that round's approval has expired (the next round starts empty).
+    pub fn tally(&self, now_ms: i64) -> Tally {
+        let votes: Vec<&Vote> = self
+            .quorum
+            .votes
+            .iter()
+            .filter(|v| v.revision == self.revision)
+            .collect();
+        let round = votes.iter().map(|v| v.round).max().unwrap_or(1);
+        let mut in_round: Vec<Vote> = votes
+            .into_iter()
+            .filter(|v| v.round == round)
+            .cloned()
+            .collect();
+        in_round.sort_by_key(|v| v.version);
+        let made = self.approved_revision == Some(self.revision)
+            && self.approval.is_some()
+            && in_round.len() as i64 >= self.quorum.required;
+        let required = self.quorum.required;
+        if made && self.approval_expired(now_ms) {
+            return Tally {
+                round: round + 1,
+                votes: Vec::new(),
+                required,
+                complete: false,
+            };
+        }
+        Tally {
+            round,
+            votes: in_round,
+            required,
+            complete: made,
+        }
+    }
+
+    /// "approved 1 of 2" while a draft that needs several approvers does not have
+    /// them all for its current revision; None otherwise.
+    pub fn quorum_label(&self, now_ms: i64) -> Option<String> {
+        // A rejected or withdrawn draft is that, not a tally.
+        if !self.needs_quorum() || !self.state.is_open() {
+            return None;
+        }
+        let tally = self.tally(now_ms);
+        (!tally.complete).then(|| tally.label())
+    }
+
+    /// Every version since `seen` was made by a vote on the current revision: the
+    /// draft changed only by other people's approvals of what was shown.
+    pub fn only_votes_since(&self, seen: i64) -> bool {
+        if seen >= self.version {
+            return seen == self.version;
+        }
+        let votes = self
+            .quorum
+            .votes
+            .iter()
+            .filter(|v| v.revision == self.revision && v.version > seen)
+            .count() as i64;
+        votes == self.version - seen
+    }
+
+    /// The quorum as JSON, for a draft that needs more than one approver: required,
+    /// approved so far (this round), who and when, and whether it is complete.
+    pub fn quorum_json(&self, now_ms: i64) -> Option<Value> {
+        if !self.needs_quorum() {
+            return None;
+        }
+        let tally = self.tally(now_ms);
+        let mut out = Map::new();
+        out.insert("required".into(), tally.required.into());
+        out.insert("approved".into(), (tally.votes.len() as i64).into());
+        out.insert("complete".into(), tally.complete.into());
+        out.insert("revision".into(), self.revision.into());
+        out.insert("round".into(), tally.round.into());
+        out.insert("selfApproval".into(), self.quorum.self_approval.into());
+        out.insert(
+            "approvers".into(),
+            Value::Array(
+                tally
+                    .votes
+                    .iter()
+                    .map(|v| {
+                        let mut one = Map::new();
+                        one.insert("by".into(), v.by.clone().into());
+                        one.insert("at".into(), v.at.clone().into());
+                        Value::Object(one)
+                    })
+                    .collect(),
+            ),
+        );
+        Some(Value::Object(out))
+    }
+
+    /// Who approved so far and what is left, as a person reads it: "approved 1 of 2
+    /// (dana at T); one more needed". None for a draft that needs one approver.
+    pub fn quorum_text(&self, now_ms: i64) -> Option<String> {
+        if !self.needs_quorum() || !self.state.is_open() {
+            return None;
+        }
+        let tally = self.tally(now_ms);
+        let who = tally
+            .votes
+            .iter()
+            .map(|v| format!("{} at {}", v.by, v.at))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let who = if who.is_empty() {
+            String::new()
+        } else {
+            format!(" ({who})")
+        };
+        let left = match tally.missing() {
+            0 => "complete".to_owned(),
+            1 => "one more needed".to_owned(),
+            n => format!("{n} more needed"),
+        };
+        let rule = if self.quorum.self_approval {
+            ""
+        } else {
+            "; the revision's author cannot be one of them"
+        };
+        Some(format!(
+            "{} of revision {}{who}; {left}{rule}",
+            tally.label(),
+            self.revision
+        ))
+    }
+}
+
+/// "dana" / "dana and sam" / "dana, sam and lee": names for a message.
+pub fn names_text(names: &[&str]) -> String {
+    match names {
+        [] => "nobody".to_owned(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}

@@ -1,0 +1,369 @@
+//! N-of-M approval, the retest's defects (retest 20), through the binary on SQLite:
+//! one person cannot pass for two by respelling a name (Q1), a channel policy holds
+//! whatever the channel's case or spacing and for drafts whose channel is not known
+//! (Q2), nobody who wrote a revision approves the draft (Q3), and a closed draft reads
+//! as closed, not as a tally (Q5).
+
+mod common;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// 2027-01-15T08:00:00.000Z.
+const T0: u64 = 1_800_000_000_000;
+
+fn cli<S: AsRef<OsStr>>(args: &[S]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env("NO_COLOR", "1")
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER")
+        .env_remove("SEND_ONCE_USER");
+    cmd
+}
+
+fn run<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    cli(args).output().unwrap()
+}
+
+fn refused(o: &Output, what: &str, wanted: &[&str]) {
+    expect_exit(o, 2, what);
+    for w in wanted {
+        assert!(
+            stderr(o).contains(w),
+            "{what}: {w:?} not in stderr {:?}",
+            stderr(o)
+        );
+    }
+}
+
+struct Queue {
+    dir: tempfile::TempDir,
+    ledger: String,
+}
+
+impl Queue {
+    fn new() -> Queue {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = dir.path().join("L.db").display().to_string();
+        let q = Queue { dir, ledger };
+        expect_exit(&run(&["init", q.l()]), 0, "init");
+        q
+    }
+
+    fn l(&self) -> &str {
+        &self.ledger
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn payload(&self, name: &str, body: &str) -> String {
+        let p: PathBuf = self.path().join(name);
+        std::fs::write(&p, json!({"body": body}).to_string()).unwrap();
+        p.display().to_string()
+    }
+
+    fn policy(&self, args: &[&str]) {
+        let mut all = vec!["policy", self.l(), "--by", "ops"];
+        all.extend_from_slice(args);
+        expect_exit(&run(&all), 0, "policy");
+    }
+
+    /// `draft submit --json` by agent with `key_args` (`--channel …` or `--key …`):
+    /// the draft's id and the number of approvers it was given.
+    fn submit(&self, key_args: &[&str]) -> (String, i64) {
+        let p = self.payload(&format!("p{}.json", key_args.join("_").len()), "pay 9");
+        let mut args = vec![
+            "draft",
+            "submit",
+            self.l(),
+            "--payload",
+            &p,
+            "--by",
+            "agent",
+        ];
+        args.extend_from_slice(key_args);
+        args.push("--json");
+        let o = run(&args);
+        expect_exit(&o, 0, "draft submit");
+        let out = json_stdout(&o, "draft submit");
+        (
+            out["id"].to_string(),
+            out["approvalsRequired"].as_i64().unwrap(),
+        )
+    }
+
+    fn approve(&self, id: &str, by: &str) -> Output {
+        run(&["approve", self.l(), id, "--by", by])
+    }
+
+    fn approved(&self, id: &str) -> Value {
+        let o = run(&["draft", "show", self.l(), id, "--json"]);
+        expect_exit(&o, 0, "draft show");
+        json_stdout(&o, "draft show")["quorum"].clone()
+    }
+}
+
+fn channel(c: &str, intent: &str) -> Vec<String> {
+    ["--channel", c, "--to", "cy@x.com", "--intent", intent]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn a_respelled_name_is_the_same_person_for_the_author_and_for_counting_once() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2"]);
+    let (id, required) = q.submit(&strs(&channel("email", "t")));
+    assert_eq!(required, 2);
+
+    // The submitter, however spelled: case, spaces, NBSP, fullwidth, Cyrillic а.
+    for name in [
+        "Agent",
+        "AGENT",
+        " agent",
+        "agent ",
+        "agent\u{a0}",
+        "\u{ff41}gent",
+        "\u{430}gent",
+        "ag\u{435}nt",
+    ] {
+        refused(
+            &q.approve(&id, name),
+            &format!("{name:?} as the submitter"),
+            &["submitted revision 1", "the same name as agent"],
+        );
+    }
+    assert_eq!(q.approved(&id)["approved"], 0);
+
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    for name in ["Dana", "DANA", " dana ", "\u{ff44}ana", "d\u{430}na"] {
+        refused(
+            &q.approve(&id, name),
+            &format!("{name:?} after dana"),
+            &["already approved revision 1", "the same name as dana"],
+        );
+    }
+    assert_eq!(q.approved(&id)["approved"], 1);
+
+    let o = q.approve(&id, "sam");
+    expect_exit(&o, 0, "sam completes it");
+    let approval = json_stdout(&o, "approval");
+    assert_eq!(approval["approvers"], json!(["dana", "sam"]));
+}
+
+#[test]
+fn a_name_with_invisible_or_control_characters_or_a_comma_is_refused_and_changes_nothing() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("email", "t")));
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let p = q.payload("x.json", "x");
+    let before = snapshot(q.path());
+
+    for name in [
+        "dana\u{200b}",
+        "agent\u{200b}",
+        "\u{202e}anad",
+        "dana\u{1b}[31m",
+        "sa\u{ad}m",
+    ] {
+        let o = q.approve(&id, name);
+        refused(
+            &o,
+            &format!("--by {name:?}"),
+            &["--by", "control, escape, bidi or invisible characters"],
+        );
+        assert!(
+            !stderr(&o).contains('\u{1b}'),
+            "raw escape in {:?}",
+            stderr(&o)
+        );
+    }
+    refused(
+        &q.approve(&id, "sam, erin"),
+        "--by with a comma",
+        &["--by", "comma"],
+    );
+    let o = cli(&["approve", q.l(), &id])
+        .env("SEND_ONCE_USER", "sam\u{200b}")
+        .output()
+        .unwrap();
+    refused(&o, "SEND_ONCE_USER", &["SEND_ONCE_USER", "invisible"]);
+    let o = run(&[
+        "draft",
+        "submit",
+        q.l(),
+        "--payload",
+        &p,
+        "--key",
+        "k1",
+        "--by",
+        "ag\u{200b}ent",
+    ]);
+    refused(&o, "draft submit --by", &["--by", "invisible"]);
+    assert!(before == snapshot(q.path()), "a refused name wrote nothing");
+}
+
+#[test]
+fn a_channel_policy_holds_whatever_the_channels_case_or_spacing() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    // Stored as the key reads a channel.
+    q.policy(&["--approvals", "3", "--channel", " SMS "]);
+    let o = run(&["policy", q.l(), "--json"]);
+    let shown = json_stdout(&o, "policy --json");
+    let channels: Vec<&str> = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["channel"].as_str())
+        .collect();
+    assert!(channels.contains(&"sms"), "{shown}");
+
+    for (i, c) in ["PAYMENTS", "Payments", " payments", "payments "]
+        .iter()
+        .enumerate()
+    {
+        let (id, required) = q.submit(&strs(&channel(c, &format!("pay-{i}"))));
+        assert_eq!(required, 2, "--channel {c:?}");
+        refused(
+            &q.approve(&id, "agent"),
+            &format!("agent approves its {c:?} draft"),
+            &["agent submitted revision 1"],
+        );
+    }
+    let (_, required) = q.submit(&strs(&channel("sms", "code")));
+    assert_eq!(required, 3, "an sms draft under the ' SMS ' policy");
+}
+
+#[test]
+fn a_draft_whose_channel_is_not_known_is_under_a_policy_never_none() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    // No ledger-wide default: a key given as is gets the strictest policy there is.
+    let (_, required) = q.submit(&["--key", "k-1"]);
+    assert_eq!(required, 2, "--key with no channel, no default");
+
+    q.policy(&["--approvals", "3", "--channel", "payments"]);
+    q.policy(&["--approvals", "2"]);
+    let (_, required) = q.submit(&["--key", "k-2"]);
+    assert_eq!(required, 2, "--key: the ledger-wide default");
+    let (_, required) = q.submit(&["--key", "k-3", "--meta", r#"{"channel":"marketing"}"#]);
+    assert_eq!(
+        required, 2,
+        "--key claiming a channel without a policy: the default"
+    );
+    let (_, required) = q.submit(&["--key", "k-4", "--meta", r#"{"channel":"PAYMENTS"}"#]);
+    assert_eq!(required, 3, "--key claiming payments: its stricter policy");
+    let (_, required) = q.submit(&strs(&channel("marketing", "m")));
+    assert_eq!(required, 2, "a known channel without a policy: the default");
+}
+
+#[test]
+fn a_meta_channel_contradicting_the_keys_channel_is_refused_and_queues_nothing() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    let p = q.payload("c.json", "pay");
+    let before = snapshot(q.path());
+    let mut args = vec!["draft", "submit", q.l(), "--payload", &p, "--by", "agent"];
+    let key = channel("payments", "pay-1");
+    args.extend(strs(&key));
+    args.extend(["--meta", r#"{"channel":"other"}"#]);
+    refused(
+        &run(&args),
+        "--meta channel other",
+        &["--meta's channel", "other", "payments"],
+    );
+    assert!(before == snapshot(q.path()), "nothing was queued");
+    // The same channel respelled is no contradiction.
+    let last = args.len() - 1;
+    args[last] = r#"{"channel":"Payments"}"#;
+    let o = run(&args);
+    expect_exit(&o, 0, "--meta channel Payments");
+    let o = run(&["approvals", q.l(), "--json"]);
+    assert!(stdout(&o).contains("\"required\": 2"), "{}", stdout(&o));
+}
+
+#[test]
+fn nobody_who_wrote_a_revision_approves_the_draft() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("payments", "pay")));
+    let e = q.payload("e.json", "pay 10");
+    expect_exit(
+        &run(&[
+            "draft",
+            "edit",
+            q.l(),
+            &id,
+            "--payload",
+            &e,
+            "--by",
+            "sam",
+            "--seen-revision",
+            "1",
+        ]),
+        0,
+        "sam edits",
+    );
+    refused(
+        &q.approve(&id, "agent"),
+        "the submitter of revision 1",
+        &["agent submitted revision 1"],
+    );
+    refused(&q.approve(&id, "Sam"), "the editor", &["edited revision 2"]);
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let o = q.approve(&id, "erin");
+    expect_exit(&o, 0, "erin completes it");
+    assert_eq!(
+        json_stdout(&o, "approval")["approvers"],
+        json!(["dana", "erin"])
+    );
+}
+
+#[test]
+fn a_rejected_or_withdrawn_draft_reads_as_that_not_as_a_tally() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2"]);
+    for (n, close) in [
+        vec![
+            "reject",
+            q.l(),
+            "",
+            "--reason",
+            "wrong amount",
+            "--by",
+            "sam",
+        ],
+        vec!["draft", "withdraw", q.l(), "", "--by", "agent"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (id, _) = q.submit(&strs(&channel("payments", &format!("p{n}"))));
+        expect_exit(&q.approve(&id, "dana"), 0, "dana");
+        let close: Vec<&str> = close
+            .into_iter()
+            .map(|a| if a.is_empty() { id.as_str() } else { a })
+            .collect();
+        expect_exit(&run(&close), 0, close[0]);
+        let o = run(&["draft", "show", q.l(), &id]);
+        let head = stdout(&o).lines().next().unwrap_or_default().to_owned();
+        assert!(!head.contains("approved 1 of 2"), "{head}");
+        let word = if n == 0 { "rejected" } else { "withdrawn" };
+        assert!(head.contains(word), "{head}");
+        let o = run(&["approvals", q.l(), "--headless"]);
+        assert!(!stdout(&o).contains("approved 1 of 2"), "{}", stdout(&o));
+    }
+}

@@ -1,0 +1,217 @@
+//! N-of-M approval in the TUI's state machine and drawing, without a terminal: the
+//! badge and the detail say how far a draft got and who approved, the approval form
+//! says what this approval makes, what the store would refuse (the revision's author,
+//! a second vote by one person, an approval already complete) is said before a form
+//! opens, and a vote short of the number is worded as one. The screen end to end is
+//! in tui_quorum.rs.
+
+mod common;
+
+use common::queued_draft;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use pretty_assertions::assert_eq;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use send_once::ledger::time;
+use send_once::review::{Draft, Quorum, Revision, Vote};
+use send_once::ui::action::{Action, Effect, Outcome};
+use send_once::ui::app::{App, Options, Overlay};
+use send_once::ui::forms::{FormKind, QuorumShown};
+use send_once::ui::theme::Theme;
+use send_once::ui::view;
+
+const NOW: &str = "2026-09-27T12:00:00.000Z";
+const MIN: i64 = 60_000;
+
+fn now() -> i64 {
+    time::parse_date(NOW).unwrap()
+}
+
+fn ago(ms: i64) -> String {
+    time::iso_from_millis(now() - ms).unwrap()
+}
+
+/// Draft 7 by agent, needing two approvers, with `votes` on its revision 1.
+fn draft(votes: &[&str]) -> Draft {
+    let mut d = queued_draft(7, "invoice-7", ago(30 * MIN));
+    d.submitted_by = Some("agent".into());
+    d.meta = Some(
+        serde_json::json!({"to": "ana@example.com", "intent": "invoice-due"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    d.revisions = vec![Revision {
+        revision: 1,
+        payload: r#"{"to":"ana@example.com","body":"Invoice 7 is due."}"#.into(),
+        payload_hash: "h1".into(),
+        facts: Default::default(),
+        submitted_at: ago(30 * MIN),
+        submitted_by: Some("agent".into()),
+    }];
+    d.quorum = Quorum {
+        required: 2,
+        self_approval: false,
+        votes: votes
+            .iter()
+            .enumerate()
+            .map(|(i, by)| Vote {
+                revision: 1,
+                round: 1,
+                by: (*by).into(),
+                at: ago(10 * MIN),
+                version: 2 + i as i64,
+            })
+            .collect(),
+    };
+    d.version = 1 + votes.len() as i64;
+    d
+}
+
+fn app_as(by: &str, drafts: Vec<Draft>) -> App {
+    let mut app = App::new(Options {
+        ledger_label: "ledger.db".into(),
+        by: by.into(),
+        older_than_ms: 5.0 * MIN as f64,
+        no_queue: None,
+        now: now(),
+    });
+    app.update(Action::ApprovalsLoaded(Ok(drafts)));
+    app.update(Action::UnknownLoaded(Ok(Vec::new())));
+    app
+}
+
+fn press(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn status(app: &App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+fn screen(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    terminal
+        .draw(|frame| view::draw(frame, app, &Theme::new(true)))
+        .unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol().to_owned())
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_badge_and_the_detail_say_how_far_it_got_and_who_approved() {
+    let app = app_as("dana", vec![draft(&["sam"])]);
+    let shown = screen(&app);
+    assert!(shown.contains("[approved 1 of 2]"), "{shown}");
+    assert!(
+        shown.contains("approved 1 of 2 of revision 1 (sam at")
+            && shown.contains(&format!("{}); one more needed", ago(10 * MIN))),
+        "{shown}"
+    );
+    let none = screen(&app_as("dana", vec![draft(&[])]));
+    assert!(none.contains("[approved 0 of 2]"), "{none}");
+}
+
+#[test]
+fn the_form_says_what_this_approval_makes() {
+    let mut app = app_as("dana", vec![draft(&["sam"])]);
+    assert_eq!(press(&mut app, KeyCode::Char('a')), vec![]);
+    let Some(Overlay::Form(form)) = &app.overlay else {
+        panic!("no form: {}", status(&app));
+    };
+    let FormKind::Approve { quorum, .. } = &form.kind else {
+        panic!("not the approve form: {:?}", form.kind);
+    };
+    assert_eq!(
+        quorum,
+        &Some(QuorumShown {
+            approved: 1,
+            required: 2,
+            approvers: "sam".into(),
+        })
+    );
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation");
+    };
+    assert!(
+        confirm.lines.contains(
+            &"Your approval makes 2 of 2 (after sam): the approval is made now, and its 12h run from now."
+                .to_owned()
+        ),
+        "{:?}",
+        confirm.lines
+    );
+    let effects = press(&mut app, KeyCode::Char('y'));
+    assert!(
+        effects.iter().any(|e| matches!(
+            e,
+            Effect::Approve {
+                id: 7,
+                version: 2,
+                ..
+            }
+        )),
+        "{effects:?}"
+    );
+
+    let mut first = app_as("dana", vec![draft(&[])]);
+    press(&mut first, KeyCode::Char('a'));
+    press(&mut first, KeyCode::Enter);
+    let Some(Overlay::Confirm(confirm)) = &first.overlay else {
+        panic!("no confirmation");
+    };
+    assert!(
+        confirm.lines.contains(
+            &"Your approval makes 1 of 2: one more needed before it can be sent.".to_owned()
+        ),
+        "{:?}",
+        confirm.lines
+    );
+}
+
+#[test]
+fn what_the_store_would_refuse_is_said_before_a_form_opens() {
+    let mut app = app_as("agent", vec![draft(&[])]);
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.overlay.is_none());
+    assert_eq!(
+        status(&app),
+        "agent wrote revision 1 of draft 7; a second person must approve it."
+    );
+    let mut app = app_as("sam", vec![draft(&["sam"])]);
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.overlay.is_none());
+    assert_eq!(
+        status(&app),
+        "You (sam) already approved revision 1 (approved 1 of 2); a second person must approve it."
+    );
+}
+
+#[test]
+fn a_vote_short_of_the_number_is_worded_as_one() {
+    let mut app = app_as("dana", vec![draft(&[])]);
+    app.update(Action::Done(Outcome::Voted {
+        id: 7,
+        revision: 1,
+        so_far: "approved 1 of 2".into(),
+        missing: 1,
+    }));
+    assert_eq!(
+        status(&app),
+        "Your approval of draft 7 (revision 1) is recorded: approved 1 of 2; one more person must approve it before it can be sent."
+    );
+}
