@@ -328,7 +328,7 @@ pub struct ApproveArgs {
     pub ledger: LedgerLocation,
     #[arg(skip)]
     pub id: i64,
-    /// How long the approval holds (30m, 12h, 2d)
+    /// How long the approval holds (30m, 12h, 2d); toward a draft that needs several approvers, how long your approval counts: unmet by then it lapses, and the approval the last one makes expires at the earliest of its approvers' limits
     #[arg(long, default_value = "12h", allow_hyphen_values = true)]
     pub ttl: String,
     /// Who approves it (default: $SEND_ONCE_USER, else the current user)
@@ -1014,8 +1014,19 @@ pub fn approve(args: &ApproveArgs) -> Exit {
                 );
                 print_json(&Value::Object(out));
             }
+            // The vote this call cast is the draft's newest.
+            let holds = draft
+                .quorum
+                .votes
+                .iter()
+                .max_by_key(|v| v.version)
+                .and_then(|v| v.expires_at.as_deref())
+                .map(|until| {
+                    format!("; your approval holds until {until} (--ttl), and the approval the last one makes expires no later")
+                })
+                .unwrap_or_default();
             note(format!(
-                "draft {}: your approval is recorded, {} of revision {} ({}); {} before it can be sent, so there is no approval JSON yet{}",
+                "draft {}: your approval is recorded, {} of revision {} ({}); {} before it can be sent, so there is no approval JSON yet{holds}{}",
                 draft.id,
                 tally.label(),
                 draft.revision,
