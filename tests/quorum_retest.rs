@@ -503,3 +503,65 @@ fn racing_approvers_are_stamped_after_what_they_counted_and_only_the_last_gets_t
         }
     }
 }
+
+#[test]
+fn small_ones_policy_on_a_new_ledger_wording_under_three_and_a_resubmits_number() {
+    // Q9: setting a policy is a natural first step, so it makes the ledger.
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("new.db").display().to_string();
+    let o = run(&["policy", &l, "--approvals", "3", "--by", "ops"]);
+    expect_exit(&o, 0, "policy on a new ledger");
+    let o = run(&["policy", &l, "--json"]);
+    assert_eq!(json_stdout(&o, "policy --json")[0]["approvals"], 3);
+
+    // Q10: under 3-of-N the submitter is not told "a second person".
+    let p = dir.path().join("p.json");
+    std::fs::write(&p, r#"{"body":"x"}"#).unwrap();
+    let p = p.display().to_string();
+    let submit = |extra: &[&str]| {
+        let mut args = vec![
+            "draft",
+            "submit",
+            &l,
+            "--key",
+            "k-1",
+            "--payload",
+            &p,
+            "--by",
+            "agent",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    expect_exit(&submit(&[]), 0, "submit");
+    refused(
+        &run(&["approve", &l, "1", "--by", "agent"]),
+        "the submitter under 3-of-N",
+        &["3 people other than its authors must approve it"],
+    );
+
+    // Q11: a resubmission's --approvals below the draft's number is said, not ignored.
+    std::fs::write(dir.path().join("p.json"), r#"{"body":"y"}"#).unwrap();
+    let o = submit(&["--approvals", "1"]);
+    // Below the ledger's policy: refused as before, nothing queued.
+    refused(
+        &o,
+        "--approvals 1 under a 3 policy",
+        &["below the ledger's policy"],
+    );
+    let o = submit(&["--approvals", "4"]);
+    expect_exit(&o, 0, "--approvals 4 raises it");
+    assert!(
+        stderr(&o).contains("it needs 4 distinct approvers"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(dir.path().join("p.json"), r#"{"body":"z"}"#).unwrap();
+    let o = submit(&["--approvals", "3"]);
+    expect_exit(&o, 0, "--approvals 3 on a draft that needs 4");
+    assert!(
+        stderr(&o).contains("it still needs 4 distinct approvers (--approvals 3 cannot lower"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -806,8 +806,20 @@ fn submit(args: &SubmitArgs) -> Exit {
         } else {
             ""
         };
+        // A draft keeps the number it was given; say it, and that --approvals lowers
+        // nothing, rather than let a rerun's flag pass unremarked.
+        let needs = match args.approvals.as_deref().map(super::policy::approvals_flag) {
+            Some(Ok(asked)) if asked < submitted.required => format!(
+                "; it still needs {} distinct approvers (--approvals {asked} cannot lower the number a draft was given)",
+                submitted.required
+            ),
+            _ if submitted.required > 1 => {
+                format!("; it needs {} distinct approvers", submitted.required)
+            }
+            _ => String::new(),
+        };
         note(format!(
-            "draft {} revised (revision {}){after}",
+            "draft {} revised (revision {}){after}{needs}",
             submitted.id, submitted.revision
         ));
     }

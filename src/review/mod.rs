@@ -664,7 +664,7 @@ pub enum ReviewError {
     },
     /// The author of the revision asked to approve it, and the draft's rule wants
     /// someone else.
-    #[error("{by} {verb} revision {revision} of draft {id}; a second person must approve it")]
+    #[error("{by} {verb} revision {revision} of draft {id}; {others}")]
     SelfApproval {
         /// The draft.
         id: i64,
@@ -674,6 +674,9 @@ pub enum ReviewError {
         revision: i64,
         /// `submitted` or `edited`.
         verb: &'static str,
+        /// Who must approve instead: "a second person must approve it", or under
+        /// 3 or more, how many people other than its authors.
+        others: String,
     },
     /// The same person approved this revision already: one person counts once.
     #[error(
@@ -977,6 +980,10 @@ pub fn judge(
                         by: who,
                         revision,
                         verb,
+                        others: match draft.quorum.required {
+                            ..=2 => "a second person must approve it".to_owned(),
+                            n => format!("{n} people other than its authors must approve it"),
+                        },
                     },
                 );
             }
