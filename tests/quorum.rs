@@ -249,7 +249,8 @@ fn two_person_policy(q: &Queue) {
     assert_eq!(
         item["quorum"],
         json!({"required": 2, "approved": 1, "complete": false, "revision": 1, "round": 1,
-               "selfApproval": false, "approvers": [{"by": "dana", "at": iso(T0 + 2 * MIN)}]})
+               "selfApproval": false, "approvers": [{"by": "dana", "at": iso(T0 + 2 * MIN),
+                             "expiresAt": iso(T0 + 2 * MIN + 12 * HOUR)}]})
     );
     let o = at(T0, &["approvals", l]);
     assert!(stdout(&o).contains("approved 1 of 2"), "{}", stdout(&o));
@@ -371,7 +372,8 @@ fn two_person_policy(q: &Queue) {
     assert_eq!(approval["approvedBy"], "dana, lee");
     assert_eq!(approval["approvers"], json!(["dana", "lee"]));
     assert_eq!(approval["approvedAt"], iso(T0 + 10 * MIN));
-    assert_eq!(approval["expiresAt"], iso(T0 + 10 * MIN + 12 * HOUR));
+    // It ends when the first of its yeses does: dana's, 12h from her vote.
+    assert_eq!(approval["expiresAt"], iso(T0 + 9 * MIN + 12 * HOUR));
     let o = at(T0, &["approval", l, &id.to_string()]);
     expect_exit(&o, 0, "approval");
     assert_eq!(json_stdout(&o, "approval"), approval);

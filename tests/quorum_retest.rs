@@ -367,3 +367,201 @@ fn a_rejected_or_withdrawn_draft_reads_as_that_not_as_a_tally() {
         assert!(!stdout(&o).contains("approved 1 of 2"), "{}", stdout(&o));
     }
 }
+
+fn at_time<S: AsRef<OsStr>>(now_ms: u64, args: &[S]) -> Output {
+    cli(args)
+        .env("SEND_ONCE_FIXED_NOW_MS", now_ms.to_string())
+        .output()
+        .unwrap()
+}
+
+const DAY: u64 = 86_400_000;
+
+#[test]
+fn a_vote_lapses_with_its_own_ttl_and_bounds_the_approval_it_is_counted_into() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("payments", "pay")));
+    let o = at_time(T0, &["approve", q.l(), &id, "--by", "dana", "--ttl", "30m"]);
+    expect_exit(&o, 0, "dana, for 30 minutes");
+    assert!(
+        stderr(&o).contains("your approval holds until 2027-01-15T08:30:00.000Z"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Two days later her yes no longer counts, and the draft says so.
+    let later = T0 + 2 * DAY;
+    let o = at_time(later, &["draft", "show", q.l(), &id, "--json"]);
+    let quorum = json_stdout(&o, "draft show")["quorum"].clone();
+    assert_eq!(quorum["approved"], 0, "{quorum}");
+    assert_eq!(quorum["lapsed"][0]["by"], "dana", "{quorum}");
+    let o = at_time(later, &["draft", "show", q.l(), &id]);
+    assert!(
+        stdout(&o).contains("lapsed at 2027-01-15T08:30:00.000Z"),
+        "{}",
+        stdout(&o)
+    );
+    let o = at_time(later, &["approve", q.l(), &id, "--by", "sam"]);
+    expect_exit(&o, 0, "sam");
+    assert_eq!(
+        stdout(&o),
+        "",
+        "sam's is the first that counts: no approval JSON"
+    );
+    assert!(stderr(&o).contains("approved 1 of 2"), "{}", stderr(&o));
+
+    // Dana may approve again; the approval ends at sam's limit (12h from his vote),
+    // not 12h from hers.
+    let o = at_time(
+        later + 60 * 60_000,
+        &["approve", q.l(), &id, "--by", "dana"],
+    );
+    expect_exit(&o, 0, "dana again");
+    let approval = json_stdout(&o, "approval");
+    assert_eq!(approval["approvers"], json!(["sam", "dana"]));
+    assert_eq!(
+        approval["expiresAt"], "2027-01-17T20:00:00.000Z",
+        "{approval}"
+    );
+
+    // A short yes bounds a later long one.
+    let (id, _) = q.submit(&strs(&channel("payments", "pay-2")));
+    expect_exit(
+        &at_time(T0, &["approve", q.l(), &id, "--by", "dana", "--ttl", "30m"]),
+        0,
+        "dana",
+    );
+    let o = at_time(
+        T0 + 10 * 60_000,
+        &["approve", q.l(), &id, "--by", "sam", "--ttl", "2d"],
+    );
+    expect_exit(&o, 0, "sam completes it");
+    assert_eq!(
+        json_stdout(&o, "approval")["expiresAt"],
+        "2027-01-15T08:30:00.000Z"
+    );
+}
+
+#[test]
+fn racing_approvers_are_stamped_after_what_they_counted_and_only_the_last_gets_the_approval() {
+    let q = Queue::new();
+    // Eight at once on an 8-of-N and a 5-of-N draft: most are judged more than once.
+    let names = ["a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"];
+    for round in 0..10 {
+        let n = if round % 2 == 0 { 8 } else { 5 };
+        q.policy(&["--approvals", &n.to_string()]);
+        let (id, _) = q.submit(&strs(&channel("payments", &format!("race-{round}"))));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(names.len()));
+        let handles: Vec<_> = names
+            .iter()
+            .map(|name| {
+                let (ledger, start, id, name) =
+                    (q.ledger.clone(), start.clone(), id.clone(), *name);
+                std::thread::spawn(move || {
+                    // The wall clock: the race is about when each process stamps.
+                    let mut cmd = Command::new(bin());
+                    cmd.args(["approve", &ledger, &id, "--by", name])
+                        .env("NO_COLOR", "1")
+                        .env_remove("SEND_ONCE_FIXED_NOW_MS")
+                        .env_remove("SEND_ONCE_LEDGER")
+                        .env_remove("SEND_ONCE_USER");
+                    start.wait();
+                    (name, cmd.output().unwrap())
+                })
+            })
+            .collect();
+        let outs: Vec<(&str, Output)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let o = run(&["draft", "show", q.l(), &id, "--json"]);
+        let shown = json_stdout(&o, "draft show");
+        let approval = shown["approval"].clone();
+        let approvers: Vec<&str> = approval["approvers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("round {round}: not approved: {shown}"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(approvers.len(), n, "{approval}");
+        let last = approvers[n - 1];
+        let printed: Vec<&str> = outs
+            .iter()
+            .filter(|(_, o)| !o.stdout.is_empty())
+            .map(|(name, _)| *name)
+            .collect();
+        assert_eq!(
+            printed,
+            [last],
+            "round {round}: only the last voter gets the JSON"
+        );
+        let approved_at = approval["approvedAt"].as_str().unwrap();
+        for vote in shown["quorum"]["approvers"].as_array().unwrap() {
+            let at = vote["at"].as_str().unwrap();
+            assert!(
+                at <= approved_at,
+                "round {round}: vote {vote} after the approval at {approved_at}"
+            );
+        }
+    }
+}
+
+#[test]
+fn small_ones_policy_on_a_new_ledger_wording_under_three_and_a_resubmits_number() {
+    // Q9: setting a policy is a natural first step, so it makes the ledger.
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("new.db").display().to_string();
+    let o = run(&["policy", &l, "--approvals", "3", "--by", "ops"]);
+    expect_exit(&o, 0, "policy on a new ledger");
+    let o = run(&["policy", &l, "--json"]);
+    assert_eq!(json_stdout(&o, "policy --json")[0]["approvals"], 3);
+
+    // Q10: under 3-of-N the submitter is not told "a second person".
+    let p = dir.path().join("p.json");
+    std::fs::write(&p, r#"{"body":"x"}"#).unwrap();
+    let p = p.display().to_string();
+    let submit = |extra: &[&str]| {
+        let mut args = vec![
+            "draft",
+            "submit",
+            &l,
+            "--key",
+            "k-1",
+            "--payload",
+            &p,
+            "--by",
+            "agent",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    expect_exit(&submit(&[]), 0, "submit");
+    refused(
+        &run(&["approve", &l, "1", "--by", "agent"]),
+        "the submitter under 3-of-N",
+        &["3 people other than its authors must approve it"],
+    );
+
+    // Q11: a resubmission's --approvals below the draft's number is said, not ignored.
+    std::fs::write(dir.path().join("p.json"), r#"{"body":"y"}"#).unwrap();
+    let o = submit(&["--approvals", "1"]);
+    // Below the ledger's policy: refused as before, nothing queued.
+    refused(
+        &o,
+        "--approvals 1 under a 3 policy",
+        &["below the ledger's policy"],
+    );
+    let o = submit(&["--approvals", "4"]);
+    expect_exit(&o, 0, "--approvals 4 raises it");
+    assert!(
+        stderr(&o).contains("it needs 4 distinct approvers"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(dir.path().join("p.json"), r#"{"body":"z"}"#).unwrap();
+    let o = submit(&["--approvals", "3"]);
+    expect_exit(&o, 0, "--approvals 3 on a draft that needs 4");
+    assert!(
+        stderr(&o).contains("it still needs 4 distinct approvers (--approvals 3 cannot lower"),
+        "{}",
+        stderr(&o)
+    );
+}

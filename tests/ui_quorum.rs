@@ -62,6 +62,7 @@ fn draft(votes: &[&str]) -> Draft {
                 by: (*by).into(),
                 at: ago(10 * MIN),
                 version: 2 + i as i64,
+                expires_at: None,
             })
             .collect(),
     };

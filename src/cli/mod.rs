@@ -111,7 +111,7 @@ enum Command {
     Draft(review::DraftCommand),
     /// List the drafts waiting for review, oldest first, with their changes and fact drift.
     Approvals(review::ApprovalsArgs),
-    /// Approve a draft's current revision: prints (or writes) the approval JSON; for a draft that needs several approvers, only the last of them gets it.
+    /// Approve a draft's current revision: prints (or writes) the approval JSON; for a draft that needs several approvers, an approval short of the number is recorded as a vote (exit 0, no JSON, nothing written to --out) and only the last of them gets it.
     Approve(review::ApproveArgs),
     /// Reject a draft, with the reason.
     Reject(review::RejectArgs),

@@ -139,7 +139,9 @@ pub fn policy(args: &PolicyArgs) -> Exit {
     };
     let by = by_or_default(args.by.as_deref());
     let channel = args.channel.clone();
-    let set = match with_review(&location, Access::ReadWrite, async |review| {
+    // The policy is the natural first step on a new ledger, so setting one makes it,
+    // as a first draft does.
+    let set = match with_review(&location, Access::Create, async |review| {
         review
             .set_policy(channel, approvals, args.allow_self_approval, by)
             .await

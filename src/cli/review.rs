@@ -330,7 +330,7 @@ pub struct ApproveArgs {
     pub ledger: LedgerLocation,
     #[arg(skip)]
     pub id: i64,
-    /// How long the approval holds (30m, 12h, 2d)
+    /// How long the approval holds (30m, 12h, 2d); toward a draft that needs several approvers, how long your approval counts: unmet by then it lapses, and the approval the last one makes expires at the earliest of its approvers' limits
     #[arg(long, default_value = "12h", allow_hyphen_values = true)]
     pub ttl: String,
     /// Who approves it (default: $SEND_ONCE_USER, else the current user)
@@ -811,8 +811,20 @@ fn submit(args: &SubmitArgs) -> Exit {
         } else {
             ""
         };
+        // A draft keeps the number it was given; say it, and that --approvals lowers
+        // nothing, rather than let a rerun's flag pass unremarked.
+        let needs = match args.approvals.as_deref().map(super::policy::approvals_flag) {
+            Some(Ok(asked)) if asked < submitted.required => format!(
+                "; it still needs {} distinct approvers (--approvals {asked} cannot lower the number a draft was given)",
+                submitted.required
+            ),
+            _ if submitted.required > 1 => {
+                format!("; it needs {} distinct approvers", submitted.required)
+            }
+            _ => String::new(),
+        };
         note(format!(
-            "draft {} revised (revision {}){after}",
+            "draft {} revised (revision {}){after}{needs}",
             submitted.id, submitted.revision
         ));
     }
@@ -1019,8 +1031,19 @@ pub fn approve(args: &ApproveArgs) -> Exit {
                 );
                 print_json(&Value::Object(out));
             }
+            // The vote this call cast is the draft's newest.
+            let holds = draft
+                .quorum
+                .votes
+                .iter()
+                .max_by_key(|v| v.version)
+                .and_then(|v| v.expires_at.as_deref())
+                .map(|until| {
+                    format!("; your approval holds until {until} (--ttl), and the approval the last one makes expires no later")
+                })
+                .unwrap_or_default();
             note(format!(
-                "draft {}: your approval is recorded, {} of revision {} ({}); {} before it can be sent, so there is no approval JSON yet{}",
+                "draft {}: your approval is recorded, {} of revision {} ({}); {} before it can be sent, so there is no approval JSON yet{holds}{}",
                 draft.id,
                 tally.label(),
                 draft.revision,

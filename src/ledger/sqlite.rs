@@ -126,7 +126,9 @@ const MIGRATIONS: &[&str] = &[
     // whether the author of a revision may be one of them (NULL: 1, and allowed, as
     // before); each approval toward it is a vote on one revision, in rounds (a round
     // ends when its Nth vote makes the approval; one that expired starts the next),
-    // one vote per person per round; the policy gives new drafts their number, per
+    // one vote per person per round (judged by who a name is, so not a key: a vote
+    // that lapsed at its expires_at may be cast again), keyed by the draft version it
+    // made; the policy gives new drafts their number, per
     // channel or ledger-wide (channel ''). New tables and nullable columns only: the
     // Node library's table and older files read as before.
     "ALTER TABLE send_once_drafts ADD COLUMN approvals_required INTEGER;
@@ -139,7 +141,8 @@ const MIGRATIONS: &[&str] = &[
         at TEXT NOT NULL,
         version INTEGER NOT NULL,
         decision_hash TEXT,
-        PRIMARY KEY (draft_id, revision, round, approver)
+        expires_at TEXT,
+        PRIMARY KEY (draft_id, version)
     );
     CREATE TRIGGER IF NOT EXISTS send_once_votes_no_update BEFORE UPDATE ON send_once_votes
     BEGIN SELECT RAISE(ABORT, 'votes are never changed'); END;

@@ -676,7 +676,7 @@ pub enum ReviewError {
     },
     /// The author of the revision asked to approve it, and the draft's rule wants
     /// someone else.
-    #[error("{by} {verb} revision {revision} of draft {id}; a second person must approve it")]
+    #[error("{by} {verb} revision {revision} of draft {id}; {others}")]
     SelfApproval {
         /// The draft.
         id: i64,
@@ -686,6 +686,9 @@ pub enum ReviewError {
         revision: i64,
         /// `submitted` or `edited`.
         verb: &'static str,
+        /// Who must approve instead: "a second person must approve it", or under
+        /// 3 or more, how many people other than its authors.
+        others: String,
     },
     /// The same person approved this revision already: one person counts once.
     #[error(
@@ -989,6 +992,10 @@ pub fn judge(
                         by: who,
                         revision,
                         verb,
+                        others: match draft.quorum.required {
+                            ..=2 => "a second person must approve it".to_owned(),
+                            n => format!("{n} people other than its authors must approve it"),
+                        },
                     },
                 );
             }
@@ -1040,17 +1047,26 @@ pub fn judge(
                         },
                     );
                 }
+                // Each approver's --ttl bounds how long their own yes holds: a vote
+                // short of the number lapses with it, and the approval the Nth makes
+                // expires at the earliest limit among those it counts.
+                let ttl_ms = ttl.millis()?;
+                let vote_expires = (now_ms as f64 + ttl_ms).floor() as i64;
+                let expires_at = crate::ledger::time::iso_from_millis(vote_expires)
+                    .ok_or(ApprovalError::TimeOutOfRange)?;
                 let cast = NewVote {
                     revision: draft.revision,
                     round: tally.round,
                     by: by.to_owned(),
                     at: at.to_owned(),
+                    expires_at: Some(expires_at.clone()),
                 };
                 let count = tally.votes.len() as i64 + 1;
                 detail.insert("approvals".into(), count.into());
                 detail.insert("required".into(), required.into());
                 detail.insert("round".into(), tally.round.into());
                 if count < required {
+                    detail.insert("voteExpiresAt".into(), expires_at.into());
                     return Ok(Judged::Vote {
                         vote: cast,
                         version: draft.version,
@@ -1061,8 +1077,20 @@ pub fn judge(
                 let mut names: Vec<String> = tally.votes.iter().map(|v| v.by.clone()).collect();
                 names.push(by.to_owned());
                 let all = names.join(", ");
+                let earliest = tally
+                    .votes
+                    .iter()
+                    .filter_map(|v| v.expires_at.as_deref())
+                    .filter_map(crate::ledger::time::parse_date)
+                    .map(|at| (at - now_ms) as f64)
+                    .fold(ttl_ms, f64::min);
+                let bounded = if earliest < ttl_ms {
+                    Ttl::Millis(earliest)
+                } else {
+                    ttl.clone()
+                };
                 let mut approval =
-                    approval::approve(&payload, Some(&facts), ttl, Some(&all), now_ms as f64)?;
+                    approval::approve(&payload, Some(&facts), &bounded, Some(&all), now_ms as f64)?;
                 if let Value::Object(fields) = &mut approval {
                     fields.insert(
                         "approvers".into(),
@@ -1391,12 +1419,10 @@ impl Review {
                 .ok_or(ReviewError::NoDraft(id))
         };
         let mut draft = load(id).await?;
-        let now_ms = self.now();
-        let at = self.iso_now();
         let mut seen = seen_version;
-        let logged = |outcome, detail: Map<String, Value>| Decision {
+        let logged = |at: &str, outcome, detail: Map<String, Value>| Decision {
             id: None,
-            at: at.clone(),
+            at: at.to_owned(),
             by: by.clone(),
             action: verdict.action(),
             subject: Subject::Draft(id),
@@ -1412,25 +1438,32 @@ impl Review {
         let mut tries = 0;
         loop {
             tries += 1;
+            // The time is taken for each judging, after the read it judges: a vote or
+            // an approval is never stamped earlier than the votes it was judged after.
+            let now_ms = self.now();
+            let at = self.iso_now();
             let asked = Asked {
                 verdict: &verdict,
                 by: by.as_deref(),
                 note: note.as_deref(),
                 seen_version: seen,
             };
-            let (won, detail) = match judge(&draft, &asked, now_ms, &at)? {
+            let (won, detail, mine) = match judge(&draft, &asked, now_ms, &at)? {
                 Judged::Refused { detail, error } => {
                     self.store
-                        .append_decision(&logged(DecisionOutcome::Refused, detail))
+                        .append_decision(&logged(&at, DecisionOutcome::Refused, detail))
                         .await?;
                     return Err(error);
                 }
                 Judged::Change { change, detail } => {
                     let won = self
                         .store
-                        .decide_draft(&change, &logged(DecisionOutcome::Changed, detail.clone()))
+                        .decide_draft(
+                            &change,
+                            &logged(&at, DecisionOutcome::Changed, detail.clone()),
+                        )
                         .await?;
-                    (won, detail)
+                    (won, detail, None)
                 }
                 Judged::Vote {
                     vote,
@@ -1443,14 +1476,30 @@ impl Review {
                             id,
                             version,
                             &vote,
-                            &logged(DecisionOutcome::Changed, detail.clone()),
+                            &logged(&at, DecisionOutcome::Changed, detail.clone()),
                         )
                         .await?;
-                    (won, detail)
+                    // What this vote made, not what later votes made of the draft: a
+                    // vote short of the number is never told of an approval.
+                    let mut mine = draft.clone();
+                    mine.version = version + 1;
+                    mine.updated_at = vote.at.clone();
+                    mine.quorum.votes.push(quorum::Vote {
+                        revision: vote.revision,
+                        round: vote.round,
+                        by: vote.by,
+                        at: vote.at,
+                        version: version + 1,
+                        expires_at: vote.expires_at,
+                    });
+                    (won, detail, Some(mine))
                 }
             };
             if won {
-                return self.draft(id).await;
+                return match mine {
+                    Some(mine) => Ok(mine),
+                    None => self.draft(id).await,
+                };
             }
             let now = load(id).await?;
             let votes_only = matches!(verdict, Verdict::Approve { .. })
@@ -1465,7 +1514,7 @@ impl Review {
             let mut refused = detail;
             refused.insert("reason".into(), "someone changed the draft first".into());
             self.store
-                .append_decision(&logged(DecisionOutcome::Refused, refused))
+                .append_decision(&logged(&at, DecisionOutcome::Refused, refused))
                 .await?;
             return Err(lost_race(&draft, &now));
         }

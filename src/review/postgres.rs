@@ -20,7 +20,7 @@ const BASE_DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d
      d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
      d.outcome";
 const DRAFT_COLUMN_COUNT: usize = 21;
-const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version";
+const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version, v.expires_at";
 
 /// The draft columns to select, the quorum's last (NULLs on a ledger without them).
 fn draft_columns(quorum: bool) -> String {
@@ -39,6 +39,7 @@ fn vote_from_row(row: &Row, at: usize) -> Vote {
         by: row.get(at + 2),
         at: row.get(at + 3),
         version: row.get(at + 4),
+        expires_at: row.get(at + 5),
     }
 }
 
@@ -84,8 +85,8 @@ async fn insert_vote(
 ) -> Result<(), tokio_postgres::Error> {
     tx.execute(
         &format!(
-            "INSERT INTO {t}_votes (draft_id, revision, round, approver, at, version, decision_hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)"
+            "INSERT INTO {t}_votes (draft_id, revision, round, approver, at, version, decision_hash, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
         ),
         &[
             &id,
@@ -95,6 +96,7 @@ async fn insert_vote(
             &vote.at,
             &version,
             &hash,
+            &vote.expires_at,
         ],
     )
     .await?;

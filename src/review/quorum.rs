@@ -30,6 +30,18 @@ pub struct Vote {
     pub at: String,
     /// The draft's version the vote made: every vote bumps it by one.
     pub version: i64,
+    /// When the approver's yes stops holding (their `--ttl` from `at`; ISO 8601 UTC),
+    /// short of the approval it is counted into. None: it holds until that approval.
+    pub expires_at: Option<String>,
+}
+
+impl Vote {
+    /// Its approver's limit has passed at `now_ms` (an unreadable one has too).
+    pub fn lapsed(&self, now_ms: i64) -> bool {
+        self.expires_at
+            .as_deref()
+            .is_some_and(|at| crate::ledger::time::parse_date(at).is_none_or(|at| at <= now_ms))
+    }
 }
 
 /// A vote about to be cast: judged, not yet stored.
@@ -43,6 +55,8 @@ pub struct NewVote {
     pub by: String,
     /// When (ISO 8601 UTC).
     pub at: String,
+    /// When it lapses (ISO 8601 UTC).
+    pub expires_at: Option<String>,
 }
 
 /// What a draft needs before it is approved, and the votes of its current revision.
@@ -227,8 +241,11 @@ pub fn check_approvals(n: i64) -> Result<i64, String> {
 pub struct Tally {
     /// The round they are in: a new vote counts in it.
     pub round: i64,
-    /// Its votes, oldest first.
+    /// Its votes that hold, oldest first: one per person, their latest.
     pub votes: Vec<Vote>,
+    /// Its votes whose approver's limit passed before the approval was made: not
+    /// counted, and that person may approve again.
+    pub lapsed: Vec<Vote>,
     /// Distinct approvers needed.
     pub required: i64,
     /// The round made the draft's approval, and it still holds.
@@ -274,6 +291,15 @@ impl Draft {
             .cloned()
             .collect();
         in_round.sort_by_key(|v| v.version);
+        // While the approval holds every vote it counted holds (it expires at the
+        // earliest of them), so a lapsed vote is one that did not make it.
+        let (lapsed, live): (Vec<Vote>, Vec<Vote>) =
+            in_round.into_iter().partition(|v| v.lapsed(now_ms));
+        let lapsed: Vec<Vote> = lapsed
+            .into_iter()
+            .filter(|old| !live.iter().any(|v| same_person(&v.by, &old.by)))
+            .collect();
+        let in_round = live;
         let made = self.approved_revision == Some(self.revision)
             && self.approval.is_some()
             && in_round.len() as i64 >= self.quorum.required;
@@ -282,6 +308,7 @@ impl Draft {
             return Tally {
                 round: round + 1,
                 votes: Vec::new(),
+                lapsed: Vec::new(),
                 required,
                 complete: false,
             };
@@ -289,6 +316,7 @@ impl Draft {
         Tally {
             round,
             votes: in_round,
+            lapsed,
             required,
             complete: made,
         }
@@ -344,11 +372,30 @@ impl Draft {
                         let mut one = Map::new();
                         one.insert("by".into(), v.by.clone().into());
                         one.insert("at".into(), v.at.clone().into());
+                        one.insert("expiresAt".into(), v.expires_at.clone().into());
                         Value::Object(one)
                     })
                     .collect(),
             ),
         );
+        if !tally.lapsed.is_empty() {
+            out.insert(
+                "lapsed".into(),
+                Value::Array(
+                    tally
+                        .lapsed
+                        .iter()
+                        .map(|v| {
+                            let mut one = Map::new();
+                            one.insert("by".into(), v.by.clone().into());
+                            one.insert("at".into(), v.at.clone().into());
+                            one.insert("expiresAt".into(), v.expires_at.clone().into());
+                            Value::Object(one)
+                        })
+                        .collect(),
+                ),
+            );
+        }
         Some(Value::Object(out))
     }
 
@@ -380,8 +427,20 @@ impl Draft {
         } else {
             "; the revision's author cannot be one of them"
         };
+        let lapsed = tally
+            .lapsed
+            .iter()
+            .map(|v| {
+                format!(
+                    "; {}'s approval at {} lapsed at {} and is not counted",
+                    v.by,
+                    v.at,
+                    v.expires_at.as_deref().unwrap_or("?")
+                )
+            })
+            .collect::<String>();
         Some(format!(
-            "{} of revision {}{who}; {left}{rule}",
+            "{} of revision {}{who}; {left}{rule}{lapsed}",
             tally.label(),
             self.revision
         ))

@@ -19,7 +19,7 @@ const BASE_DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d
      d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
      d.outcome";
 const DRAFT_COLUMN_COUNT: usize = 21;
-const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version";
+const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version, v.expires_at";
 
 /// Whether the file has the quorum's columns and tables: a ledger read without
 /// migrating may predate them, and then every draft needs one approval, by anyone.
@@ -50,6 +50,7 @@ fn vote_from_row(row: &Row, at: usize) -> rusqlite::Result<Vote> {
         by: row.get(at + 2)?,
         at: row.get(at + 3)?,
         version: row.get(at + 4)?,
+        expires_at: row.get(at + 5)?,
     })
 }
 
@@ -82,8 +83,8 @@ fn insert_vote(
     hash: &str,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO send_once_votes (draft_id, revision, round, approver, at, version, decision_hash) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO send_once_votes (draft_id, revision, round, approver, at, version, decision_hash, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         id,
@@ -92,7 +93,8 @@ fn insert_vote(
         vote.by,
         vote.at,
         version,
-        hash
+        hash,
+        vote.expires_at
     ])?;
     Ok(())
 }

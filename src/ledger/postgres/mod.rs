@@ -122,7 +122,8 @@ const MIGRATIONS: &[&str] = &[
         at TEXT NOT NULL,
         version BIGINT NOT NULL,
         decision_hash TEXT,
-        PRIMARY KEY (draft_id, revision, round, approver)
+        expires_at TEXT,
+        PRIMARY KEY (draft_id, version)
     );
     CREATE TRIGGER {t}_votes_no_change BEFORE UPDATE OR DELETE ON {t}_votes
         FOR EACH ROW EXECUTE FUNCTION {t}_refuse_change('votes are never changed');
