@@ -43,6 +43,33 @@ fn vote_from_row(row: &Row, at: usize) -> Vote {
     }
 }
 
+/// Inserts `rev` as revision `revision` of draft `id`, in the caller's transaction.
+async fn insert_revision(
+    tx: &tokio_postgres::Transaction<'_>,
+    t: &str,
+    id: i64,
+    revision: i64,
+    rev: &NewRevision,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        &format!(
+            "INSERT INTO {t}_revisions (draft_id, {REVISION_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)"
+        ),
+        &[
+            &id,
+            &revision,
+            &rev.payload,
+            &rev.payload_hash,
+            &rev.facts,
+            &rev.at,
+            &rev.by,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Who voted in the latest round of revision `revision` of draft `id`, unless that
 /// round made the draft's approval: the votes a new revision voids.
 async fn open_votes(
@@ -200,22 +227,7 @@ impl QueueStore for PostgresStore {
                     )
                     .await?
                     .get(0);
-                tx.execute(
-                    &format!(
-                        "INSERT INTO {t}_revisions (draft_id, {REVISION_COLUMNS}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                    ),
-                    &[
-                        &id,
-                        &revision,
-                        &rev.payload,
-                        &rev.payload_hash,
-                        &rev.facts,
-                        &rev.at,
-                        &rev.by,
-                    ],
-                )
-                .await?;
+                insert_revision(tx, &t, id, revision, &rev).await?;
                 Ok(Submitted {
                     id,
                     revision,
@@ -454,22 +466,7 @@ impl QueueStore for PostgresStore {
                 };
                 let (revision, state, required): (i64, String, Option<i64>) =
                     (row.get(0), row.get(1), row.get(2));
-                tx.execute(
-                    &format!(
-                        "INSERT INTO {t}_revisions (draft_id, {REVISION_COLUMNS}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                    ),
-                    &[
-                        &id,
-                        &revision,
-                        &rev.payload,
-                        &rev.payload_hash,
-                        &rev.facts,
-                        &rev.at,
-                        &rev.by,
-                    ],
-                )
-                .await?;
+                insert_revision(tx, &t, id, revision, &rev).await?;
                 insert_decision_in(tx, &decisions, &decision).await?;
                 Ok(Some(Submitted {
                     id,

@@ -103,6 +103,28 @@ const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitte
 /// The ledger entry of a draft's key, selected beside the draft: sent or not at all.
 const SENT_ENTRY_JOIN: &str = "LEFT JOIN send_once e ON e.key = d.key AND e.status = 'sent'";
 
+/// Inserts `rev` as revision `revision` of draft `id`, in the caller's transaction.
+fn insert_revision(
+    conn: &rusqlite::Connection,
+    id: i64,
+    revision: i64,
+    rev: &NewRevision,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+    ))?
+    .execute(params![
+        id,
+        revision,
+        rev.payload,
+        rev.payload_hash,
+        rev.facts,
+        rev.at,
+        rev.by
+    ])?;
+    Ok(())
+}
+
 #[async_trait]
 impl QueueStore for SqliteStore {
     async fn add_revision(&self, rev: &NewRevision) -> Result<Submitted, StoreError> {
@@ -158,18 +180,7 @@ impl QueueStore for SqliteStore {
             let required: Option<i64> = conn
                 .prepare_cached("SELECT approvals_required FROM send_once_drafts WHERE id = ?1")?
                 .query_row([id], |r| r.get(0))?;
-            conn.prepare_cached(&format!(
-                "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-            ))?
-            .execute(params![
-                id,
-                revision,
-                rev.payload,
-                rev.payload_hash,
-                rev.facts,
-                rev.at,
-                rev.by
-            ])?;
+            insert_revision(conn, id, revision, &rev)?;
             Ok(Submitted {
                 id,
                 revision,
@@ -329,18 +340,7 @@ impl QueueStore for SqliteStore {
             let Some((revision, state, required)) = moved else {
                 return Ok(None);
             };
-            conn.prepare_cached(&format!(
-                "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-            ))?
-            .execute(params![
-                id,
-                revision,
-                rev.payload,
-                rev.payload_hash,
-                rev.facts,
-                rev.at,
-                rev.by
-            ])?;
+            insert_revision(conn, id, revision, &rev)?;
             insert_decision(conn, &decision)?;
             Ok(Some(Submitted {
                 id,
