@@ -141,6 +141,27 @@ fn without_cause(mut value: Value) -> Value {
 
 #[tokio::test]
 async fn dispatch_matches_node() {
+    check_dispatch_vectors(Value::clone).await;
+}
+
+/// The same vectors with an `approvers` list added to every approval, as an N-of-M
+/// approval carries it: Node ignores a field it does not know, so every result, send,
+/// recheck call and ledger entry must be what the vectors recorded without it.
+#[tokio::test]
+async fn dispatch_accepts_an_approval_with_approvers_as_node_does() {
+    check_dispatch_vectors(|approval| {
+        let mut approval = approval.clone();
+        if let Value::Object(fields) = &mut approval {
+            fields.insert("approvers".into(), serde_json::json!(["dana", "sam"]));
+        }
+        approval
+    })
+    .await;
+}
+
+/// Runs every dispatch vector, the approval given as `approval_of` makes it from the
+/// recorded one.
+async fn check_dispatch_vectors(approval_of: fn(&Value) -> Value) {
     let vectors = load("dispatch.json");
     let mut failures = Vec::new();
     let (mut checked, mut refused_by_types, mut inexpressible) = (0, 0, 0);
@@ -201,7 +222,7 @@ async fn dispatch_matches_node() {
             }
         };
         let request = DispatchRequest {
-            approval: &input["approval"],
+            approval: &approval_of(&input["approval"]),
             payload: &payload,
             key,
             meta,
