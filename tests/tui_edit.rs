@@ -238,7 +238,10 @@ fn e_edits_the_payload_into_a_revision_that_is_then_approved() {
     );
 
     // Back on the UI's screen, with the new revision, its author and its diff.
-    let screen = term.wait_for("revision 2 by dana: needs approval");
+    term.wait_for("revision 2 by dana: needs approval");
+    // The status comes with the save's answer; the pane shows the new revision once the
+    // reload that follows it is drawn.
+    let screen = term.wait_for("Draft 1 · revision 2 by dana");
     for want in [
         "Draft 1 · revision 2 by dana",
         "submitted ",
