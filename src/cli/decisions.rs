@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::chain::{self, Report};
 use send_once::ledger::{Access, Decision, LedgerLocation, canonical};
+use send_once::text::visible_inline;
 
 use super::entries::with_ledger;
 use super::ledger_arg::ledger_or_default;
@@ -53,9 +54,9 @@ pub fn run(command: &DecisionsCommand) -> Exit {
 }
 
 fn verify(args: &VerifyArgs) -> Exit {
-    let log = match &args.file {
+    let (log, refs) = match &args.file {
         Some(file) => match exported(file) {
-            Ok(log) => log,
+            Ok(log) => (log, Vec::new()),
             Err(message) => return fail(Exit::Refused, message),
         },
         None => {
@@ -63,15 +64,19 @@ fn verify(args: &VerifyArgs) -> Exit {
                 Ok(location) => location,
                 Err(message) => return fail(Exit::Refused, message),
             };
+            // The rows are read before the log: a vote and its decision are written
+            // together, so a vote cast in between is in the log read after it.
             match with_ledger(&location, Access::ReadOnly, async |ledger| {
-                Ok(ledger.store().decisions(None).await?)
+                let refs = ledger.store().decision_refs().await?;
+                let log = ledger.store().decisions(None).await?;
+                Ok((log, refs))
             }) {
-                Ok(log) => log,
+                Ok(read) => read,
                 Err(exit) => return exit,
             }
         }
     };
-    let report = chain::verify(&log);
+    let report = chain::verify(&log).check_refs(&log, &refs);
     if args.json {
         print_json(&report_json(&report));
     } else {
@@ -131,6 +136,19 @@ fn report_text(report: &Report) -> String {
                 plural(report.decisions),
                 broken.id
             ));
+        }
+        (None, _) if !report.unlogged.is_empty() => {
+            let n = report.unlogged.len();
+            out.push_str(&format!(
+                "chain BROKEN: {n} review-queue row{} name{} no decision in the log ({} decision{} read, each matching its hash):\n",
+                plural(n),
+                if n == 1 { "s" } else { "" },
+                report.decisions,
+                plural(report.decisions),
+            ));
+            for row in &report.unlogged {
+                out.push_str(&format!("  {}\n", visible_inline(&row.message)));
+            }
         }
         (None, Some(head)) => {
             out.push_str(&format!(

@@ -239,6 +239,43 @@ pub struct Report {
     pub head: Option<ChainHead>,
     /// The first decision that does not match; None when the chain is intact.
     pub broken: Option<Break>,
+    /// Review-queue rows (votes, drafts) whose decision is not in the chain: put in
+    /// or changed by hand. Empty when each was found, or when none were checked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unlogged: Vec<Unlogged>,
+}
+
+/// A review-queue row as it names the decision it came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRef {
+    /// The draft.
+    pub draft: i64,
+    /// For a vote, whose and on which revision; None for the draft's own decision.
+    pub vote: Option<VoteRef>,
+    /// The decision's hash as the row holds it.
+    pub hash: Option<String>,
+}
+
+/// A vote's approver and revision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteRef {
+    /// The revision it was given to.
+    pub revision: i64,
+    /// Who gave it.
+    pub approver: String,
+}
+
+/// A row whose decision the chain does not hold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unlogged {
+    /// The row.
+    #[serde(flatten)]
+    pub row: DecisionRef,
+    /// What a person reads: "the vote by mallory on draft 2 (revision 1) …".
+    pub message: String,
 }
 
 /// The chain's last decision.
@@ -251,18 +288,79 @@ pub struct ChainHead {
 }
 
 impl Report {
-    /// True when nothing in the log fails to match.
+    /// True when nothing in the log fails to match, and every row checked against it
+    /// was found in it.
     pub fn intact(&self) -> bool {
-        self.broken.is_none()
+        self.broken.is_none() && self.unlogged.is_empty()
+    }
+
+    /// Finds each of `refs` in `log` (already verified): a vote must be an approve
+    /// decision on its draft by its approver for its revision, a draft's reference
+    /// any decision on that draft. What is not found is [`Report::unlogged`]. Checked
+    /// only on an intact chain: a broken one is already the finding.
+    pub fn check_refs(mut self, log: &[Decision], refs: &[DecisionRef]) -> Report {
+        if self.broken.is_some() {
+            return self;
+        }
+        let by_hash: std::collections::HashMap<&str, &Decision> =
+            log.iter().filter_map(|d| Some((d.hash()?, d))).collect();
+        for row in refs {
+            let found = row.hash.as_deref().and_then(|h| by_hash.get(h));
+            let fits = found.is_some_and(|d| {
+                d.subject == Subject::Draft(row.draft)
+                    && match &row.vote {
+                        Some(vote) => {
+                            d.action == Action::Approve
+                                && d.outcome == DecisionOutcome::Changed
+                                && d.by.as_deref() == Some(vote.approver.as_str())
+                                && d.detail.get("revision").and_then(Value::as_i64)
+                                    == Some(vote.revision)
+                        }
+                        None => true,
+                    }
+            });
+            if fits {
+                continue;
+            }
+            let what = match &row.vote {
+                Some(vote) => format!(
+                    "the vote by {} on draft {} (revision {})",
+                    vote.approver, row.draft, vote.revision
+                ),
+                None => format!("draft {}'s last decision", row.draft),
+            };
+            let why = match (&row.hash, found) {
+                (None, _) => "names no decision",
+                (Some(_), None) => "names a decision the log does not hold",
+                (Some(_), Some(_)) => "names a decision about something else",
+            };
+            self.unlogged.push(Unlogged {
+                row: row.clone(),
+                message: format!("{what} {why} (added or changed by hand)"),
+            });
+        }
+        self
     }
 
     /// One line for a person: "chain verified · 12 decisions · head 1a2b3c4d" or
     /// "chain BROKEN at decision 7: …". The message can hold stored text (ids only,
     /// and the words here), but callers make it visible anyway.
     pub fn line(&self) -> String {
-        match &self.broken {
-            Some(b) => format!("chain BROKEN at {}", b.message),
-            None => {
+        match (&self.broken, self.unlogged.first()) {
+            (Some(b), _) => format!("chain BROKEN at {}", b.message),
+            (None, Some(first)) => format!(
+                "chain BROKEN: {}{}",
+                first.message,
+                match self.unlogged.len() {
+                    1 => String::new(),
+                    n => format!(
+                        ", and {} more row{} like it",
+                        n - 1,
+                        if n == 2 { "" } else { "s" }
+                    ),
+                }
+            ),
+            (None, None) => {
                 let mut line = format!(
                     "chain verified · {} decision{}",
                     self.decisions,
@@ -296,6 +394,7 @@ pub fn verify(log: &[Decision]) -> Report {
         unpinned: 0,
         head: None,
         broken: None,
+        unlogged: Vec::new(),
     };
     let mut last: Option<(i64, Option<&str>)> = None;
     let mut unchained: Vec<Decision> = Vec::new();

@@ -685,6 +685,47 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    async fn decision_refs(&self) -> Result<Vec<super::chain::DecisionRef>, StoreError> {
+        self.read(|conn| {
+            let mut refs = Vec::new();
+            if has_column(conn, "send_once_drafts", "decision_hash")? {
+                let mut drafts = conn.prepare(
+                    "SELECT id, decision_hash FROM send_once_drafts \
+                     WHERE decision_hash IS NOT NULL ORDER BY id",
+                )?;
+                for row in drafts.query_map([], |r| {
+                    Ok(super::chain::DecisionRef {
+                        draft: r.get(0)?,
+                        vote: None,
+                        hash: r.get(1)?,
+                    })
+                })? {
+                    refs.push(row?);
+                }
+            }
+            if has_table(conn, "send_once_votes")? {
+                let mut votes = conn.prepare(
+                    "SELECT draft_id, revision, approver, decision_hash FROM send_once_votes \
+                     ORDER BY draft_id, version",
+                )?;
+                for row in votes.query_map([], |r| {
+                    Ok(super::chain::DecisionRef {
+                        draft: r.get(0)?,
+                        vote: Some(super::chain::VoteRef {
+                            revision: r.get(1)?,
+                            approver: r.get(2)?,
+                        }),
+                        hash: r.get(3)?,
+                    })
+                })? {
+                    refs.push(row?);
+                }
+            }
+            Ok(refs)
+        })
+        .await
+    }
+
     async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         let subject = subject.map(str::to_owned);
         // A ledger opened read-only may predate the decision log: then it has none.
@@ -1084,6 +1125,15 @@ fn on_read_only_filesystem(path: &Path) -> bool {
         let mut stat: libc::statvfs = std::mem::zeroed();
         libc::statvfs(c_path.as_ptr(), &mut stat) == 0 && stat.f_flag & libc::ST_RDONLY != 0
     }
+}
+
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
 }
 
 fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {

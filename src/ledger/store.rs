@@ -587,6 +587,14 @@ pub trait Store: Send + Sync {
         Err(StoreError::Unsupported("the decision log"))
     }
 
+    /// Each review-queue row that names the decision it came from: every vote, and
+    /// every draft decided since the chain began. `decisions verify` finds each in
+    /// the chain, so a vote put in by hand does not pass unseen. None on a store
+    /// without a review queue.
+    async fn decision_refs(&self) -> Result<Vec<super::chain::DecisionRef>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// The decision log, oldest first; only those about `subject` when given.
     async fn decisions(&self, _subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         Err(StoreError::Unsupported("the decision log"))

@@ -682,8 +682,10 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
 
 /// Verifies the whole decision log's chain, hashing off the async threads.
 async fn check_chain(store: &Arc<dyn Store>) -> Result<crate::ledger::chain::Report, String> {
+    // The rows before the log: a vote and its decision are written together.
+    let refs = store.decision_refs().await.map_err(|e| e.to_string())?;
     let log = store.decisions(None).await.map_err(|e| e.to_string())?;
-    tokio::task::spawn_blocking(move || crate::ledger::chain::verify(&log))
+    tokio::task::spawn_blocking(move || crate::ledger::chain::verify(&log).check_refs(&log, &refs))
         .await
         .map_err(|e| format!("the check stopped: {e}"))
 }

@@ -1346,6 +1346,48 @@ impl super::store::Store for PostgresStore {
         .await
     }
 
+    async fn decision_refs(&self) -> Result<Vec<super::chain::DecisionRef>, StoreError> {
+        let version = self.schema_version().await?;
+        let t = &self.table;
+        let mut refs = Vec::new();
+        if version >= 4 {
+            let drafts = self
+                .read(
+                    &format!(
+                        "SELECT id, decision_hash FROM {t}_drafts \
+                         WHERE decision_hash IS NOT NULL ORDER BY id"
+                    ),
+                    &[],
+                )
+                .await?;
+            refs.extend(drafts.iter().map(|r| super::chain::DecisionRef {
+                draft: r.get(0),
+                vote: None,
+                hash: r.get(1),
+            }));
+        }
+        if version >= 5 {
+            let votes = self
+                .read(
+                    &format!(
+                        "SELECT draft_id, revision, approver, decision_hash FROM {t}_votes \
+                         ORDER BY draft_id, version"
+                    ),
+                    &[],
+                )
+                .await?;
+            refs.extend(votes.iter().map(|r| super::chain::DecisionRef {
+                draft: r.get(0),
+                vote: Some(super::chain::VoteRef {
+                    revision: r.get(1),
+                    approver: r.get(2),
+                }),
+                hash: r.get(3),
+            }));
+        }
+        Ok(refs)
+    }
+
     async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         if !self.has_decisions().await? {
             return Ok(Vec::new());
