@@ -143,7 +143,7 @@ fn a_dispatch_refused_as_expired_is_a_logged_decision() {
     let show = stdout(&q.q(T0 + 3_000, &["draft", "show", &id]));
     assert!(
         show.contains(
-            "dispatch by send-once: refused (the approval expired at 2026-12-01T02:00:02.000Z)"
+            "dispatch by send-once: refused: the approval expired at 2026-12-01T02:00:02.000Z"
         ),
         "{show}"
     );

@@ -397,35 +397,8 @@ pub fn show(args: &ShowArgs) -> Exit {
 }
 
 fn decision_line(d: &Decision) -> String {
-    let mut text = format!(
-        "#{} {} {} by {}: {}",
-        d.id.unwrap_or_default(),
-        d.at,
-        d.action,
-        d.by.as_deref().unwrap_or(if d.action == "completed" {
-            "its own send"
-        } else {
-            "(unknown)"
-        }),
-        d.outcome.as_str()
-    );
-    if let Value::Object(detail) = &d.detail {
-        let field = |n: &str| detail.get(n).and_then(Value::as_str);
-        if let (Some(from), Some(to)) = (field("from"), field("status")) {
-            text.push_str(&format!(" ({from} -> {to})"));
-        } else if let Some(from) = field("from") {
-            text.push_str(&format!(" (was {from})"));
-        }
-        if let Some(reason) = field("reason") {
-            text.push_str(&format!(": {reason}"));
-        }
-    }
-    // A rejection's reason is also its note: say it once.
-    let reason = d.detail.get("reason").and_then(Value::as_str);
-    if let Some(note) = d.note.as_deref().filter(|n| Some(*n) != reason) {
-        text.push_str(&format!(" \"{note}\""));
-    }
-    visible_inline(&text).into_owned()
+    let line = format!("#{} {} {}", d.id.unwrap_or_default(), d.at, d.summary("->"));
+    visible_inline(&line).into_owned()
 }
 
 pub fn reset(args: &ResetArgs) -> Exit {

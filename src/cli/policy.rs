@@ -95,17 +95,21 @@ fn policy_json(policy: &Policy) -> Value {
     Value::Object(out)
 }
 
+fn self_rule(self_approval: bool) -> &'static str {
+    if self_approval {
+        "a revision's author may be one of them"
+    } else {
+        "a revision's author cannot approve it"
+    }
+}
+
 fn policy_text(policy: &Policy) -> String {
     format!(
         "{:<16} {} approval{}; {} (set {}{})",
         visible_inline(&policy_scope(policy.channel.as_deref())),
         policy.approvals,
         if policy.approvals == 1 { "" } else { "s" },
-        if policy.self_approval {
-            "a revision's author may be one of them"
-        } else {
-            "a revision's author cannot approve it"
-        },
+        self_rule(policy.self_approval),
         policy.set_at,
         policy
             .set_by
@@ -150,9 +154,28 @@ pub fn policy(args: &PolicyArgs) -> Exit {
         Err(exit) => return exit,
     };
     if args.json {
-        print_json(&policy_json(&set));
+        let mut out = policy_json(&set.policy);
+        if let Value::Object(fields) = &mut out {
+            fields.insert("changed".into(), set.changed.into());
+            fields.insert(
+                "before".into(),
+                set.before.as_ref().map_or(Value::Null, policy_json),
+            );
+        }
+        print_json(&out);
+    } else if !set.changed {
+        print_stdout(&format!("{}\n", policy_text(&set.policy)));
+        note("the policy was already this; nothing changed");
     } else {
-        print_stdout(&format!("{}\n", policy_text(&set)));
+        print_stdout(&format!("{}\n", policy_text(&set.policy)));
+        if let Some(before) = &set.before {
+            note(format!(
+                "it was {} approval{}, {}",
+                before.approvals,
+                if before.approvals == 1 { "" } else { "s" },
+                self_rule(before.self_approval)
+            ));
+        }
         note("drafts queued from now on get this number; drafts already queued keep theirs");
     }
     Exit::Ok

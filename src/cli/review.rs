@@ -459,10 +459,15 @@ fn review_problem(e: ReviewError) -> (Exit, Problem) {
             } else {
                 Kind::Refused
             };
+            let dispatched_at = match &e {
+                ReviewError::Closed { dispatched_at, .. } => dispatched_at.clone(),
+                _ => None,
+            };
             Problem::new(kind, &e)
                 .with("by", by.clone())
                 .with("at", at.clone())
                 .with("state", Some(state.as_str()))
+                .with("dispatchedAt", dispatched_at)
         }
         ReviewError::NotTheRevision { now, .. }
         | ReviewError::ChangedMeanwhile { revision: now, .. }
@@ -788,6 +793,9 @@ fn submit(args: &SubmitArgs) -> Exit {
         out.insert("revision".into(), submitted.revision.into());
         out.insert("state".into(), submitted.state.as_str().into());
         out.insert("newDraft".into(), submitted.new_draft.into());
+        if submitted.unchanged {
+            out.insert("unchanged".into(), true.into());
+        }
         // Only where a quorum is involved: a one-approver draft's answer is unchanged.
         if submitted.required > 1 {
             out.insert("approvalsRequired".into(), submitted.required.into());
@@ -796,6 +804,12 @@ fn submit(args: &SubmitArgs) -> Exit {
             out.insert("voided".into(), submitted.voided.clone().into());
         }
         print_json(&Value::Object(out));
+    } else if submitted.unchanged {
+        print_stdout(&format!("{}\n", submitted.id));
+        note(format!(
+            "draft {} unchanged: its revision {} already has this payload and these facts from the same submitter, so nothing was written and the approvals it has stand",
+            submitted.id, submitted.revision
+        ));
     } else if submitted.new_draft {
         print_stdout(&format!("{}\n", submitted.id));
         let needs = if submitted.required > 1 {
@@ -1205,6 +1219,16 @@ pub fn approvals(args: &ApprovalsArgs) -> Exit {
             changes,
             visible_inline(&draft.drift().summary()),
         ));
+        // Who has approved so far is what the next reviewer needs: they cannot be one.
+        let tally = draft.tally(now);
+        if draft.state == DraftState::Queued && draft.needs_quorum() && !tally.votes.is_empty() {
+            out.push_str(&format!(
+                "{:>5}  approved so far by {}; {} more needed\n",
+                "",
+                visible_inline(&tally.names().join(", ")),
+                tally.missing()
+            ));
+        }
     }
     if queue.iter().any(Draft::suspicious) {
         out.push_str("\n! the payload holds control, escape, bidi or invisible characters: look at it with send-once draft show\n");
@@ -1377,7 +1401,13 @@ fn show(args: &DraftShowArgs) -> Exit {
             visible_inline(&shell_words::join(recheck))
         ));
     }
-    if let (Some(by), Some(at)) = (&draft.decided_by, &draft.decided_at) {
+    if draft.state == DraftState::Dispatched {
+        out.push_str(&format!("decided   dispatched at {}", draft.updated_at));
+        if let (Some(by), Some(at)) = (&draft.decided_by, &draft.decided_at) {
+            out.push_str(&format!("; approved by {} at {at}", visible_inline(by)));
+        }
+        out.push('\n');
+    } else if let (Some(by), Some(at)) = (&draft.decided_by, &draft.decided_at) {
         out.push_str(&format!(
             "decided   {} by {} at {}{}\n",
             draft.state.as_str(),
@@ -1432,25 +1462,8 @@ fn show(args: &DraftShowArgs) -> Exit {
     if !decisions.is_empty() {
         out.push_str("\ndecisions:\n");
         for d in &decisions {
-            // A refusal says why, as the decision log does.
-            let why = match (&d.outcome, d.detail.get("reason").and_then(|r| r.as_str())) {
-                (send_once::ledger::DecisionOutcome::Refused, Some(reason)) => {
-                    format!(" ({})", visible_inline(reason))
-                }
-                _ => String::new(),
-            };
-            out.push_str(&format!(
-                "  #{} {} {} by {}: {}{why}{}\n",
-                d.id.unwrap_or_default(),
-                d.at,
-                d.action,
-                visible_inline(d.by.as_deref().unwrap_or("?")),
-                d.outcome.as_str(),
-                d.note
-                    .as_deref()
-                    .map(|n| format!(" \"{}\"", visible_inline(n)))
-                    .unwrap_or_default()
-            ));
+            let line = format!("#{} {} {}", d.id.unwrap_or_default(), d.at, d.summary("->"));
+            out.push_str(&format!("  {}\n", visible_inline(&line)));
         }
     }
     print_stdout(&out);
@@ -1622,6 +1635,22 @@ fn refuse(json: bool, outcome: &str, draft: &Draft, message: String) -> Exit {
     fail(Exit::Refused, message)
 }
 
+/// "; revision 2 has approved 1 of 2 (dana)": where a draft that needs several
+/// approvers stands on its current revision, when it has votes there.
+fn votes_so_far(draft: &Draft) -> String {
+    let tally = draft.tally(clock()());
+    if !draft.needs_quorum() || tally.votes.is_empty() {
+        return String::new();
+    }
+    visible_inline(&format!(
+        "; revision {} has {} ({})",
+        draft.revision,
+        tally.label(),
+        tally.names().join(", ")
+    ))
+    .into_owned()
+}
+
 fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &LedgerLocation) -> String {
     use super::dispatch::{changed_facts, lasted};
     let id = draft.id;
@@ -1639,7 +1668,8 @@ fn refusal_text<R>(refused: &Dispatched<R>, draft: &Draft, ledger: &LedgerLocati
             current_hash,
             ..
         } => format!(
-            "not sent: the payload of draft {id} changed after it was approved (approved {approved_hash}, now {current_hash}); look at the change (send-once draft show {ledger} {id}) and approve it again"
+            "not sent: the payload of draft {id} changed after it was approved (approved {approved_hash}, now {current_hash}); look at the change (send-once draft show {ledger} {id}) and approve it again{}",
+            votes_so_far(draft)
         ),
         Dispatched::StaleFacts { changed, .. } => visible_inline(&format!(
             "not sent: facts changed since draft {id} was approved ({}); look at them and approve it again",

@@ -330,4 +330,82 @@ impl Decision {
     pub fn hash(&self) -> Option<&str> {
         self.link.as_ref().map(|l| l.hash.as_str())
     }
+
+    /// One line a person reads, the same in the `decisions` list and the TUI's view:
+    /// "resolve by dana: changed (pending → failed) "note"", "approve by dana: changed
+    /// (approval 1 of 2)", "policy by ops: changed (payments: 2 → 1 approvals,
+    /// self-approval allowed)". `arrow` is how a change is drawn. Untrusted text is kept
+    /// as recorded: make it visible before printing.
+    pub fn summary(&self, arrow: &str) -> String {
+        let by = self
+            .by
+            .as_deref()
+            .unwrap_or(if self.action == Action::Completed {
+                "its own send"
+            } else {
+                "(unknown)"
+            });
+        let mut text = format!("{} by {by}: {}", self.action, self.outcome.as_str());
+        let detail = self.detail.as_object();
+        let field = |n: &str| detail.and_then(|d| d.get(n));
+        let word = |n: &str| field(n).and_then(Value::as_str);
+        let number = |n: &str| field(n).and_then(Value::as_i64);
+        if self.action == Action::Policy {
+            text.push_str(&policy_change(field, arrow));
+        } else if let (Some(count), Some(required)) = (number("approvals"), number("required"))
+            && required > 1
+        {
+            // A vote toward a quorum, or the one that completed it.
+            text.push_str(&format!(" (approval {count} of {required}"));
+            if let Some(names) = field("approvers").and_then(Value::as_array) {
+                let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+                text.push_str(&format!(": approved by {}", names.join(", ")));
+            }
+            text.push(')');
+        } else if let (Some(from), Some(to)) = (word("from"), word("status")) {
+            text.push_str(&format!(" ({from} {arrow} {to})"));
+        } else if let Some(from) = word("from") {
+            text.push_str(&format!(" (was {from})"));
+        }
+        // A rejection's reason is also its note: say it once.
+        let reason = word("reason");
+        if let Some(reason) = reason {
+            text.push_str(&format!(": {reason}"));
+        }
+        if let Some(note) = self.note.as_deref().filter(|n| Some(*n) != reason) {
+            text.push_str(&format!(" \"{note}\""));
+        }
+        text
+    }
+}
+
+/// "(payments: 2 → 1 approvals, self-approval allowed)": a policy decision's channel,
+/// what it was and what it became.
+fn policy_change<'a>(field: impl Fn(&str) -> Option<&'a Value>, arrow: &str) -> String {
+    let scope = match field("channel").and_then(Value::as_str) {
+        Some(channel) => format!("channel {channel}"),
+        None => "every channel".to_owned(),
+    };
+    let Some(approvals) = field("approvals").and_then(Value::as_i64) else {
+        return String::new();
+    };
+    let self_approval = field("selfApproval").and_then(Value::as_bool) == Some(true);
+    let before = field("before").and_then(Value::as_object);
+    let was = before
+        .and_then(|b| b.get("approvals"))
+        .and_then(Value::as_i64);
+    let was_self = before
+        .and_then(|b| b.get("selfApproval"))
+        .and_then(Value::as_bool);
+    let count = match was {
+        Some(was) if was != approvals => format!("{was} {arrow} {approvals} approvals"),
+        Some(_) => format!("{approvals} approvals"),
+        None => format!("{approvals} approvals, was not set"),
+    };
+    let rule = match (was_self, self_approval) {
+        (Some(false), true) | (None, true) => ", self-approval allowed",
+        (Some(true), false) => ", self-approval no longer allowed",
+        _ => "",
+    };
+    format!(" ({scope}: {count}{rule})")
 }

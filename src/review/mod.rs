@@ -514,6 +514,20 @@ pub struct Submitted {
     pub voided: Vec<String>,
     /// Distinct approvers the draft needs now.
     pub required: i64,
+    /// The submission repeated the open draft's current revision, so nothing was
+    /// written: `revision` is that revision, and its votes stand.
+    pub unchanged: bool,
+}
+
+/// What `send-once policy --approvals N` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicySet {
+    /// The policy in force now.
+    pub policy: Policy,
+    /// The one it replaced, when the channel had one.
+    pub before: Option<Policy>,
+    /// False when the policy was already this.
+    pub changed: bool,
 }
 
 /// A reviewer's edit of a draft's payload, to become a revision authored by them.
@@ -623,16 +637,18 @@ pub enum ReviewError {
         now: i64,
     },
     /// The draft is no longer open: rejected, withdrawn or dispatched.
-    #[error("draft {id} is {}{}; it cannot be {verb}", .state.as_str(), decided(.by, .at))]
+    #[error("draft {id} is {}{}; it cannot be {verb}", .state.as_str(), closed_how(.by, .at, .dispatched_at))]
     Closed {
         /// The draft.
         id: i64,
         /// Its state now.
         state: DraftState,
-        /// Who put it there, when recorded.
+        /// Who put it there, when recorded (for a dispatched draft, who approved it).
         by: Option<String>,
-        /// When, when recorded.
+        /// When, when recorded (for a dispatched draft, when it was approved).
         at: Option<String>,
+        /// When it was dispatched, for a dispatched draft.
+        dispatched_at: Option<String>,
         /// What was asked: `approved`, `rejected` or `withdrawn`.
         verb: &'static str,
     },
@@ -747,6 +763,33 @@ pub enum ReviewError {
     /// The ledger's database could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// How a closed draft got closed. A dispatched draft keeps who approved it and when
+/// as its decision, so that is said as the approval, not as the dispatch.
+fn closed_how(by: &Option<String>, at: &Option<String>, dispatched_at: &Option<String>) -> String {
+    match dispatched_at {
+        Some(sent) => match decided(by, at).strip_prefix(" (") {
+            Some(approved) => format!(" (at {sent}; approved {approved}"),
+            None => format!(" (at {sent})"),
+        },
+        None => decided(by, at),
+    }
+}
+
+impl ReviewError {
+    /// The refusal of `verb` on a draft that is no longer open.
+    fn closed(draft: &Draft, verb: &'static str) -> Self {
+        ReviewError::Closed {
+            id: draft.id,
+            state: draft.state,
+            by: draft.decided_by.clone(),
+            at: draft.decided_at.clone(),
+            dispatched_at: (draft.state == DraftState::Dispatched)
+                .then(|| draft.updated_at.clone()),
+            verb,
+        }
+    }
 }
 
 fn decided(by: &Option<String>, at: &Option<String>) -> String {
@@ -952,13 +995,7 @@ pub fn judge(
     if !draft.state.is_open() {
         return refused(
             format!("the draft is {}", draft.state.as_str()),
-            ReviewError::Closed {
-                id,
-                state: draft.state,
-                by: draft.decided_by.clone(),
-                at: draft.decided_at.clone(),
-                verb: asked.verdict.verb(),
-            },
+            ReviewError::closed(draft, asked.verdict.verb()),
         );
     }
     let mut vote = None;
@@ -1272,7 +1309,7 @@ impl Review {
         approvals: i64,
         self_approval: bool,
         by: Option<String>,
-    ) -> Result<Policy, ReviewError> {
+    ) -> Result<PolicySet, ReviewError> {
         quorum::check_approvals(approvals).map_err(ReviewError::Policy)?;
         // Stored as the key reads a channel, so " SMS " is the policy of `sms` drafts.
         let channel = channel.map(|c| quorum::normalise_channel(&c));
@@ -1283,6 +1320,9 @@ impl Review {
             .into_iter()
             .find(|p| p.channel == channel);
         let at = self.iso_now();
+        let unchanged = before
+            .as_ref()
+            .is_some_and(|b| b.approvals == approvals && b.self_approval == self_approval);
         let policy = Policy {
             channel,
             approvals,
@@ -1296,7 +1336,7 @@ impl Review {
         detail.insert("selfApproval".into(), self_approval.into());
         detail.insert(
             "before".into(),
-            before.map_or(Value::Null, |b| {
+            before.as_ref().map_or(Value::Null, |b| {
                 let mut was = Map::new();
                 was.insert("approvals".into(), b.approvals.into());
                 was.insert("selfApproval".into(), b.self_approval.into());
@@ -1310,12 +1350,30 @@ impl Review {
             action: DecisionAction::Policy,
             subject: Subject::Log,
             note: None,
-            outcome: DecisionOutcome::Changed,
+            outcome: if unchanged {
+                DecisionOutcome::Unchanged
+            } else {
+                DecisionOutcome::Changed
+            },
             detail: Value::Object(detail),
             link: None,
         };
+        // Setting what is already set keeps who set it and when, and is logged as
+        // unchanged: the trail shows the attempt without reading as a change.
+        if let (true, Some(before)) = (unchanged, before.clone()) {
+            self.store.append_decision(&decision).await?;
+            return Ok(PolicySet {
+                policy: before.clone(),
+                before: Some(before),
+                changed: false,
+            });
+        }
         self.store.set_policy(&policy, &decision).await?;
-        Ok(policy)
+        Ok(PolicySet {
+            policy,
+            before,
+            changed: true,
+        })
     }
 
     /// A draft with every revision.
@@ -1617,13 +1675,7 @@ impl Review {
         }
         if !draft.state.is_open() {
             refuse(&detail, format!("the draft is {}", draft.state.as_str())).await?;
-            return Err(ReviewError::Closed {
-                id,
-                state: draft.state,
-                by: draft.decided_by,
-                at: draft.decided_at,
-                verb: "edited",
-            });
+            return Err(ReviewError::closed(&draft, "edited"));
         }
         if hash == current.payload_hash {
             return Ok(Edited::Unchanged {

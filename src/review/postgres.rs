@@ -10,7 +10,7 @@ use tokio_postgres::Row;
 
 use super::drift::LatestFacts;
 use super::quorum::{NewVote, Policy, Quorum, Vote};
-use super::store::{DraftChange, NewRevision, QueueStore};
+use super::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
 use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
 use crate::ledger::postgres::{PostgresStore, insert_decision_in};
 use crate::ledger::{Decision, StoreError};
@@ -102,6 +102,34 @@ async fn open_votes(
     Ok(if made { Vec::new() } else { names })
 }
 
+/// Draft `id`'s current revision, as a resubmission is compared with it.
+async fn current_revision(
+    tx: &tokio_postgres::Transaction<'_>,
+    t: &str,
+    id: i64,
+) -> Result<CurrentRevision, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            &format!(
+                "SELECT r.payload_hash, r.facts, r.submitted_by, d.recheck, d.meta, \
+                 coalesce(d.approvals_required, 1) \
+                 FROM {t}_drafts d \
+                 JOIN {t}_revisions r ON r.draft_id = d.id AND r.revision = d.revision \
+                 WHERE d.id = $1"
+            ),
+            &[&id],
+        )
+        .await?;
+    Ok(CurrentRevision {
+        payload_hash: row.get(0),
+        facts: row.get(1),
+        by: row.get(2),
+        recheck: row.get(3),
+        meta: row.get(4),
+        required: row.get(5),
+    })
+}
+
 async fn insert_vote(
     tx: &tokio_postgres::Transaction<'_>,
     t: &str,
@@ -174,6 +202,18 @@ impl QueueStore for PostgresStore {
                     Some(row) => {
                         let (id, revision, state): (i64, i64, String) =
                             (row.get(0), row.get(1), row.get(2));
+                        let current = current_revision(tx, &t, id).await?;
+                        if rev.repeats(&current) {
+                            return Ok(Submitted {
+                                id,
+                                revision,
+                                state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+                                new_draft: false,
+                                voided: Vec::new(),
+                                required: current.required,
+                                unchanged: true,
+                            });
+                        }
                         let voided = open_votes(tx, &t, id, revision).await?;
                         tx.execute(
                             &format!(
@@ -235,6 +275,7 @@ impl QueueStore for PostgresStore {
                     new_draft,
                     voided,
                     required: required.unwrap_or(1),
+                    unchanged: false,
                 })
             })
         })
@@ -476,6 +517,7 @@ impl QueueStore for PostgresStore {
                     // The edit's caller knows the votes it voids from the draft it read.
                     voided: Vec::new(),
                     required: required.unwrap_or(1),
+                    unchanged: false,
                 }))
             })
         })

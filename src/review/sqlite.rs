@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::drift::LatestFacts;
 use super::quorum::{NewVote, Policy, Quorum, Vote};
-use super::store::{DraftChange, NewRevision, QueueStore};
+use super::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
 use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
 use crate::ledger::sqlite::{SqliteStore, insert_decision};
 use crate::ledger::{Decision, StoreError};
@@ -72,6 +72,27 @@ fn open_votes(conn: &Connection, id: i64, revision: i64) -> rusqlite::Result<Vec
         .collect::<rusqlite::Result<_>>()?;
     let made = approved == Some(revision) && names.len() as i64 >= required.unwrap_or(1);
     Ok(if made { Vec::new() } else { names })
+}
+
+/// Draft `id`'s current revision, as a resubmission is compared with it.
+fn current_revision(conn: &Connection, id: i64) -> rusqlite::Result<CurrentRevision> {
+    conn.prepare_cached(
+        "SELECT r.payload_hash, r.facts, r.submitted_by, d.recheck, d.meta, \
+         coalesce(d.approvals_required, 1) \
+         FROM send_once_drafts d \
+         JOIN send_once_revisions r ON r.draft_id = d.id AND r.revision = d.revision \
+         WHERE d.id = ?1",
+    )?
+    .query_row([id], |r| {
+        Ok(CurrentRevision {
+            payload_hash: r.get(0)?,
+            facts: r.get(1)?,
+            by: r.get(2)?,
+            recheck: r.get(3)?,
+            meta: r.get(4)?,
+            required: r.get(5)?,
+        })
+    })
 }
 
 /// Inserts `vote`, made at draft version `version`, with its decision's hash.
@@ -139,6 +160,18 @@ impl QueueStore for SqliteStore {
                 .optional()?;
             let (id, revision, state, new_draft, voided) = match open {
                 Some((id, revision, state)) => {
+                    let current = current_revision(conn, id)?;
+                    if rev.repeats(&current) {
+                        return Ok(Submitted {
+                            id,
+                            revision,
+                            state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
+                            new_draft: false,
+                            voided: Vec::new(),
+                            required: current.required,
+                            unchanged: true,
+                        });
+                    }
                     let voided = open_votes(conn, id, revision)?;
                     conn.prepare_cached(
                         "UPDATE send_once_drafts SET revision = ?2, version = version + 1, \
@@ -188,6 +221,7 @@ impl QueueStore for SqliteStore {
                 new_draft,
                 voided,
                 required: required.unwrap_or(1),
+                unchanged: false,
             })
         })
         .await
@@ -350,6 +384,7 @@ impl QueueStore for SqliteStore {
                 // The edit's caller knows the votes it voids from the draft it read.
                 voided: Vec::new(),
                 required: required.unwrap_or(1),
+                unchanged: false,
             }))
         })
         .await

@@ -41,6 +41,38 @@ pub struct NewRevision {
     pub raise: bool,
 }
 
+/// An open draft's current revision as a resubmission is compared with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CurrentRevision {
+    /// Its payload's hash.
+    pub payload_hash: String,
+    /// Its facts' JSON text.
+    pub facts: String,
+    /// Who wrote it.
+    pub by: Option<String>,
+    /// The draft's recheck command (JSON text).
+    pub recheck: Option<String>,
+    /// The draft's meta (JSON text).
+    pub meta: Option<String>,
+    /// The distinct approvers the draft needs.
+    pub required: i64,
+}
+
+impl NewRevision {
+    /// Whether this submission says nothing the open draft's current revision does not
+    /// already say: the same payload and facts from the same submitter, no other
+    /// recheck or meta, no higher number of approvers. A job that reruns then keeps the
+    /// votes given so far, instead of voiding them with a copy of what was approved.
+    pub fn repeats(&self, current: &CurrentRevision) -> bool {
+        self.payload_hash == current.payload_hash
+            && self.facts == current.facts
+            && self.by == current.by
+            && (self.recheck.is_none() || self.recheck == current.recheck)
+            && (self.meta.is_none() || self.meta == current.meta)
+            && !(self.raise && self.required > current.required)
+    }
+}
+
 /// A decision's change to a draft, applied only if the draft is still at `version`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DraftChange {
@@ -77,7 +109,9 @@ pub trait QueueStore: Store {
     /// transaction: a revision is never half-added. A new draft gets `rev.required`
     /// and `rev.self_approval`; an open one's number is raised to `rev.required` when
     /// `rev.raise`. [`Submitted::voided`] names the votes of the replaced revision's
-    /// latest round when they had not made its approval.
+    /// latest round when they had not made its approval. A submission that
+    /// [repeats](NewRevision::repeats) the current revision writes nothing and is
+    /// answered with [`Submitted::unchanged`].
     async fn add_revision(&self, rev: &NewRevision) -> Result<Submitted, StoreError>;
 
     /// Draft `id` with every revision, or with its current one only, oldest first;

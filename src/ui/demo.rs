@@ -127,6 +127,8 @@ enum DraftEvent {
         payload: Option<Map<String, Value>>,
         edit: Option<Map<String, Value>>,
         facts: Option<Map<String, Value>>,
+        /// Distinct approvers it needs (`draft submit --approvals N`).
+        approvals: Option<i64>,
     },
     Approve {
         ago: String,
@@ -407,6 +409,7 @@ impl Seeder {
                 payload,
                 edit,
                 facts,
+                approvals,
                 ..
             } => {
                 let previous = self.drafts.get(&draft.name);
@@ -438,7 +441,7 @@ impl Seeder {
                             &draft.meta,
                         )),
                         by: Some(by.clone().unwrap_or_else(|| draft.by.clone())),
-                        approvals: None,
+                        approvals: *approvals,
                     })
                     .await
                     .map_err(|e| e.to_string())?;
@@ -690,7 +693,7 @@ mod tests {
         assert_eq!(
             summary,
             DemoSummary {
-                drafts: 7,
+                drafts: 8,
                 unknown: 8,
                 settled: 40
             }
@@ -704,6 +707,10 @@ mod tests {
         assert!(queue.iter().any(|d| d.edited_after_approval()));
         assert!(queue.iter().any(|d| d.approved_diff().is_some()));
         assert!(queue.iter().any(|d| d.revision == 3));
+        // One waits for a second person: the badge reads "approved 1 of 2".
+        assert!(queue.iter().any(|d| d.needs_quorum()
+            && d.state == DraftState::Queued
+            && d.tally(now).names() == ["dana"]));
         assert!(
             queue
                 .iter()

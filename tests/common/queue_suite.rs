@@ -64,6 +64,7 @@ macro_rules! queue_suite {
             a_dispatch_is_marked_once_and_a_recorded_send_is_never_replaced,
             a_key_sent_elsewhere_shows_on_the_draft,
             an_approved_draft_dispatches_once_and_then_the_ledger_answers,
+            a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain,
         );
         $crate::queue_suite::queue_suite!(@racing $fresh;
             racing_deciders_one_wins_and_the_others_are_told_who,
@@ -1032,4 +1033,55 @@ pub async fn an_approved_draft_dispatches_once_and_then_the_ledger_answers(open:
         1,
         "dispatching is not a person's decision: {log:?}"
     );
+}
+
+/// A submission identical to the current revision writes nothing and keeps the votes
+/// toward a quorum; a changed one voids them. Every vote and every decided draft
+/// names a decision the chain holds, and a vote whose name does not match its
+/// decision is found out.
+pub async fn a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain(open: Open<'_>) {
+    use send_once::ledger::chain;
+
+    let review = review(open, NOW);
+    let two = |payload: Value| Submission {
+        approvals: Some(2),
+        ..submission("quorum-1", payload, json!({"plan": "team"}))
+    };
+    let first = review.submit(two(json!({"body": "a"}))).await.unwrap();
+    review
+        .decide(first.id, approve_for("1h"), Some("dana".into()), None)
+        .await
+        .unwrap();
+    let again = review.submit(two(json!({"body": "a"}))).await.unwrap();
+    assert_eq!(
+        (again.unchanged, again.revision, again.voided.len()),
+        (true, 1, 0)
+    );
+    let draft = review.draft(first.id).await.unwrap();
+    assert_eq!(draft.tally(NOW).names(), ["dana"]);
+
+    let store = open();
+    let refs = store.decision_refs().await.unwrap();
+    let log = store.decisions(None).await.unwrap();
+    let vote = refs
+        .iter()
+        .find(|r| r.vote.is_some())
+        .expect("dana's vote is a row naming its decision")
+        .clone();
+    assert!(chain::verify(&log).check_refs(&log, &refs).intact());
+    let mut forged = vote.clone();
+    if let Some(v) = &mut forged.vote {
+        v.approver = "mallory".into();
+    }
+    let report = chain::verify(&log).check_refs(&log, &[forged]);
+    assert!(!report.intact());
+    assert!(
+        report.line().contains("the vote by mallory on draft"),
+        "{}",
+        report.line()
+    );
+
+    let changed = review.submit(two(json!({"body": "b"}))).await.unwrap();
+    assert_eq!((changed.unchanged, changed.revision), (false, 2));
+    assert_eq!(changed.voided, ["dana"]);
 }

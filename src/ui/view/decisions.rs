@@ -8,41 +8,12 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::{Row, clip, draw_list, draw_message, draw_scrolled, list_title, placeholder, safe};
-use crate::ledger::decision::{Action as DecisionAction, Decision, DecisionOutcome, Subject};
+use crate::ledger::decision::{Decision, DecisionOutcome, Subject};
 use crate::ui::app::{App, DECISIONS_SHOWN, short_key};
 use crate::ui::keymap::View;
 use crate::ui::state::Loaded;
 use crate::ui::theme::Theme;
 use unicode_width::UnicodeWidthStr;
-
-/// One line a person reads: "resolve by dana: changed (pending → failed) "note"".
-pub fn summary(d: &Decision) -> String {
-    let by =
-        d.by.as_deref()
-            .unwrap_or(if d.action == DecisionAction::Completed {
-                "its own send"
-            } else {
-                "(unknown)"
-            });
-    let mut text = format!("{} by {by}: {}", d.action, d.outcome.as_str());
-    if let Value::Object(detail) = &d.detail {
-        let field = |n: &str| detail.get(n).and_then(Value::as_str);
-        if let (Some(from), Some(to)) = (field("from"), field("status")) {
-            text.push_str(&format!(" ({from} → {to})"));
-        } else if let Some(from) = field("from") {
-            text.push_str(&format!(" (was {from})"));
-        }
-        if let Some(reason) = field("reason")
-            && d.note.as_deref() != Some(reason)
-        {
-            text.push_str(&format!(": {reason}"));
-        }
-    }
-    if let Some(note) = &d.note {
-        text.push_str(&format!(" \"{note}\""));
-    }
-    text
-}
 
 fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
     match outcome {
@@ -139,7 +110,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                 ),
                 theme.title(),
             )),
-            Line::from(safe(&summary(decision))),
+            Line::from(safe(&decision.summary("→"))),
             Line::from(format!(
                 "subject {} · {}",
                 safe(&decision.subject.text()),
