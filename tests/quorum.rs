@@ -279,7 +279,10 @@ fn two_person_policy(q: &Queue) {
     refused(
         &o,
         "dana twice",
-        &["dana already approved revision 1", "a second person"],
+        &[
+            "dana already approved revision 1",
+            "so one more person must approve it (approved 1 of 2 so far)",
+        ],
     );
     assert_eq!(q.show(T0, id)["quorum"]["approved"], 1);
 

@@ -542,6 +542,12 @@ fn small_ones_policy_on_a_new_ledger_wording_under_three_and_a_resubmits_number(
         "the submitter under 3-of-N",
         &["3 people other than its authors must approve it"],
     );
+    expect_exit(&run(&["approve", &l, "1", "--by", "dana"]), 0, "dana");
+    refused(
+        &run(&["approve", &l, "1", "--by", "dana"]),
+        "dana twice under 3-of-N",
+        &["so 2 more people must approve it (approved 1 of 3 so far)"],
+    );
 
     // Q11: a resubmission's --approvals below the draft's number is said, not ignored.
     std::fs::write(dir.path().join("p.json"), r#"{"body":"y"}"#).unwrap();

@@ -708,7 +708,7 @@ pub enum ReviewError {
     },
     /// The same person approved this revision already: one person counts once.
     #[error(
-        "{by} already approved revision {revision} of draft {id} (at {at}); one person counts once, so a second person must approve it ({so_far} so far)"
+        "{by} already approved revision {revision} of draft {id} (at {at}); one person counts once, so {others} ({so_far} so far)"
     )]
     ApprovedTwice {
         /// The draft.
@@ -721,6 +721,8 @@ pub enum ReviewError {
         at: String,
         /// "approved 1 of 2".
         so_far: String,
+        /// "one more person must approve it", "2 more people must approve it".
+        others: String,
     },
     /// Every approval the revision needs is there, and the approval holds: another
     /// one is not needed.
@@ -1081,6 +1083,10 @@ pub fn judge(
                             revision: draft.revision,
                             at: earlier.at.clone(),
                             so_far: tally.label(),
+                            others: match tally.missing() {
+                                ..=1 => "one more person must approve it".to_owned(),
+                                n => format!("{n} more people must approve it"),
+                            },
                         },
                     );
                 }
