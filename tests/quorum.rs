@@ -232,7 +232,7 @@ fn two_person_policy(q: &Queue) {
         "the submitter",
         &[
             "agent submitted revision 1",
-            "a second person must approve it",
+            "2 people other than its authors must approve it",
         ],
     );
     assert_eq!(stdout(&o), "", "a refusal prints no approval");
@@ -337,7 +337,10 @@ fn two_person_policy(q: &Queue) {
     refused(
         &o,
         "the editor",
-        &["sam edited revision 3", "a second person must approve it"],
+        &[
+            "sam edited revision 3",
+            "2 people other than its authors must approve it",
+        ],
     );
 
     // Two people: dana, then lee completes it. The approval is Node's, plus approvers,

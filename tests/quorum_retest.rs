@@ -140,6 +140,12 @@ fn a_respelled_name_is_the_same_person_for_the_author_and_for_counting_once() {
         "\u{ff41}gent",
         "\u{430}gent",
         "ag\u{435}nt",
+        // Combining marks and inner spaces (retest 21, T2).
+        "agent\u{300}",
+        "agent\u{335}",
+        "agent\u{338}",
+        "a\u{301}gent",
+        "ag ent",
     ] {
         refused(
             &q.approve(&id, name),
@@ -795,6 +801,18 @@ fn a_vote_put_in_by_hand_breaks_decisions_verify_and_names_the_row() {
     expect_exit(&run(&["decisions", "verify", q.l()]), 0, "verify before");
 
     let conn = rusqlite::Connection::open(q.l()).unwrap();
+    // A row under another spelling of dana's name is one person with her (T4).
+    conn.execute(
+        "INSERT INTO send_once_votes SELECT draft_id, revision, round, 'DANA', at, version + 10, decision_hash, expires_at FROM send_once_votes",
+        [],
+    )
+    .unwrap();
+    let show = json_stdout(&run(&["draft", "show", q.l(), &id, "--json"]), "show");
+    assert_eq!(show["quorum"]["approved"], 1, "{}", show["quorum"]);
+    conn.execute("DROP TRIGGER IF EXISTS send_once_votes_no_delete", [])
+        .unwrap();
+    conn.execute("DELETE FROM send_once_votes WHERE approver = 'DANA'", [])
+        .unwrap();
     let (hash, version): (String, i64) = conn
         .query_row(
             "SELECT decision_hash, (SELECT version FROM send_once_drafts WHERE id = 1) FROM send_once_votes",

@@ -137,19 +137,13 @@ pub fn check_by(by: Option<&str>) -> Result<(), String> {
             _ => return Ok(()),
         },
     };
-    if name.chars().any(send_once::text::is_suspicious) {
-        return Err(format!(
-            "{flag} {} holds control, escape, bidi or invisible characters; give the person's name as it is read, nothing was changed",
+    match send_once::review::quorum::name_problem(&name) {
+        Some(why) => Err(format!(
+            "{flag} {} {why}; give one person's name as it is read, nothing was changed",
             send_once::text::visible_inline(&name)
-        ));
+        )),
+        None => Ok(()),
     }
-    if name.contains(',') {
-        return Err(format!(
-            "{flag} {} holds a comma, which separates approvers' names in an approval; give one person's name, nothing was changed",
-            send_once::text::visible_inline(&name)
-        ));
-    }
-    Ok(())
 }
 
 /// A duration flag's value in milliseconds. A negative one gets a message of its own

@@ -92,7 +92,23 @@ fn draft_decision(draft: &Draft, d: &Decision, timeline: &mut Timeline) {
     }
     let who = who_text(d);
     let note = note_suffix(d.note.as_deref());
+    let number = |name: &str| detail.get(name).and_then(Value::as_i64);
     let (kind, text) = match d.action.as_str() {
+        // A vote toward a quorum that did not complete it approves nothing yet.
+        "approve"
+            if let (Some(count), Some(required)) = (number("approvals"), number("required"))
+                && count < required =>
+        {
+            let until = field(&detail, "voteExpiresAt")
+                .map(|at| format!("; it holds until {at}"))
+                .unwrap_or_default();
+            (
+                HistoryKind::Other,
+                format!(
+                    "approval {count} of {required} for revision {revision} by {who}{until}{note}"
+                ),
+            )
+        }
         "approve" => {
             let expires = field(&detail, "expiresAt");
             // The approval itself has the time its life was counted from; the
@@ -103,10 +119,24 @@ fn draft_decision(draft: &Draft, d: &Decision, timeline: &mut Timeline) {
                 }
                 _ => d.at.clone(),
             };
+            // The vote that completed a quorum names everyone it counted.
+            let all = detail
+                .get("approvers")
+                .and_then(Value::as_array)
+                .map(|names| {
+                    let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+                    format!(
+                        " (approval {} of {}: {})",
+                        names.len(),
+                        names.len(),
+                        names.join(", ")
+                    )
+                })
+                .unwrap_or_default();
             (
                 HistoryKind::Approved,
                 format!(
-                    "approved revision {revision} by {who}{}{note}",
+                    "approved revision {revision} by {who}{all}{}{note}",
                     lifetime(&from, expires.as_deref())
                 ),
             )

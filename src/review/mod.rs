@@ -706,6 +706,15 @@ pub enum ReviewError {
         /// 3 or more, how many people other than its authors.
         others: String,
     },
+    /// The name given for who decides cannot be recorded
+    /// ([`quorum::name_problem`]).
+    #[error("the name {} {why}; give one person's name as it is read. Nothing was changed", crate::text::visible_inline(.name))]
+    BadName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The same person approved this revision already: one person counts once.
     #[error(
         "{by} already approved revision {revision} of draft {id} (at {at}); one person counts once, so {others} ({so_far} so far)"
@@ -767,6 +776,17 @@ pub enum ReviewError {
     Store(#[from] StoreError),
 }
 
+/// Refuses a name that cannot be recorded as who decided, before anything is read.
+fn check_name(by: Option<&str>) -> Result<(), ReviewError> {
+    match by.and_then(|name| Some((name, quorum::name_problem(name)?))) {
+        Some((name, why)) => Err(ReviewError::BadName {
+            name: name.to_owned(),
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// How a closed draft got closed. A dispatched draft keeps who approved it and when
 /// as its decision, so that is said as the approval, not as the dispatch.
 fn closed_how(by: &Option<String>, at: &Option<String>, dispatched_at: &Option<String>) -> String {
@@ -805,7 +825,9 @@ fn decided(by: &Option<String>, at: &Option<String>) -> String {
 
 /// What became of a draft since a person saw it at revision `seen`, and who did it:
 /// "revision 4 was added by agent at T", "it was approved by dana at T".
-fn what_changed(now: &Draft, seen: i64) -> String {
+/// `seen_version`, when known, finds the votes cast since: "sam approved revision 1
+/// at T (1 of 2)".
+fn what_changed(now: &Draft, seen: i64, seen_version: Option<i64>) -> String {
     if now.revision != seen
         && let Some(current) = now.current()
     {
@@ -814,6 +836,28 @@ fn what_changed(now: &Draft, seen: i64) -> String {
             current.revision,
             current.submitted_by.as_deref().unwrap_or("someone"),
             current.submitted_at
+        );
+    }
+    let since: Vec<&Vote> = now
+        .quorum
+        .votes
+        .iter()
+        .filter(|v| v.revision == now.revision && seen_version.is_some_and(|s| v.version > s))
+        .collect();
+    if now.state == DraftState::Queued
+        && let Some(last) = since.last()
+    {
+        let who: Vec<&str> = since.iter().map(|v| v.by.as_str()).collect();
+        return format!(
+            "{} approved revision {} (at {}), and an edit would void {}",
+            who.join(", "),
+            now.revision,
+            last.at,
+            if who.len() == 1 {
+                "that approval"
+            } else {
+                "those approvals"
+            }
         );
     }
     match (&now.decided_by, &now.decided_at) {
@@ -946,6 +990,17 @@ pub fn judge(
     let mut detail = base_detail(draft);
     let refused = |reason: String, error: ReviewError| {
         let mut refused = base_detail(draft);
+        // Logged against what the person saw: the revision they approved, beside the
+        // one the draft is at.
+        if let Verdict::Approve {
+            revision: Some(seen),
+            ..
+        } = asked.verdict
+            && *seen != draft.revision
+        {
+            refused.insert("revision".into(), (*seen).into());
+            refused.insert("currentRevision".into(), draft.revision.into());
+        }
         refused.insert("reason".into(), reason.into());
         Ok(Judged::Refused {
             detail: refused,
@@ -959,7 +1014,7 @@ pub fn judge(
         && *asked != draft.revision
     {
         return refused(
-            format!("asked for revision {asked}"),
+            format!("the draft is at revision {}", draft.revision),
             ReviewError::NotTheRevision {
                 id,
                 asked: *asked,
@@ -1031,8 +1086,12 @@ pub fn judge(
                         by: who,
                         revision,
                         verb,
-                        others: match draft.quorum.required {
-                            ..=2 => "a second person must approve it".to_owned(),
+                        others: match draft.tally(now_ms).missing() {
+                            ..=1 if draft.quorum.required == 1 => {
+                                "someone else must approve it".to_owned()
+                            }
+                            ..=1 => "one more person, not one of its authors, must approve it"
+                                .to_owned(),
                             n => format!("{n} people other than its authors must approve it"),
                         },
                     },
@@ -1247,6 +1306,7 @@ impl Review {
 
     /// Queues a draft, or adds a revision to the open draft for the same key.
     pub async fn submit(&self, submission: Submission) -> Result<Submitted, ReviewError> {
+        check_name(submission.by.as_deref())?;
         if submission.key.is_empty() {
             return Err(ReviewError::EmptyKey);
         }
@@ -1316,6 +1376,7 @@ impl Review {
         self_approval: bool,
         by: Option<String>,
     ) -> Result<PolicySet, ReviewError> {
+        check_name(by.as_deref())?;
         quorum::check_approvals(approvals).map_err(ReviewError::Policy)?;
         // Stored as the key reads a channel, so " SMS " is the policy of `sms` drafts.
         let channel = channel.map(|c| quorum::normalise_channel(&c));
@@ -1474,6 +1535,7 @@ impl Review {
         note: Option<String>,
         seen_version: Option<i64>,
     ) -> Result<Draft, ReviewError> {
+        check_name(by.as_deref())?;
         // An approval is judged against every revision's author, not only the current's.
         let approving = matches!(verdict, Verdict::Approve { .. });
         let load = async |id| {
@@ -1594,6 +1656,7 @@ impl Review {
     /// as `edit` decisions; a payload that is not JSON (or names a field twice) is bad
     /// input and changes nothing.
     pub async fn edit(&self, edit: Edit) -> Result<Edited, ReviewError> {
+        check_name(edit.by.as_deref())?;
         let Edit {
             id,
             payload,
@@ -1657,7 +1720,11 @@ impl Review {
         let stale = seen_revision.is_some_and(|r| r != draft.revision)
             || seen_version.is_some_and(|v| v != draft.version);
         if stale {
-            let what = what_changed(&draft, seen_revision.unwrap_or(draft.revision));
+            let what = what_changed(
+                &draft,
+                seen_revision.unwrap_or(draft.revision),
+                seen_version,
+            );
             // Logged against the revision the edit began from, not the one that came
             // in meanwhile (whose hash is not what the reviewer edited).
             let mut seen_detail = detail.clone();
@@ -1737,7 +1804,7 @@ impl Review {
         }
         // Someone changed it between our read and our write: say who, log ours.
         let now = self.head(id).await?;
-        let what = what_changed(&now, draft.revision);
+        let what = what_changed(&now, draft.revision, Some(draft.version));
         refuse(&detail, format!("someone changed the draft first: {what}")).await?;
         Err(ReviewError::EditedMeanwhile {
             id,

@@ -200,16 +200,44 @@ pub fn same_channel(a: &str, b: &str) -> bool {
 /// Names are stored as typed; only comparisons use this.
 pub fn identity(name: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
+    use unicode_normalization::char::is_combining_mark;
     use unicode_security::confusable_detection::skeleton;
     let visible: String = name
         .chars()
         .filter(|c| !crate::text::is_suspicious(*c))
         .collect();
-    let nfkc: String = visible.nfkc().collect();
-    let spaced = nfkc.split_whitespace().collect::<Vec<_>>().join(" ");
-    let folded = spaced.to_lowercase();
+    // Marks and spaces are dropped, not compared: `José` is `Jose` and `ag ent` is
+    // `agent`. Two people whose names differ only there must tell them apart another
+    // way; one person must not pass for two by adding an accent.
+    let bare: String = visible
+        .nfkc()
+        .collect::<String>()
+        .nfd()
+        .filter(|c| !is_combining_mark(*c) && !c.is_whitespace())
+        .collect();
+    let folded = bare.to_lowercase();
     let skeleton: String = skeleton(&folded).collect();
-    skeleton.to_lowercase().nfkc().collect()
+    skeleton
+        .to_lowercase()
+        .nfd()
+        .filter(|c| !is_combining_mark(*c))
+        .nfkc()
+        .collect()
+}
+
+/// Why `name` cannot name the person deciding, if it cannot: it holds control,
+/// escape, bidi or invisible characters (it would not read as it compares), or a comma
+/// (which separates approvers in an approval's `approvedBy`). Every path that records
+/// who decided checks it: the flags, `SEND_ONCE_USER`, the TUI's forms. An empty name
+/// is the caller's to refuse: the Node library's `approve` takes one.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.chars().any(crate::text::is_suspicious) {
+        Some("holds control, escape, bidi or invisible characters")
+    } else if name.contains(',') {
+        Some("holds a comma, which separates approvers' names in an approval")
+    } else {
+        None
+    }
 }
 
 /// Whether `a` and `b` name one person ([`identity`]).
@@ -299,7 +327,13 @@ impl Draft {
             .into_iter()
             .filter(|old| !live.iter().any(|v| same_person(&v.by, &old.by)))
             .collect();
-        let in_round = live;
+        // The store keeps one vote per person, but a row put in by hand under another
+        // spelling must not count twice: each person's latest counts.
+        let mut in_round: Vec<Vote> = Vec::with_capacity(live.len());
+        for vote in live {
+            in_round.retain(|earlier| !same_person(&earlier.by, &vote.by));
+            in_round.push(vote);
+        }
         let made = self.approved_revision == Some(self.revision)
             && self.approval.is_some()
             && in_round.len() as i64 >= self.quorum.required;

@@ -629,7 +629,7 @@ pub async fn a_draft_history_has_its_revisions_decisions_refusals_and_dispatch(o
     assert_eq!(h[1].text, "revision 2 submitted by billing-agent");
     assert_eq!(
         h[2].text,
-        "ana's approve of revision 2 was refused: asked for revision 1"
+        "ana's approve of revision 1 was refused: the draft is at revision 2"
     );
     assert!(
         h[3].text
@@ -1043,22 +1043,32 @@ pub async fn a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain(open: O
     use send_once::ledger::chain;
 
     let review = review(open, NOW);
-    let two = |payload: Value| Submission {
-        approvals: Some(2),
+    let three = |payload: Value| Submission {
+        approvals: Some(3),
         ..submission("quorum-1", payload, json!({"plan": "team"}))
     };
-    let first = review.submit(two(json!({"body": "a"}))).await.unwrap();
+    let first = review.submit(three(json!({"body": "a"}))).await.unwrap();
     review
         .decide(first.id, approve_for("1h"), Some("dana".into()), None)
         .await
         .unwrap();
-    let again = review.submit(two(json!({"body": "a"}))).await.unwrap();
+    let again = review.submit(three(json!({"body": "a"}))).await.unwrap();
     assert_eq!(
         (again.unchanged, again.revision, again.voided.len()),
         (true, 1, 0)
     );
     let draft = review.draft(first.id).await.unwrap();
     assert_eq!(draft.tally(NOW).names(), ["dana"]);
+    // The history tells a vote from an approval.
+    let h = lines(&draft_history(
+        &draft,
+        &review.decisions(first.id).await.unwrap(),
+    ));
+    assert!(
+        h.contains("approval 1 of 3 for revision 1 by dana; it holds until"),
+        "{h}"
+    );
+    assert!(!h.contains("approved revision 1 by dana"), "{h}");
 
     let store = open();
     let refs = store.decision_refs().await.unwrap();
@@ -1081,7 +1091,42 @@ pub async fn a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain(open: O
         report.line()
     );
 
-    let changed = review.submit(two(json!({"body": "b"}))).await.unwrap();
+    // A name that would read as two people, or hides characters, is refused on every
+    // path (the TUI's forms too), and nothing is logged.
+    let logged = open().decisions(None).await.unwrap().len();
+    for name in ["sam, erin", "sam\u{202e}nimda"] {
+        let e = review
+            .decide(first.id, approve_for("1h"), Some(name.into()), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ReviewError::BadName { .. }), "{name:?}: {e}");
+    }
+    assert_eq!(open().decisions(None).await.unwrap().len(), logged);
+
+    // An edit begun before sam's vote is refused naming the vote it would void.
+    let seen = review.draft(first.id).await.unwrap().version;
+    review
+        .decide(first.id, approve_for("1h"), Some("sam-2".into()), None)
+        .await
+        .unwrap();
+    let e = review
+        .edit(send_once::review::Edit {
+            id: first.id,
+            payload: json!({"body": "edited"}).to_string(),
+            by: Some("erin".into()),
+            seen_revision: Some(1),
+            seen_version: Some(seen),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("sam-2 approved revision 1 (at ")
+            && e.to_string().contains("an edit would void that approval"),
+        "{e}"
+    );
+
+    let changed = review.submit(three(json!({"body": "b"}))).await.unwrap();
     assert_eq!((changed.unchanged, changed.revision), (false, 2));
-    assert_eq!(changed.voided, ["dana"]);
+    assert_eq!(changed.voided, ["dana", "sam-2"]);
 }
