@@ -250,6 +250,12 @@ impl Entry {
         Value::Object(self.fields.clone())
     }
 
+    /// The record's fields, given up: for a caller that takes values out of it
+    /// rather than copying them.
+    pub fn into_fields(self) -> Map<String, Value> {
+        self.fields
+    }
+
     /// The entry as the Node library would write it: one line of JSON, no newline.
     pub fn to_json(&self) -> String {
         jsjson::stringify(&Value::Object(self.fields.clone()))
