@@ -83,7 +83,7 @@ pub fn safe_json(json: &str) -> Cow<'_, str> {
     // Line breaks in JSON text are layout (pretty printing); inside strings they are
     // already escaped.
     let escaped = |c: char| c != '\n' && is_suspicious(c);
-    if is_plain_ascii(json, true) || !json.chars().any(escaped) {
+    if is_plain_ascii(json, true) || !any_suspicious(json) {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
@@ -104,6 +104,34 @@ pub fn safe_json(json: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Whether `text` holds a suspicious character other than a line break. ASCII is
+/// judged a byte at a time (only its controls are suspicious); only the characters
+/// beyond it are decoded and looked up: a report of ten thousand sends with a `£` in it
+/// spent a twentieth of its time here, a character at a time.
+fn any_suspicious(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if byte.is_ascii() {
+            if (byte < 0x20 && byte != b'\n') || byte == 0x7f {
+                return true;
+            }
+            at += 1;
+            continue;
+        }
+        // `at` is a character boundary: it follows a whole character.
+        let Some(c) = text[at..].chars().next() else {
+            break;
+        };
+        if is_suspicious(c) {
+            return true;
+        }
+        at += c.len_utf8();
+    }
+    false
 }
 
 /// Printable ASCII (and line breaks, when `line_breaks`) only: nothing in it is
@@ -155,6 +183,19 @@ pub fn who_and_what(fields: Option<&serde_json::Map<String, serde_json::Value>>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The byte-at-a-time check answers as the character-at-a-time one, on text
+        /// mixing ASCII controls, line breaks, `£`, bidi and zero-width characters and
+        /// U+FDD0 with anything else.
+        #[test]
+        fn any_suspicious_is_the_character_check(
+            text in "([\\x00-\\x7f]|£|\u{202e}|\u{200b}|\u{fdd0}|\u{9b}|\n|\\PC){0,40}"
+        ) {
+            let by_char = text.chars().any(|c| c != '\n' && is_suspicious(c));
+            proptest::prop_assert_eq!(any_suspicious(&text), by_char);
+        }
+    }
 
     #[test]
     fn escapes_and_invisibles_become_marks() {
