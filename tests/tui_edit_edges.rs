@@ -265,6 +265,10 @@ fn a_kept_edit_that_cannot_be_saved_never_traps_the_reviewer() {
         "{help}"
     );
     term.press(&["Escape"]);
+    // Apart, or Esc and the next key read as Alt-E.
+    term.wait_until("the help to close", |screen| {
+        !screen.contains("Keys: Approvals")
+    });
 
     // E: the draft's payload, not the broken text, and the status line says the kept
     // edit was dropped.
