@@ -205,8 +205,8 @@ fn edit_then_approve(q: &Queue) {
     );
     assert!(
         said.contains("changed since revision 1 (+1 -1):")
-            && said.contains(r#"-   "body": "Hello Ana,\nyour invoice 4711 is due.","#)
-            && said.contains(r#"+   "body": "Hello Ana,\nyour invoice 4711 is due on Friday.","#),
+            && said.contains("  -     │ your invoice 4711 is due.\n")
+            && said.contains("  +     │ your invoice 4711 is due on Friday.\n"),
         "the edit's diff is printed:\n{said}"
     );
 

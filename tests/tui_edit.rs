@@ -445,9 +445,13 @@ fn an_editor_that_cannot_start_is_named_and_nothing_changes() {
     term.press(&["e"]);
     let screen = term.wait_for_words("Nothing was changed.");
     let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    // $VISUAL is the program and an argument: the message names the program tried.
     assert!(
-        words.contains("Editor: cannot start an editor: `")
-            && words.contains("not found; set $VISUAL or $EDITOR."),
+        words.contains(&format!(
+            "Editor: editor `{}` not found (from VISUAL=`{} --wait`;",
+            missing.display(),
+            missing.display()
+        )),
         "{screen}"
     );
     assert_eq!(

@@ -98,7 +98,7 @@ fn the_queue_shows_one_of_two_and_the_second_approval_on_the_screen_completes_it
         "{screen}"
     );
     term.press(&["a"]);
-    term.wait_for("agent wrote revision 1 of draft 1; a second person must approve it.");
+    term.wait_for("agent wrote revision 1 of draft 1; 2 more people must approve it.");
     term.quit();
 
     // dana: the form says what her approval makes.

@@ -527,6 +527,7 @@ fn approve_opens_a_form_with_defaults_and_the_cursor_in_note() {
             unchecked: false,
             quorum: None,
             expired: None,
+            edit: None,
         }
     );
     assert_eq!(
@@ -703,6 +704,7 @@ fn a_suspicious_draft_needs_y_not_enter() {
             unchecked: false,
             quorum: None,
             expired: None,
+            edit: None,
         }
     );
     press(&mut app, KeyCode::Enter);

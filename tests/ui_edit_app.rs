@@ -103,7 +103,7 @@ fn an_edit_refused_as_not_json_is_opened_again_against_the_version_it_began_from
     }));
     assert_eq!(
         status(&app),
-        "Not saved: the payload is not JSON: line 1, column 9: unexpected end of input. e opens your edit again."
+        "Not saved: the payload is not JSON: line 1, column 9: unexpected end of input. e opens your edit again. E starts from the draft instead."
     );
     let effects = press(&mut app, 'e');
     assert_eq!(

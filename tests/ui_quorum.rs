@@ -191,7 +191,7 @@ fn what_the_store_would_refuse_is_said_before_a_form_opens() {
     assert!(app.overlay.is_none());
     assert_eq!(
         status(&app),
-        "agent wrote revision 1 of draft 7; a second person must approve it."
+        "agent wrote revision 1 of draft 7; 2 more people must approve it."
     );
     let mut app = app_as("sam", vec![draft(&["sam"])]);
     press(&mut app, KeyCode::Char('a'));

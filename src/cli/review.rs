@@ -11,7 +11,6 @@ use serde_json::{Map, Value};
 use send_once::approval::{ApprovalError, DispatchError, Dispatched, Ttl};
 use send_once::ledger::Access;
 use send_once::ledger::{Decision, Ledger, LedgerLocation, canonical, duration, jsjson};
-use send_once::review::diff::{LineTag, PayloadDiff};
 use send_once::review::dispatch::{DraftDispatch, Prepared};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{
@@ -609,17 +608,17 @@ fn edit(args: &EditArgs) -> Exit {
             payload_hash,
             voided,
         } => {
-            let diff = draft.as_ref().and_then(|d| {
-                let before = d.revision_of(from)?;
-                let after = d.revision_of(revision)?;
-                Some(review::diff::payload_diff(
-                    from,
-                    &before.payload,
-                    revision,
-                    &after.payload,
-                ))
-            });
             if args.json {
+                let diff = draft.as_ref().and_then(|d| {
+                    let before = d.revision_of(from)?;
+                    let after = d.revision_of(revision)?;
+                    Some(review::diff::payload_diff(
+                        from,
+                        &before.payload,
+                        revision,
+                        &after.payload,
+                    ))
+                });
                 let mut out = Map::new();
                 out.insert("id".into(), id.into());
                 out.insert("key".into(), key.into());
@@ -654,12 +653,9 @@ fn edit(args: &EditArgs) -> Exit {
             if let Some(text) = voided_text(&voided, from) {
                 out.push_str(&format!("{}{}.\n", text[..1].to_uppercase(), &text[1..]));
             }
-            if let Some(diff) = &diff {
-                out.push_str(&format!(
-                    "changed since revision {from} ({}):\n",
-                    diff.summary()
-                ));
-                out.push_str(&diff_text(diff));
+            if let Some(diff) = draft.as_ref().and_then(|d| diff_text(d, from, revision)) {
+                out.push_str(&format!("changed since revision {from} ({}):\n", diff.0));
+                out.push_str(&diff.1);
             }
             print_stdout(&out);
         }
@@ -1291,17 +1287,23 @@ fn fact_table(draft: &Draft) -> String {
     out
 }
 
-fn diff_text(diff: &PayloadDiff) -> String {
-    let mut out = String::new();
-    for line in &diff.lines {
-        let mark = match line.tag {
-            LineTag::Equal => ' ',
-            LineTag::Insert => '+',
-            LineTag::Delete => '-',
-        };
-        out.push_str(&format!("  {mark} {}\n", visible_inline(&line.text)));
-    }
-    out
+/// What changed in `draft` from revision `from` to revision `to`, as its summary
+/// ("+1 -1") and the lines to print: over the lines a reviewer reads, so an e-mail
+/// body is diffed line by line, only the changes with a little context, and a long
+/// line cut around its change, as the TUI shows it (see
+/// [`review::render::compact_diff`]). None when either revision is not loaded.
+fn diff_text(draft: &Draft, from: i64, to: i64) -> Option<(String, String)> {
+    let before = draft.revision_of(from)?;
+    let after = draft.revision_of(to)?;
+    let diff = review::render::reviewer_diff(from, &before.payload, to, &after.payload);
+    Some((
+        diff.summary(),
+        review::render::compact_diff(
+            &diff,
+            review::render::CONTEXT_LINES,
+            review::render::LONGEST_LINE,
+        ),
+    ))
 }
 
 fn show(args: &DraftShowArgs) -> Exit {
@@ -1438,21 +1440,23 @@ fn show(args: &DraftShowArgs) -> Exit {
             out.push_str(&format!("  {}\n", visible_inline(line)));
         }
     }
-    if let Some(diff) = draft.approved_diff() {
+    let approved = draft
+        .approved_revision
+        .filter(|_| draft.edited_after_approval());
+    if let Some(from) = approved
+        && let Some((summary, lines)) = diff_text(&draft, from, draft.revision)
+    {
         out.push_str(&format!(
-            "\nchanged since the approved revision {} ({}):\n",
-            diff.from,
-            diff.summary()
+            "\nchanged since the approved revision {from} ({summary}):\n"
         ));
-        out.push_str(&diff_text(&diff));
+        out.push_str(&lines);
     }
-    if let Some(diff) = draft.previous_diff() {
+    if let Some((summary, lines)) = diff_text(&draft, draft.revision - 1, draft.revision) {
         out.push_str(&format!(
-            "\nchanged since revision {} ({}):\n",
-            diff.from,
-            diff.summary()
+            "\nchanged since revision {} ({summary}):\n",
+            draft.revision - 1
         ));
-        out.push_str(&diff_text(&diff));
+        out.push_str(&lines);
     }
     out.push_str(&format!(
         "\nfacts: {}\n",

@@ -459,6 +459,14 @@ impl SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn writes_refused(&self) -> Option<StoreError> {
+        match (&self.writer, self.no_writer_because_full) {
+            (Some(_), _) => None,
+            (None, true) => Some(StoreError::DiskFull(ledger_at(&self.path))),
+            (None, false) => Some(StoreError::ReadOnly(ledger_at(&self.path))),
+        }
+    }
+
     async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
         Ok(self
             .write(WriteOp::Claim(entry.clone()), Durability::Now)

@@ -655,6 +655,13 @@ pub trait Store: Send + Sync {
         None
     }
 
+    /// Why every write would be refused, when the store was opened unable to write
+    /// (to look at a ledger on a read-only filesystem or a full disk): said before
+    /// anyone types what could not be saved. None when writes may succeed.
+    fn writes_refused(&self) -> Option<StoreError> {
+        None
+    }
+
     /// How durable the server says its commits are, for a store whose durability is a
     /// server's setting (Postgres); None for a file, whose fsync this tool does itself.
     async fn commit_durability(&self) -> Result<Option<CommitDurability>, StoreError> {

@@ -354,3 +354,268 @@ pub fn plain_diff(diff: &ReviewerDiff) -> String {
     }
     out
 }
+
+/// How many unchanged lines [`compact_diff`] shows on each side of a change.
+pub const CONTEXT_LINES: usize = 2;
+
+/// The longest line [`compact_diff`] prints whole, in characters: a longer one (a
+/// 10 MB body on one line) is cut around what changed in it.
+pub const LONGEST_LINE: usize = 200;
+
+/// Characters kept on each side of a change when a long line is cut, at the least.
+const AROUND_A_CHANGE: usize = 40;
+
+/// A diff as a command line prints it (`draft edit`, `draft show`), over the lines a
+/// reviewer reads (a string holding line breaks is a text block, as in the TUI): each
+/// line behind `  - `, `  + ` or four spaces; only the changes, with `context`
+/// unchanged lines around each and the key line of the text block a change is in,
+/// every other run of unchanged lines said as one `  ⋯ N unchanged lines` line; a
+/// line longer than `longest` characters cut around what changed, with `…` where it
+/// was cut; and under a line where only some words changed, a `  ? ` line with `^`
+/// under them, so the change shows without colour. Every line is visible text.
+pub fn compact_diff(diff: &ReviewerDiff, context: usize, longest: usize) -> String {
+    let texts: Vec<String> = diff.lines.iter().map(ReviewerDiffLine::text).collect();
+    let mut shown = vec![false; texts.len()];
+    // The key line of the block each line of a block is in.
+    let mut block_key = vec![None; texts.len()];
+    let mut key = None;
+    for (i, text) in texts.iter().enumerate() {
+        if text.trim_start().starts_with(GUTTER) {
+            block_key[i] = key;
+        } else {
+            key = text.ends_with('|').then_some(i);
+        }
+    }
+    for (i, line) in diff.lines.iter().enumerate() {
+        if line.tag != LineTag::Equal {
+            let (from, to) = (
+                i.saturating_sub(context),
+                (i + context + 1).min(texts.len()),
+            );
+            shown[from..to].iter_mut().for_each(|s| *s = true);
+            if let Some(key) = block_key[i] {
+                shown[key] = true;
+            }
+        }
+    }
+    // A run of one unchanged line takes as much room as saying so: it is shown.
+    for i in 1..shown.len().saturating_sub(1) {
+        if !shown[i] && shown[i - 1] && shown[i + 1] {
+            shown[i] = true;
+        }
+    }
+    if shown.len() > 1 && !shown[0] && shown[1] {
+        shown[0] = true;
+    }
+    if let [.., before, last] = shown.as_mut_slice()
+        && *before
+    {
+        *last = true;
+    }
+    let mut out = String::new();
+    let mut hidden = 0;
+    let say_hidden = |out: &mut String, hidden: &mut usize| {
+        match *hidden {
+            0 => {}
+            1 => out.push_str("  ⋯ 1 unchanged line\n"),
+            n => {
+                let _ = writeln!(out, "  ⋯ {n} unchanged lines");
+            }
+        }
+        *hidden = 0;
+    };
+    for (i, line) in diff.lines.iter().enumerate() {
+        if !shown[i] {
+            hidden += 1;
+            continue;
+        }
+        say_hidden(&mut out, &mut hidden);
+        let mark = match line.tag {
+            LineTag::Equal => "    ",
+            LineTag::Insert => "  + ",
+            LineTag::Delete => "  - ",
+        };
+        let partial = line.tag != LineTag::Equal && line.is_partial();
+        let segments = cut_around_change(&line.segments, partial, longest);
+        out.push_str(mark);
+        for segment in &segments {
+            // Segments are already visible; this keeps the promise if they ever are not.
+            out.push_str(&visible_inline(&segment.text));
+        }
+        out.push('\n');
+        if partial {
+            let mut guide = String::from("  ? ");
+            for segment in &segments {
+                let width = UnicodeWidthStr::width(visible_inline(&segment.text).as_ref());
+                let c = if segment.emphasised { '^' } else { ' ' };
+                guide.extend(std::iter::repeat_n(c, width));
+            }
+            out.push_str(guide.trim_end());
+            out.push('\n');
+        }
+    }
+    say_hidden(&mut out, &mut hidden);
+    out
+}
+
+/// A line's runs cut to about `longest` characters when it is longer: around what
+/// changed in it (`partial`), else its start; the indent and a block's gutter are
+/// kept, so a cut line still reads as a line of the text, and `…` marks each cut.
+fn cut_around_change(segments: &[Segment], partial: bool, longest: usize) -> Vec<Segment> {
+    let total: usize = segments.iter().map(|s| s.text.chars().count()).sum();
+    if total <= longest {
+        return segments.to_vec();
+    }
+    let text_start = segments.first().map_or(0, |first| lead_length(&first.text));
+    let (mut first, mut last) = (None, 0);
+    let mut at = 0;
+    for segment in segments {
+        let n = segment.text.chars().count();
+        if partial && segment.emphasised {
+            first.get_or_insert(at);
+            last = at + n;
+        }
+        at += n;
+    }
+    let room = longest.saturating_sub(text_start).max(2 * AROUND_A_CHANGE);
+    let (from, to) = match first {
+        Some(first) => {
+            let changed = last - first;
+            let around = room.saturating_sub(changed).max(2 * AROUND_A_CHANGE) / 2;
+            let from = first.saturating_sub(around).max(text_start);
+            let to = (from + room).min(total);
+            // Near the end, the window takes in more of what comes before.
+            (to.saturating_sub(room).max(text_start).min(from), to)
+        }
+        None => (text_start, (text_start + room).min(total)),
+    };
+    let mut out = slice_segments(segments, 0, text_start);
+    let cut = |out: &mut Vec<Segment>| {
+        out.push(Segment {
+            emphasised: false,
+            text: "…".to_owned(),
+        })
+    };
+    if from > text_start {
+        cut(&mut out);
+    }
+    out.extend(slice_segments(segments, from, to));
+    if to < total {
+        cut(&mut out);
+    }
+    // Neighbouring runs of the same emphasis are one run.
+    let mut merged: Vec<Segment> = Vec::with_capacity(out.len());
+    for segment in out {
+        match merged.last_mut() {
+            Some(last) if last.emphasised == segment.emphasised => {
+                last.text.push_str(&segment.text)
+            }
+            _ => merged.push(segment),
+        }
+    }
+    merged
+}
+
+/// How many characters at the start of a reviewer line say where it is: its indent,
+/// then a block's gutter or an object's key (`"body": `), when that is short enough
+/// to keep on a cut line.
+fn lead_length(text: &str) -> usize {
+    const LONGEST_KEY: usize = 80;
+    let indent = text.chars().take_while(|c| *c == ' ').count();
+    let rest: Vec<char> = text.chars().skip(indent).take(LONGEST_KEY + 3).collect();
+    match rest.first() {
+        Some(&GUTTER) => indent + if rest.get(1) == Some(&' ') { 2 } else { 1 },
+        Some('"') => {
+            // The key's JSON string, to its closing quote, then `: `.
+            let mut escaped = false;
+            for (n, c) in rest.iter().enumerate().skip(1) {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' if rest.get(n + 1..n + 3) == Some(&[':', ' ']) => return indent + n + 3,
+                    '"' => return indent,
+                    _ => {}
+                }
+            }
+            indent
+        }
+        _ => indent,
+    }
+}
+
+/// The characters `from..to` of a line's runs, as runs.
+fn slice_segments(segments: &[Segment], from: usize, to: usize) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for segment in segments {
+        let n = segment.text.chars().count();
+        let (start, end) = (from.max(at), to.min(at + n));
+        if start < end {
+            out.push(Segment {
+                emphasised: segment.emphasised,
+                text: segment
+                    .text
+                    .chars()
+                    .skip(start - at)
+                    .take(end - start)
+                    .collect(),
+            });
+        }
+        at += n;
+        if at >= to {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(parts: &[(bool, &str)]) -> Vec<Segment> {
+        parts
+            .iter()
+            .map(|(emphasised, text)| Segment {
+                emphasised: *emphasised,
+                text: (*text).to_owned(),
+            })
+            .collect()
+    }
+
+    fn joined(segments: &[Segment]) -> String {
+        segments.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    #[test]
+    fn a_long_line_is_cut_around_its_change_wherever_the_change_is() {
+        let filler = "x".repeat(1000);
+        let lead = "    │ ";
+        for (before, after) in [(0, 1000), (500, 500), (1000, 0)] {
+            let segments = runs(&[
+                (false, &format!("{lead}{}", &filler[..before])),
+                (true, "CHANGED"),
+                (false, &filler[..after]),
+            ]);
+            let cut = cut_around_change(&segments, true, LONGEST_LINE);
+            let text = joined(&cut);
+            assert!(text.starts_with(lead), "the gutter stays: {text}");
+            assert!(text.contains("CHANGED"), "{text}");
+            assert!(text.chars().count() <= LONGEST_LINE + 2, "{}", text.len());
+            assert_eq!(text.contains(&format!("{lead}…")), before > 0, "{text}");
+            assert_eq!(text.ends_with('…'), after > 0, "{text}");
+            assert!(cut.iter().any(|s| s.emphasised && s.text == "CHANGED"));
+        }
+        let short = runs(&[(false, "  \"to\": "), (true, "\"b\"")]);
+        assert_eq!(cut_around_change(&short, true, LONGEST_LINE), short);
+    }
+
+    #[test]
+    fn a_cut_json_line_keeps_its_key() {
+        assert_eq!(lead_length("  \"body\": \"text\""), 10);
+        assert_eq!(lead_length("  \"a\\\"b\": 1"), 10);
+        assert_eq!(lead_length("    │ text"), 6);
+        assert_eq!(lead_length("  \"just a string\","), 2);
+        assert_eq!(lead_length("  ["), 2);
+    }
+}

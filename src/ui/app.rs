@@ -45,6 +45,10 @@ pub const STATUS_FADE_MS: i64 = 6000;
 /// neither a tick nor a cross, because nothing is decided yet.
 pub const WORKING: &str = "Working… (writing to the ledger)";
 
+/// Said wherever an edit is kept for another `e`: the way back to the draft's own
+/// payload, so that a text that cannot be saved never traps the person.
+pub const START_AFRESH: &str = " E starts from the draft instead.";
+
 /// An edit that was not saved and waits for another try: `e` on its draft opens it
 /// again, judged against the draft as it was when the edit began.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,6 +161,16 @@ pub struct App {
     pub verifying: Verifying,
     /// Edits not saved (not JSON, a ledger that could not take them), by draft id.
     pub kept_edits: std::collections::HashMap<i64, KeptEdit>,
+    /// Kept edits of drafts in a ledger file no longer opened (another file was
+    /// opened at the path): never opened by `e` again, but written to files when the
+    /// UI ends, with the rest, so nothing typed is lost.
+    pub set_aside: Vec<(i64, KeptEdit)>,
+    /// `E` dropped the kept edit of this draft: the edit's outcome says so.
+    restarted: Option<i64>,
+    /// Why every write to the ledger opened would be refused (a read-only filesystem,
+    /// a disk full when it was opened), when it would: `e` says so before the editor
+    /// opens, rather than after the person typed what could not be saved.
+    pub writes_refused: Option<String>,
     pub quit: bool,
 }
 
@@ -166,6 +180,16 @@ pub fn in_flight(entry: &Entry, now: i64, older_than_ms: f64) -> bool {
     entry.status() == Status::Pending
         && entry.error().is_none()
         && time::parse_date(entry.claimed_at()).is_none_or(|at| (now - at) as f64 <= older_than_ms)
+}
+
+/// Who must still approve a draft another approval by this person would not count
+/// toward: "a second person" while one more is needed, else how many.
+fn others_must_approve(missing: i64) -> String {
+    if missing > 1 {
+        format!("{missing} more people must approve it")
+    } else {
+        "a second person must approve it".to_owned()
+    }
 }
 
 /// Who an entry went to and what it is for, from its meta, else its short key.
@@ -213,6 +237,9 @@ impl App {
             )),
             verifying: Verifying::default(),
             kept_edits: Default::default(),
+            set_aside: Vec::new(),
+            restarted: None,
+            writes_refused: None,
             quit: false,
         }
     }
@@ -588,9 +615,12 @@ impl App {
                 let was_gone = self.ledger_gone.take().is_some();
                 if reopened {
                     // Answers were about the entries of the file no longer opened, and
-                    // so were the edits kept for another try (each is in a file too).
+                    // so were the edits kept for another try: set aside, never opened
+                    // for this file's drafts, and written to files when the UI ends.
                     self.verifying.answers.clear();
-                    self.kept_edits.clear();
+                    let mut kept: Vec<(i64, KeptEdit)> = self.kept_edits.drain().collect();
+                    kept.sort_by_key(|(id, _)| *id);
+                    self.set_aside.extend(kept);
                     self.overlay_stale = self.overlay_stale
                         || matches!(self.overlay, Some(Overlay::Form(_) | Overlay::Confirm(_)));
                     self.say(
@@ -749,7 +779,13 @@ impl App {
                 self.forget_settled(&outcome);
                 self.after_edit(&outcome);
                 let ok = outcome.ok();
-                let text = self.word(&outcome);
+                let mut text = self.word(&outcome);
+                if let Outcome::Edited { id, .. }
+                | Outcome::EditUnchanged { id, .. }
+                | Outcome::EditNotSaved { id, .. } = &outcome
+                {
+                    text.push_str(self.dropped_note(*id));
+                }
                 match &outcome {
                     // It names the file the edit is kept in: it must not fade unread.
                     Outcome::EditNotSaved { kept: None, .. } => self.say_until_next(&text),
@@ -765,7 +801,8 @@ impl App {
 
     /// `e` on the selected draft: its payload as the screen shows it (see
     /// [`super::editor::editable`]), or the edit kept from a try that was not saved.
-    fn open_editor(&mut self) -> Vec<Effect> {
+    /// `E` (`fresh`) drops that kept edit and starts from the payload again.
+    fn open_editor(&mut self, fresh: bool) -> Vec<Effect> {
         if let Some(why) = &self.no_queue {
             let why = why.clone();
             self.say(&why, false);
@@ -776,9 +813,21 @@ impl App {
             return Vec::new();
         };
         let id = draft.id;
-        if let Some(kept) = self.kept_edits.get(&id)
-            && kept.key == draft.key
-        {
+        if let Some(why) = &self.writes_refused {
+            self.say(
+                &format!(
+                    "Not opening the editor: {why}, so an edit of draft {id} could not be saved. Nothing was changed."
+                ),
+                false,
+            );
+            return Vec::new();
+        }
+        let kept = self
+            .kept_edits
+            .get(&id)
+            .filter(|kept| kept.key == draft.key)
+            .cloned();
+        if let Some(kept) = kept.as_ref().filter(|_| !fresh) {
             return vec![Effect::Edit {
                 id,
                 revision: kept.revision,
@@ -793,12 +842,26 @@ impl App {
             );
             return Vec::new();
         };
-        vec![Effect::Edit {
+        let (revision, version) = (draft.revision, draft.version);
+        let text = super::editor::editable(&current.payload);
+        let edit = Effect::Edit {
             id,
-            revision: draft.revision,
-            version: draft.version,
-            text: super::editor::editable(&current.payload),
-        }]
+            revision,
+            version,
+            text,
+        };
+        if kept.is_some() {
+            // Said again with the edit's outcome: the editor covers this line.
+            self.kept_edits.remove(&id);
+            self.restarted = Some(id);
+            self.say(
+                &format!(
+                    "Your kept edit of draft {id} was dropped; E opens revision {revision} as it is."
+                ),
+                true,
+            );
+        }
+        vec![edit]
     }
 
     /// The editor exited: what it saved goes to the queue, judged against the draft as
@@ -819,13 +882,37 @@ impl App {
                 } else {
                     ""
                 };
+                let dropped = self.dropped_note(id);
                 self.say(
-                    &format!("Editor: {why}. Nothing was changed.{again}"),
+                    &format!("Editor: {why}. Nothing was changed.{again}{dropped}"),
                     false,
                 );
                 return Vec::new();
             }
         };
+        // An emptied file is how many editors' users say "never mind" (git's commit
+        // message, crontab -e): nothing is sent, and a kept edit is let go, so a text
+        // that cannot be saved never traps the person.
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            let kept = self.kept_edits.remove(&id).is_some();
+            let dropped = self.dropped_note(id);
+            let now = self
+                .approvals
+                .ready()
+                .and_then(|drafts| drafts.iter().find(|d| d.id == id))
+                .map_or(revision, |d| d.revision);
+            self.say(
+                &if kept {
+                    format!(
+                        "The file was saved empty: your kept edit of draft {id} is dropped, and e opens revision {now} as it is. Nothing was changed."
+                    )
+                } else {
+                    format!("The file was saved empty: nothing was changed.{dropped}")
+                },
+                true,
+            );
+            return Vec::new();
+        }
         // The app's state is still the one `e` was pressed in: the UI waited for the
         // editor, so the draft is the one the edit began from.
         let Some(key) = self
@@ -862,7 +949,7 @@ impl App {
             keep(self, text);
             self.say(
                 &format!(
-                    "Not saved: what the editor saved is not UTF-8 text (invalid byte at offset {offset}). e opens your edit again."
+                    "Not saved: what the editor saved is not UTF-8 text (invalid byte at offset {offset}). e opens your edit again.{START_AFRESH}"
                 ),
                 false,
             );
@@ -871,7 +958,7 @@ impl App {
         if let Some(why) = self.decisions_off() {
             keep(self, text);
             self.say(
-                &format!("{why} Your edit of draft {id} is kept: e opens it again."),
+                &format!("{why} Your edit of draft {id} is kept: e opens it again.{START_AFRESH}"),
                 false,
             );
             return Vec::new();
@@ -885,6 +972,30 @@ impl App {
             payload: text,
             by: self.by.clone(),
         }]
+    }
+
+    /// " Your earlier kept edit was dropped (E).", once, when `E` dropped draft
+    /// `id`'s kept edit for the edit now ending.
+    fn dropped_note(&mut self, id: i64) -> &'static str {
+        if self.restarted == Some(id) {
+            self.restarted = None;
+            " Your earlier kept edit was dropped (E)."
+        } else {
+            ""
+        }
+    }
+
+    /// The kept edits, those set aside included, each with its draft's id: what the
+    /// runtime writes to files when the UI ends, so that nothing typed is lost.
+    pub fn unsaved_edits(&self) -> Vec<(i64, &KeptEdit)> {
+        let mut edits: Vec<(i64, &KeptEdit)> = self
+            .kept_edits
+            .iter()
+            .map(|(id, kept)| (*id, kept))
+            .collect();
+        edits.sort_by_key(|(id, _)| *id);
+        edits.extend(self.set_aside.iter().map(|(id, kept)| (*id, kept)));
+        edits
     }
 
     /// What an edit's outcome changes here: the edit kept for another try, or
@@ -995,7 +1106,7 @@ impl App {
                 "No change: the payload is draft {id}'s revision {revision} as it was; nothing was written."
             ),
             Outcome::EditNotSaved { why, kept, .. } => match kept {
-                Some(_) => format!("Not saved: {why}. e opens your edit again."),
+                Some(_) => format!("Not saved: {why}. e opens your edit again.{START_AFRESH}"),
                 None => format!("Not saved: {why}."),
             },
             Outcome::Paged(Ok(())) => "Back from the pager.".into(),
@@ -1275,6 +1386,7 @@ impl App {
                 | Command::Reject
                 | Command::Recheck
                 | Command::Edit
+                | Command::EditFresh
                 | Command::MarkSent
                 | Command::MarkFailed
                 | Command::SettleVerified
@@ -1401,7 +1513,8 @@ impl App {
                 };
                 self.open_settle(status);
             }
-            Command::Edit => return self.open_editor(),
+            Command::Edit => return self.open_editor(false),
+            Command::EditFresh => return self.open_editor(true),
             Command::Verify => return self.verify_selected(),
             Command::SettleVerified => self.settle_verified(),
             Command::Copy => return self.copy(),
@@ -1518,10 +1631,11 @@ impl App {
         {
             self.say(
                 &format!(
-                    "{} wrote revision {} of draft {}; a second person must approve it.",
+                    "{} wrote revision {} of draft {}; {}.",
                     crate::text::visible_inline(&self.by),
                     revision,
-                    draft.id
+                    draft.id,
+                    others_must_approve(tally.missing())
                 ),
                 false,
             );
@@ -1544,10 +1658,11 @@ impl App {
             if tally.votes.iter().any(|v| same(&v.by)) {
                 self.say(
                     &format!(
-                        "You ({}) already approved revision {} ({}); a second person must approve it.",
+                        "You ({}) already approved revision {} ({}); {}.",
                         crate::text::visible_inline(&self.by),
                         draft.revision,
-                        tally.label()
+                        tally.label(),
+                        others_must_approve(tally.missing())
                     ),
                     false,
                 );
@@ -1567,8 +1682,10 @@ impl App {
                 draft.expires_at().unwrap_or("?")
             )
         });
+        let edit = self.written_by_edit(draft);
         let kind = FormKind::Approve {
             quorum,
+            edit,
             expired,
             id: draft.id,
             revision: draft.revision,
@@ -1584,6 +1701,30 @@ impl App {
             field("Note", "", false),
         ];
         self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
+    }
+
+    /// "erin's edit of revision 2 by agent", when the draft's current revision was
+    /// written by an edit, as the decision log has it (what is loaded of it).
+    fn written_by_edit(&self, draft: &Draft) -> Option<String> {
+        let number = |d: &Decision, field: &str| d.detail.get(field).and_then(|v| v.as_i64());
+        let author = draft.current()?.submitted_by.as_deref();
+        let decisions = self.history_of(&format!("draft:{}", draft.id));
+        let edit = decisions.iter().rev().find(|d| {
+            d.action.as_str() == "edit"
+                && d.outcome == crate::ledger::DecisionOutcome::Changed
+                && number(d, "toRevision") == Some(draft.revision)
+                && d.by.as_deref() == author
+        })?;
+        let from = number(edit, "fromRevision").or_else(|| number(edit, "revision"))?;
+        let from_author = draft
+            .revision_of(from)
+            .and_then(|r| r.submitted_by.as_deref())
+            .map(|by| format!(" by {}", crate::text::visible_inline(by)))
+            .unwrap_or_default();
+        Some(format!(
+            "{}'s edit of revision {from}{from_author}",
+            crate::text::visible_inline(author.unwrap_or("someone"))
+        ))
     }
 
     fn open_reject(&mut self) {

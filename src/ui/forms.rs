@@ -22,6 +22,9 @@ pub enum FormKind {
         expired: Option<String>,
         /// It needs several approvers: how far it got, as shown.
         quorum: Option<QuorumShown>,
+        /// The revision was written by a reviewer's edit: "erin's edit of revision 2
+        /// by agent" (made visible), so the approver knows whose text they approve.
+        edit: Option<String>,
     },
     Reject {
         id: i64,
@@ -178,15 +181,19 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             unchecked,
             expired,
             quorum,
+            edit,
         } => {
             let ttl = form.value("TTL");
             let ms = duration::parse_duration(&ttl).map_err(|e| format!("TTL: {e}"))?;
             if ms <= 0.0 {
                 return Err("TTL must be longer than zero.".into());
             }
-            let mut lines = vec![format!(
-                "Approve draft {id} (revision {revision}) for {ttl}, as {by}?"
-            )];
+            let mut lines = vec![match edit {
+                Some(edit) => {
+                    format!("Approve draft {id}, revision {revision} ({edit}), for {ttl}, as {by}?")
+                }
+                None => format!("Approve draft {id} (revision {revision}) for {ttl}, as {by}?"),
+            }];
             if let Some(q) = quorum {
                 let makes = q.approved + 1;
                 let so_far = if q.approvers.is_empty() {

@@ -75,8 +75,11 @@ pub enum Command {
     Approve,
     Reject,
     Recheck,
-    /// Edit the selected draft's payload in `$EDITOR`, into a new revision.
+    /// Edit the selected draft's payload in `$EDITOR`, into a new revision (an edit
+    /// kept from a try that was not saved, when there is one).
     Edit,
+    /// Edit from the draft's payload as it is, dropping a kept edit.
+    EditFresh,
     MarkSent,
     MarkFailed,
     /// Ask the verify command about the selected or marked unknown sends.
@@ -152,6 +155,16 @@ pub const BINDINGS: &[Binding] = &[
         command: Command::Edit,
         label: "edit in $EDITOR",
         name: "edit",
+        group: "Decide",
+        views: &[View::Approvals],
+        hint: Some(("e", "edit")),
+    },
+    Binding {
+        keys: &[(KeyCode::Char('E'), SHIFT), (KeyCode::Char('E'), NONE)],
+        key_label: "E",
+        command: Command::EditFresh,
+        label: "edit anew, drop kept",
+        name: "edit-afresh",
         group: "Decide",
         views: &[View::Approvals],
         hint: None,

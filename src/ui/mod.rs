@@ -22,7 +22,8 @@ mod watch;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crossterm::event::{self, Event};
@@ -70,12 +71,20 @@ struct Backend {
     store: Arc<dyn Store>,
     ledger: Ledger,
     review: Option<Arc<Review>>,
+    /// Why every write would be refused, as the app says it (see
+    /// [`App::writes_refused`]).
+    writes_refused: Option<String>,
 }
 
 fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
     let location = &options.ledger;
     let opened = location.open_to_look()?;
     let store = opened.store;
+    let writes_refused = store.writes_refused().map(|e| match e {
+        StoreError::ReadOnly(at) => format!("{at} is read-only here"),
+        StoreError::DiskFull(at) => format!("the disk holding {at} is full"),
+        other => other.to_string().trim_end_matches('.').to_owned(),
+    });
     let ledger = Ledger::with_clock(Arc::clone(&store), Arc::clone(&options.clock));
     let Some(queue) = opened.queue else {
         let why = format!(
@@ -86,6 +95,7 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
                 store,
                 ledger,
                 review: None,
+                writes_refused,
             },
             Some(why),
         ));
@@ -96,6 +106,7 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
             store,
             ledger,
             review: Some(Arc::new(review)),
+            writes_refused,
         },
         None,
     ))
@@ -112,8 +123,12 @@ pub enum Ended {
 }
 
 /// Runs the UI until the person quits or a signal ends it. The terminal is restored
-/// however it ends.
+/// however it ends, and every edit that was not saved is named on stderr, in the file
+/// it is kept in.
 pub fn run(options: UiOptions) -> Result<Ended, String> {
+    // Files of the editor that a UI killed with SIGKILL left behind (each holds a
+    // payload); never a running UI's.
+    editor::remove_stale_files(&std::env::temp_dir(), std::time::SystemTime::now());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -127,8 +142,11 @@ pub fn run(options: UiOptions) -> Result<Ended, String> {
 }
 
 /// The signals that end the UI as `q` does, so the terminal is given back; their
-/// default action would end the process with the terminal still raw.
-fn watch_signals() -> Result<UnboundedReceiver<i32>, String> {
+/// default action would end the process with the terminal still raw. Each also sets
+/// `asked`, in the handler itself: while the editor has the terminal the loop that
+/// reads the stream is waiting for it, and when the editor exits, whether the UI was
+/// asked to end meanwhile must be known for sure, not when the stream gets to it.
+fn watch_signals(asked: &Arc<AtomicUsize>) -> Result<UnboundedReceiver<i32>, String> {
     let (tx, rx) = unbounded_channel();
     for (kind, number) in [
         (SignalKind::terminate(), libc::SIGTERM),
@@ -138,6 +156,8 @@ fn watch_signals() -> Result<UnboundedReceiver<i32>, String> {
         (SignalKind::user_defined1(), libc::SIGUSR1),
     ] {
         let mut stream = signal(kind).map_err(|e| format!("cannot watch for signals: {e}"))?;
+        signal_hook::flag::register_usize(number, Arc::clone(asked), number as usize)
+            .map_err(|e| format!("cannot watch for signals: {e}"))?;
         let tx = tx.clone();
         tokio::spawn(async move {
             while stream.recv().await.is_some() {
@@ -159,7 +179,8 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
         generation: 0,
     });
     let (tx, mut rx) = unbounded_channel::<Action>();
-    let mut signals = watch_signals()?;
+    let asked_to_end = Arc::new(AtomicUsize::new(0));
+    let mut signals = watch_signals(&asked_to_end)?;
 
     let mut guard =
         terminal::TerminalGuard::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
@@ -175,6 +196,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     .with_start(options.start.clone())
     .with_verify(options.verify.clone());
     app.size = (size.width, size.height);
+    app.writes_refused = current.get().backend.writes_refused.clone();
 
     spawn_input(tx.clone());
     Watcher::spawn(current.clone(), Arc::clone(&options), tx.clone());
@@ -200,7 +222,8 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     }
     hooks.after_first_draw()?;
     let mut ended = Ended::Quit;
-    loop {
+    let mut failed = None;
+    'ui: loop {
         tokio::select! {
             Some(number) = signals.recv() => {
                 ended = Ended::Signal(number);
@@ -248,14 +271,26 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                             version,
                             text,
                         } => {
-                            let result = tokio::task::block_in_place(|| {
+                            let run = tokio::task::block_in_place(|| {
                                 editor::run_editor(&mut guard, id, &text)
                             });
+                            let asked = asked_to_end.load(Ordering::SeqCst);
+                            if asked != 0 {
+                                // Asked to end while the editor was open: what was saved
+                                // is not sent now (nobody is there to see the answer),
+                                // but kept in a file named at exit. The editor's exit
+                                // status does not matter: a SIGHUP may have ended it.
+                                if let Some(saved) = run.changed(&text) {
+                                    let _ = keep_file(id, &String::from_utf8_lossy(saved));
+                                }
+                                ended = Ended::Signal(asked as i32);
+                                break 'ui;
+                            }
                             let more = app.update(Action::EditorClosed {
                                 id,
                                 revision,
                                 version,
-                                result,
+                                result: run.result(),
                             });
                             for effect in more {
                                 runner.run(effect, shown, &mut in_flight);
@@ -277,9 +312,16 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                 if app.quit {
                     break;
                 }
-                if let Some(hung_up) = draw_unless_hung_up(&mut guard, &mut app, &theme)? {
-                    ended = hung_up;
-                    break;
+                match draw_unless_hung_up(&mut guard, &mut app, &theme) {
+                    Ok(None) => {}
+                    Ok(Some(hung_up)) => {
+                        ended = hung_up;
+                        break;
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
                 }
                 if hooks.exit_when_loaded && app.loaded() {
                     drop(guard);
@@ -292,8 +334,90 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
             }
         }
     }
+    // Edits kept only in memory (not JSON, a ledger that could not take them) go to
+    // files before the terminal is given back, and every file an edit is kept in is
+    // named after, where the shell shows it.
+    for (id, kept) in app.unsaved_edits() {
+        if kept_file_of(id, &kept.text).is_none() {
+            let _ = keep_file(id, &kept.text);
+        }
+    }
     drop(guard);
-    Ok(ended)
+    name_kept_files();
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(ended),
+    }
+}
+
+/// One file an edit that was not saved is kept in, this run.
+struct KeptFile {
+    id: i64,
+    /// A digest of the text, to tell whether an edit kept in memory is in it.
+    digest: u64,
+    path: PathBuf,
+    /// Why it could not be written, if it could not.
+    failed: Option<String>,
+}
+
+/// Every file an edit was kept in while the UI ran, named on stderr when it ends.
+static KEPT_FILES: Mutex<Vec<KeptFile>> = Mutex::new(Vec::new());
+
+fn digest(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Keeps draft `id`'s edited `text` in a file of its own ([`editor::keep_edit`]),
+/// remembered to be named when the UI ends.
+fn keep_file(id: i64, text: &str) -> Result<PathBuf, String> {
+    let kept = editor::keep_edit(id, text);
+    let mut files = KEPT_FILES.lock().unwrap_or_else(PoisonError::into_inner);
+    files.push(KeptFile {
+        id,
+        digest: digest(text),
+        path: kept.clone().unwrap_or_default(),
+        failed: kept.as_ref().err().cloned(),
+    });
+    kept
+}
+
+/// The file this run kept draft `id`'s `text` in, if it did.
+fn kept_file_of(id: i64, text: &str) -> Option<PathBuf> {
+    let digest = digest(text);
+    KEPT_FILES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .find(|f| f.id == id && f.digest == digest && f.failed.is_none())
+        .map(|f| f.path.clone())
+}
+
+/// Names on stderr every file an edit was kept in while the UI ran (the terminal is
+/// the shell's again), so that nothing typed is lost once the status line is gone.
+fn name_kept_files() {
+    use std::io::Write as _;
+    let files = KEPT_FILES.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut stderr = std::io::stderr().lock();
+    for file in files.iter() {
+        // Not eprintln!, which panics when stderr is gone (the terminal hung up).
+        let _ = match &file.failed {
+            None => writeln!(
+                stderr,
+                "send-once: an edit of draft {} that was not saved is kept in {}",
+                file.id,
+                crate::text::visible_inline(&file.path.display().to_string())
+            ),
+            Some(why) => writeln!(
+                stderr,
+                "send-once: an edit of draft {} that was not saved could not be kept in a file: {}",
+                file.id,
+                crate::text::visible_inline(why)
+            ),
+        };
+    }
 }
 
 /// Switches for tests and benchmarks, read from the environment (undocumented for
@@ -417,6 +541,7 @@ impl Runner {
     fn update(&mut self, app: &mut App, action: Action, effects: &mut Vec<(Effect, u64)>) {
         if matches!(action, Action::LedgerBack { reopened: true }) {
             self.shown += 1;
+            app.writes_refused = self.current.get().backend.writes_refused.clone();
         }
         let shown = self.shown;
         effects.extend(app.update(action).into_iter().map(|e| (e, shown)));
@@ -582,7 +707,7 @@ fn not_saved_edit(
     payload: &str,
 ) -> Outcome {
     let why = why.trim_end_matches('.');
-    let why = match editor::keep_edit(id, payload) {
+    let why = match keep_file(id, payload) {
         Ok(path) => format!("{why}; your edit is also kept in {}", path.display()),
         Err(e) => format!("{why}; your edit could not be kept in a file ({e})"),
     };
@@ -905,21 +1030,64 @@ async fn save_edit(
             e @ (ReviewError::EditedMeanwhile { .. }
             | ReviewError::Closed { .. }
             | ReviewError::NoDraft(_)),
-        ) => match editor::keep_edit(id, &payload) {
-            Ok(path) => not_saved(
-                format!(
-                    "{}; your edit is kept in {}",
-                    e.to_string().trim_end_matches('.'),
-                    path.display()
+        ) => {
+            let why = with_reason(review, id, e.to_string()).await;
+            match keep_file(id, &payload) {
+                Ok(path) => not_saved(
+                    format!(
+                        "{}; your edit is kept in {}",
+                        why.trim_end_matches('.'),
+                        path.display()
+                    ),
+                    None,
                 ),
-                None,
-            ),
-            Err(why) => not_saved(
-                format!("{e}; your edit could not be kept in a file ({why})"),
-                Some(payload),
-            ),
-        },
+                Err(e) => not_saved(
+                    format!("{why}; your edit could not be kept in a file ({e})"),
+                    Some(payload),
+                ),
+            }
+        }
         Err(e) => not_saved_edit(id, key, revision, version, e.to_string(), &payload),
+    }
+}
+
+/// `why` an edit of draft `id` was refused, with the reason given when the draft was
+/// rejected (or the note when withdrawn) meanwhile: "it was rejected by sam at T" says
+/// who, and the person who edited needs the why too. The reason is the rejecter's
+/// text: made visible.
+async fn with_reason(review: &Review, id: i64, why: String) -> String {
+    let Ok(draft) = review.head(id).await else {
+        return why;
+    };
+    let (Some(reason), Some(by), Some(at)) = (
+        draft
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty()),
+        draft.decided_by.as_deref(),
+        draft.decided_at.as_deref(),
+    ) else {
+        return why;
+    };
+    let (state, said) = match draft.state {
+        crate::review::DraftState::Rejected => ("rejected", "reason"),
+        crate::review::DraftState::Withdrawn => ("withdrawn", "note"),
+        _ => return why,
+    };
+    let reason = crate::text::visible_inline(reason);
+    // After "it was rejected by sam at T", where the refusal names the decision.
+    let named = format!("{state} by {by} at {at}");
+    match why.find(&named) {
+        Some(at) => {
+            let end = at + named.len();
+            format!("{}, {said}: \"{reason}\"{}", &why[..end], &why[end..])
+        }
+        None => format!(
+            "{}; {} {state} it, {said}: \"{reason}\"",
+            why.trim_end_matches('.'),
+            crate::text::visible_inline(by)
+        ),
     }
 }
 

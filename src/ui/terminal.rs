@@ -261,14 +261,44 @@ fn resume(guard: &mut TerminalGuard) -> std::io::Result<()> {
     guard.terminal.clear()
 }
 
+/// Why none of the commands [`try_first`] was given ran to a good end.
+pub(crate) enum RunFailed {
+    /// None could start: not one of them was found, each as it was given.
+    NotFound(Vec<Vec<String>>),
+    /// One started and failed, or could not start for another reason: why.
+    Other(String),
+}
+
 /// Runs the first of `commands` that can start, with `file` as its last argument,
-/// and waits for it. The UI ignores the terminal's interrupt and quit keys meanwhile
-/// (as `system(3)` does): Ctrl-C in less is for less, not a request to end the UI.
+/// and waits for it, as [`try_first`] does; what went wrong as a message.
 pub(crate) fn run_first(
     commands: &[Vec<String>],
     file: &std::path::Path,
     lent: &Lent,
 ) -> Result<(), String> {
+    try_first(commands, file, lent).map_err(|failed| match failed {
+        RunFailed::Other(why) => why,
+        RunFailed::NotFound(missing) => format!(
+            "cannot start {}: {} not found; set {}",
+            lent.a_who,
+            missing
+                .iter()
+                .map(|m| format!("`{}`", crate::text::visible_inline(&shell_words::join(m))))
+                .collect::<Vec<_>>()
+                .join(" nor "),
+            lent.set
+        ),
+    })
+}
+
+/// Runs the first of `commands` that can start, with `file` as its last argument,
+/// and waits for it. The UI ignores the terminal's interrupt and quit keys meanwhile
+/// (as `system(3)` does): Ctrl-C in less is for less, not a request to end the UI.
+pub(crate) fn try_first(
+    commands: &[Vec<String>],
+    file: &std::path::Path,
+    lent: &Lent,
+) -> Result<(), RunFailed> {
     let _ignoring = IgnoreInterrupts::new();
     let mut missing = Vec::new();
     for argv in commands {
@@ -286,24 +316,25 @@ pub(crate) fn run_first(
                 Ok(())
             });
         }
-        let shown = shell_words::join(argv);
+        let shown = crate::text::visible_inline(&shell_words::join(argv)).into_owned();
         match command.status() {
             Ok(status) if status.success() => return Ok(()),
-            Ok(status) => return Err(format!("the {} `{shown}` ended with {status}", lent.who)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(shown),
-            Err(e) => return Err(format!("cannot start the {} `{shown}`: {e}", lent.who)),
+            Ok(status) => {
+                return Err(RunFailed::Other(format!(
+                    "the {} `{shown}` ended with {status}",
+                    lent.who
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(argv.clone()),
+            Err(e) => {
+                return Err(RunFailed::Other(format!(
+                    "cannot start the {} `{shown}`: {e}",
+                    lent.who
+                )));
+            }
         }
     }
-    Err(format!(
-        "cannot start {}: {} not found; set {}",
-        lent.a_who,
-        missing
-            .iter()
-            .map(|m| format!("`{m}`"))
-            .collect::<Vec<_>>()
-            .join(" nor "),
-        lent.set
-    ))
+    Err(RunFailed::NotFound(missing))
 }
 
 /// SIGINT and SIGQUIT ignored in this process until dropped, their previous actions
