@@ -261,8 +261,9 @@ fn two_person_policy(q: &Queue) {
     );
     assert!(
         shown.contains(&format!(
-            "approvals approved 1 of 2 of revision 1 (dana at {}); one more needed",
-            iso(T0 + 2 * MIN)
+            "approvals approved 1 of 2 of revision 1 (dana at {}, holds until {}); one more needed",
+            iso(T0 + 2 * MIN),
+            iso(T0 + 2 * MIN + 12 * 60 * MIN)
         )),
         "{shown}"
     );
@@ -298,7 +299,7 @@ fn two_person_policy(q: &Queue) {
     );
     let shown = q.show_text(T0 + 5 * MIN, id);
     assert!(
-        shown.starts_with(&format!("draft {id}  approved 0 of 2\n")),
+        shown.starts_with(&format!("draft {id}  needs 2\n")),
         "{shown}"
     );
     // dana approves revision 2; a reviewer's edit then voids that vote too, and its

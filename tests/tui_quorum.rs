@@ -92,7 +92,7 @@ fn the_queue_shows_one_of_two_and_the_second_approval_on_the_screen_completes_it
 
     // The submitter is told before any form opens; nothing is written.
     let term = start(dir.path(), &ledger, "agent");
-    let screen = term.wait_for("[approved 0 of 2]");
+    let screen = term.wait_for("[needs 2]");
     assert!(
         screen.contains("one more") || screen.contains("2 more needed"),
         "{screen}"

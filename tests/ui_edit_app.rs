@@ -121,6 +121,7 @@ fn an_edit_refused_as_not_json_is_opened_again_against_the_version_it_began_from
         revision: 3,
         by: "dana".into(),
         was_approved: false,
+        voided: Vec::new(),
     }));
     assert_eq!(
         status(&app),

@@ -123,7 +123,8 @@ fn the_badge_and_the_detail_say_how_far_it_got_and_who_approved() {
         "{shown}"
     );
     let none = screen(&app_as("dana", vec![draft(&[])]));
-    assert!(none.contains("[approved 0 of 2]"), "{none}");
+    // Nobody yet: it needs two, which must not read as "approved".
+    assert!(none.contains("[needs 2]"), "{none}");
 }
 
 #[test]
@@ -142,6 +143,8 @@ fn the_form_says_what_this_approval_makes() {
             approved: 1,
             required: 2,
             approvers: "sam".into(),
+            earliest: None,
+            shown_at: now(),
         })
     );
     assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
@@ -198,7 +201,7 @@ fn what_the_store_would_refuse_is_said_before_a_form_opens() {
     assert!(app.overlay.is_none());
     assert_eq!(
         status(&app),
-        "You (sam) already approved revision 1 (approved 1 of 2); a second person must approve it."
+        "You (sam) already approved revision 1 (approved 1 of 2); one more person must approve it."
     );
 }
 
@@ -214,5 +217,57 @@ fn a_vote_short_of_the_number_is_worded_as_one() {
     assert_eq!(
         status(&app),
         "Your approval of draft 7 (revision 1) is recorded: approved 1 of 2; one more person must approve it before it can be sent."
+    );
+}
+
+/// Retest 21, T3: the confirmation names the limit the approval gets when an earlier
+/// vote's runs out first, and a partial vote says how long it holds.
+#[test]
+fn the_confirmation_names_an_earlier_voters_limit() {
+    let mut d = draft(&["sam"]);
+    let until = time::iso_from_millis(now() + 10 * MIN).unwrap();
+    d.quorum.votes[0].expires_at = Some(until.clone());
+    let mut app = app_as("dana", vec![d]);
+    let shown = screen(&app);
+    assert!(
+        shown.contains("holds until") && shown.contains(&until),
+        "{shown}"
+    );
+    press(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Enter);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {}", status(&app));
+    };
+    let line = format!(
+        "Your approval makes 2 of 2 (after sam): the approval is made now, and expires at {until} (sam's limit, in 10m), before your 12h."
+    );
+    assert!(confirm.lines.contains(&line), "{:?}", confirm.lines);
+}
+
+/// Retest 21, T8 and T6: the vote that completes a quorum is told so, with everyone
+/// it counts; an edit that voided votes says whose.
+#[test]
+fn the_completing_vote_and_a_voiding_edit_say_so() {
+    let mut app = app_as("dana", vec![draft(&["sam"])]);
+    app.update(Action::Done(Outcome::Approved {
+        id: 7,
+        revision: 1,
+        expires_at: "2026-09-28T00:00:00.000Z".into(),
+        approvers: Some(("sam, dana".into(), 2)),
+    }));
+    assert_eq!(
+        status(&app),
+        "Approved draft 7 (revision 1) 2 of 2, by sam, dana: the approval is made, until 2026-09-28T00:00:00.000Z."
+    );
+    app.update(Action::Done(Outcome::Edited {
+        id: 7,
+        revision: 2,
+        by: "dana".into(),
+        was_approved: false,
+        voided: vec!["sam".into()],
+    }));
+    assert_eq!(
+        status(&app),
+        "Draft 7 edited; revision 2 by dana: needs approval; voided 1 approval (sam) of revision 1."
     );
 }

@@ -364,7 +364,11 @@ impl Draft {
             return None;
         }
         let tally = self.tally(now_ms);
-        (!tally.complete).then(|| tally.label())
+        // "needs 2" until someone approves: "approved 0 of 2" reads like approved.
+        (!tally.complete).then(|| match tally.votes.len() {
+            0 => format!("needs {}", tally.required),
+            _ => tally.label(),
+        })
     }
 
     /// Every version since `seen` was made by a vote on the current revision: the
@@ -443,9 +447,15 @@ impl Draft {
         let who = tally
             .votes
             .iter()
-            .map(|v| format!("{} at {}", v.by, v.at))
+            .map(|v| match &v.expires_at {
+                // A partial vote lapses at its approver's limit: say when.
+                Some(until) if !tally.complete => {
+                    format!("{} at {}, holds until {until}", v.by, v.at)
+                }
+                _ => format!("{} at {}", v.by, v.at),
+            })
             .collect::<Vec<_>>()
-            .join(", ");
+            .join("; ");
         let who = if who.is_empty() {
             String::new()
         } else {

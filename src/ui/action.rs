@@ -180,6 +180,9 @@ pub enum Outcome {
         id: i64,
         revision: i64,
         expires_at: String,
+        /// For a draft that needed several approvers, everyone the approval counts
+        /// ("dana, sam") and how many that is.
+        approvers: Option<(String, usize)>,
     },
     /// An approval toward a draft that needs several, short of the number: recorded,
     /// with no approval made yet ("approved 1 of 2", and how many more).
@@ -213,6 +216,9 @@ pub enum Outcome {
         revision: i64,
         by: String,
         was_approved: bool,
+        /// Who had approved the revision it replaced toward an approval not yet made:
+        /// those votes no longer count.
+        voided: Vec<String>,
     },
     /// The edited payload is the current one: nothing was written.
     EditUnchanged {

@@ -188,7 +188,7 @@ fn others_must_approve(missing: i64) -> String {
     if missing > 1 {
         format!("{missing} more people must approve it")
     } else {
-        "a second person must approve it".to_owned()
+        "one more person must approve it".to_owned()
     }
 }
 
@@ -1061,7 +1061,17 @@ impl App {
                 id,
                 revision,
                 expires_at,
+                approvers: None,
             } => format!("Approved draft {id} (revision {revision}) until {expires_at}."),
+            Outcome::Approved {
+                id,
+                revision,
+                expires_at,
+                approvers: Some((names, count)),
+            } => format!(
+                "Approved draft {id} (revision {revision}) {count} of {count}, by {}: the approval is made, until {expires_at}.",
+                crate::text::visible_inline(names)
+            ),
             Outcome::Voted {
                 id,
                 revision,
@@ -1093,13 +1103,25 @@ impl App {
                 revision,
                 by,
                 was_approved,
+                voided,
             } => format!(
-                "Draft {id} edited; revision {revision} by {}: needs approval{}.",
+                "Draft {id} edited; revision {revision} by {}: needs approval{}{}.",
                 crate::text::visible_inline(by),
                 if *was_approved {
                     " (the approval was for the revision before)"
                 } else {
                     ""
+                },
+                if voided.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; voided {} approval{} ({}) of revision {}",
+                        voided.len(),
+                        if voided.len() == 1 { "" } else { "s" },
+                        crate::text::visible_inline(&voided.join(", ")),
+                        revision - 1
+                    )
                 }
             ),
             Outcome::EditUnchanged { id, revision } => format!(
@@ -1623,17 +1645,25 @@ impl App {
             .revisions
             .iter()
             .rev()
-            .find(|r| r.submitted_by.as_deref().is_some_and(same))
-            .map(|r| r.revision)
-            .or_else(|| draft.submitted_by.as_deref().is_some_and(same).then_some(1));
+            .filter_map(|r| Some((r.revision, r.submitted_by.as_deref()?)))
+            .chain(draft.submitted_by.as_deref().map(|author| (1, author)))
+            .find(|(_, author)| same(author));
         if !draft.quorum.self_approval
-            && let Some(revision) = wrote
+            && let Some((revision, author)) = wrote
         {
+            // As the command line says it: a respelled name is named as whose it is.
+            let who = if author == self.by {
+                crate::text::visible_inline(&self.by).into_owned()
+            } else {
+                format!(
+                    "{} (the same name as {})",
+                    crate::text::visible_inline(&self.by),
+                    crate::text::visible_inline(author)
+                )
+            };
             self.say(
                 &format!(
-                    "{} wrote revision {} of draft {}; {}.",
-                    crate::text::visible_inline(&self.by),
-                    revision,
+                    "{who} wrote revision {revision} of draft {}; {}.",
                     draft.id,
                     others_must_approve(tally.missing())
                 ),
@@ -1673,6 +1703,15 @@ impl App {
             approved: tally.votes.len() as i64,
             required: tally.required,
             approvers: tally.names().join(", "),
+            earliest: tally
+                .votes
+                .iter()
+                .filter_map(|v| {
+                    let at = v.expires_at.as_deref()?;
+                    Some((v.by.clone(), at.to_owned(), time::parse_date(at)?))
+                })
+                .min_by_key(|(_, _, ms)| *ms),
+            shown_at: self.now,
         });
         let drift = draft.drift();
         let expired = draft.approval_expired(self.now).then(|| {

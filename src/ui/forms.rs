@@ -68,6 +68,11 @@ pub struct QuorumShown {
     pub required: i64,
     /// Who gave them, in order ("dana, sam").
     pub approvers: String,
+    /// The vote whose approver's limit comes first: who, and when (ISO 8601 and ms).
+    /// The approval the last vote makes expires no later.
+    pub earliest: Option<(String, String, i64)>,
+    /// When the form was opened (ms since the epoch).
+    pub shown_at: i64,
 }
 
 /// One send of a bulk settle, as it was shown.
@@ -202,10 +207,20 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
                     format!(" (after {})", q.approvers)
                 };
                 lines.push(if makes >= q.required {
-                    format!(
-                        "Your approval makes {makes} of {}{so_far}: the approval is made now, and its {ttl} run from now.",
-                        q.required
-                    )
+                    match &q.earliest {
+                        Some((who, at, at_ms)) if (*at_ms as f64) < q.shown_at as f64 + ms => {
+                            format!(
+                                "Your approval makes {makes} of {}{so_far}: the approval is made now, and expires at {at} ({}'s limit, in {}), before your {ttl}.",
+                                q.required,
+                                crate::text::visible_inline(who),
+                                duration::format_duration((*at_ms - q.shown_at).max(0) as f64)
+                            )
+                        }
+                        _ => format!(
+                            "Your approval makes {makes} of {}{so_far}: the approval is made now, and its {ttl} run from now.",
+                            q.required
+                        ),
+                    }
                 } else {
                     let more = q.required - makes;
                     format!(

@@ -883,6 +883,10 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                         .and_then(|a| a["expiresAt"].as_str())
                         .unwrap_or("?")
                         .to_owned(),
+                    approvers: draft.needs_quorum().then(|| {
+                        let names = draft.tally(review.now());
+                        (names.names().join(", "), names.votes.len())
+                    }),
                 },
                 Err(e) => refused(e.to_string()),
             }
@@ -1018,12 +1022,16 @@ async fn save_edit(
     };
     match review.edit(edit).await {
         Ok(Edited::Revised {
-            revision, state, ..
+            revision,
+            state,
+            voided,
+            ..
         }) => Outcome::Edited {
             id,
             revision,
             by,
             was_approved: state == crate::review::DraftState::Approved,
+            voided,
         },
         Ok(Edited::Unchanged { revision, .. }) => Outcome::EditUnchanged { id, revision },
         Err(
