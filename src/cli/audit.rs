@@ -395,6 +395,23 @@ fn is_truthy(value: &Value) -> bool {
 /// most `width` UTF-16 units where a word allows. Each word is made visible first, so
 /// the width counts what is shown.
 fn wrap(text: &str, width: usize, indent: &str) -> String {
+    // Most meta lines are short printable ASCII with single spaces: one line, as it
+    // is. Splitting and rejoining them cost a fifth of a long report.
+    let bytes = text.as_bytes();
+    if !bytes.is_empty()
+        && bytes.len() <= width
+        && bytes.first() != Some(&b' ')
+        && bytes.last() != Some(&b' ')
+        && bytes.iter().all(|b| (0x20..0x7f).contains(b))
+        && !text.contains("  ")
+    {
+        return format!("{indent}{text}");
+    }
+    wrap_words(text, width, indent)
+}
+
+/// [`wrap`] word by word, as the Node CLI does it.
+fn wrap_words(text: &str, width: usize, indent: &str) -> String {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     let mut line_len = 0usize;
@@ -448,6 +465,15 @@ mod tests {
         assert_eq!(js_split_whitespace("a "), ["a", ""]);
         assert_eq!(js_split_whitespace(""), [""]);
         assert_eq!(js_split_whitespace(" "), ["", ""]);
+    }
+
+    #[test]
+    proptest::proptest! {
+        /// The one-line shortcut answers as the word-by-word wrap does.
+        #[test]
+        fn wrap_shortcut_is_the_word_wrap(text in "[ a-z:\\t\u{1b}é]{0,90}", width in 1usize..80) {
+            proptest::prop_assert_eq!(wrap(&text, width, "  "), wrap_words(&text, width, "  "));
+        }
     }
 
     #[test]
