@@ -467,7 +467,6 @@ mod tests {
         assert_eq!(js_split_whitespace(" "), ["", ""]);
     }
 
-    #[test]
     proptest::proptest! {
         /// The one-line shortcut answers as the word-by-word wrap does.
         #[test]

@@ -31,6 +31,11 @@ pub fn json_kind(value: &Value) -> &'static str {
 
 /// `String(n)` for a JavaScript number: `1e21`, `0.1`, `-0` as `0`, `NaN`.
 pub fn js_number(n: f64) -> String {
+    // A whole number below 2^53 is written as its digits (and -0 as 0), which is what
+    // ryu-js writes too, at a tenth of the cost: durations and counts are mostly these.
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        return (n as i64).to_string();
+    }
     ryu_js::Buffer::new().format(n).to_owned()
 }
 
@@ -86,7 +91,11 @@ pub(crate) fn array_index(key: &str) -> Option<u32> {
 
 /// Appends a number as `JSON.stringify` writes it: `null` when it is not finite.
 pub(crate) fn push_json_number(out: &mut String, n: f64) {
-    if n.is_finite() {
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        // As in `js_number`: a whole number below 2^53 is its digits.
+        use std::fmt::Write;
+        let _ = write!(out, "{}", n as i64);
+    } else if n.is_finite() {
         out.push_str(ryu_js::Buffer::new().format_finite(n));
     } else {
         out.push_str("null");
@@ -235,6 +244,20 @@ pub(crate) fn property_order(map: &Map<String, Value>) -> Vec<(&String, &Value)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The shortcut for whole numbers writes what ryu-js writes.
+        #[test]
+        fn js_number_is_ryu_js(whole in -(1i64 << 54)..(1i64 << 54), any in proptest::num::f64::ANY) {
+            for n in [whole as f64, any, -0.0, any.trunc()] {
+                proptest::prop_assert_eq!(js_number(n), ryu_js::Buffer::new().format(n).to_owned());
+                let mut pushed = String::new();
+                push_json_number(&mut pushed, n);
+                let want = if n.is_finite() { ryu_js::Buffer::new().format_finite(n).to_owned() } else { "null".to_owned() };
+                proptest::prop_assert_eq!(pushed, want);
+            }
+        }
+    }
     use serde_json::json;
 
     #[test]
