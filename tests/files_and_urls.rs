@@ -399,7 +399,7 @@ fn the_demo_directory_is_owner_only_under_any_umask() {
             .map(|e| e.unwrap().path())
     };
     wait_until("the demo started", || {
-        String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).contains("Approvals (7)")
+        String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).contains("Approvals (8)")
     });
     let made = demo_dir().expect("the demo's directory");
     let mode = mode(&made);

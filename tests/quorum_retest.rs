@@ -756,7 +756,7 @@ fn the_log_says_what_a_policy_and_a_vote_changed_and_who_has_approved_so_far() {
     for line in [
         "policy by ops: changed (channel payments: 2 approvals, was not set)",
         "policy by ops: unchanged (channel payments: 2 approvals)",
-        "policy by agent: changed (channel payments: 2 -> 1 approvals, self-approval allowed)",
+        "policy by agent: changed (channel payments: 2 -> 1 approvals, self-approval now allowed)",
         "policy by ops: changed (channel payments: 1 -> 2 approvals, self-approval no longer allowed)",
         "approve by dana: changed (approval 1 of 2)",
     ] {
@@ -861,4 +861,116 @@ fn a_vote_put_in_by_hand_breaks_decisions_verify_and_names_the_row() {
     assert_eq!(out["intact"], false);
     assert_eq!(out["unlogged"][1]["vote"]["approver"], "eve");
     let _ = id;
+}
+
+/// Retest 22: U1 (a draft decided by hand, with no decision, is named by verify), U2
+/// (hand-edited numbers never lower the bar, and never break the list), U4 (a rerun
+/// under another spelling of the submitter keeps the votes), U5 (a complete quorum is
+/// said so to its author), U9 (punctuation does not make a new person; a name is at
+/// most 100 characters).
+#[test]
+fn hand_edits_never_lower_the_bar_and_a_hand_decided_draft_breaks_verify() {
+    let q = Queue::new();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    let (id, _) = q.submit(&strs(&channel("payments", "refund")));
+
+    // U4: ` agent ` and `Agent` rerunning agent's job change nothing.
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let p = q.payload(
+        &format!(
+            "p{}.json",
+            strs(&channel("payments", "refund")).join("_").len()
+        ),
+        "pay 9",
+    );
+    for by in [" agent ", "Agent"] {
+        let mut args = vec![
+            "draft",
+            "submit",
+            q.l(),
+            "--payload",
+            &p,
+            "--by",
+            by,
+            "--json",
+        ];
+        let key = channel("payments", "refund");
+        args.extend(strs(&key));
+        let out = json_stdout(&run(&args), "rerun");
+        assert_eq!(out["unchanged"], true, "{by:?}: {out}");
+    }
+    assert_eq!(q.approved(&id)["approved"], 1);
+
+    // U9: punctuation folds, and a name has a length.
+    for name in ["agent.", "agent_", "a-gent"] {
+        refused(&q.approve(&id, name), name, &["the same name as agent"]);
+    }
+    let long = "d".repeat(101);
+    refused(
+        &q.approve(&id, &long),
+        "a 101-character name",
+        &["longer than 100 characters"],
+    );
+
+    // U5: once complete, the author is told it is approved, not that more are needed.
+    expect_exit(&q.approve(&id, "sam"), 0, "sam completes it");
+    refused(
+        &q.approve(&id, "agent"),
+        "the author after",
+        &["it is already approved 2 of 2"],
+    );
+
+    // U2: numbers edited by hand are read as the strictest.
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_policy SET approvals = -3, self_approval = 7",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let shown = json_stdout(&run(&["policy", q.l(), "--json"]), "policy");
+    assert_eq!(
+        (
+            shown[0]["approvals"].clone(),
+            shown[0]["selfApproval"].clone()
+        ),
+        (json!(10), json!(false)),
+        "{shown}"
+    );
+    let (other, required) = q.submit(&strs(&channel("payments", "other")));
+    assert_eq!(required, 10);
+    refused(
+        &q.approve(&other, "agent"),
+        "the author under a damaged policy",
+        &["submitted revision 1", "10 people other than its authors"],
+    );
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET approvals_required = 'abc' WHERE id = ?1",
+        [other.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let list = run(&["approvals", q.l(), "--json"]);
+    expect_exit(&list, 0, "approvals with a damaged row");
+    assert_eq!(q.approved(&other)["required"], 10);
+
+    // U1: a draft put in the approved state by hand names no decision.
+    expect_exit(&run(&["decisions", "verify", q.l()]), 0, "verify before");
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET state = 'approved', decided_by = 'erin, sam', decided_at = '2027-01-15T09:00:00.000Z', decision_hash = NULL WHERE id = ?1",
+        [other.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let o = run(&["decisions", "verify", q.l()]);
+    expect_exit(&o, 1, "verify after a hand-made approval");
+    assert!(
+        stdout(&o).contains(&format!(
+            "draft {other} was decided at 2027-01-15T09:00:00.000Z, after the chain began, but names no decision"
+        )),
+        "{}",
+        stdout(&o)
+    );
 }

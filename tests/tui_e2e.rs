@@ -1052,14 +1052,17 @@ fn the_demo_fills_every_view_and_leaves_nothing_behind() {
         "you".into(),
     ];
     let term = Term::start(&dir, "demo", (100, 30), &[], &command);
-    term.wait_for("Approvals (7)", react());
+    term.wait_for("Approvals (8)", react());
     let screen = term.wait_for("Unknown sends (8)", react());
     assert!(
         std::fs::read_dir(&tmp).unwrap().count() == 1,
         "the demo ledger lives in a directory of its own under TMPDIR"
     );
+    // Among them a refund waiting for its second approver.
     assert!(
-        screen.contains("[drift]") && screen.contains("[edited]"),
+        screen.contains("[drift]")
+            && screen.contains("[edited]")
+            && screen.contains("[approved 1 of 2]"),
         "{screen}"
     );
     // The revised draft's pane (payload and diff) is longer than the screen: it says

@@ -564,7 +564,7 @@ fn q_with_an_edit_kept_only_in_memory_writes_it_to_a_named_file() {
 // E10: the editor files a killed UI left behind.
 
 #[test]
-fn a_stale_editor_file_of_a_dead_ui_is_removed_and_a_running_uis_is_kept() {
+fn a_stale_editor_file_of_a_dead_ui_is_kept_as_an_edit_and_a_running_uis_is_left() {
     require_tmux!();
     let s = Setup::new();
     let mut child = Command::new("true").spawn().unwrap();
@@ -592,13 +592,28 @@ fn a_stale_editor_file_of_a_dead_ui_is_removed_and_a_running_uis_is_kept() {
 
     let editor = s.editor("");
     let term = s.start(&editor, "stale");
-    assert!(!stale.exists(), "the dead UI's file is removed");
-    assert!(running.exists(), "a running UI's file is kept");
+    // It may hold an edit saved after the UI was killed: kept under a kept edit's
+    // name, never deleted (retest 22, U3).
+    let rescued = s.tmp.join(format!(
+        "send-once-edit-draft-1-stale-pid{dead}-Ab12Cd.json"
+    ));
+    assert!(
+        !stale.exists(),
+        "the dead UI's file is moved out of the editor's names"
+    );
+    assert_eq!(std::fs::read_to_string(&rescued).unwrap(), ORIGINAL_TEXT);
+    assert!(running.exists(), "a running UI's file is left");
     assert!(
         kept_edit.exists() && unnamed.exists(),
         "nothing else is touched"
     );
     term.quit();
+    let said = s.ui_stderr();
+    assert!(
+        said.contains("left by a send-once tui that was killed")
+            && said.contains(&rescued.display().to_string()),
+        "{said}"
+    );
 }
 
 // ---------------------------------------------------------------------------------

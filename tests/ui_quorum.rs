@@ -271,3 +271,31 @@ fn the_completing_vote_and_a_voiding_edit_say_so() {
         "Draft 7 edited; revision 2 by dana: needs approval; voided 1 approval (sam) of revision 1."
     );
 }
+
+/// Retest 22, U6: a name the store would refuse is refused in the form, on Enter,
+/// and the form is kept to be corrected.
+#[test]
+fn a_name_with_a_comma_is_refused_in_the_form_which_is_kept() {
+    let mut app = app_as("dana", vec![draft(&["sam"])]);
+    press(&mut app, KeyCode::Char('a'));
+    let Some(Overlay::Form(form)) = &mut app.overlay else {
+        panic!("no form: {}", status(&app));
+    };
+    let name = form
+        .fields
+        .iter_mut()
+        .find(|f| f.label == "Name")
+        .expect("a Name field");
+    name.input = "sam, erin".into();
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
+    let Some(Overlay::Form(form)) = &app.overlay else {
+        panic!("the form is gone: {}", status(&app));
+    };
+    assert!(
+        form.error
+            .as_deref()
+            .is_some_and(|e| e.contains("holds a comma")),
+        "{:?}",
+        form.error
+    );
+}

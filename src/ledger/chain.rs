@@ -255,6 +255,10 @@ pub struct DecisionRef {
     pub vote: Option<VoteRef>,
     /// The decision's hash as the row holds it.
     pub hash: Option<String>,
+    /// For a draft's own reference, when it was decided: a draft decided after the
+    /// chain began must name its decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
 }
 
 /// A vote's approver and revision.
@@ -304,7 +308,19 @@ impl Report {
         }
         let by_hash: std::collections::HashMap<&str, &Decision> =
             log.iter().filter_map(|d| Some((d.hash()?, d))).collect();
+        let chain_began = log.iter().find(|d| d.link.is_some()).map(|d| d.at.as_str());
         for row in refs {
+            // A draft decided before the chain began has no decision to name.
+            if row.vote.is_none()
+                && row.hash.is_none()
+                && row
+                    .decided_at
+                    .as_deref()
+                    .zip(chain_began)
+                    .is_none_or(|(decided, began)| decided < began)
+            {
+                continue;
+            }
             let found = row.hash.as_deref().and_then(|h| by_hash.get(h));
             let fits = found.is_some_and(|d| {
                 d.subject == Subject::Draft(row.draft)
@@ -329,6 +345,17 @@ impl Report {
                 ),
                 None => format!("draft {}'s last decision", row.draft),
             };
+            if row.vote.is_none() && row.hash.is_none() {
+                self.unlogged.push(Unlogged {
+                    row: row.clone(),
+                    message: format!(
+                        "draft {} was decided at {}, after the chain began, but names no decision (added or changed by hand)",
+                        row.draft,
+                        row.decided_at.as_deref().unwrap_or("?")
+                    ),
+                });
+                continue;
+            }
             let why = match (&row.hash, found) {
                 (None, _) => "names no decision",
                 (Some(_), None) => "names a decision the log does not hold",

@@ -403,8 +403,9 @@ fn policy_change<'a>(field: impl Fn(&str) -> Option<&'a Value>, arrow: &str) -> 
         None => format!("{approvals} approvals, was not set"),
     };
     let rule = match (was_self, self_approval) {
-        (Some(false), true) | (None, true) => ", self-approval allowed",
+        (Some(false), true) => ", self-approval now allowed",
         (Some(true), false) => ", self-approval no longer allowed",
+        (_, true) => ", self-approval allowed",
         _ => "",
     };
     format!(" ({scope}: {count}{rule})")

@@ -698,14 +698,16 @@ impl Store for SqliteStore {
             let mut refs = Vec::new();
             if has_column(conn, "send_once_drafts", "decision_hash")? {
                 let mut drafts = conn.prepare(
-                    "SELECT id, decision_hash FROM send_once_drafts \
-                     WHERE decision_hash IS NOT NULL ORDER BY id",
+                    "SELECT id, decision_hash, decided_at FROM send_once_drafts \
+                     WHERE decision_hash IS NOT NULL OR (state <> 'queued' AND decided_at IS NOT NULL) \
+                     ORDER BY id",
                 )?;
                 for row in drafts.query_map([], |r| {
                     Ok(super::chain::DecisionRef {
                         draft: r.get(0)?,
                         vote: None,
                         hash: r.get(1)?,
+                        decided_at: r.get(2)?,
                     })
                 })? {
                     refs.push(row?);
@@ -724,6 +726,7 @@ impl Store for SqliteStore {
                             approver: r.get(2)?,
                         }),
                         hash: r.get(3)?,
+                        decided_at: None,
                     })
                 })? {
                     refs.push(row?);

@@ -654,8 +654,9 @@ pub enum ReviewError {
     },
     /// Someone else decided between this person's read and their decision.
     #[error(
-        "draft {id} was {} by {} at {} while you were deciding; your decision was not recorded",
-        .state.as_str(), .by.as_deref().unwrap_or("someone"), .at.as_deref().unwrap_or("?")
+        "draft {id} was {} by {} at {}{} while you were deciding; your decision was not recorded",
+        .state.as_str(), .by.as_deref().unwrap_or("someone"), .at.as_deref().unwrap_or("?"),
+        .reason.as_deref().map(|r| format!(" (reason: {r:?})")).unwrap_or_default()
     )]
     DecidedFirst {
         /// The draft.
@@ -666,6 +667,8 @@ pub enum ReviewError {
         by: Option<String>,
         /// When.
         at: Option<String>,
+        /// A rejection's reason or a withdrawal's note, as they gave it.
+        reason: Option<String>,
     },
     /// A new revision (or another change) arrived between the read and the decision.
     #[error(
@@ -1040,6 +1043,7 @@ pub fn judge(
                     state: draft.state,
                     by: draft.decided_by.clone(),
                     at: draft.decided_at.clone(),
+                    reason: draft.reason.clone(),
                 }
             } else {
                 ReviewError::ChangedMeanwhile {
@@ -1087,6 +1091,10 @@ pub fn judge(
                         revision,
                         verb,
                         others: match draft.tally(now_ms).missing() {
+                            _ if draft.tally(now_ms).complete => format!(
+                                "it is already approved {} of {}",
+                                draft.quorum.required, draft.quorum.required
+                            ),
                             ..=1 if draft.quorum.required == 1 => {
                                 "someone else must approve it".to_owned()
                             }
@@ -1270,6 +1278,7 @@ fn lost_race(before: &Draft, now: &Draft) -> ReviewError {
         state: now.state,
         by: now.decided_by.clone(),
         at: now.decided_at.clone(),
+        reason: now.reason.clone(),
     }
 }
 

@@ -126,7 +126,7 @@ async fn current_revision(
         by: row.get(2),
         recheck: row.get(3),
         meta: row.get(4),
-        required: row.get(5),
+        required: super::quorum::stored_approvals(Some(row.get(5))),
     })
 }
 
@@ -576,7 +576,7 @@ impl QueueStore for PostgresStore {
                 let channel: String = r.get(0);
                 Policy {
                     channel: (!channel.is_empty()).then_some(channel),
-                    approvals: r.get(1),
+                    approvals: super::quorum::stored_approvals(Some(r.get(1))),
                     self_approval: r.get(2),
                     set_at: r.get(3),
                     set_by: r.get(4),
@@ -713,7 +713,7 @@ fn draft_from_row(row: &Row) -> Draft {
         revisions: Vec::new(),
         ledger_sent: None,
         quorum: Quorum {
-            required: row.get::<_, Option<i64>>(19).unwrap_or(1),
+            required: super::quorum::stored_approvals(row.get::<_, Option<i64>>(19)),
             self_approval: row.get::<_, Option<bool>>(20).unwrap_or(true),
             votes: Vec::new(),
         },

@@ -206,14 +206,14 @@ pub fn identity(name: &str) -> String {
         .chars()
         .filter(|c| !crate::text::is_suspicious(*c))
         .collect();
-    // Marks and spaces are dropped, not compared: `José` is `Jose` and `ag ent` is
-    // `agent`. Two people whose names differ only there must tell them apart another
+    // Marks, spaces and ASCII punctuation are dropped, not compared: `José` is `Jose`,
+    // `ag ent` and `agent.` are `agent`. Two people whose names differ only there must tell them apart another
     // way; one person must not pass for two by adding an accent.
     let bare: String = visible
         .nfkc()
         .collect::<String>()
         .nfd()
-        .filter(|c| !is_combining_mark(*c) && !c.is_whitespace())
+        .filter(|c| !is_combining_mark(*c) && !c.is_whitespace() && !c.is_ascii_punctuation())
         .collect();
     let folded = bare.to_lowercase();
     let skeleton: String = skeleton(&folded).collect();
@@ -225,13 +225,36 @@ pub fn identity(name: &str) -> String {
         .collect()
 }
 
+/// A stored number of approvers as the rules read it: none (a draft from before the
+/// quorum) is one; a number outside 1 to [`MAX_APPROVALS`], or anything but a number
+/// (a row edited by hand), is the strictest, so damage never lowers the bar.
+pub fn stored_approvals(stored: Option<i64>) -> i64 {
+    match stored {
+        None => 1,
+        Some(n) if (1..=MAX_APPROVALS).contains(&n) => n,
+        Some(_) => MAX_APPROVALS,
+    }
+}
+
+/// A stored self-approval rule as the rules read it: none (a draft from before the
+/// quorum) allows it, as before; 1 allows it; anything else does not.
+pub fn stored_self_approval(stored: Option<i64>) -> bool {
+    matches!(stored, None | Some(1))
+}
+
+/// The longest name that names a person deciding: it is printed in every message and
+/// in an approval's `approvedBy`.
+pub const MAX_NAME_CHARS: usize = 100;
+
 /// Why `name` cannot name the person deciding, if it cannot: it holds control,
 /// escape, bidi or invisible characters (it would not read as it compares), or a comma
 /// (which separates approvers in an approval's `approvedBy`). Every path that records
 /// who decided checks it: the flags, `SEND_ONCE_USER`, the TUI's forms. An empty name
 /// is the caller's to refuse: the Node library's `approve` takes one.
 pub fn name_problem(name: &str) -> Option<&'static str> {
-    if name.chars().any(crate::text::is_suspicious) {
+    if name.chars().count() > MAX_NAME_CHARS {
+        Some("is longer than 100 characters")
+    } else if name.chars().any(crate::text::is_suspicious) {
         Some("holds control, escape, bidi or invisible characters")
     } else if name.contains(',') {
         Some("holds a comma, which separates approvers' names in an approval")
@@ -483,9 +506,12 @@ impl Draft {
                 )
             })
             .collect::<String>();
+        let so_far = match tally.votes.len() {
+            0 => format!("needs {} approvals", tally.required),
+            _ => tally.label(),
+        };
         Some(format!(
-            "{} of revision {}{who}; {left}{rule}{lapsed}",
-            tally.label(),
+            "{so_far} of revision {}{who}; {left}{rule}{lapsed}",
             self.revision
         ))
     }

@@ -74,6 +74,18 @@ fn open_votes(conn: &Connection, id: i64, revision: i64) -> rusqlite::Result<Vec
     Ok(if made { Vec::new() } else { names })
 }
 
+/// An integer column as stored: NULL is None, and text or a real put there by hand is
+/// Some(i64::MAX), which the quorum's rules read as the strictest, instead of the
+/// whole read failing on one row.
+fn stored_integer(row: &Row<'_>, at: usize) -> rusqlite::Result<Option<i64>> {
+    use rusqlite::types::ValueRef;
+    Ok(match row.get_ref(at)? {
+        ValueRef::Null => None,
+        ValueRef::Integer(n) => Some(n),
+        _ => Some(i64::MAX),
+    })
+}
+
 /// Draft `id`'s current revision, as a resubmission is compared with it.
 fn current_revision(conn: &Connection, id: i64) -> rusqlite::Result<CurrentRevision> {
     conn.prepare_cached(
@@ -90,7 +102,7 @@ fn current_revision(conn: &Connection, id: i64) -> rusqlite::Result<CurrentRevis
             by: r.get(2)?,
             recheck: r.get(3)?,
             meta: r.get(4)?,
-            required: r.get(5)?,
+            required: super::quorum::stored_approvals(stored_integer(r, 5)?),
         })
     })
 }
@@ -428,8 +440,10 @@ impl QueueStore for SqliteStore {
                 let channel: String = r.get(0)?;
                 Ok(Policy {
                     channel: (!channel.is_empty()).then_some(channel),
-                    approvals: r.get(1)?,
-                    self_approval: r.get(2)?,
+                    approvals: super::quorum::stored_approvals(Some(
+                        stored_integer(r, 1)?.unwrap_or(i64::MAX),
+                    )),
+                    self_approval: stored_integer(r, 2)? == Some(1),
                     set_at: r.get(3)?,
                     set_by: r.get(4)?,
                 })
@@ -553,8 +567,8 @@ fn draft_from_row(row: &Row) -> rusqlite::Result<Draft> {
         revisions: Vec::new(),
         ledger_sent: None,
         quorum: Quorum {
-            required: row.get::<_, Option<i64>>(19)?.unwrap_or(1),
-            self_approval: row.get::<_, Option<bool>>(20)?.unwrap_or(true),
+            required: super::quorum::stored_approvals(stored_integer(row, 19)?),
+            self_approval: super::quorum::stored_self_approval(stored_integer(row, 20)?),
             votes: Vec::new(),
         },
     })

@@ -119,7 +119,7 @@ impl EditorRun {
 /// the terminal lent to it as to the pager (SIGINT and SIGQUIT are the editor's
 /// meanwhile), and gives back how it ended and what the file holds then. The file is
 /// created readable by its owner only, named with this process's id (see
-/// [`remove_stale_files`]), and removed afterwards. An editor that cannot start, or
+/// [`keep_stale_files`]), and removed afterwards. An editor that cannot start, or
 /// that exits otherwise than with 0, saved nothing.
 ///
 /// It blocks until the editor exits: from the UI's runtime, call it inside
@@ -199,22 +199,26 @@ fn running(pid: libc::pid_t) -> bool {
     alive || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-/// Removes from `dir` the editor files a UI left behind when it could not clean up
-/// (killed with SIGKILL while the editor ran): each holds a draft's payload. Only a
-/// regular file named by [`run_editor`], owned by this user, last written before
-/// `started` (this process's start), whose UI's process no longer runs: never the
-/// file of a UI still running, nor anything else. Gives back what was removed.
-pub fn remove_stale_files(dir: &Path, started: std::time::SystemTime) -> Vec<PathBuf> {
+/// Keeps what an editor's temporary file of a UI that no longer runs holds (one
+/// killed with SIGKILL while the editor was open: the reviewer may have saved an edit
+/// into it after): each such file of this user in `dir`, written before `started`,
+/// whose pid is not running, is renamed to a kept edit's name
+/// (`send-once-edit-draft-ID-stale-…`), never deleted. A running UI's file is left.
+/// Gives the draft id and the new path of each.
+pub fn keep_stale_files(dir: &Path, started: std::time::SystemTime) -> Vec<(i64, PathBuf)> {
     use std::os::unix::fs::MetadataExt as _;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
-    let mut removed = Vec::new();
+    let mut kept = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(pid_in_name) else {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let Some(pid) = pid_in_name(name) else {
             continue;
         };
         let path = entry.path();
@@ -222,17 +226,28 @@ pub fn remove_stale_files(dir: &Path, started: std::time::SystemTime) -> Vec<Pat
             continue;
         };
         let before_start = meta.modified().is_ok_and(|at| at < started);
+        let Some((id, rest)) = name
+            .strip_prefix(DRAFT_FILE)
+            .and_then(|rest| rest.split_once('-'))
+        else {
+            continue;
+        };
+        let Ok(id) = id.parse::<i64>() else {
+            continue;
+        };
+        let to = dir.join(format!("send-once-edit-draft-{id}-stale-{rest}"));
         if meta.file_type().is_file()
             && meta.uid() == me
             && before_start
             && pid != std::process::id() as libc::pid_t
             && !running(pid)
-            && std::fs::remove_file(&path).is_ok()
+            && !to.exists()
+            && std::fs::rename(&path, &to).is_ok()
         {
-            removed.push(path);
+            kept.push((id, to));
         }
     }
-    removed
+    kept
 }
 
 #[cfg(test)]

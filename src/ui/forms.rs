@@ -170,6 +170,14 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
         return Err(format!("{} is needed.", missing.label));
     }
     let by = form.value("Name");
+    // Checked here, before the confirmation, so the form is kept to be corrected; the
+    // store checks it again whatever the screen did.
+    if let Some(why) = crate::review::quorum::name_problem(&by) {
+        return Err(format!(
+            "Name {} {why}; give one person's name.",
+            crate::text::visible_inline(&by)
+        ));
+    }
     let still_sending = || {
         format!(
             "claimed less than {} ago and its attempt has not ended: it may still be sending; check with the provider first.",

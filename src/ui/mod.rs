@@ -127,8 +127,21 @@ pub enum Ended {
 /// it is kept in.
 pub fn run(options: UiOptions) -> Result<Ended, String> {
     // Files of the editor that a UI killed with SIGKILL left behind (each holds a
-    // payload); never a running UI's.
-    editor::remove_stale_files(&std::env::temp_dir(), std::time::SystemTime::now());
+    // payload, perhaps an edit saved after the kill): kept under a kept edit's name and
+    // named when this run ends; never a running UI's.
+    for (id, path) in editor::keep_stale_files(&std::env::temp_dir(), std::time::SystemTime::now())
+    {
+        KEPT_FILES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(KeptFile {
+                id,
+                digest: 0,
+                path,
+                failed: None,
+                left_behind: true,
+            });
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -358,6 +371,8 @@ struct KeptFile {
     path: PathBuf,
     /// Why it could not be written, if it could not.
     failed: Option<String>,
+    /// Left by a UI that was killed while its editor was open, found at start.
+    left_behind: bool,
 }
 
 /// Every file an edit was kept in while the UI ran, named on stderr when it ends.
@@ -380,6 +395,7 @@ fn keep_file(id: i64, text: &str) -> Result<PathBuf, String> {
         digest: digest(text),
         path: kept.clone().unwrap_or_default(),
         failed: kept.as_ref().err().cloned(),
+        left_behind: false,
     });
     kept
 }
@@ -404,6 +420,12 @@ fn name_kept_files() {
     for file in files.iter() {
         // Not eprintln!, which panics when stderr is gone (the terminal hung up).
         let _ = match &file.failed {
+            None if file.left_behind => writeln!(
+                stderr,
+                "send-once: the editor's file for draft {} left by a send-once tui that was killed (it may hold an edit saved after) is kept in {}",
+                file.id,
+                crate::text::visible_inline(&file.path.display().to_string())
+            ),
             None => writeln!(
                 stderr,
                 "send-once: an edit of draft {} that was not saved is kept in {}",

@@ -1354,8 +1354,9 @@ impl super::store::Store for PostgresStore {
             let drafts = self
                 .read(
                     &format!(
-                        "SELECT id, decision_hash FROM {t}_drafts \
-                         WHERE decision_hash IS NOT NULL ORDER BY id"
+                        "SELECT id, decision_hash, decided_at FROM {t}_drafts \
+                         WHERE decision_hash IS NOT NULL OR (state <> 'queued' AND decided_at IS NOT NULL) \
+                         ORDER BY id"
                     ),
                     &[],
                 )
@@ -1364,6 +1365,7 @@ impl super::store::Store for PostgresStore {
                 draft: r.get(0),
                 vote: None,
                 hash: r.get(1),
+                decided_at: r.get(2),
             }));
         }
         if version >= 5 {
@@ -1383,6 +1385,7 @@ impl super::store::Store for PostgresStore {
                     approver: r.get(2),
                 }),
                 hash: r.get(3),
+                decided_at: None,
             }));
         }
         Ok(refs)
