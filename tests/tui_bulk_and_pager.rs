@@ -9,12 +9,12 @@ mod common;
 #[macro_use]
 mod tmux;
 
-use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{bin, code, stderr, stdout};
+use common::cli_expecting as cli;
+use common::{bin, stdout};
 use serde_json::Value;
 use tmux::{Term, react};
 
@@ -33,30 +33,6 @@ fn tui_command(ledger: &Path, env: &[String], args: &[&str]) -> Vec<String> {
     command.push(ledger.display().to_string());
     command.extend(args.iter().map(|s| s.to_string()));
     command
-}
-
-/// Runs the CLI (colour off, the real clock) and insists on its exit code.
-fn cli<S: AsRef<OsStr>>(args: &[S], want: i32) -> Output {
-    let out = Command::new(bin())
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("SEND_ONCE_FIXED_NOW_MS")
-        .env_remove("SEND_ONCE_LEDGER")
-        .env_remove("SEND_ONCE_USER")
-        .output()
-        .expect("send-once runs");
-    let shown: Vec<String> = args
-        .iter()
-        .map(|a| a.as_ref().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(
-        code(&out),
-        want,
-        "send-once {shown:?}: stdout {:?} stderr {:?}",
-        stdout(&out),
-        stderr(&out)
-    );
-    out
 }
 
 fn json(out: &Output) -> Value {

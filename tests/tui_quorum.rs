@@ -11,32 +11,12 @@ mod common;
 #[macro_use]
 mod tmux;
 
-use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output};
 
-use common::{bin, code, stderr, stdout};
+use common::cli_expecting as cli;
+use common::{bin, stderr, stdout};
 use serde_json::{Value, json};
 use tmux::Term;
-
-fn cli<S: AsRef<OsStr>>(args: &[S], want: i32) -> Output {
-    let out = Command::new(bin())
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("SEND_ONCE_FIXED_NOW_MS")
-        .env_remove("SEND_ONCE_LEDGER")
-        .env_remove("SEND_ONCE_USER")
-        .output()
-        .expect("send-once runs");
-    assert_eq!(
-        code(&out),
-        want,
-        "stdout {:?} stderr {:?}",
-        stdout(&out),
-        stderr(&out)
-    );
-    out
-}
 
 /// `send-once tui LEDGER --by NAME` for tmux, nothing of the test's environment
 /// changing what the UI does.

@@ -519,6 +519,21 @@ pub struct Submitted {
     pub unchanged: bool,
 }
 
+impl Submitted {
+    /// What a submission that repeats open draft `id`'s current revision comes to.
+    pub fn unchanged(id: i64, revision: i64, state: &str, required: i64) -> Submitted {
+        Submitted {
+            id,
+            revision,
+            state: DraftState::parse(state).unwrap_or(DraftState::Queued),
+            new_draft: false,
+            voided: Vec::new(),
+            required,
+            unchanged: true,
+        }
+    }
+}
+
 /// What `send-once policy --approvals N` did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicySet {

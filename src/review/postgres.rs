@@ -204,15 +204,7 @@ impl QueueStore for PostgresStore {
                             (row.get(0), row.get(1), row.get(2));
                         let current = current_revision(tx, &t, id).await?;
                         if rev.repeats(&current) {
-                            return Ok(Submitted {
-                                id,
-                                revision,
-                                state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
-                                new_draft: false,
-                                voided: Vec::new(),
-                                required: current.required,
-                                unchanged: true,
-                            });
+                            return Ok(Submitted::unchanged(id, revision, &state, current.required));
                         }
                         let voided = open_votes(tx, &t, id, revision).await?;
                         tx.execute(

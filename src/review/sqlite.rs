@@ -174,15 +174,7 @@ impl QueueStore for SqliteStore {
                 Some((id, revision, state)) => {
                     let current = current_revision(conn, id)?;
                     if rev.repeats(&current) {
-                        return Ok(Submitted {
-                            id,
-                            revision,
-                            state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
-                            new_draft: false,
-                            voided: Vec::new(),
-                            required: current.required,
-                            unchanged: true,
-                        });
+                        return Ok(Submitted::unchanged(id, revision, &state, current.required));
                     }
                     let voided = open_votes(conn, id, revision)?;
                     conn.prepare_cached(

@@ -111,6 +111,31 @@ pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     files
 }
 
+/// Runs the CLI (colour off, the real clock, no ledger or user from the environment)
+/// and insists on its exit code, showing the command and both streams when it differs.
+pub fn cli_expecting<S: AsRef<std::ffi::OsStr>>(args: &[S], want: i32) -> Output {
+    let out = Command::new(bin())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("SEND_ONCE_FIXED_NOW_MS")
+        .env_remove("SEND_ONCE_LEDGER")
+        .env_remove("SEND_ONCE_USER")
+        .output()
+        .expect("send-once runs");
+    let shown: Vec<String> = args
+        .iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        code(&out),
+        want,
+        "send-once {shown:?}: stdout {:?} stderr {:?}",
+        stdout(&out),
+        stderr(&out)
+    );
+    out
+}
+
 /// Insists on an exit code, showing both streams when it differs.
 pub fn expect_exit(o: &Output, want: i32, what: &str) {
     assert_eq!(
