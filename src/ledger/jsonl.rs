@@ -419,8 +419,20 @@ fn index_range(
 ) -> std::io::Result<Index> {
     // Lines of a real ledger are a few hundred bytes, and the Node library writes two
     // for most keys: sizing the table for one key per 512 bytes spares rehashing it as
-    // it grows, at 5 bytes a slot, without holding twice what it needs.
-    let mut index = Index::new(((range.end - range.start) / 512).min(1 << 26) as usize);
+    // it grows, at 5 bytes a slot, without holding twice what it needs. The first part
+    // takes in the others' keys (see `merge`), so it is sized for the whole file: one
+    // table of that size, rather than a rehash into it with the old one still held.
+    let span = if range.start == 0 {
+        file.metadata()?.len().min(range.end)
+    } else {
+        range.end - range.start
+    };
+    let mut index = Index::new((span / 512).min(1 << 26) as usize);
+    // A send's lines mostly follow one another (its claim, then how it ended), with
+    // the same key and claim time: the last line's are kept, so that the next line for
+    // that key is placed without its key being decoded and looked up, or its claim
+    // time read, again.
+    let mut last = Recent::default();
     for_each_line_in(file, range, |offset, bytes| match classify(bytes) {
         Line::Blank => {}
         Line::NotAnEntry => index.skipped += 1,
@@ -431,19 +443,33 @@ fn index_range(
             status,
             claimed_at,
         } => {
+            let claimed_ms = if !claim_times {
+                i64::MIN
+            } else if *claimed_at == *last.claimed_at {
+                last.claimed_ms
+            } else {
+                let ms = claim_time(&claimed_at);
+                last.claimed_at.clear();
+                last.claimed_at.extend_from_slice(&claimed_at);
+                last.claimed_ms = ms;
+                ms
+            };
             let line = Slot {
                 offset,
-                claimed_ms: if claim_times {
-                    claim_time(&claimed_at)
-                } else {
-                    i64::MIN
-                },
+                claimed_ms,
                 len: bytes.len() as u32,
                 key_at: 0,
                 key_len: 0,
                 status,
             };
-            index.upsert(&key, line);
+            match last.slot {
+                Some(i) if *key == *last.key => index.update(i, line),
+                _ => {
+                    last.slot = index.upsert(&key, line);
+                    last.key.clear();
+                    last.key.extend_from_slice(&key);
+                }
+            }
         }
     })?;
     if index.overflow {
@@ -452,6 +478,16 @@ fn index_range(
         ));
     }
     Ok(index)
+}
+
+/// The last entry line's key (as the line spells it), where that key's slot is, and its
+/// claim time, read and as it was spelt.
+#[derive(Default)]
+struct Recent {
+    key: Vec<u8>,
+    slot: Option<u32>,
+    claimed_at: Vec<u8>,
+    claimed_ms: i64,
 }
 
 /// A claim time in ms, `i64::MIN` when unreadable. The form every writer uses
@@ -750,17 +786,31 @@ impl Index {
         }
     }
 
-    /// Records `key`'s newest line; a key seen before keeps its place.
-    fn upsert(&mut self, key: &[u8], line: Slot) {
+    /// Records `key`'s newest line; a key seen before keeps its place. Where its slot
+    /// is (None when the index is full).
+    fn upsert(&mut self, key: &[u8], line: Slot) -> Option<u32> {
         let mut buf = std::mem::take(&mut self.buf);
-        match stored_key(key, &mut buf) {
+        let slot = match stored_key(key, &mut buf) {
             Some((bytes, key_len)) => self.upsert_stored(bytes, key_len, line),
-            None => self.overflow = true,
-        }
+            None => {
+                self.overflow = true;
+                None
+            }
+        };
         self.buf = buf;
+        slot
     }
 
-    fn upsert_stored(&mut self, key: &[u8], key_len: u32, line: Slot) {
+    /// A newer line for the key in slot `i`.
+    fn update(&mut self, i: u32, line: Slot) {
+        let slot = self.slots.get_mut(i as usize);
+        slot.len = line.len;
+        slot.offset = line.offset;
+        slot.status = line.status;
+        slot.claimed_ms = line.claimed_ms;
+    }
+
+    fn upsert_stored(&mut self, key: &[u8], key_len: u32, line: Slot) -> Option<u32> {
         let Index {
             slots,
             keys,
@@ -779,11 +829,12 @@ impl Index {
                 slot.offset = line.offset;
                 slot.status = line.status;
                 slot.claimed_ms = line.claimed_ms;
+                Some(i)
             }
             None => {
                 let (Some(key_at), Ok(i)) = (keys.push(key), u32::try_from(slots.len())) else {
                     *overflow = true;
-                    return;
+                    return None;
                 };
                 slots.push(Slot {
                     key_at,
@@ -795,6 +846,7 @@ impl Index {
                     let slot = &slots[j as usize];
                     hasher.hash_one((keys.get(slot.key_at, slot.key_len), slot.key_len))
                 });
+                Some(i)
             }
         }
     }
@@ -1898,6 +1950,51 @@ mod tests {
         assert!(!store.inner.find("k1").unwrap().tail.ends_with_newline);
         // And what a census reads through the store agrees.
         assert_eq!(store.inner.index(true).unwrap().slots.len(), 30_000);
+    }
+
+    /// A key's lines one after another (placed by the last key kept) and apart (by
+    /// the table) end in the same slot, with the newest line's status, place and claim
+    /// time; a claim time that differs from the line before's is read anew.
+    #[test]
+    fn lines_that_follow_one_another_update_their_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("follow.jsonl");
+        let line = |key: &str, status: &str, at: &str| {
+            format!("{{\"key\":\"{key}\",\"status\":\"{status}\",\"claimedAt\":\"{at}\"}}\n")
+        };
+        let (t1, t2, t3) = (
+            "2026-09-20T08:00:00.000Z",
+            "2026-09-21T08:00:00.000Z",
+            "2026-09-22T08:00:00.000Z",
+        );
+        let lines = [
+            line("aa", "pending", t1),
+            line("aa", "sent", t1),
+            line("bb", "pending", t1),
+            line("aa", "failed", t2),
+            line("bb", "sent", t3),
+            line("bb", "pending", t2),
+            line("cc", "sent", t2),
+        ];
+        let text: String = lines.concat();
+        std::fs::write(&path, &text).unwrap();
+        let file = File::open(&path).unwrap();
+        let index = index_range(&file, 0..text.len() as u64, true).unwrap();
+        let start = |n: usize| lines[..n].concat().len() as u64;
+        let found: Vec<(String, Status, u64, i64)> = index
+            .slots
+            .iter()
+            .map(|s| (index.key(s).into_owned(), s.status, s.offset, s.claimed_ms))
+            .collect();
+        let ms = |t: &str| time::parse_date(t).unwrap();
+        assert_eq!(
+            found,
+            vec![
+                ("aa".to_owned(), Status::Failed, start(3), ms(t2)),
+                ("bb".to_owned(), Status::Pending, start(5), ms(t2)),
+                ("cc".to_owned(), Status::Sent, start(6), ms(t2)),
+            ]
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 /// Writes the bytes `hex` spells into `out` (half its length); false when `hex` is
 /// not all lowercase hex digits (an uppercase digit too, so that a key has one stored
 /// spelling), and then `out` holds nothing of use.
+#[inline]
 pub(super) fn decode_lower(hex: &[u8], out: &mut [u8]) -> bool {
     debug_assert_eq!(hex.len(), out.len() * 2);
     let mut valid = true;
@@ -27,6 +28,7 @@ fn decode_pairs(hex: &[u8], out: &mut [u8]) -> bool {
 
 /// 32 digits into 16 bytes, 16 digits at a time.
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 fn decode_32(hex: &[u8], out: &mut [u8]) -> bool {
     use std::arch::x86_64::{
         __m128i, _mm_add_epi8, _mm_and_si128, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128,

@@ -286,6 +286,7 @@ fn compact_walk<'a>(b: &'a [u8], quotes: &[u64; COMPACT_WORDS], utf8: bool) -> O
 /// The three fields found, as a head: None unless each is there and the status is
 /// one; and a key that may hold U+FDD0 is left to the careful reading, which doubles
 /// it (see `lone`). Only a line with bytes from 0x80 on (`utf8`) can hold it.
+#[inline(always)]
 fn finish<'a>(
     key: Option<&'a [u8]>,
     status: Option<&'a [u8]>,
