@@ -12,6 +12,11 @@
 //! second `key`, `status` or `claimedAt` (the last one wins in `JSON.parse`), one of
 //! them not a string, a key holding U+FDD0 (see `lone`), a line that is not UTF-8
 //! (Node reads it with replacement characters), nesting deeper than [`MAX_DEPTH`].
+//!
+//! Two readings, the first that takes a line wins: [`compact_head`] for a line as
+//! `JSON.stringify` writes it (no whitespace between tokens, no escape), by its quotes'
+//! bit mask; [`token_head`] for any other, token by token. The property test below
+//! holds each against the careful reading.
 
 use crate::ledger::entry::Status;
 use crate::ledger::lone;
