@@ -37,6 +37,9 @@ use super::store::{
 use super::time;
 use super::{canonical, chain, jsjson};
 
+mod key_hex;
+mod scan;
+
 /// How long a write waits for another process's lock (the Node default).
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// A lock older than this whose process is gone is removed (the Node default).
@@ -416,8 +419,20 @@ fn index_range(
 ) -> std::io::Result<Index> {
     // Lines of a real ledger are a few hundred bytes, and the Node library writes two
     // for most keys: sizing the table for one key per 512 bytes spares rehashing it as
-    // it grows, at 5 bytes a slot, without holding twice what it needs.
-    let mut index = Index::new(((range.end - range.start) / 512).min(1 << 26) as usize);
+    // it grows, at 5 bytes a slot, without holding twice what it needs. The first part
+    // takes in the others' keys (see `merge`), so it is sized for the whole file: one
+    // table of that size, rather than a rehash into it with the old one still held.
+    let span = if range.start == 0 {
+        file.metadata()?.len().min(range.end)
+    } else {
+        range.end - range.start
+    };
+    let mut index = Index::new((span / 512).min(1 << 26) as usize);
+    // A send's lines mostly follow one another (its claim, then how it ended), with
+    // the same key and claim time: the last line's are kept, so that the next line for
+    // that key is placed without its key being decoded and looked up, or its claim
+    // time read, again.
+    let mut last = Recent::default();
     for_each_line_in(file, range, |offset, bytes| match classify(bytes) {
         Line::Blank => {}
         Line::NotAnEntry => index.skipped += 1,
@@ -428,19 +443,33 @@ fn index_range(
             status,
             claimed_at,
         } => {
+            let claimed_ms = if !claim_times {
+                i64::MIN
+            } else if *claimed_at == *last.claimed_at {
+                last.claimed_ms
+            } else {
+                let ms = claim_time(&claimed_at);
+                last.claimed_at.clear();
+                last.claimed_at.extend_from_slice(&claimed_at);
+                last.claimed_ms = ms;
+                ms
+            };
             let line = Slot {
                 offset,
-                claimed_ms: if claim_times {
-                    claim_time(&claimed_at)
-                } else {
-                    i64::MIN
-                },
+                claimed_ms,
                 len: bytes.len() as u32,
                 key_at: 0,
                 key_len: 0,
                 status,
             };
-            index.upsert(&key, line);
+            match last.slot {
+                Some(i) if *key == *last.key => index.update(i, line),
+                _ => {
+                    last.slot = index.upsert(&key, line);
+                    last.key.clear();
+                    last.key.extend_from_slice(&key);
+                }
+            }
         }
     })?;
     if index.overflow {
@@ -451,35 +480,67 @@ fn index_range(
     Ok(index)
 }
 
+/// The last entry line's key (as the line spells it), where that key's slot is, and its
+/// claim time, read and as it was spelt.
+#[derive(Default)]
+struct Recent {
+    key: Vec<u8>,
+    slot: Option<u32>,
+    claimed_at: Vec<u8>,
+    claimed_ms: i64,
+}
+
 /// A claim time in ms, `i64::MIN` when unreadable. The form every writer uses
 /// (`toISOString`: `2026-09-27T12:00:00.000Z`) is read directly; anything else goes
 /// through the full `Date.parse` rules.
-fn claim_time(text: &str) -> i64 {
+fn claim_time(text: &[u8]) -> i64 {
     fast_iso(text)
-        .or_else(|| time::parse_date(text))
+        .or_else(|| std::str::from_utf8(text).ok().and_then(time::parse_date))
         .unwrap_or(i64::MIN)
 }
 
-fn fast_iso(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    if b.len() != 24
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'.'
-        || b[23] != b'Z'
-    {
+fn fast_iso(b: &[u8]) -> Option<i64> {
+    let b: &[u8; 24] = b.try_into().ok()?;
+    // Three words of eight bytes, byte k of a word in its bits 8k..8k+8:
+    // "YYYY-MM-", "DDTHH:MM", ":SS.mmmZ".
+    let word = |at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    let (w0, w1, w2) = (word(0), word(8), word(16));
+    const SEPARATORS: [u64; 3] = [
+        0xff00_00ff_0000_0000,
+        0x0000_ff00_00ff_0000,
+        0xff00_0000_ff00_00ff,
+    ];
+    const SPELLED: [u64; 3] = [
+        (0x2d << 56) | (0x2d << 32),
+        (0x3a << 40) | (0x54 << 16),
+        (0x5a << 56) | (0x2e << 24) | 0x3a,
+    ];
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let mut digits = [0u64; 3];
+    let mut bad = 0;
+    for (k, w) in [w0, w1, w2].into_iter().enumerate() {
+        bad |= (w & SEPARATORS[k]) ^ SPELLED[k];
+        // The separators read as '0'; then every byte must be '0'-'9': below, the
+        // subtraction sets its top bit (or borrows from one that does); above, the
+        // addition does (or the subtraction, from 0xb0 on).
+        let t = (w & !SEPARATORS[k]) | (ZEROS & SEPARATORS[k]);
+        bad |=
+            (t.wrapping_sub(ZEROS) | t.wrapping_add(0x4646_4646_4646_4646)) & 0x8080_8080_8080_8080;
+        digits[k] = t.wrapping_sub(ZEROS);
+    }
+    if bad != 0 {
         return None;
     }
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        b[range].iter().try_fold(0i64, |n, &c| {
-            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
-        })
-    };
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second, milli) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);
+    let n = |k: usize, byte: u32| ((digits[k] >> (8 * byte)) & 0xff) as i64;
+    let year = n(0, 0) * 1000 + n(0, 1) * 100 + n(0, 2) * 10 + n(0, 3);
+    let (month, day) = (n(0, 5) * 10 + n(0, 6), n(1, 0) * 10 + n(1, 1));
+    let (hour, minute) = (n(1, 3) * 10 + n(1, 4), n(1, 6) * 10 + n(1, 7));
+    let second = n(2, 1) * 10 + n(2, 2);
+    let milli = n(2, 4) * 100 + n(2, 5) * 10 + n(2, 6);
     // Date.parse takes any day up to 31 in any month and rolls over (February 30th
     // is March 2nd), which the arithmetic below does too.
     if !(1..=12).contains(&month)
@@ -582,43 +643,19 @@ impl Keys {
 
 /// `key` as stored: its bytes, or the bytes its lowercase hex spells (into `buf`),
 /// with the length it is stored with; None for a key of 2 GiB or more.
-fn stored_key<'a>(key: &'a str, buf: &'a mut Vec<u8>) -> Option<(&'a [u8], u32)> {
-    let raw = key.as_bytes();
+fn stored_key<'a>(raw: &'a [u8], buf: &'a mut Vec<u8>) -> Option<(&'a [u8], u32)> {
     let len = u32::try_from(raw.len())
         .ok()
         .filter(|&n| n & KEY_HEX == 0)?;
     if !raw.is_empty() && raw.len().is_multiple_of(2) {
-        buf.clear();
+        // Every byte is written over: the buffer is only sized, not cleared.
         buf.resize(raw.len() / 2, 0);
-        let mut invalid = 0u8;
-        for (pair, out) in raw.chunks_exact(2).zip(buf.iter_mut()) {
-            let (high, low) = (HEX_DIGIT[pair[0] as usize], HEX_DIGIT[pair[1] as usize]);
-            invalid |= high | low;
-            *out = (high << 4) | (low & 0x0f);
-        }
-        if invalid & 0xf0 == 0 {
+        if key_hex::decode_lower(raw, buf) {
             return Some((buf, (len / 2) | KEY_HEX));
         }
     }
     Some((raw, len))
 }
-
-/// Each byte's value as a lowercase hex digit; 0xff for any other byte (an uppercase
-/// digit too, so that a key has one stored spelling).
-static HEX_DIGIT: [u8; 256] = {
-    let mut table = [0xffu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        table[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        table[b'a' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    table
-};
 
 /// Slots in blocks of [`SLOT_BLOCK`], for the same reasons as [`Keys`].
 #[derive(Default)]
@@ -749,17 +786,31 @@ impl Index {
         }
     }
 
-    /// Records `key`'s newest line; a key seen before keeps its place.
-    fn upsert(&mut self, key: &str, line: Slot) {
+    /// Records `key`'s newest line; a key seen before keeps its place. Where its slot
+    /// is (None when the index is full).
+    fn upsert(&mut self, key: &[u8], line: Slot) -> Option<u32> {
         let mut buf = std::mem::take(&mut self.buf);
-        match stored_key(key, &mut buf) {
+        let slot = match stored_key(key, &mut buf) {
             Some((bytes, key_len)) => self.upsert_stored(bytes, key_len, line),
-            None => self.overflow = true,
-        }
+            None => {
+                self.overflow = true;
+                None
+            }
+        };
         self.buf = buf;
+        slot
     }
 
-    fn upsert_stored(&mut self, key: &[u8], key_len: u32, line: Slot) {
+    /// A newer line for the key in slot `i`.
+    fn update(&mut self, i: u32, line: Slot) {
+        let slot = self.slots.get_mut(i as usize);
+        slot.len = line.len;
+        slot.offset = line.offset;
+        slot.status = line.status;
+        slot.claimed_ms = line.claimed_ms;
+    }
+
+    fn upsert_stored(&mut self, key: &[u8], key_len: u32, line: Slot) -> Option<u32> {
         let Index {
             slots,
             keys,
@@ -778,11 +829,12 @@ impl Index {
                 slot.offset = line.offset;
                 slot.status = line.status;
                 slot.claimed_ms = line.claimed_ms;
+                Some(i)
             }
             None => {
                 let (Some(key_at), Ok(i)) = (keys.push(key), u32::try_from(slots.len())) else {
                     *overflow = true;
-                    return;
+                    return None;
                 };
                 slots.push(Slot {
                     key_at,
@@ -794,20 +846,30 @@ impl Index {
                     let slot = &slots[j as usize];
                     hasher.hash_one((keys.get(slot.key_at, slot.key_len), slot.key_len))
                 });
+                Some(i)
             }
         }
     }
 }
 
-/// What one line is, read cheaply: only the three fields that make it an entry.
+/// What one line is, read cheaply: only the three fields that make it an entry
+/// (their UTF-8, as the line spells them when it needs no decoding).
+#[cfg_attr(test, derive(Debug, PartialEq))]
 enum Line<'a> {
     Blank,
     NotAnEntry,
     Entry {
-        key: Cow<'a, str>,
+        key: Cow<'a, [u8]>,
         status: Status,
-        claimed_at: Cow<'a, str>,
+        claimed_at: Cow<'a, [u8]>,
     },
+}
+
+fn utf8_bytes(text: Cow<'_, str>) -> Cow<'_, [u8]> {
+    match text {
+        Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+        Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+    }
 }
 
 #[derive(Deserialize)]
@@ -844,11 +906,24 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 }
 
 /// Classifies a line as the Node store's `parseLedger` does (`JSON.parse`, then
-/// `isEntry`). serde reads the common case fast; whatever it refuses (a duplicate
-/// field, a lone surrogate, a number beyond f64), and any line that is not UTF-8, goes
-/// to the JavaScript-exact parser, which has the last word. serde accepts nothing
-/// `JSON.parse` refuses.
+/// `isEntry`). The lines writers make are read by `scan`, which checks the whole line
+/// but looks only at the three fields; whatever it is not sure of is read carefully.
 fn classify(bytes: &[u8]) -> Line<'_> {
+    match scan::entry_head(bytes) {
+        Some(head) => Line::Entry {
+            key: Cow::Borrowed(head.key),
+            status: head.status,
+            claimed_at: Cow::Borrowed(head.claimed_at),
+        },
+        None => classify_carefully(bytes),
+    }
+}
+
+/// The careful reading: serde for what it reads as `JSON.parse` would; whatever it
+/// refuses (a duplicate field, a lone surrogate, a number beyond f64), and any line
+/// that is not UTF-8, goes to the JavaScript-exact parser, which has the last word.
+/// serde accepts nothing `JSON.parse` refuses.
+fn classify_carefully(bytes: &[u8]) -> Line<'_> {
     let start = bytes
         .iter()
         .position(|b| !matches!(b, b' ' | b'\t' | b'\r'))
@@ -868,9 +943,9 @@ fn classify(bytes: &[u8]) -> Line<'_> {
             head.claimed_at,
         ) {
             (Some(key), Some(status), Some(claimed_at)) => Line::Entry {
-                key: key.0,
+                key: utf8_bytes(key.0),
                 status,
-                claimed_at: claimed_at.0,
+                claimed_at: utf8_bytes(claimed_at.0),
             },
             _ => Line::NotAnEntry,
         };
@@ -882,8 +957,8 @@ fn classify(bytes: &[u8]) -> Line<'_> {
     match parse_entry(&text) {
         Some(entry) => Line::Entry {
             status: entry.status(),
-            claimed_at: Cow::Owned(entry.claimed_at().to_owned()),
-            key: Cow::Owned(entry.key().to_owned()),
+            claimed_at: Cow::Owned(entry.claimed_at().as_bytes().to_vec()),
+            key: Cow::Owned(entry.key().as_bytes().to_vec()),
         },
         None => Line::NotAnEntry,
     }
@@ -1094,7 +1169,7 @@ impl Files {
                 Line::NotAnEntry => part.skipped += 1,
                 Line::Entry { key: k, .. } => {
                     part.entries += 1;
-                    if k == key {
+                    if *k == *key.as_bytes() {
                         part.last = Some(bytes.to_vec());
                     }
                 }
@@ -1409,7 +1484,8 @@ impl Files {
                     break;
                 }
                 let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-                let drop = matches!(classify(line), Line::Entry { ref key, .. } if doomed.contains(key.as_ref()));
+                let drop = matches!(classify(line), Line::Entry { ref key, .. }
+                    if std::str::from_utf8(key).is_ok_and(|key| doomed.contains(key)));
                 if !drop && let Err(e) = out.write_all(&buf) {
                     write_error = Some(e);
                     break;
@@ -1793,7 +1869,9 @@ mod tests {
     fn a_lone_surrogate_key_reads_as_node_writes_it_back() {
         match classify(br#"{"key":"a\ud800","status":"sent","claimedAt":"x"}"#) {
             // Kept exactly, so a resolve appends a line for this key and no other.
-            Line::Entry { key, .. } => assert_eq!(key, lone::from_utf16(&[0x61, 0xd800])),
+            Line::Entry { key, .. } => {
+                assert_eq!(*key, *lone::from_utf16(&[0x61, 0xd800]).as_bytes())
+            }
             _ => panic!("an entry"),
         }
     }
@@ -1874,6 +1952,51 @@ mod tests {
         assert_eq!(store.inner.index(true).unwrap().slots.len(), 30_000);
     }
 
+    /// A key's lines one after another (placed by the last key kept) and apart (by
+    /// the table) end in the same slot, with the newest line's status, place and claim
+    /// time; a claim time that differs from the line before's is read anew.
+    #[test]
+    fn lines_that_follow_one_another_update_their_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("follow.jsonl");
+        let line = |key: &str, status: &str, at: &str| {
+            format!("{{\"key\":\"{key}\",\"status\":\"{status}\",\"claimedAt\":\"{at}\"}}\n")
+        };
+        let (t1, t2, t3) = (
+            "2026-09-20T08:00:00.000Z",
+            "2026-09-21T08:00:00.000Z",
+            "2026-09-22T08:00:00.000Z",
+        );
+        let lines = [
+            line("aa", "pending", t1),
+            line("aa", "sent", t1),
+            line("bb", "pending", t1),
+            line("aa", "failed", t2),
+            line("bb", "sent", t3),
+            line("bb", "pending", t2),
+            line("cc", "sent", t2),
+        ];
+        let text: String = lines.concat();
+        std::fs::write(&path, &text).unwrap();
+        let file = File::open(&path).unwrap();
+        let index = index_range(&file, 0..text.len() as u64, true).unwrap();
+        let start = |n: usize| lines[..n].concat().len() as u64;
+        let found: Vec<(String, Status, u64, i64)> = index
+            .slots
+            .iter()
+            .map(|s| (index.key(s).into_owned(), s.status, s.offset, s.claimed_ms))
+            .collect();
+        let ms = |t: &str| time::parse_date(t).unwrap();
+        assert_eq!(
+            found,
+            vec![
+                ("aa".to_owned(), Status::Failed, start(3), ms(t2)),
+                ("bb".to_owned(), Status::Pending, start(5), ms(t2)),
+                ("cc".to_owned(), Status::Sent, start(6), ms(t2)),
+            ]
+        );
+    }
+
     #[test]
     fn ranges_start_at_line_starts_and_cover_the_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -1908,7 +2031,7 @@ mod tests {
                     ] {
                         let text =
                             format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z");
-                        assert_eq!(fast_iso(&text), time::parse_date(&text), "{text}");
+                        assert_eq!(fast_iso(text.as_bytes()), time::parse_date(&text), "{text}");
                         checked += 1;
                     }
                 }
@@ -1923,10 +2046,31 @@ mod tests {
             "x",
         ] {
             assert_eq!(
-                fast_iso(odd).or_else(|| time::parse_date(odd)),
+                fast_iso(odd.as_bytes()).or_else(|| time::parse_date(odd)),
                 time::parse_date(odd),
                 "{odd}"
             );
         }
+    }
+
+    /// Any one byte of a claim time changed, to anything: the fast reading refuses it
+    /// or reads what `Date.parse` reads.
+    #[test]
+    fn the_fast_claim_time_refuses_what_it_cannot_read() {
+        let good = *b"2026-09-27T12:34:56.789Z";
+        let mut read = 0;
+        for place in 0..good.len() {
+            for byte in 0..=255u8 {
+                let mut text = good;
+                text[place] = byte;
+                if let Some(ms) = fast_iso(&text) {
+                    let text = std::str::from_utf8(&text).expect("a time read fast is ASCII");
+                    assert_eq!(Some(ms), time::parse_date(text), "{text}");
+                    read += 1;
+                }
+            }
+        }
+        // The digits that may change and stay a time: most of them, to some digits.
+        assert!(read > 100, "{read}");
     }
 }
