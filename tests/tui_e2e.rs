@@ -13,7 +13,8 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{bin, code, stderr, stdout};
+use common::cli_expecting as cli;
+use common::{bin, stderr, stdout};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------
@@ -240,30 +241,6 @@ fn tui_command(ledger: &Path, args: &[&str]) -> Vec<String> {
     command.push(ledger.display().to_string());
     command.extend(args.iter().map(|s| s.to_string()));
     command
-}
-
-/// Runs the CLI (colour off, the real clock) and insists on its exit code.
-fn cli<S: AsRef<OsStr>>(args: &[S], want: i32) -> Output {
-    let out = Command::new(bin())
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .env_remove("SEND_ONCE_FIXED_NOW_MS")
-        .env_remove("SEND_ONCE_LEDGER")
-        .output()
-        .expect("send-once runs");
-    let shown: Vec<String> = args
-        .iter()
-        .map(|a| a.as_ref().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(
-        code(&out),
-        want,
-        "send-once {shown:?}: stdout {:?} stderr {:?}",
-        stdout(&out),
-        stderr(&out)
-    );
-    out
 }
 
 fn cli_json<S: AsRef<OsStr>>(args: &[S]) -> Value {

@@ -117,6 +117,7 @@ pub fn cli_expecting<S: AsRef<std::ffi::OsStr>>(args: &[S], want: i32) -> Output
     let out = Command::new(bin())
         .args(args)
         .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
         .env_remove("SEND_ONCE_FIXED_NOW_MS")
         .env_remove("SEND_ONCE_LEDGER")
         .env_remove("SEND_ONCE_USER")
