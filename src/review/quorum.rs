@@ -36,6 +36,15 @@ pub struct Vote {
 }
 
 impl Vote {
+    /// `{"by", "at", "expiresAt"}`, as `draft show --json` lists a vote.
+    pub fn to_json(&self) -> Value {
+        let mut one = Map::new();
+        one.insert("by".into(), self.by.clone().into());
+        one.insert("at".into(), self.at.clone().into());
+        one.insert("expiresAt".into(), self.expires_at.clone().into());
+        Value::Object(one)
+    }
+
     /// Its approver's limit has passed at `now_ms` (an unreadable one has too).
     pub fn lapsed(&self, now_ms: i64) -> bool {
         self.expires_at
@@ -425,36 +434,12 @@ impl Draft {
         out.insert("selfApproval".into(), self.quorum.self_approval.into());
         out.insert(
             "approvers".into(),
-            Value::Array(
-                tally
-                    .votes
-                    .iter()
-                    .map(|v| {
-                        let mut one = Map::new();
-                        one.insert("by".into(), v.by.clone().into());
-                        one.insert("at".into(), v.at.clone().into());
-                        one.insert("expiresAt".into(), v.expires_at.clone().into());
-                        Value::Object(one)
-                    })
-                    .collect(),
-            ),
+            Value::Array(tally.votes.iter().map(Vote::to_json).collect()),
         );
         if !tally.lapsed.is_empty() {
             out.insert(
                 "lapsed".into(),
-                Value::Array(
-                    tally
-                        .lapsed
-                        .iter()
-                        .map(|v| {
-                            let mut one = Map::new();
-                            one.insert("by".into(), v.by.clone().into());
-                            one.insert("at".into(), v.at.clone().into());
-                            one.insert("expiresAt".into(), v.expires_at.clone().into());
-                            Value::Object(one)
-                        })
-                        .collect(),
-                ),
+                Value::Array(tally.lapsed.iter().map(Vote::to_json).collect()),
             );
         }
         Some(Value::Object(out))
