@@ -104,9 +104,10 @@ pub fn audit(args: &AuditArgs) -> Exit {
 /// The report as the Node CLI's `buildAudit` shapes it.
 fn report(ledger: &str, audit: Audit) -> Value {
     let now = audit.now;
+    use rayon::prelude::*;
     let unknown: Vec<Value> = audit
         .unknown
-        .into_iter()
+        .into_par_iter()
         .map(|e| unknown_send(e, now))
         .collect();
     let mut counts = Map::new();
@@ -155,6 +156,42 @@ fn unknown_send(entry: Entry, now: i64) -> Value {
     send.insert("meta".into(), take("meta").unwrap_or(Value::Null));
     send.insert("error".into(), take("error").unwrap_or(Value::Null));
     Value::Object(send)
+}
+
+/// One unknown send's lines in the text report.
+fn unknown_lines(send: &Value) -> Styled {
+    let mut out = Styled::default();
+    out.plain("\n");
+    out.plain(format!(
+        "  {}\n",
+        visible_inline(send["key"].as_str().unwrap_or_default())
+    ));
+    let attempts = match &send["attempts"] {
+        Value::Null => "?".to_owned(),
+        other => display_value(other),
+    };
+    out.paint(
+        Paint::Dim,
+        format!(
+            "      claimed {}, {} ago, attempt {}",
+            visible_inline(send["claimedAt"].as_str().unwrap_or_default()),
+            duration::format_duration(send["ageMs"].as_f64().unwrap_or(0.0)),
+            visible_inline(&attempts),
+        ),
+    )
+    .plain("\n");
+    for field in meta_fields(&send["meta"]) {
+        out.plain(wrap(&field, WIDTH - 6, "      ")).plain("\n");
+    }
+    if is_truthy(&send["error"]) {
+        out.plain(wrap(
+            &format!("last error: {}", display_value(&send["error"])),
+            WIDTH - 6,
+            "      ",
+        ))
+        .plain("\n");
+    }
+    out
 }
 
 const WIDTH: usize = 76;
@@ -227,38 +264,10 @@ fn format_report(report: &Value, argument: &str) -> Styled {
             .plain(format!(" {what}\n"));
     }
 
-    for send in unknown {
-        out.plain("\n");
-        out.plain(format!(
-            "  {}\n",
-            visible_inline(send["key"].as_str().unwrap_or_default())
-        ));
-        let attempts = match &send["attempts"] {
-            Value::Null => "?".to_owned(),
-            other => display_value(other),
-        };
-        out.paint(
-            Paint::Dim,
-            format!(
-                "      claimed {}, {} ago, attempt {}",
-                visible_inline(send["claimedAt"].as_str().unwrap_or_default()),
-                duration::format_duration(send["ageMs"].as_f64().unwrap_or(0.0)),
-                visible_inline(&attempts),
-            ),
-        )
-        .plain("\n");
-        for field in meta_fields(&send["meta"]) {
-            out.plain(wrap(&field, WIDTH - 6, "      ")).plain("\n");
-        }
-        if is_truthy(&send["error"]) {
-            out.plain(wrap(
-                &format!("last error: {}", display_value(&send["error"])),
-                WIDTH - 6,
-                "      ",
-            ))
-            .plain("\n");
-        }
-    }
+    // Each send's lines are made on every core, then joined in order.
+    use rayon::prelude::*;
+    let sends: Vec<Styled> = unknown.par_iter().map(unknown_lines).collect();
+    sends.into_iter().for_each(|lines| out.append(lines));
 
     for row in unreadable {
         out.plain("\n");

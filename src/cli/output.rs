@@ -324,21 +324,41 @@ impl Styled {
         self
     }
 
-    /// The text, made visible, with the colour codes when `colour`.
-    pub fn render(&self, colour: bool) -> String {
-        let mut out = String::new();
-        for (paint, text) in &self.parts {
-            match paint {
-                Some(paint) if colour => {
-                    out.push_str(paint.code());
-                    out.push_str(&visible(text));
-                    out.push_str(RESET);
-                }
-                _ => out.push_str(&visible(text)),
-            }
-        }
-        out
+    /// Adds `more` after what is here.
+    pub fn append(&mut self, mut more: Styled) {
+        self.parts.append(&mut more.parts);
     }
+
+    /// The text, made visible, with the colour codes when `colour`. A long text (an
+    /// audit of ten thousand sends) is made in pieces on every core, joined in order.
+    pub fn render(&self, colour: bool) -> String {
+        const PIECE: usize = 4096;
+        if self.parts.len() <= PIECE {
+            return render_parts(&self.parts, colour);
+        }
+        use rayon::prelude::*;
+        let pieces: Vec<String> = self
+            .parts
+            .par_chunks(PIECE)
+            .map(|parts| render_parts(parts, colour))
+            .collect();
+        pieces.concat()
+    }
+}
+
+fn render_parts(parts: &[(Option<Paint>, String)], colour: bool) -> String {
+    let mut out = String::new();
+    for (paint, text) in parts {
+        match paint {
+            Some(paint) if colour => {
+                out.push_str(paint.code());
+                out.push_str(&visible(text));
+                out.push_str(RESET);
+            }
+            _ => out.push_str(&visible(text)),
+        }
+    }
+    out
 }
 
 /// Prints styled text on stdout, in colour when `colour`.
@@ -357,6 +377,22 @@ pub fn pasteable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A text long enough to be made in pieces is the same text, codes and marks alike.
+    #[test]
+    fn a_long_text_made_in_pieces_is_the_same_text() {
+        let mut text = Styled::default();
+        for i in 0..10_000 {
+            match i % 3 {
+                0 => text.paint(Paint::Red, format!("UNKNOWN {i}")),
+                1 => text.plain(format!(" a\u{1b}[2Jb {i}\n")),
+                _ => text.paint(Paint::Dim, "\u{202e}x"),
+            };
+        }
+        for colour in [true, false] {
+            assert_eq!(text.render(colour), render_parts(&text.parts, colour));
+        }
+    }
 
     #[test]
     fn only_the_writers_own_colour_codes_are_escapes() {

@@ -330,13 +330,26 @@ impl Census {
         self.total += n;
     }
 
-    /// Adds a pending row's entry text (already counted): the entry, or, when it cannot
-    /// be read, the row named as unreadable, since it may be an unknown send.
-    pub fn add_pending_row(&mut self, key: String, text: &str) {
-        match Entry::from_json(text) {
-            Ok(entry) => self.pending_entries.push(entry),
-            Err(e) => self.unreadable.push(UnreadableRow::of(key, &e)),
+    /// The pending rows' entries, or the rows named as unreadable, in the rows' order
+    /// (with nothing counted). Parsed on every core: at ten thousand unknown sends the
+    /// parse is the largest part of an audit.
+    pub fn of_pending_rows(rows: Vec<(String, String)>) -> Census {
+        use rayon::prelude::*;
+        let parsed: Vec<(String, Result<Entry, super::entry::EntryError>)> = rows
+            .into_par_iter()
+            .map(|(key, text)| {
+                let entry = Entry::from_json(&text);
+                (key, entry)
+            })
+            .collect();
+        let mut census = Census::default();
+        for (key, entry) in parsed {
+            match entry {
+                Ok(entry) => census.pending_entries.push(entry),
+                Err(e) => census.unreadable.push(UnreadableRow::of(key, &e)),
+            }
         }
+        census
     }
 
     /// Counts `entries` (what a store without its own counting does).
@@ -672,5 +685,45 @@ pub trait Store: Send + Sync {
     /// one: the removal is conditional on the entry being the one that was judged.
     async fn remove_settled(&self, _query: &GcQuery) -> Result<u64, StoreError> {
         Err(StoreError::Unsupported("gc"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parsed on every core, the rows keep their order, and a row that cannot be read
+    /// is named with its key rather than dropped.
+    #[test]
+    fn pending_rows_keep_their_order_and_name_the_unreadable() {
+        let rows: Vec<(String, String)> = (0..5_000)
+            .map(|i| {
+                let text = if i % 997 == 0 {
+                    "{not json".to_owned()
+                } else {
+                    format!(
+                        r#"{{"key":"k{i}","status":"pending","claimedAt":"2026-01-01T00:00:00.000Z","attempts":1}}"#
+                    )
+                };
+                (format!("k{i}"), text)
+            })
+            .collect();
+        let census = Census::of_pending_rows(rows);
+        let keys: Vec<String> = census
+            .pending_entries
+            .iter()
+            .map(|e| e.key().to_owned())
+            .collect();
+        let want: Vec<String> = (0..5_000)
+            .filter(|i| i % 997 != 0)
+            .map(|i| format!("k{i}"))
+            .collect();
+        assert_eq!(keys, want);
+        let unreadable: Vec<&str> = census.unreadable.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(
+            unreadable,
+            ["k0", "k997", "k1994", "k2991", "k3988", "k4985"]
+        );
+        assert_eq!(census.total, 0, "parsing counts nothing");
     }
 }
