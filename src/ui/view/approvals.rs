@@ -84,23 +84,21 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         draw_message(frame, area, &title, &placeholder(&app.approvals, empty));
         return;
     };
-    let rows: Vec<Row> = drafts
-        .iter()
-        .map(|d| {
-            let mut spans = vec![
-                Span::raw(format!("{:>4} ", d.id)),
-                Span::styled(format!("{:>7} ", age(app.now, &d.created_at)), theme.dim()),
-            ];
-            spans.extend(badges(d, app.now, theme));
-            spans.push(Span::raw(format!(" {}", safe(&what(d)))));
-            Row {
-                line: Line::from(spans),
-                marked: Some(state.marked.contains(&d.id.to_string())),
-            }
-        })
-        .collect();
+    let row_at = |i: usize| {
+        let d = drafts[i];
+        let mut spans = vec![
+            Span::raw(format!("{:>4} ", d.id)),
+            Span::styled(format!("{:>7} ", age(app.now, &d.created_at)), theme.dim()),
+        ];
+        spans.extend(badges(d, app.now, theme));
+        spans.push(Span::raw(format!(" {}", safe(&what(d)))));
+        Row {
+            line: Line::from(spans),
+            marked: Some(state.marked.contains(&d.id.to_string())),
+        }
+    };
     let selected = state.selected;
-    draw_list(frame, theme, list, rows, selected, title);
+    draw_list(frame, theme, list, drafts.len(), row_at, selected, title);
     if let Some(draft) = drafts.get(selected) {
         draw_draft(frame, app, theme, detail, draft);
     }

@@ -64,33 +64,39 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     let room = usize::from(list.width)
         .saturating_sub(4 + 12 + 10 + 10 + 13)
         .clamp(6, 20);
-    let rows: Vec<Row> = decisions
-        .iter()
-        .map(|d| {
-            // Month, day and minute: a shift spans midnight.
-            let at =
-                d.at.get(5..16)
-                    .map_or_else(|| d.at.clone(), |t| t.replace('T', " "));
-            Row {
-                line: Line::from(vec![
-                    Span::styled(format!("{} ", safe(&at)), theme.dim()),
-                    Span::raw(format!(
-                        "{:<room$} ",
-                        clip(&safe(d.by.as_deref().unwrap_or("?")), room)
-                    )),
-                    Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
-                    Span::styled(
-                        format!("{:<9} ", d.outcome.as_str()),
-                        outcome_style(theme, d.outcome),
-                    ),
-                    Span::raw(format!("{:<30} ", clip(&safe(&subject_text(app, d)), 30))),
-                    Span::styled(safe(d.note.as_deref().unwrap_or("")), theme.dim()),
-                ]),
-                marked: None,
-            }
-        })
-        .collect();
-    draw_list(frame, theme, list, rows, state.selected, title);
+    let row_at = |i: usize| {
+        let d = &decisions[i];
+        // Month, day and minute: a shift spans midnight.
+        let at =
+            d.at.get(5..16)
+                .map_or_else(|| d.at.clone(), |t| t.replace('T', " "));
+        Row {
+            line: Line::from(vec![
+                Span::styled(format!("{} ", safe(&at)), theme.dim()),
+                Span::raw(format!(
+                    "{:<room$} ",
+                    clip(&safe(d.by.as_deref().unwrap_or("?")), room)
+                )),
+                Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
+                Span::styled(
+                    format!("{:<9} ", d.outcome.as_str()),
+                    outcome_style(theme, d.outcome),
+                ),
+                Span::raw(format!("{:<30} ", clip(&safe(&subject_text(app, d)), 30))),
+                Span::styled(safe(d.note.as_deref().unwrap_or("")), theme.dim()),
+            ]),
+            marked: None,
+        }
+    };
+    draw_list(
+        frame,
+        theme,
+        list,
+        decisions.len(),
+        row_at,
+        state.selected,
+        title,
+    );
     draw_chain_line(frame, app, theme, list);
     if let Some(decision) = decisions.get(state.selected) {
         let mut lines = Vec::new();

@@ -45,29 +45,35 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     let room = usize::from(list.width)
         .saturating_sub(4 + 8 + 14)
         .clamp(10, 36);
-    let rows: Vec<Row> = entries
-        .iter()
-        .map(|e| {
-            let detail = match e.status() {
-                Status::Sent => e.provider_id().unwrap_or("").to_owned(),
-                _ => super::entry::error_line(e),
-            };
-            let claimed = e.claimed_at().get(..16).unwrap_or(e.claimed_at());
-            Row {
-                line: Line::from(vec![
-                    Span::styled(
-                        format!("{:<8}", e.status().as_str()),
-                        status_style(theme, e.status()),
-                    ),
-                    Span::styled(format!("{:<17}", safe(claimed)), theme.dim()),
-                    Span::raw(format!("{:<room$} ", clip(&safe(&entry_who(e)), room))),
-                    Span::styled(safe(&detail), theme.dim()),
-                ]),
-                marked: None,
-            }
-        })
-        .collect();
-    draw_list(frame, theme, list, rows, state.selected, title);
+    let row_at = |i: usize| {
+        let e = &entries[i];
+        let detail = match e.status() {
+            Status::Sent => e.provider_id().unwrap_or("").to_owned(),
+            _ => super::entry::error_line(e),
+        };
+        let claimed = e.claimed_at().get(..16).unwrap_or(e.claimed_at());
+        Row {
+            line: Line::from(vec![
+                Span::styled(
+                    format!("{:<8}", e.status().as_str()),
+                    status_style(theme, e.status()),
+                ),
+                Span::styled(format!("{:<17}", safe(claimed)), theme.dim()),
+                Span::raw(format!("{:<room$} ", clip(&safe(&entry_who(e)), room))),
+                Span::styled(safe(&detail), theme.dim()),
+            ]),
+            marked: None,
+        }
+    };
+    draw_list(
+        frame,
+        theme,
+        list,
+        entries.len(),
+        row_at,
+        state.selected,
+        title,
+    );
     if let Some(entry) = entries.get(state.selected) {
         super::entry::draw(frame, app, theme, detail, entry);
     }

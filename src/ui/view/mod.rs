@@ -157,6 +157,16 @@ pub fn hit(app: &App, column: u16, row: u16) -> Hit {
 }
 
 /// The first row a list of `height` rows shows, so the selection is in view.
+/// The indices of the rows a list of `total` in `area` shows with `selected` in view.
+fn rows_in_view(area: Rect, selected: usize, total: usize) -> std::ops::Range<usize> {
+    let height = usize::from(area.height.saturating_sub(2));
+    let start = list_start(selected, height);
+    let end = total.min(start.saturating_add(height));
+    // A selection past the end (the list shrank under it) shows nothing rather than
+    // a range that runs backwards.
+    start.min(end)..end
+}
+
 fn list_start(selected: usize, height: usize) -> usize {
     if height > 0 && selected >= height {
         selected + 1 - height
@@ -397,15 +407,18 @@ struct Row<'a> {
 /// A list of rows with the selected one marked by "▶" and reversed (so it shows
 /// without colour), scrolled to keep the selection in view, with its position and
 /// what is above and below at the bottom of the frame.
-fn draw_list(
+/// Only the rows in view are made (`row_at` is asked for each by its index): a list of
+/// five thousand unknown sends or three hundred drafts is drawn at the cost of a
+/// screenful.
+fn draw_list<'a>(
     frame: &mut Frame,
     theme: &Theme,
     area: Rect,
-    rows: Vec<Row>,
+    total: usize,
+    mut row_at: impl FnMut(usize) -> Row<'a>,
     selected: usize,
     title: String,
 ) {
-    let total = rows.len();
     let height = usize::from(area.height.saturating_sub(2));
     let start = list_start(selected, height);
     let above = start;
@@ -423,11 +436,8 @@ fn draw_list(
         .title_bottom(Line::from(Span::styled(position, theme.key())).right_aligned());
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let lines: Vec<Line> = rows
-        .into_iter()
-        .enumerate()
-        .skip(start)
-        .take(height)
+    let lines: Vec<Line> = rows_in_view(area, selected, total)
+        .map(|i| (i, row_at(i)))
         .map(|(i, row)| {
             let mark = match row.marked {
                 Some(true) => "● ",
@@ -570,4 +580,22 @@ fn history_lines<'a>(
 /// A badge: its words in brackets (so it reads without colour) and a style of its own.
 fn badge<'a>(text: &str, style: Style) -> Span<'a> {
     Span::styled(format!("[{text}]"), style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_screenful_of_rows_is_made_and_the_selection_is_in_it() {
+        let area = Rect::new(0, 0, 80, 12); // 10 rows inside the borders
+        assert_eq!(rows_in_view(area, 0, 5_000), 0..10);
+        assert_eq!(rows_in_view(area, 9, 5_000), 0..10);
+        assert_eq!(rows_in_view(area, 10, 5_000), 1..11);
+        assert_eq!(rows_in_view(area, 4_999, 5_000), 4_990..5_000);
+        assert_eq!(rows_in_view(area, 2, 3), 0..3);
+        // The list shrank under the selection: nothing, never a backwards range.
+        assert_eq!(rows_in_view(area, 40, 3), 3..3);
+        assert_eq!(rows_in_view(Rect::new(0, 0, 80, 1), 0, 3), 0..0);
+    }
 }

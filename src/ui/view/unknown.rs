@@ -40,44 +40,51 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     // Who and what first, cut so the age, attempt and marker columns still fit
     // (borders, the selection and mark columns take 6 columns, those columns 24).
     let room = usize::from(list.width).saturating_sub(6 + 24).clamp(12, 40);
-    let whos: Vec<String> = entries
+    // As wide as the longest in view: only the rows in view are made.
+    let in_view = super::rows_in_view(list, state.selected, entries.len());
+    let whos: Vec<String> = entries[in_view.clone()]
         .iter()
         .map(|e| clip(&safe(&entry_who(e)), room))
         .collect();
     let who_width = whos.iter().map(|w| w.chars().count()).max().unwrap_or(0);
-    let rows: Vec<Row> = entries
-        .iter()
-        .zip(whos)
-        .map(|(e, who)| {
-            let mut spans = vec![
-                Span::raw(format!("{who:<who_width$} ")),
-                Span::styled(format!("{:>7} ", age(app.now, e.claimed_at())), theme.dim()),
-                Span::raw(format!("#{} ", e.attempts())),
-            ];
-            if app.maybe_in_flight(e) {
-                spans.push(badge("in flight?", theme.badge_warn()));
-                spans.push(Span::raw(" "));
-            }
-            if let Some(mark) = app.verify_mark(e.key()) {
-                let style = match mark {
-                    RowMark::Happened => theme.ok(),
-                    RowMark::Inconclusive => theme.badge_warn(),
-                    _ => theme.badge_info(),
-                };
-                spans.push(badge(mark.label(), style));
-                spans.push(Span::raw(" "));
-            }
-            spans.push(Span::styled(
-                safe(&super::entry::error_line(e)),
-                theme.dim(),
-            ));
-            Row {
-                line: Line::from(spans),
-                marked: Some(state.marked.contains(e.key())),
-            }
-        })
-        .collect();
-    draw_list(frame, theme, list, rows, state.selected, title);
+    let row_at = |i: usize| {
+        let (e, who) = (&entries[i], &whos[i - in_view.start]);
+        let mut spans = vec![
+            Span::raw(format!("{who:<who_width$} ")),
+            Span::styled(format!("{:>7} ", age(app.now, e.claimed_at())), theme.dim()),
+            Span::raw(format!("#{} ", e.attempts())),
+        ];
+        if app.maybe_in_flight(e) {
+            spans.push(badge("in flight?", theme.badge_warn()));
+            spans.push(Span::raw(" "));
+        }
+        if let Some(mark) = app.verify_mark(e.key()) {
+            let style = match mark {
+                RowMark::Happened => theme.ok(),
+                RowMark::Inconclusive => theme.badge_warn(),
+                _ => theme.badge_info(),
+            };
+            spans.push(badge(mark.label(), style));
+            spans.push(Span::raw(" "));
+        }
+        spans.push(Span::styled(
+            safe(&super::entry::error_line(e)),
+            theme.dim(),
+        ));
+        Row {
+            line: Line::from(spans),
+            marked: Some(state.marked.contains(e.key())),
+        }
+    };
+    draw_list(
+        frame,
+        theme,
+        list,
+        entries.len(),
+        row_at,
+        state.selected,
+        title,
+    );
     if let Some(entry) = entries.get(state.selected) {
         super::entry::draw(frame, app, theme, detail, entry);
     }
