@@ -258,7 +258,7 @@ impl Entry {
 
     /// The entry as the Node library would write it: one line of JSON, no newline.
     pub fn to_json(&self) -> String {
-        jsjson::stringify(&Value::Object(self.fields.clone()))
+        jsjson::stringify_object(&self.fields)
     }
 }
 

@@ -47,6 +47,14 @@ pub fn stringify(value: &Value) -> String {
     out
 }
 
+/// [`stringify`] of an object, without making a value of it first (an entry is
+/// written on every claim and record, and copying its map cost as much as writing it).
+pub fn stringify_object(map: &serde_json::Map<String, Value>) -> String {
+    let mut out = String::with_capacity(256);
+    write_object(&mut out, map, None, 0);
+    out
+}
+
 /// `JSON.stringify(value, null, 2)`.
 pub fn stringify_pretty(value: &Value) -> String {
     let mut out = String::new();
@@ -201,28 +209,46 @@ fn write_value(out: &mut String, value: &Value, indent: Option<&str>, depth: usi
             newline(out, indent, depth);
             out.push(']');
         }
-        Value::Object(map) => {
-            if map.is_empty() {
-                out.push_str("{}");
-                return;
-            }
-            out.push('{');
-            for (i, (key, item)) in property_order(map).into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, indent, depth + 1);
-                push_quoted_str(out, key);
-                out.push(':');
-                if indent.is_some() {
-                    out.push(' ');
-                }
-                write_value(out, item, indent, depth + 1);
-            }
-            newline(out, indent, depth);
-            out.push('}');
+        Value::Object(map) => write_object(out, map, indent, depth),
+    }
+}
+
+fn write_object(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    indent: Option<&str>,
+    depth: usize,
+) {
+    if map.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    let mut member = |i: usize, key: &str, item: &Value| {
+        if i > 0 {
+            out.push(',');
+        }
+        newline(out, indent, depth + 1);
+        push_quoted_str(out, key);
+        out.push(':');
+        if indent.is_some() {
+            out.push(' ');
+        }
+        write_value(out, item, indent, depth + 1);
+    };
+    // Most objects have no key that is an array index: their order is the map's, and
+    // no list of members is made to sort.
+    if map.keys().any(|key| array_index(key).is_some()) {
+        for (i, (key, item)) in property_order(map).into_iter().enumerate() {
+            member(i, key, item);
+        }
+    } else {
+        for (i, (key, item)) in map.iter().enumerate() {
+            member(i, key, item);
         }
     }
+    newline(out, indent, depth);
+    out.push('}');
 }
 
 /// Lists at least this long are written on every core (see `write_value`).

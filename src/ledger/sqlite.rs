@@ -242,21 +242,17 @@ impl Drop for SqliteStore {
 }
 
 enum WriteOp {
-    Claim(Entry),
-    Transition {
-        current: Entry,
-        next: Entry,
-    },
+    Claim(EntryRow),
+    Transition(Change),
     /// A transition and its decision, in one transaction.
     TransitionDecided {
-        current: Entry,
-        next: Entry,
+        change: Change,
         decision: Decision,
     },
     AppendDecision(Decision),
     /// A claim and its decision, in one transaction.
     ClaimDecided {
-        entry: Entry,
+        row: EntryRow,
         decision: Decision,
     },
     /// `gc`: each row is deleted only if it still has the status and update time it
@@ -266,6 +262,48 @@ enum WriteOp {
     /// through the same single writer. It may run in a batch with other writes, inside
     /// its own savepoint.
     Work(Work),
+}
+
+/// An entry as its row's columns. Made on the caller's thread: the one writer thread
+/// is what concurrent senders queue on, so it only runs SQLite.
+struct EntryRow {
+    key: String,
+    status: &'static str,
+    entry: String,
+    claimed_at: String,
+    updated_at: String,
+}
+
+impl EntryRow {
+    fn of(entry: &Entry) -> EntryRow {
+        EntryRow {
+            key: column_key(entry.key()).into_owned(),
+            status: entry.status().as_str(),
+            entry: entry.to_json(),
+            claimed_at: entry.claimed_at().to_owned(),
+            updated_at: entry.updated_at().unwrap_or(entry.claimed_at()).to_owned(),
+        }
+    }
+}
+
+/// A transition: the row it writes, and what the row must still hold (the claim that
+/// was read, see `Store::transition`).
+struct Change {
+    next: EntryRow,
+    status: &'static str,
+    claimed_at: String,
+    attempts: rusqlite::types::Value,
+}
+
+impl Change {
+    fn of(current: &Entry, next: &Entry) -> Change {
+        Change {
+            next: EntryRow::of(next),
+            status: current.status().as_str(),
+            claimed_at: current.claimed_at().to_owned(),
+            attempts: attempts_param(current),
+        }
+    }
 }
 
 type Work = Box<dyn Fn(&Connection) -> rusqlite::Result<Box<dyn Any + Send>> + Send>;
@@ -469,7 +507,7 @@ impl Store for SqliteStore {
 
     async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
         Ok(self
-            .write(WriteOp::Claim(entry.clone()), Durability::Now)
+            .write(WriteOp::Claim(EntryRow::of(entry)), Durability::Now)
             .await?
             > 0)
     }
@@ -480,10 +518,7 @@ impl Store for SqliteStore {
         next: &Entry,
         durability: Durability,
     ) -> Result<bool, StoreError> {
-        let op = WriteOp::Transition {
-            current: current.clone(),
-            next: next.clone(),
-        };
+        let op = WriteOp::Transition(Change::of(current, next));
         Ok(self.write(op, durability).await? > 0)
     }
 
@@ -679,8 +714,7 @@ impl Store for SqliteStore {
         decision: &Decision,
     ) -> Result<bool, StoreError> {
         let op = WriteOp::TransitionDecided {
-            current: current.clone(),
-            next: next.clone(),
+            change: Change::of(current, next),
             decision: decision.clone(),
         };
         Ok(self.write(op, Durability::Now).await? > 0)
@@ -688,7 +722,7 @@ impl Store for SqliteStore {
 
     async fn claim_decided(&self, entry: &Entry, decision: &Decision) -> Result<bool, StoreError> {
         let op = WriteOp::ClaimDecided {
-            entry: entry.clone(),
+            row: EntryRow::of(entry),
             decision: decision.clone(),
         };
         Ok(self.write(op, Durability::Now).await? > 0)
@@ -1625,22 +1659,18 @@ fn apply(conn: &Connection, op: &WriteOp) -> rusqlite::Result<Reply> {
 fn apply_rows(conn: &Connection, op: &WriteOp) -> rusqlite::Result<u64> {
     match op {
         WriteOp::Work(_) => Ok(0),
-        WriteOp::Claim(entry) => claim(conn, entry),
-        WriteOp::Transition { current, next } => transition(conn, current, next),
-        WriteOp::TransitionDecided {
-            current,
-            next,
-            decision,
-        } => {
-            let changed = transition(conn, current, next)?;
+        WriteOp::Claim(row) => claim(conn, row),
+        WriteOp::Transition(change) => transition(conn, change),
+        WriteOp::TransitionDecided { change, decision } => {
+            let changed = transition(conn, change)?;
             if changed > 0 {
                 insert_decision(conn, decision)?;
             }
             Ok(changed)
         }
         WriteOp::AppendDecision(decision) => insert_decision(conn, decision).map(|_| 1),
-        WriteOp::ClaimDecided { entry, decision } => {
-            let changed = claim(conn, entry)?;
+        WriteOp::ClaimDecided { row, decision } => {
+            let changed = claim(conn, row)?;
             if changed > 0 {
                 insert_decision(conn, decision)?;
             }
@@ -1695,44 +1725,43 @@ pub(crate) fn insert_decision(conn: &Connection, decision: &Decision) -> rusqlit
 }
 
 /// Inserts `entry` unless its key has one: 1 when it did.
-fn claim(conn: &Connection, entry: &Entry) -> rusqlite::Result<u64> {
+fn claim(conn: &Connection, row: &EntryRow) -> rusqlite::Result<u64> {
     let changed = conn
         .prepare_cached(
             "INSERT INTO send_once (key, status, entry, claimed_at, updated_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO NOTHING",
         )?
         .execute(params![
-            column_key(entry.key()),
-            entry.status().as_str(),
-            entry.to_json(),
-            entry.claimed_at(),
-            entry.updated_at().unwrap_or(entry.claimed_at()),
+            row.key,
+            row.status,
+            row.entry,
+            row.claimed_at,
+            row.updated_at,
         ])?;
     Ok(changed as u64)
 }
 
-fn transition(conn: &Connection, current: &Entry, next: &Entry) -> rusqlite::Result<u64> {
-    {
-        // The Node statement, plus the claim's time and attempt count, so that only
-        // the claim that was read can be replaced (see `Store::transition`).
-        let changed = conn
-            .prepare_cached(
-                "UPDATE send_once SET status = ?3, entry = ?4, claimed_at = ?5, updated_at = ?6 \
-                     WHERE key = ?1 AND status = ?2 AND claimed_at = ?7 \
-                     AND json_extract(entry, '$.attempts') IS ?8",
-            )?
-            .execute(params![
-                column_key(next.key()),
-                current.status().as_str(),
-                next.status().as_str(),
-                next.to_json(),
-                next.claimed_at(),
-                next.updated_at().unwrap_or(next.claimed_at()),
-                current.claimed_at(),
-                attempts_param(current),
-            ])?;
-        Ok(changed as u64)
-    }
+fn transition(conn: &Connection, change: &Change) -> rusqlite::Result<u64> {
+    // The Node statement, plus the claim's time and attempt count, so that only the
+    // claim that was read can be replaced (see `Store::transition`).
+    let next = &change.next;
+    let changed = conn
+        .prepare_cached(
+            "UPDATE send_once SET status = ?3, entry = ?4, claimed_at = ?5, updated_at = ?6 \
+                 WHERE key = ?1 AND status = ?2 AND claimed_at = ?7 \
+                 AND json_extract(entry, '$.attempts') IS ?8",
+        )?
+        .execute(params![
+            next.key,
+            change.status,
+            next.status,
+            next.entry,
+            next.claimed_at,
+            next.updated_at,
+            change.claimed_at,
+            change.attempts,
+        ])?;
+    Ok(changed as u64)
 }
 
 /// The `key` column for a key: its UTF-8, with a lone surrogate as U+FFFD, which is
@@ -1855,7 +1884,7 @@ mod tests {
 
         let claim = Entry::claim("k", "2026-09-27T10:00:00.000Z", None);
         let mut state = None;
-        let batch = [job(WriteOp::Claim(claim.clone()), Durability::Now)];
+        let batch = [job(WriteOp::Claim(EntryRow::of(&claim)), Durability::Now)];
         let results = commit_batch(&conn, &batch, true, &mut state).expect("commit");
         assert!(matches!(results[..], [Ok(Reply::Rows(1))]));
         assert_eq!(synchronous(&conn), 2, "FULL");
@@ -1863,10 +1892,7 @@ mod tests {
         let mut sent = claim.clone();
         sent.set_status(Status::Sent);
         let batch = [job(
-            WriteOp::Transition {
-                current: claim,
-                next: sent,
-            },
+            WriteOp::Transition(Change::of(&claim, &sent)),
             Durability::Lazy,
         )];
         let results = commit_batch(&conn, &batch, false, &mut state).expect("commit");
@@ -1904,7 +1930,7 @@ mod tests {
 
         // A transition whose decision cannot be logged does not happen either.
         let claim = Entry::claim("k", "2026-09-27T10:00:00.000Z", None);
-        let batch = [job(WriteOp::Claim(claim.clone()), Durability::Now)];
+        let batch = [job(WriteOp::Claim(EntryRow::of(&claim)), Durability::Now)];
         commit_batch(&conn, &batch, true, &mut None).expect("commit");
         conn.execute_batch(
             "CREATE TRIGGER refuse BEFORE INSERT ON send_once_decisions \
@@ -1926,8 +1952,7 @@ mod tests {
         };
         let batch = [job(
             WriteOp::TransitionDecided {
-                current: claim,
-                next: sent,
+                change: Change::of(&claim, &sent),
                 decision,
             },
             Durability::Now,
@@ -1965,10 +1990,14 @@ mod tests {
         migrate(&path, &conn).expect("migrate");
         let a = Entry::claim("a", "2026-09-27T10:00:00.000Z", None);
         let batch = [
-            job(WriteOp::Claim(a.clone()), Durability::Now),
-            job(WriteOp::Claim(a), Durability::Now),
+            job(WriteOp::Claim(EntryRow::of(&a)), Durability::Now),
+            job(WriteOp::Claim(EntryRow::of(&a)), Durability::Now),
             job(
-                WriteOp::Claim(Entry::claim("b", "2026-09-27T10:00:00.000Z", None)),
+                WriteOp::Claim(EntryRow::of(&Entry::claim(
+                    "b",
+                    "2026-09-27T10:00:00.000Z",
+                    None,
+                ))),
                 Durability::Now,
             ),
         ];
