@@ -416,18 +416,18 @@ fn index_range(
     file: &File,
     range: std::ops::Range<u64>,
     claim_times: bool,
+    hasher: &foldhash::fast::RandomState,
 ) -> std::io::Result<Index> {
     // Lines of a real ledger are a few hundred bytes, and the Node library writes two
     // for most keys: sizing the table for one key per 512 bytes spares rehashing it as
-    // it grows, at 5 bytes a slot, without holding twice what it needs. The first part
-    // takes in the others' keys (see `merge`), so it is sized for the whole file: one
-    // table of that size, rather than a rehash into it with the old one still held.
-    let span = if range.start == 0 {
-        file.metadata()?.len().min(range.end)
-    } else {
-        range.end - range.start
-    };
-    let mut index = Index::new((span / 512).min(1 << 26) as usize);
+    // it grows, at 5 bytes a slot, without holding twice what it needs. Each part's
+    // table holds only its own keys (see `merge_parts`), so it is sized for its span.
+    let span = file
+        .metadata()?
+        .len()
+        .min(range.end)
+        .saturating_sub(range.start);
+    let mut index = Index::new((span / 512).min(1 << 26) as usize, hasher.clone());
     // A send's lines mostly follow one another (its claim, then how it ended), with
     // the same key and claim time: the last line's are kept, so that the next line for
     // that key is placed without its key being decoded and looked up, or its claim
@@ -715,6 +715,8 @@ impl<'a> IntoIterator for &'a Slots {
 struct Index {
     slots: Slots,
     keys: Keys,
+    /// Slot numbers by key, while the index is built; emptied once it is (nothing
+    /// looks a key up in a finished index, and it is several MiB).
     table: HashTable<u32>,
     hasher: foldhash::fast::RandomState,
     skipped: u64,
@@ -725,56 +727,28 @@ struct Index {
 }
 
 impl Index {
-    fn new(expected_keys: usize) -> Index {
+    /// An index whose table is hashed by `hasher`: the parts of one read share theirs,
+    /// so that a key's hash is the same in each (see [`merge_parts`]).
+    fn new(expected_keys: usize, hasher: foldhash::fast::RandomState) -> Index {
         Index {
             slots: Slots::default(),
             keys: Keys::default(),
             table: HashTable::with_capacity(expected_keys),
-            hasher: foldhash::fast::RandomState::default(),
+            hasher,
             skipped: 0,
             overflow: false,
             buf: Vec::new(),
         }
     }
 
-    /// Takes in the index of the part of the file that follows this one's, freeing
-    /// its blocks as they are taken in: the two whole indexes are never held at once.
-    fn absorb(&mut self, later: Index) {
-        self.skipped += later.skipped;
-        self.overflow |= later.overflow;
-        // One rehash now rather than several as it fills.
-        let (slots, keys, hasher) = (&self.slots, &self.keys, &self.hasher);
-        self.table.reserve(later.slots.len(), |&j| {
-            let slot = &slots[j as usize];
-            hasher.hash_one((keys.get(slot.key_at, slot.key_len), slot.key_len))
-        });
-        let Index {
-            slots: later_slots,
-            keys: later_keys,
-            ..
-        } = later;
-        let mut key_blocks: Vec<Option<Vec<u8>>> =
-            later_keys.blocks.into_iter().map(Some).collect();
-        let mut freed = 0usize;
-        for block in later_slots.blocks {
-            for slot in &block {
-                let key_block = (slot.key_at >> 20) as usize;
-                // Keys were stored in slot order: the blocks before this key's are done.
-                while freed < key_block {
-                    key_blocks[freed] = None;
-                    freed += 1;
-                }
-                let Some(Some(bytes)) = key_blocks.get(key_block) else {
-                    // Never so for a key stored by `Keys::push`; if it were, the key
-                    // would be lost from the index, so the read fails instead.
-                    self.overflow = true;
-                    continue;
-                };
-                let at = (slot.key_at & (KEY_BLOCK as u32 - 1)) as usize;
-                let key = &bytes[at..at + (slot.key_len & !KEY_HEX) as usize];
-                self.upsert_stored(key, slot.key_len, *slot);
-            }
-        }
+    /// The slot of a key (as stored, with its hash) in this index.
+    fn find_stored(&self, hash: u64, key: &[u8], key_len: u32) -> Option<u32> {
+        self.table
+            .find(hash, |&i| {
+                let slot = &self.slots[i as usize];
+                slot.key_len == key_len && self.keys.get(slot.key_at, slot.key_len) == key
+            })
+            .copied()
     }
 
     fn key(&self, slot: &Slot) -> Cow<'_, str> {
@@ -850,6 +824,146 @@ impl Index {
             }
         }
     }
+}
+
+/// A key of a later part that an earlier part holds too: its slot `j` in the later
+/// part, and `at`, its slot in part `home`, the first part that holds it.
+#[derive(Clone, Copy)]
+struct Seen {
+    j: u32,
+    home: u32,
+    at: u32,
+}
+
+/// The index of the whole file from the indexes of its parts (in file order, hashed
+/// by one hasher), as if it had been read in one pass: the keys in the order they
+/// first appear, each with its newest line, a later part's line replacing an earlier
+/// one's as a later line does.
+///
+/// A key's place is its first part's, so the whole index is the first part's slots,
+/// then each later part's slots for keys no earlier part holds. Finding those keys is
+/// the only lookup, read-only, and is done on every core (see [`seen_before`]); what
+/// is left is a copy of the later parts' slots. The parts' tables are dropped: the
+/// whole index never needs one, and so never holds one as large as the file's keys.
+fn merge_parts(parts: Vec<Index>) -> Index {
+    let seen = seen_before(&parts);
+    let mut parts = parts;
+    // In file order, so the last part that has a line for a key gives it its line.
+    for (k, seen) in seen.iter().enumerate() {
+        let (earlier, later) = parts.split_at_mut(k + 1);
+        let later = &later[0];
+        for s in seen {
+            let line = later.slots[s.j as usize];
+            earlier[s.home as usize].update(s.at, line);
+        }
+    }
+    let mut parts = parts.into_iter();
+    let Some(mut index) = parts.next() else {
+        return Index::new(0, foldhash::fast::RandomState::default());
+    };
+    index.table = HashTable::new();
+    for (part, seen) in parts.zip(seen) {
+        index.skipped += part.skipped;
+        index.overflow |= part.overflow;
+        let base = index.keys.blocks.len();
+        if base + part.keys.blocks.len() > KEY_BLOCKS {
+            index.overflow = true;
+            break;
+        }
+        index.keys.blocks.extend(part.keys.blocks);
+        // Its keys now follow the ones before them: block numbers move up by `base`.
+        let moved = (base as u32) << 20;
+        let mut seen = seen.iter().map(|s| s.j as usize).peekable();
+        let mut j = 0usize;
+        // Each block of the part's slots is freed once copied.
+        for block in part.slots.blocks {
+            for slot in &block {
+                if seen.next_if_eq(&j).is_none() {
+                    index.slots.push(Slot {
+                        key_at: slot.key_at + moved,
+                        ..*slot
+                    });
+                }
+                j += 1;
+            }
+        }
+    }
+    if u32::try_from(index.slots.len()).is_err() {
+        index.overflow = true;
+    }
+    index
+}
+
+/// For each part after the first, its keys that an earlier part holds, in slot order.
+/// The later parts' slots are split evenly over the cores, each looking its keys up
+/// in the earlier parts' tables, which nothing changes meanwhile.
+fn seen_before(parts: &[Index]) -> Vec<Vec<Seen>> {
+    let later = parts.get(1..).unwrap_or_default();
+    // Every later slot, as (part, slot) in file order, cut into one run per core.
+    let total: usize = later.iter().map(|p| p.slots.len()).sum();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let per_core = total.div_ceil(cores).max(1);
+    let mut runs: Vec<Vec<(usize, std::ops::Range<usize>)>> = Vec::new();
+    let (mut run, mut room) = (Vec::new(), per_core);
+    for (k, part) in later.iter().enumerate() {
+        let mut from = 0;
+        while from < part.slots.len() {
+            let to = part.slots.len().min(from + room);
+            run.push((k + 1, from..to));
+            room -= to - from;
+            from = to;
+            if room == 0 {
+                runs.push(std::mem::take(&mut run));
+                room = per_core;
+            }
+        }
+    }
+    if !run.is_empty() {
+        runs.push(run);
+    }
+    let look_up = |run: &[(usize, std::ops::Range<usize>)]| -> Vec<(usize, Vec<Seen>)> {
+        run.iter()
+            .map(|(k, js)| {
+                let part = &parts[*k];
+                let mut seen = Vec::new();
+                for j in js.clone() {
+                    let slot = &part.slots[j];
+                    let key = part.keys.get(slot.key_at, slot.key_len);
+                    let hash = part.hasher.hash_one((key, slot.key_len));
+                    let found = parts[..*k].iter().enumerate().find_map(|(home, earlier)| {
+                        let at = earlier.find_stored(hash, key, slot.key_len)?;
+                        Some(Seen {
+                            j: j as u32,
+                            home: home as u32,
+                            at,
+                        })
+                    });
+                    seen.extend(found);
+                }
+                (*k, seen)
+            })
+            .collect()
+    };
+    let found: Vec<Vec<(usize, Vec<Seen>)>> = if runs.len() <= 1 {
+        runs.iter().map(|run| look_up(run)).collect()
+    } else {
+        std::thread::scope(|scope| {
+            let look_up = &look_up;
+            let workers: Vec<_> = runs
+                .iter()
+                .map(|run| scope.spawn(move || look_up(run)))
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    let mut seen: Vec<Vec<Seen>> = vec![Vec::new(); later.len()];
+    for (k, part_seen) in found.into_iter().flatten() {
+        seen[k - 1].extend(part_seen);
+    }
+    seen
 }
 
 /// What one line is, read cheaply: only the three fields that make it an entry
@@ -1249,17 +1363,18 @@ impl Files {
         results.into_iter().map(|r| r.map_err(io)).collect()
     }
 
-    /// Every key's current line. `claim_times` also parses each claim time (for
-    /// ordering pages), which costs a little per line.
     /// Every key's current line. The file is read in parts, one per core (see
     /// `in_parts`), each indexed on its own thread, then merged in file order: a
     /// later part's line for a key replaces an earlier one's, as a later line does.
     /// `claim_times` also parses each claim time (for ordering pages).
     fn index(&self, claim_times: bool) -> Result<Index, StoreError> {
         let Some(file) = self.open_for_reading()? else {
-            return Ok(Index::new(0));
+            return Ok(Index::new(0, foldhash::fast::RandomState::default()));
         };
-        let parts = self.in_parts(&file, |file, range| index_range(file, range, claim_times))?;
+        let hasher = foldhash::fast::RandomState::default();
+        let parts = self.in_parts(&file, |file, range| {
+            index_range(file, range, claim_times, &hasher)
+        })?;
         self.merge(parts)
     }
 
@@ -1292,11 +1407,7 @@ impl Files {
     }
 
     fn merge(&self, parts: Vec<Index>) -> Result<Index, StoreError> {
-        let mut parts = parts.into_iter();
-        let mut index = parts.next().unwrap_or_else(|| Index::new(0));
-        for later in parts {
-            index.absorb(later);
-        }
+        let index = merge_parts(parts);
         if index.overflow {
             return Err(self.io_error(
                 &self.path,
@@ -1311,25 +1422,54 @@ impl Files {
         Ok(index)
     }
 
-    /// The entries on the given lines, in the order given.
+    /// The entries on the given lines, in the order given. Each is parsed in full
+    /// (some microseconds), so thousands of them are shared out over the cores.
     fn read_entries(&self, slots: &[&Slot]) -> Result<Vec<Entry>, StoreError> {
         if slots.is_empty() {
             return Ok(Vec::new());
         }
         let file = File::open(&self.path).map_err(|e| self.io_error(&self.path, e))?;
-        let mut buf = Vec::new();
-        slots
-            .iter()
-            .map(|slot| {
-                buf.resize(slot.len as usize, 0);
-                file.read_exact_at(&mut buf, slot.offset)
-                    .map_err(|e| self.io_error(&self.path, e))?;
-                parse_entry(&decode(&buf)).ok_or_else(|| StoreError::Corrupt {
-                    ledger: ledger_at(&self.path),
-                    detail: format!("the line at byte {} changed while it was read", slot.offset),
+        let read = |slots: &[&Slot]| -> Result<Vec<Entry>, StoreError> {
+            let mut buf = Vec::new();
+            slots
+                .iter()
+                .map(|slot| {
+                    buf.resize(slot.len as usize, 0);
+                    file.read_exact_at(&mut buf, slot.offset)
+                        .map_err(|e| self.io_error(&self.path, e))?;
+                    parse_entry(&decode(&buf)).ok_or_else(|| StoreError::Corrupt {
+                        ledger: ledger_at(&self.path),
+                        detail: format!(
+                            "the line at byte {} changed while it was read",
+                            slot.offset
+                        ),
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        };
+        // Below this a thread costs more than it saves.
+        const PER_THREAD: usize = 512;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let threads = cores.min(slots.len() / PER_THREAD).max(1);
+        if threads == 1 {
+            return read(slots);
+        }
+        let read = &read;
+        let chunks: Vec<Result<Vec<Entry>, StoreError>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = slots
+                .chunks(slots.len().div_ceil(threads))
+                .map(|chunk| scope.spawn(move || read(chunk)))
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut entries = Vec::with_capacity(slots.len());
+        for chunk in chunks {
+            entries.extend(chunk?);
+        }
+        Ok(entries)
     }
 
     fn transition_locked(&self, current: &Entry, next: &Entry) -> Result<bool, StoreError> {
@@ -1911,7 +2051,7 @@ mod tests {
 
         let store = JsonlStore::open(&path, Access::ReadWrite).unwrap();
         let file = File::open(&path).unwrap();
-        let whole = index_range(&file, 0..text.len() as u64, true).unwrap();
+        let whole = index_range(&file, 0..text.len() as u64, true, &Default::default()).unwrap();
         let summary = |index: &Index| -> Vec<(String, Status, u64, u32, i64)> {
             index
                 .slots
@@ -1929,11 +2069,12 @@ mod tests {
         };
         assert_eq!(whole.skipped, 20_000 / 97 + 1 + 1);
         assert_eq!(whole.slots.len(), 30_000);
+        let hasher = foldhash::fast::RandomState::default();
         for n in [2, 3, 5] {
             let parts = store
                 .inner
                 .in_n_parts(&file, text.len() as u64, n, |file, range| {
-                    index_range(file, range, true)
+                    index_range(file, range, true, &hasher)
                 })
                 .and_then(|parts| store.inner.merge(parts))
                 .unwrap();
@@ -1979,7 +2120,7 @@ mod tests {
         let text: String = lines.concat();
         std::fs::write(&path, &text).unwrap();
         let file = File::open(&path).unwrap();
-        let index = index_range(&file, 0..text.len() as u64, true).unwrap();
+        let index = index_range(&file, 0..text.len() as u64, true, &Default::default()).unwrap();
         let start = |n: usize| lines[..n].concat().len() as u64;
         let found: Vec<(String, Status, u64, i64)> = index
             .slots
@@ -2072,5 +2213,88 @@ mod tests {
         }
         // The digits that may change and stay a time: most of them, to some digits.
         assert!(read > 100, "{read}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+        /// Parts cut anywhere (inside long lines, between a key's lines, a part with
+        /// no entry or no line at all) merge to the index of one pass over the file:
+        /// the same keys in the same order, each with its newest line, and the same
+        /// skipped count.
+        #[test]
+        fn parts_cut_anywhere_merge_to_the_index_of_one_pass(
+            lines in proptest::collection::vec((0u64..14, 0u8..6, 0usize..3, 0usize..400), 1..150),
+            cuts in proptest::collection::vec(0u64..1_000_000, 0..8),
+            torn_tail in proptest::bool::ANY,
+        ) {
+            let key = |id: u64| match id {
+                // Node accepts an empty key.
+                13 => String::new(),
+                _ if id.is_multiple_of(2) => format!("k{id}"),
+                // Lowercase hex, kept as the bytes it spells.
+                _ => format!("{:032x}", id.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            };
+            let times = ["2026-09-20T08:00:00.000Z", "2026-09-21T08:00:00.000Z", "x"];
+            let mut text = String::new();
+            for &(id, kind, at, pad) in &lines {
+                let status = match kind {
+                    0 | 1 => "pending",
+                    2 => "sent",
+                    3 => "failed",
+                    4 => {
+                        text.push_str("{\"torn\":\n");
+                        continue;
+                    }
+                    _ => {
+                        text.push_str("  \n");
+                        continue;
+                    }
+                };
+                text.push_str(&format!(
+                    "{{\"key\":\"{}\",\"status\":\"{status}\",\"claimedAt\":\"{}\",\"pad\":\"{}\"}}\n",
+                    key(id),
+                    times[at],
+                    "p".repeat(pad)
+                ));
+            }
+            if torn_tail {
+                text.push_str("{\"key\":\"k0\",\"status\":\"se");
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("cut.jsonl");
+            std::fs::write(&path, &text).unwrap();
+            let file = File::open(&path).unwrap();
+            let len = text.len() as u64;
+            // Each cut moves on to the start of the next line, as `line_aligned_ranges`
+            // moves its split points.
+            let mut starts: Vec<u64> = cuts
+                .iter()
+                .map(|&c| {
+                    let at = (c * len / 1_000_000) as usize;
+                    text[at..].find('\n').map_or(len, |n| (at + n + 1) as u64)
+                })
+                .collect();
+            starts.push(0);
+            starts.push(len);
+            starts.sort_unstable();
+            starts.dedup();
+            let hasher = foldhash::fast::RandomState::default();
+            let parts: Vec<Index> = starts
+                .windows(2)
+                .map(|w| index_range(&file, w[0]..w[1], true, &hasher).unwrap())
+                .collect();
+            let merged = merge_parts(parts);
+            let whole = index_range(&file, 0..len, true, &hasher).unwrap();
+            let summary = |index: &Index| -> Vec<(String, Status, u64, u32, i64)> {
+                index
+                    .slots
+                    .iter()
+                    .map(|s| (index.key(s).into_owned(), s.status, s.offset, s.len, s.claimed_ms))
+                    .collect()
+            };
+            proptest::prop_assert!(!merged.overflow);
+            proptest::prop_assert_eq!(merged.skipped, whole.skipped);
+            proptest::prop_assert_eq!(summary(&merged), summary(&whole));
+        }
     }
 }
