@@ -1447,29 +1447,18 @@ impl Files {
                 })
                 .collect()
         };
-        // Below this a thread costs more than it saves.
-        const PER_THREAD: usize = 512;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        let threads = cores.min(slots.len() / PER_THREAD).max(1);
-        if threads == 1 {
+        // Read and parsed on every core, a chunk (and its buffer) at a time, in order;
+        // below one chunk a hand-off costs more than it saves.
+        const CHUNK: usize = 512;
+        if slots.len() <= CHUNK {
             return read(slots);
         }
-        let read = &read;
-        let chunks: Vec<Result<Vec<Entry>, StoreError>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = slots
-                .chunks(slots.len().div_ceil(threads))
-                .map(|chunk| scope.spawn(move || read(chunk)))
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        let mut entries = Vec::with_capacity(slots.len());
-        for chunk in chunks {
-            entries.extend(chunk?);
-        }
-        Ok(entries)
+        use rayon::prelude::*;
+        let chunks: Vec<Vec<Entry>> = slots
+            .par_chunks(CHUNK)
+            .map(read)
+            .collect::<Result<_, StoreError>>()?;
+        Ok(chunks.into_iter().flatten().collect())
     }
 
     fn transition_locked(&self, current: &Entry, next: &Entry) -> Result<bool, StoreError> {

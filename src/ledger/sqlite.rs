@@ -601,11 +601,7 @@ impl Store for SqliteStore {
         // Side by side, each on its own connection and core: at a million entries the
         // count's page walk and the pending rows' lookups cost about the same. The rows
         // are parsed on their reading thread too, while the count still runs.
-        let pending = self.read(|conn| {
-            let rows = rows_with_status(conn, Status::Pending)?;
-            Ok(Census::of_pending_rows(rows))
-        });
-        let (mut census, pending) = tokio::try_join!(self.counts(), pending)?;
+        let (mut census, pending) = tokio::try_join!(self.counts(), self.pending_parsed())?;
         census.pending_entries = pending.pending_entries;
         census.unreadable = pending.unreadable;
         Ok(census)
@@ -616,13 +612,7 @@ impl Store for SqliteStore {
     }
 
     async fn pending(&self) -> Result<(Vec<Entry>, Vec<UnreadableRow>), StoreError> {
-        // Parsed on the reading thread, on every core (see `Census::of_pending_rows`).
-        let mut pending = self
-            .read(|conn| {
-                let rows = rows_with_status(conn, Status::Pending)?;
-                Ok(Census::of_pending_rows(rows))
-            })
-            .await?;
+        let mut pending = self.pending_parsed().await?;
         pending
             .pending_entries
             .retain(|entry| entry.status() == Status::Pending);
@@ -890,6 +880,16 @@ impl Store for SqliteStore {
 }
 
 impl SqliteStore {
+    /// Every pending row's entry (or the row named as unreadable), oldest claim first,
+    /// parsed on the reading thread, on every core (see `Census::of_pending_rows`).
+    async fn pending_parsed(&self) -> Result<Census, StoreError> {
+        self.read(|conn| {
+            let rows = rows_with_status(conn, Status::Pending)?;
+            Ok(Census::of_pending_rows(rows))
+        })
+        .await
+    }
+
     /// Every pending row's key and entry text, oldest claim first.
     async fn pending_rows(&self) -> Result<Vec<(String, String)>, StoreError> {
         self.read(|conn| rows_with_status(conn, Status::Pending))
