@@ -304,8 +304,8 @@ impl Draft {
     /// characters that would act on a terminal or hide or reorder text: approving it
     /// asks for an explicit confirmation. Line breaks and tabs are ordinary in a body.
     pub fn suspicious(&self) -> bool {
-        self.current_payload()
-            .is_some_and(|payload| strings_hold_suspicious(&payload))
+        self.current()
+            .is_some_and(|current| payload_text_suspicious(&current.payload))
     }
 
     /// The current revision's payload as a JSON value.
@@ -390,6 +390,18 @@ impl Draft {
         );
         Value::Object(out)
     }
+}
+
+/// Whether a payload's JSON text holds a suspicious string ([`Draft::suspicious`]).
+fn payload_text_suspicious(payload: &str) -> bool {
+    // Asked for every row the queue draws, every frame: a payload of printable ASCII
+    // without a single escape holds its strings as written, so none of them can hold
+    // what is looked for, and it is not parsed.
+    let plain = |b: &u8| matches!(b, b'\n' | b'\t' | 0x20..=0x7e) && *b != b'\\';
+    if payload.as_bytes().iter().all(plain) {
+        return false;
+    }
+    canonical::parse_json(payload).is_ok_and(|payload| strings_hold_suspicious(&payload.to_serde()))
 }
 
 fn strings_hold_suspicious(value: &Value) -> bool {
@@ -1873,7 +1885,38 @@ impl Review {
 
 #[cfg(test)]
 mod tests {
-    use super::duplicate_name;
+    use super::{canonical, duplicate_name, payload_text_suspicious, strings_hold_suspicious};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_payload_is_suspicious_exactly_when_a_parsed_string_is(
+            text in any::<String>(),
+            plain in "[ -~]{0,12}",
+            raw in prop::bool::ANY,
+        ) {
+            let mut payload = serde_json::to_string(
+                &serde_json::json!({ "body": text, text.clone(): plain }),
+            )
+            .unwrap();
+            if raw {
+                // Written by hand rather than by serde: a character left unescaped.
+                payload = format!("{{\"body\":\"{plain}{text}\"}}");
+            }
+            let parsed = canonical::parse_json(&payload)
+                .is_ok_and(|value| strings_hold_suspicious(&value.to_serde()));
+            prop_assert_eq!(payload_text_suspicious(&payload), parsed, "{:?}", payload);
+        }
+    }
+
+    #[test]
+    fn an_escaped_control_character_is_found_behind_its_escape() {
+        assert!(payload_text_suspicious(r#"{"body":"hi \u001b[2J"}"#));
+        assert!(payload_text_suspicious(r#"{"body":"a\rb"}"#));
+        assert!(!payload_text_suspicious(r#"{"body":"line\none\ttab"}"#));
+        assert!(!payload_text_suspicious(r#"{"body":"plain text, ok"}"#));
+        assert!(payload_text_suspicious("{\"body\":\"zero\u{200b}width\"}"));
+    }
 
     #[test]
     fn a_name_twice_in_one_object_is_found_at_any_depth() {

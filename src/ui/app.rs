@@ -1270,14 +1270,19 @@ impl App {
 
     /// Marks of what no longer is listed (settled, decided, gone) are dropped.
     fn prune_marks(&mut self) {
-        if let Some(drafts) = self.approvals.ready() {
+        // Nothing marked, nothing to drop: the sets below are not made on every load.
+        if let Some(drafts) = self.approvals.ready()
+            && !self.views[View::Approvals.index()].marked.is_empty()
+        {
             let ids: std::collections::HashSet<String> =
                 drafts.iter().map(|d| d.id.to_string()).collect();
             self.views[View::Approvals.index()]
                 .marked
                 .retain(|id| ids.contains(id));
         }
-        if let Some(entries) = self.unknown.ready() {
+        if let Some(entries) = self.unknown.ready()
+            && !self.views[View::Unknown.index()].marked.is_empty()
+        {
             let keys: std::collections::HashSet<&str> = entries.iter().map(|e| e.key()).collect();
             self.views[View::Unknown.index()]
                 .marked

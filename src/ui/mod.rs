@@ -1136,7 +1136,9 @@ async fn unknown_sends(
     store: &Arc<dyn Store>,
 ) -> Result<(Vec<crate::ledger::Entry>, Vec<crate::ledger::UnreadableRow>), String> {
     let (mut pending, unreadable) = store.pending().await.map_err(|e| e.to_string())?;
-    pending.sort_by_key(|e| crate::ledger::time::parse_date(e.claimed_at()).unwrap_or(i64::MAX));
+    pending.sort_by_cached_key(|e| {
+        crate::ledger::time::parse_date(e.claimed_at()).unwrap_or(i64::MAX)
+    });
     Ok((pending, unreadable))
 }
 

@@ -430,6 +430,11 @@ impl App {
         let Some(entries) = self.unknown.ready() else {
             return;
         };
+        // Every load of the Unknown view comes here; with nothing verified there is
+        // nothing to keep or drop, and a map of every unknown send is not made.
+        if self.verifying.answers.is_empty() {
+            return;
+        }
         let current: HashMap<&str, Seen> =
             entries.iter().map(|e| (e.key(), Seen::entry(e))).collect();
         let mut found_then_settled = Vec::new();
