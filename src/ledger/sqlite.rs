@@ -190,7 +190,7 @@ struct Readers {
 }
 
 /// At most this many read connections: as many as the TUI has loads at start. Each
-/// keeps its own page cache (SQLite's default, at most 2,000 pages).
+/// keeps a page cache of its own, of [`READ_CACHE_KIB`].
 const READ_CONNECTIONS: usize = 5;
 
 impl Readers {
