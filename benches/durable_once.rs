@@ -42,6 +42,7 @@ fn main() {
     let mut sends: usize = 2000;
     let mut rounds: usize = 5;
     let mut only_sends: Option<usize> = None;
+    let mut only_senders: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -53,6 +54,9 @@ fn main() {
             // the writer thread spin before they sleep, and callgrind's count of that
             // spinning varies by a sixth from run to run.
             "--only-sequential" => only_sends = Some(number(args.next(), "--only-sequential")),
+            // For a profile of group commit: 40 slices of that many concurrent senders,
+            // as a round sends them, and nothing else.
+            "--only-concurrent" => only_senders = Some(number(args.next(), "--only-concurrent")),
             // cargo bench passes --bench; anything else is a mistake worth saying.
             "--bench" => {}
             other => panic!("unknown argument {other}; use --dir DIR --sends N --rounds R"),
@@ -78,6 +82,22 @@ fn main() {
         return;
     }
     let concurrent = runtime.block_on(Bench::open(&dir, "concurrent"));
+    if let Some(senders) = only_senders {
+        let per_sender = (SLICE / 4).max(1);
+        let mut took = Duration::ZERO;
+        for slice in 0..40 {
+            took += runtime.block_on(concurrent.sends(
+                &format!("only-{slice}"),
+                per_sender * senders,
+                senders,
+            ));
+        }
+        println!(
+            "{senders} senders: {:.0} sends/s",
+            (40 * per_sender * senders) as f64 / took.as_secs_f64()
+        );
+        return;
+    }
     let slices = sends.div_ceil(SLICE).max(1);
     println!(
         "directory: {}, {} sequential sends per round ({slices} slices of {SLICE}, each beside a slice of every baseline), {rounds} rounds",

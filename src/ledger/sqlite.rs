@@ -1577,30 +1577,60 @@ fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
     let mut synchronous_full: Option<bool> = None;
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
+        take_queued(&jobs, &mut batch);
+        // Lazy writes (a send's record) commit first, without an fsync, and return
+        // at once: a sender waiting for its record does not also wait for the claims'
+        // fsync queued beside it, so it is back with its next claim in time for the
+        // next one. Concurrent senders then share each fsync instead of staggering
+        // into many small ones. The writes in one batch were all asked for before any
+        // was answered, so committing them in either order is a valid order.
+        let durable_too = batch.iter().any(|j| j.durability == Durability::Now);
+        if durable_too && batch.iter().any(|j| j.durability == Durability::Lazy) {
+            let (now, lazy): (Vec<_>, Vec<_>) = batch
+                .into_iter()
+                .partition(|j| j.durability == Durability::Now);
+            commit_and_reply(path, &conn, lazy, false, &mut synchronous_full);
+            batch = now;
+            // Whatever came in meanwhile shares the durable commit.
+            take_queued(&jobs, &mut batch);
         }
         let want_full = batch.iter().any(|j| j.durability == Durability::Now);
-        let results = commit_batch(&conn, &batch, want_full, &mut synchronous_full);
-        match results {
-            Ok(results) => {
-                for (job, result) in batch.into_iter().zip(results) {
-                    let _ = job
-                        .reply
-                        .send(result.map_err(|e| map_error_on(&conn, path, e)));
-                }
+        commit_and_reply(path, &conn, batch, want_full, &mut synchronous_full);
+    }
+}
+
+/// Adds the jobs already queued to `batch`, up to [`MAX_BATCH`].
+fn take_queued(jobs: &mpsc::Receiver<WriteJob>, batch: &mut Vec<WriteJob>) {
+    while batch.len() < MAX_BATCH {
+        match jobs.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+}
+
+fn commit_and_reply(
+    path: &Path,
+    conn: &Connection,
+    batch: Vec<WriteJob>,
+    want_full: bool,
+    synchronous_full: &mut Option<bool>,
+) {
+    match commit_batch(conn, &batch, want_full, synchronous_full) {
+        Ok(results) => {
+            for (job, result) in batch.into_iter().zip(results) {
+                let _ = job
+                    .reply
+                    .send(result.map_err(|e| map_error_on(conn, path, e)));
             }
-            Err(e) => {
-                // The commit failed, so nothing in the batch happened: every caller
-                // gets the error, and none of them sends.
-                for job in batch {
-                    let _ = job
-                        .reply
-                        .send(Err(map_error_on(&conn, path, clone_error(&e))));
-                }
+        }
+        Err(e) => {
+            // The commit failed, so nothing in the batch happened: every caller
+            // gets the error, and none of them sends.
+            for job in batch {
+                let _ = job
+                    .reply
+                    .send(Err(map_error_on(conn, path, clone_error(&e))));
             }
         }
     }
@@ -2019,6 +2049,68 @@ mod tests {
             (parts[0], parts[1], parts[2]) >= MIN_SQLITE_VERSION,
             "{version}"
         );
+    }
+
+    #[test]
+    fn a_lazy_write_is_answered_before_the_durable_commit_queued_beside_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ledger.db");
+        prepare_file(&path, Access::Create).expect("create");
+        let conn = connect(&path).expect("connect");
+        migrate(&path, &conn).expect("migrate");
+        let (queue, jobs) = mpsc::channel();
+        // A durable write that holds its transaction open until the lazy write queued
+        // after it has been answered: had they shared one commit, it would wait out
+        // the timeout and say so.
+        let (go, went) = mpsc::channel::<()>();
+        let went = Mutex::new(went);
+        let (durable_reply, durable_answer) = oneshot::channel();
+        queue
+            .send(WriteJob {
+                op: WriteOp::Work(Box::new(move |_conn| {
+                    let in_time = went
+                        .lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(5))
+                        .is_ok();
+                    Ok(Box::new(in_time) as Box<dyn Any + Send>)
+                })),
+                durability: Durability::Now,
+                reply: durable_reply,
+            })
+            .unwrap();
+        let (lazy_reply, lazy_answer) = oneshot::channel();
+        let b = Entry::claim("b", "2026-09-27T10:00:00.000Z", None);
+        queue
+            .send(WriteJob {
+                op: WriteOp::Claim(EntryRow::of(&b)),
+                durability: Durability::Lazy,
+                reply: lazy_reply,
+            })
+            .unwrap();
+        let writer_path = path.clone();
+        let writer = std::thread::spawn(move || run_writer(&writer_path, conn, jobs));
+        let lazy = lazy_answer
+            .blocking_recv()
+            .unwrap()
+            .expect("the lazy write");
+        assert_eq!(lazy.rows(), 1);
+        go.send(()).unwrap();
+        match durable_answer
+            .blocking_recv()
+            .unwrap()
+            .expect("the durable write")
+        {
+            Reply::Data(in_time) => assert!(
+                *in_time.downcast::<bool>().unwrap(),
+                "the lazy write waited for the durable commit"
+            ),
+            Reply::Rows(_) => panic!("a Work job answers with its data"),
+        }
+        drop(queue);
+        writer.join().unwrap();
+        let reader = connect(&path).expect("connect");
+        assert_eq!(count(&reader, "send_once"), 1);
     }
 
     #[test]
