@@ -11,7 +11,6 @@
 //! Unlike the Node store, reads stream the file instead of holding it whole, and keep
 //! only a small index per key, so a large ledger costs time but not memory.
 
-use hashbrown::HashTable;
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::hash::BuildHasher;
@@ -38,6 +37,7 @@ use super::time;
 use super::{canonical, chain, jsjson};
 
 mod key_hex;
+mod key_table;
 mod scan;
 
 /// How long a write waits for another process's lock (the Node default).
@@ -433,6 +433,9 @@ fn index_range(
     // that key is placed without its key being decoded and looked up, or its claim
     // time read, again.
     let mut last = Recent::default();
+    // A new key's line waits here while the next few lines are read, its table bucket
+    // asked for meanwhile (see `KeyTable::prefetch`); they are placed in file order.
+    let mut waiting = Waiting::default();
     for_each_line_in(file, range, |offset, bytes| match classify(bytes) {
         Line::Blank => {}
         Line::NotAnEntry => index.skipped += 1,
@@ -462,16 +465,29 @@ fn index_range(
                 key_len: 0,
                 status,
             };
-            match last.slot {
-                Some(i) if *key == *last.key => index.update(i, line),
-                _ => {
-                    last.slot = index.upsert(&key, line);
-                    last.key.clear();
-                    last.key.extend_from_slice(&key);
-                }
+            if last.entry
+                && *key == *last.key
+                && let Some(newest) = waiting.newest()
+            {
+                // The last entry line's key, which is the newest waiting.
+                newest.line = line;
+                return;
+            }
+            if waiting.is_full() {
+                waiting.place_oldest(&mut index);
+            }
+            last.entry = waiting.push(&mut index, &key, line);
+            if last.entry {
+                last.key.clear();
+                last.key.extend_from_slice(&key);
+            } else {
+                index.overflow = true;
             }
         }
     })?;
+    while !waiting.is_empty() {
+        waiting.place_oldest(&mut index);
+    }
     if index.overflow {
         return Err(std::io::Error::other(
             "the ledger holds more keys than one read can index (over 4 GiB of keys)",
@@ -480,14 +496,107 @@ fn index_range(
     Ok(index)
 }
 
-/// The last entry line's key (as the line spells it), where that key's slot is, and its
-/// claim time, read and as it was spelt.
+/// The last entry line's key (as the line spells it; `entry` when there is one, which
+/// is then the newest of those waiting), and its claim time, read and as it was spelt.
 #[derive(Default)]
 struct Recent {
+    entry: bool,
     key: Vec<u8>,
-    slot: Option<u32>,
     claimed_at: Vec<u8>,
     claimed_ms: i64,
+}
+
+/// New keys' lines read but not yet placed in the index, oldest first, each with its
+/// key as stored and its hash. A ring of [`WAITING`], whose key buffers are reused.
+#[derive(Default)]
+struct Waiting {
+    ring: Vec<WaitingLine>,
+    oldest: usize,
+    len: usize,
+}
+
+struct WaitingLine {
+    key: Vec<u8>,
+    key_len: u32,
+    hash: u64,
+    line: Slot,
+}
+
+impl Default for WaitingLine {
+    fn default() -> WaitingLine {
+        WaitingLine {
+            key: Vec::new(),
+            key_len: 0,
+            hash: 0,
+            line: Slot {
+                offset: 0,
+                claimed_ms: i64::MIN,
+                len: 0,
+                key_at: 0,
+                key_len: 0,
+                status: Status::Pending,
+            },
+        }
+    }
+}
+
+/// Lines read ahead of their placing: a line takes a few hundred nanoseconds to read,
+/// a bucket from memory about a hundred, so a few lines cover the wait.
+const WAITING: usize = 8;
+
+impl Waiting {
+    fn is_full(&self) -> bool {
+        self.len == WAITING
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn newest(&mut self) -> Option<&mut WaitingLine> {
+        if self.len == 0 {
+            return None;
+        }
+        let at = (self.oldest + self.len - 1) % WAITING;
+        self.ring.get_mut(at)
+    }
+
+    /// Adds a line for `key` (as the line spells it) and asks for its bucket; false
+    /// when the key cannot be stored (2 GiB or more). Never called when full.
+    fn push(&mut self, index: &mut Index, key: &[u8], line: Slot) -> bool {
+        if self.ring.len() < WAITING {
+            self.ring.resize_with(WAITING, WaitingLine::default);
+        }
+        let at = (self.oldest + self.len) % WAITING;
+        let waiting = &mut self.ring[at];
+        let mut buf = std::mem::take(&mut waiting.key);
+        let Some((stored, key_len)) = stored_key(key, &mut index.buf) else {
+            waiting.key = buf;
+            return false;
+        };
+        buf.clear();
+        buf.extend_from_slice(stored);
+        let hash = index.hash(&buf, key_len);
+        index.table.prefetch(hash);
+        *waiting = WaitingLine {
+            key: buf,
+            key_len,
+            hash,
+            line,
+        };
+        self.len += 1;
+        true
+    }
+
+    fn place_oldest(&mut self, index: &mut Index) {
+        if self.len == 0 {
+            return;
+        }
+        let waiting = &self.ring[self.oldest];
+        index.upsert_hashed(waiting.hash, &waiting.key, waiting.key_len, waiting.line);
+        self.oldest = (self.oldest + 1) % WAITING;
+        self.len -= 1;
+    }
 }
 
 /// A claim time in ms, `i64::MIN` when unreadable. The form every writer uses
@@ -717,7 +826,7 @@ struct Index {
     keys: Keys,
     /// Slot numbers by key, while the index is built; emptied once it is (nothing
     /// looks a key up in a finished index, and it is several MiB).
-    table: HashTable<u32>,
+    table: key_table::KeyTable,
     hasher: foldhash::fast::RandomState,
     skipped: u64,
     /// More keys than [`Keys`] holds: the index is incomplete and must not be used.
@@ -733,7 +842,7 @@ impl Index {
         Index {
             slots: Slots::default(),
             keys: Keys::default(),
-            table: HashTable::with_capacity(expected_keys),
+            table: key_table::KeyTable::with_capacity(expected_keys),
             hasher,
             skipped: 0,
             overflow: false,
@@ -743,12 +852,10 @@ impl Index {
 
     /// The slot of a key (as stored, with its hash) in this index.
     fn find_stored(&self, hash: u64, key: &[u8], key_len: u32) -> Option<u32> {
-        self.table
-            .find(hash, |&i| {
-                let slot = &self.slots[i as usize];
-                slot.key_len == key_len && self.keys.get(slot.key_at, slot.key_len) == key
-            })
-            .copied()
+        self.table.find(hash, |i| {
+            let slot = &self.slots[i as usize];
+            slot.key_len == key_len && self.keys.get(slot.key_at, slot.key_len) == key
+        })
     }
 
     fn key(&self, slot: &Slot) -> Cow<'_, str> {
@@ -760,21 +867,6 @@ impl Index {
         }
     }
 
-    /// Records `key`'s newest line; a key seen before keeps its place. Where its slot
-    /// is (None when the index is full).
-    fn upsert(&mut self, key: &[u8], line: Slot) -> Option<u32> {
-        let mut buf = std::mem::take(&mut self.buf);
-        let slot = match stored_key(key, &mut buf) {
-            Some((bytes, key_len)) => self.upsert_stored(bytes, key_len, line),
-            None => {
-                self.overflow = true;
-                None
-            }
-        };
-        self.buf = buf;
-        slot
-    }
-
     /// A newer line for the key in slot `i`.
     fn update(&mut self, i: u32, line: Slot) {
         let slot = self.slots.get_mut(i as usize);
@@ -784,45 +876,38 @@ impl Index {
         slot.claimed_ms = line.claimed_ms;
     }
 
-    fn upsert_stored(&mut self, key: &[u8], key_len: u32, line: Slot) -> Option<u32> {
-        let Index {
-            slots,
-            keys,
-            table,
-            hasher,
-            overflow,
-            ..
-        } = self;
-        let hash = hasher.hash_one((key, key_len));
-        let same =
-            |slot: &Slot| slot.key_len == key_len && keys.get(slot.key_at, slot.key_len) == key;
-        match table.find(hash, |&i| same(&slots[i as usize])) {
-            Some(&i) => {
-                let slot = slots.get_mut(i as usize);
-                slot.len = line.len;
-                slot.offset = line.offset;
-                slot.status = line.status;
-                slot.claimed_ms = line.claimed_ms;
+    /// Records the newest line of a key (as stored, with its hash: see [`Index::hash`]);
+    /// a key seen before keeps its place. Where its slot is (None when the index is full).
+    fn upsert_hashed(&mut self, hash: u64, key: &[u8], key_len: u32, line: Slot) -> Option<u32> {
+        match self.find_stored(hash, key, key_len) {
+            Some(i) => {
+                self.update(i, line);
                 Some(i)
             }
             None => {
-                let (Some(key_at), Ok(i)) = (keys.push(key), u32::try_from(slots.len())) else {
-                    *overflow = true;
+                let (Some(key_at), Some(i)) = (
+                    self.keys.push(key),
+                    u32::try_from(self.slots.len())
+                        .ok()
+                        .filter(|&i| i < u32::MAX),
+                ) else {
+                    self.overflow = true;
                     return None;
                 };
-                slots.push(Slot {
+                self.slots.push(Slot {
                     key_at,
                     key_len,
                     ..line
                 });
-                let (slots, keys) = (&*slots, &*keys);
-                table.insert_unique(hash, i, |&j| {
-                    let slot = &slots[j as usize];
-                    hasher.hash_one((keys.get(slot.key_at, slot.key_len), slot.key_len))
-                });
+                self.table.insert(hash, i);
                 Some(i)
             }
         }
+    }
+
+    /// A stored key's hash, as the table and the other parts of one read hash it.
+    fn hash(&self, key: &[u8], key_len: u32) -> u64 {
+        self.hasher.hash_one((key, key_len))
     }
 }
 
@@ -861,7 +946,7 @@ fn merge_parts(parts: Vec<Index>) -> Index {
     let Some(mut index) = parts.next() else {
         return Index::new(0, foldhash::fast::RandomState::default());
     };
-    index.table = HashTable::new();
+    index.table = key_table::KeyTable::default();
     for (part, seen) in parts.zip(seen) {
         index.skipped += part.skipped;
         index.overflow |= part.overflow;
@@ -929,7 +1014,7 @@ fn seen_before(parts: &[Index]) -> Vec<Vec<Seen>> {
                 for j in js.clone() {
                     let slot = &part.slots[j];
                     let key = part.keys.get(slot.key_at, slot.key_len);
-                    let hash = part.hasher.hash_one((key, slot.key_len));
+                    let hash = part.hash(key, slot.key_len);
                     let found = parts[..*k].iter().enumerate().find_map(|(home, earlier)| {
                         let at = earlier.find_stored(hash, key, slot.key_len)?;
                         Some(Seen {
@@ -2284,6 +2369,23 @@ mod tests {
             proptest::prop_assert!(!merged.overflow);
             proptest::prop_assert_eq!(merged.skipped, whole.skipped);
             proptest::prop_assert_eq!(summary(&merged), summary(&whole));
+            // And one pass is what a map kept line by line says: the keys in the order
+            // they first appear, each with its last line.
+            let mut model: Vec<(String, Status, u64, u32, i64)> = Vec::new();
+            let mut offset = 0u64;
+            for line in text.split_inclusive('\n') {
+                let bytes = line.strip_suffix('\n').unwrap_or(line).as_bytes();
+                if let Line::Entry { key, status, claimed_at } = classify(bytes) {
+                    let key = String::from_utf8_lossy(&key).into_owned();
+                    let now = (key.clone(), status, offset, bytes.len() as u32, claim_time(&claimed_at));
+                    match model.iter_mut().find(|m| m.0 == key) {
+                        Some(m) => *m = now,
+                        None => model.push(now),
+                    }
+                }
+                offset += line.len() as u64;
+            }
+            proptest::prop_assert_eq!(summary(&whole), model);
         }
     }
 }
