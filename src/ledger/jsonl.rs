@@ -1010,20 +1010,36 @@ fn seen_before(parts: &[Index]) -> Vec<Vec<Seen>> {
         run.iter()
             .map(|(k, js)| {
                 let part = &parts[*k];
+                let earlier = &parts[..*k];
                 let mut seen = Vec::new();
-                for j in js.clone() {
-                    let slot = &part.slots[j];
-                    let key = part.keys.get(slot.key_at, slot.key_len);
-                    let hash = part.hash(key, slot.key_len);
-                    let found = parts[..*k].iter().enumerate().find_map(|(home, earlier)| {
-                        let at = earlier.find_stored(hash, key, slot.key_len)?;
-                        Some(Seen {
-                            j: j as u32,
-                            home: home as u32,
-                            at,
-                        })
-                    });
-                    seen.extend(found);
+                // The keys are looked up a run at a time, each run's buckets asked
+                // for first (see `KeyTable::prefetch`): most keys are in no earlier
+                // part, and each such lookup is otherwise a wait for memory.
+                let mut hashes = [0u64; 32];
+                let mut from = js.start;
+                while from < js.end {
+                    let to = js.end.min(from + hashes.len());
+                    for (j, hash) in (from..to).zip(hashes.iter_mut()) {
+                        let slot = &part.slots[j];
+                        *hash = part.hash(part.keys.get(slot.key_at, slot.key_len), slot.key_len);
+                        for index in earlier {
+                            index.table.prefetch(*hash);
+                        }
+                    }
+                    for (j, &hash) in (from..to).zip(hashes.iter()) {
+                        let slot = &part.slots[j];
+                        let key = part.keys.get(slot.key_at, slot.key_len);
+                        let found = earlier.iter().enumerate().find_map(|(home, index)| {
+                            let at = index.find_stored(hash, key, slot.key_len)?;
+                            Some(Seen {
+                                j: j as u32,
+                                home: home as u32,
+                                at,
+                            })
+                        });
+                        seen.extend(found);
+                    }
+                    from = to;
                 }
                 (*k, seen)
             })
