@@ -121,8 +121,9 @@ fn main() {
             let tag = format!("{round}-{slice}");
             timers[2] += runtime.block_on(sequential.sends(&tag, SLICE, 1));
             counts[2] += SLICE;
-            // Concurrent slices send as many per sender as the sequential slice, so
-            // that the commits they share are measured in steady state.
+            // Each concurrent sender sends a quarter of a sequential slice per slice:
+            // enough for the commits they share to settle past the start, few enough
+            // that a slice of 64 senders still sits between two of the baselines'.
             for (i, senders) in [16usize, 64].into_iter().enumerate() {
                 let per_sender = (SLICE / 4).max(1);
                 timers[3 + i] += runtime.block_on(concurrent.sends(
