@@ -1923,6 +1923,17 @@ mod tests {
         }
     }
 
+    /// A ledger file in a directory of its own (kept while the handle lives), and the
+    /// writer's connection to it.
+    fn new_ledger() -> (tempfile::TempDir, PathBuf, Connection) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ledger.db");
+        prepare_file(&path, Access::Create).expect("create");
+        let conn = connect(&path).expect("connect");
+        migrate(&path, &conn).expect("migrate");
+        (dir, path, conn)
+    }
+
     fn job(op: WriteOp, durability: Durability) -> WriteJob {
         let (reply, _answer) = oneshot::channel();
         WriteJob {
@@ -1942,11 +1953,7 @@ mod tests {
     /// claim (NORMAL only when a batch records completions alone).
     #[test]
     fn claims_commit_with_synchronous_full_in_wal() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("ledger.db");
-        prepare_file(&path, Access::Create).expect("create");
-        let conn = connect(&path).expect("connect");
-        migrate(&path, &conn).expect("migrate");
+        let (_dir, _path, conn) = new_ledger();
         let mode: String = conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .expect("journal mode");
@@ -1979,11 +1986,7 @@ mod tests {
     /// in its batch, a failing write still leaves none of its changes.
     #[test]
     fn a_lone_failing_write_leaves_none_of_its_changes() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("ledger.db");
-        prepare_file(&path, Access::Create).expect("create");
-        let conn = connect(&path).expect("connect");
-        migrate(&path, &conn).expect("migrate");
+        let (_dir, _path, conn) = new_ledger();
 
         let work: Work = Box::new(|conn| {
             conn.execute(
@@ -2053,11 +2056,7 @@ mod tests {
 
     #[test]
     fn a_lazy_write_is_answered_before_the_durable_commit_queued_beside_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("ledger.db");
-        prepare_file(&path, Access::Create).expect("create");
-        let conn = connect(&path).expect("connect");
-        migrate(&path, &conn).expect("migrate");
+        let (_dir, path, conn) = new_ledger();
         let (queue, jobs) = mpsc::channel();
         // A durable write that holds its transaction open until the lazy write queued
         // after it has been answered: had they shared one commit, it would wait out
@@ -2115,11 +2114,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_one_transaction_and_a_duplicate_claim_loses() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("ledger.db");
-        prepare_file(&path, Access::Create).expect("create");
-        let conn = connect(&path).expect("connect");
-        migrate(&path, &conn).expect("migrate");
+        let (_dir, _path, conn) = new_ledger();
         let a = Entry::claim("a", "2026-09-27T10:00:00.000Z", None);
         let batch = [
             job(WriteOp::Claim(EntryRow::of(&a)), Durability::Now),
