@@ -419,35 +419,41 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
     wrap_words(text, width, indent)
 }
 
-/// [`wrap`] word by word, as the Node CLI does it.
+/// [`wrap`] word by word, as the Node CLI does it: the words of each line joined by a
+/// space, the lines by line breaks, each line after `indent`. Written straight into one
+/// string: a line exists once it has a word that is not empty, so no empty line is
+/// left behind, as Node's wrap leaves none.
 fn wrap_words(text: &str, width: usize, indent: &str) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
+    let mut out = String::with_capacity(text.len() + indent.len() + 16);
+    // Whether the line being filled has anything on it, and its width so far.
+    let mut on_line = false;
     let mut line_len = 0usize;
     for word in js_split_whitespace(text) {
         let word = visible_inline(word);
-        let word_len = word.encode_utf16().count();
-        if !line.is_empty() && line_len + word_len + 1 > width {
-            lines.push(std::mem::take(&mut line));
-            line.push_str(&word);
-            line_len = word_len;
-        } else if line.is_empty() {
-            line.push_str(&word);
-            line_len = word_len;
+        let word_len = if word.is_ascii() {
+            word.len()
         } else {
-            line.push(' ');
-            line.push_str(&word);
+            word.encode_utf16().count()
+        };
+        // A space and the word still fit.
+        if on_line && line_len + word_len < width {
+            out.push(' ');
+            out.push_str(&word);
             line_len += word_len + 1;
+            continue;
+        }
+        // A new line (or the first), which this word starts.
+        on_line = !word.is_empty();
+        line_len = word_len;
+        if on_line {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(indent);
+            out.push_str(&word);
         }
     }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
-        .iter()
-        .map(|l| format!("{indent}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    out
 }
 
 /// `text.split(/\s+/)`: runs of white space separate words; an empty first or last
@@ -476,11 +482,55 @@ mod tests {
         assert_eq!(js_split_whitespace(" "), ["", ""]);
     }
 
+    /// The wrap as it was first written, line by line, after the Node CLI's code: what
+    /// the one written straight into a string must equal.
+    fn wrap_by_lines(text: &str, width: usize, indent: &str) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        let mut line = String::new();
+        let mut line_len = 0usize;
+        for word in js_split_whitespace(text) {
+            let word = visible_inline(word);
+            let word_len = word.encode_utf16().count();
+            if !line.is_empty() && line_len + word_len + 1 > width {
+                lines.push(std::mem::take(&mut line));
+                line.push_str(&word);
+                line_len = word_len;
+            } else if line.is_empty() {
+                line.push_str(&word);
+                line_len = word_len;
+            } else {
+                line.push(' ');
+                line.push_str(&word);
+                line_len += word_len + 1;
+            }
+        }
+        if !line.is_empty() {
+            lines.push(line);
+        }
+        lines
+            .iter()
+            .map(|l| format!("{indent}{l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     proptest::proptest! {
         /// The one-line shortcut answers as the word-by-word wrap does.
         #[test]
         fn wrap_shortcut_is_the_word_wrap(text in "[ a-z:\\t\u{1b}é]{0,90}", width in 1usize..80) {
             proptest::prop_assert_eq!(wrap(&text, width, "  "), wrap_words(&text, width, "  "));
+        }
+
+        /// Word by word, straight into a string, as line by line: empty words at
+        /// either end and between runs of white space, words wider than the line,
+        /// characters of two UTF-16 units, marks for escapes, an empty indent.
+        #[test]
+        fn wrap_words_is_the_line_by_line_wrap(
+            text in "([ a-z]{0,12}|  |\\t|\u{a0}|\u{1b}|é|😀|[a-z]{20,40}){0,12}",
+            width in 1usize..40,
+            indent in "( {0,3}|>)",
+        ) {
+            proptest::prop_assert_eq!(wrap_words(&text, width, &indent), wrap_by_lines(&text, width, &indent));
         }
     }
 
