@@ -34,6 +34,10 @@ mod common;
 /// Operations per slice: short enough that the disk cannot drift much within one,
 /// long enough that switching between them costs nothing measurable.
 const SLICE: usize = 50;
+/// What each concurrent sender sends in a slice: a quarter of a sequential slice,
+/// enough for the commits they share to settle past the start, few enough that a slice
+/// of 64 senders still sits between two of the baselines'.
+const PER_SENDER: usize = SLICE / 4;
 const SEQUENTIAL_TARGET: f64 = 0.8;
 const CONCURRENT_TARGET: f64 = 4.0;
 
@@ -83,7 +87,7 @@ fn main() {
     }
     let concurrent = runtime.block_on(Bench::open(&dir, "concurrent"));
     if let Some(senders) = only_senders {
-        let per_sender = (SLICE / 4).max(1);
+        let per_sender = PER_SENDER;
         let mut took = Duration::ZERO;
         for slice in 0..40 {
             took += runtime.block_on(concurrent.sends(
@@ -121,11 +125,8 @@ fn main() {
             let tag = format!("{round}-{slice}");
             timers[2] += runtime.block_on(sequential.sends(&tag, SLICE, 1));
             counts[2] += SLICE;
-            // Each concurrent sender sends a quarter of a sequential slice per slice:
-            // enough for the commits they share to settle past the start, few enough
-            // that a slice of 64 senders still sits between two of the baselines'.
             for (i, senders) in [16usize, 64].into_iter().enumerate() {
-                let per_sender = (SLICE / 4).max(1);
+                let per_sender = PER_SENDER;
                 timers[3 + i] += runtime.block_on(concurrent.sends(
                     &format!("{tag}-{senders}"),
                     per_sender * senders,

@@ -140,7 +140,7 @@ fn any_char(text: &str, suspicious: impl Fn(char) -> bool) -> bool {
 /// of thousands of sends spent a tenth of its time asking of each character whether it
 /// is suspicious. Each 32 bytes are checked whole, without a branch per byte, which the
 /// compiler makes a few vector comparisons; only between blocks can the check stop.
-fn is_plain_ascii(text: &str, line_breaks: bool) -> bool {
+pub fn is_plain_ascii(text: &str, line_breaks: bool) -> bool {
     let plain = |b: u8| (0x20..0x7f).contains(&b) | (line_breaks & (b == b'\n'));
     let mut blocks = text.as_bytes().chunks_exact(32);
     blocks

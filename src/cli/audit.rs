@@ -9,7 +9,7 @@ use send_once::ledger::Access;
 use send_once::ledger::canonical::number_value;
 use send_once::ledger::key::is_js_whitespace;
 use send_once::ledger::{Audit, Entry, LedgerLocation, duration, jsjson, time};
-use send_once::text::visible_inline;
+use send_once::text::{is_plain_ascii, visible_inline};
 
 use super::ledger_arg::{duration_flag, ledger_or_default, open_ledger, use_colour};
 use super::output::{Paint, Styled, print_styled};
@@ -411,7 +411,7 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
         && bytes.len() <= width
         && bytes.first() != Some(&b' ')
         && bytes.last() != Some(&b' ')
-        && bytes.iter().all(|b| (0x20..0x7f).contains(b))
+        && is_plain_ascii(text, false)
         && !text.contains("  ")
     {
         return format!("{indent}{text}");
