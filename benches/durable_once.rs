@@ -2,7 +2,8 @@
 //!
 //! On one directory, in each round: the raw rate of (overwrite 4 KiB, fsync) on one
 //! file, the raw rate of (append 100 bytes, fsync), sequential `once()` with a no-op
-//! send, and 16 and 64 concurrent senders in one process. The disk's fsync rate on a
+//! send, the same claim and record made by rusqlite alone on the same table (the
+//! floor SQLite sets), and 16 and 64 concurrent senders in one process. The disk's fsync rate on a
 //! virtual machine drifts by a factor of two within seconds, so a round does not
 //! measure each of them in one block: it takes them in turns, a slice at a time, and
 //! adds up each one's time, so that every figure saw the same disk. Each figure is a
@@ -47,6 +48,7 @@ fn main() {
     let mut rounds: usize = 5;
     let mut only_sends: Option<usize> = None;
     let mut only_senders: Option<usize> = None;
+    let mut only_alone: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -61,6 +63,8 @@ fn main() {
             // For a profile of group commit: 40 slices of that many concurrent senders,
             // as a round sends them, and nothing else.
             "--only-concurrent" => only_senders = Some(number(args.next(), "--only-concurrent")),
+            // For comparing a profile of --only-sequential with SQLite's own cost.
+            "--only-alone" => only_alone = Some(number(args.next(), "--only-alone")),
             // cargo bench passes --bench; anything else is a mistake worth saying.
             "--bench" => {}
             other => panic!("unknown argument {other}; use --dir DIR --sends N --rounds R"),
@@ -80,12 +84,17 @@ fn main() {
     .build()
     .expect("runtime");
 
+    if let Some(n) = only_alone {
+        SqliteAlone::open(&dir).sends("counted", n);
+        return;
+    }
     let sequential = runtime.block_on(Bench::open(&dir, "sequential"));
     if let Some(n) = only_sends {
         runtime.block_on(sequential.sends("counted", n, 1));
         return;
     }
     let concurrent = runtime.block_on(Bench::open(&dir, "concurrent"));
+    let mut floor = SqliteAlone::open(&dir);
     if let Some(senders) = only_senders {
         let per_sender = PER_SENDER;
         let mut took = Duration::ZERO;
@@ -109,14 +118,14 @@ fn main() {
         slices * SLICE
     );
     println!(
-        "round  4KiB overwrite+fsync/s  100B append+fsync/s  sequential/s  vs 4KiB  vs 100B  16 senders/s  vs seq  64 senders/s  vs seq"
+        "round  4KiB overwrite+fsync/s  100B append+fsync/s  sequential/s  vs 4KiB  vs 100B  rusqlite alone/s  vs 4KiB  16 senders/s  vs seq  64 senders/s  vs seq"
     );
     let mut rows = Vec::new();
     for round in 0..rounds {
         let mut overwrite = Probe::new(&dir.join("overwrite-probe"), 4096);
         let mut append = Probe::new(&dir.join("append-probe"), 100);
-        let mut timers = [Duration::ZERO; 5];
-        let mut counts = [0usize; 5];
+        let mut timers = [Duration::ZERO; 6];
+        let mut counts = [0usize; 6];
         for slice in 0..slices {
             timers[0] += overwrite.overwrite(SLICE);
             counts[0] += SLICE;
@@ -125,6 +134,8 @@ fn main() {
             let tag = format!("{round}-{slice}");
             timers[2] += runtime.block_on(sequential.sends(&tag, SLICE, 1));
             counts[2] += SLICE;
+            timers[5] += floor.sends(&tag, SLICE);
+            counts[5] += SLICE;
             for (i, senders) in [16usize, 64].into_iter().enumerate() {
                 let per_sender = PER_SENDER;
                 timers[3 + i] += runtime.block_on(concurrent.sends(
@@ -142,14 +153,17 @@ fn main() {
             sequential: rate(2),
             sixteen: rate(3),
             sixty_four: rate(4),
+            floor: rate(5),
         };
         println!(
-            "{round:>5}  {:>22.0}  {:>19.0}  {:>12.0}  {:>7.2}  {:>7.2}  {:>12.0}  {:>5.2}x  {:>12.0}  {:>5.2}x",
+            "{round:>5}  {:>22.0}  {:>19.0}  {:>12.0}  {:>7.2}  {:>7.2}  {:>16.0}  {:>7.2}  {:>12.0}  {:>5.2}x  {:>12.0}  {:>5.2}x",
             row.overwrite,
             row.append,
             row.sequential,
             row.sequential / row.overwrite,
             row.sequential / row.append,
+            row.floor,
+            row.floor / row.overwrite,
             row.sixteen,
             row.sixteen / row.sequential,
             row.sixty_four,
@@ -166,6 +180,7 @@ struct Round {
     sequential: f64,
     sixteen: f64,
     sixty_four: f64,
+    floor: f64,
 }
 
 fn report(rows: &[Round]) {
@@ -175,6 +190,8 @@ fn report(rows: &[Round]) {
     let vs_append = per(|r| r.sequential / r.append);
     let sixteen = per(|r| r.sixteen / r.sequential);
     let sixty_four = per(|r| r.sixty_four / r.sequential);
+    let floor_vs_overwrite = per(|r| r.floor / r.overwrite);
+    let vs_floor = per(|r| r.sequential / r.floor);
     let mut body = String::new();
     let _ = writeln!(
         body,
@@ -195,6 +212,18 @@ fn report(rows: &[Round]) {
         "| sequential `once()`, per 100-byte append + fsync (the peers' baseline) | {:.2} | {} | | |",
         median(&vs_append),
         range(&vs_append, "")
+    );
+    let _ = writeln!(
+        body,
+        "| the same claim and record by rusqlite alone (the floor for the Node table), per 4 KiB overwrite + fsync | {:.2} | {} | | |",
+        median(&floor_vs_overwrite),
+        range(&floor_vs_overwrite, "")
+    );
+    let _ = writeln!(
+        body,
+        "| sequential `once()`, per that floor | {:.2} | {} | | |",
+        median(&vs_floor),
+        range(&vs_floor, "")
     );
     let _ = writeln!(
         body,
@@ -278,6 +307,85 @@ impl Probe {
         }
         start.elapsed()
     }
+}
+
+/// What SQLite itself costs for a send on the Node table, with nothing of send-once
+/// around it: the claim's INSERT committed with synchronous=FULL, then the record's
+/// UPDATE with synchronous=NORMAL, the statements send-once's writer runs, on a
+/// ledger send-once made. send-once cannot be faster than this on that table.
+struct SqliteAlone {
+    conn: rusqlite::Connection,
+}
+
+impl SqliteAlone {
+    fn open(dir: &Path) -> SqliteAlone {
+        let path = dir.join("sqlite-alone.db");
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        drop(SqliteStore::open(&path, Access::Create).expect("make the ledger"));
+        let conn = rusqlite::Connection::open(&path).expect("open the ledger");
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .expect("WAL");
+        assert_eq!(mode, "wal");
+        let mut alone = SqliteAlone { conn };
+        alone.sends("warm-up", 2000);
+        alone
+    }
+
+    fn sends(&mut self, tag: &str, sends: usize) -> Duration {
+        let start = Instant::now();
+        for i in 0..sends {
+            let key = format!("{tag}-{i}");
+            let at = now_iso();
+            let claim = format!(
+                r#"{{"key":"{key}","status":"pending","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null}}"#
+            );
+            let record = format!(
+                r#"{{"key":"{key}","status":"sent","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null,"sentAt":"{at}","providerId":null}}"#
+            );
+            self.commit(
+                "PRAGMA synchronous = FULL",
+                "INSERT INTO send_once (key, status, entry, claimed_at, updated_at) \
+                 VALUES (?1, 'pending', ?2, ?3, ?3) ON CONFLICT (key) DO NOTHING",
+                rusqlite::params![key, claim, at],
+            );
+            self.commit(
+                "PRAGMA synchronous = NORMAL",
+                "UPDATE send_once SET status = 'sent', entry = ?2, claimed_at = ?3, updated_at = ?3 \
+                 WHERE key = ?1 AND status = 'pending' AND claimed_at = ?3 \
+                 AND json_extract(entry, '$.attempts') IS 1",
+                rusqlite::params![key, record, at],
+            );
+        }
+        start.elapsed()
+    }
+
+    fn commit(&self, synchronous: &str, statement: &str, params: impl rusqlite::Params) {
+        let conn = &self.conn;
+        conn.prepare_cached(synchronous)
+            .and_then(|mut s| s.execute([]))
+            .expect("synchronous");
+        conn.prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut s| s.execute([]))
+            .expect("begin");
+        let changed = conn
+            .prepare_cached(statement)
+            .and_then(|mut s| s.execute(params))
+            .expect("write");
+        assert_eq!(changed, 1);
+        conn.prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]))
+            .expect("commit");
+    }
+}
+
+/// The time as the entries hold it, to the millisecond.
+fn now_iso() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
 }
 
 struct Bench {
