@@ -686,3 +686,134 @@ fn the_counter_sees_every_kind_and_not_its_marks() {
     assert_eq!(raw_in("␛[2J <U+202E> line\n\tcol".as_bytes()).0, 0);
     assert_eq!(raw_in(b"\x9b").0, 1, "a lone C1 byte counts");
 }
+
+/// The 32-byte block check `text::is_plain_ascii`, and
+/// `visible` / `visible_inline` with line breaks allowed in the fast path:
+/// text made of pieces that fall anywhere against the 32-byte blocks (a multi-byte
+/// character across a block's end, a control as a block's first or last byte), each
+/// piece a kind the terminal must never get raw.
+mod text_in_blocks {
+    use proptest::prelude::*;
+    use send_once::text::{is_plain_ascii, is_suspicious, visible, visible_inline};
+
+    const PIECES: &[&str] = &[
+        "a",
+        "Z",
+        " ",
+        "~",
+        "!",
+        "\n",
+        "\t",
+        "\r",
+        "\u{0}",
+        "\u{7}",
+        "\u{8}",
+        "\u{1b}",
+        "\u{1b}[2J",
+        "\u{1f}",
+        "\u{7f}",
+        "\u{80}",
+        "\u{85}",
+        "\u{9b}",
+        "\u{9d}",
+        "\u{9f}",
+        "\u{a0}",
+        "é",
+        "€",
+        "😀",
+        "\u{202e}",
+        "\u{2066}",
+        "\u{200b}",
+        "\u{feff}",
+        "\u{ad}",
+        "\u{2028}",
+        "\u{fdd0}",
+        "\u{e0041}",
+        "\u{0b}",
+        "\u{0c}",
+    ];
+
+    fn text_of(pieces: &[usize], lead: usize) -> String {
+        let mut text = "x".repeat(lead);
+        for &p in pieces {
+            text.push_str(PIECES[p % PIECES.len()]);
+        }
+        text
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The block check answers as a byte-by-byte one, wherever the odd byte falls.
+        #[test]
+        fn the_block_check_is_the_byte_check(
+            pieces in proptest::collection::vec(0usize..64, 0..90),
+            lead in 0usize..64,
+            line_breaks in proptest::bool::ANY,
+        ) {
+            let text = text_of(&pieces, lead);
+            let by_byte = text
+                .bytes()
+                .all(|b| (0x20..=0x7e).contains(&b) || (line_breaks && b == b'\n'));
+            prop_assert_eq!(is_plain_ascii(&text, line_breaks), by_byte, "{:?}", text);
+        }
+
+        /// Nothing suspicious comes out of either; line breaks and tabs only from
+        /// `visible`; and text with nothing to mark comes out as it went in.
+        #[test]
+        fn nothing_suspicious_comes_out(
+            pieces in proptest::collection::vec(0usize..64, 0..90),
+            lead in 0usize..64,
+        ) {
+            let text = text_of(&pieces, lead);
+            let inline = visible_inline(&text);
+            prop_assert!(!inline.chars().any(is_suspicious), "{:?} -> {:?}", text, inline);
+            let multi = visible(&text);
+            prop_assert!(
+                !multi.chars().any(|c| c != '\n' && c != '\t' && is_suspicious(c)),
+                "{:?} -> {:?}", text, multi
+            );
+            // Every line break and tab stays in `visible` and none in `visible_inline`.
+            let count = |s: &str, c: char| s.chars().filter(|&x| x == c).count();
+            prop_assert_eq!(count(&multi, '\n'), count(&text, '\n'));
+            prop_assert_eq!(count(&multi, '\t'), count(&text, '\t'));
+            prop_assert_eq!(count(&inline, '\n'), 0);
+            if !text.chars().any(is_suspicious) {
+                prop_assert_eq!(inline.as_ref(), text.as_str());
+            }
+            if !text.chars().any(|c| c != '\n' && c != '\t' && is_suspicious(c)) {
+                prop_assert_eq!(multi.as_ref(), text.as_str());
+            }
+        }
+    }
+
+    /// Every byte value at every place of a 64-byte text (two blocks, and the remainder
+    /// after one), as the only odd one.
+    #[test]
+    fn each_byte_in_each_place_of_two_blocks() {
+        for len in [31usize, 32, 33, 63, 64, 65] {
+            for place in 0..len {
+                for byte in 0u8..0x80 {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[place] = byte;
+                    let text = String::from_utf8(bytes).unwrap();
+                    for line_breaks in [false, true] {
+                        let want = (0x20..=0x7e).contains(&byte) || (line_breaks && byte == b'\n');
+                        assert_eq!(
+                            is_plain_ascii(&text, line_breaks),
+                            want,
+                            "byte {byte:#x} at {place} of {len}, line breaks {line_breaks}"
+                        );
+                    }
+                }
+                // A two-byte character whose second byte is the next block's first.
+                if place + 1 < len {
+                    let mut text = "a".repeat(place);
+                    text.push('é');
+                    text.push_str(&"a".repeat(len - place - 1));
+                    assert!(!is_plain_ascii(&text, true), "é at {place} of {len}");
+                }
+            }
+        }
+    }
+}

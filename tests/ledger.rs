@@ -1207,3 +1207,96 @@ async fn resolve_refuses_pending_as_a_verdict() {
     assert!(matches!(err, LedgerError::ResolveToPending), "{err}");
     assert_eq!(stored(&ledger, "k").await.to_json(), before);
 }
+
+/// The SQLite writer's split commit (records first, then claims): senders in
+/// one process share the one writer, so their claims (durable), records of sends
+/// (lazy) and retry claims after a definite failure (durable compare-and-sets) land in
+/// the same batches and are split and reordered there. Whatever the interleaving, each
+/// attempt of a key is sent at most once, a key that was sent is never sent again, a
+/// send that returned is recorded, and every call is answered with what the ledger
+/// holds.
+mod group_commit {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use send_once::ledger::sqlite::SqliteStore;
+    use send_once::ledger::{Access, Ledger, SendError, Status, Store};
+
+    const SENDERS: usize = 16;
+    const KEYS: usize = 64;
+    const ROUNDS: usize = 3;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_senders_with_failures_and_retries_send_each_attempt_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path, Access::Create).unwrap());
+        let ledger = Arc::new(Ledger::new(Arc::clone(&store)));
+        // (key, attempt) -> how many times the send ran for it.
+        let sends: Arc<Mutex<HashMap<(String, u64), usize>>> = Arc::default();
+        let keys: Vec<String> = (0..KEYS).map(|i| format!("k{i:03}")).collect();
+        let mut tasks = Vec::new();
+        for s in 0..SENDERS {
+            let (ledger, sends, keys) = (Arc::clone(&ledger), Arc::clone(&sends), keys.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                for round in 0..ROUNDS {
+                    for i in 0..KEYS {
+                        let key = &keys[(i * 7 + s * 5 + round) % KEYS];
+                        let sends = Arc::clone(&sends);
+                        let outcome = ledger
+                            .once(key, None, move |ctx| async move {
+                                *sends
+                                    .lock()
+                                    .unwrap()
+                                    .entry((ctx.key.clone(), ctx.attempt))
+                                    .or_default() += 1;
+                                tokio::task::yield_now().await;
+                                // The first two attempts of most keys are refused for
+                                // sure, so that other senders claim them again.
+                                let refuse = ctx.attempt <= 2 && !ctx.key.ends_with('7');
+                                if refuse {
+                                    Err(SendError::Definite(format!("no {}", ctx.attempt)))
+                                } else {
+                                    Ok(format!("id-{}-{}", ctx.key, ctx.attempt))
+                                }
+                            })
+                            .await
+                            .expect("no store error");
+                        outcomes.push((key.clone(), outcome.name().to_owned()));
+                    }
+                }
+                outcomes
+            }));
+        }
+        let mut kinds: HashMap<String, usize> = HashMap::new();
+        for task in tasks {
+            for (_, kind) in task.await.unwrap() {
+                *kinds.entry(kind).or_default() += 1;
+            }
+        }
+        let sends = sends.lock().unwrap().clone();
+        let twice: Vec<_> = sends.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(twice.is_empty(), "an attempt sent twice: {twice:?}");
+        for key in &keys {
+            let entry = store.get(key).await.unwrap().expect("claimed");
+            let attempts = entry.attempts();
+            let sent_ok = if key.ends_with('7') { 1 } else { 3 };
+            // Every attempt up to the current one ran its send once, and none after.
+            for attempt in 1..=attempts {
+                assert_eq!(
+                    sends.get(&(key.clone(), attempt)),
+                    Some(&1),
+                    "{key} attempt {attempt}"
+                );
+            }
+            assert!(!sends.contains_key(&(key.clone(), attempts + 1)), "{key}");
+            if attempts >= sent_ok {
+                assert_eq!(entry.status(), Status::Sent, "{key}: {entry:?}");
+            } else {
+                assert_eq!(entry.status(), Status::Failed, "{key}: {entry:?}");
+            }
+        }
+        assert_eq!(kinds.values().sum::<usize>(), SENDERS * KEYS * ROUNDS);
+    }
+}

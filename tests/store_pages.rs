@@ -350,3 +350,58 @@ async fn a_search_looks_in_meta_error_and_provider_id_on_every_store() {
         assert_eq!(got, vec!["k-ana"], "{name}");
     }
 }
+
+/// A JSON Lines ledger pages as the other stores do when a
+/// claim time cannot be read. `claimedAt` is only required to be a string (`isEntry`),
+/// so `""` is an entry; an unreadable claim time sorts last ("an unreadable claim time
+/// last", `JsonlStore::page`; `store::newest_first` for the memory store).
+/// An empty `claimedAt` on the first entry line of a read (or of each part of a
+/// large file) was once taken to be 1970-01-01, because the last claim time kept
+/// started as an empty spelling with 0 ms, and the page put it before older claims.
+mod unreadable_claim_time {
+    use send_once::ledger::jsonl::JsonlStore;
+    use send_once::ledger::memory::MemoryStore;
+    use send_once::ledger::{Access, Entry, PageQuery, Store};
+
+    const LINES: [&str; 3] = [
+        r#"{"key":"empty-first","status":"pending","claimedAt":""}"#,
+        r#"{"key":"before-1970","status":"pending","claimedAt":"1969-12-31T00:00:00.000Z"}"#,
+        r#"{"key":"after-1970","status":"pending","claimedAt":"2026-09-27T10:00:00.000Z"}"#,
+    ];
+
+    async fn keys(store: &dyn Store) -> Vec<String> {
+        let query = PageQuery {
+            status: None,
+            search: None,
+            offset: 0,
+            limit: 10,
+        };
+        store
+            .page(&query)
+            .await
+            .expect("page")
+            .iter()
+            .map(|e| e.key().to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_empty_claim_time_pages_last_as_in_the_memory_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        std::fs::write(&path, LINES.join("\n") + "\n").unwrap();
+        let jsonl = JsonlStore::open(&path, Access::ReadOnly).expect("open");
+        let memory = MemoryStore::new();
+        for line in LINES {
+            assert!(
+                memory
+                    .claim(&Entry::from_json(line).unwrap())
+                    .await
+                    .unwrap()
+            );
+        }
+        let want = ["after-1970", "before-1970", "empty-first"];
+        assert_eq!(keys(&memory).await, want, "the memory store");
+        assert_eq!(keys(&jsonl).await, want, "the JSON Lines store");
+    }
+}

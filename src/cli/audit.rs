@@ -470,6 +470,9 @@ fn js_split_whitespace(text: &str) -> Vec<&str> {
 }
 
 #[cfg(test)]
+mod wrap_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

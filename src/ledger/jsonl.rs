@@ -36,6 +36,8 @@ use super::store::{
 use super::time;
 use super::{canonical, chain, jsjson};
 
+#[cfg(test)]
+mod index_model_tests;
 mod key_hex;
 mod key_table;
 mod scan;
@@ -498,12 +500,25 @@ fn index_range(
 
 /// The last entry line's key (as the line spells it; `entry` when there is one, which
 /// is then the newest of those waiting), and its claim time, read and as it was spelt.
-#[derive(Default)]
 struct Recent {
     entry: bool,
     key: Vec<u8>,
     claimed_at: Vec<u8>,
     claimed_ms: i64,
+}
+
+impl Default for Recent {
+    /// Before any line, the spelling kept is empty, so the time kept with it must be
+    /// what an empty `claimedAt` reads as: a first line with `""` is then unreadable,
+    /// as it is anywhere else in the file, not a claim at the epoch.
+    fn default() -> Recent {
+        Recent {
+            entry: false,
+            key: Vec::new(),
+            claimed_at: Vec::new(),
+            claimed_ms: claim_time(b""),
+        }
+    }
 }
 
 /// New keys' lines read but not yet placed in the index, oldest first, each with its

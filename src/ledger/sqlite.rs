@@ -1861,6 +1861,9 @@ fn ledger_at(path: &Path) -> LedgerLocation {
 }
 
 #[cfg(test)]
+mod batch_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::ledger::Status;
