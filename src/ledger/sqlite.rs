@@ -1928,7 +1928,7 @@ mod tests {
 
     /// A ledger file in a directory of its own (kept while the handle lives), and the
     /// writer's connection to it.
-    fn new_ledger() -> (tempfile::TempDir, PathBuf, Connection) {
+    pub(super) fn new_ledger() -> (tempfile::TempDir, PathBuf, Connection) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("ledger.db");
         prepare_file(&path, Access::Create).expect("create");

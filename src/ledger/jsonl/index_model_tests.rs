@@ -287,3 +287,61 @@ fn the_table_tells_apart_keys_of_one_tag_through_growth_and_wrap() {
         assert_eq!(table.find(hash(n), |s| u64::from(s) == n), None);
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+    /// Few keys (an empty one among them, which Node accepts) on long lines: parts cut
+    /// anywhere (inside long lines, between a key's lines, a part with no entry or no
+    /// line at all) merge to the index of one pass, and both are the line-by-line map.
+    #[test]
+    fn parts_cut_anywhere_merge_to_the_index_of_one_pass(
+        lines in proptest::collection::vec((0u64..14, 0u8..6, 0usize..3, 0usize..400), 1..150),
+        cuts in proptest::collection::vec(0u64..1_000_000, 0..8),
+        torn_tail in proptest::bool::ANY,
+    ) {
+        let key = |id: u64| match id {
+            13 => String::new(),
+            _ if id.is_multiple_of(2) => format!("k{id}"),
+            // Lowercase hex, kept as the bytes it spells.
+            _ => format!("{:032x}", id.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        };
+        let times = ["2026-09-20T08:00:00.000Z", "2026-09-21T08:00:00.000Z", "x"];
+        let mut text = String::new();
+        for &(id, kind, at, pad) in &lines {
+            let status = match kind {
+                0 | 1 => "pending",
+                2 => "sent",
+                3 => "failed",
+                4 => {
+                    text.push_str("{\"torn\":\n");
+                    continue;
+                }
+                _ => {
+                    text.push_str("  \n");
+                    continue;
+                }
+            };
+            text.push_str(&format!(
+                "{{\"key\":\"{}\",\"status\":\"{status}\",\"claimedAt\":\"{}\",\"pad\":\"{}\"}}\n",
+                key(id),
+                times[at],
+                "p".repeat(pad)
+            ));
+        }
+        if torn_tail {
+            text.push_str("{\"key\":\"k0\",\"status\":\"se");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let len = text.len() as u64;
+        let cuts: Vec<u64> = cuts.iter().map(|c| c * len / 1_000_000).collect();
+        let (whole, merged) = index_of(&path, &text, &cuts);
+        let (rows, skipped) = model(&text);
+        proptest::prop_assert!(!merged.overflow);
+        proptest::prop_assert_eq!(merged.skipped, whole.skipped);
+        proptest::prop_assert_eq!(whole.skipped, skipped);
+        proptest::prop_assert_eq!(summary(&merged), summary(&whole));
+        proptest::prop_assert_eq!(summary(&whole), rows);
+    }
+}

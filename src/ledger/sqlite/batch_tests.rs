@@ -6,18 +6,10 @@
 //! did not have, a failure on one side does not undo the other side, and each side
 //! commits with its own `synchronous` setting.
 
+use super::tests::new_ledger;
 use super::*;
 
 const AT: &str = "2026-09-27T10:00:00.000Z";
-
-fn new_ledger() -> (tempfile::TempDir, PathBuf, Connection) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("ledger.db");
-    prepare_file(&path, Access::Create).expect("create");
-    let conn = connect(&path).expect("connect");
-    migrate(&path, &conn).expect("migrate");
-    (dir, path, conn)
-}
 
 type Answer = oneshot::Receiver<Result<Reply, StoreError>>;
 
