@@ -1078,3 +1078,154 @@ fn shift_j_and_k_scroll_the_details_and_a_new_selection_starts_at_the_top() {
 fn key_with(c: char, modifiers: KeyModifiers) -> Action {
     Action::Key(KeyEvent::new(KeyCode::Char(c), modifiers))
 }
+
+/// A bulk reject applies to the marked drafts the filter shows, and says how many
+/// marked ones it leaves; with none of them shown, it opens nothing and says why.
+#[test]
+fn a_bulk_reject_leaves_marked_drafts_the_filter_hides() {
+    let mut app = app_with(vec![
+        draft(1, "ana@example.com"),
+        draft(2, "bo@example.com"),
+    ]);
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('a'),
+        KeyModifiers::CONTROL,
+    )));
+    ch(&mut app, '/');
+    type_text(&mut app, "bo@");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_drafts().len(), 1);
+    ch(&mut app, 'r');
+    let form = form(&app);
+    assert_eq!(
+        form.kind,
+        FormKind::RejectMany {
+            drafts: vec![(2, 1)]
+        }
+    );
+    assert!(
+        form.title
+            .contains("(1 more marked, hidden by the filter, are left as they are)"),
+        "{}",
+        form.title
+    );
+    press(&mut app, KeyCode::Esc);
+    // A filter that shows no marked draft: nothing opens, and the screen says why.
+    let mut app = app_with(vec![
+        draft(1, "ana@example.com"),
+        draft(2, "bo@example.com"),
+    ]);
+    ch(&mut app, ' ');
+    ch(&mut app, '/');
+    type_text(&mut app, "bo@");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(ch(&mut app, 'r'), vec![]);
+    assert!(app.overlay.is_none(), "{:?}", app.overlay);
+    let status = app.status.as_ref().expect("a status line");
+    assert!(
+        status.text.contains("hidden by the filter"),
+        "{}",
+        status.text
+    );
+}
+
+/// A bulk settle in the Unknown sends view must apply to what the screen shows. Rows
+/// marked earlier and then hidden by a filter are not on the screen when the person
+/// presses `f`, so they must not be settled with the shown row. Today they are: the
+/// confirmation lists the hidden rows first and the shown row falls into "… and N more".
+/// Marked failed, each hidden send is sent again on its next run.
+mod bulk_settle_of_rows_shown {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use serde_json::json;
+
+    use send_once::ledger::{Entry, time};
+    use send_once::ui::action::{Action, Effect};
+    use send_once::ui::app::{App, Options, Overlay};
+
+    const NOW: &str = "2026-09-27T12:00:00.000Z";
+    const MIN: i64 = 60_000;
+
+    fn now() -> i64 {
+        time::parse_date(NOW).unwrap()
+    }
+
+    fn pending(key: &str, to: &str, intent: &str, claimed_min_ago: i64) -> Entry {
+        let at = time::iso_from_millis(now() - claimed_min_ago * MIN).unwrap();
+        Entry::from_value(json!({
+            "key": key,
+            "status": "pending",
+            "attempts": 1,
+            "claimedAt": at,
+            "updatedAt": at,
+            "meta": {"channel": "email", "to": to, "intent": intent},
+            "error": "Delivery is unknown: the command exited with status 7",
+            "uncertain": true,
+        }))
+        .unwrap()
+    }
+
+    fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) -> Vec<Effect> {
+        app.update(Action::Key(KeyEvent::new(code, modifiers)))
+    }
+
+    fn typed(app: &mut App, text: &str) {
+        for c in text.chars() {
+            key(app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+    }
+
+    fn resolved_keys(effects: &[Effect]) -> Vec<String> {
+        let mut keys = Vec::new();
+        for effect in effects {
+            match effect {
+                Effect::Resolve { key, .. } => keys.push(key.clone()),
+                Effect::Batch(items) => keys.extend(resolved_keys(items)),
+                _ => {}
+            }
+        }
+        keys
+    }
+
+    #[test]
+    fn marked_rows_hidden_by_the_filter_are_not_settled_with_the_shown_one() {
+        let mut app = App::new(Options {
+            ledger_label: "ledger.db".into(),
+            by: "dana".into(),
+            older_than_ms: 5.0 * MIN as f64,
+            no_queue: None,
+            now: now(),
+        });
+        app.update(Action::ApprovalsLoaded(Ok(vec![])));
+        app.update(Action::UnknownLoaded(Ok(vec![
+            pending("dunning-1", "cust1@acme.com", "dunning:1", 50),
+            pending("dunning-2", "cust2@acme.com", "dunning:2", 40),
+            pending("otp-1", "+15550001111", "otp:1", 30),
+        ])));
+        key(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
+        // Mark every row, then narrow the list to the one send the person means.
+        key(&mut app, KeyCode::Char('a'), KeyModifiers::CONTROL);
+        key(&mut app, KeyCode::Char('/'), KeyModifiers::NONE);
+        typed(&mut app, "otp");
+        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(
+            app.visible_unknown().len(),
+            1,
+            "the filter shows the otp send alone"
+        );
+
+        key(&mut app, KeyCode::Char('f'), KeyModifiers::NONE);
+        typed(&mut app, "otp not delivered");
+        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        assert!(
+            matches!(app.overlay, Some(Overlay::Confirm(_))),
+            "{:?}",
+            app.overlay
+        );
+        let effects = key(&mut app, KeyCode::Char('y'), KeyModifiers::NONE);
+        assert_eq!(
+            resolved_keys(&effects),
+            vec!["otp-1".to_owned()],
+            "only the row on the screen may be marked failed; the hidden dunning sends would be sent again"
+        );
+    }
+}

@@ -192,6 +192,24 @@ fn others_must_approve(missing: i64) -> String {
     }
 }
 
+/// Why a bulk decision opened nothing: no marked row is shown.
+fn hidden_marks(hidden: usize) -> String {
+    if hidden == 0 {
+        return "No marked row is listed any more (each was decided or changed since): Esc clears the marks.".to_owned();
+    }
+    format!(
+        "The {hidden} marked row(s) are hidden by the filter, and a decision applies to what is shown: clear the filter to see them, or Esc to clear the marks."
+    )
+}
+
+/// Said in a bulk form's title when marked rows are hidden by the filter.
+fn left_hidden(hidden: usize) -> String {
+    match hidden {
+        0 => String::new(),
+        n => format!(" ({n} more marked, hidden by the filter, are left as they are)"),
+    }
+}
+
 /// Who an entry went to and what it is for, from its meta, else its short key.
 pub fn entry_who(entry: &Entry) -> String {
     crate::text::who_and_what(entry.meta()).unwrap_or_else(|| short_key(entry.key()))
@@ -1774,20 +1792,27 @@ impl App {
     fn open_reject(&mut self) {
         let marked = &self.state(View::Approvals).marked;
         if !marked.is_empty() {
+            // Only the marked drafts the filter shows: a decision applies to what the
+            // person sees, and rows marked before the filter changed are not on screen.
             let drafts: Vec<(i64, i64)> = self
-                .approvals
-                .ready()
-                .map(|all| {
-                    all.iter()
-                        .filter(|d| marked.contains(&d.id.to_string()))
-                        .map(|d| (d.id, d.version))
-                        .collect()
-                })
-                .unwrap_or_default();
+                .visible_drafts()
+                .iter()
+                .filter(|d| marked.contains(&d.id.to_string()))
+                .map(|d| (d.id, d.version))
+                .collect();
+            let hidden = self.approvals.ready().map_or(0, |all| {
+                all.iter()
+                    .filter(|d| marked.contains(&d.id.to_string()))
+                    .count()
+            }) - drafts.len();
+            if drafts.is_empty() {
+                self.say(&hidden_marks(hidden), false);
+                return;
+            }
             let n = drafts.len();
             self.overlay = Some(Overlay::Form(Form::new(
                 FormKind::RejectMany { drafts },
-                format!("Reject {n} marked drafts"),
+                format!("Reject {n} marked drafts{}", left_hidden(hidden)),
                 vec![field("Reason", "", true), field("Name", &self.by, true)],
             )));
             return;
@@ -1807,25 +1832,34 @@ impl App {
     pub(super) fn open_settle(&mut self, status: Status) {
         let marked = &self.state(View::Unknown).marked;
         if !marked.is_empty() {
+            // Only the marked sends the filter shows (see `open_reject`): settled
+            // failed, a hidden one would be sent again on its next run.
             let sends: Vec<Settle> = self
-                .unknown
-                .ready()
-                .map(|all| {
-                    all.iter()
-                        .filter(|e| marked.contains(e.key()))
-                        .map(|e| Settle {
-                            key: e.key().to_owned(),
-                            who: crate::text::visible_inline(&entry_who(e)).into_owned(),
-                            in_flight: self.maybe_in_flight(e),
-                            seen: Seen::entry(e),
-                        })
-                        .collect()
+                .visible_unknown()
+                .iter()
+                .filter(|e| marked.contains(e.key()))
+                .map(|e| Settle {
+                    key: e.key().to_owned(),
+                    who: crate::text::visible_inline(&entry_who(e)).into_owned(),
+                    in_flight: self.maybe_in_flight(e),
+                    seen: Seen::entry(e),
                 })
-                .unwrap_or_default();
+                .collect();
+            let hidden = self.unknown.ready().map_or(0, |all| {
+                all.iter().filter(|e| marked.contains(e.key())).count()
+            }) - sends.len();
+            if sends.is_empty() {
+                self.say(&hidden_marks(hidden), false);
+                return;
+            }
             let n = sends.len();
             self.overlay = Some(Overlay::Form(Form::new(
                 FormKind::SettleMany { status, sends },
-                format!("Settle {n} marked sends as {}", status.as_str()),
+                format!(
+                    "Settle {n} marked sends as {}{}",
+                    status.as_str(),
+                    left_hidden(hidden)
+                ),
                 vec![field("Note", "", false), field("Name", &self.by, true)],
             )));
             return;
