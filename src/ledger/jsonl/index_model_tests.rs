@@ -98,8 +98,12 @@ fn index_of(path: &std::path::Path, text: &str, starts: &[u64]) -> (Index, Index
     let mut starts: Vec<u64> = starts
         .iter()
         .map(|&c| {
+            // Bytes, not characters: a cut may fall inside a multi-byte key.
             let at = (c.min(len)) as usize;
-            text[at..].find('\n').map_or(len, |n| (at + n + 1) as u64)
+            text.as_bytes()[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(len, |n| (at + n + 1) as u64)
         })
         .collect();
     starts.push(0);
