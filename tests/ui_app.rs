@@ -1229,3 +1229,31 @@ mod bulk_settle_of_rows_shown {
         );
     }
 }
+
+/// A pending row whose claim time cannot be read, or lies further ahead than the
+/// window, is not "in flight?" (forever, as it was): its age says nothing, and the
+/// row is an unknown send for a person to check. A claim a little ahead (another
+/// host's clock) still may be.
+#[test]
+fn a_claim_time_that_cannot_age_a_row_does_not_make_it_in_flight() {
+    let with_claim = |claimed_at: &str| {
+        Entry::from_value(json!({
+            "key": "k", "status": "pending", "attempts": 1,
+            "claimedAt": claimed_at, "updatedAt": claimed_at, "meta": null,
+        }))
+        .unwrap()
+    };
+    let window = 5.0 * MIN as f64;
+    for claimed_at in ["", "bad", &ago(-60 * MIN)] {
+        assert!(
+            !send_once::ui::app::in_flight(&with_claim(claimed_at), now(), window),
+            "{claimed_at:?}"
+        );
+    }
+    for claimed_at in [ago(-2 * MIN), ago(MIN)] {
+        assert!(
+            send_once::ui::app::in_flight(&with_claim(&claimed_at), now(), window),
+            "{claimed_at:?}"
+        );
+    }
+}

@@ -175,11 +175,14 @@ pub struct App {
 }
 
 /// The pending entry's attempt has not ended (no error is recorded for it) and it was
-/// claimed less than `older_than_ms` ago: it may still be sending.
+/// claimed less than `older_than_ms` ago: it may still be sending. A claim time that
+/// cannot be read, or lies further ahead than that, says nothing of the kind: such a
+/// row is an unknown send until a person checks it (see `ledger::placed_in_time`).
 pub fn in_flight(entry: &Entry, now: i64, older_than_ms: f64) -> bool {
     entry.status() == Status::Pending
         && entry.error().is_none()
-        && time::parse_date(entry.claimed_at()).is_none_or(|at| (now - at) as f64 <= older_than_ms)
+        && crate::ledger::placed_in_time(entry, now, older_than_ms)
+        && time::parse_date(entry.claimed_at()).is_some_and(|at| (now - at) as f64 <= older_than_ms)
 }
 
 /// Who must still approve a draft another approval by this person would not count

@@ -35,6 +35,12 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
         )),
     ];
     if entry.status() == Status::Pending {
+        if !crate::ledger::placed_in_time(entry, app.now, app.older_than_ms) {
+            lines.push(Line::from(Span::styled(
+                "Its claim time cannot be read, or lies in the future (another host's clock?), so its age says nothing: treat it as an unknown send and check it with the provider.",
+                theme.warn(),
+            )));
+        }
         if app.maybe_in_flight(entry) {
             lines.push(Line::from(Span::styled(
                 format!(
