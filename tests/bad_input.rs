@@ -470,3 +470,37 @@ fn a_payload_or_facts_that_is_a_device_or_over_64_mib_is_refused() {
         refused(d, &args, &[needle]);
     }
 }
+
+/// A ledger path with a line break or an escape in it is named in the message with
+/// marks, on one line: not as a second line that reads as the tool's own, nor as an
+/// escape the terminal obeys. Missing, a directory, not a ledger: each message that
+/// names the ledger.
+#[test]
+fn a_ledger_path_with_control_characters_is_named_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("new\nline.db");
+    let directory = dir.path().join("dir\u{1b}[2J.db");
+    std::fs::create_dir(&directory).unwrap();
+    let not_ledger = dir.path().join("csv\r.db");
+    std::fs::write(&not_ledger, "a,b\n").unwrap();
+    for (path, why) in [
+        (&missing, "no such ledger"),
+        (&directory, "is a directory"),
+        (&not_ledger, "is not a send-once ledger"),
+    ] {
+        for command in ["audit", "ls"] {
+            let o = output(&[command, path.to_str().unwrap()]);
+            let err = stderr(&o);
+            assert!(err.contains(why), "{command} {path:?}: {err}");
+            assert_eq!(
+                err.trim_end().lines().count(),
+                1,
+                "{command} {path:?}: {err}"
+            );
+            assert!(
+                !err.trim_end().chars().any(|c| c.is_control()),
+                "{command} {path:?}: {err:?}"
+            );
+        }
+    }
+}

@@ -111,6 +111,13 @@ impl fmt::Display for PostgresUrl {
 }
 
 impl LedgerLocation {
+    /// The location as part of a one-line message: a control character in a path (a
+    /// newline, an escape) shown as a mark, never passed to the terminal. `Display`
+    /// keeps the text as given, for `--json` and for commands to paste.
+    pub fn inline(&self) -> String {
+        crate::text::visible_inline(&self.to_string()).into_owned()
+    }
+
     /// What `arg` names, by the rules in the module's documentation. Never fails:
     /// whether it can be opened is [`LedgerLocation::check`]'s question.
     pub fn new(arg: impl AsRef<OsStr>) -> LedgerLocation {

@@ -53,23 +53,23 @@ pub enum Durability {
 #[non_exhaustive]
 pub enum StoreError {
     /// The ledger path names a directory.
-    #[error("{0} is a directory, not a ledger file")]
+    #[error("{} is a directory, not a ledger file", .0.inline())]
     IsDirectory(LedgerLocation),
     /// No ledger at this path, and it was not to be created.
-    #[error("no such ledger: {0}")]
+    #[error("no such ledger: {}", .0.inline())]
     NotFound(LedgerLocation),
     /// A FIFO, a device, `/dev/null`: nothing a ledger can live in.
-    #[error("{0} is not a regular file; a ledger is an SQLite file or a .jsonl file")]
+    #[error("{} is not a regular file; a ledger is an SQLite file or a .jsonl file", .0.inline())]
     NotARegularFile(LedgerLocation),
     /// A Postgres URL (its password already hidden): there is no store for it yet.
-    #[error("{0}: Postgres ledgers are not supported yet in this build")]
+    #[error("{}: Postgres ledgers are not supported yet in this build", .0.inline())]
     PostgresNotSupported(LedgerLocation),
     /// The review queue lives only in SQLite ledgers.
-    #[error("{0} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)")]
+    #[error("{} is a JSON Lines ledger; the review queue needs an SQLite ledger (a .db file)", .0.inline())]
     NoReviewQueue(LedgerLocation),
     /// A file that is not a ledger (not SQLite, or SQLite without the ledger table);
     /// it was not written to.
-    #[error("{ledger} is not a send-once ledger: {why}")]
+    #[error("{shown} is not a send-once ledger: {why}", shown = .ledger.inline())]
     NotALedger {
         /// The file.
         ledger: LedgerLocation,
@@ -77,9 +77,7 @@ pub enum StoreError {
         why: String,
     },
     /// The file's schema is newer than this build knows; it was not written to.
-    #[error(
-        "{ledger} was written by a newer send-once (schema version {found}; this binary knows up to {known}); upgrade send-once to use it"
-    )]
+    #[error("{shown} was written by a newer send-once (schema version {found}; this binary knows up to {known}); upgrade send-once to use it", shown = .ledger.inline())]
     NewerSchema {
         /// The file.
         ledger: LedgerLocation,
@@ -99,12 +97,10 @@ pub enum StoreError {
     },
     /// SQLite stayed locked by another process past the busy timeout; nothing was
     /// written, and trying again is safe.
-    #[error("the ledger {0} is busy: another process held its lock for too long; try again")]
+    #[error("the ledger {} is busy: another process held its lock for too long; try again", .0.inline())]
     Busy(LedgerLocation),
     /// A JSON Lines ledger's lock file stayed held; nothing was written.
-    #[error(
-        "could not lock {ledger} within {waited_ms}ms: {lock} is held{held_by}. If no process using this ledger is running, delete the lock file."
-    )]
+    #[error("could not lock {shown} within {waited_ms}ms: {lock_shown} is held{held_by}. If no process using this ledger is running, delete the lock file.", shown = .ledger.inline(), lock_shown = crate::text::visible_inline(&.lock.display().to_string()))]
     LockTimeout {
         /// The ledger.
         ledger: LedgerLocation,
@@ -117,10 +113,10 @@ pub enum StoreError {
         held_by: String,
     },
     /// No space left: the write was rolled back (or cut back) whole.
-    #[error("the disk holding {0} is full; nothing was written")]
+    #[error("the disk holding {} is full; nothing was written", .0.inline())]
     DiskFull(LedgerLocation),
     /// A write failed, and so did cutting the file back to where it was.
-    #[error("{why}, and {ledger} could not be cut back to where it was ({cut}): {left}")]
+    #[error("{why}, and {shown} could not be cut back to where it was ({cut}): {left}", shown = .ledger.inline())]
     PartlyWritten {
         /// The ledger file.
         ledger: LedgerLocation,
@@ -133,10 +129,10 @@ pub enum StoreError {
     },
     /// Opened read-only (asked to, or on a read-only filesystem), and a write was asked
     /// for.
-    #[error("{0} is read-only; this command needs to write to it")]
+    #[error("{} is read-only; this command needs to write to it", .0.inline())]
     ReadOnly(LedgerLocation),
     /// Something in the file cannot be read back as what it should be.
-    #[error("{ledger} is damaged: {detail}")]
+    #[error("{shown} is damaged: {detail}", shown = .ledger.inline())]
     Corrupt {
         /// The file.
         ledger: LedgerLocation,
@@ -144,7 +140,7 @@ pub enum StoreError {
         detail: String,
     },
     /// The operating system refused (permissions, a vanished directory, an IO error).
-    #[error("cannot use {ledger}: {source}")]
+    #[error("cannot use {shown}: {source}", shown = .ledger.inline())]
     Io {
         /// The file.
         ledger: LedgerLocation,
@@ -152,7 +148,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// Any other error the database (SQLite or Postgres) reported.
-    #[error("ledger {ledger}: {detail}")]
+    #[error("ledger {shown}: {detail}", shown = .ledger.inline())]
     Database {
         /// The file.
         ledger: LedgerLocation,
@@ -161,7 +157,7 @@ pub enum StoreError {
     },
     /// The Postgres server could not be reached, or refused the connection; nothing was
     /// read or written.
-    #[error("cannot connect to the Postgres ledger {ledger} ({server}): {reason}")]
+    #[error("cannot connect to the Postgres ledger {shown} ({server}): {reason}", shown = .ledger.inline())]
     Unreachable {
         /// The ledger's URL, its password hidden.
         ledger: LedgerLocation,
@@ -173,9 +169,7 @@ pub enum StoreError {
     /// The connection to the Postgres server went away in the middle of a write, and
     /// reading the row back on a new connection failed too: whether the write landed is
     /// unknown.
-    #[error(
-        "the connection to the Postgres ledger {ledger} was lost during a write, and it could not be read back: {reason}"
-    )]
+    #[error("the connection to the Postgres ledger {shown} was lost during a write, and it could not be read back: {reason}", shown = .ledger.inline())]
     ConnectionLost {
         /// The ledger's URL, its password hidden.
         ledger: LedgerLocation,
@@ -184,9 +178,7 @@ pub enum StoreError {
     },
     /// The Postgres server did not finish a statement within the statement timeout and
     /// cancelled it: it changed nothing.
-    #[error(
-        "the Postgres ledger {ledger} did not answer within {after}; the statement was cancelled and changed nothing"
-    )]
+    #[error("the Postgres ledger {shown} did not answer within {after}; the statement was cancelled and changed nothing", shown = .ledger.inline())]
     TimedOut {
         /// The ledger's URL, its password hidden.
         ledger: LedgerLocation,
@@ -195,7 +187,7 @@ pub enum StoreError {
     },
     /// The ledger's location cannot be used as given (a Postgres URL that cannot be
     /// read, a `table=` that is not a table name, TLS settings that cannot be used).
-    #[error("{ledger}: {why}")]
+    #[error("{shown}: {why}", shown = .ledger.inline())]
     BadLocation {
         /// The ledger, its password hidden.
         ledger: LedgerLocation,
