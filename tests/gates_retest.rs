@@ -495,6 +495,17 @@ fn mail_and_dispatch_stop_their_send_on_a_signal_and_say_it_is_pending() {
         common::status_of(&d.path("m.db"), "op-sig").as_deref(),
         Some("pending")
     );
+    // Its attempt has ended, and the entry says how: no screen reads it as in flight.
+    let shown = output(&["show", &d.p("m.db"), "op-sig", "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(&common::stdout(&shown)).unwrap();
+    let entry = &shown["entry"];
+    assert_eq!(entry["uncertain"], true, "{entry}");
+    assert!(
+        entry["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("interrupted by SIGTERM")),
+        "{entry}"
+    );
 
     // dispatch of an approved draft whose send hangs.
     let ledger = d.p("q.db");

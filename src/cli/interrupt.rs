@@ -74,14 +74,27 @@ pub async fn report(
             Exit::Failed,
             format!("interrupted by {signal}, after {shown} was recorded as failed"),
         ),
-        _ => fail(
-            Exit::Unknown,
-            format!(
-                "interrupted by {signal} while sending {shown}: the send command was stopped with its process group, and may or may not have reached the provider. It stays pending and will not be sent again on its own.\n\
+        _ => {
+            // The attempt has ended, unanswered: say so in the entry, or every screen
+            // reads it as still sending until --older-than has passed. Should the
+            // write fail, it reads so until then; what to do is said below either way.
+            // (Were the claim another process's, won while this one was stopped, its
+            // record still lands: the change keeps the claim time and attempt.)
+            if let Some(claimed) = now.as_ref().filter(|e| e.error().is_none()) {
+                let why = format!(
+                    "interrupted by {signal}: the send command was stopped with its process group"
+                );
+                let _ = ledger.record_stopped(claimed, &why).await;
+            }
+            fail(
+                Exit::Unknown,
+                format!(
+                    "interrupted by {signal} while sending {shown}: the send command was stopped with its process group, and may or may not have reached the provider. It stays pending and will not be sent again on its own.\n\
                  Check with the provider, then record what happened:\n  send-once resolve {location} {key} sent\n  send-once resolve {location} {key} failed",
-                location = super::output::pasteable(&location.as_argument()),
-                key = super::output::pasteable(key),
-            ),
-        ),
+                    location = super::output::pasteable(&location.as_argument()),
+                    key = super::output::pasteable(key),
+                ),
+            )
+        }
     }
 }

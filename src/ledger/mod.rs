@@ -834,6 +834,26 @@ impl Ledger {
         .await
     }
 
+    /// Records that the attempt `claimed` ended without an answer because its send was
+    /// stopped (a signal to the process that ran it): the entry stays pending, so
+    /// nothing sends it again, and its error says how the attempt ended, so no screen
+    /// takes it for a send still in flight. Gives false, changing nothing, when the
+    /// entry is no longer that attempt (someone settled it, or it completed).
+    pub async fn record_stopped(&self, claimed: &Entry, why: &str) -> Result<bool, LedgerError> {
+        if claimed.status() != Status::Pending {
+            return Ok(false);
+        }
+        let error = SendError::uncertain(why);
+        let mut next = claimed.clone();
+        next.set("updatedAt", self.iso_now());
+        next.set("error", error.message());
+        next.set("uncertain", true);
+        Ok(self
+            .store
+            .transition(claimed, &next, Durability::Lazy)
+            .await?)
+    }
+
     /// Makes a key sendable again, after a person has checked that it did not go out:
     /// the entry becomes failed, with a `reset` record of who did it and why. A sent
     /// entry is reset only with `force`. The decision log records every call.
