@@ -1257,3 +1257,35 @@ fn a_claim_time_that_cannot_age_a_row_does_not_make_it_in_flight() {
         );
     }
 }
+
+/// A bulk decision that was refused, in part or whole, stays on the status line until
+/// a key (a person must not miss that it did not apply), and past two reasons it
+/// points at the Decisions view rather than cutting words off the screen.
+#[test]
+fn a_refused_bulk_decision_stays_and_points_at_the_decisions_view() {
+    let mut app = app_with(five());
+    let refusals: Vec<Outcome> = (1..=5)
+        .map(|i| Outcome::Refused {
+            subject: format!("key-{i}"),
+            why: format!("key-{i} changed after it was shown: it is now failed, by user{i}"),
+        })
+        .collect();
+    app.update(Action::Done(Outcome::Batch(refusals)));
+    let text = status(&app).0.to_owned();
+    assert!(text.contains("Refused 5: "), "{text}");
+    assert!(
+        text.contains("by user1") && text.contains("by user2"),
+        "{text}"
+    );
+    assert!(!text.contains("by user3"), "{text}");
+    assert!(
+        text.contains("and 3 more reasons, each in view 4 (Decisions)"),
+        "{text}"
+    );
+    app.update(Action::Tick(
+        now() + 10 * send_once::ui::app::STATUS_FADE_MS,
+    ));
+    assert_eq!(status(&app).0, text, "a refusal does not fade");
+    ch(&mut app, 'j');
+    assert!(app.status.is_none(), "the next key clears it");
+}

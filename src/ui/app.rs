@@ -38,8 +38,13 @@ pub const CHAIN_RECHECK_MS: i64 = 5_000;
 /// The newest decisions the Decisions view holds.
 pub const DECISIONS_SHOWN: usize = 2000;
 
-/// How long a status message stays, unless a key clears it first.
+/// How long a status message stays, unless a key clears it first. One that says
+/// something was refused or failed stays until a key: a person must not miss that
+/// their decision did not apply.
 pub const STATUS_FADE_MS: i64 = 6000;
+
+/// The most distinct refusal reasons a bulk decision's status line spells out.
+const BATCH_REASONS_SHOWN: usize = 2;
 
 /// The status while a confirmed decision is written (a busy ledger can take seconds):
 /// neither a tick nor a cross, because nothing is decided yet.
@@ -604,6 +609,7 @@ impl App {
                     self.view = view;
                 }
                 if let Some(status) = &self.status
+                    && status.ok
                     && !self.working()
                     && now - status.at >= STATUS_FADE_MS
                 {
@@ -1201,7 +1207,19 @@ impl App {
                             }
                         })
                         .collect();
-                    text.push_str(&format!(" Refused {refused}: {}.", parts.join("; ")));
+                    // The status line holds a few lines: past a few reasons, the
+                    // Decisions view (4) has each refusal, with who decided first.
+                    let shown = parts.len().min(BATCH_REASONS_SHOWN);
+                    let rest = parts.len() - shown;
+                    let more = if rest > 0 {
+                        format!("; and {rest} more reasons, each in view 4 (Decisions)")
+                    } else {
+                        String::new()
+                    };
+                    text.push_str(&format!(
+                        " Refused {refused}: {}{more}.",
+                        parts[..shown].join("; ")
+                    ));
                 }
                 text
             }
