@@ -1029,12 +1029,7 @@ impl Ledger {
         let now = self.now();
         let mut census = self.store.census().await?;
         let pending = std::mem::take(&mut census.pending_entries);
-        let unplaced = pending
-            .iter()
-            .filter(|e| e.status() == Status::Pending && !placed_in_time(e, now, older_than_ms))
-            .cloned()
-            .collect();
-        let unknown = oldest_unknown(pending, now as f64 - older_than_ms);
+        let (unknown, unplaced) = oldest_unknown(pending, now, older_than_ms);
         Ok(Audit {
             now,
             older_than_ms,
@@ -1064,36 +1059,47 @@ impl Ledger {
         older_than: Option<std::time::Duration>,
     ) -> Result<Vec<Entry>, LedgerError> {
         let older_than_ms = older_than.map_or(0.0, |d| d.as_secs_f64() * 1000.0);
-        let cutoff = self.now() as f64 - older_than_ms;
         let pending = self
             .store
             .list(ListFilter {
                 status: Some(Status::Pending),
             })
             .await?;
-        Ok(oldest_unknown(pending, cutoff))
+        Ok(oldest_unknown(pending, self.now(), older_than_ms).0)
     }
 }
 
-/// The pending entries claimed at or before `cutoff` (ms), oldest first; the sort is
-/// stable, so ties keep the store's order, as the Node library's do. An entry whose
-/// claim time cannot be read is left out, as the Node library leaves it out.
-fn oldest_unknown(entries: Vec<Entry>, cutoff: f64) -> Vec<Entry> {
-    let mut found: Vec<(i64, Entry)> = entries
-        .into_iter()
-        .filter(|e| e.status() == Status::Pending)
-        .filter_map(|e| time::parse_date(e.claimed_at()).map(|at| (at, e)))
-        .filter(|(at, _)| *at as f64 <= cutoff)
-        .collect();
+/// The pending entries claimed at least `older_than_ms` before `now`, oldest first;
+/// the sort is stable, so ties keep the store's order, as the Node library's do. An
+/// entry whose claim time cannot age it (see [`placed_in_time`]) is left out of them,
+/// as the Node library leaves it out, and given apart, for what is ours to report.
+fn oldest_unknown(entries: Vec<Entry>, now: i64, older_than_ms: f64) -> (Vec<Entry>, Vec<Entry>) {
+    let cutoff = now as f64 - older_than_ms;
+    let mut found: Vec<(i64, Entry)> = Vec::with_capacity(entries.len());
+    let mut unplaced = Vec::new();
+    for entry in entries {
+        if entry.status() != Status::Pending {
+            continue;
+        }
+        match time::parse_date(entry.claimed_at()) {
+            Some(at) if at as f64 <= cutoff => found.push((at, entry)),
+            Some(at) if placed_at(at, now, older_than_ms) => {}
+            _ => unplaced.push(entry),
+        }
+    }
     found.sort_by_key(|(at, _)| *at);
-    found.into_iter().map(|(_, e)| e).collect()
+    (found.into_iter().map(|(_, e)| e).collect(), unplaced)
 }
 
 /// Whether a pending entry's claim time says how old it is: it can be read, and it is
 /// not further in the future than `older_than_ms` (a claim from a host whose clock is
 /// a little ahead is in flight; one a day ahead is a clock nobody can age by).
 pub fn placed_in_time(entry: &Entry, now: i64, older_than_ms: f64) -> bool {
-    time::parse_date(entry.claimed_at()).is_some_and(|at| (at - now) as f64 <= older_than_ms)
+    time::parse_date(entry.claimed_at()).is_some_and(|at| placed_at(at, now, older_than_ms))
+}
+
+fn placed_at(claimed_ms: i64, now: i64, older_than_ms: f64) -> bool {
+    (claimed_ms - now) as f64 <= older_than_ms
 }
 
 /// What `Ledger::audit` found.
