@@ -1105,7 +1105,7 @@ fn a_bulk_reject_leaves_marked_drafts_the_filter_hides() {
     );
     assert!(
         form.title
-            .contains("(1 more marked, hidden by the filter, are left as they are)"),
+            .contains("(1 marked but hidden by the filter are left)"),
         "{}",
         form.title
     );

@@ -2163,3 +2163,28 @@ fn a_key_that_is_nowhere_listed_says_the_ledger_is_searched() {
     assert_eq!(app.view, View::Ledger);
     assert!(status_text(&app).starts_with("ffff is not in the queue or the unknown sends"));
 }
+
+/// A bulk form's title says how many marked rows it leaves, and the form is drawn wide
+/// enough to show all of it where the screen allows.
+#[test]
+fn a_bulk_form_shows_its_whole_title() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char('2'));
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('a'),
+        KeyModifiers::CONTROL,
+    )));
+    let first = app.visible_unknown()[0].key().to_owned();
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, &first);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_unknown().len(), 1, "the filter shows one send");
+    key(&mut app, KeyCode::Char('f'));
+    let hidden = app.state(View::Unknown).marked.len().saturating_sub(1);
+    assert!(hidden > 0);
+    let title = format!(
+        "Settle 1 marked sends as failed ({hidden} marked but hidden by the filter are left)"
+    );
+    let text = screen(&mut app, 130, 30);
+    assert!(text.contains(&title), "{text}");
+}

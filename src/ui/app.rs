@@ -214,7 +214,7 @@ fn hidden_marks(hidden: usize) -> String {
 fn left_hidden(hidden: usize) -> String {
     match hidden {
         0 => String::new(),
-        n => format!(" ({n} more marked, hidden by the filter, are left as they are)"),
+        n => format!(" ({n} marked but hidden by the filter are left)"),
     }
 }
 

@@ -89,7 +89,10 @@ fn draw_help(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
 
 fn draw_form(frame: &mut Frame, form: &Form, theme: &Theme, area: Rect) {
     let height = form.fields.len() as u16 * 2 + 6;
-    let rect = centered(area, 64, height);
+    // Wide enough for its title where the screen allows: a title says what the form
+    // acts on (how many, and how many it leaves), and a cut title hides that.
+    let width = (safe(&form.title).chars().count() + 4).clamp(64, 100) as u16;
+    let rect = centered(area, width, height);
     frame.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
