@@ -2159,21 +2159,7 @@ mod tests {
         let store = JsonlStore::open(&path, Access::ReadWrite).unwrap();
         let file = File::open(&path).unwrap();
         let whole = index_range(&file, 0..text.len() as u64, true, &Default::default()).unwrap();
-        let summary = |index: &Index| -> Vec<(String, Status, u64, u32, i64)> {
-            index
-                .slots
-                .iter()
-                .map(|s| {
-                    (
-                        index.key(s).into_owned(),
-                        s.status,
-                        s.offset,
-                        s.len,
-                        s.claimed_ms,
-                    )
-                })
-                .collect()
-        };
+        use super::index_model_tests::summary;
         assert_eq!(whole.skipped, 20_000 / 97 + 1 + 1);
         assert_eq!(whole.slots.len(), 30_000);
         let hasher = foldhash::fast::RandomState::default();

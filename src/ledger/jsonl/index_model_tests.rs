@@ -10,7 +10,7 @@ use super::key_table::KeyTable;
 use super::*;
 
 /// A key's place in the index: its key, status, offset, length and claim time.
-type Row = (String, Status, u64, u32, i64);
+pub(super) type Row = (String, Status, u64, u32, i64);
 
 /// A line-by-line reading of the file: every entry line's key, status, offset, length
 /// and claim time, the last line per key winning, keys in first-seen order; and the
@@ -52,7 +52,8 @@ fn model(text: &str) -> (Vec<Row>, u64) {
     (rows, skipped)
 }
 
-fn summary(index: &Index) -> Vec<Row> {
+/// Each key's place in `index`, in slot order, as [`model`] gives them.
+pub(super) fn summary(index: &Index) -> Vec<Row> {
     index
         .slots
         .iter()
