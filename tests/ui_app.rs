@@ -1135,22 +1135,16 @@ fn a_bulk_reject_leaves_marked_drafts_the_filter_hides() {
 /// confirmation lists the hidden rows first and the shown row falls into "… and N more".
 /// Marked failed, each hidden send is sent again on its next run.
 mod bulk_settle_of_rows_shown {
+    use super::{MIN, ago, ch, new_app, press, type_text};
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use serde_json::json;
 
-    use send_once::ledger::{Entry, time};
+    use send_once::ledger::Entry;
     use send_once::ui::action::{Action, Effect};
-    use send_once::ui::app::{App, Options, Overlay};
-
-    const NOW: &str = "2026-09-27T12:00:00.000Z";
-    const MIN: i64 = 60_000;
-
-    fn now() -> i64 {
-        time::parse_date(NOW).unwrap()
-    }
+    use send_once::ui::app::Overlay;
 
     fn pending(key: &str, to: &str, intent: &str, claimed_min_ago: i64) -> Entry {
-        let at = time::iso_from_millis(now() - claimed_min_ago * MIN).unwrap();
+        let at = ago(claimed_min_ago * MIN);
         Entry::from_value(json!({
             "key": key,
             "status": "pending",
@@ -1162,16 +1156,6 @@ mod bulk_settle_of_rows_shown {
             "uncertain": true,
         }))
         .unwrap()
-    }
-
-    fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) -> Vec<Effect> {
-        app.update(Action::Key(KeyEvent::new(code, modifiers)))
-    }
-
-    fn typed(app: &mut App, text: &str) {
-        for c in text.chars() {
-            key(app, KeyCode::Char(c), KeyModifiers::NONE);
-        }
     }
 
     fn resolved_keys(effects: &[Effect]) -> Vec<String> {
@@ -1188,40 +1172,37 @@ mod bulk_settle_of_rows_shown {
 
     #[test]
     fn marked_rows_hidden_by_the_filter_are_not_settled_with_the_shown_one() {
-        let mut app = App::new(Options {
-            ledger_label: "ledger.db".into(),
-            by: "dana".into(),
-            older_than_ms: 5.0 * MIN as f64,
-            no_queue: None,
-            now: now(),
-        });
+        let mut app = new_app();
         app.update(Action::ApprovalsLoaded(Ok(vec![])));
         app.update(Action::UnknownLoaded(Ok(vec![
             pending("dunning-1", "cust1@acme.com", "dunning:1", 50),
             pending("dunning-2", "cust2@acme.com", "dunning:2", 40),
             pending("otp-1", "+15550001111", "otp:1", 30),
         ])));
-        key(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
+        ch(&mut app, '2');
         // Mark every row, then narrow the list to the one send the person means.
-        key(&mut app, KeyCode::Char('a'), KeyModifiers::CONTROL);
-        key(&mut app, KeyCode::Char('/'), KeyModifiers::NONE);
-        typed(&mut app, "otp");
-        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        app.update(Action::Key(KeyEvent::new(
+            KeyCode::Char('a'),
+            KeyModifiers::CONTROL,
+        )));
+        ch(&mut app, '/');
+        type_text(&mut app, "otp");
+        press(&mut app, KeyCode::Enter);
         assert_eq!(
             app.visible_unknown().len(),
             1,
             "the filter shows the otp send alone"
         );
 
-        key(&mut app, KeyCode::Char('f'), KeyModifiers::NONE);
-        typed(&mut app, "otp not delivered");
-        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        ch(&mut app, 'f');
+        type_text(&mut app, "otp not delivered");
+        press(&mut app, KeyCode::Enter);
         assert!(
             matches!(app.overlay, Some(Overlay::Confirm(_))),
             "{:?}",
             app.overlay
         );
-        let effects = key(&mut app, KeyCode::Char('y'), KeyModifiers::NONE);
+        let effects = ch(&mut app, 'y');
         assert_eq!(
             resolved_keys(&effects),
             vec!["otp-1".to_owned()],

@@ -2188,3 +2188,20 @@ fn a_bulk_form_shows_its_whole_title() {
     let text = screen(&mut app, 130, 30);
     assert!(text.contains(&title), "{text}");
 }
+
+/// A pending row whose claim time cannot be read is drawn as a claim time in doubt,
+/// not as a send in flight, and its detail says why its age says nothing.
+#[test]
+fn an_unreadable_claim_time_is_drawn_as_in_doubt_not_in_flight() {
+    let bad = Entry::from_value(json!({
+        "key": "zz-bad", "status": "pending", "attempts": 1,
+        "claimedAt": "bad", "updatedAt": "bad", "meta": {"to": "vip@bank.example"},
+    }))
+    .unwrap();
+    let mut app = loaded_app(drafts(), vec![bad], ledger_entries());
+    key(&mut app, KeyCode::Char('2'));
+    let text = screen(&mut app, 130, 30);
+    assert!(text.contains("[claim time?]"), "{text}");
+    assert!(!text.contains("[in flight?]"), "{text}");
+    assert!(text.contains("Its claim time cannot be read"), "{text}");
+}

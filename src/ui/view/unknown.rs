@@ -57,7 +57,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         if app.maybe_in_flight(e) {
             spans.push(badge("in flight?", theme.badge_warn()));
             spans.push(Span::raw(" "));
-        } else if !placed(e, app) {
+        } else if !crate::ledger::placed_in_time(e, app.now, app.older_than_ms) {
             spans.push(badge("claim time?", theme.badge_warn()));
             spans.push(Span::raw(" "));
         }
@@ -91,9 +91,4 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     if let Some(entry) = entries.get(state.selected) {
         super::entry::draw(frame, app, theme, detail, entry);
     }
-}
-
-/// Whether the row's claim time can age it (see `ledger::placed_in_time`).
-fn placed(entry: &crate::ledger::Entry, app: &crate::ui::app::App) -> bool {
-    crate::ledger::placed_in_time(entry, app.now, app.older_than_ms)
 }
