@@ -17,7 +17,7 @@
 //!
 //! That the claim is on disk before the send starts is not measured here but shown
 //! (benches/NOTES.md): `strace -f -e trace=fsync,fdatasync,execve` on `send-once run`
-//! puts the WAL's fsync before the send command's exec, and tests/claim_visible.rs
+//! puts the WAL's fsync before the send command's exec, and tests/library/claim_visible.rs
 //! reads the claim from a second connection before the send starts.
 
 use std::fs::{File, OpenOptions};

@@ -1,7 +1,7 @@
 //! How close a Postgres ledger gets to the server's own commit rate, and how fast it is
 //! to look at when it is large.
 //!
-//! In one run, on one private cluster (tests/common/pg.rs: initdb in a temporary
+//! In one run, on one private cluster (tests/harness/pg.rs: initdb in a temporary
 //! directory, fsync and synchronous_commit on, the default settings otherwise):
 //!
 //! 1. The baseline: single-row INSERT commits (autocommit, a prepared statement, a
@@ -45,8 +45,11 @@
 //! No instruction counts: the figures are bound by the server's flushes and round
 //! trips, not by send-once's CPU.
 
-#[path = "../tests/common/pg.rs"]
+// The tests' private cluster, and the skip rule it reports through.
+#[path = "../tests/harness/pg.rs"]
 mod pg;
+#[path = "../tests/harness/skip.rs"]
+mod skip;
 
 mod common;
 #[path = "common/figures.rs"]

@@ -1,0 +1,504 @@
+//! Bad input is refused before anything is opened: a clear message naming the flag and
+//! the value, exit 2, and the directory exactly as it was. Through the binary, as a
+//! user or a script meets it.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const KEY2: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    send_once(args)
+        .current_dir(dir)
+        .env_remove("SEND_ONCE_LEDGER")
+        .output()
+        .expect("send-once runs")
+}
+
+/// A directory with an SQLite ledger holding an unknown send and a queued draft (1),
+/// a JSON Lines ledger holding an unknown send, a payload and facts.
+fn seeded() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("p.json"), r#"{"body":"hi"}"#).unwrap();
+    std::fs::write(d.join("f.json"), r#"{"paid":false}"#).unwrap();
+    for ledger in ["L.db", "L.jsonl"] {
+        let o = run_in(
+            d,
+            &["run", ledger, "--key", KEY, "--", "sh", "-c", "exit 9"],
+        );
+        expect_exit(&o, 3, "seed an unknown send");
+    }
+    let o = run_in(
+        d,
+        &[
+            "draft",
+            "submit",
+            "L.db",
+            "--key",
+            KEY2,
+            "--payload",
+            "p.json",
+            "--facts",
+            "f.json",
+        ],
+    );
+    expect_exit(&o, 0, "seed a draft");
+    dir
+}
+
+/// Runs `args` in `dir` and insists on exit 2, a message of send-once's own holding
+/// every one of `needles`, and not one byte changed, created or removed.
+fn refused(dir: &Path, args: &[&str], needles: &[&str]) {
+    let before = snapshot(dir);
+    let o = run_in(dir, args);
+    expect_exit(&o, 2, &format!("{args:?}"));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("send-once: "),
+        "{args:?}: not our message: {err}"
+    );
+    for needle in needles {
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+    }
+    assert!(
+        !err.contains("unexpected argument"),
+        "{args:?}: clap's message, not ours: {err}"
+    );
+    assert_same(&before, &snapshot(dir), &format!("{args:?}"));
+}
+
+/// Names what changed between two snapshots (the bytes of a ledger say too little).
+fn assert_same(
+    before: &std::collections::BTreeMap<String, Vec<u8>>,
+    after: &std::collections::BTreeMap<String, Vec<u8>>,
+    what: &str,
+) {
+    let changed: Vec<&String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|name| before.get(*name) != after.get(*name))
+        .collect();
+    assert!(changed.is_empty(), "{what} changed {changed:?}");
+}
+
+#[test]
+fn failed_exit_statuses_outside_1_to_255_are_refused_naming_the_value() {
+    let dir = seeded();
+    let d = dir.path();
+    let side = d.join("side");
+    let send = format!("echo sent >> '{}'", side.display());
+    for (list, bad) in [("0", "0"), ("-1", "-1"), ("256", "256"), ("7,0,9", "0")] {
+        let flag = format!("--failed-exit {bad}");
+        refused(
+            d,
+            &[
+                "run",
+                "New.db",
+                "--key",
+                KEY,
+                "--failed-exit",
+                list,
+                "--",
+                "sh",
+                "-c",
+                &send,
+            ],
+            &[&flag, "1 to 255"],
+        );
+        refused(
+            d,
+            &["dispatch", "L.db", "1", "--failed-exit", list, "--", "true"],
+            &[&flag],
+        );
+    }
+    assert!(!side.exists(), "nothing was sent");
+    // The edges of the range are statuses a command can exit with.
+    let o = run_in(
+        d,
+        &[
+            "run",
+            "L.db",
+            "--key",
+            KEY2,
+            "--failed-exit",
+            "1,255",
+            "--",
+            "sh",
+            "-c",
+            "exit 255",
+        ],
+    );
+    expect_exit(&o, 1, "255 listed: a definite failure");
+}
+
+#[test]
+fn an_empty_or_blank_by_is_refused_by_every_command_that_takes_it() {
+    let dir = seeded();
+    let d = dir.path();
+    for by in ["", "   ", "\t"] {
+        for args in [
+            vec!["resolve", "L.db", KEY, "sent", "--by", by],
+            vec!["resolve", "L.jsonl", KEY, "failed", "--by", by],
+            vec!["reset", "L.db", KEY, "--by", by],
+            vec!["reset", "L.jsonl", KEY, "--by", by],
+            vec![
+                "draft",
+                "submit",
+                "L.db",
+                "--key",
+                KEY2,
+                "--payload",
+                "p.json",
+                "--by",
+                by,
+            ],
+            vec!["draft", "withdraw", "L.db", "1", "--by", by],
+            vec!["approve", "L.db", "1", "--by", by],
+            vec!["reject", "L.db", "1", "--reason", "no", "--by", by],
+            // Refused before the TUI asks for a terminal, which this test has not.
+            vec!["tui", "L.db", "--by", by],
+        ] {
+            refused(d, &args, &["--by", "names nobody"]);
+        }
+    }
+}
+
+#[test]
+fn negative_durations_and_limits_get_send_onces_own_message() {
+    let dir = seeded();
+    let d = dir.path();
+    let negative = "a duration cannot be negative";
+    for (args, flag_and_value) in [
+        (
+            vec![
+                "run",
+                "L.db",
+                "--key",
+                KEY2,
+                "--timeout",
+                "-5m",
+                "--",
+                "true",
+            ],
+            "--timeout -5m",
+        ),
+        (
+            vec!["dispatch", "L.db", "1", "--timeout", "-5m", "--", "true"],
+            "--timeout -5m",
+        ),
+        (
+            vec![
+                "dispatch",
+                "L.db",
+                "1",
+                "--recheck-timeout",
+                "-5m",
+                "--",
+                "true",
+            ],
+            "--recheck-timeout -5m",
+        ),
+        (
+            vec!["draft", "recheck", "L.db", "1", "--timeout", "-5m"],
+            "--timeout -5m",
+        ),
+        (
+            vec!["audit", "L.db", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (
+            vec!["audit", "L.jsonl", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (
+            vec!["gc", "L.db", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (
+            vec!["tui", "L.db", "--older-than", "-1h"],
+            "--older-than -1h",
+        ),
+        (vec!["approve", "L.db", "1", "--ttl", "-5m"], "--ttl -5m"),
+    ] {
+        refused(d, &args, &[flag_and_value, negative]);
+    }
+    for limit in ["-1", "0"] {
+        refused(
+            d,
+            &["ls", "L.db", "--limit", limit],
+            &[&format!("--limit {limit}"), "1 or more"],
+        );
+    }
+}
+
+/// Runs `args` in `dir`, failing (and killing it) if it has not finished within a
+/// generous limit: a command that opened a FIFO would wait for a writer forever.
+fn run_bounded(dir: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SEND_ONCE_LEDGER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("send-once runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} did not finish: it opened the ledger and waits on it");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Names and kinds of what is in `dir` (a FIFO must not be read to be compared), and
+/// the bytes of its regular files.
+fn tree(dir: &Path) -> Vec<(String, String, Vec<u8>)> {
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let kind = e.file_type().unwrap();
+            let bytes = if kind.is_file() {
+                std::fs::read(e.path()).unwrap()
+            } else {
+                Vec::new()
+            };
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, format!("{kind:?}"), bytes)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_ledger_that_is_not_a_regular_file_is_refused_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("p.json"), r#"{"body":"hi"}"#).unwrap();
+    std::fs::write(d.join("f.json"), r#"{"paid":false}"#).unwrap();
+    for fifo in ["fifo.db", "fifo.jsonl"] {
+        let ok = Command::new("mkfifo")
+            .arg(d.join(fifo))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mkfifo {fifo}");
+    }
+    // A device behind a symbolic link, so the name says .jsonl.
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.jsonl")).unwrap();
+    let side = d.join("side");
+    let send = format!("echo sent >> '{}'", side.display());
+    for ledger in ["/dev/null", "fifo.db", "fifo.jsonl", "zero.jsonl"] {
+        let l = ledger;
+        let commands: Vec<Vec<&str>> = vec![
+            vec!["audit", l],
+            vec!["ls", l],
+            vec!["show", l, "abc"],
+            vec!["decisions", l],
+            vec!["resolve", l, "abc", "sent", "--by", "x"],
+            vec!["reset", l, "abc", "--by", "x"],
+            vec!["gc", l, "--older-than", "1d"],
+            vec!["gc", l, "--older-than", "1d", "--dry-run"],
+            vec!["run", l, "--key", KEY, "--", "sh", "-c", &send],
+            vec!["draft", "submit", l, "--key", KEY, "--payload", "p.json"],
+            vec!["draft", "facts", l, "1", "--facts", "f.json"],
+            vec!["draft", "recheck", l, "1"],
+            vec!["draft", "withdraw", l, "1"],
+            vec!["draft", "show", l, "1"],
+            vec!["approvals", l],
+            vec!["approve", l, "1"],
+            vec!["reject", l, "1", "--reason", "no"],
+            vec!["approval", l, "1"],
+            vec!["dispatch", l, "1", "--", "sh", "-c", &send],
+            vec!["tui", l],
+        ];
+        for args in commands {
+            let before = tree(d);
+            let o = run_bounded(d, &args);
+            expect_exit(&o, 2, &format!("{args:?}"));
+            let want = format!("send-once: {l} is not a regular file");
+            assert!(stderr(&o).starts_with(&want), "{args:?}: {}", stderr(&o));
+            assert_eq!(tree(d), before, "{args:?} changed the directory");
+        }
+    }
+    assert!(!side.exists(), "nothing was sent");
+}
+
+#[test]
+fn a_negative_schema_version_is_not_a_send_once_ledger() {
+    let dir = seeded();
+    let d = dir.path();
+    {
+        let conn = rusqlite::Connection::open(d.join("L.db")).unwrap();
+        conn.pragma_update(None, "user_version", -1).unwrap();
+    }
+    let side = d.join("side");
+    let send = format!("echo sent >> '{}'", side.display());
+    for args in [
+        vec!["audit", "L.db"],
+        vec!["ls", "L.db"],
+        vec!["show", "L.db", KEY],
+        vec!["run", "L.db", "--key", KEY2, "--", "sh", "-c", &send],
+        vec!["resolve", "L.db", KEY, "sent", "--by", "x"],
+        vec![
+            "draft",
+            "submit",
+            "L.db",
+            "--key",
+            KEY2,
+            "--payload",
+            "p.json",
+        ],
+        vec!["approvals", "L.db"],
+        vec!["approve", "L.db", "1"],
+    ] {
+        refused(
+            d,
+            &args,
+            &["L.db is not a send-once ledger", "user_version", "-1"],
+        );
+    }
+    assert!(!side.exists(), "nothing was sent");
+}
+
+/// A 0-byte `.db` (what `touch ledger.db` makes, and what a first writer's file is for
+/// an instant) is an empty ledger: looking at it finds nothing and leaves it at 0
+/// bytes; the first write initialises it, as it would a new file.
+#[test]
+fn a_zero_byte_ledger_is_an_empty_ledger_to_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let l = d.join("e.db");
+    std::fs::write(&l, "").unwrap();
+    let looks: &[(&[&str], i32, &str)] = &[
+        (&["audit", "e.db"], 0, "Nothing unresolved"),
+        (&["ls", "e.db"], 0, "No entries."),
+        (&["approvals", "e.db"], 0, "Nothing waiting for review."),
+        (&["decisions", "e.db"], 0, "No decisions recorded."),
+        (
+            &["gc", "e.db", "--older-than", "1d", "--dry-run"],
+            0,
+            "Would remove 0",
+        ),
+    ];
+    for (args, want, says) in looks {
+        let o = run_in(d, args);
+        expect_exit(&o, *want, &format!("{args:?}"));
+        assert!(stdout(&o).contains(says), "{args:?}: {}", stdout(&o));
+        assert_eq!(std::fs::metadata(&l).unwrap().len(), 0, "{args:?} wrote");
+    }
+    let o = run_in(d, &["audit", "e.db", "--json"]);
+    let report = json_stdout(&o, "audit --json");
+    assert_eq!(report["counts"]["total"], 0);
+    // What is not there is "not found" (exit 1), not a damaged ledger (exit 2).
+    for args in [vec!["show", "e.db", KEY], vec!["approval", "e.db", "1"]] {
+        let o = run_in(d, &args);
+        assert_ne!(code(&o), 0, "{args:?}");
+        assert!(
+            !stderr(&o).contains("not a send-once ledger"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::metadata(&l).unwrap().len(), 0, "{args:?} wrote");
+    }
+    let o = run_in(d, &["run", "e.db", "--key", KEY, "--", "echo", "msg_1"]);
+    expect_exit(&o, 0, "the first run initialises it and sends");
+    let o = run_in(d, &["audit", "e.db", "--json"]);
+    let report = json_stdout(&o, "audit --json");
+    assert_eq!(report["counts"]["sent"], 1);
+}
+
+/// A payload or facts file is a file or a pipe, and not endless (retest 20, E3): a
+/// device (`/dev/zero` was read into memory without end) or a file over 64 MiB is
+/// refused by name, before anything is read into the ledger.
+#[test]
+fn a_payload_or_facts_that_is_a_device_or_over_64_mib_is_refused() {
+    let dir = seeded();
+    let d = dir.path();
+    let big = tempfile::tempdir().unwrap();
+    let huge = big.path().join("huge.json");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(64 * 1024 * 1024 + 1).unwrap();
+    let huge = huge.display().to_string();
+    for (args, needle) in [
+        (
+            vec![
+                "draft",
+                "submit",
+                "L.db",
+                "--key",
+                KEY2,
+                "--payload",
+                "/dev/zero",
+            ],
+            "the payload /dev/zero is a device, not a file",
+        ),
+        (
+            vec!["draft", "submit", "L.db", "--key", KEY2, "--payload", &huge],
+            "is larger than 64 MiB",
+        ),
+        (
+            vec!["draft", "facts", "L.db", "1", "--facts", "/dev/urandom"],
+            "/dev/urandom is a device, not a file",
+        ),
+        (
+            vec![
+                "draft",
+                "edit",
+                "L.db",
+                "1",
+                "--payload",
+                "/dev/zero",
+                "--seen-revision",
+                "1",
+            ],
+            "the payload /dev/zero is a device, not a file",
+        ),
+    ] {
+        refused(d, &args, &[needle]);
+    }
+}
+
+/// A ledger path with a line break or an escape in it is named in the message with
+/// marks, on one line: not as a second line that reads as the tool's own, nor as an
+/// escape the terminal obeys. Missing, a directory, not a ledger: each message that
+/// names the ledger.
+#[test]
+fn a_ledger_path_with_control_characters_is_named_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("new\nline.db");
+    let directory = dir.path().join("dir\u{1b}[2J.db");
+    std::fs::create_dir(&directory).unwrap();
+    let not_ledger = dir.path().join("csv\r.db");
+    std::fs::write(&not_ledger, "a,b\n").unwrap();
+    for (path, why) in [
+        (&missing, "no such ledger"),
+        (&directory, "is a directory"),
+        (&not_ledger, "is not a send-once ledger"),
+    ] {
+        for command in ["audit", "ls"] {
+            let o = output(&[command, path.to_str().unwrap()]);
+            let err = stderr(&o);
+            assert!(err.contains(why), "{command} {path:?}: {err}");
+            assert_eq!(
+                err.trim_end().lines().count(),
+                1,
+                "{command} {path:?}: {err}"
+            );
+            assert!(
+                !err.trim_end().chars().any(|c| c.is_control()),
+                "{command} {path:?}: {err:?}"
+            );
+        }
+    }
+}

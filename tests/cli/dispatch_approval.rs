@@ -1,0 +1,258 @@
+//! `dispatch KEY --approval FILE --payload FILE`: an approval made by the Node
+//! library's `approve()` (taken from its vectors), checked as Node's `dispatch()`
+//! checks it and sent through the same gates as `run`, on SQLite and JSON Lines
+//! ledgers (findings/node-fleet.md O3). And a draft's dispatch through the gates.
+
+use crate::harness;
+
+use std::path::PathBuf;
+
+use harness::{expect_exit, json_stdout, send_once, stderr, stdout};
+use serde_json::Value;
+
+/// The first case of the Node library's dispatch vectors: an approval that holds.
+fn node_case() -> Value {
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/node/dispatch.json"),
+    )
+    .expect("the Node vectors in tests/fixtures/node");
+    let vectors: Value = serde_json::from_str(&text).unwrap();
+    vectors["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().is_some_and(|n| n.starts_with("sent:")))
+        .map(|c| c["input"].clone())
+        .expect("a case that sends")
+}
+
+struct Fleet {
+    dir: tempfile::TempDir,
+    case: Value,
+}
+
+impl Fleet {
+    fn new() -> Fleet {
+        let dir = tempfile::tempdir().unwrap();
+        let case = node_case();
+        std::fs::write(
+            dir.path().join("approval.json"),
+            serde_json::to_string(&case["approval"]).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("payload.json"),
+            serde_json::to_string(&case["options"]["payload"]).unwrap(),
+        )
+        .unwrap();
+        Fleet { dir, case }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    fn now(&self) -> i64 {
+        self.case["options"]["now"].as_i64().unwrap()
+    }
+
+    /// A send command that appends what it got on stdin to `sends.log`.
+    fn sender(&self) -> Vec<String> {
+        vec![
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "cat >> '{}'; echo >> '{}'; echo '{{\"id\":\"m-9\"}}'",
+                self.path("sends.log"),
+                self.path("sends.log")
+            ),
+        ]
+    }
+
+    fn sends(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path("sends.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn dispatch(&self, ledger: &str, extra: &[&str], now: i64) -> std::process::Output {
+        let approval = self.path("approval.json");
+        let payload = self.path("payload.json");
+        let mut args = vec![
+            "dispatch",
+            ledger,
+            "k-fleet",
+            "--approval",
+            &approval,
+            "--payload",
+            &payload,
+        ];
+        args.extend_from_slice(extra);
+        args.push("--");
+        let send = self.sender();
+        args.extend(send.iter().map(String::as_str));
+        send_once(&args)
+            .env("SEND_ONCE_FIXED_NOW_MS", now.to_string())
+            .output()
+            .unwrap()
+    }
+}
+
+#[test]
+fn a_node_approval_is_dispatched_once_on_sqlite_and_jsonl() {
+    for name in ["ledger.db", "ledger.jsonl"] {
+        let f = Fleet::new();
+        let ledger = f.path(name);
+        let out = f.dispatch(&ledger, &[], f.now());
+        expect_exit(&out, 0, name);
+        assert_eq!(stdout(&out).trim(), "{\"id\":\"m-9\"}", "{name}");
+        // The send got exactly the approved payload.
+        let sent: Value = serde_json::from_str(&f.sends()[0]).unwrap();
+        assert_eq!(sent, f.case["options"]["payload"], "{name}");
+        // Again: a duplicate, not a second send.
+        let out = f.dispatch(&ledger, &[], f.now());
+        expect_exit(&out, 0, &format!("{name} again"));
+        assert!(stderr(&out).contains("already sent"), "{}", stderr(&out));
+        assert_eq!(f.sends().len(), 1, "{name}");
+        let shown = send_once(&["show", &ledger, "k-fleet", "--json"])
+            .output()
+            .unwrap();
+        let shown = json_stdout(&shown, "show");
+        let entry = shown.get("entry").unwrap_or(&shown);
+        assert_eq!(entry["meta"]["approvedBy"], "owner", "{name}: {shown}");
+        assert_eq!(entry["providerId"], "m-9");
+    }
+}
+
+#[test]
+fn a_node_approval_that_no_longer_holds_is_refused_in_nodes_words() {
+    // Expired: a day after it was given.
+    let f = Fleet::new();
+    let ledger = f.path("ledger.db");
+    let out = f.dispatch(&ledger, &["--json"], f.now() + 86_400_000);
+    expect_exit(&out, 2, "expired");
+    assert_eq!(json_stdout(&out, "expired")["outcome"], "expired");
+    assert!(stderr(&out).contains("expired at"), "{}", stderr(&out));
+    // Another payload: its hash is not the approved one.
+    let f = Fleet::new();
+    std::fs::write(
+        f.path("payload.json"),
+        "{\"to\":\"someone-else@example.com\"}",
+    )
+    .unwrap();
+    let out = f.dispatch(&ledger, &["--json"], f.now());
+    expect_exit(&out, 2, "payload changed");
+    assert_eq!(json_stdout(&out, "changed")["outcome"], "payload_changed");
+    // Facts that moved since: the recheck command says so.
+    let f = Fleet::new();
+    let recheck = "sh -c 'echo {\\\"invoiceStatus\\\":\\\"paid\\\"}'";
+    let out = f.dispatch(&ledger, &["--recheck", recheck], f.now());
+    expect_exit(&out, 2, "stale facts");
+    assert!(stderr(&out).contains("invoiceStatus"), "{}", stderr(&out));
+    assert!(f.sends().is_empty());
+    assert!(
+        harness::entry_of(std::path::Path::new(&ledger), "k-fleet").is_none(),
+        "a refusal wrote an entry"
+    );
+    // The same facts: it holds.
+    let recheck = "sh -c 'echo {\\\"invoiceStatus\\\":\\\"unpaid\\\"}'";
+    let out = f.dispatch(&f.path("ok.db"), &["--recheck", recheck], f.now());
+    expect_exit(&out, 0, "facts unchanged");
+    assert_eq!(f.sends().len(), 1);
+}
+
+#[test]
+fn bad_approval_input_is_refused_and_changes_nothing() {
+    let f = Fleet::new();
+    let ledger = f.path("ledger.db");
+    std::fs::write(f.path("approval.json"), "not json").unwrap();
+    let out = f.dispatch(&ledger, &[], f.now());
+    expect_exit(&out, 2, "approval not JSON");
+    assert!(stderr(&out).contains("is not JSON"), "{}", stderr(&out));
+    std::fs::write(f.path("approval.json"), "{\"hello\":1}").unwrap();
+    let out = f.dispatch(&ledger, &[], f.now());
+    expect_exit(&out, 2, "not an approval");
+    assert!(
+        stderr(&out).contains("not an approval record"),
+        "{}",
+        stderr(&out)
+    );
+    // --approval without --payload is a usage error.
+    let out = send_once(&[
+        "dispatch",
+        &ledger,
+        "k",
+        "--approval",
+        "x.json",
+        "--",
+        "true",
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "no payload");
+    assert!(f.sends().is_empty());
+    assert!(
+        !std::path::Path::new(&ledger).exists()
+            || harness::entry_of(std::path::Path::new(&ledger), "k-fleet").is_none()
+    );
+}
+
+#[test]
+fn a_node_approval_goes_through_the_precheck_too() {
+    let f = Fleet::new();
+    let ledger = f.path("ledger.db");
+    let precheck = "sh -c 'echo {\\\"id\\\":\\\"already-there\\\"}'";
+    let out = f.dispatch(&ledger, &["--precheck", precheck], f.now());
+    expect_exit(&out, 0, "precheck found it");
+    assert!(f.sends().is_empty(), "sent although the provider had it");
+    assert!(
+        stderr(&out).contains("already in the provider's records"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_draft_dispatch_verifies_an_uncertain_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("q.db").display().to_string();
+    let payload = dir.path().join("p.json");
+    std::fs::write(&payload, "{\"to\":\"ana@example.com\",\"body\":\"hi\"}").unwrap();
+    let out = send_once(&[
+        "draft",
+        "submit",
+        &ledger,
+        "--key",
+        "draft-key",
+        "--payload",
+        payload.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 0, "submit");
+    let id = stdout(&out).trim().to_owned();
+    let out = send_once(&["approve", &ledger, &id, "--by", "ana"])
+        .output()
+        .unwrap();
+    expect_exit(&out, 0, "approve");
+    let out = send_once(&[
+        "dispatch",
+        &ledger,
+        &id,
+        "--verify",
+        "sh -c 'echo {\\\"id\\\":\\\"landed\\\"}'",
+        "--",
+        "sh",
+        "-c",
+        "exit 7",
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 0, "verify found the uncertain send");
+    let entry = harness::entry_of(std::path::Path::new(&ledger), "draft-key").unwrap();
+    assert_eq!(entry["status"], "sent");
+    assert_eq!(entry["providerId"], "landed");
+    assert_eq!(entry["confirmed"]["by"], "verify");
+}

@@ -1,0 +1,232 @@
+//! Lapsed approvals are facts, not silence (issue 14, item 4): a dispatch refused as
+//! `expired`, `payload_changed` or `stale_facts` is itself a decision in the log, with
+//! the refusal as Node reports it, so the trail shows every time the tool said no; and
+//! the log's chain stays intact. Through the real binary; time is moved with
+//! `SEND_ONCE_FIXED_NOW_MS`, never slept.
+
+use crate::harness;
+use crate::harness::queue::{Queue, QueueFiles};
+
+use std::path::Path;
+use std::process::Output;
+
+use harness::{expect_exit, json_stdout, stdout};
+use serde_json::Value;
+
+/// 2026-12-01T02:00:00.000Z.
+const T0: i64 = 1_796_090_400_000;
+
+trait Steps: QueueFiles {
+    fn at(&self, now_ms: i64, ledger: &Path, args: &[&str]) -> Output {
+        let mut cmd = harness::send_once(&[]);
+        cmd.arg(args[0]);
+        // Subcommands with a nested command take the ledger after it.
+        let rest = if args[0] == "draft" || args[..2] == ["decisions", "verify"] {
+            cmd.arg(args[1]);
+            &args[2..]
+        } else {
+            &args[1..]
+        };
+        cmd.arg(ledger)
+            .args(rest)
+            .current_dir(self.dir())
+            .env("NO_COLOR", "1")
+            .env("SEND_ONCE_FIXED_NOW_MS", now_ms.to_string())
+            .env_remove("SEND_ONCE_USER")
+            .env_remove("SEND_ONCE_LEDGER");
+        cmd.output().expect("send-once runs")
+    }
+
+    fn q(&self, now_ms: i64, args: &[&str]) -> Output {
+        self.at(now_ms, &self.path("l.db"), args)
+    }
+
+    fn submit(&self, key: &str, payload: &str) -> String {
+        let out = self.q(
+            T0,
+            &[
+                "draft",
+                "submit",
+                "--key",
+                key,
+                "--payload",
+                payload,
+                "--facts",
+                "facts.json",
+                "--by",
+                "agent",
+            ],
+        );
+        expect_exit(&out, 0, "draft submit");
+        stdout(&out).trim().to_owned()
+    }
+
+    /// Dispatches draft `id` at `now_ms` with a send command that would leave a file
+    /// behind; expects the refusal (exit 2) and that nothing was sent.
+    fn dispatch_refused(&self, now_ms: i64, id: &str) -> Output {
+        let sent = self.path("sent");
+        let send = format!("cat > '{}'", sent.display());
+        let out = self.q(now_ms, &["dispatch", id, "--", "sh", "-c", &send]);
+        expect_exit(&out, 2, "dispatch");
+        assert!(!sent.exists(), "a refused dispatch sent");
+        out
+    }
+
+    fn decisions(&self, ledger: &Path) -> Vec<Value> {
+        let out = self.at(T0, ledger, &["decisions", "--json"]);
+        json_stdout(&out, "decisions")
+            .as_array()
+            .expect("a list")
+            .clone()
+    }
+
+    fn verify(&self, ledger: &Path) {
+        let out = self.at(T0, ledger, &["decisions", "verify"]);
+        assert!(stdout(&out).starts_with("chain intact"), "{}", stdout(&out));
+        expect_exit(&out, 0, "decisions verify");
+    }
+}
+
+impl Steps for Queue {}
+
+/// A new SQLite ledger `l.db`, beside the payload and the facts every draft here
+/// submits.
+fn new_queue() -> Queue {
+    let q = Queue::sqlite_named("l.db");
+    q.write("p.json", r#"{"to":"erin@example.org","body":"hi"}"#);
+    q.write("facts.json", r#"{"invoice":"open"}"#);
+    q
+}
+
+fn the_dispatch_refusal(log: &[Value]) -> &Value {
+    let refusals: Vec<&Value> = log.iter().filter(|d| d["action"] == "dispatch").collect();
+    assert_eq!(refusals.len(), 1, "one dispatch decision: {log:#?}");
+    let refusal = refusals[0];
+    assert_eq!(refusal["outcome"], "refused", "{refusal}");
+    refusal
+}
+
+#[test]
+fn a_dispatch_refused_as_expired_is_a_logged_decision() {
+    let q = new_queue();
+    let id = q.submit("renewal-erin", "p.json");
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--ttl", "2s", "--by", "night-lead"]),
+        0,
+        "approve",
+    );
+    let out = q.dispatch_refused(T0 + 3_000, &id);
+    assert!(stdout(&out).is_empty() || !stdout(&out).contains("sent"));
+
+    let log = q.decisions(&q.path("l.db"));
+    let refusal = the_dispatch_refusal(&log);
+    assert_eq!(refusal["subject"], format!("draft:{id}"));
+    assert_eq!(refusal["at"], "2026-12-01T02:00:03.000Z");
+    let detail = &refusal["detail"];
+    assert_eq!(detail["outcome"], "expired", "{detail}");
+    assert_eq!(detail["key"], "renewal-erin");
+    assert_eq!(detail["expiresAt"], "2026-12-01T02:00:02.000Z");
+    assert_eq!(detail["revision"], 1);
+    assert_eq!(
+        detail["reason"],
+        "the approval expired at 2026-12-01T02:00:02.000Z"
+    );
+    // It is in the draft's own history too, and the chain holds.
+    let show = stdout(&q.q(T0 + 3_000, &["draft", "show", &id]));
+    assert!(
+        show.contains(
+            "dispatch by send-once: refused: the approval expired at 2026-12-01T02:00:02.000Z"
+        ),
+        "{show}"
+    );
+    q.verify(&q.path("l.db"));
+}
+
+#[test]
+fn a_dispatch_refused_as_payload_changed_or_stale_facts_is_a_logged_decision() {
+    let q = new_queue();
+    let id = q.submit("renewal-erin", "p.json");
+    expect_exit(&q.q(T0, &["approve", &id, "--by", "dana"]), 0, "approve");
+    // A second revision after the approval: the approval does not cover it.
+    std::fs::write(
+        q.path("p2.json"),
+        r#"{"to":"erin@example.org","body":"hi!"}"#,
+    )
+    .unwrap();
+    q.submit("renewal-erin", "p2.json");
+    q.dispatch_refused(T0 + 1_000, &id);
+    let log = q.decisions(&q.path("l.db"));
+    let refusal = the_dispatch_refusal(&log);
+    assert_eq!(refusal["detail"]["outcome"], "payload_changed");
+    assert_eq!(refusal["detail"]["revision"], 2);
+    assert!(refusal["detail"]["approvedHash"].is_string());
+    assert_ne!(
+        refusal["detail"]["approvedHash"],
+        refusal["detail"]["currentHash"]
+    );
+
+    // Another draft whose facts moved after it was approved.
+    let other = q.submit("invoice-7", "p.json");
+    expect_exit(&q.q(T0, &["approve", &other, "--by", "dana"]), 0, "approve");
+    std::fs::write(q.path("paid.json"), r#"{"invoice":"paid"}"#).unwrap();
+    expect_exit(
+        &q.q(T0, &["draft", "facts", &other, "--facts", "paid.json"]),
+        0,
+        "draft facts",
+    );
+    q.dispatch_refused(T0 + 1_000, &other);
+    let log = q.decisions(&q.path("l.db"));
+    let stale: Vec<&Value> = log
+        .iter()
+        .filter(|d| d["action"] == "dispatch" && d["subject"] == format!("draft:{other}"))
+        .collect();
+    assert_eq!(stale.len(), 1, "{log:#?}");
+    assert_eq!(stale[0]["detail"]["outcome"], "stale_facts");
+    assert_eq!(
+        stale[0]["detail"]["reason"],
+        "facts changed since the approval: invoice"
+    );
+    q.verify(&q.path("l.db"));
+}
+
+#[test]
+fn an_approval_made_elsewhere_refused_at_dispatch_is_logged_next_to_a_json_lines_ledger() {
+    let q = new_queue();
+    let id = q.submit("renewal-erin", "p.json");
+    expect_exit(&q.q(T0, &["approve", &id, "--by", "dana"]), 0, "approve");
+    let approval = stdout(&q.q(T0, &["approval", &id]));
+    std::fs::write(q.path("approval.json"), approval).unwrap();
+    std::fs::write(
+        q.path("edited.json"),
+        r#"{"to":"mallory@example.org","body":"hi"}"#,
+    )
+    .unwrap();
+
+    let jsonl = q.path("other.jsonl");
+    let sent = q.path("sent");
+    let send = format!("cat > '{}'", sent.display());
+    let out = q.at(
+        T0 + 1_000,
+        &jsonl,
+        &[
+            "dispatch",
+            "renewal-erin",
+            "--approval",
+            "approval.json",
+            "--payload",
+            "edited.json",
+            "--",
+            "sh",
+            "-c",
+            &send,
+        ],
+    );
+    expect_exit(&out, 2, "dispatch --approval");
+    assert!(!sent.exists(), "a refused dispatch sent");
+    let log = q.decisions(&jsonl);
+    let refusal = the_dispatch_refusal(&log);
+    assert_eq!(refusal["subject"], "renewal-erin");
+    assert_eq!(refusal["detail"]["outcome"], "payload_changed");
+    assert!(refusal["detail"].get("revision").is_none());
+    q.verify(&jsonl);
+}

@@ -1,0 +1,562 @@
+//! The JSON Lines ledger (the Node library's file format) driven through the real
+//! binary: concurrent appends under the lock file, the lock protocol's rules for
+//! waiting and breaking, torn last lines, and files that are not ledgers.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::harness::*;
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/node/cli/fixtures"
+);
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(FIXTURES).join(name)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// This machine's name as Node's `os.hostname()` reports it: what a lock file's
+/// `host` holds when this machine wrote it.
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length; gethostname writes at most that.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    assert_eq!(rc, 0, "gethostname failed");
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// A pid that was just in use and now is not: a process that has exited and been reaped.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+fn lock_body(pid: u32, host: &str, at: u64) -> String {
+    serde_json::json!({"pid": pid, "host": host, "token": "abc", "at": at}).to_string()
+}
+
+fn lock_path(ledger: &Path) -> PathBuf {
+    let mut name = ledger.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Every line of `ledger`, parsed; panics naming the first line that is not JSON.
+fn parsed_lines(ledger: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(ledger).unwrap();
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("line {} is not JSON ({e}): {line:?}", i + 1))
+        })
+        .collect()
+}
+
+fn run_key(ledger: &Path, key: &str, command: &[&str]) -> Output {
+    send_once(&["run", ledger.to_str().unwrap(), "--key", key, "--"])
+        .args(command)
+        .output()
+        .unwrap()
+}
+
+/// A small deterministic shuffle: each worker meets the keys in its own order, without
+/// pulling in a random-number crate.
+fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
+    let mut out = items.to_vec();
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for i in (1..out.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let j = (state % (i as u64 + 1)) as usize;
+        out.swap(i, j);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------
+// Concurrent appends.
+
+const WORKERS: usize = 6;
+const KEYS: usize = 30;
+
+#[test]
+fn concurrent_runs_append_whole_lines_and_send_each_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("L.jsonl");
+    let sends = dir.path().join("sends.txt");
+    let command = append_key_command(&sends);
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("k{i:02}")).collect();
+    let start = Arc::new(Barrier::new(WORKERS));
+    let began = Instant::now();
+
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let (ledger, command, start) = (ledger.clone(), command.clone(), Arc::clone(&start));
+            let order = shuffled(&keys, w as u64 + 1);
+            std::thread::spawn(move || {
+                start.wait();
+                order
+                    .into_iter()
+                    .map(|key| {
+                        let out = send_once(&["run", ledger.to_str().unwrap(), "--key", &key])
+                            .arg("--")
+                            .args(&command)
+                            .stdout(Stdio::null())
+                            .output()
+                            .unwrap();
+                        (key, code(&out), stderr(&out))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<(String, i32, String)> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    let elapsed = began.elapsed();
+
+    // 3 is the honest answer for a key another process has claimed and not yet settled;
+    // anything else (2 above all: a lock timeout or a torn read) is a store failure.
+    let unexpected: Vec<_> = results
+        .iter()
+        .filter(|(_, c, _)| *c != 0 && *c != 3)
+        .collect();
+    assert!(unexpected.is_empty(), "unexpected exits: {unexpected:#?}");
+    assert_eq!(results.len(), WORKERS * KEYS);
+
+    let lines = parsed_lines(&ledger);
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    assert!(text.ends_with('\n'), "the last append was cut short");
+    let mut last: HashMap<String, serde_json::Value> = HashMap::new();
+    for line in lines {
+        let key = line["key"]
+            .as_str()
+            .expect("every line is an entry")
+            .to_owned();
+        last.insert(key, line);
+    }
+    assert_eq!(last.len(), KEYS, "entries for other keys appeared");
+    for key in &keys {
+        assert_eq!(
+            last[key]["status"], "sent",
+            "last line for {key}: {}",
+            last[key]
+        );
+    }
+
+    let sent = std::fs::read_to_string(&sends).unwrap();
+    let mut per_key: HashMap<&str, usize> = HashMap::new();
+    for line in sent.lines() {
+        *per_key.entry(line).or_default() += 1;
+    }
+    let wrong: Vec<_> = keys
+        .iter()
+        .filter(|k| per_key.get(k.as_str()) != Some(&1))
+        .map(|k| (k, per_key.get(k.as_str()).copied().unwrap_or(0)))
+        .collect();
+    assert!(wrong.is_empty(), "keys not sent exactly once: {wrong:?}");
+    assert_eq!(sent.lines().count(), KEYS);
+
+    assert!(
+        !lock_path(&ledger).exists(),
+        "a run left its lock file behind"
+    );
+    // Not a correctness property, but a store that serialises this slowly would make
+    // the lock timeout (10 s) a real risk for its users.
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+}
+
+// ---------------------------------------------------------------------------------
+// The lock protocol.
+
+struct Blocked {
+    label: &'static str,
+    dir: tempfile::TempDir,
+    ledger: PathBuf,
+    lock: String,
+}
+
+/// A ledger with one settled entry and a lock file written by "someone else".
+fn blocked_ledger(label: &'static str, pid: u32, host: &str, at: u64) -> Blocked {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("L.jsonl");
+    let out = run_key(&ledger, "seed", &["true"]);
+    assert_eq!(code(&out), 0, "{label}: seeding: {}", stderr(&out));
+    let lock = lock_body(pid, host, at);
+    std::fs::write(lock_path(&ledger), &lock).unwrap();
+    Blocked {
+        label,
+        dir,
+        ledger,
+        lock,
+    }
+}
+
+#[test]
+fn a_lock_that_may_still_be_held_is_waited_for_then_reported() {
+    let me = std::process::id();
+    let host = hostname();
+    let now = now_ms();
+    let cases = [
+        // A live holder, fresh lock: the ordinary case of someone else writing.
+        blocked_ledger("live, fresh", me, &host, now),
+        // Old, but its holder is alive: a slow writer, not an abandoned lock.
+        blocked_ledger("live, old", me, &host, now - 60_000),
+        // Old and its pid is dead here, but the pid belongs to another machine, so
+        // whether its holder lives cannot be known from here.
+        blocked_ledger("other host", dead_pid(), "some-other-host", now - 60_000),
+    ];
+    // All three wait out the same timeout; run them side by side to pay for it once.
+    let handles: Vec<_> = cases
+        .iter()
+        .map(|case| {
+            let before = snapshot(case.dir.path());
+            let ledger = case.ledger.clone();
+            let marker = case.dir.path().join("sent-marker");
+            let handle = std::thread::spawn(move || {
+                let started = Instant::now();
+                let out = run_key(&ledger, "k-new", &["touch", marker.to_str().unwrap()]);
+                (out, started.elapsed())
+            });
+            (before, handle)
+        })
+        .collect();
+    for (case, (before, handle)) in cases.iter().zip(handles) {
+        let (out, waited) = handle.join().unwrap();
+        let label = case.label;
+        assert_eq!(code(&out), 2, "{label}: stderr {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("L.jsonl.lock"),
+            "{label}: the message should name the lock file: {}",
+            stderr(&out)
+        );
+        assert!(
+            waited >= Duration::from_secs(9),
+            "{label}: gave up after {waited:?}, before the 10 s timeout"
+        );
+        assert!(
+            waited < Duration::from_secs(20),
+            "{label}: waited {waited:?}"
+        );
+        assert_eq!(
+            snapshot(case.dir.path()),
+            before,
+            "{label}: the ledger or the lock file changed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(lock_path(&case.ledger)).unwrap(),
+            case.lock,
+            "{label}"
+        );
+    }
+}
+
+#[test]
+fn an_old_lock_whose_holder_is_dead_on_this_host_is_broken() {
+    let case = blocked_ledger("dead, old", dead_pid(), &hostname(), now_ms() - 60_000);
+    let started = Instant::now();
+    let out = run_key(&case.ledger, "k-new", &["true"]);
+    let waited = started.elapsed();
+    assert_eq!(code(&out), 0, "stderr {}", stderr(&out));
+    assert!(
+        waited < Duration::from_secs(9),
+        "an abandoned lock is broken at once, not waited out: {waited:?}"
+    );
+    assert!(
+        !lock_path(&case.ledger).exists(),
+        "the run's own lock was left behind"
+    );
+    let lines = parsed_lines(&case.ledger);
+    let last = lines.iter().rfind(|l| l["key"] == "k-new").unwrap();
+    assert_eq!(last["status"], "sent");
+    assert!(
+        lines.iter().any(|l| l["key"] == "seed"),
+        "breaking the lock lost the existing entries"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// Torn lines and files that are not ledgers.
+
+#[test]
+fn an_append_after_a_torn_last_line_starts_a_new_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("L.jsonl");
+    std::fs::copy(fixture("torn.jsonl"), &ledger).unwrap();
+    let original = std::fs::read(&ledger).unwrap();
+    assert_ne!(original.last(), Some(&b'\n'), "the fixture must be torn");
+
+    let out = run_key(&ledger, "k-new", &["true"]);
+    assert_eq!(code(&out), 0, "stderr {}", stderr(&out));
+
+    let now = std::fs::read(&ledger).unwrap();
+    assert!(
+        now.starts_with(&original),
+        "the existing bytes were rewritten"
+    );
+    let appended = std::str::from_utf8(&now[original.len()..]).unwrap();
+    // Without the newline the first new entry would be glued to the torn fragment and
+    // both would be lost to every reader.
+    assert!(
+        appended.starts_with('\n'),
+        "append did not start a new line: {appended:?}"
+    );
+    assert!(appended.ends_with('\n'), "{appended:?}");
+    let new_lines: Vec<serde_json::Value> = appended[1..]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    assert!(!new_lines.is_empty());
+    assert!(new_lines.iter().all(|l| l["key"] == "k-new"));
+    assert_eq!(new_lines.last().unwrap()["status"], "sent");
+    let text = String::from_utf8(now).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l == r#"{"key":"t-torn","status":"pend"#),
+        "the torn fragment should stay as it was, on a line of its own"
+    );
+
+    let out = output(&["audit", ledger.to_str().unwrap(), "--json"]);
+    // t-pending is still pending: exit 1, not 2, because a torn line is not fatal.
+    assert_eq!(code(&out), 1, "stderr {}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["skippedLines"], 1, "{report}");
+    assert_eq!(report["counts"]["total"], 3, "{report}");
+    assert_eq!(report["counts"]["sent"], 2, "{report}");
+}
+
+#[test]
+fn a_ledger_written_here_is_the_node_format() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("L.jsonl");
+    let out = send_once(&["run", ledger.to_str().unwrap(), "--key", "k1"])
+        .args(["--meta", r#"{"z":1,"a":[1,2],"m":{"y":null,"b":"x"}}"#])
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "stderr {}", stderr(&out));
+
+    // The ledger may hold other people's sends: readable by its owner only.
+    let mode = std::fs::metadata(&ledger).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "mode {mode:o}");
+
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    assert!(text.ends_with('\n'));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "a claim line and a settle line: {text}");
+    for line in &lines {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        // JSON.stringify's form: no whitespace, keys in insertion order, so the Node
+        // library reads and rewrites these lines byte for byte.
+        assert_eq!(&serde_json::to_string(&value).unwrap(), line);
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys[..6],
+            [
+                "key",
+                "status",
+                "attempts",
+                "claimedAt",
+                "updatedAt",
+                "meta"
+            ],
+            "{line}"
+        );
+        assert!(
+            line.contains(r#""meta":{"z":1,"a":[1,2],"m":{"y":null,"b":"x"}}"#),
+            "meta keeps its order: {line}"
+        );
+        for field in ["claimedAt", "updatedAt"] {
+            let ts = value[field].as_str().unwrap();
+            assert!(
+                is_iso_millis(ts),
+                "{field} {ts:?} is not Date#toISOString form"
+            );
+        }
+    }
+    let claim: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(claim["status"], "pending");
+    assert_eq!(claim["attempts"], 1);
+    assert_eq!(
+        claim.as_object().unwrap().len(),
+        6,
+        "a fresh claim is exactly the Node claim: {claim}"
+    );
+    assert_eq!(claim["claimedAt"], claim["updatedAt"]);
+    let sent: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(sent["status"], "sent");
+    assert_eq!(sent["claimedAt"], claim["claimedAt"]);
+    assert!(is_iso_millis(sent["sentAt"].as_str().unwrap()), "{sent}");
+    assert!(!lock_path(&ledger).exists());
+}
+
+/// `2026-09-27T12:00:00.000Z`: what JavaScript's `Date#toISOString` prints.
+fn is_iso_millis(ts: &str) -> bool {
+    let b = ts.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    b.len() == 24
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && b[19] == b'.'
+        && digits(20..23)
+        && b[23] == b'Z'
+}
+
+#[test]
+fn a_file_with_lines_but_no_entries_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("x.jsonl");
+    std::fs::copy(fixture("notledger.csv"), &ledger).unwrap();
+    let marker = dir.path().join("sent-marker");
+    let before = snapshot(dir.path());
+    let l = ledger.to_str().unwrap();
+    let m = marker.to_str().unwrap();
+    for args in [
+        vec!["run", l, "--key", "k", "--", "touch", m],
+        vec!["audit", l],
+        vec!["audit", l, "--json"],
+    ] {
+        let out = output(&args);
+        assert_eq!(code(&out), 2, "{args:?}: stderr {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("not a send-once ledger"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!marker.exists(), "a refused run must not send");
+    // Appending entries to someone's CSV would corrupt it for its own readers.
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+// ---------------------------------------------------------------------------------
+// gc rewrites the file while others append.
+
+#[test]
+fn gc_rewriting_the_file_loses_no_concurrent_append() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const RUNNERS: usize = 2;
+    const ROUNDS: usize = 15;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("L.jsonl");
+    let sends = dir.path().join("sends.txt");
+    let command = append_key_command(&sends);
+    let start = Arc::new(Barrier::new(RUNNERS + 1));
+    let done = Arc::new(AtomicBool::new(false));
+    let tomorrow = now_ms() + 86_400_000;
+    // gc on a missing ledger is refused: give it a ledger before the race starts.
+    let out = run_key(&ledger, "seed", &["true"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // gc replaces the file; an append that went to the replaced file would vanish,
+    // and with it the record that a key was sent.
+    let collector = {
+        let (ledger, start, done) = (ledger.clone(), Arc::clone(&start), Arc::clone(&done));
+        std::thread::spawn(move || {
+            start.wait();
+            let mut codes = Vec::new();
+            while !done.load(Ordering::SeqCst) || codes.len() < 3 {
+                let out = send_once(&["gc", ledger.to_str().unwrap()])
+                    .args(["--older-than", "1s", "--status", "failed"])
+                    .env("SEND_ONCE_FIXED_NOW_MS", tomorrow.to_string())
+                    .output()
+                    .unwrap();
+                codes.push((code(&out), stderr(&out)));
+            }
+            codes
+        })
+    };
+    let runners: Vec<_> = (0..RUNNERS)
+        .map(|w| {
+            let (ledger, command, start) = (ledger.clone(), command.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                let l = ledger.to_str().unwrap();
+                let mut bad = Vec::new();
+                for i in 0..ROUNDS {
+                    let key = format!("w{w}-s{i:02}");
+                    let out = send_once(&["run", l, "--key", &key, "--"])
+                        .args(&command)
+                        .output()
+                        .unwrap();
+                    if code(&out) != 0 {
+                        bad.push((key, code(&out), stderr(&out)));
+                    }
+                    // Something for each gc to remove, so every pass rewrites the file.
+                    let key = format!("w{w}-f{i:02}");
+                    let out = send_once(&["run", l, "--key", &key, "--failed-exit", "7"])
+                        .args(["--", "sh", "-c", "exit 7"])
+                        .output()
+                        .unwrap();
+                    if code(&out) != 1 {
+                        bad.push((key, code(&out), stderr(&out)));
+                    }
+                }
+                bad
+            })
+        })
+        .collect();
+    let bad: Vec<_> = runners
+        .into_iter()
+        .flat_map(|r| r.join().unwrap())
+        .collect();
+    done.store(true, Ordering::SeqCst);
+    let gcs = collector.join().unwrap();
+    assert!(
+        bad.is_empty(),
+        "runs that did not end as expected: {bad:#?}"
+    );
+    let failed_gcs: Vec<_> = gcs.iter().filter(|(c, _)| *c != 0).collect();
+    assert!(failed_gcs.is_empty(), "gc failed: {failed_gcs:#?}");
+
+    let mut last: HashMap<String, serde_json::Value> = HashMap::new();
+    for line in parsed_lines(&ledger) {
+        last.insert(line["key"].as_str().unwrap().to_owned(), line);
+    }
+    let sent = std::fs::read_to_string(&sends).unwrap();
+    for w in 0..RUNNERS {
+        for i in 0..ROUNDS {
+            let key = format!("w{w}-s{i:02}");
+            assert_eq!(
+                last.get(&key).map(|e| e["status"].clone()),
+                Some("sent".into()),
+                "{key}'s record was lost ({} gc passes)",
+                gcs.len()
+            );
+            assert_eq!(sent.lines().filter(|l| *l == key).count(), 1, "{key}");
+        }
+    }
+    assert!(!lock_path(&ledger).exists());
+}

@@ -1,0 +1,963 @@
+//! N-of-M approval, the retest's defects (retest 20), through the binary on SQLite:
+//! one person cannot pass for two by respelling a name (Q1), a channel policy holds
+//! whatever the channel's case or spacing and for drafts whose channel is not known
+//! (Q2), nobody who wrote a revision approves the draft (Q3), a closed draft reads
+//! as closed, not as a tally (Q5); a dispatched draft is named by its dispatch, not
+//! as its approval (E7); a rerun's identical submission keeps the votes (Q11); the
+//! log says what a policy and a vote changed (Q8, Q10); and a vote put in by hand
+//! breaks `decisions verify` (Q7).
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use crate::harness::queue::{Queue, QueueFiles};
+use crate::harness::*;
+use serde_json::{Value, json};
+
+/// 2027-01-15T08:00:00.000Z.
+const T0: u64 = 1_800_000_000_000;
+
+fn cli<S: AsRef<OsStr>>(args: &[S]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env("NO_COLOR", "1")
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER")
+        .env_remove("SEND_ONCE_USER");
+    cmd
+}
+
+fn run<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    cli(args).output().unwrap()
+}
+
+fn refused(o: &Output, what: &str, wanted: &[&str]) {
+    expect_exit(o, 2, what);
+    for w in wanted {
+        assert!(
+            stderr(o).contains(w),
+            "{what}: {w:?} not in stderr {:?}",
+            stderr(o)
+        );
+    }
+}
+
+trait Steps: QueueFiles {
+    fn payload(&self, name: &str, body: &str) -> String {
+        let p: PathBuf = self.dir().join(name);
+        std::fs::write(&p, json!({"body": body}).to_string()).unwrap();
+        p.display().to_string()
+    }
+
+    fn policy(&self, args: &[&str]) {
+        let mut all = vec!["policy", self.l(), "--by", "ops"];
+        all.extend_from_slice(args);
+        expect_exit(&run(&all), 0, "policy");
+    }
+
+    /// `draft submit --json` by agent with `key_args` (`--channel …` or `--key …`):
+    /// the draft's id and the number of approvers it was given.
+    fn submit(&self, key_args: &[&str]) -> (String, i64) {
+        let p = self.payload(&format!("p{}.json", key_args.join("_").len()), "pay 9");
+        let mut args = vec![
+            "draft",
+            "submit",
+            self.l(),
+            "--payload",
+            &p,
+            "--by",
+            "agent",
+        ];
+        args.extend_from_slice(key_args);
+        args.push("--json");
+        let o = run(&args);
+        expect_exit(&o, 0, "draft submit");
+        let out = json_stdout(&o, "draft submit");
+        (
+            out["id"].to_string(),
+            out["approvalsRequired"].as_i64().unwrap_or(1),
+        )
+    }
+
+    fn approve(&self, id: &str, by: &str) -> Output {
+        run(&["approve", self.l(), id, "--by", by])
+    }
+
+    fn approved(&self, id: &str) -> Value {
+        let o = run(&["draft", "show", self.l(), id, "--json"]);
+        expect_exit(&o, 0, "draft show");
+        json_stdout(&o, "draft show")["quorum"].clone()
+    }
+}
+
+impl Steps for Queue {}
+
+/// A new SQLite ledger, made with `init`.
+fn new_queue() -> Queue {
+    let q = Queue::sqlite();
+    expect_exit(&run(&["init", q.l()]), 0, "init");
+    q
+}
+
+fn channel(c: &str, intent: &str) -> Vec<String> {
+    ["--channel", c, "--to", "cy@x.com", "--intent", intent]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn a_respelled_name_is_the_same_person_for_the_author_and_for_counting_once() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    let (id, required) = q.submit(&strs(&channel("email", "t")));
+    assert_eq!(required, 2);
+
+    // The submitter, however spelled: case, spaces, NBSP, fullwidth, Cyrillic а.
+    for name in [
+        "Agent",
+        "AGENT",
+        " agent",
+        "agent ",
+        "agent\u{a0}",
+        "\u{ff41}gent",
+        "\u{430}gent",
+        "ag\u{435}nt",
+        // Combining marks and inner spaces (retest 21, T2).
+        "agent\u{300}",
+        "agent\u{335}",
+        "agent\u{338}",
+        "a\u{301}gent",
+        "ag ent",
+    ] {
+        refused(
+            &q.approve(&id, name),
+            &format!("{name:?} as the submitter"),
+            &["submitted revision 1", "the same name as agent"],
+        );
+    }
+    assert_eq!(q.approved(&id)["approved"], 0);
+
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    for name in ["Dana", "DANA", " dana ", "\u{ff44}ana", "d\u{430}na"] {
+        refused(
+            &q.approve(&id, name),
+            &format!("{name:?} after dana"),
+            &["already approved revision 1", "the same name as dana"],
+        );
+    }
+    assert_eq!(q.approved(&id)["approved"], 1);
+
+    let o = q.approve(&id, "sam");
+    expect_exit(&o, 0, "sam completes it");
+    let approval = json_stdout(&o, "approval");
+    assert_eq!(approval["approvers"], json!(["dana", "sam"]));
+}
+
+#[test]
+fn a_name_with_invisible_or_control_characters_or_a_comma_is_refused_and_changes_nothing() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("email", "t")));
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let p = q.payload("x.json", "x");
+    let before = snapshot(q.dir());
+
+    for name in [
+        "dana\u{200b}",
+        "agent\u{200b}",
+        "\u{202e}anad",
+        "dana\u{1b}[31m",
+        "sa\u{ad}m",
+    ] {
+        let o = q.approve(&id, name);
+        refused(
+            &o,
+            &format!("--by {name:?}"),
+            &["--by", "control, escape, bidi or invisible characters"],
+        );
+        assert!(
+            !stderr(&o).contains('\u{1b}'),
+            "raw escape in {:?}",
+            stderr(&o)
+        );
+    }
+    refused(
+        &q.approve(&id, "sam, erin"),
+        "--by with a comma",
+        &["--by", "comma"],
+    );
+    let o = cli(&["approve", q.l(), &id])
+        .env("SEND_ONCE_USER", "sam\u{200b}")
+        .output()
+        .unwrap();
+    refused(&o, "SEND_ONCE_USER", &["SEND_ONCE_USER", "invisible"]);
+    let o = run(&[
+        "draft",
+        "submit",
+        q.l(),
+        "--payload",
+        &p,
+        "--key",
+        "k1",
+        "--by",
+        "ag\u{200b}ent",
+    ]);
+    refused(&o, "draft submit --by", &["--by", "invisible"]);
+    assert!(before == snapshot(q.dir()), "a refused name wrote nothing");
+}
+
+#[test]
+fn a_channel_policy_holds_whatever_the_channels_case_or_spacing() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    // Stored as the key reads a channel.
+    q.policy(&["--approvals", "3", "--channel", " SMS "]);
+    let o = run(&["policy", q.l(), "--json"]);
+    let shown = json_stdout(&o, "policy --json");
+    let channels: Vec<&str> = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["channel"].as_str())
+        .collect();
+    assert!(channels.contains(&"sms"), "{shown}");
+
+    for (i, c) in ["PAYMENTS", "Payments", " payments", "payments "]
+        .iter()
+        .enumerate()
+    {
+        let (id, required) = q.submit(&strs(&channel(c, &format!("pay-{i}"))));
+        assert_eq!(required, 2, "--channel {c:?}");
+        refused(
+            &q.approve(&id, "agent"),
+            &format!("agent approves its {c:?} draft"),
+            &["agent submitted revision 1"],
+        );
+    }
+    let (_, required) = q.submit(&strs(&channel("sms", "code")));
+    assert_eq!(required, 3, "an sms draft under the ' SMS ' policy");
+}
+
+#[test]
+fn a_draft_whose_channel_is_not_known_is_under_a_policy_never_none() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    // No ledger-wide default: a key given as is gets the strictest policy there is.
+    let (_, required) = q.submit(&["--key", "k-1"]);
+    assert_eq!(required, 2, "--key with no channel, no default");
+
+    q.policy(&["--approvals", "3", "--channel", "payments"]);
+    q.policy(&["--approvals", "2"]);
+    let (_, required) = q.submit(&["--key", "k-2"]);
+    assert_eq!(required, 2, "--key: the ledger-wide default");
+    let (_, required) = q.submit(&["--key", "k-3", "--meta", r#"{"channel":"marketing"}"#]);
+    assert_eq!(
+        required, 2,
+        "--key claiming a channel without a policy: the default"
+    );
+    let (_, required) = q.submit(&["--key", "k-4", "--meta", r#"{"channel":"PAYMENTS"}"#]);
+    assert_eq!(required, 3, "--key claiming payments: its stricter policy");
+    let (_, required) = q.submit(&strs(&channel("marketing", "m")));
+    assert_eq!(required, 2, "a known channel without a policy: the default");
+}
+
+#[test]
+fn a_meta_channel_contradicting_the_keys_channel_is_refused_and_queues_nothing() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    let p = q.payload("c.json", "pay");
+    let before = snapshot(q.dir());
+    let mut args = vec!["draft", "submit", q.l(), "--payload", &p, "--by", "agent"];
+    let key = channel("payments", "pay-1");
+    args.extend(strs(&key));
+    args.extend(["--meta", r#"{"channel":"other"}"#]);
+    refused(
+        &run(&args),
+        "--meta channel other",
+        &["--meta's channel", "other", "payments"],
+    );
+    assert!(before == snapshot(q.dir()), "nothing was queued");
+    // The same channel respelled is no contradiction.
+    let last = args.len() - 1;
+    args[last] = r#"{"channel":"Payments"}"#;
+    let o = run(&args);
+    expect_exit(&o, 0, "--meta channel Payments");
+    let o = run(&["approvals", q.l(), "--json"]);
+    assert!(stdout(&o).contains("\"required\": 2"), "{}", stdout(&o));
+}
+
+#[test]
+fn nobody_who_wrote_a_revision_approves_the_draft() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("payments", "pay")));
+    let e = q.payload("e.json", "pay 10");
+    expect_exit(
+        &run(&[
+            "draft",
+            "edit",
+            q.l(),
+            &id,
+            "--payload",
+            &e,
+            "--by",
+            "sam",
+            "--seen-revision",
+            "1",
+        ]),
+        0,
+        "sam edits",
+    );
+    refused(
+        &q.approve(&id, "agent"),
+        "the submitter of revision 1",
+        &["agent submitted revision 1"],
+    );
+    refused(&q.approve(&id, "Sam"), "the editor", &["edited revision 2"]);
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let o = q.approve(&id, "erin");
+    expect_exit(&o, 0, "erin completes it");
+    assert_eq!(
+        json_stdout(&o, "approval")["approvers"],
+        json!(["dana", "erin"])
+    );
+}
+
+#[test]
+fn a_rejected_or_withdrawn_draft_reads_as_that_not_as_a_tally() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    for (n, close) in [
+        vec![
+            "reject",
+            q.l(),
+            "",
+            "--reason",
+            "wrong amount",
+            "--by",
+            "sam",
+        ],
+        vec!["draft", "withdraw", q.l(), "", "--by", "agent"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (id, _) = q.submit(&strs(&channel("payments", &format!("p{n}"))));
+        expect_exit(&q.approve(&id, "dana"), 0, "dana");
+        let close: Vec<&str> = close
+            .into_iter()
+            .map(|a| if a.is_empty() { id.as_str() } else { a })
+            .collect();
+        expect_exit(&run(&close), 0, close[0]);
+        let o = run(&["draft", "show", q.l(), &id]);
+        let head = stdout(&o).lines().next().unwrap_or_default().to_owned();
+        assert!(!head.contains("approved 1 of 2"), "{head}");
+        let word = if n == 0 { "rejected" } else { "withdrawn" };
+        assert!(head.contains(word), "{head}");
+        let o = run(&["approvals", q.l(), "--headless"]);
+        assert!(!stdout(&o).contains("approved 1 of 2"), "{}", stdout(&o));
+    }
+}
+
+fn at_time<S: AsRef<OsStr>>(now_ms: u64, args: &[S]) -> Output {
+    cli(args)
+        .env("SEND_ONCE_FIXED_NOW_MS", now_ms.to_string())
+        .output()
+        .unwrap()
+}
+
+const DAY: u64 = 86_400_000;
+
+#[test]
+fn a_vote_lapses_with_its_own_ttl_and_bounds_the_approval_it_is_counted_into() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("payments", "pay")));
+    let o = at_time(T0, &["approve", q.l(), &id, "--by", "dana", "--ttl", "30m"]);
+    expect_exit(&o, 0, "dana, for 30 minutes");
+    assert!(
+        stderr(&o).contains("your approval holds until 2027-01-15T08:30:00.000Z"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Two days later her yes no longer counts, and the draft says so.
+    let later = T0 + 2 * DAY;
+    let o = at_time(later, &["draft", "show", q.l(), &id, "--json"]);
+    let quorum = json_stdout(&o, "draft show")["quorum"].clone();
+    assert_eq!(quorum["approved"], 0, "{quorum}");
+    assert_eq!(quorum["lapsed"][0]["by"], "dana", "{quorum}");
+    let o = at_time(later, &["draft", "show", q.l(), &id]);
+    assert!(
+        stdout(&o).contains("lapsed at 2027-01-15T08:30:00.000Z"),
+        "{}",
+        stdout(&o)
+    );
+    let o = at_time(later, &["approve", q.l(), &id, "--by", "sam"]);
+    expect_exit(&o, 0, "sam");
+    assert_eq!(
+        stdout(&o),
+        "",
+        "sam's is the first that counts: no approval JSON"
+    );
+    assert!(stderr(&o).contains("approved 1 of 2"), "{}", stderr(&o));
+
+    // Dana may approve again; the approval ends at sam's limit (12h from his vote),
+    // not 12h from hers.
+    let o = at_time(
+        later + 60 * 60_000,
+        &["approve", q.l(), &id, "--by", "dana"],
+    );
+    expect_exit(&o, 0, "dana again");
+    let approval = json_stdout(&o, "approval");
+    assert_eq!(approval["approvers"], json!(["sam", "dana"]));
+    assert_eq!(
+        approval["expiresAt"], "2027-01-17T20:00:00.000Z",
+        "{approval}"
+    );
+
+    // A short yes bounds a later long one.
+    let (id, _) = q.submit(&strs(&channel("payments", "pay-2")));
+    expect_exit(
+        &at_time(T0, &["approve", q.l(), &id, "--by", "dana", "--ttl", "30m"]),
+        0,
+        "dana",
+    );
+    let o = at_time(
+        T0 + 10 * 60_000,
+        &["approve", q.l(), &id, "--by", "sam", "--ttl", "2d"],
+    );
+    expect_exit(&o, 0, "sam completes it");
+    assert_eq!(
+        json_stdout(&o, "approval")["expiresAt"],
+        "2027-01-15T08:30:00.000Z"
+    );
+}
+
+#[test]
+fn racing_approvers_are_stamped_after_what_they_counted_and_only_the_last_gets_the_approval() {
+    let q = new_queue();
+    // Eight at once on an 8-of-N and a 5-of-N draft: most are judged more than once.
+    let names = ["a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"];
+    for round in 0..10 {
+        let n = if round % 2 == 0 { 8 } else { 5 };
+        q.policy(&["--approvals", &n.to_string()]);
+        let (id, _) = q.submit(&strs(&channel("payments", &format!("race-{round}"))));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(names.len()));
+        let handles: Vec<_> = names
+            .iter()
+            .map(|name| {
+                let (ledger, start, id, name) =
+                    (q.l().to_owned(), start.clone(), id.clone(), *name);
+                std::thread::spawn(move || {
+                    // The wall clock: the race is about when each process stamps.
+                    let mut cmd = Command::new(bin());
+                    cmd.args(["approve", &ledger, &id, "--by", name])
+                        .env("NO_COLOR", "1")
+                        .env_remove("SEND_ONCE_FIXED_NOW_MS")
+                        .env_remove("SEND_ONCE_LEDGER")
+                        .env_remove("SEND_ONCE_USER");
+                    start.wait();
+                    (name, cmd.output().unwrap())
+                })
+            })
+            .collect();
+        let outs: Vec<(&str, Output)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let o = run(&["draft", "show", q.l(), &id, "--json"]);
+        let shown = json_stdout(&o, "draft show");
+        let approval = shown["approval"].clone();
+        let approvers: Vec<&str> = approval["approvers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("round {round}: not approved: {shown}"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(approvers.len(), n, "{approval}");
+        let last = approvers[n - 1];
+        let printed: Vec<&str> = outs
+            .iter()
+            .filter(|(_, o)| !o.stdout.is_empty())
+            .map(|(name, _)| *name)
+            .collect();
+        assert_eq!(
+            printed,
+            [last],
+            "round {round}: only the last voter gets the JSON"
+        );
+        let approved_at = approval["approvedAt"].as_str().unwrap();
+        for vote in shown["quorum"]["approvers"].as_array().unwrap() {
+            let at = vote["at"].as_str().unwrap();
+            assert!(
+                at <= approved_at,
+                "round {round}: vote {vote} after the approval at {approved_at}"
+            );
+        }
+    }
+}
+
+#[test]
+fn small_ones_policy_on_a_new_ledger_wording_under_three_and_a_resubmits_number() {
+    // Q9: setting a policy is a natural first step, so it makes the ledger.
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("new.db").display().to_string();
+    let o = run(&["policy", &l, "--approvals", "3", "--by", "ops"]);
+    expect_exit(&o, 0, "policy on a new ledger");
+    let o = run(&["policy", &l, "--json"]);
+    assert_eq!(json_stdout(&o, "policy --json")[0]["approvals"], 3);
+
+    // Q10: under 3-of-N the submitter is not told "a second person".
+    let p = dir.path().join("p.json");
+    std::fs::write(&p, r#"{"body":"x"}"#).unwrap();
+    let p = p.display().to_string();
+    let submit = |extra: &[&str]| {
+        let mut args = vec![
+            "draft",
+            "submit",
+            &l,
+            "--key",
+            "k-1",
+            "--payload",
+            &p,
+            "--by",
+            "agent",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    expect_exit(&submit(&[]), 0, "submit");
+    refused(
+        &run(&["approve", &l, "1", "--by", "agent"]),
+        "the submitter under 3-of-N",
+        &["3 people other than its authors must approve it"],
+    );
+    expect_exit(&run(&["approve", &l, "1", "--by", "dana"]), 0, "dana");
+    refused(
+        &run(&["approve", &l, "1", "--by", "dana"]),
+        "dana twice under 3-of-N",
+        &["so 2 more people must approve it (approved 1 of 3 so far)"],
+    );
+
+    // Q11: a resubmission's --approvals below the draft's number is said, not ignored.
+    std::fs::write(dir.path().join("p.json"), r#"{"body":"y"}"#).unwrap();
+    let o = submit(&["--approvals", "1"]);
+    // Below the ledger's policy: refused as before, nothing queued.
+    refused(
+        &o,
+        "--approvals 1 under a 3 policy",
+        &["below the ledger's policy"],
+    );
+    let o = submit(&["--approvals", "4"]);
+    expect_exit(&o, 0, "--approvals 4 raises it");
+    assert!(
+        stderr(&o).contains("it needs 4 distinct approvers"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(dir.path().join("p.json"), r#"{"body":"z"}"#).unwrap();
+    let o = submit(&["--approvals", "3"]);
+    expect_exit(&o, 0, "--approvals 3 on a draft that needs 4");
+    assert!(
+        stderr(&o).contains("it still needs 4 distinct approvers (--approvals 3 cannot lower"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_dispatched_draft_is_named_by_when_it_was_dispatched_and_who_approved_it() {
+    let q = new_queue();
+    let (id, _) = q.submit(&strs(&channel("email", "t")));
+    expect_exit(&q.approve(&id, "dana"), 0, "dana approves");
+    let sent = q.dir().join("sent.txt").display().to_string();
+    let o = at_time(
+        T0 + 60_000,
+        &[
+            "dispatch",
+            q.l(),
+            &id,
+            "--",
+            "sh",
+            "-c",
+            &format!("cat >> '{sent}'"),
+        ],
+    );
+    expect_exit(&o, 0, "dispatch");
+    let p = q.payload("later.json", "later");
+    let o = run(&[
+        "draft",
+        "edit",
+        q.l(),
+        &id,
+        "--payload",
+        &p,
+        "--seen-revision",
+        "1",
+    ]);
+    refused(
+        &o,
+        "an edit of a dispatched draft",
+        &[
+            "is dispatched (at 2027-01-15T08:01:00.000Z; approved by dana at 2027-01-15T08:00:00.000Z)",
+        ],
+    );
+    let o = run(&[
+        "draft",
+        "edit",
+        q.l(),
+        &id,
+        "--payload",
+        &p,
+        "--seen-revision",
+        "1",
+        "--json",
+    ]);
+    expect_exit(&o, 2, "the same, --json");
+    let problem = json_stdout(&o, "the refusal as JSON");
+    assert_eq!(
+        (
+            problem["error"]["dispatchedAt"].clone(),
+            problem["error"]["by"].clone()
+        ),
+        (json!("2027-01-15T08:01:00.000Z"), json!("dana"))
+    );
+    let o = run(&["draft", "show", q.l(), &id]);
+    assert!(
+        stdout(&o).contains(
+            "decided   dispatched at 2027-01-15T08:01:00.000Z; approved by dana at 2027-01-15T08:00:00.000Z"
+        ),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_rerun_submitting_the_same_revision_keeps_its_votes_and_a_changed_one_voids_them() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("email", "t")));
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let before = snapshot(q.dir());
+
+    // The same payload, facts and submitter: nothing written, dana's vote stands.
+    let (again, _) = q.submit(&strs(&channel("email", "t")));
+    assert_eq!(again, id);
+    assert_eq!(
+        snapshot(q.dir()),
+        before,
+        "an identical resubmission wrote nothing"
+    );
+    let p = q.payload(
+        &format!("p{}.json", strs(&channel("email", "t")).join("_").len()),
+        "pay 9",
+    );
+    let mut args = vec!["draft", "submit", q.l(), "--payload", &p, "--by", "agent"];
+    let key = channel("email", "t");
+    args.extend(strs(&key));
+    let o = run(&args);
+    expect_exit(&o, 0, "the same again, as text");
+    assert!(
+        stderr(&o).contains("unchanged: its revision 1 already has this payload and these facts"),
+        "{}",
+        stderr(&o)
+    );
+    args.push("--json");
+    let out = json_stdout(&run(&args), "the same again, --json");
+    assert_eq!(
+        (out["revision"].clone(), out["unchanged"].clone()),
+        (json!(1), json!(true))
+    );
+    assert_eq!(q.approved(&id)["approved"], 1);
+
+    // Another submitter of the same text is a new revision: who wrote what is kept.
+    let mut other = args.clone();
+    other[6] = "agent-2";
+    let out = json_stdout(&run(&other), "the same from agent-2");
+    assert_eq!(out["revision"], 2);
+    assert_eq!(out["voided"], json!(["dana"]));
+
+    // The Nth approval after an identical rerun completes the quorum.
+    expect_exit(&q.approve(&id, "dana"), 0, "dana on revision 2");
+    let out = json_stdout(&run(&other), "agent-2 again");
+    assert_eq!(out["unchanged"], true);
+    let o = q.approve(&id, "sam");
+    expect_exit(&o, 0, "sam completes it");
+    assert_eq!(
+        json_stdout(&o, "approval")["approvers"],
+        json!(["dana", "sam"])
+    );
+}
+
+#[test]
+fn the_log_says_what_a_policy_and_a_vote_changed_and_who_has_approved_so_far() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    let o = run(&[
+        "policy",
+        q.l(),
+        "--approvals",
+        "2",
+        "--channel",
+        "payments",
+        "--by",
+        "ops",
+    ]);
+    expect_exit(&o, 0, "the same policy again");
+    assert!(
+        stderr(&o).contains("the policy was already this; nothing changed"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "policy",
+        q.l(),
+        "--approvals",
+        "1",
+        "--channel",
+        "payments",
+        "--allow-self-approval",
+        "--by",
+        "agent",
+        "--json",
+    ]);
+    let set = json_stdout(&o, "policy --json");
+    assert_eq!(
+        (set["changed"].clone(), set["before"]["approvals"].clone()),
+        (json!(true), json!(2))
+    );
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+
+    let (id, _) = q.submit(&strs(&channel("payments", "refund")));
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let list = stdout(&run(&["approvals", q.l()]));
+    assert!(
+        list.contains("approved so far by dana; 1 more needed"),
+        "{list}"
+    );
+
+    let log = stdout(&run(&["decisions", q.l()]));
+    for line in [
+        "policy by ops: changed (channel payments: 2 approvals, was not set)",
+        "policy by ops: unchanged (channel payments: 2 approvals)",
+        "policy by agent: changed (channel payments: 2 -> 1 approvals, self-approval now allowed)",
+        "policy by ops: changed (channel payments: 1 -> 2 approvals, self-approval no longer allowed)",
+        "approve by dana: changed (approval 1 of 2)",
+    ] {
+        assert!(log.contains(line), "{line:?} not in\n{log}");
+    }
+    let show = stdout(&run(&["draft", "show", q.l(), &id]));
+    assert!(
+        show.contains("approve by dana: changed (approval 1 of 2)"),
+        "{show}"
+    );
+
+    // A new revision: dispatch says where the new one stands.
+    expect_exit(&q.approve(&id, "sam"), 0, "sam completes revision 1");
+    let p = q.payload("r2.json", "pay 10");
+    let mut args = vec!["draft", "submit", q.l(), "--payload", &p, "--by", "agent"];
+    let key = channel("payments", "refund");
+    args.extend(strs(&key));
+    expect_exit(&run(&args), 0, "revision 2");
+    expect_exit(&q.approve(&id, "dana"), 0, "dana on revision 2");
+    let o = run(&["dispatch", q.l(), &id, "--", "true"]);
+    refused(
+        &o,
+        "dispatch of a revised draft",
+        &[
+            "payload of draft",
+            "; revision 2 has approved 1 of 2 (dana)",
+        ],
+    );
+    let log = stdout(&run(&["decisions", q.l()]));
+    assert!(
+        log.contains("approve by sam: changed (approval 2 of 2: approved by dana, sam)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_vote_put_in_by_hand_breaks_decisions_verify_and_names_the_row() {
+    let q = new_queue();
+    q.policy(&["--approvals", "3"]);
+    let (id, _) = q.submit(&strs(&channel("email", "t")));
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    expect_exit(&run(&["decisions", "verify", q.l()]), 0, "verify before");
+
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    // A row under another spelling of dana's name is one person with her (T4).
+    conn.execute(
+        "INSERT INTO send_once_votes SELECT draft_id, revision, round, 'DANA', at, version + 10, decision_hash, expires_at FROM send_once_votes",
+        [],
+    )
+    .unwrap();
+    let show = json_stdout(&run(&["draft", "show", q.l(), &id, "--json"]), "show");
+    assert_eq!(show["quorum"]["approved"], 1, "{}", show["quorum"]);
+    conn.execute("DROP TRIGGER IF EXISTS send_once_votes_no_delete", [])
+        .unwrap();
+    conn.execute("DELETE FROM send_once_votes WHERE approver = 'DANA'", [])
+        .unwrap();
+    let (hash, version): (String, i64) = conn
+        .query_row(
+            "SELECT decision_hash, (SELECT version FROM send_once_drafts WHERE id = 1) FROM send_once_votes",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    conn.execute(
+        "INSERT INTO send_once_votes VALUES (1, 1, 1, ?1, '2027-01-15T08:00:00.000Z', ?2, NULL, NULL)",
+        rusqlite::params!["mallory\u{1b}[31m", version + 1],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO send_once_votes VALUES (1, 1, 1, 'eve', '2027-01-15T08:00:00.000Z', ?1, ?2, NULL)",
+        rusqlite::params![version + 2, hash],
+    )
+    .unwrap();
+    drop(conn);
+
+    let o = run(&["decisions", "verify", q.l()]);
+    expect_exit(&o, 1, "verify after two hand-made votes");
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("chain BROKEN: 2 review-queue rows name no decision in the log"),
+        "{text}"
+    );
+    assert!(text.contains("the vote by mallory"), "{text}");
+    assert!(
+        text.contains("on draft 1 (revision 1) names no decision"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "the vote by eve on draft 1 (revision 1) names a decision about something else"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "a raw escape reached the terminal: {text:?}"
+    );
+    let out = json_stdout(
+        &run(&["decisions", "verify", q.l(), "--json"]),
+        "verify --json",
+    );
+    assert_eq!(out["intact"], false);
+    assert_eq!(out["unlogged"][1]["vote"]["approver"], "eve");
+    let _ = id;
+}
+
+/// Retest 22: U1 (a draft decided by hand, with no decision, is named by verify), U2
+/// (hand-edited numbers never lower the bar, and never break the list), U4 (a rerun
+/// under another spelling of the submitter keeps the votes), U5 (a complete quorum is
+/// said so to its author), U9 (punctuation does not make a new person; a name is at
+/// most 100 characters).
+#[test]
+fn hand_edits_never_lower_the_bar_and_a_hand_decided_draft_breaks_verify() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2", "--channel", "payments"]);
+    let (id, _) = q.submit(&strs(&channel("payments", "refund")));
+
+    // U4: ` agent ` and `Agent` rerunning agent's job change nothing.
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    let p = q.payload(
+        &format!(
+            "p{}.json",
+            strs(&channel("payments", "refund")).join("_").len()
+        ),
+        "pay 9",
+    );
+    for by in [" agent ", "Agent"] {
+        let mut args = vec![
+            "draft",
+            "submit",
+            q.l(),
+            "--payload",
+            &p,
+            "--by",
+            by,
+            "--json",
+        ];
+        let key = channel("payments", "refund");
+        args.extend(strs(&key));
+        let out = json_stdout(&run(&args), "rerun");
+        assert_eq!(out["unchanged"], true, "{by:?}: {out}");
+    }
+    assert_eq!(q.approved(&id)["approved"], 1);
+
+    // U9: punctuation folds, and a name has a length.
+    for name in ["agent.", "agent_", "a-gent"] {
+        refused(&q.approve(&id, name), name, &["the same name as agent"]);
+    }
+    let long = "d".repeat(101);
+    refused(
+        &q.approve(&id, &long),
+        "a 101-character name",
+        &["longer than 100 characters"],
+    );
+
+    // U5: once complete, the author is told it is approved, not that more are needed.
+    expect_exit(&q.approve(&id, "sam"), 0, "sam completes it");
+    refused(
+        &q.approve(&id, "agent"),
+        "the author after",
+        &["it is already approved 2 of 2"],
+    );
+
+    // U2: numbers edited by hand are read as the strictest.
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_policy SET approvals = -3, self_approval = 7",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let shown = json_stdout(&run(&["policy", q.l(), "--json"]), "policy");
+    assert_eq!(
+        (
+            shown[0]["approvals"].clone(),
+            shown[0]["selfApproval"].clone()
+        ),
+        (json!(10), json!(false)),
+        "{shown}"
+    );
+    let (other, required) = q.submit(&strs(&channel("payments", "other")));
+    assert_eq!(required, 10);
+    refused(
+        &q.approve(&other, "agent"),
+        "the author under a damaged policy",
+        &["submitted revision 1", "10 people other than its authors"],
+    );
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET approvals_required = 'abc' WHERE id = ?1",
+        [other.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let list = run(&["approvals", q.l(), "--json"]);
+    expect_exit(&list, 0, "approvals with a damaged row");
+    assert_eq!(q.approved(&other)["required"], 10);
+
+    // U1: a draft put in the approved state by hand names no decision.
+    expect_exit(&run(&["decisions", "verify", q.l()]), 0, "verify before");
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET state = 'approved', decided_by = 'erin, sam', decided_at = '2027-01-15T09:00:00.000Z', decision_hash = NULL WHERE id = ?1",
+        [other.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let o = run(&["decisions", "verify", q.l()]);
+    expect_exit(&o, 1, "verify after a hand-made approval");
+    assert!(
+        stdout(&o).contains(&format!(
+            "draft {other} was decided at 2027-01-15T09:00:00.000Z, after the chain began, but names no decision"
+        )),
+        "{}",
+        stdout(&o)
+    );
+}

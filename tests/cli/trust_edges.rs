@@ -1,0 +1,558 @@
+//! Issue 9's "trust at the edges", through the real binary: rows the Node library can
+//! write (lone surrogates) are read and written back exactly, a row that cannot be read
+//! is never hidden from the audit, a key has one spelling, and a person's decision
+//! applies only to what they saw.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::harness::*;
+use serde_json::Value;
+
+fn ledger_in(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+fn run_ok(ledger: &Path, key: &str) {
+    let o = output(&["run", p(ledger), "--key", key, "--", "true"]);
+    expect_exit(&o, 0, "seed run");
+}
+
+/// A pending entry as Node's JSON.stringify writes one whose meta was cut mid-emoji.
+fn node_pending_line(key: &str, note_json: &str) -> String {
+    format!(
+        r#"{{"key":"{key}","status":"pending","attempts":1,"claimedAt":"2026-12-01T07:00:00.000Z","updatedAt":"2026-12-01T07:00:00.000Z","meta":{{"note":"{note_json}"}},"error":"cut \udfff"}}"#
+    )
+}
+
+fn insert_row(ledger: &Path, column_key: &str, status: &str, entry: &str) {
+    let conn = rusqlite::Connection::open(ledger).unwrap();
+    conn.execute(
+        "INSERT INTO send_once (key, status, entry, claimed_at, updated_at) VALUES (?1, ?2, ?3, '2026-12-01T07:00:00.000Z', '2026-12-01T07:00:00.000Z')",
+        rusqlite::params![column_key, status, entry],
+    )
+    .unwrap();
+}
+
+fn raw_entry(ledger: &Path, column_key: &str) -> String {
+    let conn = rusqlite::Connection::open(ledger).unwrap();
+    conn.query_row(
+        "SELECT entry FROM send_once WHERE key = ?1",
+        [column_key],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+// ---------------------------------------------------------------------------------
+// 1. What the Node library can write is read, and written back byte for byte.
+
+#[test]
+fn a_pending_sqlite_row_with_a_lone_surrogate_is_audited_listed_and_settled_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "d1.db");
+    run_ok(&ledger, "sentinel");
+    let key = "c".repeat(64);
+    let line = node_pending_line(&key, r"Hi \ud83d");
+    insert_row(&ledger, &key, "pending", &line);
+
+    let audit = output(&["audit", p(&ledger)]);
+    expect_exit(&audit, 1, "audit");
+    let text = stdout(&audit);
+    assert!(text.contains(&key), "{text}");
+    assert!(text.contains("note: Hi <U+D83D>"), "{text}");
+    // The JSON output writes the lone surrogate as the escape Node writes (valid JSON,
+    // which serde_json refuses and JSON.parse reads).
+    let raw_json = stdout(&output(&["audit", p(&ledger), "--json"]));
+    let json = send_once::ledger::canonical::parse_json(&raw_json)
+        .expect("JSON as JSON.parse reads it")
+        .to_serde();
+    assert_eq!(json["unknown"][0]["key"], key.as_str());
+    assert!(raw_json.contains(r#""note": "Hi \ud83d""#), "{raw_json}");
+
+    let ls = output(&["ls", p(&ledger)]);
+    expect_exit(&ls, 0, "ls");
+    assert!(stdout(&ls).contains(&key), "{}", stdout(&ls));
+    let show = output(&["show", p(&ledger), &key]);
+    expect_exit(&show, 0, "show");
+
+    let resolve = output(&["resolve", p(&ledger), "ccc", "sent", "--by", "ops"]);
+    expect_exit(&resolve, 0, "resolve");
+    let after = raw_entry(&ledger, &key);
+    assert!(
+        after.contains(r#""meta":{"note":"Hi \ud83d"},"error":"cut \udfff""#),
+        "{after}"
+    );
+    assert!(!after.contains('\u{fffd}'), "{after}");
+}
+
+#[test]
+fn a_pending_row_that_cannot_be_read_is_named_by_audit_and_hides_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "bad.db");
+    run_ok(&ledger, "sentinel");
+    insert_row(&ledger, "broken-row", "pending", "{not json");
+
+    let audit = output(&["audit", p(&ledger)]);
+    expect_exit(&audit, 1, "audit with an unreadable pending row");
+    let text = stdout(&audit);
+    assert!(text.starts_with("\nUNKNOWN"), "{text}");
+    assert!(text.contains("broken-row"), "{text}");
+    assert!(text.contains("could not be read"), "{text}");
+    let json = json_stdout(&output(&["audit", p(&ledger), "--json"]), "audit");
+    assert_eq!(json["unreadable"][0]["key"], "broken-row");
+    assert_eq!(json["counts"]["pending"], 1);
+
+    // One bad row does not make the whole ledger "damaged".
+    let ls = output(&["ls", p(&ledger)]);
+    expect_exit(&ls, 0, "ls");
+    assert!(stdout(&ls).contains("sentinel"), "{}", stdout(&ls));
+    expect_exit(
+        &output(&["show", p(&ledger), "sentinel"]),
+        0,
+        "show another key",
+    );
+    let show = output(&["show", p(&ledger), "broken-row"]);
+    expect_exit(&show, 2, "show the bad row");
+    assert!(
+        stderr(&show).contains("the row for broken-row"),
+        "{}",
+        stderr(&show)
+    );
+}
+
+#[test]
+fn a_json_lines_key_with_a_lone_surrogate_is_resolved_as_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "l.jsonl");
+    run_ok(&ledger, "sentinel");
+    let line = node_pending_line(r"job-\ud83c", r"Party \ud83c");
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str(&line);
+    text.push('\n');
+    std::fs::write(&ledger, &text).unwrap();
+
+    let raw_json = stdout(&output(&["audit", p(&ledger), "--json"]));
+    assert!(raw_json.contains(r#""key": "job-\ud83c""#), "{raw_json}");
+    assert!(raw_json.contains(r#""note": "Party \ud83c""#), "{raw_json}");
+
+    let resolve = output(&["resolve", p(&ledger), "job-", "sent", "--by", "ops"]);
+    expect_exit(&resolve, 0, "resolve by prefix");
+    let written = std::fs::read_to_string(&ledger).unwrap();
+    let last = written.lines().last().unwrap();
+    assert!(
+        last.starts_with(r#"{"key":"job-\ud83c","status":"sent""#),
+        "{last}"
+    );
+    assert!(
+        last.contains(r#""meta":{"note":"Party \ud83c"},"error":"cut \udfff""#),
+        "{last}"
+    );
+    // No line for a different key (job-U+FFFD) was appended, so nothing is pending.
+    expect_exit(&output(&["audit", p(&ledger)]), 0, "audit after resolve");
+}
+
+/// Keys another tool wrote with characters that draw as nothing are shown with marks,
+/// so two keys never look the same on a screen.
+#[test]
+fn invisible_characters_in_a_stored_key_are_shown_as_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "inv.jsonl");
+    run_ok(&ledger, "inv-1");
+    let line = node_pending_line(r"inv\u3164-1", "x");
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str(&line);
+    text.push('\n');
+    std::fs::write(&ledger, &text).unwrap();
+    for args in [vec!["ls", p(&ledger)], vec!["audit", p(&ledger)]] {
+        let o = output(&args);
+        let shown = stdout(&o);
+        assert!(shown.contains("inv<U+3164>-1"), "{args:?}: {shown}");
+        assert!(!shown.contains('\u{3164}'), "{args:?}: {shown}");
+    }
+}
+
+#[test]
+fn meta_with_a_lone_surrogate_is_json_and_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["m.db", "m.jsonl"] {
+        let ledger = ledger_in(dir.path(), name);
+        let o = output(&[
+            "run",
+            p(&ledger),
+            "--key",
+            "k2",
+            "--meta",
+            r#"{"s":"\ud800"}"#,
+            "--",
+            "true",
+        ]);
+        expect_exit(&o, 0, name);
+        let raw = stdout(&output(&["show", p(&ledger), "k2", "--json"]));
+        assert!(raw.contains(r#""s": "\ud800""#), "{name}: {raw}");
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 2. A key cannot be spelled twice.
+
+#[test]
+fn a_second_spelling_of_a_key_is_refused_and_nothing_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "d2.db");
+    let side = dir.path().join("side");
+    let key = stdout(&output(&[
+        "key",
+        "--channel",
+        "email",
+        "--to",
+        "a@x.com",
+        "--intent",
+        "inv-1",
+    ]))
+    .trim()
+    .to_owned();
+    let mut send = vec![
+        "run".to_owned(),
+        p(&ledger).into(),
+        "--key".into(),
+        key.clone(),
+        "--".into(),
+    ];
+    send.extend(append_key_command(&side));
+    let uncertain: Vec<&str> =
+        ["run", p(&ledger), "--key", &key, "--", "sh", "-c", "exit 9"].to_vec();
+    expect_exit(&output(&uncertain), 3, "the first send is unknown");
+    let before = snapshot(dir.path());
+
+    let upper = key.to_ascii_uppercase();
+    let long = "k".repeat(513);
+    for (bad, says) in [
+        (upper.as_str(), key.as_str()),
+        ("", "must not be empty"),
+        ("   ", "only white space"),
+        (" padded", "white space"),
+        ("zero\u{200b}width", "U+200B"),
+        ("esc\u{1b}[2J", "U+001B"),
+        ("inv\u{34f}-1", "U+034F"),
+        ("inv\u{3164}-1", "U+3164"),
+        ("inv\u{ffa0}-1", "U+FFA0"),
+        ("inv\u{fe0f}-1", "U+FE0F"),
+        ("inv\u{e0041}-1", "U+E0041"),
+        ("inv\u{206a}-1", "U+206A"),
+        ("inv\u{2800}-1", "U+2800"),
+        ("inv\u{a0}1", "U+00A0"),
+        ("cafe\u{301}", "normal form C"),
+        (long.as_str(), "at most 512 bytes"),
+    ] {
+        let o = output(&[
+            "run",
+            p(&ledger),
+            "--key",
+            bad,
+            "--",
+            "sh",
+            "-c",
+            "echo sent >> side",
+        ]);
+        expect_exit(&o, 2, &format!("--key {bad:?}"));
+        assert!(stderr(&o).contains(says), "{bad:?}: {}", stderr(&o));
+        assert!(
+            !o.stderr.contains(&0x1b),
+            "{bad:?}: raw ESC in {:?}",
+            stderr(&o)
+        );
+        assert_eq!(snapshot(dir.path()), before, "{bad:?} changed something");
+    }
+    assert!(!side.exists(), "a refused key sent");
+    // Op ids stay valid keys.
+    expect_exit(
+        &output(&[
+            "run",
+            p(&ledger),
+            "--key",
+            "loop-morning-brief-2026-09-17",
+            "--",
+            "true",
+        ]),
+        0,
+        "an op id",
+    );
+    let o = output(&[
+        "draft",
+        "submit",
+        p(&ledger),
+        "--key",
+        &upper,
+        "--payload",
+        "-",
+    ]);
+    expect_exit(&o, 2, "draft submit with an upper-case key");
+    assert!(stderr(&o).contains(&key), "{}", stderr(&o));
+}
+
+// ---------------------------------------------------------------------------------
+// 10. A decision applies to what the person saw.
+
+#[test]
+fn resolve_expect_refuses_when_someone_decided_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "d10.db");
+    expect_exit(
+        &output(&[
+            "run",
+            p(&ledger),
+            "--key",
+            "alert-1",
+            "--",
+            "sh",
+            "-c",
+            "exit 9",
+        ]),
+        3,
+        "unknown send",
+    );
+    expect_exit(
+        &output(&[
+            "resolve",
+            p(&ledger),
+            "alert-1",
+            "failed",
+            "--by",
+            "bob",
+            "--note",
+            "not posted",
+        ]),
+        0,
+        "bob marks failed",
+    );
+    let before = entry_of(&ledger, "alert-1").unwrap();
+    let o = output(&[
+        "resolve",
+        p(&ledger),
+        "alert-1",
+        "sent",
+        "--by",
+        "dana",
+        "--expect",
+        "pending",
+    ]);
+    expect_exit(&o, 1, "dana's stale decision");
+    let said = stderr(&o);
+    assert!(said.contains("changed after it was shown"), "{said}");
+    assert!(
+        said.contains("by bob at") && said.contains("not posted"),
+        "{said}"
+    );
+    assert_eq!(entry_of(&ledger, "alert-1").unwrap(), before);
+    let log = json_stdout(&output(&["decisions", p(&ledger), "--json"]), "decisions");
+    let dana: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["by"] == "dana")
+        .collect();
+    assert_eq!(dana.len(), 1, "{log}");
+    assert_eq!(dana[0]["outcome"], "refused", "{log}");
+
+    // Settling to the status it has is still a quiet no-op, whatever was expected.
+    expect_exit(
+        &output(&[
+            "resolve",
+            p(&ledger),
+            "alert-1",
+            "failed",
+            "--expect",
+            "pending",
+        ]),
+        0,
+        "a rerun",
+    );
+    // And a matching expectation goes through.
+    expect_exit(
+        &output(&[
+            "resolve",
+            p(&ledger),
+            "alert-1",
+            "sent",
+            "--by",
+            "dana",
+            "--expect",
+            "failed",
+        ]),
+        0,
+        "dana, having looked again",
+    );
+}
+
+#[test]
+fn a_send_that_completes_after_a_person_marked_it_failed_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "late.db");
+    let go = dir.path().join("go");
+    let started = dir.path().join("started");
+    let script = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; echo msg_late",
+        started.display(),
+        go.display()
+    );
+    let mut child = send_once(&[
+        "run",
+        p(&ledger),
+        "--key",
+        "slow-1",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_for_file(&started, Duration::from_secs(20));
+    expect_exit(
+        &output(&[
+            "resolve",
+            p(&ledger),
+            "slow-1",
+            "failed",
+            "--by",
+            "bob",
+            "--note",
+            "nothing in the log",
+        ]),
+        0,
+        "bob marks the in-flight send failed",
+    );
+    std::fs::write(&go, b"").unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+
+    let entry = entry_of(&ledger, "slow-1").unwrap();
+    assert_eq!(entry["status"], "sent", "{entry}");
+    assert_eq!(entry["overrode"]["by"], "bob", "{entry}");
+    assert_eq!(entry["overrode"]["status"], "failed", "{entry}");
+    let log = json_stdout(&output(&["decisions", p(&ledger), "--json"]), "decisions");
+    let completed: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["action"] == "completed")
+        .collect();
+    assert_eq!(completed.len(), 1, "{log}");
+    assert_eq!(completed[0]["detail"]["overrode"]["by"], "bob", "{log}");
+    let shown = stdout(&output(&["show", p(&ledger), "slow-1"]));
+    assert!(
+        shown.contains("the send went out after it was marked failed by bob"),
+        "{shown}"
+    );
+    assert!(shown.contains("completed by its own send"), "{shown}");
+}
+
+/// A send marked failed while it was still running, then claimed again and sent by a
+/// second run: when the first returns, both went out. The ledger must not hide that.
+#[test]
+fn a_late_first_send_after_a_retry_is_recorded_as_a_possible_second_send() {
+    for name in ["twice.db", "twice.jsonl"] {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = ledger_in(dir.path(), name);
+        let go = dir.path().join("go");
+        let started = dir.path().join("started");
+        let slow = format!(
+            "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; echo msg_first",
+            started.display(),
+            go.display()
+        );
+        let first = send_once(&[
+            "run",
+            p(&ledger),
+            "--key",
+            "twice-1",
+            "--",
+            "sh",
+            "-c",
+            &slow,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+        wait_for_file(&started, Duration::from_secs(20));
+        expect_exit(
+            &output(&["resolve", p(&ledger), "twice-1", "failed", "--by", "bob"]),
+            0,
+            "bob marks the running send failed",
+        );
+        expect_exit(
+            &output(&[
+                "run",
+                p(&ledger),
+                "--key",
+                "twice-1",
+                "--",
+                "echo",
+                "msg_second",
+            ]),
+            0,
+            "the retry sends",
+        );
+        std::fs::write(&go, b"").unwrap();
+        let first = first.wait_with_output().unwrap();
+        expect_exit(&first, 0, name);
+        assert!(
+            stderr(&first).contains("may have it twice"),
+            "{name}: {}",
+            stderr(&first)
+        );
+
+        let shown = stdout(&output(&["show", p(&ledger), "twice-1", "--json"]));
+        let shown: Value = serde_json::from_str(&shown).unwrap();
+        let entry = &shown["entry"];
+        assert_eq!(entry["status"], "sent", "{name}: {shown}");
+        assert_eq!(entry["attempts"], 2, "{name}: {shown}");
+        assert_eq!(entry["lateSends"][0]["attempt"], 1, "{name}: {shown}");
+        assert_eq!(
+            entry["lateSends"][0]["providerId"], "msg_first",
+            "{name}: {shown}"
+        );
+        let completed: Vec<&Value> = shown["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["action"] == "completed")
+            .collect();
+        assert_eq!(completed.len(), 1, "{name}: {shown}");
+        assert!(
+            completed[0]["note"].as_str().unwrap().contains("twice"),
+            "{name}: {shown}"
+        );
+        let text = stdout(&output(&["show", p(&ledger), "twice-1"]));
+        assert!(
+            text.contains("late send") && text.contains("attempt 1 went out too"),
+            "{name}: {text}"
+        );
+    }
+}
+
+/// The Node library's `resolve()` records on the entry only: `show` says where the
+/// record came from rather than "no decisions".
+#[test]
+fn a_resolution_another_tool_wrote_is_shown_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "node.jsonl");
+    let line = r#"{"key":"n-1","status":"sent","attempts":1,"claimedAt":"2026-12-01T07:00:00.000Z","updatedAt":"2026-12-01T07:05:00.000Z","meta":null,"resolution":{"status":"sent","from":"pending","by":"ops","note":"in provider log","at":"2026-12-01T07:05:00.000Z"}}"#;
+    std::fs::write(&ledger, format!("{line}\n")).unwrap();
+    let o = output(&["show", p(&ledger), "n-1"]);
+    expect_exit(&o, 0, "show");
+    let text = stdout(&o);
+    assert!(text.contains("resolved by ops"), "{text}");
+    assert!(
+        text.contains("written on the entry by another tool"),
+        "{text}"
+    );
+    assert!(!text.contains("No decisions recorded"), "{text}");
+}

@@ -1,0 +1,515 @@
+//! The TUI's `v`, end to end: the real binary in tmux, unknown sends made by real
+//! `send-once run`s, a fake verify script that answers "happened" for one recipient,
+//! "not there" for another and hangs for a third (killed, with its process group, at
+//! `--check-timeout`), the happened one settled through its prefilled form, and the
+//! ledger and decision log read back from a second shell. Also: the config file's
+//! `[verify]` table, a broken config file said in the help, hostile evidence shown
+//! escaped, and no log lines drawn over the screen. Every wait polls for what it
+//! expects; without tmux the tests say so and pass.
+
+use crate::harness;
+use crate::harness::tmux;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Instant;
+
+use harness::cli_expecting as cli;
+use harness::{bin, stdout};
+use serde_json::Value;
+use tmux::{Term, react};
+
+/// `send-once tui LEDGER ARGS...` for tmux, with `env` (NAME=VALUE) set, the config
+/// directory inside the test's own directory (never the user's), and nothing else from
+/// the test's environment changing what the UI does.
+fn tui_command(dir: &Path, ledger: &Path, env: &[String], args: &[&str]) -> Vec<String> {
+    let mut command: Vec<String> = ["env", "-u", "NO_COLOR", "-u", "SEND_ONCE_FIXED_NOW_MS"]
+        .into_iter()
+        .chain(["-u", "SEND_ONCE_TUI_FAULT", "-u", "SEND_ONCE_USER"])
+        .chain([
+            "-u",
+            "SEND_ONCE_LEDGER",
+            "-u",
+            "PAGER",
+            "-u",
+            "SEND_ONCE_CONFIG",
+        ])
+        .map(str::to_owned)
+        .collect();
+    command.push(format!("XDG_CONFIG_HOME={}", dir.join("xdg").display()));
+    command.extend(env.iter().cloned());
+    command.push(bin().display().to_string());
+    command.push("tui".into());
+    command.push(ledger.display().to_string());
+    command.extend(args.iter().map(|s| s.to_string()));
+    command
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_str(&stdout(out)).unwrap_or_else(|e| panic!("not JSON ({e}): {out:?}"))
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 temp path")
+}
+
+/// A send on `channel` to `to` whose command exits 9: delivery unknown (`run` exits 3).
+fn unknown_send(ledger: &Path, channel: &str, to: &str) -> String {
+    let out = cli(
+        &[
+            "run",
+            path_str(ledger),
+            "--channel",
+            channel,
+            "--to",
+            to,
+            "--intent",
+            "renewal",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "exit 9",
+        ],
+        3,
+    );
+    json(&out)["key"].as_str().expect("a key").to_owned()
+}
+
+fn entry(ledger: &Path, key: &str) -> Value {
+    json(&cli(&["show", path_str(ledger), key, "--json"], 0))["entry"].clone()
+}
+
+fn short(key: &str) -> String {
+    format!("{}…", &key[..12])
+}
+
+/// The fake provider's verify command: it answers by the recipient in the entry on its
+/// stdin, and logs when each check starts and ends, so the test sees they ran one at a
+/// time. The hanging one leaves its pid, to prove the time limit killed it.
+fn verify_script(dir: &Path) -> PathBuf {
+    let log = dir.join("verify.log");
+    let pid = dir.join("hang.pid");
+    let script = dir.join("fake-verify");
+    let text = format!(
+        r#"#!/bin/sh
+entry=$(cat)
+log='{log}'
+case "$entry" in
+  *ann@example.com*)
+    echo "start ann $SEND_ONCE_ATTEMPT" >> "$log"
+    echo "looked in Sent" >&2
+    printf '%s\n' '{{"id":"msg-ann-1","subject":"Your renewal"}}'
+    echo "end ann" >> "$log"
+    exit 0;;
+  *bob@example.com*)
+    echo "start bob $SEND_ONCE_ATTEMPT" >> "$log"
+    echo "end bob" >> "$log"
+    exit 1;;
+  *cat@example.com*)
+    echo "start cat $SEND_ONCE_ATTEMPT" >> "$log"
+    echo $$ > '{pid}'
+    echo "hanging on purpose" >&2
+    exec sleep 300;;
+  *eve@example.com*)
+    printf '%s\n' '{{"id":"msg-\u202egpj.exe","subject":"paid \u001b]2;owned\u0007\u001b[2J \u200bdone"}}'
+    exit 0;;
+esac
+exit 7
+"#,
+        log = log.display(),
+        pid = pid.display()
+    );
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+/// The selected row of the list (the one with ▶).
+fn selected_line(screen: &str) -> String {
+    screen
+        .lines()
+        .find(|l| l.contains('▶'))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Moves the selection to the row of `to`, waiting for each move to be drawn.
+fn select(term: &Term, to: &str) {
+    term.press(&["g"]);
+    let mut screen = term.wait_until("the first row selected", |s| {
+        s.lines()
+            .skip_while(|l| !l.contains("Unknown sends ·"))
+            .nth(1)
+            .is_some_and(|l| l.contains('▶'))
+    });
+    for _ in 0..10 {
+        if selected_line(&screen).contains(to) {
+            return;
+        }
+        let before = selected_line(&screen);
+        term.press(&["j"]);
+        screen = term.wait_until("the selection to move", |s| selected_line(s) != before);
+    }
+    panic!("no row for {to}:\n{screen}");
+}
+
+/// The screen with its lines run together, for text a narrow pane wraps.
+fn flat(screen: &str) -> String {
+    screen
+        .lines()
+        .map(|l| l.trim_matches(|c| c == '│' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// ---------------------------------------------------------------------------------
+// 1. Three unknown sends, three answers, one at a time; the happened one settled.
+
+#[test]
+fn v_asks_each_marked_send_in_turn_kills_a_hang_and_settles_through_the_prefilled_form() {
+    require_tmux!();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let ann = unknown_send(&ledger, "email", "ann@example.com");
+    let bob = unknown_send(&ledger, "email", "bob@example.com");
+    let cat = unknown_send(&ledger, "email", "cat@example.com");
+    let script = verify_script(dir.path());
+    let started = Instant::now();
+    // SEND_ONCE_LOG asks for spans on stderr, which is the screen here: the TUI must
+    // not draw them.
+    let term = Term::start(
+        dir.path(),
+        "verify",
+        (200, 40),
+        &[],
+        &tui_command(
+            dir.path(),
+            &ledger,
+            &["SEND_ONCE_LOG=info".to_owned()],
+            &[
+                "--by",
+                "dana",
+                "--view",
+                "unknown",
+                "--verify",
+                path_str(&script),
+                "--check-timeout",
+                "2s",
+            ],
+        ),
+    );
+    let screen = term.wait_until("the three unknown sends", |s| {
+        s.contains("Unknown sends (3)")
+            && ["ann", "bob", "cat"]
+                .iter()
+                .all(|n| s.contains(&format!("{n}@example.com")))
+    });
+    // The order the list shows is the order they must be asked in.
+    let order: Vec<&str> = screen
+        .lines()
+        .filter_map(|l| {
+            ["ann", "bob", "cat"]
+                .into_iter()
+                .find(|n| l.contains(&format!("{n}@example.com · renewal")))
+        })
+        .collect();
+    assert_eq!(order.len(), 3, "{screen}");
+
+    term.press(&["C-a"]);
+    term.wait_for("3 marked");
+    term.press(&["v"]);
+    let screen = term.wait_until("every answer", |s| {
+        s.contains("[happened]") && s.contains("[not there]") && s.contains("[inconclusive]")
+    });
+    // The hang was stopped at the time limit, not waited out, and its process is gone.
+    assert!(started.elapsed() < react() * 2);
+    let status = flat(&screen);
+    assert!(
+        status.contains("inconclusive: the verify command timed out after 2s"),
+        "{screen}"
+    );
+    let pid = std::fs::read_to_string(dir.path().join("hang.pid")).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the hanging verify command (pid {pid}) is still running"
+    );
+    // One at a time, in the list's order: each started after the one before ended.
+    let log = std::fs::read_to_string(dir.path().join("verify.log")).unwrap();
+    let mut want = Vec::new();
+    for name in &order {
+        want.push(format!("start {name} 1"));
+        if *name != "cat" {
+            want.push(format!("end {name}"));
+        }
+    }
+    assert_eq!(log.lines().collect::<Vec<_>>(), want);
+    // A command's stderr is not passed to the screen (the hang's tail is part of its
+    // inconclusive answer, made safe), and no span is drawn over it.
+    assert!(
+        status.contains("hanging on purpose"),
+        "the tail says why:\n{screen}"
+    );
+    for noise in ["looked in Sent", "time.busy", "verify{"] {
+        assert!(
+            !screen.contains(noise),
+            "{noise:?} is on the screen:\n{screen}"
+        );
+    }
+    // Nothing was written by asking.
+    for key in [&ann, &bob, &cat] {
+        assert_eq!(entry(&ledger, key)["status"], "pending");
+    }
+
+    // The happened one: its detail pane says so, Enter opens the sent form prefilled.
+    select(&term, "ann@example.com");
+    let screen = term.wait_for("provider id msg-ann-1");
+    assert!(
+        flat(&screen).contains(r#"evidence: {"id":"msg-ann-1","subject":"Your renewal"}"#),
+        "{screen}"
+    );
+    term.press(&["Enter"]);
+    let screen = term.wait_for(&format!("Mark {} sent", short(&ann)));
+    assert!(
+        screen.contains("msg-ann-1"),
+        "the provider id is prefilled:\n{screen}"
+    );
+    term.press(&["Enter"]);
+    let screen = term.wait_for("Mark sent");
+    let shown = flat(&screen);
+    assert!(
+        shown.contains(&format!("Mark {} sent as dana?", short(&ann))),
+        "{screen}"
+    );
+    assert!(shown.contains("Provider id: msg-ann-1"), "{screen}");
+    assert!(shown.contains("it happened; evidence"), "{screen}");
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Marked {} sent.", short(&ann)));
+
+    // From a second shell: the entry and the decision log.
+    let settled = entry(&ledger, &ann);
+    assert_eq!(settled["status"], "sent", "{settled}");
+    assert_eq!(settled["providerId"], "msg-ann-1", "{settled}");
+    assert_eq!(settled["resolution"]["by"], "dana", "{settled}");
+    let note = settled["resolution"]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with(&format!("verify ({}) at ", script.display()))
+            && note.ends_with(
+                r#": it happened; evidence {"id":"msg-ann-1","subject":"Your renewal"}"#
+            ),
+        "{note}"
+    );
+    let decisions = json(&cli(&["decisions", path_str(&ledger), "--json"], 0));
+    let resolves: Vec<&Value> = decisions
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {decisions}"))
+        .iter()
+        .filter(|d| d["action"] == "resolve")
+        .collect();
+    assert_eq!(resolves.len(), 1, "{decisions}");
+    assert_eq!(resolves[0]["subject"], ann.as_str());
+    assert_eq!(resolves[0]["by"], "dana");
+    assert_eq!(resolves[0]["note"], note);
+    // "Not there" and "inconclusive" settled nothing by themselves.
+    assert_eq!(entry(&ledger, &bob)["status"], "pending");
+    assert_eq!(entry(&ledger, &cat)["status"], "pending");
+
+    // The not-there one: f opens the failed form saying so; someone else settles it
+    // meanwhile, and the confirmation is refused, naming who decided first.
+    // Its mark is cleared first: with marks, f settles every marked row.
+    term.wait_for("2 marked");
+    term.press(&["C-a"]);
+    term.wait_for("Unmarked 2 row(s).");
+    select(&term, "bob@example.com");
+    term.press(&["f"]);
+    let screen = term.wait_for(&format!("Mark {} failed", short(&bob)));
+    assert!(
+        screen.contains("said not there: the provider has no record of it"),
+        "{screen}"
+    );
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Mark {} failed as dana?", short(&bob)));
+    cli(
+        &[
+            "resolve",
+            path_str(&ledger),
+            &bob,
+            "sent",
+            "--by",
+            "erin",
+            "--note",
+            "found it in the dashboard",
+        ],
+        0,
+    );
+    term.press(&["Enter"]);
+    let screen = term.wait_for("changed after it was shown");
+    assert!(flat(&screen).contains("erin"), "{screen}");
+    assert_eq!(entry(&ledger, &bob)["status"], "sent");
+    assert_eq!(entry(&ledger, &bob)["resolution"]["by"], "erin");
+    term.quit();
+}
+
+// ---------------------------------------------------------------------------------
+// 2. The config file: a command per channel; a channel without one is told how.
+
+#[test]
+fn the_config_files_verify_table_picks_the_command_by_channel() {
+    require_tmux!();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let ann = unknown_send(&ledger, "email", "ann@example.com");
+    unknown_send(&ledger, "sms", "bob@example.com");
+    let script = verify_script(dir.path());
+    let config = dir.path().join("send-once.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[verify]\nemail = \"'{}' --account ops\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let term = Term::start(
+        dir.path(),
+        "config",
+        (200, 40),
+        &[],
+        &tui_command(
+            dir.path(),
+            &ledger,
+            &[format!("SEND_ONCE_CONFIG={}", config.display())],
+            &["--by", "dana", "--view", "unknown"],
+        ),
+    );
+    term.wait_until("both sends", |s| {
+        s.contains("ann@example.com") && s.contains("bob@example.com")
+    });
+    select(&term, "bob@example.com");
+    term.press(&["v"]);
+    let screen = term.wait_for("No verify command for channel");
+    let shown = flat(&screen);
+    assert!(
+        shown.contains(&format!(
+            "No verify command for channel \"sms\": start with send-once tui --verify CMD, or add sms = \"CMD\" under [verify] in {}",
+            config.display()
+        )),
+        "{screen}"
+    );
+    select(&term, "ann@example.com");
+    term.press(&["v"]);
+    let screen = term.wait_for("[happened]");
+    assert!(flat(&screen).contains("provider id msg-ann-1"), "{screen}");
+    assert!(
+        flat(&screen).contains(&format!("Verify ('{}' --account ops, at", script.display())),
+        "the config's command ran:\n{screen}"
+    );
+    assert_eq!(entry(&ledger, &ann)["status"], "pending");
+    term.quit();
+}
+
+#[test]
+fn a_broken_config_file_is_said_and_the_ui_still_runs() {
+    require_tmux!();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    unknown_send(&ledger, "email", "ann@example.com");
+    // The default place, under XDG_CONFIG_HOME, holding a value that is not a string.
+    let config = dir.path().join("xdg").join("send-once").join("config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[verify]\nemail = gmail-verify\n").unwrap();
+    let term = Term::start(
+        dir.path(),
+        "broken",
+        (200, 40),
+        &[],
+        &tui_command(dir.path(), &ledger, &[], &["--view", "unknown"]),
+    );
+    term.wait_for("ann@example.com");
+    // The status line said it at once (it fades); the help keeps saying it.
+    term.press(&["?"]);
+    let screen = term.wait_for("v has no verify command");
+    assert!(
+        flat(&screen).contains(&format!(
+            "✗ config {}: not valid TOML at line 2",
+            config.display()
+        )),
+        "{screen}"
+    );
+    term.press(&["Escape"]);
+    term.wait_until("the help closed", |s| !s.contains("Keys: Unknown sends"));
+    term.press(&["v"]);
+    let screen = term.wait_for("No verify command for channel");
+    assert!(
+        flat(&screen).contains("not valid TOML at line 2"),
+        "{screen}"
+    );
+    term.quit();
+}
+
+// ---------------------------------------------------------------------------------
+// 3. Evidence with escapes, bidi and zero-width characters is shown escaped, and the
+// note written from it holds the escapes, not the characters.
+
+#[test]
+fn hostile_evidence_is_shown_escaped_and_written_escaped() {
+    require_tmux!();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let eve = unknown_send(&ledger, "email", "eve@example.com");
+    let script = verify_script(dir.path());
+    let term = Term::start(
+        dir.path(),
+        "hostile",
+        (200, 40),
+        &[],
+        &tui_command(
+            dir.path(),
+            &ledger,
+            &[],
+            &[
+                "--by",
+                "dana",
+                "--view",
+                "unknown",
+                "--verify",
+                path_str(&script),
+            ],
+        ),
+    );
+    term.wait_for("eve@example.com");
+    let title = term.display("#{pane_title}");
+    term.press(&["v"]);
+    let screen = term.wait_for("[happened]");
+    let shown = flat(&screen);
+    assert!(shown.contains(r"msg-\u202egpj.exe"), "{screen}");
+    assert!(
+        shown.contains(r"paid \u001b]2;owned\u0007\u001b[2J \u200bdone"),
+        "{screen}"
+    );
+    assert!(shown.contains("is not an id"), "{screen}");
+    assert_eq!(
+        term.display("#{pane_title}"),
+        title,
+        "the evidence's escape retitled the terminal"
+    );
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Mark {} sent", short(&eve)));
+    term.press(&["Enter"]);
+    term.wait_for("Mark sent");
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Marked {} sent.", short(&eve)));
+    let settled = entry(&ledger, &eve);
+    let note = settled["resolution"]["note"].as_str().unwrap_or_default();
+    assert!(note.contains(r"msg-\u202egpj.exe"), "{note}");
+    assert!(
+        !note.chars().any(send_once::text::is_suspicious),
+        "{note:?}"
+    );
+    assert!(
+        settled.get("providerId").is_none_or(Value::is_null),
+        "{settled}"
+    );
+    term.quit();
+}

@@ -1,0 +1,301 @@
+//! N-of-M approval in the TUI's state machine and drawing, without a terminal: the
+//! badge and the detail say how far a draft got and who approved, the approval form
+//! says what this approval makes, what the store would refuse (the revision's author,
+//! a second vote by one person, an approval already complete) is said before a form
+//! opens, and a vote short of the number is worded as one. The screen end to end is
+//! in tui_quorum.rs.
+
+use crate::harness;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use harness::queued_draft;
+use pretty_assertions::assert_eq;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use send_once::ledger::time;
+use send_once::review::{Draft, Quorum, Revision, Vote};
+use send_once::ui::action::{Action, Effect, Outcome};
+use send_once::ui::app::{App, Options, Overlay};
+use send_once::ui::forms::{FormKind, QuorumShown};
+use send_once::ui::theme::Theme;
+use send_once::ui::view;
+
+const NOW: &str = "2026-09-27T12:00:00.000Z";
+const MIN: i64 = 60_000;
+
+fn now() -> i64 {
+    time::parse_date(NOW).unwrap()
+}
+
+fn ago(ms: i64) -> String {
+    time::iso_from_millis(now() - ms).unwrap()
+}
+
+/// Draft 7 by agent, needing two approvers, with `votes` on its revision 1.
+fn draft(votes: &[&str]) -> Draft {
+    let mut d = queued_draft(7, "invoice-7", ago(30 * MIN));
+    d.submitted_by = Some("agent".into());
+    d.meta = Some(
+        serde_json::json!({"to": "ana@example.com", "intent": "invoice-due"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    d.revisions = vec![Revision {
+        revision: 1,
+        payload: r#"{"to":"ana@example.com","body":"Invoice 7 is due."}"#.into(),
+        payload_hash: "h1".into(),
+        facts: Default::default(),
+        submitted_at: ago(30 * MIN),
+        submitted_by: Some("agent".into()),
+    }];
+    d.quorum = Quorum {
+        required: 2,
+        self_approval: false,
+        votes: votes
+            .iter()
+            .enumerate()
+            .map(|(i, by)| Vote {
+                revision: 1,
+                round: 1,
+                by: (*by).into(),
+                at: ago(10 * MIN),
+                version: 2 + i as i64,
+                expires_at: None,
+            })
+            .collect(),
+    };
+    d.version = 1 + votes.len() as i64;
+    d
+}
+
+fn app_as(by: &str, drafts: Vec<Draft>) -> App {
+    let mut app = App::new(Options {
+        ledger_label: "ledger.db".into(),
+        by: by.into(),
+        older_than_ms: 5.0 * MIN as f64,
+        no_queue: None,
+        now: now(),
+    });
+    app.update(Action::ApprovalsLoaded(Ok(drafts)));
+    app.update(Action::UnknownLoaded(Ok(Vec::new())));
+    app
+}
+
+fn press(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn status(app: &App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+fn screen(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    terminal
+        .draw(|frame| view::draw(frame, app, &Theme::new(true)))
+        .unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol().to_owned())
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_badge_and_the_detail_say_how_far_it_got_and_who_approved() {
+    let app = app_as("dana", vec![draft(&["sam"])]);
+    let shown = screen(&app);
+    assert!(shown.contains("[approved 1 of 2]"), "{shown}");
+    assert!(
+        shown.contains("approved 1 of 2 of revision 1 (sam at")
+            && shown.contains(&format!("{}); one more needed", ago(10 * MIN))),
+        "{shown}"
+    );
+    let none = screen(&app_as("dana", vec![draft(&[])]));
+    // Nobody yet: it needs two, which must not read as "approved".
+    assert!(none.contains("[needs 2]"), "{none}");
+}
+
+#[test]
+fn the_form_says_what_this_approval_makes() {
+    let mut app = app_as("dana", vec![draft(&["sam"])]);
+    assert_eq!(press(&mut app, KeyCode::Char('a')), vec![]);
+    let Some(Overlay::Form(form)) = &app.overlay else {
+        panic!("no form: {}", status(&app));
+    };
+    let FormKind::Approve { quorum, .. } = &form.kind else {
+        panic!("not the approve form: {:?}", form.kind);
+    };
+    assert_eq!(
+        quorum,
+        &Some(QuorumShown {
+            approved: 1,
+            required: 2,
+            approvers: "sam".into(),
+            earliest: None,
+            shown_at: now(),
+        })
+    );
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation");
+    };
+    assert!(
+        confirm.lines.contains(
+            &"Your approval makes 2 of 2 (after sam): the approval is made now, and its 12h run from now."
+                .to_owned()
+        ),
+        "{:?}",
+        confirm.lines
+    );
+    let effects = press(&mut app, KeyCode::Char('y'));
+    assert!(
+        effects.iter().any(|e| matches!(
+            e,
+            Effect::Approve {
+                id: 7,
+                version: 2,
+                ..
+            }
+        )),
+        "{effects:?}"
+    );
+
+    let mut first = app_as("dana", vec![draft(&[])]);
+    press(&mut first, KeyCode::Char('a'));
+    press(&mut first, KeyCode::Enter);
+    let Some(Overlay::Confirm(confirm)) = &first.overlay else {
+        panic!("no confirmation");
+    };
+    assert!(
+        confirm.lines.contains(
+            &"Your approval makes 1 of 2: one more needed before it can be sent.".to_owned()
+        ),
+        "{:?}",
+        confirm.lines
+    );
+}
+
+#[test]
+fn what_the_store_would_refuse_is_said_before_a_form_opens() {
+    let mut app = app_as("agent", vec![draft(&[])]);
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.overlay.is_none());
+    assert_eq!(
+        status(&app),
+        "agent wrote revision 1 of draft 7; 2 more people must approve it."
+    );
+    let mut app = app_as("sam", vec![draft(&["sam"])]);
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.overlay.is_none());
+    assert_eq!(
+        status(&app),
+        "You (sam) already approved revision 1 (approved 1 of 2); one more person must approve it."
+    );
+}
+
+#[test]
+fn a_vote_short_of_the_number_is_worded_as_one() {
+    let mut app = app_as("dana", vec![draft(&[])]);
+    app.update(Action::Done(Outcome::Voted {
+        id: 7,
+        revision: 1,
+        so_far: "approved 1 of 2".into(),
+        missing: 1,
+    }));
+    assert_eq!(
+        status(&app),
+        "Your approval of draft 7 (revision 1) is recorded: approved 1 of 2; one more person must approve it before it can be sent."
+    );
+}
+
+/// Retest 21, T3: the confirmation names the limit the approval gets when an earlier
+/// vote's runs out first, and a partial vote says how long it holds.
+#[test]
+fn the_confirmation_names_an_earlier_voters_limit() {
+    let mut d = draft(&["sam"]);
+    let until = time::iso_from_millis(now() + 10 * MIN).unwrap();
+    d.quorum.votes[0].expires_at = Some(until.clone());
+    let mut app = app_as("dana", vec![d]);
+    let shown = screen(&app);
+    assert!(
+        shown.contains("holds until") && shown.contains(&until),
+        "{shown}"
+    );
+    press(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Enter);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {}", status(&app));
+    };
+    let line = format!(
+        "Your approval makes 2 of 2 (after sam): the approval is made now, and expires at {until} (sam's limit, in 10m), before your 12h."
+    );
+    assert!(confirm.lines.contains(&line), "{:?}", confirm.lines);
+}
+
+/// Retest 21, T8 and T6: the vote that completes a quorum is told so, with everyone
+/// it counts; an edit that voided votes says whose.
+#[test]
+fn the_completing_vote_and_a_voiding_edit_say_so() {
+    let mut app = app_as("dana", vec![draft(&["sam"])]);
+    app.update(Action::Done(Outcome::Approved {
+        id: 7,
+        revision: 1,
+        expires_at: "2026-09-28T00:00:00.000Z".into(),
+        approvers: Some(("sam, dana".into(), 2)),
+    }));
+    assert_eq!(
+        status(&app),
+        "Approved draft 7 (revision 1) 2 of 2, by sam, dana: the approval is made, until 2026-09-28T00:00:00.000Z."
+    );
+    app.update(Action::Done(Outcome::Edited {
+        id: 7,
+        revision: 2,
+        by: "dana".into(),
+        was_approved: false,
+        voided: vec!["sam".into()],
+    }));
+    assert_eq!(
+        status(&app),
+        "Draft 7 edited; revision 2 by dana: needs approval; voided 1 approval (sam) of revision 1."
+    );
+}
+
+/// Retest 22, U6: a name the store would refuse is refused in the form, on Enter,
+/// and the form is kept to be corrected.
+#[test]
+fn a_name_with_a_comma_is_refused_in_the_form_which_is_kept() {
+    let mut app = app_as("dana", vec![draft(&["sam"])]);
+    press(&mut app, KeyCode::Char('a'));
+    let Some(Overlay::Form(form)) = &mut app.overlay else {
+        panic!("no form: {}", status(&app));
+    };
+    let name = form
+        .fields
+        .iter_mut()
+        .find(|f| f.label == "Name")
+        .expect("a Name field");
+    name.input = "sam, erin".into();
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
+    let Some(Overlay::Form(form)) = &app.overlay else {
+        panic!("the form is gone: {}", status(&app));
+    };
+    assert!(
+        form.error
+            .as_deref()
+            .is_some_and(|e| e.contains("holds a comma")),
+        "{:?}",
+        form.error
+    );
+}
