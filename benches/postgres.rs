@@ -45,10 +45,13 @@
 //! No instruction counts: the figures are bound by the server's flushes and round
 //! trips, not by send-once's CPU.
 
-// The tests' private cluster, and the skip rule it reports through.
+// The tests' private cluster, and the skip rule it reports through; the bench uses
+// part of each.
 #[path = "../tests/harness/pg.rs"]
+#[allow(dead_code)]
 mod pg;
 #[path = "../tests/harness/skip.rs"]
+#[allow(dead_code)]
 mod skip;
 
 mod common;

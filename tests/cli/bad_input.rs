@@ -11,14 +11,6 @@ use crate::harness::*;
 const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const KEY2: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
-fn run_in(dir: &Path, args: &[&str]) -> Output {
-    send_once(args)
-        .current_dir(dir)
-        .env_remove("SEND_ONCE_LEDGER")
-        .output()
-        .expect("send-once runs")
-}
-
 /// A directory with an SQLite ledger holding an unknown send and a queued draft (1),
 /// a JSON Lines ledger holding an unknown send, a payload and facts.
 fn seeded() -> tempfile::TempDir {
@@ -418,7 +410,7 @@ fn a_zero_byte_ledger_is_an_empty_ledger_to_every_command() {
     assert_eq!(report["counts"]["sent"], 1);
 }
 
-/// A payload or facts file is a file or a pipe, and not endless (retest 20, E3): a
+/// A payload or facts file is a file or a pipe, and not endless (finding E3): a
 /// device (`/dev/zero` was read into memory without end) or a file over 64 MiB is
 /// refused by name, before anything is read into the ledger.
 #[test]

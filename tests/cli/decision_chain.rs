@@ -7,14 +7,14 @@
 //! would do it: rusqlite on the SQLite file (the append-only triggers dropped first),
 //! an editor's rewrite of the JSON Lines log, psql as the superuser.
 
-use crate::harness::pg;
-use crate::harness::pg_cli;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
 use rusqlite::Connection;
 use serde_json::Value;
+
+use crate::harness::pg;
+use crate::harness::pg_cli;
 
 fn so(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_send-once"));

@@ -10,11 +10,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use send_once::ledger::sqlite::SqliteStore;
+use send_once::ledger::{Store, StoreError};
+
 use crate::harness;
 use crate::harness::tmux::{self, Term};
 use crate::harness::*;
-use send_once::ledger::sqlite::SqliteStore;
-use send_once::ledger::{Store, StoreError};
 
 /// Fills the filesystem holding `dir` with 4 KiB files (a tmpfs counts whole pages)
 /// until one cannot be written, so no page is free; returns them.

@@ -3,12 +3,12 @@
 //! checks it and sent through the same gates as `run`, on SQLite and JSON Lines
 //! ledgers (findings/node-fleet.md O3). And a draft's dispatch through the gates.
 
-use crate::harness;
-
 use std::path::PathBuf;
 
-use harness::{expect_exit, json_stdout, send_once, stderr, stdout};
 use serde_json::Value;
+
+use crate::harness;
+use harness::{expect_exit, json_stdout, send_once, stderr, stdout};
 
 /// The first case of the Node library's dispatch vectors: an approval that holds.
 fn node_case() -> Value {

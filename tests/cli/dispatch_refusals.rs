@@ -1,17 +1,17 @@
-//! Lapsed approvals are facts, not silence (issue 14, item 4): a dispatch refused as
+//! Lapsed approvals are facts, not silence: a dispatch refused as
 //! `expired`, `payload_changed` or `stale_facts` is itself a decision in the log, with
 //! the refusal as Node reports it, so the trail shows every time the tool said no; and
 //! the log's chain stays intact. Through the real binary; time is moved with
 //! `SEND_ONCE_FIXED_NOW_MS`, never slept.
 
-use crate::harness;
-use crate::harness::queue::{Queue, QueueFiles};
-
 use std::path::Path;
 use std::process::Output;
 
-use harness::{expect_exit, json_stdout, stdout};
 use serde_json::Value;
+
+use crate::harness;
+use crate::harness::queue::{Queue, QueueFiles};
+use harness::{expect_exit, json_stdout, stdout};
 
 /// 2026-12-01T02:00:00.000Z.
 const T0: i64 = 1_796_090_400_000;

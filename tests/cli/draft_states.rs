@@ -1,17 +1,17 @@
-//! States that are true (issue 10, item 2; shift D3, node-fleet O1), through the real
+//! States that are true (shift D3, node-fleet O1), through the real
 //! binary: an approval past its `expiresAt` reads `expired`, with who approved it and
 //! when, and a draft whose key the ledger already has as sent (sent by the Node
 //! library's `dispatch()` or another `run`) reads `sent elsewhere`, not approved. Time
 //! is moved with `SEND_ONCE_FIXED_NOW_MS`, never slept.
 
-use crate::harness;
-use crate::harness::queue::{Queue, QueueFiles};
-
 use std::path::PathBuf;
 use std::process::Output;
 
-use harness::{expect_exit, json_stdout, stderr, stdout};
 use serde_json::Value;
+
+use crate::harness;
+use crate::harness::queue::{Queue, QueueFiles};
+use harness::{expect_exit, json_stdout, stderr, stdout};
 
 /// 2026-12-01T02:00:00.000Z.
 const T0: i64 = 1_796_090_400_000;

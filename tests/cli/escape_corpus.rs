@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::harness::*;
 use serde_json::{Value, json};
+
+use crate::harness::*;
 
 /// Every kind in the corpus, in one string, each between letters so a dropped or
 /// reordered character would also show.

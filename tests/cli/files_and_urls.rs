@@ -13,14 +13,6 @@ const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 const URL: &str = "postgres://alice:s3cretPW@db.example/sends";
 const SHOWN: &str = "postgres://alice:***@db.example/sends";
 
-fn run_in(dir: &Path, args: &[&str]) -> Output {
-    send_once(args)
-        .current_dir(dir)
-        .env_remove("SEND_ONCE_LEDGER")
-        .output()
-        .expect("send-once runs")
-}
-
 /// The binary under a given umask: the shell sets it, then becomes send-once.
 fn run_with_umask(dir: &Path, umask: &str, args: &[&str]) -> Output {
     Command::new("sh")

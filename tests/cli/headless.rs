@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::harness::*;
 use serde_json::Value;
+
+use crate::harness::*;
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

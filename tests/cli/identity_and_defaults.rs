@@ -1,4 +1,4 @@
-//! One identity and one ledger everywhere (issue 10, item 8): every command that
+//! One identity and one ledger everywhere: every command that
 //! records a name takes it from `--by`, else `$SEND_ONCE_USER`, else the OS user; every
 //! command may leave the ledger out, meaning `$SEND_ONCE_LEDGER`, else
 //! `send-once/ledger.db` in the data directory. Each test runs the binary with HOME and

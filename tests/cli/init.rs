@@ -2,26 +2,18 @@
 //! before anything is sent, so `audit`, `ls` and the TUI have a ledger to read from the
 //! first day. What is already a ledger, or is not one, is left exactly as it was.
 
-use crate::harness;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use rusqlite::Connection;
 use tempfile::TempDir;
 
+use crate::harness;
+use harness::run_in as run;
 use harness::{expect_exit, json_stdout, send_once, snapshot, stderr, stdout};
 
 // The Node sqlStore's own statement (as tests/cli/node_compat.rs holds it).
 const NODE_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS send_once (\n  key TEXT PRIMARY KEY,\n  status TEXT NOT NULL,\n  entry TEXT NOT NULL,\n  claimed_at TEXT NOT NULL,\n  updated_at TEXT NOT NULL\n)";
-
-fn run(dir: &Path, args: &[&str]) -> std::process::Output {
-    send_once(args)
-        .current_dir(dir)
-        .env_remove("SEND_ONCE_LEDGER")
-        .output()
-        .expect("send-once runs")
-}
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777

@@ -2,21 +2,12 @@
 //! killed `gc` leaves is removed by the next one, and a lock that is held says who
 //! holds it.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::harness::*;
 
 const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-
-fn run_in(dir: &Path, args: &[&str]) -> Output {
-    send_once(args)
-        .current_dir(dir)
-        .env_remove("SEND_ONCE_LEDGER")
-        .output()
-        .expect("send-once runs")
-}
 
 /// A pid no process has now: a child that has been waited for.
 fn dead_pid() -> u32 {

@@ -3,15 +3,14 @@
 //! JSON file in a tempdir, logs every invocation with its environment, and can fail,
 //! hang, lie or lose its reply on demand.
 
-use crate::harness;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use send_once::provider::message_id;
 use serde_json::{Value, json};
 
-use send_once::provider::message_id;
+use crate::harness;
 
 const TO: &str = "will@example.com";
 const SUBJECT: &str = "Morning brief";

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use crate::harness::*;
 use rusqlite::{Connection, OptionalExtension, params};
 use send_once::ledger::Access;
 use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Ledger, ResolveDetails, Status};
+
+use crate::harness::*;
 
 // The Node sqlStore's statements, with '?' placeholders as its SQLite mode writes them.
 const NODE_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS send_once (\n  key TEXT PRIMARY KEY,\n  status TEXT NOT NULL,\n  entry TEXT NOT NULL,\n  claimed_at TEXT NOT NULL,\n  updated_at TEXT NOT NULL\n)";

@@ -1,6 +1,6 @@
 //! The Node CLI's recorded runs (`tests/fixtures/node/cli/cases.json`) replayed against
 //! this binary: first on the JSON Lines ledgers they were recorded on, then on SQLite
-//! copies of the same ledgers, so both stores are held to one behaviour (issue 3).
+//! copies of the same ledgers, so both stores are held to one behaviour.
 //!
 //! Each case runs in a fresh directory holding copies of its fixtures, with the clock
 //! pinned to the recording's `now_ms` and an environment as bare as the recording's, so

@@ -1,16 +1,16 @@
-//! The CLI half of the operator's screen (issue 10): `resolve` over several keys, the
+//! The CLI half of the operator's screen: `resolve` over several keys, the
 //! in-flight warning, `--json` errors with a kind, one wording for "not found", `ls`
 //! without the repeated prefix, `-h`, the man pages, and the decision log's text. Every
 //! test runs the real binary on real ledgers in a directory of its own.
-
-use crate::harness;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use harness::{code, entry_of, expect_exit, json_stdout, snapshot, stderr, stdout, wait_for_file};
 use tempfile::TempDir;
+
+use crate::harness;
+use harness::{code, entry_of, expect_exit, json_stdout, snapshot, stderr, stdout, wait_for_file};
 
 struct Shift {
     dir: TempDir,

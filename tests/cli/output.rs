@@ -8,8 +8,9 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::harness::*;
 use serde_json::{Value, json};
+
+use crate::harness::*;
 
 fn dev_full() -> Option<std::fs::File> {
     match std::fs::OpenOptions::new().write(true).open("/dev/full") {

@@ -2,8 +2,6 @@
 //! scripts in a temporary directory), on SQLite and JSON Lines ledgers; and the
 //! library's `reconcile` on a memory store, as a Rust caller gets it.
 
-use crate::harness;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -11,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::harness;
 use harness::{bin, code, stderr, stdout};
 
 /// The clock of the runs that make the entries (2026-09-20T08:00:00Z).
@@ -496,7 +495,7 @@ fn a_person_who_settles_first_is_not_overwritten() {
     assert_eq!(decisions[1]["by"], "reconcile (tester)");
     assert_eq!(decisions[1]["outcome"], "refused");
     // Settled by someone, but failed against the provider's record: the next run
-    // would send it again, so a person must look (retest G4).
+    // would send it again, so a person must look (finding G4).
     assert_eq!(one["providerHasIt"], true, "{report}");
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     // In text, the line says so.
@@ -776,7 +775,7 @@ async fn the_library_reconciles_a_memory_store() {
     use send_once::ledger::{Entry, Ledger, Status};
     use send_once::provider::reconcile::{Action, NotThere, ReconcileOptions, reconcile};
     // k-gone's attempt ended uncertain; k-running's has recorded no end, so "not
-    // there" does not mark it failed: it may still be sending (retest H7).
+    // there" does not mark it failed: it may still be sending (finding H7).
     let ended = Entry::from_json(
         r#"{"key":"k-gone","status":"pending","attempts":1,"claimedAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:05.000Z","meta":null,"error":"Delivery is unknown: timed out","uncertain":true}"#,
     )

@@ -1,10 +1,8 @@
-//! The review queue (issue 4) end to end through the binary, on real SQLite ledgers:
+//! The review queue end to end through the binary, on real SQLite ledgers:
 //! a draft's whole life from submit to a single dispatch, recheck commands that fail in
 //! every way we could think of, bad input refused with nothing changed, processes
 //! racing on one draft (deciders, dispatchers, an edit against an approval or a
 //! dispatch), and untrusted payload text kept off the terminal.
-
-use crate::harness::pg;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -13,10 +11,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use serde_json::{Value, json};
+
 use crate::harness;
+use crate::harness::pg;
 use crate::harness::queue::{Queue, QueueFiles};
 use crate::harness::*;
-use serde_json::{Value, json};
 
 /// 2027-01-15T08:00:00.000Z: a fixed start so every time the binary records is known.
 const T0: u64 = 1_800_000_000_000;

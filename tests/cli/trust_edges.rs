@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::harness::*;
 use serde_json::Value;
+
+use crate::harness::*;
 
 fn ledger_in(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)

@@ -5,8 +5,6 @@
 //! 500, a 401, a hang, garbage and a mailer that fails. The entries they read are made
 //! by the real binary (an uncertain send, then `show --json`).
 
-use crate::harness;
-
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -14,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
+use send_once::provider::message_id;
 use serde_json::{Value, json};
 
-use send_once::provider::message_id;
+use crate::harness;
 
 /// One request the fake provider saw.
 #[derive(Clone, Debug)]

@@ -3,21 +3,12 @@
 //! recipient. The Unknown view's side of it is `tests/tui/who_and_what.rs`.
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::{Value, json};
 
 use crate::harness::*;
 
 const KEY: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-
-fn run_in(dir: &Path, args: &[&str]) -> Output {
-    send_once(args)
-        .current_dir(dir)
-        .env_remove("SEND_ONCE_LEDGER")
-        .output()
-        .expect("send-once runs")
-}
 
 /// The entry `run --json` reports, after insisting on its exit code.
 fn run_entry(dir: &Path, args: &[&str], want: i32) -> Value {

@@ -25,6 +25,16 @@ pub fn send_once(args: &[&str]) -> Command {
     cmd
 }
 
+/// The binary run in `dir`, with no ledger from the environment: a relative ledger
+/// path names a file in `dir`.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    send_once(args)
+        .current_dir(dir)
+        .env_remove("SEND_ONCE_LEDGER")
+        .output()
+        .expect("send-once runs")
+}
+
 pub fn output(args: &[&str]) -> Output {
     send_once(args).output().expect("send-once runs")
 }

@@ -9,12 +9,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
-
 use send_once::approval::{self, DispatchRequest, Dispatched, Ttl};
 use send_once::ledger::canonical::JsValue;
 use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::{Entry, Ledger, Outcome, SendError, jsjson, time};
+use serde_json::{Value, json};
 
 fn load(name: &str) -> Value {
     let path = format!("{}/tests/fixtures/node/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -5,16 +5,11 @@
 //! queue stores it is a case of the queue suite (`tests/library/queue_store/`), run
 //! on every queue store.
 
-use crate::harness;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use pretty_assertions::assert_eq;
-use serde_json::json;
-
-use harness::{expect_exit, json_stdout, output, stdout};
 use send_once::ledger::Access;
 use send_once::ledger::history::{HistoryEvent, HistoryKind, HistorySource, entry_history};
 use send_once::ledger::jsonl::JsonlStore;
@@ -24,6 +19,10 @@ use send_once::ledger::{
     SendError, Status, Store, time,
 };
 use send_once::review::history::draft_history;
+use serde_json::json;
+
+use crate::harness;
+use harness::{expect_exit, json_stdout, output, stdout};
 
 /// 2026-09-21T…, a second later at every reading, so every record has its own time.
 fn ticking() -> Clock {

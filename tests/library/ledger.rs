@@ -11,10 +11,6 @@ use async_trait::async_trait;
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use serde_json::{Value, json};
-use tempfile::TempDir;
-use tokio::sync::Barrier;
-
 use send_once::ledger::key::BadKey;
 use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::sqlite::SqliteStore;
@@ -23,6 +19,9 @@ use send_once::ledger::{
     Clock, Durability, Entry, Ledger, LedgerError, ListFilter, Outcome, ResolveDetails,
     SendContext, SendError, Status, Store, StoreError,
 };
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::sync::Barrier;
 
 /// 2026-09-21T14:13:20.123Z.
 const NOW_MS: i64 = 1_790_000_000_123;

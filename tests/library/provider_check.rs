@@ -1,15 +1,11 @@
 //! The provider check protocol (precheck and verify), the Message-ID, the command
 //! provider and the send options, against real child processes acting as providers.
 
-use crate::harness;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
-
 use send_once::ledger::Access;
 use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Entry, Ledger, Outcome, Receipt, SendContext, SendError, canonical, lone};
@@ -17,6 +13,9 @@ use send_once::provider::{
     CheckAnswer, CheckCommand, CheckKind, CommandProvider, CommandSendError, Limit, OptionsError,
     Provider, SendOptions, message_id, split_command,
 };
+use serde_json::{Map, Value, json};
+
+use crate::harness;
 
 /// A fake provider: a shell script, run as `sh FILE` so that no test ever executes a
 /// file another test thread may still hold open for writing.

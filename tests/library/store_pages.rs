@@ -2,14 +2,10 @@
 //! across statuses, offsets, status and key filters, prefixes and gc, the same on
 //! every store.
 
-use crate::harness::pg;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use pretty_assertions::assert_eq;
-use tempfile::TempDir;
-
 use send_once::ledger::Access;
 use send_once::ledger::jsonl::JsonlStore;
 use send_once::ledger::location::PostgresUrl;
@@ -17,6 +13,9 @@ use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::postgres::PostgresStore;
 use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Durability, Entry, GcQuery, PageQuery, Status, Store, time};
+use tempfile::TempDir;
+
+use crate::harness::pg;
 
 /// 30 entries: every third pending, sent or failed, claimed a minute apart in an
 /// order unrelated to their keys, updated an hour after their claim.

@@ -4,13 +4,13 @@
 //! password kept out of what the harness prints, and, as root, a cluster that belongs to
 //! an unprivileged user.
 
-use crate::harness::pg;
-
 use std::path::Path;
 use std::sync::Arc;
 
 use pg::PgCluster;
 use tokio_postgres::{Client, NoTls};
+
+use crate::harness::pg;
 
 // The Node sqlStore's statements as its Postgres mode (`$n` placeholders) sends them;
 // sqlStore.schema() is the same CREATE TABLE that tests/cli/node_compat.rs runs on SQLite.

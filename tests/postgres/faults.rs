@@ -11,9 +11,6 @@
 //! statements on the binary's shared cluster; the tests that stop the server have a
 //! cluster of their own.
 
-use crate::harness::pg;
-use crate::harness::pg_cli;
-
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Child, Output, Stdio};
@@ -23,6 +20,9 @@ use std::time::{Duration, Instant};
 
 use pg::PgCluster;
 use pg_cli::{HeldSend, Session, expect_code, run, said, so, table_url};
+
+use crate::harness::pg;
+use crate::harness::pg_cli;
 
 /// `send-once run URL --key KEY -- <the held send>`, started and left running.
 fn start_run(url: &str, key: &str, held: &HeldSend) -> Child {

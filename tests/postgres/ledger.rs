@@ -8,15 +8,15 @@
 //! cluster without seeing each other's rows; the one that needs the default table
 //! `send_once` has a cluster of its own, as cluster.rs uses that table on the shared one.
 
-use crate::harness::pg;
-use crate::harness::pg_cli;
-
 use std::collections::BTreeMap;
 use std::process::Output;
 use std::sync::{Arc, Barrier};
 
 use pg::PgCluster;
 use pg_cli::{Session, expect_code, run, said, so, table_url};
+
+use crate::harness::pg;
+use crate::harness::pg_cli;
 
 fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

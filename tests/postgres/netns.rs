@@ -9,15 +9,14 @@
 //! the test ends, also when it panics; ones left by a test process that was killed
 //! outright are removed by the next run.
 
-use crate::harness;
-use crate::harness::pg;
-
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Barrier};
 
+use crate::harness;
+use crate::harness::pg;
 use harness::{bin, code, stderr};
 
 /// Every namespace this test makes is named so, then the test process's pid.

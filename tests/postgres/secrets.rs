@@ -6,15 +6,15 @@
 //! library's log on (`SEND_ONCE_LOG=debug`); each exits 2, says why in words that name
 //! the server, and changes nothing, on disk or on the server.
 
+use std::process::Output;
+
+use pg::PgCluster;
+use pg_cli::{Session, so, table_url};
+
 use crate::harness;
 use crate::harness::pg;
 use crate::harness::pg_cli;
-
-use std::process::Output;
-
 use harness::snapshot;
-use pg::PgCluster;
-use pg_cli::{Session, so, table_url};
 
 const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 

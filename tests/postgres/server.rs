@@ -3,12 +3,11 @@
 //! `PGPASSWORD` or a password file instead of the URL, and a server whose commits are
 //! not durable reported by `audit` and warned about by a writing command.
 
-use crate::harness::pg;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::harness::pg;
 use crate::harness::*;
 
 fn cli(args: &[&str]) -> Command {
@@ -333,7 +332,7 @@ fn a_server_that_does_not_keep_commits_is_reported_and_warned_about_once() {
     assert_eq!(stdout(&o), "sent\n");
 }
 
-/// What a fresh-context tester found (retest 18, P1-P7), each through the binary.
+/// What a fresh-context tester found (findings P1-P7), each through the binary.
 #[test]
 fn ledger_arguments_that_are_not_what_they_seem_are_refused_clearly() {
     let Some(cluster) = pg::PgCluster::start() else {
@@ -497,7 +496,7 @@ fn a_send_whose_result_cannot_be_recorded_keeps_what_the_provider_said() {
     assert_eq!(entry["providerId"], "msg_77", "{entry}");
 }
 
-/// Retest 18b, Q1/Q2/Q4: the commands send-once prints to paste are pasted as the one
+/// Findings Q1/Q2/Q4: the commands send-once prints to paste are pasted as the one
 /// argument each word is (a key with shell syntax in it is never run), and a failover
 /// URL's `target_session_attrs=read-write` does not make looking fail.
 #[test]

@@ -4,17 +4,17 @@
 //! `send-once show --json`. Every step waits for what it expects to see (polling the
 //! screen or a file), never for a fixed time. Without tmux the tests say so and pass.
 
-use crate::harness;
-use crate::harness::tmux;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use harness::cli_expecting as cli;
-use harness::{bin, stdout};
 use serde_json::Value;
 use tmux::{Term, react};
+
+use crate::harness;
+use crate::harness::tmux;
+use harness::cli_expecting as cli;
+use harness::{bin, stdout};
 
 /// `send-once tui LEDGER ARGS...` for tmux, with `env` (NAME=VALUE) set and nothing
 /// else from the test's environment changing what the UI does.

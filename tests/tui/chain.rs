@@ -2,12 +2,12 @@
 //! and, within a second of someone editing a decision in the file, that it is broken
 //! and where.
 
-use crate::harness::tmux;
-
 use std::path::Path;
 use std::process::Command;
 
 use tmux::Term;
+
+use crate::harness::tmux;
 
 fn so(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_send-once"))

@@ -5,16 +5,16 @@
 //! picked up again when a ledger is back at its path. Every step waits for what it
 //! expects on the screen (or for the program to end), never for a fixed time.
 
-use crate::harness;
-use crate::harness::tmux;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use harness::{bin, code, stderr, stdout};
 use serde_json::Value;
 use tmux::{Term, react};
+
+use crate::harness;
+use crate::harness::tmux;
+use harness::{bin, code, stderr, stdout};
 
 /// The screen's words on one line, so that text wrapped over lines is found whole.
 fn flat(screen: &str) -> String {

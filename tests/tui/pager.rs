@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyCode};
-
-use crate::harness;
-use crate::harness::tmux::{self, Term};
 use send_once::ui::terminal::{
     TerminalGuard, copy_to_clipboard, input_turn, osc52, pager_commands, run_pager,
 };
+
+use crate::harness;
+use crate::harness::tmux::{self, Term};
 
 const TEXT: &str = "Draft 4 · revision 2\n\n{\n  \"body\": |\n    │ Dear Ana,\n}\n";
 

@@ -5,18 +5,18 @@
 //! server that goes away is said, and the screen comes back with it. Every wait polls
 //! for what it expects; without tmux or PostgreSQL the tests say so and pass.
 
-use crate::harness;
-use crate::harness::pg;
-use crate::harness::tmux;
-
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use harness::{bin, code, stderr, stdout};
 use tmux::Term;
 
-/// How soon a change made elsewhere must be on the screen (issue 12: "within a
-/// second"), counted from the end of the command that made it.
+use crate::harness;
+use crate::harness::pg;
+use crate::harness::tmux;
+use harness::{bin, code, stderr, stdout};
+
+/// How soon a change made elsewhere must be on the screen ("within a
+/// second", as the operator asked), counted from the end of the command that made it.
 const LIVE: Duration = Duration::from_secs(1);
 
 fn cli(args: &[&str], want: i32) -> Output {

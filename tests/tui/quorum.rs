@@ -1,4 +1,4 @@
-//! N-of-M approval in the TUI (issue 14, item 1): a draft that needs two approvers
+//! N-of-M approval in the TUI: a draft that needs two approvers
 //! shows how far it got ("approved 1 of 2") and who approved, the approval form says
 //! what this approval makes ("1 of 2: one more needed", "2 of 2"), the submitter is
 //! told at once that a second person must approve, and the second approval made on
@@ -6,15 +6,15 @@
 //! socket of its own; every step waits for the screen or the ledger, never for a
 //! fixed time. Without tmux the test says so and passes.
 
-use crate::harness;
-use crate::harness::tmux;
-
 use std::path::Path;
 
-use harness::cli_expecting as cli;
-use harness::{bin, stderr, stdout};
 use serde_json::{Value, json};
 use tmux::Term;
+
+use crate::harness;
+use crate::harness::tmux;
+use harness::cli_expecting as cli;
+use harness::{bin, stderr, stdout};
 
 /// `send-once tui LEDGER --by NAME` for tmux, nothing of the test's environment
 /// changing what the UI does.

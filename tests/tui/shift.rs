@@ -4,15 +4,15 @@
 //! ledger. Nothing here sleeps for a fixed time: every step waits for what it expects
 //! to see, so a slow machine makes the tests slower, not flaky.
 
-use crate::harness;
-
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
+use crate::harness;
 use harness::cli_expecting as cli;
 use harness::tmux::{Term, patience};
 use harness::{bin, stdout};
-use serde_json::Value;
 
 /// `send-once tui LEDGER ARGS...` as a command for tmux, with colour on (so the styled
 /// capture has escapes to strip) and nothing from the test's environment changing it.

@@ -7,18 +7,18 @@
 //! escaped, and no log lines drawn over the screen. Every wait polls for what it
 //! expects; without tmux the tests say so and pass.
 
-use crate::harness;
-use crate::harness::tmux;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Instant;
 
-use harness::cli_expecting as cli;
-use harness::{bin, stdout};
 use serde_json::Value;
 use tmux::{Term, react};
+
+use crate::harness;
+use crate::harness::tmux;
+use harness::cli_expecting as cli;
+use harness::{bin, stdout};
 
 /// `send-once tui LEDGER ARGS...` for tmux, with `env` (NAME=VALUE) set, the config
 /// directory inside the test's own directory (never the user's), and nothing else from

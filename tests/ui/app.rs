@@ -2,19 +2,18 @@
 //! Every irreversible decision must leave `App::update` as exactly one effect carrying
 //! what the person saw and typed, and only after a confirmation.
 
-use crate::harness;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use harness::queued_draft;
 use pretty_assertions::assert_eq;
-use serde_json::{Map, Value, json};
-
 use send_once::ledger::{Census, Entry, PageQuery, Seen, Status, time};
 use send_once::review::drift::LatestFacts;
 use send_once::review::{Draft, Revision};
 use send_once::ui::action::{Action, Effect, Outcome};
 use send_once::ui::app::{App, FormKind, LEDGER_PAGE, Loaded, Options, Overlay};
 use send_once::ui::keymap::{self, BINDINGS, View, command_for};
+use serde_json::{Map, Value, json};
+
+use crate::harness;
+use harness::queued_draft;
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 

@@ -5,8 +5,6 @@
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use serde_json::json;
-
 use send_once::ledger::chain;
 use send_once::ledger::{Decision, DecisionOutcome, time};
 use send_once::ui::action::{Action, Effect};
@@ -14,6 +12,7 @@ use send_once::ui::app::{App, CHAIN_RECHECK_MS, Options};
 use send_once::ui::keymap::View;
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
+use serde_json::json;
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 

@@ -2,16 +2,15 @@
 //! its text becomes, and that text which could not be saved is never dropped. The
 //! editor and the queue themselves are driven end to end in tui_edit.rs.
 
-use crate::harness;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use harness::queued_draft;
 use pretty_assertions::assert_eq;
-
 use send_once::ledger::time;
 use send_once::review::Revision;
 use send_once::ui::action::{Action, Effect, Gone, Outcome};
 use send_once::ui::app::{App, Options};
+
+use crate::harness;
+use harness::queued_draft;
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 

@@ -3,18 +3,17 @@
 //! shrank waits, untouched, until it shows again), and no decision is made while the
 //! ledger's file is gone or after it was replaced under an open form.
 
-use crate::harness;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
-use harness::queued_draft;
 use pretty_assertions::assert_eq;
-use serde_json::json;
-
 use send_once::ledger::{Census, Entry, Status, time};
 use send_once::review::{Draft, Revision};
 use send_once::ui::action::{Action, Effect, Gone, Outcome};
 use send_once::ui::app::{App, Options, Overlay};
 use send_once::ui::keymap::View;
+use serde_json::json;
+
+use crate::harness;
+use harness::queued_draft;
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 const MIN: i64 = 60_000;

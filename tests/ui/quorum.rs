@@ -5,14 +5,10 @@
 //! opens, and a vote short of the number is worded as one. The screen end to end is
 //! in tui_quorum.rs.
 
-use crate::harness;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use harness::queued_draft;
 use pretty_assertions::assert_eq;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-
 use send_once::ledger::time;
 use send_once::review::{Draft, Quorum, Revision, Vote};
 use send_once::ui::action::{Action, Effect, Outcome};
@@ -20,6 +16,9 @@ use send_once::ui::app::{App, Options, Overlay};
 use send_once::ui::forms::{FormKind, QuorumShown};
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
+
+use crate::harness;
+use harness::queued_draft;
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 const MIN: i64 = 60_000;
@@ -220,7 +219,7 @@ fn a_vote_short_of_the_number_is_worded_as_one() {
     );
 }
 
-/// Retest 21, T3: the confirmation names the limit the approval gets when an earlier
+/// Finding T3: the confirmation names the limit the approval gets when an earlier
 /// vote's runs out first, and a partial vote says how long it holds.
 #[test]
 fn the_confirmation_names_an_earlier_voters_limit() {
@@ -244,7 +243,7 @@ fn the_confirmation_names_an_earlier_voters_limit() {
     assert!(confirm.lines.contains(&line), "{:?}", confirm.lines);
 }
 
-/// Retest 21, T8 and T6: the vote that completes a quorum is told so, with everyone
+/// Findings T8 and T6: the vote that completes a quorum is told so, with everyone
 /// it counts; an edit that voided votes says whose.
 #[test]
 fn the_completing_vote_and_a_voiding_edit_say_so() {
@@ -272,7 +271,7 @@ fn the_completing_vote_and_a_voiding_edit_say_so() {
     );
 }
 
-/// Retest 22, U6: a name the store would refuse is refused in the form, on Enter,
+/// Finding U6: a name the store would refuse is refused in the form, on Enter,
 /// and the form is kept to be corrected.
 #[test]
 fn a_name_with_a_comma_is_refused_in_the_form_which_is_kept() {

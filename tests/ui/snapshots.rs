@@ -4,16 +4,11 @@
 //! the cells; and every kind of hostile text is drawn into every view to prove none of
 //! it reaches the screen raw.
 
-use crate::harness;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use harness::queued_draft;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
-use serde_json::{Map, Value, json};
-
 use send_once::ledger::{Census, Entry, Status, time};
 use send_once::review::drift::LatestFacts;
 use send_once::review::{Draft, DraftState, Revision};
@@ -22,6 +17,10 @@ use send_once::ui::app::{App, Options};
 use send_once::ui::keymap::{self, View};
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
+use serde_json::{Map, Value, json};
+
+use crate::harness;
+use harness::queued_draft;
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 const MIN: i64 = 60_000;

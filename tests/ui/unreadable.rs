@@ -1,16 +1,15 @@
 //! The Unknown view when the ledger holds pending rows that cannot be read: the header
 //! counts them, so the view must not say every claimed send is recorded.
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use serde_json::json;
-
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use send_once::ledger::{Census, Entry, UnreadableRow, time};
 use send_once::ui::action::Action;
 use send_once::ui::app::{App, Options};
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
+use serde_json::json;
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 

@@ -11,8 +11,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pretty_assertions::assert_eq;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use serde_json::{Map, Value, json};
-
 use send_once::ledger::{Entry, Seen, Status, time};
 use send_once::provider::{CheckAnswer, Limit};
 use send_once::ui::action::{Action, Effect};
@@ -21,6 +19,7 @@ use send_once::ui::config::{VerifyCommand, VerifySetup};
 use send_once::ui::keymap::{self, View};
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
+use serde_json::{Map, Value, json};
 
 const NOW: &str = "2026-09-27T12:00:00.000Z";
 const MIN: i64 = 60_000;
@@ -329,7 +328,7 @@ fn a_settled_or_retried_entry_drops_its_answer_and_a_late_answer_is_not_kept() {
     let (text, ok) = status(&app);
     assert!(!ok);
     // The provider has it and someone changed it: if to failed, it goes again. The
-    // warning stays until the next message (retest H1).
+    // warning stays until the next message (finding H1).
     assert!(
         text.contains("changed or settled by someone while it was asked")
             && text.contains("the next run sends it again"),
@@ -339,7 +338,7 @@ fn a_settled_or_retried_entry_drops_its_answer_and_a_late_answer_is_not_kept() {
     assert_eq!(status(&app).0, text, "the warning faded");
 }
 
-/// Retest H1: verify found it, then it left the list, settled by someone else: said,
+/// Finding H1: verify found it, then it left the list, settled by someone else: said,
 /// and kept on the screen. Settled here, through the form, it is not a warning.
 #[test]
 fn a_found_send_settled_by_someone_else_is_said_until_the_next_message() {
@@ -640,7 +639,7 @@ fn a_config_file_that_cannot_be_used_is_said_not_ignored_and_the_ui_still_starts
             0o666,
             "others can write to it",
         ),
-        // Its group can write it: as good as anyone (retest H3).
+        // Its group can write it: as good as anyone (finding H3).
         (
             "[verify]\nemail = \"gmail-verify\"\n",
             0o620,
@@ -778,7 +777,7 @@ fn snapshot_the_prefilled_sent_form_and_the_help() {
     insta::assert_snapshot!("verify_help_100x30", screen(&mut app, 100, 30));
 }
 
-/// Retest H3: a config file another user owns could name any command for `v`.
+/// Finding H3: a config file another user owns could name any command for `v`.
 #[test]
 fn a_config_file_owned_by_another_user_is_not_used() {
     if !crate::harness::skip::have_root("giving a file to another user") {

@@ -1,16 +1,16 @@
-//! What `draft edit` and `draft show` print of a change (retest 20, E8): a string
+//! What `draft edit` and `draft show` print of a change (finding E8): a string
 //! value holding line breaks (an e-mail body) is diffed line by line, as the TUI shows
 //! it, only the changes with a little context; a long line is cut around its change.
 //! A one-word change in a 2 KB body prints a few lines, not the body twice, and one in
 //! a 10 MB payload prints under 10 KB. The real binary on real files.
 
-use crate::harness;
-
 use std::path::Path;
 use std::process::Output;
 
-use harness::{code, send_once, stderr, stdout};
 use serde_json::json;
+
+use crate::harness;
+use harness::{code, send_once, stderr, stdout};
 
 fn run(args: &[&str]) -> Output {
     let out = send_once(args)

@@ -1,4 +1,4 @@
-//! Edit-then-approve, headless (issue 14, item 2): `send-once draft edit` through the
+//! Edit-then-approve, headless: `send-once draft edit` through the
 //! binary, on real SQLite ledgers and on Postgres (a private cluster). An edit is a
 //! new revision authored by the editor, shown with its diff, that needs approving like
 //! any other; approving it approves the edited payload, and a dispatch sends exactly
@@ -8,17 +8,17 @@
 
 mod diff;
 
-use crate::harness;
-use crate::harness::pg;
-use crate::harness::queue::{Queue, QueueFiles};
-
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use harness::{code, expect_exit, json_stdout, output_with_stdin, snapshot, stderr, stdout};
 use serde_json::{Value, json};
+
+use crate::harness;
+use crate::harness::pg;
+use crate::harness::queue::{Queue, QueueFiles};
+use harness::{code, expect_exit, json_stdout, output_with_stdin, snapshot, stderr, stdout};
 
 /// The binary with colour off, the real clock, and no ledger or user from the
 /// environment running the tests.
@@ -708,7 +708,7 @@ fn of_reviewers_editing_one_revision_at_once_one_wins_on_postgres() {
 }
 
 /// An edit names the revision it starts from, so it never replaces one the reviewer
-/// did not see (retest 20, E2, E5, E6): without `--seen-revision` it is refused before
+/// did not see (findings E2, E5, E6): without `--seen-revision` it is refused before
 /// anything is read from the ledger; with a revision the draft never had it says so;
 /// refused because the agent added a revision meanwhile, it is logged against the
 /// revision the reviewer edited.

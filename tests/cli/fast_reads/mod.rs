@@ -1,4 +1,4 @@
-//! The faster reads of issue 13 give the same answers: `audit` through the real binary,
+//! The fast read paths give the careful reading's answers: `audit` through the real binary,
 //! on ledgers built to meet each new path. SQLite counts 'sent' as what is left after a
 //! total and the rows either side of it in the status index, and reads the pending rows
 //! in key order; a JSON Lines read keeps hex keys at half size and merges its parts

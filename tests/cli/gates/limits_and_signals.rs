@@ -1,16 +1,16 @@
-//! The retest of the provider gates (findings G1–G9 of /work/retest17): a time limit
+//! The provider gates' limits and signals (findings G1–G9): a time limit
 //! that holds against a `setsid` child, signals during a check or a send, a precheck
 //! confirmation written with its decision or not at all, `--wait` following a new
 //! attempt, an error body that is not evidence, and who a check decided for.
-
-use crate::harness;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::{expect_exit, json_stdout, output, send_once, stderr};
 use serde_json::Value;
+
+use crate::harness;
+use harness::{expect_exit, json_stdout, output, send_once, stderr};
 
 struct Dir(tempfile::TempDir);
 

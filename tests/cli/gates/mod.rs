@@ -5,15 +5,15 @@
 
 mod limits_and_signals;
 
-use crate::harness;
-use crate::harness::pg;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use harness::{code, expect_exit, json_stdout, output, send_once, stderr, stdout};
 use serde_json::Value;
+
+use crate::harness;
+use crate::harness::pg;
+use harness::{code, expect_exit, json_stdout, output, send_once, stderr, stdout};
 
 const HOUR_MS: i64 = 3_600_000;
 const T0: i64 = 1_790_000_000_000;
@@ -631,7 +631,7 @@ fn gate_flags_that_cannot_mean_what_they_say_are_refused_before_anything() {
             ],
             "--stale-after needs --verify",
         ),
-        // A takeover must never meet a send still running (retest H6).
+        // A takeover must never meet a send still running (finding H6).
         (
             vec![
                 "--verify".into(),

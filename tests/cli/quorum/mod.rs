@@ -1,4 +1,4 @@
-//! N-of-M approval with separation of duties (issue 14, item 1), through the binary on
+//! N-of-M approval with separation of duties, through the binary on
 //! SQLite and on Postgres: a two-person policy (the submitter refused, the same
 //! reviewer refused twice, the second approver completing it, a revision and an edit
 //! in between voiding the votes before them), a one-approver draft exactly as before,
@@ -7,16 +7,16 @@
 
 mod votes;
 
-use crate::harness::pg;
-
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::process::{Command, Output};
 use std::sync::{Arc, Barrier};
 
+use serde_json::{Value, json};
+
+use crate::harness::pg;
 use crate::harness::queue::{Queue, QueueFiles};
 use crate::harness::*;
-use serde_json::{Value, json};
 
 /// 2027-01-15T08:00:00.000Z.
 const T0: u64 = 1_800_000_000_000;

@@ -1,4 +1,4 @@
-//! N-of-M approval, the retest's defects (retest 20), through the binary on SQLite:
+//! N-of-M approval, who counts and for how long, through the binary on SQLite:
 //! one person cannot pass for two by respelling a name (Q1), a channel policy holds
 //! whatever the channel's case or spacing and for drafts whose channel is not known
 //! (Q2), nobody who wrote a revision approves the draft (Q3), a closed draft reads
@@ -11,9 +11,10 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use serde_json::{Value, json};
+
 use crate::harness::queue::{Queue, QueueFiles};
 use crate::harness::*;
-use serde_json::{Value, json};
 
 /// 2027-01-15T08:00:00.000Z.
 const T0: u64 = 1_800_000_000_000;
@@ -127,7 +128,7 @@ fn a_respelled_name_is_the_same_person_for_the_author_and_for_counting_once() {
         "\u{ff41}gent",
         "\u{430}gent",
         "ag\u{435}nt",
-        // Combining marks and inner spaces (retest 21, T2).
+        // Combining marks and inner spaces (finding T2).
         "agent\u{300}",
         "agent\u{335}",
         "agent\u{338}",
@@ -850,7 +851,7 @@ fn a_vote_put_in_by_hand_breaks_decisions_verify_and_names_the_row() {
     let _ = id;
 }
 
-/// Retest 22: U1 (a draft decided by hand, with no decision, is named by verify), U2
+/// Findings U1 (a draft decided by hand, with no decision, is named by verify), U2
 /// (hand-edited numbers never lower the bar, and never break the list), U4 (a rerun
 /// under another spelling of the submitter keeps the votes), U5 (a complete quorum is
 /// said so to its author), U9 (punctuation does not make a new person; a name is at

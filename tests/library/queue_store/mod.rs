@@ -17,9 +17,6 @@ use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use pretty_assertions::assert_eq;
-use serde_json::{Map, Value, json};
-use tokio::sync::Barrier;
-
 use send_once::approval::{Dispatched, Ttl};
 use send_once::ledger::history::{HistoryEvent, HistoryKind, HistorySource};
 use send_once::ledger::{
@@ -32,6 +29,8 @@ use send_once::review::history::draft_history;
 use send_once::review::{
     DraftChange, DraftState, QueueStore, Review, ReviewError, Submission, Verdict,
 };
+use serde_json::{Map, Value, json};
+use tokio::sync::Barrier;
 
 /// Gives a new handle on the case's ledger.
 pub type Open<'a> = &'a (dyn Fn() -> Arc<dyn QueueStore> + Send + Sync);

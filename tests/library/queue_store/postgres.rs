@@ -3,8 +3,6 @@
 //! in the test binary's private cluster, every handle its own `PostgresStore` (its own
 //! pool of connections, as a separate process would have).
 
-use crate::harness::pg;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -12,6 +10,8 @@ use send_once::ledger::Access;
 use send_once::ledger::location::PostgresUrl;
 use send_once::ledger::postgres::PostgresStore;
 use send_once::review::QueueStore;
+
+use crate::harness::pg;
 
 async fn fresh() -> Option<super::Fixture> {
     static CASE: AtomicU32 = AtomicU32::new(0);

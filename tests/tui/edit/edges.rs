@@ -1,4 +1,4 @@
-//! The edges of edit-then-approve in the TUI (retest 20: E4, E9, E10, and the quorum's
+//! The edges of edit-then-approve in the TUI (findings E4, E9, E10, and the quorum's
 //! count): a kept edit that cannot be saved never traps the reviewer (`E` starts from
 //! the draft, an emptied file drops it), the footer lists `e`, an `$EDITOR` split into
 //! words names the program it tried, the approval of an edit says whose edit it is, a
@@ -10,18 +10,18 @@
 //! waits for a file, the screen or the process, never for a fixed time. Without tmux
 //! the tests say so and pass.
 
-use crate::harness;
-use crate::harness::tmux;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-use harness::cli_expecting as cli;
-use harness::{Tmpfs, bin, stdout, wait_for_file};
 use serde_json::{Value, json};
 use tmux::{Term, react};
+
+use crate::harness;
+use crate::harness::tmux;
+use harness::cli_expecting as cli;
+use harness::{Tmpfs, bin, stdout, wait_for_file};
 
 fn p(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 temp path")
@@ -568,7 +568,7 @@ fn a_stale_editor_file_of_a_dead_ui_is_kept_as_an_edit_and_a_running_uis_is_left
     let editor = s.editor("");
     let term = s.start(&editor, "stale");
     // It may hold an edit saved after the UI was killed: kept under a kept edit's
-    // name, never deleted (retest 22, U3).
+    // name, never deleted (finding U3).
     let rescued = s.tmp.join(format!(
         "send-once-edit-draft-1-stale-pid{dead}-Ab12Cd.json"
     ));

@@ -1,4 +1,4 @@
-//! Edit-then-approve in the TUI (issue 14, item 2): `e` lends the terminal to the
+//! Edit-then-approve in the TUI: `e` lends the terminal to the
 //! person's editor on the selected draft's payload and takes it back; what the editor
 //! saved becomes a new revision by the reviewer, shown with its diff, approved like
 //! any other. The real binary in tmux on a socket of its own; the editor is a small
@@ -8,17 +8,17 @@
 
 mod edges;
 
-use crate::harness;
-use crate::harness::tmux;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use harness::cli_expecting as cli;
-use harness::{bin, stdout, wait_for_file};
 use serde_json::{Value, json};
 use tmux::{Term, react};
+
+use crate::harness;
+use crate::harness::tmux;
+use harness::cli_expecting as cli;
+use harness::{bin, stdout, wait_for_file};
 
 /// `send-once tui LEDGER --by dana` for tmux, with `env` (NAME=VALUE) set and nothing
 /// else from the test's environment changing what the UI does.
