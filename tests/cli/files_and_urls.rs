@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::harness::tmux::Term;
 use crate::harness::*;
 
-const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const KEY: &str = A_KEY;
 const URL: &str = "postgres://alice:s3cretPW@db.example/sends";
 const SHOWN: &str = "postgres://alice:***@db.example/sends";
 
@@ -172,35 +172,6 @@ fn approve_out_on_a_full_disk_leaves_nothing_behind() {
     assert!(stdout(&printed).contains("payloadHash"));
 }
 
-/// Every command that takes a ledger, with `l` as its ledger.
-fn every_command(l: &str) -> Vec<Vec<String>> {
-    let commands: Vec<Vec<&str>> = vec![
-        vec!["audit", l],
-        vec!["ls", l],
-        vec!["show", l, "abc"],
-        vec!["decisions", l],
-        vec!["resolve", l, "abc", "sent", "--by", "x"],
-        vec!["reset", l, "abc", "--by", "x"],
-        vec!["gc", l, "--older-than", "1d"],
-        vec!["run", l, "--key", KEY, "--", "true"],
-        vec!["draft", "submit", l, "--key", KEY, "--payload", "p.json"],
-        vec!["draft", "facts", l, "1", "--facts", "p.json"],
-        vec!["draft", "recheck", l, "1"],
-        vec!["draft", "withdraw", l, "1"],
-        vec!["draft", "show", l, "1"],
-        vec!["approvals", l],
-        vec!["approve", l, "1", "--out", "approval.json"],
-        vec!["reject", l, "1", "--reason", "no"],
-        vec!["approval", l, "1"],
-        vec!["dispatch", l, "1", "--", "true"],
-        vec!["tui", l],
-    ];
-    commands
-        .into_iter()
-        .map(|c| c.into_iter().map(String::from).collect())
-        .collect()
-}
-
 /// A port on 127.0.0.1 that nothing listens on (a socket bound and closed): a
 /// connection to it is refused at once, with no name to look up.
 fn closed_port() -> u16 {
@@ -249,8 +220,7 @@ fn a_postgres_url_is_refused_the_same_way_everywhere_and_its_password_never_show
         let url = format!("{scheme}://{host}/sends");
         let shown = format!("{scheme}://alice:***@127.0.0.1:{port}/sends");
         let mut said_by_ledger_commands = Vec::new();
-        for args in every_command(&url) {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        for args in every_command_with_a_ledger(&url) {
             let before = snapshot(d);
             let o = run_in(d, &args);
             refused_as_unreachable(&o, &args, &shown, port);

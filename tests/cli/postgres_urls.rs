@@ -5,33 +5,8 @@
 
 use crate::harness::*;
 
-const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const KEY: &str = A_KEY;
 const SECRET: &str = "s3cretPW";
-
-/// Every command that takes a ledger, with `l` as its ledger.
-fn every_command(l: &str) -> Vec<Vec<&str>> {
-    vec![
-        vec!["audit", l],
-        vec!["ls", l],
-        vec!["show", l, "abc"],
-        vec!["decisions", l],
-        vec!["resolve", l, "abc", "sent", "--by", "x"],
-        vec!["reset", l, "abc", "--by", "x"],
-        vec!["gc", l, "--older-than", "1d"],
-        vec!["run", l, "--key", KEY, "--", "true"],
-        vec!["draft", "submit", l, "--key", KEY, "--payload", "p.json"],
-        vec!["draft", "facts", l, "1", "--facts", "p.json"],
-        vec!["draft", "recheck", l, "1"],
-        vec!["draft", "withdraw", l, "1"],
-        vec!["draft", "show", l, "1"],
-        vec!["approvals", l],
-        vec!["approve", l, "1", "--out", "approval.json"],
-        vec!["reject", l, "1", "--reason", "no"],
-        vec!["approval", l, "1"],
-        vec!["dispatch", l, "1", "--", "true"],
-        vec!["tui", l],
-    ]
-}
 
 /// Each URL shape on 127.0.0.1 and a port nothing listens on (`PORT`), how a message
 /// shows it, and what every command that takes a ledger says of it: "cannot connect",
@@ -113,7 +88,7 @@ fn every_postgres_url_shape_is_refused_everywhere_with_its_secret_hidden() {
         }
     }
     for (url, shown, says) in &urls {
-        for args in every_command(url) {
+        for args in every_command_with_a_ledger(url) {
             let before = snapshot(d);
             let o = run_in(d, &args);
             expect_exit(&o, 2, &format!("{args:?}"));

@@ -35,6 +35,35 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .expect("send-once runs")
 }
 
+/// A key every command below takes (64 hex digits, as `--key` wants).
+pub const A_KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+/// Every command that takes a ledger, with `l` as its ledger, each as a test that
+/// every command refuses something or says the same of it runs it.
+pub fn every_command_with_a_ledger(l: &str) -> Vec<Vec<&str>> {
+    vec![
+        vec!["audit", l],
+        vec!["ls", l],
+        vec!["show", l, "abc"],
+        vec!["decisions", l],
+        vec!["resolve", l, "abc", "sent", "--by", "x"],
+        vec!["reset", l, "abc", "--by", "x"],
+        vec!["gc", l, "--older-than", "1d"],
+        vec!["run", l, "--key", A_KEY, "--", "true"],
+        vec!["draft", "submit", l, "--key", A_KEY, "--payload", "p.json"],
+        vec!["draft", "facts", l, "1", "--facts", "p.json"],
+        vec!["draft", "recheck", l, "1"],
+        vec!["draft", "withdraw", l, "1"],
+        vec!["draft", "show", l, "1"],
+        vec!["approvals", l],
+        vec!["approve", l, "1", "--out", "approval.json"],
+        vec!["reject", l, "1", "--reason", "no"],
+        vec!["approval", l, "1"],
+        vec!["dispatch", l, "1", "--", "true"],
+        vec!["tui", l],
+    ]
+}
+
 pub fn output(args: &[&str]) -> Output {
     send_once(args).output().expect("send-once runs")
 }

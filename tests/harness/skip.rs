@@ -29,7 +29,7 @@ pub fn missing(why: &str) {
 /// have too (one core, a device the kernel does not offer): not a missing install.
 pub fn say(why: &str) {
     let thread = std::thread::current();
-    let test = thread.name().unwrap_or("a test");
+    let test = thread.name().unwrap_or("a thread a test started");
     let _ = writeln!(std::io::stderr().lock(), "skipped {test}: {why}");
 }
 

@@ -15,5 +15,6 @@ mod ledger;
 mod payload_render;
 mod provider_check;
 mod queue_store;
+mod skip_rule;
 mod store_pages;
 mod vectors;
