@@ -417,15 +417,9 @@ echo '{{"id":"x"}}'
     );
 }
 
+/// Whether process `pid` still runs (a zombie waiting for its reaper does not).
 fn alive(pid: i32) -> bool {
-    // A zombie (dead, not yet reaped by whoever inherited it) is not running.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        }
-    }
+    !crate::harness::process_ended(pid as u32)
 }
 
 #[test]

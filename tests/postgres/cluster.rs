@@ -91,10 +91,7 @@ async fn node_get(client: &Client, key: &str) -> Option<serde_json::Value> {
 /// Whether a process is alive; a zombie (exited, not yet reaped by a container's init)
 /// is not.
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-        !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
-    })
+    !crate::harness::process_ended(pid)
 }
 
 /// The real, effective, saved and filesystem uids of a process.

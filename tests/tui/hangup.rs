@@ -13,11 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn patience() -> Duration {
-    Duration::from_secs(if std::env::var_os("CI").is_some() {
-        30
-    } else {
-        10
-    })
+    crate::harness::tmux::patience(10)
 }
 
 #[test]
