@@ -61,6 +61,10 @@ impl KeyChoice {
                 Err(e) => Err(format!("--key: {e}")),
             },
             (None, Some(channel), Some(to), Some(intent)) => {
+                // One send, one spelling: a field that only looks like another (an
+                // invisible character, a Cyrillic letter) would be a second key.
+                key::check_key_fields(channel, to, intent, self.window.as_deref())
+                    .map_err(|e| format!("--{e}"))?;
                 key_of(channel, to, intent, self.window.as_deref())
                     .map(|derived| derived.key)
                     .map_err(|e| e.to_string())

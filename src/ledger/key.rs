@@ -84,6 +84,149 @@ pub enum BadKey {
         "send keys are lower-case hex: use {0} (an upper-case copy would be a second key for the same send)"
     )]
     UpperCaseHex(String),
+    /// A character that is not ASCII but looks like ASCII text: a fullwidth letter, a
+    /// Cyrillic `а`, an en dash (its code point, and what it looks like).
+    #[error(
+        "a key must spell ASCII in ASCII (found U+{0:04X}, which looks like {1:?}; a look-alike would be a second key for the same send)"
+    )]
+    LookAlike(u32, String),
+}
+
+/// Why a field a send key is derived from (channel, recipient, intent, window) is
+/// refused for a new claim or draft: the same field spelled without the character
+/// would be another key for the same send, and would send it again. The Node library
+/// takes these fields as they are; refusing them is send-once's own rule, and keys for
+/// every input both accept stay identical.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct BadKeyField {
+    /// `channel`, `to`, `intent` or `window`.
+    pub field: &'static str,
+    /// What is wrong, and where.
+    pub problem: FieldProblem,
+}
+
+/// What is wrong in a field a key is derived from. Positions count characters from 1,
+/// in the field as given; code points are numbers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldProblem {
+    /// A control, zero-width, invisible or bidi character: (position, code point).
+    #[error(
+        "U+{1:04X} at character {0} is a control, invisible or bidi character; without it this would be another key for the same send"
+    )]
+    Hidden(usize, u32),
+    /// A space that is not U+0020, such as a no-break space: (position, code point).
+    #[error(
+        "U+{1:04X} at character {0} is a space that is not a plain space; with a plain one this would be another key for the same send"
+    )]
+    OddSpace(usize, u32),
+    /// A character that looks like ASCII text but is not, a fullwidth letter or a
+    /// letter of another script in a word of Latin letters (Cyrillic `а` in `ana`):
+    /// (position, code point, the ASCII it looks like).
+    #[error(
+        "U+{1:04X} at character {0} looks like {2:?}; spelled in ASCII this would be another key for the same send"
+    )]
+    LookAlike(usize, u32, String),
+    /// Not in Unicode normal form C.
+    #[error(
+        "not in Unicode normal form C (composed characters); composed it would be another key for the same send"
+    )]
+    NotNfc,
+}
+
+/// Checks the fields a key is derived from before anything is claimed or queued under
+/// it, as [`check_key`] checks a given key: one send, one spelling. Outer white space
+/// is allowed (the Node library trims it, so it makes no second key); inside a field,
+/// characters that draw as nothing, spaces that look like a space, and look-alikes of
+/// ASCII are refused, naming the character and where it is. Whole words in another
+/// script (`счёт`, `ΟΔΥΣΣΕΥΣ`) and accented letters (`Dána`) are taken.
+///
+/// The cost is one pass over the fields: nothing in the ledger is read.
+pub fn check_key_fields(
+    channel: &str,
+    to: &str,
+    intent: &str,
+    window: Option<&str>,
+) -> Result<(), BadKeyField> {
+    check_key_field("channel", channel)?;
+    check_key_field("to", to)?;
+    check_key_field("intent", intent)?;
+    match window {
+        Some(window) => check_key_field("window", window),
+        None => Ok(()),
+    }
+}
+
+fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> {
+    let refuse = |problem| Err(BadKeyField { field, problem });
+    let leading = value.chars().take_while(|&c| is_js_whitespace(c)).count();
+    let trimmed = js_trim(value);
+    // Positions are counted in characters from 1, in the value as given.
+    let inside: Vec<(usize, char)> = trimmed
+        .chars()
+        .enumerate()
+        .map(|(i, c)| (leading + i + 1, c))
+        .collect();
+    for &(position, c) in &inside {
+        let code = u32::from(c);
+        if crate::text::is_suspicious(c) {
+            return refuse(FieldProblem::Hidden(position, code));
+        }
+        if c != ' ' && is_js_whitespace(c) {
+            return refuse(FieldProblem::OddSpace(position, code));
+        }
+        if let Some(looks_like) = compatibility_look_alike(c) {
+            return refuse(FieldProblem::LookAlike(position, code, looks_like));
+        }
+    }
+    if !unicode_normalization::is_nfc(trimmed) {
+        return refuse(FieldProblem::NotNfc);
+    }
+    // A word (a run of letters, digits and marks) that mixes scripts, with a letter
+    // that looks like ASCII: `аna` with a Cyrillic `а`. A word wholly in one script
+    // is that script's word, whatever it looks like.
+    let is_word_char =
+        |c: char| c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c);
+    for word in inside.split(|&(_, c)| !is_word_char(c)) {
+        let text: String = word.iter().map(|&(_, c)| c).collect();
+        if text.is_ascii() || unicode_security::MixedScript::is_single_script(text.as_str()) {
+            continue;
+        }
+        if let Some((position, c, looks_like)) = word
+            .iter()
+            .find_map(|&(p, c)| ascii_look_alike(c).map(|ascii| (p, c, ascii)))
+        {
+            return refuse(FieldProblem::LookAlike(position, u32::from(c), looks_like));
+        }
+    }
+    Ok(())
+}
+
+/// The ASCII a non-ASCII character is a compatibility form of (fullwidth `ａ`,
+/// mathematical `𝐚`, the ligature `ﬁ`), or None.
+fn compatibility_look_alike(c: char) -> Option<String> {
+    use unicode_normalization::UnicodeNormalization;
+    if c.is_ascii() {
+        return None;
+    }
+    let folded: String = std::iter::once(c).nfkc().collect();
+    (!folded.is_empty() && folded.is_ascii()).then_some(folded)
+}
+
+/// The ASCII a non-ASCII character looks like, by its compatibility form or by
+/// Unicode's confusables (UTS #39: Cyrillic `а`, Greek `ο`, the en dash), or None.
+fn ascii_look_alike(c: char) -> Option<String> {
+    if c.is_ascii() {
+        return None;
+    }
+    if let Some(folded) = compatibility_look_alike(c) {
+        return Some(folded);
+    }
+    let mut buffer = [0u8; 4];
+    let skeleton: String =
+        unicode_security::confusable_detection::skeleton(c.encode_utf8(&mut buffer)).collect();
+    (!skeleton.is_empty() && skeleton.is_ascii()).then_some(skeleton)
 }
 
 /// Checks a key before anything is claimed or queued under it: one send has one
@@ -119,6 +262,15 @@ pub fn check_key(key: &str) -> Result<(), BadKey> {
         && key.bytes().any(|b| b.is_ascii_uppercase())
     {
         return Err(BadKey::UpperCaseHex(key.to_ascii_lowercase()));
+    }
+    // Outright, unlike a field's words: a key is an id, and `еxisting` with a Cyrillic
+    // `е` beside a pending `existing` would send again. Checking the characters costs
+    // nothing; comparing against the ledger's keys would grow with the ledger.
+    if let Some((c, looks_like)) = key
+        .chars()
+        .find_map(|c| ascii_look_alike(c).map(|ascii| (c, ascii)))
+    {
+        return Err(BadKey::LookAlike(u32::from(c), looks_like));
     }
     Ok(())
 }
@@ -304,6 +456,104 @@ mod tests {
         assert_eq!(check_key("inv\u{a0}1"), Err(BadKey::OddSpace(0xa0)));
         assert_eq!(check_key("cafe\u{301}"), Err(BadKey::NotNfc));
         assert_eq!(check_key("caf\u{e9} order"), Ok(()));
+        // Look-alikes of ASCII, beside a pending `existing` or `inv-1` (H4).
+        assert_eq!(
+            check_key("\u{435}xisting"),
+            Err(BadKey::LookAlike(0x435, "e".into()))
+        );
+        assert_eq!(
+            check_key("\u{ff45}\u{ff58}isting"),
+            Err(BadKey::LookAlike(0xff45, "e".into()))
+        );
+        assert_eq!(
+            check_key("inv\u{2013}1"),
+            Err(BadKey::LookAlike(0x2013, "-".into()))
+        );
+    }
+
+    /// H4: the spellings of a pending send's fields that made a second key, each
+    /// refused naming the character and where it is; and fields that are words of
+    /// their own, taken.
+    #[test]
+    fn a_derived_key_has_one_spelling() {
+        let fields = |to: &str, intent: &str, channel: &str| {
+            check_key_fields(channel, to, intent, None).map_err(|e| e.to_string())
+        };
+        let refused = [
+            (
+                ("ana@example.com\u{200b}", "invoice:1042", "email"),
+                "to: U+200B at character 16 is a control",
+            ),
+            (
+                ("ana@example.com", "invoice\u{200b}:1042", "email"),
+                "intent: U+200B at character 8 is a control",
+            ),
+            (
+                ("ana@example.com", "invoice:1042", "em\u{200b}ail"),
+                "channel: U+200B at character 3 is a control",
+            ),
+            (
+                ("\u{202e}ana@example.com", "invoice:1042", "email"),
+                "to: U+202E at character 1 is a control",
+            ),
+            (
+                ("ana@example.com", "in\u{ad}voice:1042", "email"),
+                "intent: U+00AD at character 3 is a control",
+            ),
+            (
+                ("\u{430}na@example.com", "invoice:1042", "email"),
+                "to: U+0430 at character 1 looks like \"a\"",
+            ),
+            (
+                (
+                    "\u{ff41}\u{ff4e}\u{ff41}@example.com",
+                    "invoice:1042",
+                    "email",
+                ),
+                "to: U+FF41 at character 1 looks like \"a\"",
+            ),
+            (
+                ("ana@example.com", "invoice\u{a0}1042", "email"),
+                "intent: U+00A0 at character 8 is a space that is not a plain space",
+            ),
+            (
+                ("ana@ex\u{430}mple.com", "invoice:1042", "email"),
+                "to: U+0430 at character 7 looks like \"a\"",
+            ),
+        ];
+        for ((to, intent, channel), wanted) in refused {
+            let said = fields(to, intent, channel).expect_err(to);
+            assert!(
+                said.starts_with(wanted),
+                "{to:?} {intent:?} {channel:?}: {said}"
+            );
+        }
+        for (to, intent, channel) in [
+            ("  Ana@Example.com\t", " invoice:1042 ", " EMAIL"),
+            ("\u{a0}ana@example.com\u{feff}", "invoice:1042", "email"),
+            ("D\u{e1}na@example.com", "caf\u{e9}", "email"),
+            (
+                "\u{39f}\u{394}\u{3a5}\u{3a3}\u{3a3}\u{395}\u{3a5}\u{3a3}@example.gr",
+                "invoice:\u{441}\u{447}\u{451}\u{442}",
+                "email",
+            ),
+            (
+                "Stra\u{df}e.\u{1e9e}@example.de",
+                "\u{1f389} welcome",
+                "\u{130}m",
+            ),
+            ("+1 555 010 0199", "don\u{2019}t forget", "sms"),
+        ] {
+            assert_eq!(
+                fields(to, intent, channel),
+                Ok(()),
+                "{to:?} {intent:?} {channel:?}"
+            );
+        }
+        assert_eq!(
+            check_key_fields("email", "a@b.co", "x", Some("week\u{200b}38")).map_err(|e| e.field),
+            Err("window")
+        );
     }
 
     #[test]

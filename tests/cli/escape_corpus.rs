@@ -217,12 +217,16 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
     let l = ledger.to_str().unwrap();
     let jsonl = d.join("l.jsonl");
     let j = jsonl.to_str().unwrap();
-    let meta =
-        serde_json::to_string(&json!({"note": h.as_str(), h.as_str(): "named", "to": "a@x.com"}))
-            .unwrap();
+    // The intent in meta: `--intent` refuses control and invisible characters (a second
+    // spelling of a key), so the corpus reaches the intent the entry shows through the
+    // caller's meta, whose fields win over the derived ones.
+    let meta = serde_json::to_string(
+        &json!({"note": h.as_str(), h.as_str(): "named", "to": "a@x.com", "intent": h.as_str()}),
+    )
+    .unwrap();
 
-    // run: sent, with the corpus in the provider id (a JSON reply and a plain one), in
-    // meta and in the intent; then its duplicate.
+    // run: sent, with the corpus in the provider id (a JSON reply and a plain one) and
+    // in meta (its intent too); then its duplicate.
     let reply = script(
         d,
         "reply",
@@ -241,7 +245,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
             ("failed", &stderr_failed, 1),
         ] {
             for json_flag in [false, true] {
-                let intent = format!("{n}-{json_flag}-{h}");
+                let intent = format!("{n}-{json_flag}");
                 let mut args = vec![
                     "run",
                     ledger,
@@ -279,7 +283,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
         }
     }
     // The same with the result kept, so the duplicate replays it.
-    let intent = format!("kept-{h}");
+    let intent = "kept";
     for json_flag in ["--keep-result", "--json"] {
         let args = [
             "run",
@@ -289,7 +293,9 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
             "--to",
             "a@x.com",
             "--intent",
-            &intent,
+            intent,
+            "--meta",
+            &meta,
             "--keep-result",
             json_flag,
             "--",
@@ -313,7 +319,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
         "--to",
         "a@x.com",
         "--intent",
-        &intent,
+        intent,
         "--json",
         "--",
         "true",
@@ -481,7 +487,8 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
         ("plain", recheck_same.as_str()),
         ("extra", recheck_same.as_str()),
     ] {
-        let intent = format!("draft-{n}-{h}");
+        // The corpus is in the draft's meta intent (see run above), not in `--intent`.
+        let intent = format!("draft-{n}");
         let args = [
             "draft",
             "submit",

@@ -296,6 +296,111 @@ fn a_second_spelling_of_a_key_is_refused_and_nothing_is_sent() {
     assert!(stderr(&o).contains(&key), "{}", stderr(&o));
 }
 
+/// H4: a pending send's recipient, intent or channel spelled again with an invisible
+/// character, a space that is not a space, or a look-alike letter is refused before
+/// anything is claimed, naming the character and where it is; `--key` refuses a
+/// look-alike of a pending key. Nothing is sent and the directory is as it was.
+#[test]
+fn a_second_spelling_of_a_derived_key_is_refused_and_nothing_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "h4.db");
+    let side = dir.path().join("side");
+    let fields = |to: &str, intent: &str, channel: &str| -> Vec<String> {
+        ["--channel", channel, "--to", to, "--intent", intent]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let run = |key_args: &[String], script: &str| {
+        let mut args: Vec<String> = vec!["run".into(), p(&ledger).into()];
+        args.extend_from_slice(key_args);
+        args.extend(["--", "sh", "-c", script].map(str::to_owned));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        output(&args)
+    };
+    let pending = fields("ana@example.com", "invoice:1042", "email");
+    expect_exit(&run(&pending, "exit 9"), 3, "the first send is unknown");
+    expect_exit(
+        &run(&["--key".into(), "existing".into()], "exit 9"),
+        3,
+        "a pending op id",
+    );
+    let before = snapshot(dir.path());
+    let send = format!("echo sent >> '{}'", side.display());
+    for (args, says) in [
+        (
+            fields("ana@example.com\u{200b}", "invoice:1042", "email"),
+            "--to: U+200B at character 16",
+        ),
+        (
+            fields("ana@example.com", "invoice\u{200b}:1042", "email"),
+            "--intent: U+200B at character 8",
+        ),
+        (
+            fields("ana@example.com", "invoice:1042", "em\u{200b}ail"),
+            "--channel: U+200B at character 3",
+        ),
+        (
+            fields("\u{202e}ana@example.com", "invoice:1042", "email"),
+            "--to: U+202E at character 1",
+        ),
+        (
+            fields("ana@example.com", "in\u{ad}voice:1042", "email"),
+            "--intent: U+00AD at character 3",
+        ),
+        (
+            fields("\u{430}na@example.com", "invoice:1042", "email"),
+            "--to: U+0430 at character 1 looks like \"a\"",
+        ),
+        (
+            fields(
+                "\u{ff41}\u{ff4e}\u{ff41}@example.com",
+                "invoice:1042",
+                "email",
+            ),
+            "--to: U+FF41 at character 1 looks like \"a\"",
+        ),
+        (
+            fields("ana@example.com", "invoice\u{a0}1042", "email"),
+            "--intent: U+00A0 at character 8",
+        ),
+        (
+            fields("ana@example.com", "inv\u{43e}ice:1042", "email"),
+            "--intent: U+043E at character 4 looks like \"o\"",
+        ),
+        (
+            vec!["--key".into(), "\u{435}xisting".into()],
+            "found U+0435, which looks like \"e\"",
+        ),
+        (
+            vec!["--key".into(), "\u{ff45}xisting".into()],
+            "found U+FF45, which looks like \"e\"",
+        ),
+    ] {
+        let o = run(&args, &send);
+        expect_exit(&o, 2, &format!("{args:?}"));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains('\u{200b}'), "{args:?}: {}", stderr(&o));
+        assert_eq!(snapshot(dir.path()), before, "{args:?} changed something");
+    }
+    assert!(!side.exists(), "a second spelling sent");
+    // Case, outer white space and accented or other-script words are still taken.
+    let same = fields(" ANA@example.com\t", " invoice:1042 ", "EMAIL");
+    expect_exit(&run(&same, &send), 3, "the same send, still unknown");
+    expect_exit(
+        &run(
+            &fields(
+                "d\u{e1}na@example.com",
+                "\u{441}\u{447}\u{451}\u{442}:7",
+                "email",
+            ),
+            "true",
+        ),
+        0,
+        "a new send in words of their own",
+    );
+    assert!(!side.exists(), "the pending send was sent again");
+}
+
 // ---------------------------------------------------------------------------------
 // 10. A decision applies to what the person saw.
 
