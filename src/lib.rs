@@ -206,7 +206,7 @@ pub mod provider;
 pub mod review;
 pub mod text;
 // The binary's full-screen TUI: public only so the binary (src/cli) and the tests
-// (tests/ui_*.rs) can reach `App` and the views; it is not part of the library's API,
+// (tests/ui/) can reach `App` and the views; it is not part of the library's API,
 // so it is not documented as one.
 #[cfg(feature = "tui")]
 #[allow(missing_docs)]

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::harness::*;
 
-const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const KEY: &str = A_KEY;
 const KEY2: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
 /// A directory with an SQLite ledger holding an unknown send and a queued draft (1),
@@ -240,15 +240,11 @@ fn run_bounded(dir: &Path, args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("send-once runs");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} did not finish: it opened the ledger and waits on it");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_child(
+        &mut child,
+        &format!("{args:?} finishing (it did not: it opened the ledger and waits on it)"),
+        Duration::from_secs(30),
+    );
     child.wait_with_output().expect("output")
 }
 

@@ -365,7 +365,7 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
                 "--note",
                 &h,
                 // A typed provider id is held to one plain line, as run holds a reply
-                // (operator_cli::a_provider_id_with_escapes_or_bidi_is_refused…).
+                // (operator::a_provider_id_with_escapes_or_bidi_is_refused…).
                 "--provider-id",
                 "msg_plain_1",
             ],

@@ -3,11 +3,11 @@
 //! holds it.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::harness::*;
 
-const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const KEY: &str = A_KEY;
 
 /// A pid no process has now: a child that has been waited for.
 fn dead_pid() -> u32 {
@@ -77,14 +77,11 @@ fn a_held_json_lines_lock_names_its_holder() {
         .spawn()
         .unwrap();
     // The lock timeout is 10 s; allow for a slow machine, never hang.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "resolve never gave up on the lock"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_child(
+        &mut child,
+        "resolve giving up on the lock",
+        Duration::from_secs(60),
+    );
     let o = child.wait_with_output().unwrap();
     expect_exit(&o, 2, "resolve under a held lock");
     let err = stderr(&o);

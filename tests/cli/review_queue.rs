@@ -236,17 +236,7 @@ fn run_within(mut cmd: Command, limit: Duration, what: &str) -> (Output, Duratio
         .stderr(Stdio::from(err_file.try_clone().unwrap()))
         .spawn()
         .unwrap();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("{what}: still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = harness::wait_child(&mut child, &format!("{what} ending"), limit);
     let took = start.elapsed();
     let read = |f: &mut std::fs::File| {
         let mut buf = Vec::new();
@@ -797,16 +787,15 @@ fn a_recheck_whose_child_hangs_is_killed_with_its_children() {
         Duration::from_secs(1) + MARGIN,
         &["timed out", "timeout", "time out", "1s"],
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
     for file in [&sh_pid, &sleep_pid] {
         let pid = pid_in(file).expect("the recheck script ran");
-        while alive(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert!(
-            !alive(pid),
-            "{} ({pid}) outlived its timed-out recheck",
-            file.display()
+        harness::wait_ended(
+            &format!(
+                "{} ({pid}) ending with its timed-out recheck",
+                file.display()
+            ),
+            pid as u32,
+            Duration::from_secs(5),
         );
     }
     dispatch_refuses_unchecked(

@@ -1,4 +1,4 @@
-//! Issue 9's "trust at the edges", through the real binary: rows the Node library can
+//! Trust at the edges, through the real binary: rows the Node library can
 //! write (lone surrogates) are read and written back exactly, a row that cannot be read
 //! is never hidden from the audit, a key has one spelling, and a person's decision
 //! applies only to what they saw.
@@ -196,6 +196,69 @@ fn meta_with_a_lone_surrogate_is_json_and_is_kept() {
         let raw = stdout(&output(&["show", p(&ledger), "k2", "--json"]));
         assert!(raw.contains(r#""s": "\ud800""#), "{name}: {raw}");
     }
+}
+
+/// `ls` names the pending rows it cannot read instead of hiding them (finding D6).
+fn ledger_with_unreadable(dir: &Path, keys: &[&str]) {
+    let o = run_in(dir, &["run", "L.db", "--key", "sentinel", "--", "true"]);
+    expect_exit(&o, 0, "sentinel");
+    let conn = rusqlite::Connection::open(dir.join("L.db")).unwrap();
+    for (n, key) in keys.iter().enumerate() {
+        let at = format!("2026-12-01T07:00:0{n}.000Z");
+        conn.execute(
+            "INSERT INTO send_once VALUES (?1, 'pending', 'garbage', ?2, ?2)",
+            [key, &at.as_str()],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn ls_notes_the_pending_rows_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ledger_with_unreadable(d, &["dddd"]);
+    let note = "send-once: 1 pending row(s) could not be read (dddd): send-once audit names them\n";
+
+    let o = run_in(d, &["ls", "L.db"]);
+    expect_exit(&o, 0, "ls");
+    assert!(stdout(&o).contains("sentinel"), "{}", stdout(&o));
+    assert_eq!(stderr(&o), note);
+
+    let o = run_in(d, &["ls", "L.db", "--status", "pending"]);
+    expect_exit(&o, 0, "ls --status pending");
+    assert_eq!(stdout(&o), "No entries.\n");
+    assert_eq!(stderr(&o), note);
+
+    let o = run_in(d, &["ls", "L.db", "--json"]);
+    expect_exit(&o, 0, "ls --json");
+    let listed = json_stdout(&o, "ls --json");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["key"], "sentinel");
+    assert_eq!(stderr(&o), note);
+
+    let o = run_in(d, &["ls", "L.db", "--status", "pending", "--json"]);
+    expect_exit(&o, 0, "ls --status pending --json");
+    assert_eq!(json_stdout(&o, "ls --json"), serde_json::json!([]));
+    assert_eq!(stderr(&o), note);
+
+    // Asked for sent entries only, the pending rows are not what was asked about.
+    let o = run_in(d, &["ls", "L.db", "--status", "sent"]);
+    expect_exit(&o, 0, "ls --status sent");
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn the_ls_note_names_five_keys_and_shows_them_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ledger_with_unreadable(d, &["k1", "k2\u{1b}[2J", "k3", "k4", "k5", "k6", "k7"]);
+    let o = run_in(d, &["ls", "L.db"]);
+    expect_exit(&o, 0, "ls");
+    assert_eq!(
+        stderr(&o),
+        "send-once: 7 pending row(s) could not be read (k1, k2\u{241b}[2J, k3, k4, k5, and 2 more): send-once audit names them\n"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -403,6 +466,144 @@ fn a_second_spelling_of_a_derived_key_is_refused_and_nothing_is_sent() {
 
 // ---------------------------------------------------------------------------------
 // 10. A decision applies to what the person saw.
+
+/// H2: a decision names the attempt it is about. Attempt 1 is marked failed, attempt 2
+/// is claimed and ends unknown, and a second person's `failed` about attempt 1 (what
+/// they checked) is refused, naming attempt 2 and the decision that let it be claimed;
+/// so is a `reset` about attempt 1. The commands `run` prints to settle an unknown send
+/// carry its attempt. Nothing is sent a third time.
+#[test]
+fn a_decision_about_one_attempt_never_lands_on_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "h2.db");
+    let l = p(&ledger);
+    let side = dir.path().join("side");
+    let send = |script: &str| {
+        output(&[
+            "run",
+            l,
+            "--key",
+            "inv-7",
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "echo \"att $SEND_ONCE_ATTEMPT\" >> '{}'; {script}",
+                side.display()
+            ),
+        ])
+    };
+    let first = send("exit 9");
+    expect_exit(&first, 3, "attempt 1 is unknown");
+    assert!(
+        stderr(&first).contains("resolve ")
+            && stderr(&first).contains("inv-7 failed --expect pending --expect-attempt 1"),
+        "{}",
+        stderr(&first)
+    );
+    expect_exit(
+        &output(&[
+            "resolve",
+            l,
+            "inv-7",
+            "failed",
+            "--by",
+            "bob",
+            "--expect",
+            "pending",
+            "--expect-attempt",
+            "1",
+        ]),
+        0,
+        "bob marks attempt 1 failed",
+    );
+    let second = send("exit 9");
+    expect_exit(&second, 3, "attempt 2 is unknown");
+    assert!(
+        stderr(&second).contains("--expect-attempt 2"),
+        "{}",
+        stderr(&second)
+    );
+
+    let late = output(&[
+        "resolve",
+        l,
+        "inv-7",
+        "failed",
+        "--by",
+        "alice",
+        "--note",
+        "checked attempt 1",
+        "--expect",
+        "pending",
+        "--expect-attempt",
+        "1",
+    ]);
+    expect_exit(&late, 1, "alice's decision about attempt 1");
+    let said = stderr(&late);
+    assert!(
+        said.contains("as pending (attempt 1)")
+            && said.contains("now pending (attempt 2)")
+            && said.contains("attempt 2 was claimed at")
+            && said.contains("after bob's resolve failed at"),
+        "{said}"
+    );
+    let reset = output(&[
+        "reset",
+        l,
+        "inv-7",
+        "--by",
+        "alice",
+        "--expect",
+        "pending",
+        "--expect-attempt",
+        "1",
+    ]);
+    expect_exit(&reset, 1, "a reset about attempt 1");
+    assert!(
+        stderr(&reset).contains("attempt 2 was claimed at"),
+        "{}",
+        stderr(&reset)
+    );
+    let entry = entry_of(&ledger, "inv-7").unwrap();
+    assert_eq!(
+        (entry["status"].as_str(), entry["attempts"].as_u64()),
+        (Some("pending"), Some(2)),
+        "{entry}"
+    );
+
+    // The next run says unknown; it does not send attempt 3.
+    expect_exit(&send("true"), 3, "a rerun of the unknown attempt 2");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap(),
+        "att 1\natt 2\n",
+        "a decision about attempt 1 let attempt 3 go out"
+    );
+
+    // Bad input: an attempt without the status it was seen in, or with several keys.
+    for args in [
+        vec!["resolve", l, "inv-7", "failed", "--expect-attempt", "2"],
+        vec!["reset", l, "inv-7", "--expect-attempt", "2"],
+        vec![
+            "resolve",
+            l,
+            "inv-7",
+            "other",
+            "failed",
+            "--expect",
+            "pending",
+            "--expect-attempt",
+            "2",
+        ],
+    ] {
+        expect_exit(&output(&args), 2, &format!("{args:?}"));
+    }
+    assert_eq!(
+        entry_of(&ledger, "inv-7").unwrap(),
+        entry,
+        "bad input changed it"
+    );
+}
 
 #[test]
 fn resolve_expect_refuses_when_someone_decided_first() {

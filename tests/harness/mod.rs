@@ -80,6 +80,14 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `seconds` on a quiet machine; three times as long under CI, whose runners are
+/// slower and more crowded than a workstation. For waits on something that takes a
+/// known time here; a wait given a limit of its own keeps it.
+pub fn patience(seconds: u64) -> Duration {
+    let factor = if skip::in_ci() { 3 } else { 1 };
+    Duration::from_secs(seconds * factor)
+}
+
 /// Polls `ready` every 10 ms until it holds, failing after `limit` with `what`: every
 /// wait in the tests is for something that happens, never for a fixed time.
 pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
@@ -106,6 +114,27 @@ pub fn wait_for_file(path: &Path, limit: Duration) {
     wait_until(&format!("{} to appear", path.display()), limit, || {
         path.exists()
     });
+}
+
+/// Waits for `child` to exit, for up to `limit`; past it, kills it and fails with
+/// `what` (what should have happened by then), so a test never hangs on a command.
+pub fn wait_child(
+    child: &mut std::process::Child,
+    what: &str,
+    limit: Duration,
+) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("the child's status") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not happen within {limit:?}: the command was killed");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The state letter of process `pid` in /proc (R, S, Z...), or None once it is gone.

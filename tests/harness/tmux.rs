@@ -10,6 +10,8 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::patience;
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -45,17 +47,6 @@ macro_rules! require_tmux {
             return;
         }
     };
-}
-
-/// `seconds` on a quiet machine; three times as long under CI, whose runners are
-/// slower and more crowded than a workstation.
-pub fn patience(seconds: u64) -> Duration {
-    let factor = if std::env::var_os("CI").is_some() {
-        3
-    } else {
-        1
-    };
-    Duration::from_secs(seconds * factor)
 }
 
 /// How long to wait for the UI to react to a key or a change, which takes well under

@@ -16,32 +16,18 @@ use crate::harness::pg;
 use crate::harness::pg_cli;
 use harness::snapshot;
 
-const KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-
-/// Every command that takes a ledger, with `l` as its ledger.
+/// Every command that takes a ledger (the harness's list, and `init`), each with a send
+/// command that leaves a file, so a refused one shows it sent nothing.
 fn every_command(l: &str) -> Vec<Vec<&str>> {
-    vec![
-        vec!["init", l],
-        vec!["audit", l],
-        vec!["ls", l],
-        vec!["show", l, "abc"],
-        vec!["decisions", l],
-        vec!["resolve", l, "abc", "sent", "--by", "x"],
-        vec!["reset", l, "abc", "--by", "x"],
-        vec!["gc", l, "--older-than", "1d"],
-        vec!["run", l, "--key", KEY, "--", "touch", "sent"],
-        vec!["draft", "submit", l, "--key", KEY, "--payload", "p.json"],
-        vec!["draft", "facts", l, "1", "--facts", "p.json"],
-        vec!["draft", "recheck", l, "1"],
-        vec!["draft", "withdraw", l, "1"],
-        vec!["draft", "show", l, "1"],
-        vec!["approvals", l],
-        vec!["approve", l, "1", "--out", "approval.json"],
-        vec!["reject", l, "1", "--reason", "no"],
-        vec!["approval", l, "1"],
-        vec!["dispatch", l, "1", "--", "touch", "sent"],
-        vec!["tui", l],
-    ]
+    let mut all = vec![vec!["init", l]];
+    for mut command in harness::every_command_with_a_ledger(l) {
+        if command.last() == Some(&"true") {
+            command.pop();
+            command.extend(["touch", "sent"]);
+        }
+        all.push(command);
+    }
+    all
 }
 
 /// `args` with `--json` where the command reads it: before the send command's `--`.

@@ -1,9 +1,10 @@
 //! `send-once tui` under faults, end to end: the real binary in tmux (a socket of its
-//! own per test, as in tests/tui_e2e.rs). A signal must give the terminal back as `q`
-//! does; keys on the too-small screen must decide nothing; a ledger deleted, moved
+//! own per test, `harness/tmux.rs`). Closing the window ends the UI and its demo
+//! directory; keys on the too-small screen must decide nothing; a ledger deleted, moved
 //! away or replaced under the running UI must be noticed, refuse decisions, and be
 //! picked up again when a ledger is back at its path. Every step waits for what it
-//! expects on the screen (or for the program to end), never for a fixed time.
+//! expects on the screen (or for the program to end), never for a fixed time. The
+//! terminal given back after a signal is in `terminal.rs`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -125,114 +126,6 @@ fn wait_for_banner(term: &Term, since: Instant, banner: &str) -> String {
     screen
 }
 
-// ---------------------------------------------------------------------------------
-// 1. Signals give the terminal back (faults D10, review 2.11 item 5).
-
-/// Runs `tui --demo` in a shell in tmux, sends it `signal` once every view is filled,
-/// and checks what the shell gets back: the exit status 128 + the signal, the main
-/// screen with the cursor shown and mouse reporting off, the same stty settings as
-/// before, and no demo directory left.
-fn a_signal_restores_the_terminal(signal: &str, number: i32) {
-    let held = tempfile::tempdir().unwrap();
-    let dir = held.path();
-    let tmp = dir.join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let shell = vec![
-        "env".to_owned(),
-        "-u".into(),
-        "NO_COLOR".into(),
-        "-u".into(),
-        "SEND_ONCE_TUI_FAULT".into(),
-        format!("B={}", bin().display()),
-        format!("TMPDIR={}", tmp.display()),
-        "PS1=e2e$ ".into(),
-        "HISTFILE=/dev/null".into(),
-        "bash".into(),
-        "--norc".into(),
-        "--noprofile".into(),
-    ];
-    let term = Term::start(dir, signal, (100, 30), &[], &shell);
-    term.wait_for_words("e2e$");
-    // `exec` gives the UI the pid written, so the signal goes to it alone.
-    term.type_text(
-        "stty -g > before; sh -c 'echo $$ > tui.pid; exec \"$B\" tui --demo --by t'; s=$?; stty -g > after; echo EXIT:$s",
-    );
-    term.press(&["Enter"]);
-    term.wait_for_words("Unknown sends (8)");
-    let flags = "#{alternate_on} #{cursor_flag} #{mouse_any_flag}#{mouse_standard_flag}#{mouse_button_flag}#{mouse_sgr_flag}";
-    assert_eq!(
-        term.display(flags),
-        "1 0 1001",
-        "while the UI runs: alternate screen, cursor hidden, mouse reporting on"
-    );
-    assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().count(),
-        1,
-        "the demo's directory"
-    );
-
-    let pid = std::fs::read_to_string(dir.join("tui.pid")).unwrap();
-    let killed = Command::new("kill")
-        .args(["-s", signal, pid.trim()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-
-    let screen = term.wait_until("EXIT:", |s| s.lines().any(|l| l.starts_with("EXIT:")));
-    let exit = screen.lines().find(|l| l.starts_with("EXIT:")).unwrap();
-    assert_eq!(
-        exit.trim_end(),
-        format!("EXIT:{}", 128 + number),
-        "{screen}"
-    );
-    assert_eq!(
-        term.display(flags),
-        "0 1 0000",
-        "after SIG{signal}: main screen, cursor shown, mouse reporting off:\n{screen}"
-    );
-    let before = std::fs::read_to_string(dir.join("before")).unwrap();
-    let after = std::fs::read_to_string(dir.join("after")).unwrap();
-    assert_eq!(
-        after, before,
-        "stty settings after SIG{signal} (raw mode left on?)"
-    );
-    assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "SIG{signal} left the demo's directory behind"
-    );
-}
-
-#[test]
-fn sigterm_restores_the_terminal_and_exits_143() {
-    require_tmux!();
-    a_signal_restores_the_terminal("TERM", libc::SIGTERM);
-}
-
-#[test]
-fn sighup_restores_the_terminal_and_exits_129() {
-    require_tmux!();
-    a_signal_restores_the_terminal("HUP", libc::SIGHUP);
-}
-
-#[test]
-fn sigint_restores_the_terminal_and_exits_130() {
-    require_tmux!();
-    a_signal_restores_the_terminal("INT", libc::SIGINT);
-}
-
-#[test]
-fn sigquit_restores_the_terminal_and_exits_131() {
-    require_tmux!();
-    a_signal_restores_the_terminal("QUIT", libc::SIGQUIT);
-}
-
-#[test]
-fn sigusr1_restores_the_terminal_and_exits_138() {
-    require_tmux!();
-    a_signal_restores_the_terminal("USR1", libc::SIGUSR1);
-}
-
 /// The terminal itself going away (the window closed) hangs the UI up: it ends, and
 /// its demo directory goes with it.
 #[test]
@@ -287,7 +180,7 @@ fn processes_with_env(var: &str) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------
-// 2. Keys on the too-small screen decide nothing (faults D11, review 2.11 item 6).
+// 1. Keys on the too-small screen decide nothing (finding D11).
 
 #[test]
 fn keys_on_a_20x5_terminal_record_no_decision() {
@@ -341,7 +234,7 @@ fn keys_on_a_20x5_terminal_record_no_decision() {
 }
 
 // ---------------------------------------------------------------------------------
-// 3. A ledger that disappears is noticed (faults D12).
+// 2. A ledger that disappears is noticed (finding D12).
 
 /// Opens the mark-sent confirmation of `key` in the Unknown view.
 fn confirm_mark_sent(term: &Term, key: &str) {

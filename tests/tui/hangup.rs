@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn patience() -> Duration {
-    crate::harness::tmux::patience(10)
+    crate::harness::patience(10)
 }
 
 #[test]

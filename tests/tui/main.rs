@@ -16,5 +16,6 @@ mod pager;
 mod postgres;
 mod quorum;
 mod shift;
+mod terminal;
 mod verify;
 mod who_and_what;

@@ -18,13 +18,13 @@ use send_once::ui::terminal::{
 };
 
 use crate::harness;
-use crate::harness::tmux::{self, Term};
+use crate::harness::tmux::Term;
 
 const TEXT: &str = "Draft 4 · revision 2\n\n{\n  \"body\": |\n    │ Dear Ana,\n}\n";
 
 /// How long a step of the probe may take: the pager starting, the probe ending.
 fn patience() -> Duration {
-    tmux::patience(10)
+    harness::patience(10)
 }
 
 fn wait_for(path: &Path) {

@@ -232,7 +232,7 @@ fn v_asks_each_marked_send_in_turn_kills_a_hang_and_settles_through_the_prefille
     );
     let pid = std::fs::read_to_string(dir.path().join("hang.pid")).unwrap();
     assert!(
-        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        crate::harness::process_ended(pid.trim().parse().expect("a pid")),
         "the hanging verify command (pid {pid}) is still running"
     );
     // One at a time, in the list's order: each started after the one before ended.

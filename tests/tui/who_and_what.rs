@@ -15,6 +15,7 @@ fn the_unknown_view_names_who_and_what() {
     let o = send_once(&[
         "run",
         "L.db",
+        "--json",
         "--channel",
         "email",
         "--to",
@@ -31,6 +32,7 @@ fn the_unknown_view_names_who_and_what() {
     .output()
     .expect("send-once runs");
     expect_exit(&o, 3, "run");
+    json_stdout(&o, "run");
     let ledger = d.join("L.db");
     let bin = bin();
     // Wide enough that the error shows after the recipient and the markers.

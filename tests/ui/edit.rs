@@ -1,6 +1,6 @@
 //! `e` in the TUI's state machine, without a terminal: what the editor is given, what
 //! its text becomes, and that text which could not be saved is never dropped. The
-//! editor and the queue themselves are driven end to end in tui_edit.rs.
+//! editor and the queue themselves are driven end to end in tests/tui/edit/.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pretty_assertions::assert_eq;

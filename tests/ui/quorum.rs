@@ -3,7 +3,7 @@
 //! says what this approval makes, what the store would refuse (the revision's author,
 //! a second vote by one person, an approval already complete) is said before a form
 //! opens, and a vote short of the number is worded as one. The screen end to end is
-//! in tui_quorum.rs.
+//! in tests/tui/quorum.rs.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pretty_assertions::assert_eq;
