@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::Access;
 use send_once::ledger::{
-    Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails,
+    Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails, Seen,
     Status, UnreadableRow, duration, jsjson,
 };
 use send_once::text::visible_inline;
@@ -79,6 +79,14 @@ pub struct ResetArgs {
     /// Also reset an entry recorded as sent (it may then be sent a second time)
     #[arg(long)]
     pub force: bool,
+    /// Only if the entry is still in this status (what you checked); refused, naming who
+    /// changed it, otherwise
+    #[arg(long, value_name = "STATUS")]
+    pub expect: Option<StatusArg>,
+    /// Only if the entry is still at this attempt (the one you checked); refused, naming
+    /// the attempt claimed since, otherwise. Needs --expect
+    #[arg(long, value_name = "N", requires = "expect")]
+    pub expect_attempt: Option<u64>,
     /// Who is resetting it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
@@ -409,7 +417,10 @@ pub fn reset(args: &ResetArgs) -> Exit {
         by: by_or_default(args.by.as_deref()),
         note: args.note.clone(),
         provider_id: None,
-        seen: None,
+        seen: args.expect.map(|status| Seen {
+            attempts: args.expect_attempt,
+            ..Seen::status(Status::from(status))
+        }),
         evidence: None,
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {

@@ -80,6 +80,7 @@ pub async fn report(
             // write fail, it reads so until then; what to do is said below either way.
             // (Were the claim another process's, won while this one was stopped, its
             // record still lands: the change keeps the claim time and attempt.)
+            let attempt = now.as_ref().map_or(1, Entry::attempts);
             if let Some(claimed) = now.as_ref().filter(|e| e.error().is_none()) {
                 let why = format!(
                     "interrupted by {signal}: the send command was stopped with its process group"
@@ -90,9 +91,8 @@ pub async fn report(
                 Exit::Unknown,
                 format!(
                     "interrupted by {signal} while sending {shown}: the send command was stopped with its process group, and may or may not have reached the provider. It stays pending and will not be sent again on its own.\n\
-                 Check with the provider, then record what happened:\n  send-once resolve {location} {key} sent\n  send-once resolve {location} {key} failed",
-                    location = super::output::pasteable(&location.as_argument()),
-                    key = super::output::pasteable(key),
+                 Check with the provider, then record what happened:\n{}",
+                    super::output::settle_commands(&location.as_argument(), key, attempt, ""),
                 ),
             )
         }

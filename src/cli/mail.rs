@@ -174,11 +174,17 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
     out.insert("to".into(), mail.to().into());
     out.insert("subject".into(), mail.subject().into());
     out.insert("rfc822MessageId".into(), message_id(key).into());
-    let resolve_hint = format!(
-        "Check Sent, then record what happened:\n  send-once resolve {ledger} {key} sent --provider-id ID\n  send-once resolve {ledger} {key} failed",
-        ledger = super::output::pasteable(&ledger.as_argument()),
-        key = super::output::pasteable(key),
-    );
+    let resolve_hint = |attempt: u64| {
+        format!(
+            "Check Sent, then record what happened:\n{}",
+            super::output::settle_commands(
+                &ledger.as_argument(),
+                key,
+                attempt,
+                " --provider-id ID"
+            )
+        )
+    };
     let (exit, message) = match &outcome {
         MailOutcome::AlreadySent { entry } => {
             out.insert("messageId".into(), entry.provider_id().into());
@@ -205,9 +211,10 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
             (
                 Exit::Unknown,
                 format!(
-                    "{shown_key} has been pending since {} (attempt {}): an earlier attempt may have gone out, so the mailer was not run.\n{resolve_hint}",
+                    "{shown_key} has been pending since {} (attempt {}): an earlier attempt may have gone out, so the mailer was not run.\n{}",
                     visible_inline(entry.claimed_at()),
-                    entry.attempts()
+                    entry.attempts(),
+                    resolve_hint(entry.attempts())
                 ),
             )
         }
@@ -306,8 +313,9 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
             (
                 Exit::Unknown,
                 format!(
-                    "{}.\nThe mail may or may not have gone out. It stays pending and a rerun will not send it.\n{resolve_hint}",
-                    visible_inline(why)
+                    "{}.\nThe mail may or may not have gone out. It stays pending and a rerun will not send it.\n{}",
+                    visible_inline(why),
+                    resolve_hint(entry.attempts())
                 ),
             )
         }

@@ -374,6 +374,18 @@ pub fn pasteable(text: &str) -> String {
     send_once::text::visible_inline(&shell_words::quote(text)).into_owned()
 }
 
+/// The two `resolve` commands a person pastes once they have checked with the provider,
+/// pinned to the pending attempt they checked: should another attempt be claimed
+/// meanwhile, the decision is refused instead of landing on it (`sent` carries the
+/// `extra` arguments, such as `--provider-id ID`).
+pub fn settle_commands(ledger: &str, key: &str, attempt: u64, extra: &str) -> String {
+    let pinned = format!("--expect pending --expect-attempt {attempt}");
+    let (ledger, key) = (pasteable(ledger), pasteable(key));
+    format!(
+        "  send-once resolve {ledger} {key} sent{extra} {pinned}\n  send-once resolve {ledger} {key} failed {pinned}"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

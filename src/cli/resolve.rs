@@ -79,6 +79,11 @@ pub struct ResolveArgs {
     /// changed it, otherwise
     #[arg(long, value_name = "STATUS")]
     pub expect: Option<StatusArg>,
+    /// Only if the entry is still at this attempt (the one you checked, as `show` and
+    /// the commands send-once prints name it); refused, naming the attempt claimed
+    /// since, otherwise. Needs --expect and one key
+    #[arg(long, value_name = "N", requires = "expect")]
+    pub expect_attempt: Option<u64>,
     /// Warn about a pending key claimed less than this long ago whose attempt has not
     /// ended: it may still be sending
     #[arg(
@@ -138,6 +143,12 @@ impl ResolveArgs {
             .iter()
             .map(|k| text_positional(k, "key"))
             .collect::<Result<_, _>>()?;
+        if self.keys.len() > 1 && self.expect_attempt.is_some() {
+            return Err(
+                "--expect-attempt names one entry's attempt: give it with one key at a time"
+                    .to_owned(),
+            );
+        }
         if self.keys.len() > 1 && self.provider_id.is_some() {
             return Err(
                 "--provider-id names one message: give it with one key at a time".to_owned(),
@@ -193,7 +204,10 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
                 by: by_or_default(args.by.as_deref()),
                 note: args.note.clone(),
                 provider_id: args.provider_id.clone(),
-                seen: args.expect.map(|s| Seen::status(Status::from(s))),
+                seen: args.expect.map(|s| Seen {
+                    attempts: args.expect_attempt,
+                    ..Seen::status(Status::from(s))
+                }),
                 evidence: None,
             };
             let result = ledger

@@ -386,11 +386,12 @@ pub fn report(
     if json {
         print_json(&outcome_json(key, &outcome));
     }
-    let how_to_settle = format!(
-        "Check with the provider, then record what happened:\n  send-once resolve {ledger} {key} sent\n  send-once resolve {ledger} {key} failed",
-        ledger = super::output::pasteable(&ledger.as_argument()),
-        key = super::output::pasteable(key),
-    );
+    let how_to_settle = |attempt: u64| {
+        format!(
+            "Check with the provider, then record what happened:\n{}",
+            super::output::settle_commands(&ledger.as_argument(), key, attempt, "")
+        )
+    };
     match outcome {
         Outcome::Sent { result, entry } => {
             if !json {
@@ -500,7 +501,8 @@ pub fn report(
                     entry.status()
                 ),
             };
-            fail(Exit::Unknown, format!("{what}{asked}\n{how_to_settle}"))
+            let settle = how_to_settle(entry.attempts());
+            fail(Exit::Unknown, format!("{what}{asked}\n{settle}"))
         }
         Outcome::Failed { error, .. } => match not_started {
             Some(message) => fail(Exit::Refused, visible(&message)),

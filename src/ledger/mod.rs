@@ -470,6 +470,26 @@ fn last_change(entry: &Entry) -> String {
     }
 }
 
+/// Who or what moved an entry on from what a person saw: a later attempt claimed by a
+/// send (after `decided`, the last decision that changed it, when the log has one), or
+/// the last person's decision.
+fn change_since(seen: &Seen, entry: &Entry, decided: Option<String>) -> String {
+    match seen.attempts {
+        Some(shown) if entry.attempts() > shown => {
+            let mut said = format!(
+                "attempt {} was claimed at {}",
+                entry.attempts(),
+                entry.claimed_at()
+            );
+            if let Some(decided) = decided {
+                said.push_str(&format!(", after {decided}"));
+            }
+            said
+        }
+        _ => last_change(entry),
+    }
+}
+
 /// What `resolve` did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolved {
@@ -922,6 +942,13 @@ impl Ledger {
                     detail.insert(field.into(), text.clone().into());
                 }
             }
+            // What let a later attempt be claimed, for a refusal about an earlier one.
+            let decided = match &details.seen {
+                Some(seen) if seen.attempts.is_some_and(|n| current.attempts() > n) => {
+                    self.last_change_decided(key).await
+                }
+                _ => None,
+            };
             let judged = match &details.seen {
                 Some(seen) if !seen.matches(&current) && !judge_unchanged(&judge, &current) => {
                     detail.insert("seen".into(), describe_seen(seen).into());
@@ -931,8 +958,12 @@ impl Ledger {
                             key: key.to_owned(),
                             seen: describe_seen(seen),
                             now: describe_seen(&Seen::entry(&current)),
-                            change: crate::text::visible_inline(&last_change(&current))
-                                .into_owned(),
+                            change: crate::text::visible_inline(&change_since(
+                                seen,
+                                &current,
+                                decided.clone(),
+                            ))
+                            .into_owned(),
                         },
                     }
                 }
@@ -981,6 +1012,22 @@ impl Ledger {
             }
         }
         Err(LedgerError::Contended(key.to_owned()))
+    }
+
+    /// The last decision that changed `key`, as "bob's resolve failed at TIME", or None
+    /// when the log has none (or cannot be read: this only adds to a refusal).
+    async fn last_change_decided(&self, key: &str) -> Option<String> {
+        let decisions = self.store.decisions(Some(key)).await.ok()?;
+        let last = decisions
+            .iter()
+            .rev()
+            .find(|d| d.outcome == DecisionOutcome::Changed)?;
+        let action = match last.detail.get("status").and_then(Value::as_str) {
+            Some(status) => format!("{} {status}", last.action.as_str()),
+            None => last.action.as_str().to_owned(),
+        };
+        let by = last.by.as_deref().unwrap_or("someone");
+        Some(format!("{by}'s {action} at {}", last.at))
     }
 
     /// The entry a person meant: the one with that key, else the one whose key starts

@@ -512,7 +512,10 @@ fn printed_commands_paste_as_they_read_and_read_write_urls_can_be_looked_at() {
     let err = stderr(&o);
     let line = err
         .lines()
-        .find(|l| l.trim_start().starts_with("send-once resolve") && l.ends_with(" sent"))
+        .find(|l| {
+            l.trim_start().starts_with("send-once resolve")
+                && l.ends_with(" sent --expect pending --expect-attempt 1")
+        })
         .unwrap_or_else(|| panic!("no resolve line: {err}"))
         .trim()
         .to_owned();
