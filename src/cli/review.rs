@@ -338,7 +338,8 @@ pub struct ApproveArgs {
     /// Why, for the decision log
     #[arg(long)]
     pub note: Option<String>,
-    /// Approve only if this is still the current revision (the one you looked at)
+    /// The revision you looked at: approved only if it is still the current one.
+    /// Needed once a draft has more than one revision
     #[arg(long)]
     pub revision: Option<i64>,
     /// Write the approval JSON to this file instead of printing it
@@ -997,13 +998,35 @@ pub fn approve(args: &ApproveArgs) -> Exit {
         Some(Err(message)) => return fail(Exit::Refused, message),
     };
     let by = by_or_default(args.by.as_deref());
+    // A person approves what they saw: the revision is pinned, named by --revision once
+    // the draft has several (an agent's resubmission can replace the payload between
+    // a reviewer's read and this command), else the one there is, so a revision added
+    // meanwhile is refused rather than approved unseen (H10).
+    let revision = match args.revision {
+        Some(named) => named,
+        None => match with_review(&args.ledger, Access::ReadWrite, async |review| {
+            review.draft(args.id).await
+        }) {
+            Ok(draft) if draft.revision > 1 => {
+                return fail(
+                    Exit::Refused,
+                    format!(
+                        "draft {} has {} revisions: name the one you read with --revision (the current one is {}; send-once draft show {} prints it)",
+                        args.id, draft.revision, draft.revision, args.id
+                    ),
+                );
+            }
+            Ok(draft) => draft.revision,
+            Err(exit) => return exit,
+        },
+    };
     let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
         review
             .decide(
                 args.id,
                 Verdict::Approve {
                     ttl,
-                    revision: args.revision,
+                    revision: Some(revision),
                 },
                 by,
                 args.note.clone(),

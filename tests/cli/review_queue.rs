@@ -140,9 +140,14 @@ trait Steps: QueueFiles {
     }
 
     /// `approve --by NAME` at `now`; the approval JSON it prints.
+    /// `approve` of the revision `draft show` gives as current: what a reviewer read.
     fn approve(&self, now: u64, id: u64, by: &str) -> Value {
+        let seen = self.show(now, id)["revision"].to_string();
         let id = id.to_string();
-        let o = at(now, &["approve", self.l(), &id, "--by", by]);
+        let o = at(
+            now,
+            &["approve", self.l(), &id, "--by", by, "--revision", &seen],
+        );
         expect_exit(&o, 0, &format!("approve {id} by {by}"));
         json_stdout(&o, "approve")
     }
@@ -495,6 +500,8 @@ fn a_draft_s_whole_life(q: &Queue) {
             &id.to_string(),
             "--by",
             "bob",
+            "--revision",
+            "4",
             "--out",
             out_file.to_str().unwrap(),
         ],
@@ -2147,4 +2154,71 @@ fn approve_with_a_revision_approves_only_that_revision() {
     let item = q.item(now, id);
     assert_eq!(item["state"], "approved");
     assert_eq!(item["approvedRevision"], 2);
+}
+
+/// H10: a reviewer read revision 1 ({"amount": 10}); the agent resubmitted revision 2
+/// ({"amount": 10000}) before the approve. Without `--revision` the approve is refused
+/// (exit 2, nothing decided or logged), naming the revisions and the flag; with the
+/// revision read it is refused as not current; only naming revision 2 approves it. A
+/// draft of one revision is approved as before, pinned to that revision.
+#[test]
+fn approve_names_the_revision_read_once_a_draft_has_several() {
+    let q = Queue::sqlite();
+    let now = T0;
+    let id = draft_id(&q.submit(now, "refund-7", &serde_json::json!({"amount": 10}), &[]));
+    q.submit(now, "refund-7", &serde_json::json!({"amount": 10000}), &[]);
+    let id_text = id.to_string();
+    let before = q.decisions_on(id);
+
+    let unnamed = at(now, &["approve", q.l(), &id_text, "--by", "dana"]);
+    expect_exit(
+        &unnamed,
+        2,
+        "approve of a draft with two revisions, none named",
+    );
+    assert!(
+        stderr(&unnamed).contains("draft 1 has 2 revisions")
+            && stderr(&unnamed).contains("--revision"),
+        "{}",
+        stderr(&unnamed)
+    );
+    let item = q.item(now, id);
+    assert_eq!(item["state"], "queued", "nothing was approved: {item}");
+    assert_eq!(q.decisions_on(id), before, "a refused approve was logged");
+
+    let read = at(
+        now,
+        &[
+            "approve",
+            q.l(),
+            &id_text,
+            "--revision",
+            "1",
+            "--by",
+            "dana",
+        ],
+    );
+    assert_refused(&read, "approve of the revision read", &["revision 2"]);
+    let ok = at(
+        now,
+        &[
+            "approve",
+            q.l(),
+            &id_text,
+            "--revision",
+            "2",
+            "--by",
+            "dana",
+        ],
+    );
+    expect_exit(&ok, 0, "approve of the revision named");
+    assert_eq!(q.item(now, id)["approvedRevision"], 2);
+
+    let single = draft_id(&q.submit(now, "single", &serde_json::json!({"amount": 5}), &[]));
+    let o = at(
+        now,
+        &["approve", q.l(), &single.to_string(), "--by", "dana"],
+    );
+    expect_exit(&o, 0, "approve of a draft of one revision");
+    assert_eq!(q.item(now, single)["approvedRevision"], 1);
 }

@@ -106,8 +106,10 @@ trait Steps: QueueFiles {
             .collect()
     }
 
+    /// `approve` of the revision `draft show` gives as current: what a reviewer read.
     fn approve(&self, id: &str, by: &str) -> Value {
-        let o = run(&["approve", self.l(), id, "--by", by]);
+        let seen = self.show(id)["revision"].to_string();
+        let o = run(&["approve", self.l(), id, "--by", by, "--revision", &seen]);
         expect_exit(&o, 0, &format!("approve {id} by {by}"));
         json_stdout(&o, "approve")
     }

@@ -76,8 +76,14 @@ trait Steps: QueueFiles {
         at(now, &args)
     }
 
+    /// `approve` of the revision `draft show` gives as current: what a reviewer read.
     fn approve(&self, now: u64, id: i64, by: &str) -> Output {
-        at(now, &["approve", self.l(), &id.to_string(), "--by", by])
+        let seen = self.show(now, id)["revision"].to_string();
+        let id = id.to_string();
+        at(
+            now,
+            &["approve", self.l(), &id, "--by", by, "--revision", &seen],
+        )
     }
 
     fn show(&self, now: u64, id: i64) -> Value {
