@@ -3,16 +3,20 @@
 //! `dispatch()` checks it, then sent through the same gates as `run`. The ledger can
 //! be any store: no review queue is needed.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched};
-use send_once::ledger::Access;
+use send_once::ledger::decision::{Action as DecisionAction, Subject};
+use send_once::ledger::{
+    Access, Decision, DecisionOutcome, Ledger, LedgerLocation, Outcome, StoreError,
+};
 use send_once::ledger::{canonical, duration, jsjson, key, time};
 use send_once::provider::split_command;
+use send_once::review::Review;
 use send_once::review::recheck::run_recheck;
 use send_once::text::visible_inline;
 
-use super::ledger_arg::open_ledger;
+use super::ledger_arg::{by_or_default, open_ledger};
 use super::review::{DispatchArgs, parse_limit};
 use super::run::{Gates, RunProvider, report};
 use super::{Exit, display_path, fail, print_json, read_text_arg};
@@ -74,6 +78,33 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
             Ok(ledger) => ledger,
             Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
         };
+        // The queue has the last word on a key it holds a draft of: a rejection, a
+        // withdrawal or a missing approver is not undone by an approval made elsewhere.
+        let at_now = || {
+            send_once::ledger::time::iso_from_millis(ledger.now())
+                .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+        };
+        match queue_refusal(&args.ledger, &args.key).await {
+            Ok(None) => {}
+            Ok(Some(why)) => {
+                let decision = outside_dispatch_decision(
+                    &args.key,
+                    &approval,
+                    at_now(),
+                    DecisionOutcome::Refused,
+                    "refused",
+                    Some(&why),
+                );
+                log_decision(&ledger, &decision).await;
+                return fail(
+                    Exit::Refused,
+                    format!(
+                        "not sent: {why}. An approval made elsewhere does not override the review queue of this ledger; nothing was claimed or sent"
+                    ),
+                );
+            }
+            Err(exit) => return exit,
+        }
         let provider = RunProvider::new(provider);
         let recheck = recheck
             .map(|argv| async move || run_recheck(&argv, recheck_timeout).await.map(Value::Object));
@@ -93,6 +124,18 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 return super::interrupt::report(&ledger, &args.ledger, key, before, signal).await;
             }
         };
+        if let Ok(Dispatched::Ledger(outcome)) = &dispatched {
+            let (changed, what) = match outcome {
+                Outcome::Duplicate { .. } => (DecisionOutcome::Unchanged, "duplicate"),
+                Outcome::Sent { .. } => (DecisionOutcome::Changed, "sent"),
+                Outcome::Confirmed { .. } => (DecisionOutcome::Changed, "confirmed"),
+                Outcome::Unknown { .. } => (DecisionOutcome::Changed, "unknown"),
+                Outcome::Failed { .. } => (DecisionOutcome::Changed, "failed"),
+            };
+            let decision =
+                outside_dispatch_decision(&args.key, &approval, at_now(), changed, what, None);
+            log_decision(&ledger, &decision).await;
+        }
         match dispatched {
             Ok(Dispatched::Ledger(outcome)) => report(
                 &args.ledger,
@@ -187,6 +230,83 @@ fn refusal_text<R>(refused: &Dispatched<R>, key: &str) -> String {
         Dispatched::Ledger(_) => String::new(),
     };
     visible_inline(&text).into_owned()
+}
+
+/// Why the ledger's review queue refuses an approval made elsewhere for `key`, or None
+/// (no queue, as in a JSON Lines ledger, or no draft of the key that stands against it).
+async fn queue_refusal(location: &LedgerLocation, key: &str) -> Result<Option<String>, Exit> {
+    if matches!(location, LedgerLocation::Jsonl(_)) {
+        return Ok(None);
+    }
+    let queue = match location.open_queue(Access::ReadWrite) {
+        Ok(queue) => queue,
+        Err(StoreError::NoReviewQueue(_)) => return Ok(None),
+        Err(e) => {
+            return Err(super::output::fail_with(
+                Exit::Refused,
+                super::store_problem(&e),
+            ));
+        }
+    };
+    let review = Review::new(queue, super::ledger_arg::clock());
+    send_once::review::dispatch::outside_approval_refusal(&review, key)
+        .await
+        .map_err(|e| fail(Exit::Refused, e))
+}
+
+/// The decision a dispatch through an approval made elsewhere leaves in the log: who
+/// ran it, whose approval it was and when it was given, the approval's hash (sha256 of
+/// its canonical JSON), and what came of it.
+fn outside_dispatch_decision(
+    key: &str,
+    approval: &Value,
+    at: String,
+    outcome: DecisionOutcome,
+    what: &str,
+    refused: Option<&str>,
+) -> Decision {
+    let mut detail = Map::new();
+    detail.insert("approval".into(), "outside".into());
+    for field in ["approvedBy", "approvedAt", "expiresAt", "payloadHash"] {
+        if let Some(value) = approval.get(field) {
+            detail.insert(field.into(), value.clone());
+        }
+    }
+    detail.insert(
+        "approvalHash".into(),
+        canonical::sha256_hex(&canonical::canonical_json_of(approval)).into(),
+    );
+    detail.insert("result".into(), what.into());
+    if let Some(reason) = refused {
+        detail.insert("reason".into(), reason.into());
+    }
+    Decision {
+        id: None,
+        at,
+        by: by_or_default(None),
+        action: DecisionAction::Dispatch,
+        subject: Subject::Key(key.to_owned()),
+        note: None,
+        outcome,
+        detail: Value::Object(detail),
+        link: None,
+    }
+}
+
+/// Appends `decision` to the ledger's log (made, empty, first for a JSON Lines ledger
+/// that has none); a failure is a warning, as the send it records already happened.
+async fn log_decision(ledger: &Ledger, decision: &Decision) {
+    let logged = match ledger.store().make_empty().await {
+        Ok(()) => ledger.store().append_decision(decision).await,
+        Err(e) => Err(e),
+    };
+    match logged {
+        Ok(()) | Err(StoreError::Unsupported(_)) => {}
+        Err(e) => eprintln!(
+            "send-once: warning: the dispatch could not be written to the decision log: {}",
+            visible_inline(&e.to_string())
+        ),
+    }
 }
 
 /// How long an approval lasted, for "expired at …": "12h after it was given".

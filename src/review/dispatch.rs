@@ -17,6 +17,61 @@ use crate::provider::{Provider, SendOptions};
 
 use super::{Draft, DraftState, Review, ReviewError};
 
+/// Why an approval made elsewhere (`dispatch KEY --approval FILE`, an approval the
+/// Node library's `approve()` wrote) may not send `key` on this ledger: the queue has a
+/// draft of the key that a person rejected, that was withdrawn, or that waits for a
+/// review or for more approvers. An approval knows nothing of drafts; the queue that
+/// holds them has the last word. None when the queue has no draft of the key, or its
+/// newest is approved or dispatched (the ledger then answers a duplicate).
+pub async fn outside_approval_refusal(
+    review: &Review,
+    key: &str,
+) -> Result<Option<String>, ReviewError> {
+    let Some(&id) = review.store.draft_ids_for_key(key).await?.last() else {
+        return Ok(None);
+    };
+    let draft = review.draft(id).await?;
+    let who = |by: &Option<String>, at: &Option<String>| {
+        format!(
+            "by {} at {}",
+            crate::text::visible_inline(by.as_deref().unwrap_or("someone")),
+            at.as_deref().unwrap_or("?")
+        )
+    };
+    let refusal = match draft.state {
+        DraftState::Approved | DraftState::Dispatched => return Ok(None),
+        DraftState::Rejected => format!(
+            "draft {id} of this key was rejected {}{}",
+            who(&draft.decided_by, &draft.decided_at),
+            draft
+                .reason
+                .as_deref()
+                .map(|r| format!(": \"{}\"", crate::text::visible_inline(r)))
+                .unwrap_or_default()
+        ),
+        DraftState::Withdrawn => format!(
+            "draft {id} of this key was withdrawn {}",
+            who(&draft.decided_by, &draft.decided_at)
+        ),
+        DraftState::Queued if draft.needs_quorum() => {
+            let tally = draft.tally((review.clock)());
+            let names = tally.names().join(", ");
+            format!(
+                "draft {id} of this key needs {} approvers and has {}{}",
+                tally.required,
+                tally.label(),
+                if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", crate::text::visible_inline(&names))
+                }
+            )
+        }
+        DraftState::Queued => format!("draft {id} of this key is waiting for a review"),
+    };
+    Ok(Some(refusal))
+}
+
 /// The decision that records a dispatch refused because its approval no longer held
 /// (`expired`, `payload_changed`, `stale_facts`), about `subject` at `at`: the trail
 /// shows each time the tool said no, as it shows a person's refusals. None when the

@@ -607,6 +607,17 @@ impl QueueStore for PostgresStore {
         .await
     }
 
+    async fn draft_ids_for_key(&self, key: &str) -> Result<Vec<i64>, StoreError> {
+        let t = self.table();
+        let rows = self
+            .read(
+                &format!("SELECT id FROM {t}_drafts WHERE key = $1 ORDER BY id"),
+                &[&key],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+    }
+
     async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
         if !self.has_chain().await? {
             return Ok(None);

@@ -468,6 +468,17 @@ impl QueueStore for SqliteStore {
         .await
     }
 
+    async fn draft_ids_for_key(&self, key: &str) -> Result<Vec<i64>, StoreError> {
+        let key = key.to_owned();
+        self.read_with(move |conn| {
+            let mut statement =
+                conn.prepare_cached("SELECT id FROM send_once_drafts WHERE key = ?1 ORDER BY id")?;
+            let ids = statement.query_map([&key], |row| row.get::<_, i64>(0))?;
+            ids.collect::<rusqlite::Result<Vec<i64>>>()
+        })
+        .await
+    }
+
     async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
         self.read_with(move |conn| {
             // A ledger read without migrating may predate the column.

@@ -122,6 +122,10 @@ pub trait QueueStore: Store {
     /// None when there is no such draft.
     async fn load_draft(&self, id: i64, all_revisions: bool) -> Result<Option<Draft>, StoreError>;
 
+    /// The ids of every draft ever submitted under `key`, open or closed, oldest first
+    /// (one key has at most one open draft; closed ones stay).
+    async fn draft_ids_for_key(&self, key: &str) -> Result<Vec<i64>, StoreError>;
+
     /// The open drafts by id, each with its current revision, the one before it and
     /// the approved one (when it is neither), oldest revision first: what a list
     /// row needs, in one read.

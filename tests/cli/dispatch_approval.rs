@@ -256,3 +256,126 @@ fn a_draft_dispatch_verifies_an_uncertain_send() {
     assert_eq!(entry["providerId"], "landed");
     assert_eq!(entry["confirmed"]["by"], "verify");
 }
+
+/// H5: an approval saved before its draft was rejected, and an approval written
+/// elsewhere for a draft that waits for two approvers, are refused (exit 2) naming who
+/// decided and why; nothing is claimed or sent, and each refusal is a decision in the
+/// log with the approver and the approval's hash. An outside approval of a key this
+/// ledger has no draft of sends as before, and its dispatch is a decision too.
+#[test]
+fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
+    let f = Fleet::new();
+    let now = f.now().to_string();
+    let so = |args: &[&str]| {
+        send_once(args)
+            .env("SEND_ONCE_FIXED_NOW_MS", &now)
+            .env_remove("SEND_ONCE_USER")
+            .output()
+            .unwrap()
+    };
+    let payload = f.path("payload.json");
+    let decisions = |ledger: &str| -> Vec<Value> {
+        let o = so(&["decisions", ledger, "--json"]);
+        expect_exit(&o, 0, "decisions --json");
+        json_stdout(&o, "decisions").as_array().unwrap().clone()
+    };
+    let last_dispatch = |ledger: &str| -> Value {
+        decisions(ledger)
+            .into_iter()
+            .rev()
+            .find(|d| d["action"] == "dispatch")
+            .unwrap_or_else(|| panic!("no dispatch decision on {ledger}"))
+    };
+
+    // Approved by dana and saved, then rejected by sam: the saved approval is refused.
+    let rejected = f.path("rejected.db");
+    let submit = |ledger: &str| {
+        let o = so(&[
+            "draft",
+            "submit",
+            ledger,
+            "--key",
+            "k-fleet",
+            "--payload",
+            &payload,
+            "--by",
+            "agent",
+        ]);
+        expect_exit(&o, 0, "draft submit");
+        stdout(&o).trim().to_owned()
+    };
+    let id = submit(&rejected);
+    let saved = f.path("approval.json");
+    expect_exit(
+        &so(&["approve", &rejected, &id, "--by", "dana", "--out", &saved]),
+        0,
+        "dana approves",
+    );
+    expect_exit(
+        &so(&[
+            "reject",
+            &rejected,
+            &id,
+            "--by",
+            "sam",
+            "--reason",
+            "fraud, do not send",
+        ]),
+        0,
+        "sam rejects",
+    );
+    let out = f.dispatch(&rejected, &[], f.now());
+    expect_exit(&out, 2, "the saved approval after the rejection");
+    let said = stderr(&out);
+    assert!(
+        said.contains("was rejected by sam") && said.contains("fraud, do not send"),
+        "{said}"
+    );
+    assert!(f.sends().is_empty(), "a rejected draft was sent");
+    let logged = last_dispatch(&rejected);
+    assert_eq!(logged["outcome"], "refused", "{logged}");
+    assert_eq!(logged["detail"]["approvedBy"], "dana", "{logged}");
+    assert_eq!(
+        logged["detail"]["approvalHash"].as_str().map(str::len),
+        Some(64),
+        "{logged}"
+    );
+
+    // Written elsewhere (the Node vectors' approval, by "owner") for a draft that
+    // needs two approvers and has none: refused.
+    std::fs::write(&saved, serde_json::to_string(&f.case["approval"]).unwrap()).unwrap();
+    let waiting = f.path("waiting.db");
+    expect_exit(
+        &so(&["policy", &waiting, "--approvals", "2", "--by", "ops"]),
+        0,
+        "a two-person policy",
+    );
+    submit(&waiting);
+    let out = f.dispatch(&waiting, &[], f.now());
+    expect_exit(&out, 2, "an outside approval of a draft that needs two");
+    assert!(
+        stderr(&out).contains("needs 2 approvers and has approved 0 of 2"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        f.sends().is_empty(),
+        "a draft short of its approvers was sent"
+    );
+    assert_eq!(last_dispatch(&waiting)["detail"]["approvedBy"], "owner");
+
+    // No draft of the key here: sent, and the dispatch is in the log.
+    let plain = f.path("plain.db");
+    expect_exit(&f.dispatch(&plain, &[], f.now()), 0, "no draft of the key");
+    assert_eq!(f.sends().len(), 1);
+    let logged = last_dispatch(&plain);
+    assert_eq!(
+        (
+            logged["outcome"].as_str(),
+            logged["detail"]["result"].as_str()
+        ),
+        (Some("changed"), Some("sent")),
+        "{logged}"
+    );
+    assert_eq!(logged["detail"]["approvedBy"], "owner", "{logged}");
+}
