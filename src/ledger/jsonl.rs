@@ -57,7 +57,11 @@ pub struct JsonlStore {
 }
 
 struct Files {
+    /// The ledger as it was named: what messages say, and what reads and appends open.
     path: PathBuf,
+    /// The file the name leads to (symlinks and `..` followed): every name of one file
+    /// takes one lock, finds one decision log, and gc rewrites the file, not a link.
+    resolved: PathBuf,
     lock_path: PathBuf,
     log_path: PathBuf,
     /// The last index read, with the file state it was read from. Reads that come
@@ -92,8 +96,9 @@ impl JsonlStore {
                 });
             }
         }
+        let resolved = resolve_file(path);
         let with_suffix = |suffix: &str| {
-            let mut name = path.as_os_str().to_owned();
+            let mut name = resolved.as_os_str().to_owned();
             name.push(suffix);
             PathBuf::from(name)
         };
@@ -102,6 +107,7 @@ impl JsonlStore {
                 path: path.to_owned(),
                 lock_path: with_suffix(".lock"),
                 log_path: with_suffix(".decisions.jsonl"),
+                resolved: resolved.clone(),
                 cache: std::sync::Mutex::new(None),
             }),
         })
@@ -1700,7 +1706,16 @@ impl Files {
         if query.dry_run || doomed.is_empty() {
             return Ok(doomed.len() as u64);
         }
-        let mut temp_name = self.path.as_os_str().to_owned();
+        let links = std::fs::metadata(&self.resolved)
+            .map(|m| std::os::unix::fs::MetadataExt::nlink(&m))
+            .map_err(|e| self.io_error(&self.path, e))?;
+        if links > 1 {
+            return Err(StoreError::SeveralNames {
+                ledger: ledger_at(&self.path),
+                links,
+            });
+        }
+        let mut temp_name = self.resolved.as_os_str().to_owned();
         temp_name.push(format!(".gc-{}", std::process::id()));
         let temp = PathBuf::from(temp_name);
         let written = (|| -> Result<(), StoreError> {
@@ -1751,11 +1766,11 @@ impl Files {
             let _ = std::fs::remove_file(&temp);
             return Err(e);
         }
-        std::fs::rename(&temp, &self.path).map_err(|e| {
+        std::fs::rename(&temp, &self.resolved).map_err(|e| {
             let _ = std::fs::remove_file(&temp);
             self.io_error(&self.path, e)
         })?;
-        sync_parent(&self.path);
+        sync_parent(&self.resolved);
         Ok(doomed.len() as u64)
     }
 
@@ -1765,7 +1780,7 @@ impl Files {
     /// this host that is still alive after losing its lock. Our own pid's file is from
     /// an earlier process that had the same pid, and would block our rewrite.
     fn remove_abandoned_gc_files(&self) {
-        let (Some(name), dir) = (self.path.file_name(), self.path.parent()) else {
+        let (Some(name), dir) = (self.resolved.file_name(), self.resolved.parent()) else {
             return;
         };
         let dir = match dir {
@@ -1796,8 +1811,22 @@ impl Files {
         }
     }
 
+    /// The Node protocol's lock file, then, as the Node protocol cannot, a lock on the
+    /// ledger file itself: two hard links of one file have two lock files but one
+    /// file, so writers under either name take turns. (A Node process writing under
+    /// another name takes only its own lock file; see the README.)
     fn lock(&self) -> Result<LockGuard, StoreError> {
-        acquire_lock(&self.path, &self.lock_path, LOCK_TIMEOUT, STALE_LOCK)
+        let started = Instant::now();
+        let mut guard = acquire_lock(&self.path, &self.lock_path, LOCK_TIMEOUT, STALE_LOCK)?;
+        guard.file = lock_the_file(
+            &self.resolved,
+            LOCK_TIMEOUT.saturating_sub(started.elapsed()),
+        )
+        .map_err(|e| match e {
+            Some(e) => self.io_error(&self.path, e),
+            None => StoreError::Busy(ledger_at(&self.path)),
+        })?;
+        Ok(guard)
     }
 }
 
@@ -1842,10 +1871,102 @@ fn sync_parent(path: &Path) {
     }
 }
 
-/// A held `<path>.lock`; dropping it releases the lock if it is still ours.
+/// A held `<path>.lock`; dropping it releases the lock if it is still ours, and the
+/// lock on the ledger file with it.
 pub struct LockGuard {
     lock_path: PathBuf,
     token: String,
+    /// The ledger file, locked (`flock`), when it exists.
+    file: Option<File>,
+}
+
+/// Locks the ledger file itself (`flock`, exclusive), waiting up to `limit`: None when
+/// there is no file yet (a first write makes it, under the lock file). Err(None) when
+/// the limit passed; Err(Some) when the file cannot be opened or locked.
+fn lock_the_file(path: &Path, limit: Duration) -> Result<Option<File>, Option<std::io::Error>> {
+    use std::os::fd::AsRawFd;
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Some(e)),
+    };
+    let deadline = Instant::now() + limit;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        // SAFETY: flock on a descriptor this function owns; no memory is shared.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(Some(file));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::WouldBlock {
+            return Err(Some(e));
+        }
+        if Instant::now() >= deadline {
+            return Err(None);
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// One name for a file with several names (hard links) in its directory: the first
+/// by bytes, so every process that opens any of them derives the same lock file and
+/// decision log. Hard links in other directories share only the lock on the file.
+fn first_hard_link(real: PathBuf) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(&real) else {
+        return real;
+    };
+    if meta.nlink() < 2 {
+        return real;
+    }
+    let Some(dir) = real.parent() else {
+        return real;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return real;
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            std::fs::symlink_metadata(entry.path())
+                .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+        })
+        .map(|entry| entry.file_name())
+        .min_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()))
+        .map_or(real.clone(), |name| dir.join(name))
+}
+
+/// The file `path` leads to: symlinks followed (a dangling one too, to the file it
+/// names, which a first write will make) and `..` resolved, so every name of one file
+/// gives one path. A path that cannot be resolved is kept as given.
+fn resolve_file(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return first_hard_link(real);
+    }
+    let mut current = path.to_owned();
+    for _ in 0..40 {
+        match std::fs::read_link(&current) {
+            Ok(target) => {
+                current = match current.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Err(_) => break,
+        }
+    }
+    let (Some(dir), Some(name)) = (current.parent(), current.file_name()) else {
+        return path.to_owned();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    std::fs::canonicalize(dir)
+        .map(|dir| dir.join(name))
+        .unwrap_or_else(|_| path.to_owned())
 }
 
 impl Drop for LockGuard {
@@ -1907,6 +2028,7 @@ pub fn acquire_lock(
                 return Ok(LockGuard {
                     lock_path: lock_path.to_owned(),
                     token,
+                    file: None,
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}

@@ -202,6 +202,17 @@ pub enum StoreError {
     /// it skip it.
     #[error("{0} is not supported by this store")]
     Unsupported(&'static str),
+    /// A JSON Lines ledger with several names (hard links): rewriting it (`gc`) would
+    /// leave the other names holding the old lines, a second ledger. Nothing changed.
+    #[error(
+        "{} has {links} names (hard links); gc rewrites the file and would leave the other names holding the old lines. Remove the other names first; nothing was changed", .ledger.inline()
+    )]
+    SeveralNames {
+        /// The ledger.
+        ledger: LedgerLocation,
+        /// How many names the file has.
+        links: u64,
+    },
 }
 
 impl StoreError {
@@ -213,6 +224,7 @@ impl StoreError {
             | StoreError::NotARegularFile(ledger)
             | StoreError::PostgresNotSupported(ledger)
             | StoreError::NoReviewQueue(ledger)
+            | StoreError::SeveralNames { ledger, .. }
             | StoreError::Busy(ledger)
             | StoreError::DiskFull(ledger)
             | StoreError::ReadOnly(ledger)

@@ -183,6 +183,131 @@ fn concurrent_runs_append_whole_lines_and_send_each_key_once() {
     assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
 }
 
+/// H3: one JSON Lines file under four names (its path, a symlink, a hard link, and
+/// a path through `..`) is one ledger: processes racing under every name send each key
+/// once, a decision made under the symlink is in the file's one decision log, and gc
+/// refuses a file with several names, then rewrites the file (not the link) once it
+/// has one.
+#[test]
+fn every_name_of_one_ledger_takes_one_lock_and_sends_each_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let real_dir = dir.path().join("real");
+    std::fs::create_dir(&real_dir).unwrap();
+    let ledger = real_dir.join("L.jsonl");
+    expect_exit(
+        &send_once(&["init", ledger.to_str().unwrap()])
+            .output()
+            .unwrap(),
+        0,
+        "init",
+    );
+    let symlink = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&ledger, &symlink).unwrap();
+    let hard = real_dir.join("hard.jsonl");
+    std::fs::hard_link(&ledger, &hard).unwrap();
+    let dotted = real_dir.join("..").join("real").join("L.jsonl");
+    let names = [ledger.clone(), symlink.clone(), hard.clone(), dotted];
+    let sends = dir.path().join("sends.txt");
+    let command = append_key_command(&sends);
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("k{i:02}")).collect();
+    let workers = 2 * names.len();
+    let start = Arc::new(Barrier::new(workers));
+    let results: Vec<(String, i32, String)> = (0..workers)
+        .map(|w| {
+            let name = names[w % names.len()].clone();
+            let (command, start) = (command.clone(), Arc::clone(&start));
+            // Every worker takes the keys in one order, so each key is raced by all
+            // of them at once, under every name.
+            let order = keys.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                order
+                    .into_iter()
+                    .map(|key| {
+                        let out = send_once(&["run", name.to_str().unwrap(), "--key", &key])
+                            .arg("--")
+                            .args(&command)
+                            .stdout(Stdio::null())
+                            .output()
+                            .unwrap();
+                        (key, code(&out), stderr(&out))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    let unexpected: Vec<_> = results
+        .iter()
+        .filter(|(_, c, _)| *c != 0 && *c != 3)
+        .collect();
+    assert!(unexpected.is_empty(), "unexpected exits: {unexpected:#?}");
+    let sent = std::fs::read_to_string(&sends).unwrap();
+    let mut per_key: HashMap<&str, usize> = HashMap::new();
+    for line in sent.lines() {
+        *per_key.entry(line).or_default() += 1;
+    }
+    let twice: Vec<_> = per_key.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "keys not sent exactly once: {twice:?}");
+    assert_eq!(per_key.len(), KEYS, "{per_key:?}");
+
+    // A decision under the symlink is in the one log beside the file.
+    expect_exit(
+        &send_once(&[
+            "reset",
+            symlink.to_str().unwrap(),
+            "k00",
+            "--force",
+            "--by",
+            "ops",
+        ])
+        .output()
+        .unwrap(),
+        0,
+        "reset under the symlink",
+    );
+    let log = std::fs::read_to_string(real_dir.join("hard.jsonl.decisions.jsonl"))
+        .or_else(|_| std::fs::read_to_string(real_dir.join("L.jsonl.decisions.jsonl")))
+        .expect("the decision log beside the file");
+    assert!(log.contains("\"reset\""), "{log}");
+    assert!(!dir.path().join("link.jsonl.decisions.jsonl").exists());
+
+    // gc: refused while the file has two names; then it rewrites the file itself.
+    let before = std::fs::read(&ledger).unwrap();
+    let gc = |name: &Path| {
+        send_once(&["gc", name.to_str().unwrap(), "--older-than", "0s"])
+            .output()
+            .unwrap()
+    };
+    let o = gc(&symlink);
+    expect_exit(&o, 2, "gc of a file with two names");
+    assert!(
+        stderr(&o).contains("2 names (hard links)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(&ledger).unwrap(),
+        before,
+        "a refused gc changed it"
+    );
+    std::fs::remove_file(&hard).unwrap();
+    expect_exit(&gc(&symlink), 0, "gc under the symlink");
+    assert!(
+        std::fs::symlink_metadata(&symlink)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "gc replaced the symlink with a file"
+    );
+    assert!(
+        std::fs::read(&ledger).unwrap().len() < before.len(),
+        "gc removed nothing"
+    );
+}
+
 // ---------------------------------------------------------------------------------
 // The lock protocol.
 
