@@ -203,10 +203,13 @@ pub fn same_channel(a: &str, b: &str) -> bool {
 }
 
 /// Who a name is, for "the author cannot approve" and "one person counts once": the
-/// name without invisible and control characters, trimmed, its runs of white space one
-/// space, NFKC, lower-cased, then its UTS #39 confusable skeleton, so `Agent`,
-/// ` agent`, a zero-width space, a Cyrillic `а` or a fullwidth `ａ` are not someone new.
-/// Names are stored as typed; only comparisons use this.
+/// name without invisible and control characters, NFKC, mapped by the UTS #39
+/// confusable skeleton, lower-cased, mapped again, and only then stripped of marks,
+/// white space and ASCII punctuation, so `Agent`, ` agent`, a zero-width space, a
+/// Cyrillic `а`, a fullwidth `ａ`, a small capital `ᴀ`, a Cherokee `Ꭰ`, an en dash or
+/// an ideographic full stop are not someone new. The map comes before the fold: what
+/// it maps a look-alike to (`–` to `-`, `Ꭰ` to `D`) is then folded as the letter or
+/// the punctuation it looks like. Names are stored as typed; only comparisons use this.
 pub fn identity(name: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     use unicode_normalization::char::is_combining_mark;
@@ -215,23 +218,56 @@ pub fn identity(name: &str) -> String {
         .chars()
         .filter(|c| !crate::text::is_suspicious(*c))
         .collect();
-    // Marks, spaces and ASCII punctuation are dropped, not compared: `José` is `Jose`,
-    // `ag ent` and `agent.` are `agent`. Two people whose names differ only there must tell them apart another
-    // way; one person must not pass for two by adding an accent.
-    let bare: String = visible
-        .nfkc()
-        .collect::<String>()
-        .nfd()
-        .filter(|c| !is_combining_mark(*c) && !c.is_whitespace() && !c.is_ascii_punctuation())
-        .collect();
-    let folded = bare.to_lowercase();
-    let skeleton: String = skeleton(&folded).collect();
-    skeleton
-        .to_lowercase()
-        .nfd()
-        .filter(|c| !is_combining_mark(*c))
-        .nfkc()
-        .collect()
+    // Marks, spaces, punctuation and symbols of any script are dropped, not compared:
+    // `José` is `Jose`, `ag ent`, `agent.` and `ag–ent` are `agent`. Two people whose
+    // names differ only there must tell them apart another way; one person must not
+    // pass for two by adding an accent or a dash. They are dropped before the map and
+    // after it, as the map turns some letters into punctuation (`—` into `ー`).
+    let letters = |text: &str| -> String {
+        text.nfd()
+            .filter(|c| c.is_alphanumeric() && !is_combining_mark(*c))
+            .collect()
+    };
+    let normal: String = visible.nfkc().map(small_capital_letter).collect();
+    let mapped: String = skeleton(&letters(&normal)).collect();
+    // Lower-casing can make a look-alike of its own (a capital whose small form is in
+    // the confusables), so the map runs again.
+    let mapped_again: String = skeleton(&letters(&mapped.to_lowercase())).collect();
+    letters(&mapped_again.to_lowercase()).nfkc().collect()
+}
+
+/// The Latin letter a small capital is (`ᴀ` is `a`): neither NFKC nor the UTS #39
+/// confusables map these (Unicode draws them as letters of their own), yet in a name
+/// they read as the letter. Written out because no crate carries the mapping.
+fn small_capital_letter(c: char) -> char {
+    match c {
+        '\u{1d00}' => 'a',
+        '\u{0299}' => 'b',
+        '\u{1d04}' => 'c',
+        '\u{1d05}' => 'd',
+        '\u{1d07}' => 'e',
+        '\u{a730}' => 'f',
+        '\u{0262}' => 'g',
+        '\u{029c}' => 'h',
+        '\u{026a}' => 'i',
+        '\u{1d0a}' => 'j',
+        '\u{1d0b}' => 'k',
+        '\u{029f}' => 'l',
+        '\u{1d0d}' => 'm',
+        '\u{0274}' => 'n',
+        '\u{1d0f}' => 'o',
+        '\u{1d18}' => 'p',
+        '\u{a7af}' => 'q',
+        '\u{0280}' => 'r',
+        '\u{a731}' => 's',
+        '\u{1d1b}' => 't',
+        '\u{1d1c}' => 'u',
+        '\u{1d20}' => 'v',
+        '\u{1d21}' => 'w',
+        '\u{028f}' => 'y',
+        '\u{1d22}' => 'z',
+        other => other,
+    }
 }
 
 /// A stored number of approvers as the rules read it: none (a draft from before the
@@ -267,6 +303,8 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
         Some("holds control, escape, bidi or invisible characters")
     } else if name.contains(',') {
         Some("holds a comma, which separates approvers' names in an approval")
+    } else if !name.trim().is_empty() && identity(name).is_empty() {
+        Some("names nobody: without its spaces, marks and punctuation nothing is left")
     } else {
         None
     }
@@ -508,5 +546,48 @@ pub fn names_text(names: &[&str]) -> String {
         [] => "nobody".to_owned(),
         [one] => (*one).to_owned(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// H6: the spellings of `dana` that passed the two-person rule fold to `dana`;
+    /// names of other people stay apart; names of punctuation alone name nobody.
+    #[test]
+    fn look_alike_names_fold_after_the_confusable_map() {
+        for spelling in [
+            "d\u{1d00}na",
+            "\u{13a0}ana",
+            "d\u{2013}ana",
+            "d\u{2014}ana",
+            "d\u{2010}ana",
+            "d\u{2019}ana",
+            "d\u{b7}ana",
+            "dana\u{ff61}",
+            "dana\u{3001}",
+            "D\u{e1}na",
+            "DANA",
+            "d\u{430}na",
+            "\u{ff44}\u{ff41}\u{ff4e}\u{ff41}",
+            "\u{1d41d}\u{1d41a}\u{1d427}\u{1d41a}",
+            "d\u{251}na",
+            " dana ",
+        ] {
+            assert_eq!(identity(spelling), identity("dana"), "{spelling:?}");
+        }
+        for other in ["sam", "dan", "danna", "\u{3b4}\u{3ac}\u{3bd}\u{3b1}"] {
+            assert_ne!(identity(other), identity("dana"), "{other:?}");
+        }
+        for nobody in ["...", "!!!", "\u{2014}", "\u{2019}\u{2019}"] {
+            assert!(name_problem(nobody).is_some(), "{nobody:?}");
+        }
+        assert_eq!(name_problem("dana"), None);
+        assert_eq!(
+            name_problem(""),
+            None,
+            "an empty name is the caller's to refuse"
+        );
     }
 }

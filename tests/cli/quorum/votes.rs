@@ -162,6 +162,47 @@ fn a_respelled_name_is_the_same_person_for_the_author_and_for_counting_once() {
     assert_eq!(approval["approvers"], json!(["dana", "sam"]));
 }
 
+/// H6: after dana's approval of a two-person draft, the nine spellings of her name that
+/// completed it before (a small capital, Cherokee Ꭰ, dashes, a typographic apostrophe,
+/// a middle dot, ideographic stops) are refused as dana; names of punctuation alone name
+/// nobody; sam completes it.
+#[test]
+fn look_alike_spellings_of_an_approver_pass_for_no_one_else() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    let (id, _) = q.submit(&strs(&channel("email", "t")));
+    expect_exit(&q.approve(&id, "dana"), 0, "dana");
+    for name in [
+        "d\u{1d00}na",
+        "\u{13a0}ana",
+        "d\u{2013}ana",
+        "d\u{2014}ana",
+        "d\u{2010}ana",
+        "d\u{2019}ana",
+        "d\u{b7}ana",
+        "dana\u{ff61}",
+        "dana\u{3001}",
+    ] {
+        refused(
+            &q.approve(&id, name),
+            &format!("{name:?} after dana"),
+            &["already approved revision 1", "the same name as dana"],
+        );
+    }
+    for nobody in ["...", "!!!", "\u{2014}"] {
+        let o = run(&["approve", q.l(), &id, "--by", nobody]);
+        expect_exit(&o, 2, &format!("--by {nobody:?}"));
+        assert!(stderr(&o).contains("names nobody"), "{}", stderr(&o));
+    }
+    assert_eq!(q.approved(&id)["approved"], 1);
+    let o = q.approve(&id, "sam");
+    expect_exit(&o, 0, "sam completes it");
+    assert_eq!(
+        json_stdout(&o, "approval")["approvers"],
+        json!(["dana", "sam"])
+    );
+}
+
 #[test]
 fn a_name_with_invisible_or_control_characters_or_a_comma_is_refused_and_changes_nothing() {
     let q = new_queue();
