@@ -1855,10 +1855,22 @@ impl App {
         if !marked.is_empty() {
             // Only the marked sends the filter shows (see `open_reject`): settled
             // failed, a hidden one would be sent again on its next run.
+            // Settled failed, a send verify found would go out again: each such row is
+            // settled on its own, against the evidence, or not at all.
+            let found: Vec<String> = if status == Status::Failed {
+                self.visible_unknown()
+                    .iter()
+                    .filter(|e| marked.contains(e.key()))
+                    .filter(|e| self.verified_happened(e.key()).is_some())
+                    .map(|e| e.key().to_owned())
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let sends: Vec<Settle> = self
                 .visible_unknown()
                 .iter()
-                .filter(|e| marked.contains(e.key()))
+                .filter(|e| marked.contains(e.key()) && !found.iter().any(|k| k == e.key()))
                 .map(|e| Settle {
                     key: e.key().to_owned(),
                     who: crate::text::visible_inline(&entry_who(e)).into_owned(),
@@ -1868,16 +1880,32 @@ impl App {
                 .collect();
             let hidden = self.unknown.ready().map_or(0, |all| {
                 all.iter().filter(|e| marked.contains(e.key())).count()
-            }) - sends.len();
+            }) - sends.len()
+                - found.len();
+            let left_out = match found.len() {
+                0 => String::new(),
+                n => format!(
+                    " ({n} verify found at the provider left out: f on each, against its evidence)"
+                ),
+            };
             if sends.is_empty() {
-                self.say(&hidden_marks(hidden), false);
+                if found.is_empty() {
+                    self.say(&hidden_marks(hidden), false);
+                } else {
+                    self.say(
+                        &format!(
+                            "Nothing to mark failed: verify found every marked send at the provider{left_out}."
+                        ),
+                        true,
+                    );
+                }
                 return;
             }
             let n = sends.len();
             self.overlay = Some(Overlay::Form(Form::new(
                 FormKind::SettleMany { status, sends },
                 format!(
-                    "Settle {n} marked sends as {}{}",
+                    "Settle {n} marked sends as {}{}{left_out}",
                     status.as_str(),
                     left_hidden(hidden)
                 ),
@@ -1922,14 +1950,26 @@ impl App {
                 format!("Mark {short} sent"),
             )
         } else {
+            let against = self.verified_happened(&key);
+            let title = match &against {
+                Some(against) => {
+                    fields.push(field("Evidence", "", true));
+                    format!(
+                        "Mark {short} failed? Verify found it: type {} in Evidence",
+                        against.typed
+                    )
+                }
+                None => format!("Mark {short} failed"),
+            };
             (
                 FormKind::MarkFailed {
                     key,
                     who,
                     in_flight,
                     seen,
+                    against,
                 },
-                format!("Mark {short} failed"),
+                title,
             )
         };
         self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));

@@ -51,6 +51,9 @@ pub enum FormKind {
         who: String,
         in_flight: bool,
         seen: Seen,
+        /// Verify found it at the provider: what it said, and what the person must type
+        /// in the Evidence field to mark it failed all the same (failed sends it again).
+        against: Option<Against>,
     },
     /// Several marked unknown sends settled the same way, one note.
     SettleMany {
@@ -128,6 +131,15 @@ impl Form {
     fn optional(&self, label: &str) -> Option<String> {
         Some(self.value(label)).filter(|v| !v.is_empty())
     }
+}
+
+/// A verify answer that says a send happened, standing against marking it failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Against {
+    /// The answer as the note records it: "verify (CMD) at T: it happened, provider id X".
+    pub evidence: String,
+    /// What the person types to go against it: the provider id, else `happened`.
+    pub typed: String,
 }
 
 pub fn field(label: &'static str, value: &str, required: bool) -> Field {
@@ -330,8 +342,26 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             who,
             in_flight,
             seen,
+            ..
         } => {
             let sent = matches!(form.kind, FormKind::MarkSent { .. });
+            // Verify found it: failed is refused until the evidence is typed, and the
+            // decision's note keeps what verify said.
+            let against = match &form.kind {
+                FormKind::MarkFailed {
+                    against: Some(against),
+                    ..
+                } => Some(against),
+                _ => None,
+            };
+            if let Some(against) = against
+                && form.value("Evidence") != against.typed
+            {
+                return Err(format!(
+                    "Verify found it ({}): marked failed, it would be sent again. To mark it failed all the same, type {} in Evidence; Esc leaves it as it is.",
+                    against.evidence, against.typed
+                ));
+            }
             let short = short_key(key);
             let then = if sent {
                 "It will not be sent again."
@@ -357,6 +387,12 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             if let Some(note) = form.optional("Note") {
                 lines.push(format!("Note: {note}"));
             }
+            if let Some(against) = against {
+                lines.push(format!(
+                    "Against verify's answer: {}. The next run sends it again.",
+                    against.evidence
+                ));
+            }
             if *in_flight {
                 lines.push(format!("It was {}", still_sending()));
             }
@@ -368,7 +404,14 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
                     key: key.clone(),
                     status: if sent { Status::Sent } else { Status::Failed },
                     by,
-                    note: form.optional("Note"),
+                    note: match (form.optional("Note"), against) {
+                        (note, Some(against)) => Some(format!(
+                            "{}marked failed against verify's answer: {}",
+                            note.map(|n| format!("{n}; ")).unwrap_or_default(),
+                            against.evidence
+                        )),
+                        (note, None) => note,
+                    },
                     provider_id,
                     seen: seen.clone(),
                 },

@@ -387,6 +387,28 @@ impl App {
         }
     }
 
+    /// Verify's answer that `key`'s send happened (for the attempt shown), as what must
+    /// be typed to mark it failed all the same: its provider id, else `happened`.
+    pub(super) fn verified_happened(&self, key: &str) -> Option<super::forms::Against> {
+        let v = self.verifying.answers.get(key)?;
+        let CheckAnswer::Happened { provider_id, .. } = &v.answer else {
+            return None;
+        };
+        let typed = provider_id.as_deref().map_or_else(
+            || "happened".to_owned(),
+            |id| visible_inline(id).into_owned(),
+        );
+        Some(super::forms::Against {
+            evidence: format!(
+                "verify ({}) at {}: {}",
+                visible_inline(&v.command),
+                at_text(v.at),
+                answer_words(&v.answer)
+            ),
+            typed,
+        })
+    }
+
     /// What the settle form for `key` starts with, when its verify answer says
     /// something for `status`: "happened" for sent, "not there" for failed.
     pub(super) fn verify_prefill(&self, key: &str, status: Status) -> Option<Prefill> {

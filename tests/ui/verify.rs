@@ -790,3 +790,107 @@ fn a_config_file_owned_by_another_user_is_not_used() {
     assert!(problem.contains("belongs to another user"), "{problem}");
     assert!(setup.command_for(Some("email")).is_err());
 }
+
+/// K1: `f` on a row verify found at the provider opens the failed form with an Evidence
+/// field; left empty or wrong it is refused, the form kept and what to type named; with
+/// the provider id typed, the confirmation says it goes against verify's answer and the
+/// decision's note keeps that answer. Bulk `f` leaves such rows out and says so.
+#[test]
+fn f_on_a_row_verify_found_needs_the_evidence_typed_and_keeps_it_in_the_note() {
+    let mut app = app(table());
+    ch(&mut app, 'v');
+    let seen = Seen::entry(&listed(&app, "k-ann"));
+    answer(&mut app, "k-ann", happened("msg-1"));
+    ch(&mut app, 'f');
+    assert!(
+        matches!(&form(&app).kind, FormKind::MarkFailed { key, against: Some(_), .. } if key == "k-ann"),
+        "{:?}",
+        form(&app).kind
+    );
+    assert!(
+        form(&app).title.contains("type msg-1 in Evidence"),
+        "{}",
+        form(&app).title
+    );
+    assert_eq!(values(&app).last().unwrap(), &("Evidence", String::new()));
+
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![], "empty evidence");
+    assert!(
+        matches!(app.overlay, Some(Overlay::Form(_))),
+        "the form is kept"
+    );
+    let said = form(&app).error.clone().unwrap_or_default();
+    assert!(said.contains("Evidence is needed"), "{said}");
+    press(&mut app, KeyCode::Tab);
+    press(&mut app, KeyCode::Tab);
+    for c in "sent?".chars() {
+        ch(&mut app, c);
+    }
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![], "wrong evidence");
+    assert!(
+        matches!(app.overlay, Some(Overlay::Form(_))),
+        "the form is kept"
+    );
+    let said = form(&app).error.clone().unwrap_or_default();
+    assert!(said.contains("type msg-1 in Evidence"), "{said}");
+    for _ in 0..5 {
+        press(&mut app, KeyCode::Backspace);
+    }
+    for c in "msg-1".chars() {
+        ch(&mut app, c);
+    }
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        vec![],
+        "a confirmation first"
+    );
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {:?}", app.overlay);
+    };
+    assert!(
+        confirm
+            .lines
+            .iter()
+            .any(|l| l.starts_with("Against verify's answer:")),
+        "{:?}",
+        confirm.lines
+    );
+    let effects = press(&mut app, KeyCode::Enter);
+    let evidence = "verify (gmail-verify --account ops) at 2026-09-27T12:00:00.000Z: it happened, provider id msg-1";
+    assert_eq!(
+        effects,
+        vec![Effect::Resolve {
+            key: "k-ann".into(),
+            status: Status::Failed,
+            by: "dana".into(),
+            note: Some(format!("marked failed against verify's answer: {evidence}")),
+            provider_id: None,
+            seen,
+        }]
+    );
+}
+
+/// K1, in bulk: every row marked and one of them found by verify, `f` settles the
+/// others and says the found one was left out.
+#[test]
+fn bulk_f_leaves_out_the_rows_verify_found_and_says_so() {
+    let mut app = app(table());
+    ch(&mut app, 'v');
+    answer(&mut app, "k-ann", happened("msg-1"));
+    for _ in 0..3 {
+        ch(&mut app, ' ');
+    }
+    ch(&mut app, 'f');
+    let FormKind::SettleMany { sends, .. } = &form(&app).kind else {
+        panic!("{:?}", form(&app).kind);
+    };
+    let keys: Vec<&str> = sends.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["k-bob", "k-cat"]);
+    assert!(
+        form(&app)
+            .title
+            .contains("1 verify found at the provider left out"),
+        "{}",
+        form(&app).title
+    );
+}
