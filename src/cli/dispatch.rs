@@ -95,7 +95,7 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                     "refused",
                     Some(&why),
                 );
-                log_decision(&ledger, &decision).await;
+                log_decision(&ledger, &args.ledger, &decision).await;
                 return fail(
                     Exit::Refused,
                     format!(
@@ -134,7 +134,7 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
             };
             let decision =
                 outside_dispatch_decision(&args.key, &approval, at_now(), changed, what, None);
-            log_decision(&ledger, &decision).await;
+            log_decision(&ledger, &args.ledger, &decision).await;
         }
         match dispatched {
             Ok(Dispatched::Ledger(outcome)) => report(
@@ -157,19 +157,7 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                     None,
                     at,
                 ) {
-                    // The log belongs to a ledger: one a JSON Lines refusal would
-                    // otherwise leave a decisions file beside is made, empty, first.
-                    let logged = match ledger.store().make_empty().await {
-                        Ok(()) => ledger.store().append_decision(&decision).await,
-                        Err(e) => Err(e),
-                    };
-                    match logged {
-                        Ok(()) | Err(send_once::ledger::StoreError::Unsupported(_)) => {}
-                        Err(e) => eprintln!(
-                            "send-once: warning: the refusal could not be written to the decision log: {}",
-                            visible_inline(&e.to_string())
-                        ),
-                    }
+                    log_decision(&ledger, &args.ledger, &decision).await;
                 }
                 if args.json
                     && let Some(json) = refused.refusal_json()
@@ -293,14 +281,17 @@ fn outside_dispatch_decision(
     }
 }
 
-/// Appends `decision` to the ledger's log (made, empty, first for a JSON Lines ledger
-/// that has none); a failure is a warning, as the send it records already happened.
-async fn log_decision(ledger: &Ledger, decision: &Decision) {
-    let logged = match ledger.store().make_empty().await {
-        Ok(()) => ledger.store().append_decision(decision).await,
-        Err(e) => Err(e),
-    };
-    match logged {
+/// Appends `decision` to the ledger's log, where the ledger exists: a refusal creates
+/// no ledger (a JSON Lines file is made by its first entry, and a refused dispatch
+/// writes none), as the Node library's refusals touch nothing. A failure is a
+/// warning: what it records already happened.
+async fn log_decision(ledger: &Ledger, location: &LedgerLocation, decision: &Decision) {
+    if let LedgerLocation::Jsonl(path) = location
+        && !path.exists()
+    {
+        return;
+    }
+    match ledger.store().append_decision(decision).await {
         Ok(()) | Err(StoreError::Unsupported(_)) => {}
         Err(e) => eprintln!(
             "send-once: warning: the dispatch could not be written to the decision log: {}",

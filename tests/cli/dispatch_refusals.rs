@@ -205,22 +205,39 @@ fn an_approval_made_elsewhere_refused_at_dispatch_is_logged_next_to_a_json_lines
     let jsonl = q.path("other.jsonl");
     let sent = q.path("sent");
     let send = format!("cat > '{}'", sent.display());
-    let out = q.at(
-        T0 + 1_000,
-        &jsonl,
-        &[
-            "dispatch",
-            "renewal-erin",
-            "--approval",
-            "approval.json",
-            "--payload",
-            "edited.json",
-            "--",
-            "sh",
-            "-c",
-            &send,
-        ],
+    let dispatch = |ledger: &std::path::Path| {
+        q.at(
+            T0 + 1_000,
+            ledger,
+            &[
+                "dispatch",
+                "renewal-erin",
+                "--approval",
+                "approval.json",
+                "--payload",
+                "edited.json",
+                "--",
+                "sh",
+                "-c",
+                &send,
+            ],
+        )
+    };
+    // Finding P2: on a JSON Lines ledger that is not there, the refusal makes nothing,
+    // as the Node library's refusals touch nothing.
+    let missing = q.path("missing.jsonl");
+    expect_exit(&dispatch(&missing), 2, "dispatch --approval, no ledger");
+    assert!(!missing.exists(), "a refusal made a ledger");
+    assert!(!q.path("missing.jsonl.decisions.jsonl").exists());
+
+    expect_exit(
+        &harness::send_once(&["init", jsonl.to_str().unwrap()])
+            .output()
+            .unwrap(),
+        0,
+        "init",
     );
+    let out = dispatch(&jsonl);
     expect_exit(&out, 2, "dispatch --approval");
     assert!(!sent.exists(), "a refused dispatch sent");
     let log = q.decisions(&jsonl);
