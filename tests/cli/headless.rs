@@ -127,10 +127,7 @@ fn names(before: &BTreeMap<String, Vec<u8>>, after: &BTreeMap<String, Vec<u8>>) 
 /// rows. Anything a command did write is still in the bytes after this.
 fn settle(kind: Kind, ledger: &Path) {
     if let Kind::Sqlite = kind {
-        let conn = rusqlite::Connection::open(ledger).unwrap();
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .unwrap();
-        drop(conn);
+        checkpoint(ledger);
         assert!(
             !Path::new(&format!("{}-wal", ledger.display())).exists(),
             "the WAL outlived its last connection"

@@ -226,7 +226,7 @@ fn resolve_warns_when_the_attempt_may_still_be_sending() {
     // A send that is running: claimed, no error recorded yet. It waits for a file,
     // not for a time.
     let script = format!(
-        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done",
+        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
         started.display(),
         go.display()
     );

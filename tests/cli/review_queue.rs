@@ -819,9 +819,7 @@ fn a_recheck_whose_child_hangs_is_killed_with_its_children() {
 /// Folds the WAL into the main file so byte snapshots compare what the ledger holds,
 /// not whether a reader happened to leave a -wal or -shm file.
 fn settle(ledger: &Path) {
-    let conn = rusqlite::Connection::open(ledger).unwrap();
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .unwrap();
+    harness::checkpoint(ledger);
 }
 
 fn changed_names(before: &BTreeMap<String, Vec<u8>>, after: &BTreeMap<String, Vec<u8>>) -> String {
@@ -1567,7 +1565,7 @@ fn an_edit_during_dispatch_never_sends_or_buries_an_unapproved_revision() {
     let script = q.write(
         "slow-recheck.sh",
         &format!(
-            "touch '{}'\nwhile [ ! -e '{}' ]; do sleep 0.05; done\necho '{{}}'\n",
+            "touch '{}'\ni=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done\necho '{{}}'\n",
             started.display(),
             release.display()
         ),

@@ -703,7 +703,7 @@ fn a_send_that_completes_after_a_person_marked_it_failed_says_so() {
     let go = dir.path().join("go");
     let started = dir.path().join("started");
     let script = format!(
-        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; echo msg_late",
+        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; echo msg_late",
         started.display(),
         go.display()
     );
@@ -770,7 +770,7 @@ fn a_late_first_send_after_a_retry_is_recorded_as_a_possible_second_send() {
         let go = dir.path().join("go");
         let started = dir.path().join("started");
         let slow = format!(
-            "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; echo msg_first",
+            "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; echo msg_first",
             started.display(),
             go.display()
         );

@@ -4,6 +4,7 @@
 //! `#[path = "../harness/mod.rs"] #[macro_use] mod harness;` before its own modules.
 #![allow(dead_code)]
 
+pub mod clock;
 pub mod pg;
 pub mod pg_cli;
 pub mod queue;
@@ -164,6 +165,15 @@ pub fn ended_within(pid: u32, limit: Duration) -> bool {
 /// Waits until process `pid` has ended, failing after `limit` with `what`.
 pub fn wait_ended(what: &str, pid: u32, limit: Duration) {
     wait_until(what, limit, || process_ended(pid));
+}
+
+/// Moves an SQLite ledger's WAL into the file and empties it (`wal_checkpoint(TRUNCATE)`),
+/// so comparing the directory's bytes before and after a command compares what the
+/// command wrote, not where SQLite last put it.
+pub fn checkpoint(ledger: impl AsRef<Path>) {
+    let conn = rusqlite::Connection::open(ledger.as_ref()).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
 }
 
 /// The status column of the ledger's row for `key`, read with plain SQL.

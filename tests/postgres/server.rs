@@ -423,7 +423,7 @@ fn a_send_whose_result_cannot_be_recorded_keeps_what_the_provider_said() {
              PGPASSWORD='{pw}' setsid '{psql}' -X -q -h 127.0.0.1 -p {port} -U sendonce -d sendonce \
              -c 'BEGIN' -c 'LOCK TABLE send_once IN ACCESS EXCLUSIVE MODE' \
              -c \"\\\\! touch '{locked}'\" -c 'SELECT pg_sleep(3)' -c 'COMMIT' >/dev/null 2>'{locked}.err' &\n\
-             while [ ! -e '{locked}' ]; do sleep 0.02; done\n\
+             i=0; while [ ! -e '{locked}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done\n\
              echo '{{\"id\":\"msg_77\"}}'\n",
             pw = cluster.password(),
             psql = psql.display(),

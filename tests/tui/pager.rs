@@ -163,7 +163,7 @@ fn write_pager(path: &Path, out: &Path, wait_for_line: bool) {
             // reads first, and only the pager may.
             format!(
                 "/bin/stty -icanon min 1; /usr/bin/touch '{out}/ready'; \
-                 until [ -e '{out}/go' ]; do :; done; exec /usr/bin/head -c 19 > '{out}/line'"
+                 i=0; until [ -e '{out}/go' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; /bin/sleep 0.01; done; exec /usr/bin/head -c 19 > '{out}/line'"
             )
         } else {
             String::new()

@@ -4,7 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use pretty_assertions::assert_eq;
-use send_once::ledger::{Census, Entry, PageQuery, Seen, Status, time};
+use send_once::ledger::{Census, Entry, PageQuery, Seen, Status};
 use send_once::review::drift::LatestFacts;
 use send_once::review::{Draft, Revision};
 use send_once::ui::action::{Action, Effect, Outcome};
@@ -13,19 +13,8 @@ use send_once::ui::keymap::{self, BINDINGS, View, command_for};
 use serde_json::{Map, Value, json};
 
 use crate::harness;
+use crate::harness::clock::{MIN, ago, now};
 use harness::queued_draft;
-
-const NOW: &str = "2026-09-27T12:00:00.000Z";
-
-fn now() -> i64 {
-    time::parse_date(NOW).unwrap()
-}
-
-fn ago(ms: i64) -> String {
-    time::iso_from_millis(now() - ms).unwrap()
-}
-
-const MIN: i64 = 60_000;
 
 fn obj(value: Value) -> Map<String, Value> {
     value.as_object().unwrap().clone()

@@ -3,6 +3,7 @@
 //! foot of the list, and the whole reason atop the detail). The chain is checked after
 //! every load of the log, over the whole log.
 
+use crate::harness::clock::now;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use send_once::ledger::chain;
@@ -13,12 +14,6 @@ use send_once::ui::keymap::View;
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
 use serde_json::json;
-
-const NOW: &str = "2026-09-27T12:00:00.000Z";
-
-fn now() -> i64 {
-    time::parse_date(NOW).unwrap()
-}
 
 fn app() -> App {
     let mut app = App::new(Options {

@@ -10,9 +10,8 @@ use send_once::ui::action::{Action, Effect, Gone, Outcome};
 use send_once::ui::app::{App, Options};
 
 use crate::harness;
+use crate::harness::clock::NOW;
 use harness::queued_draft;
-
-const NOW: &str = "2026-09-27T12:00:00.000Z";
 
 /// The app as dana, with one queued draft (id 7, revision 2, version 3) loaded.
 fn app() -> App {

@@ -5,7 +5,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use pretty_assertions::assert_eq;
-use send_once::ledger::{Census, Entry, Status, time};
+use send_once::ledger::{Census, Entry, Status};
 use send_once::review::{Draft, Revision};
 use send_once::ui::action::{Action, Effect, Gone, Outcome};
 use send_once::ui::app::{App, Options, Overlay};
@@ -13,18 +13,8 @@ use send_once::ui::keymap::View;
 use serde_json::json;
 
 use crate::harness;
+use crate::harness::clock::{MIN, ago, now};
 use harness::queued_draft;
-
-const NOW: &str = "2026-09-27T12:00:00.000Z";
-const MIN: i64 = 60_000;
-
-fn now() -> i64 {
-    time::parse_date(NOW).unwrap()
-}
-
-fn ago(ms: i64) -> String {
-    time::iso_from_millis(now() - ms).unwrap()
-}
 
 fn draft(id: i64) -> Draft {
     let mut d = queued_draft(id, &format!("draft-key-{id}"), ago(60 * MIN));

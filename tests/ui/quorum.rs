@@ -18,18 +18,8 @@ use send_once::ui::theme::Theme;
 use send_once::ui::view;
 
 use crate::harness;
+use crate::harness::clock::{MIN, ago, now};
 use harness::queued_draft;
-
-const NOW: &str = "2026-09-27T12:00:00.000Z";
-const MIN: i64 = 60_000;
-
-fn now() -> i64 {
-    time::parse_date(NOW).unwrap()
-}
-
-fn ago(ms: i64) -> String {
-    time::iso_from_millis(now() - ms).unwrap()
-}
 
 /// Draft 7 by agent, needing two approvers, with `votes` on its revision 1.
 fn draft(votes: &[&str]) -> Draft {

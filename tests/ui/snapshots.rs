@@ -22,18 +22,8 @@ use serde_json::{Map, Value, json};
 use crate::harness;
 use harness::queued_draft;
 
-const NOW: &str = "2026-09-27T12:00:00.000Z";
-const MIN: i64 = 60_000;
 const HOUR: i64 = 60 * MIN;
 const DAY: i64 = 24 * HOUR;
-
-fn now() -> i64 {
-    time::parse_date(NOW).unwrap()
-}
-
-fn ago(ms: i64) -> String {
-    time::iso_from_millis(now() - ms).unwrap()
-}
 
 fn obj(value: Value) -> Map<String, Value> {
     value.as_object().unwrap().clone()
@@ -1277,6 +1267,7 @@ fn a_hostile_line_break_in_an_error_is_kept_as_a_line_break() {
 // sort, diff bases, the fading status, the command line, the mouse, copy, where the
 // UI opens, and the honest states (expired, ended, never checked, another tool).
 
+use crate::harness::clock::{MIN, ago, now};
 use send_once::ledger::decision::{Decision, DecisionOutcome};
 use send_once::ui::action::Effect;
 use send_once::ui::app::{Confirm, FormKind, Overlay, STATUS_FADE_MS, Start};

@@ -1,6 +1,7 @@
 //! The Unknown view when the ledger holds pending rows that cannot be read: the header
 //! counts them, so the view must not say every claimed send is recorded.
 
+use crate::harness::clock::NOW;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -10,8 +11,6 @@ use send_once::ui::app::{App, Options};
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
 use serde_json::json;
-
-const NOW: &str = "2026-09-27T12:00:00.000Z";
 
 fn sentinel() -> Entry {
     Entry::from_value(json!({

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
+use crate::harness::clock::{MIN, ago, now};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pretty_assertions::assert_eq;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use send_once::ledger::{Entry, Seen, Status, time};
+use send_once::ledger::{Entry, Seen, Status};
 use send_once::provider::{CheckAnswer, Limit};
 use send_once::ui::action::{Action, Effect};
 use send_once::ui::app::{App, FormKind, Options, Overlay, RowMark};
@@ -20,17 +21,6 @@ use send_once::ui::keymap::{self, View};
 use send_once::ui::theme::Theme;
 use send_once::ui::view;
 use serde_json::{Map, Value, json};
-
-const NOW: &str = "2026-09-27T12:00:00.000Z";
-const MIN: i64 = 60_000;
-
-fn now() -> i64 {
-    time::parse_date(NOW).unwrap()
-}
-
-fn ago(ms: i64) -> String {
-    time::iso_from_millis(now() - ms).unwrap()
-}
 
 fn unknown(key: &str, channel: Option<&str>, to: &str, attempts: u64) -> Entry {
     let mut meta = json!({"to": to, "intent": "renewal"});

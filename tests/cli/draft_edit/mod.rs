@@ -321,9 +321,7 @@ fn an_approved_draft_that_is_edited_needs_approving_again_on_postgres() {
 
 /// Folds the WAL into the main file, so byte snapshots compare what the ledger holds.
 fn settle(ledger: &str) {
-    let conn = rusqlite::Connection::open(ledger).unwrap();
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .unwrap();
+    crate::harness::checkpoint(ledger);
 }
 
 /// Not JSON (with where, as the parser says it), a name twice in one object, a bad

@@ -279,7 +279,7 @@ fn wait_follows_the_next_attempt_another_waiter_claimed() {
     let first = d.sender(
         "first.sh",
         &format!(
-            "while [ ! -e '{}' ]; do sleep 0.01; done; exit 7",
+            "i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; exit 7",
             release.display()
         ),
     );

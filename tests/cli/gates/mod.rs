@@ -484,7 +484,7 @@ fn many_processes_racing_a_stale_takeover_send_exactly_once() {
     // claim in flight rather than its result.
     let release = s.path("release");
     let send = s.sender(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.01; done; echo '{{\"id\":\"won\"}}'",
+        "i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; echo '{{\"id\":\"won\"}}'",
         release.display()
     ));
     let racers: Vec<Child> = (0..8)
@@ -527,7 +527,7 @@ fn wait_follows_another_process_in_flight_send() {
     let s = Setup::new();
     let release = s.path("release");
     let slow = s.sender(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.01; done; echo '{{\"id\":\"first-id\"}}'",
+        "i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; echo '{{\"id\":\"first-id\"}}'",
         release.display()
     ));
     let first = s
@@ -555,7 +555,7 @@ fn wait_follows_another_process_in_flight_send() {
     let s = Setup::new();
     let release = s.path("release");
     let failing = s.sender(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.01; done; exit 4",
+        "i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; exit 4",
         release.display()
     ));
     let first = s
@@ -581,7 +581,7 @@ fn wait_follows_another_process_in_flight_send() {
     let s = Setup::new();
     let release = s.path("release");
     let slow = s.sender(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.01; done; echo done",
+        "i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; echo done",
         release.display()
     ));
     let first = s

@@ -465,7 +465,7 @@ fn a_signal_while_the_editor_is_open_keeps_what_was_saved_in_a_named_file() {
         let s = Setup::new();
         // It saves, says so, then waits to be let go (as a person at an editor would).
         let editor = s.editor(&format!(
-            "sed -i 's/is due\\./is due, SIG{signal}-EDIT./' \"$f\"; touch \"$o/edited\"; while [ ! -e \"$o/go\" ]; do sleep 0.05; done"
+            "sed -i 's/is due\\./is due, SIG{signal}-EDIT./' \"$f\"; touch \"$o/edited\"; i=0; while [ ! -e \"$o/go\" ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done"
         ));
         let term = s.start(&editor, &format!("sig{signal}"));
         term.press(&["e"]);
