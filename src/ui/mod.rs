@@ -20,7 +20,7 @@ pub mod verify;
 pub mod view;
 mod watch;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -216,7 +216,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
 
     let hooks = TestHooks::from_env();
     let started = std::time::Instant::now();
-    let mut in_flight: HashSet<LoadSlot> = HashSet::new();
+    let mut in_flight = Loads::default();
     let (done_tx, mut done_rx) = unbounded_channel::<LoadSlot>();
     let mut runner = Runner {
         current,
@@ -243,7 +243,12 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                 break;
             }
             Some(slot) = done_rx.recv() => {
-                in_flight.remove(&slot);
+                in_flight.running.remove(&slot);
+                // Asked for again while it ran: its answer may predate what was asked
+                // about (a change someone made meanwhile), so it runs once more.
+                if let Some((effect, shown)) = in_flight.again.remove(&slot) {
+                    runner.run(effect, shown, &mut in_flight);
+                }
                 continue;
             }
             action = rx.recv() => {
@@ -531,6 +536,15 @@ fn spawn_input(tx: UnboundedSender<Action>) {
 /// twice while one runs.
 type LoadSlot = (&'static str, u64);
 
+/// The loads running, one a kind (and ledger file), and the one asked for while each
+/// ran, which runs when it ends: a change reported while a load was reading is never
+/// dropped, and a ledger page never shows an older read over a newer one.
+#[derive(Default)]
+struct Loads {
+    running: HashSet<LoadSlot>,
+    again: HashMap<LoadSlot, (Effect, u64)>,
+}
+
 fn load_kind(effect: &Effect) -> Option<&'static str> {
     match effect {
         Effect::LoadApprovals => Some("approvals"),
@@ -569,7 +583,7 @@ impl Runner {
         effects.extend(app.update(action).into_iter().map(|e| (e, shown)));
     }
 
-    fn run(&self, effect: Effect, shown: u64, in_flight: &mut HashSet<LoadSlot>) {
+    fn run(&self, effect: Effect, shown: u64, in_flight: &mut Loads) {
         if matches!(
             effect,
             Effect::Quit | Effect::Page { .. } | Effect::Copy { .. } | Effect::Edit { .. }
@@ -603,13 +617,17 @@ impl Runner {
         // about the old one.
         let reopened_since = opened.generation != shown;
         let kind = load_kind(&effect);
-        // Ledger pages and histories are never skipped: each answers a query of its own.
+        // Histories and drafts each answer a question of their own and run at once.
+        // The rest run one at a time a kind: asked for while one runs, the newest ask
+        // waits for it (a ledger page too: the screen drops an answer to a page no
+        // longer shown, and shows the last one read).
         let slot = kind
-            .filter(|k| !matches!(*k, "ledger" | "history" | "draft"))
+            .filter(|k| !matches!(*k, "history" | "draft"))
             .map(|k| (k, opened.generation));
         if let Some(slot) = slot
-            && !in_flight.insert(slot)
+            && !in_flight.running.insert(slot)
         {
+            in_flight.again.insert(slot, (effect, shown));
             return;
         }
         let (current, path, tx, done) = (
