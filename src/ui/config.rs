@@ -215,12 +215,49 @@ struct Table {
     problems: Vec<String>,
 }
 
+/// The longest config file read: it holds a few command lines.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The config file's bytes, if it is a regular file of at most [`MAX_CONFIG_BYTES`]:
+/// a FIFO would block the screen before it draws, and a device (`/dev/zero` behind a
+/// symlink) would fill the memory. Opened without blocking, then looked at through the
+/// descriptor, so what is read is what was checked.
+fn read_config_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "it is not a regular file (a FIFO, a device or a directory)",
+        ));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} KiB",
+            MAX_CONFIG_BYTES / 1024
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} KiB",
+            MAX_CONFIG_BYTES / 1024
+        )));
+    }
+    Ok(bytes)
+}
+
 /// The `[verify]` table of the file at `path`, each command split, with what could not
 /// be used of it. A missing file is an empty table, unless it was named by
 /// `SEND_ONCE_CONFIG` (then the name is wrong, and that is said).
 fn read_table(path: &Path, named: bool) -> Result<Table, String> {
     use std::os::unix::fs::PermissionsExt;
-    let text = match std::fs::read(path) {
+    let text = match read_config_file(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => {
             return Ok(Table::default());

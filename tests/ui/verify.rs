@@ -884,3 +884,40 @@ fn bulk_f_leaves_out_the_rows_verify_found_and_says_so() {
         form(&app).title
     );
 }
+
+/// H11: a config file that is a FIFO (nobody writing it), a symlink to `/dev/zero`, a
+/// directory or a file over 1 MiB is said and not read: the screen opens at once with
+/// the problem named, instead of blocking on the FIFO or filling the memory.
+#[test]
+fn a_config_that_is_not_a_small_regular_file_is_said_and_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let zero = dir.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let folder = dir.path().join("folder.toml");
+    std::fs::create_dir(&folder).unwrap();
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, format!("# {}\n", "x".repeat(1 << 20))).unwrap();
+    std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for (path, want) in [
+        (&fifo, "not a regular file"),
+        (&zero, "not a regular file"),
+        (&folder, "not a regular file"),
+        (&big, "larger than 1024 KiB"),
+    ] {
+        let setup = VerifySetup::load(None, Some(path.clone()), limit());
+        let problem = setup.problem.clone().unwrap_or_default();
+        assert!(
+            problem.contains(want) && problem.contains("no verify command is read from it"),
+            "{}: {problem}",
+            path.display()
+        );
+        let app = app(setup);
+        assert_eq!(status(&app), (problem, false));
+    }
+}
