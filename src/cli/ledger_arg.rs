@@ -16,6 +16,13 @@ pub fn ledger_or_default(given: Option<&LedgerLocation>) -> Result<LedgerLocatio
         return Ok(location.clone());
     }
     if let Some(path) = std::env::var_os("SEND_ONCE_LEDGER").filter(|p| !p.is_empty()) {
+        // Spaces alone would be a ledger named by nothing a message could show.
+        if path.to_string_lossy().trim().is_empty() {
+            return Err(
+                "SEND_ONCE_LEDGER holds only white space: set it to a ledger's path or URL, or unset it"
+                    .to_owned(),
+            );
+        }
         return Ok(LedgerLocation::new(path));
     }
     data_dir()
@@ -134,6 +141,13 @@ pub fn check_by(by: Option<&str>) -> Result<(), String> {
         Some(name) => ("--by", name.to_owned()),
         None => match std::env::var("SEND_ONCE_USER") {
             Ok(name) if !name.trim().is_empty() => ("SEND_ONCE_USER", name),
+            // Not ignored: the decision would be recorded as the OS user, unsaid.
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(
+                    "SEND_ONCE_USER is not UTF-8 text, so it names nobody; set it to the name of the person deciding, or unset it to use the current user"
+                        .to_owned(),
+                );
+            }
             _ => return Ok(()),
         },
     };

@@ -100,16 +100,21 @@ pub struct ResolveArgs {
 
 const RESOLVE_USAGE: &str = "resolve takes an optional ledger, one or more keys, and sent or failed: send-once resolve [LEDGER] KEY... sent|failed";
 
+/// Whether `arg` is spelled like a ledger (its extension, or a Postgres URL), whatever
+/// is on disk: send keys are hex and op ids have no such ending.
+fn named_like_a_ledger(arg: &OsStr) -> bool {
+    let text = arg.to_string_lossy();
+    let lower = text.to_ascii_lowercase();
+    [".db", ".sqlite", ".sqlite3", ".jsonl"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
+        || send_once::ledger::location::is_postgres_url(&text)
+}
+
 /// Whether a positional in front of the keys names a ledger rather than a key: one
 /// that exists, or is spelled like one. Keys are hex or op ids; ledgers are files.
 fn looks_like_ledger(arg: &OsStr) -> bool {
-    let text = arg.to_string_lossy();
-    let lower = text.to_ascii_lowercase();
-    std::path::Path::new(arg).exists()
-        || [".db", ".sqlite", ".sqlite3", ".jsonl"]
-            .iter()
-            .any(|ext| lower.ends_with(ext))
-        || send_once::ledger::location::is_postgres_url(&text)
+    std::path::Path::new(arg).exists() || named_like_a_ledger(arg)
 }
 
 impl ResolveArgs {
@@ -131,6 +136,13 @@ impl ResolveArgs {
             })?;
         let (ledger, keys) = match rest {
             [] => return Err(RESOLVE_USAGE.to_owned()),
+            // `resolve x.db sent`: a ledger's name and no key, not a key named x.db.
+            [only] if named_like_a_ledger(only) => {
+                return Err(format!(
+                    "{} names a ledger, and no key is given. {RESOLVE_USAGE}",
+                    visible_inline(&only.to_string_lossy())
+                ));
+            }
             [first, more @ ..] if !more.is_empty() && looks_like_ledger(first) => {
                 (Some(first), more)
             }

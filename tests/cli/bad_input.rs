@@ -490,3 +490,57 @@ fn a_ledger_path_with_control_characters_is_named_on_one_line() {
         }
     }
 }
+
+/// H13's frictions, each refused with a message that names the problem, nothing
+/// written: a `SEND_ONCE_USER` that is not UTF-8 (it was ignored, and the decision
+/// recorded as the OS user), a `SEND_ONCE_LEDGER` of spaces (the message named a ledger
+/// nobody could see), and `resolve LEDGER STATUS` with no key (it looked for a key
+/// named after the ledger).
+#[test]
+fn an_environment_or_a_resolve_that_names_nobody_or_nothing_is_said_so() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    expect_exit(
+        &run_in(
+            d,
+            &["run", "l.db", "--key", KEY, "--", "sh", "-c", "exit 9"],
+        ),
+        3,
+        "a pending send",
+    );
+    let before = snapshot(d);
+
+    let o = send_once(&["resolve", "l.db", KEY, "failed"])
+        .current_dir(d)
+        .env("SEND_ONCE_USER", std::ffi::OsStr::from_bytes(b"\xff"))
+        .output()
+        .unwrap();
+    expect_exit(&o, 2, "SEND_ONCE_USER not UTF-8");
+    assert!(
+        stderr(&o).contains("SEND_ONCE_USER is not UTF-8"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = send_once(&["ls"])
+        .current_dir(d)
+        .env("SEND_ONCE_LEDGER", "   ")
+        .output()
+        .unwrap();
+    expect_exit(&o, 2, "SEND_ONCE_LEDGER of spaces");
+    assert!(
+        stderr(&o).contains("SEND_ONCE_LEDGER holds only white space"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run_in(d, &["resolve", "l.db", "sent"]);
+    expect_exit(&o, 2, "resolve LEDGER STATUS");
+    assert!(
+        stderr(&o).contains("l.db names a ledger, and no key is given"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(snapshot(d), before, "refused input changed something");
+}
