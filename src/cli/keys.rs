@@ -148,6 +148,16 @@ pub fn key_of(
 }
 
 pub fn key(args: &KeyArgs) -> Exit {
+    // The key of a second spelling is a second key: printed here, it would be pasted
+    // into `run --key` and sent again, past the check `run` makes of the fields.
+    if let Err(e) = key::check_key_fields(
+        &args.channel,
+        &args.to,
+        &args.intent,
+        args.window.as_deref(),
+    ) {
+        return fail(Exit::Refused, format!("--{e}"));
+    }
     let derived = key_of(
         &args.channel,
         &args.to,

@@ -446,6 +446,22 @@ fn a_second_spelling_of_a_derived_key_is_refused_and_nothing_is_sent() {
         assert_eq!(snapshot(dir.path()), before, "{args:?} changed something");
     }
     assert!(!side.exists(), "a second spelling sent");
+    // Nor does `key` print the key of a second spelling, to paste into `run --key`.
+    let o = output(&[
+        "key",
+        "--channel",
+        "email",
+        "--to",
+        "ana@example.com\u{200b}",
+        "--intent",
+        "invoice:1042",
+    ]);
+    expect_exit(&o, 2, "key of a second spelling");
+    assert!(
+        stderr(&o).contains("--to: U+200B at character 16"),
+        "{}",
+        stderr(&o)
+    );
     // Case, outer white space and accented or other-script words are still taken.
     let same = fields(" ANA@example.com\t", " invoice:1042 ", "EMAIL");
     expect_exit(&run(&same, &send), 3, "the same send, still unknown");
