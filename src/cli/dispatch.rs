@@ -149,13 +149,11 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 gates,
             ),
             Ok(refused) => {
-                let at = send_once::ledger::time::iso_from_millis(ledger.now())
-                    .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned());
                 if let Some(decision) = send_once::review::dispatch::refusal_decision(
                     &refused,
-                    send_once::ledger::decision::Subject::Key(key.to_owned()),
+                    Subject::Key(key.to_owned()),
                     None,
-                    at,
+                    at_now(),
                 ) {
                     log_decision(&ledger, &args.ledger, &decision).await;
                 }

@@ -61,13 +61,7 @@ impl KeyChoice {
                 Err(e) => Err(format!("--key: {e}")),
             },
             (None, Some(channel), Some(to), Some(intent)) => {
-                // One send, one spelling: a field that only looks like another (an
-                // invisible character, a Cyrillic letter) would be a second key.
-                key::check_key_fields(channel, to, intent, self.window.as_deref())
-                    .map_err(|e| format!("--{e}"))?;
-                key_of(channel, to, intent, self.window.as_deref())
-                    .map(|derived| derived.key)
-                    .map_err(|e| e.to_string())
+                key_of(channel, to, intent, self.window.as_deref()).map(|derived| derived.key)
             }
             _ => Err("give either --key, or --channel, --to and --intent".into()),
         }
@@ -133,14 +127,20 @@ pub struct DerivedKey {
 }
 
 /// The key for `--channel/--to/--intent/--window`, or a message naming what is wrong.
+/// One send, one spelling: a field that only looks like another (an invisible
+/// character, a Cyrillic letter) would be a second key, so it is refused here, for
+/// `run`, `draft submit` and `key` alike (a key printed by `key` is pasted into
+/// `run --key`).
 pub fn key_of(
     channel: &str,
     to: &str,
     intent: &str,
     window: Option<&str>,
-) -> Result<DerivedKey, key::KeyError> {
+) -> Result<DerivedKey, String> {
+    key::check_key_fields(channel, to, intent, window).map_err(|e| format!("--{e}"))?;
     let window = window.map(|w| key::Window::Text(w.to_owned()));
-    let preimage = key::send_key_preimage(channel, to, intent, window.as_ref())?;
+    let preimage =
+        key::send_key_preimage(channel, to, intent, window.as_ref()).map_err(|e| e.to_string())?;
     Ok(DerivedKey {
         key: canonical::sha256_hex(&preimage),
         preimage,
@@ -148,16 +148,6 @@ pub fn key_of(
 }
 
 pub fn key(args: &KeyArgs) -> Exit {
-    // The key of a second spelling is a second key: printed here, it would be pasted
-    // into `run --key` and sent again, past the check `run` makes of the fields.
-    if let Err(e) = key::check_key_fields(
-        &args.channel,
-        &args.to,
-        &args.intent,
-        args.window.as_deref(),
-    ) {
-        return fail(Exit::Refused, format!("--{e}"));
-    }
     let derived = key_of(
         &args.channel,
         &args.to,

@@ -1002,38 +1002,35 @@ pub fn approve(args: &ApproveArgs) -> Exit {
     // the draft has several (an agent's resubmission can replace the payload between
     // a reviewer's read and this command), else the one there is, so a revision added
     // meanwhile is refused rather than approved unseen (H10).
-    let revision = match args.revision {
-        Some(named) => named,
-        None => match with_review(&args.ledger, Access::ReadWrite, async |review| {
-            review.draft(args.id).await
-        }) {
-            Ok(draft) if draft.revision > 1 => {
-                return fail(
-                    Exit::Refused,
-                    format!(
-                        "draft {} has {} revisions: name the one you read with --revision (the current one is {}; send-once draft show {} prints it)",
-                        args.id, draft.revision, draft.revision, args.id
-                    ),
-                );
-            }
-            Ok(draft) => draft.revision,
-            Err(exit) => return exit,
-        },
-    };
-    let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
+    // Err(revisions) when none is named and the draft has several.
+    let decided = with_review(&args.ledger, Access::ReadWrite, async |review| {
+        let revision = match args.revision {
+            Some(named) => named,
+            None => match review.draft(args.id).await?.revision {
+                several if several > 1 => return Ok(Err(several)),
+                one => one,
+            },
+        };
+        let verdict = Verdict::Approve {
+            ttl,
+            revision: Some(revision),
+        };
         review
-            .decide(
-                args.id,
-                Verdict::Approve {
-                    ttl,
-                    revision: Some(revision),
-                },
-                by,
-                args.note.clone(),
-            )
+            .decide(args.id, verdict, by, args.note.clone())
             .await
-    }) {
-        Ok(d) => d,
+            .map(Ok)
+    });
+    let draft = match decided {
+        Ok(Ok(d)) => d,
+        Ok(Err(revisions)) => {
+            return fail(
+                Exit::Refused,
+                format!(
+                    "draft {} has {revisions} revisions: name the one you read with --revision (the current one is {revisions}; send-once draft show {} prints it)",
+                    args.id, args.id
+                ),
+            );
+        }
         Err(exit) => return exit,
     };
     if draft.suspicious() {

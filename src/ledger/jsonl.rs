@@ -36,11 +36,14 @@ use super::store::{
 use super::time;
 use super::{canonical, chain, jsjson};
 
+mod identity;
 #[cfg(test)]
 mod index_model_tests;
 mod key_hex;
 mod key_table;
 mod scan;
+
+use identity::{lock_the_file, resolve_file};
 
 /// How long a write waits for another process's lock (the Node default).
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -1878,95 +1881,6 @@ pub struct LockGuard {
     token: String,
     /// The ledger file, locked (`flock`), when it exists.
     file: Option<File>,
-}
-
-/// Locks the ledger file itself (`flock`, exclusive), waiting up to `limit`: None when
-/// there is no file yet (a first write makes it, under the lock file). Err(None) when
-/// the limit passed; Err(Some) when the file cannot be opened or locked.
-fn lock_the_file(path: &Path, limit: Duration) -> Result<Option<File>, Option<std::io::Error>> {
-    use std::os::fd::AsRawFd;
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Some(e)),
-    };
-    let deadline = Instant::now() + limit;
-    let mut delay = Duration::from_millis(2);
-    loop {
-        // SAFETY: flock on a descriptor this function owns; no memory is shared.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(Some(file));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::WouldBlock {
-            return Err(Some(e));
-        }
-        if Instant::now() >= deadline {
-            return Err(None);
-        }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(50));
-    }
-}
-
-/// One name for a file with several names (hard links) in its directory: the first
-/// by bytes, so every process that opens any of them derives the same lock file and
-/// decision log. Hard links in other directories share only the lock on the file.
-fn first_hard_link(real: PathBuf) -> PathBuf {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::metadata(&real) else {
-        return real;
-    };
-    if meta.nlink() < 2 {
-        return real;
-    }
-    let Some(dir) = real.parent() else {
-        return real;
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return real;
-    };
-    entries
-        .flatten()
-        .filter(|entry| {
-            std::fs::symlink_metadata(entry.path())
-                .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
-        })
-        .map(|entry| entry.file_name())
-        .min_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()))
-        .map_or(real.clone(), |name| dir.join(name))
-}
-
-/// The file `path` leads to: symlinks followed (a dangling one too, to the file it
-/// names, which a first write will make) and `..` resolved, so every name of one file
-/// gives one path. A path that cannot be resolved is kept as given.
-fn resolve_file(path: &Path) -> PathBuf {
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return first_hard_link(real);
-    }
-    let mut current = path.to_owned();
-    for _ in 0..40 {
-        match std::fs::read_link(&current) {
-            Ok(target) => {
-                current = match current.parent() {
-                    Some(dir) if target.is_relative() => dir.join(target),
-                    _ => target,
-                };
-            }
-            Err(_) => break,
-        }
-    }
-    let (Some(dir), Some(name)) = (current.parent(), current.file_name()) else {
-        return path.to_owned();
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    std::fs::canonicalize(dir)
-        .map(|dir| dir.join(name))
-        .unwrap_or_else(|_| path.to_owned())
 }
 
 impl Drop for LockGuard {
