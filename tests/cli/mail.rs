@@ -445,6 +445,12 @@ fn a_failed_send_not_in_sent_stays_pending_and_a_rerun_never_sends() {
         err.contains("pending") && err.contains("send-once resolve"),
         "{err}"
     );
+    // Pinned to the attempt that was checked (H2).
+    assert!(
+        err.contains("sent --provider-id ID --expect pending --expect-attempt 1")
+            && err.contains("failed --expect pending --expect-attempt 1"),
+        "{err}"
+    );
     assert_eq!(
         fake.subcommands().len(),
         3,

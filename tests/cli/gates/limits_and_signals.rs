@@ -467,6 +467,12 @@ fn mail_and_dispatch_stop_their_send_on_a_signal_and_say_it_is_pending() {
         "{}",
         stderr(&out)
     );
+    // The commands to settle it are pinned to the attempt that was stopped (H2).
+    assert!(
+        stderr(&out).contains("--expect pending --expect-attempt 1"),
+        "{}",
+        stderr(&out)
+    );
     let pid = std::fs::read_to_string(&send_pid).unwrap();
     assert!(wait_gone(pid.trim()), "the mailer's child lives on");
     assert_eq!(
