@@ -62,7 +62,7 @@ pub enum BadKey {
     )]
     PaddedWithSpace,
     /// A control, zero-width, invisible or bidi character (its code point).
-    #[error("a key must not hold control, invisible or bidi characters (found U+{0:04X})")]
+    #[error("a key must not hold control, format, invisible or bidi characters (found U+{0:04X})")]
     Hidden(u32),
     /// A space that is not U+0020, such as a no-break space (its code point).
     #[error("a key's spaces must be plain spaces (found U+{0:04X}, which looks like one)")]
@@ -113,7 +113,7 @@ pub struct BadKeyField {
 pub enum FieldProblem {
     /// A control, zero-width, invisible or bidi character: (position, code point).
     #[error(
-        "U+{1:04X} at character {0} is a control, invisible or bidi character; without it this would be another key for the same send"
+        "U+{1:04X} at character {0} is a control, format, invisible or bidi character; without it this would be another key for the same send"
     )]
     Hidden(usize, u32),
     /// A space that is not U+0020, such as a no-break space: (position, code point).
@@ -133,6 +133,12 @@ pub enum FieldProblem {
         "not in Unicode normal form C (composed characters); composed it would be another key for the same send"
     )]
     NotNfc,
+    /// A recipient dressed as something else: `<ana@example.com>`, `mailto:ana@…`, a
+    /// trailing dot. The bare recipient is given.
+    #[error(
+        "give the recipient alone, {0:?}; as written it would be another key for the same send"
+    )]
+    NotBare(String),
 }
 
 /// Checks the fields a key is derived from before anything is claimed or queued under
@@ -168,9 +174,9 @@ fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> 
         .enumerate()
         .map(|(i, c)| (leading + i + 1, c))
         .collect();
-    for &(position, c) in &inside {
+    for (index, &(position, c)) in inside.iter().enumerate() {
         let code = u32::from(c);
-        if crate::text::is_suspicious(c) {
+        if draws_as_nothing(c) {
             return refuse(FieldProblem::Hidden(position, code));
         }
         if c != ' ' && is_js_whitespace(c) {
@@ -179,9 +185,29 @@ fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> 
         if let Some(looks_like) = compatibility_look_alike(c) {
             return refuse(FieldProblem::LookAlike(position, code, looks_like));
         }
+        if let Some(looks_like) = punctuation_look_alike(c) {
+            // Beside ASCII text, typographic punctuation is a second spelling of the
+            // ASCII mark (`2026–12`, `don’t`, `example。com`); inside a sentence of
+            // another script it is that script's own punctuation (`发票。`).
+            let nearest = |mut around: Box<dyn Iterator<Item = &(usize, char)> + '_>| {
+                around.find(|&&(_, n)| n != ' ').map(|&(_, n)| n)
+            };
+            let before = nearest(Box::new(inside[..index].iter().rev()));
+            let after = nearest(Box::new(inside[index + 1..].iter()));
+            if [before, after]
+                .into_iter()
+                .flatten()
+                .any(|n| n.is_ascii_graphic())
+            {
+                return refuse(FieldProblem::LookAlike(position, code, looks_like));
+            }
+        }
     }
     if !unicode_normalization::is_nfc(trimmed) {
         return refuse(FieldProblem::NotNfc);
+    }
+    if let Some(bare) = bare_recipient(trimmed).filter(|_| field == "to") {
+        return refuse(FieldProblem::NotBare(bare));
     }
     // A word (a run of letters, digits and marks) that mixes scripts, with a letter
     // that looks like ASCII: `аna` with a Cyrillic `а`. A word wholly in one script
@@ -212,6 +238,79 @@ fn compatibility_look_alike(c: char) -> Option<String> {
     }
     let folded: String = std::iter::once(c).nfkc().collect();
     (!folded.is_empty() && folded.is_ascii()).then_some(folded)
+}
+
+/// The recipient inside a dressed one, or None when it is bare: `<ana@example.com>`
+/// and `mailto:ana@example.com` are `ana@example.com`, `ana@example.com.` (a domain's
+/// root dot) is without it. Other schemes (`https:` for a webhook, a Slack id) are a
+/// recipient of their own.
+fn bare_recipient(to: &str) -> Option<String> {
+    let mut bare = to;
+    if let Some(inside) = bare.strip_prefix('<').and_then(|b| b.strip_suffix('>')) {
+        bare = inside;
+    }
+    for scheme in ["mailto:", "tel:", "sms:"] {
+        let named = bare
+            .get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme));
+        if named && bare.len() > scheme.len() {
+            bare = &bare[scheme.len()..];
+        }
+    }
+    if bare.contains('@') || bare != to {
+        bare = bare.trim_end_matches('.');
+    }
+    let bare = js_trim(bare);
+    (bare != to && !bare.is_empty()).then(|| bare.to_owned())
+}
+
+/// Whether a character shows as nothing, or as nothing of its own: a control, a
+/// default-ignorable or bidi character ([`crate::text::is_suspicious`]), and beyond
+/// those every format character (the Arabic number signs U+0600–0605, the
+/// interlinear annotation marks U+FFF9–FFFB, Egyptian hieroglyph format controls), an
+/// enclosing mark (U+20DD draws a circle round the character before it), a private-use
+/// or unassigned code point, and the musical null notehead U+1D159. Keys and the fields
+/// they are derived from refuse these; the screen's escaping is [`crate::text`]'s.
+fn draws_as_nothing(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    crate::text::is_suspicious(c)
+        || c == '\u{1d159}'
+        || matches!(
+            get_general_category(c),
+            GeneralCategory::Format
+                | GeneralCategory::EnclosingMark
+                | GeneralCategory::PrivateUse
+                | GeneralCategory::Unassigned
+                | GeneralCategory::Surrogate
+        )
+}
+
+/// The ASCII punctuation a non-ASCII punctuation mark, symbol or letter looks like
+/// (the en dash `–` is `-`, the ratio `∶` is `:`, the click letter `ǃ` is `!`), or
+/// None. Unicode's confusables give most; they map the em dash to the katakana
+/// prolonged sound mark and the ideographic full stop to a ring below, so those two
+/// and their kin are listed here. Letters and digits that look like ASCII letters are
+/// judged by their word ([`ascii_look_alike`]).
+fn punctuation_look_alike(c: char) -> Option<String> {
+    if c.is_ascii() {
+        return None;
+    }
+    match c {
+        '\u{2014}' | '\u{2015}' | '\u{2e3a}' | '\u{2e3b}' | '\u{fe58}' | '\u{fe63}' => {
+            return Some("-".to_owned());
+        }
+        '\u{3002}' | '\u{ff61}' | '\u{fe52}' => return Some(".".to_owned()),
+        '\u{3001}' | '\u{ff64}' | '\u{fe50}' => return Some(",".to_owned()),
+        _ => {}
+    }
+    let mut buffer = [0u8; 4];
+    let skeleton: String =
+        unicode_security::confusable_detection::skeleton(c.encode_utf8(&mut buffer)).collect();
+    let punctuation_only = !skeleton.is_empty()
+        && skeleton.is_ascii()
+        && !skeleton.chars().any(|s| s.is_ascii_alphanumeric());
+    (punctuation_only || (!c.is_alphanumeric() && skeleton.is_ascii() && !skeleton.is_empty()))
+        .then_some(skeleton)
 }
 
 /// The ASCII a non-ASCII character looks like, by its compatibility form or by
@@ -248,7 +347,7 @@ pub fn check_key(key: &str) -> Result<(), BadKey> {
     if super::lone::pieces(key).any(|p| matches!(p, super::lone::Piece::Lone(_))) {
         return Err(BadKey::LoneSurrogate);
     }
-    if let Some(c) = key.chars().find(|&c| crate::text::is_suspicious(c)) {
+    if let Some(c) = key.chars().find(|&c| draws_as_nothing(c)) {
         return Err(BadKey::Hidden(u32::from(c)));
     }
     if let Some(c) = key.chars().find(|&c| c != ' ' && is_js_whitespace(c)) {
@@ -266,10 +365,11 @@ pub fn check_key(key: &str) -> Result<(), BadKey> {
     // Outright, unlike a field's words: a key is an id, and `еxisting` with a Cyrillic
     // `е` beside a pending `existing` would send again. Checking the characters costs
     // nothing; comparing against the ledger's keys would grow with the ledger.
-    if let Some((c, looks_like)) = key
-        .chars()
-        .find_map(|c| ascii_look_alike(c).map(|ascii| (c, ascii)))
-    {
+    if let Some((c, looks_like)) = key.chars().find_map(|c| {
+        ascii_look_alike(c)
+            .or_else(|| punctuation_look_alike(c))
+            .map(|ascii| (c, ascii))
+    }) {
         return Err(BadKey::LookAlike(u32::from(c), looks_like));
     }
     Ok(())
@@ -521,6 +621,119 @@ mod tests {
                 "to: U+0430 at character 7 looks like \"a\"",
             ),
         ];
+        // The hostile retest's second round: format characters outside the
+        // default-ignorable set, enclosing marks, and punctuation that looks like
+        // ASCII punctuation beside ASCII text.
+        let hidden = [
+            '\u{fff9}',
+            '\u{fffb}',
+            '\u{600}',
+            '\u{605}',
+            '\u{6dd}',
+            '\u{70f}',
+            '\u{890}',
+            '\u{8e2}',
+            '\u{110bd}',
+            '\u{110cd}',
+            '\u{13430}',
+            '\u{20dd}',
+            '\u{20e4}',
+            '\u{488}',
+            '\u{a670}',
+            '\u{1abe}',
+            '\u{1d159}',
+            '\u{e000}',
+        ];
+        for c in hidden {
+            let said = fields("ana@example.com", &format!("invoice{c}:1042"), "email")
+                .expect_err(&format!("U+{:04X}", u32::from(c)));
+            assert!(
+                said.starts_with(&format!(
+                    "intent: U+{:04X} at character 8 is a control",
+                    u32::from(c)
+                )),
+                "{said}"
+            );
+            assert_eq!(
+                check_key(&format!("k{c}")),
+                Err(BadKey::Hidden(u32::from(c)))
+            );
+        }
+        for (to, intent, wanted) in [
+            (
+                "ana@example.com",
+                "invoice\u{2236}1",
+                "intent: U+2236 at character 8 looks like \":\"",
+            ),
+            (
+                "ana@example.com",
+                "invoice\u{a789}1",
+                "intent: U+A789 at character 8 looks like \":\"",
+            ),
+            (
+                "ana@example\u{3002}com",
+                "invoice:1",
+                "to: U+3002 at character 12 looks like \".\"",
+            ),
+            (
+                "ana@example.com",
+                "don\u{2019}t forget",
+                "intent: U+2019 at character 4 looks like \"'\"",
+            ),
+            (
+                "ana@example.com",
+                "send \u{201c}welcome\u{201d}",
+                "intent: U+201C at character 6 looks like \"''\"",
+            ),
+            (
+                "ana@example.com",
+                "invoice \u{2014} december",
+                "intent: U+2014 at character 9 looks like \"-\"",
+            ),
+        ] {
+            let said = fields(to, intent, "email").expect_err(intent);
+            assert!(said.starts_with(wanted), "{to:?} {intent:?}: {said}");
+        }
+        for (to, bare) in [
+            ("<ana@example.com>", "ana@example.com"),
+            ("mailto:ana@example.com", "ana@example.com"),
+            ("MAILTO:Ana@Example.com", "Ana@Example.com"),
+            ("ana@example.com.", "ana@example.com"),
+            ("tel:+15550100199", "+15550100199"),
+        ] {
+            let said = fields(to, "invoice:1", "email").expect_err(to);
+            assert!(
+                said.starts_with(&format!("to: give the recipient alone, {bare:?}")),
+                "{said}"
+            );
+        }
+        for to in [
+            "https://hooks.example.com/x",
+            "U024BE7LH",
+            "#ops",
+            "ana@example.com",
+        ] {
+            assert_eq!(fields(to, "invoice:1", "email"), Ok(()), "{to}");
+        }
+        for dash in [
+            '\u{2013}', '\u{2014}', '\u{2212}', '\u{2010}', '\u{2011}', '\u{2012}',
+        ] {
+            let window = format!("2026{dash}12");
+            let said = check_key_fields("email", "a@b.co", "x", Some(&window))
+                .expect_err(&window)
+                .to_string();
+            assert!(
+                said.starts_with(&format!(
+                    "window: U+{:04X} at character 5 looks like \"-\"",
+                    u32::from(dash)
+                )),
+                "{said}"
+            );
+            assert!(
+                matches!(check_key(&window), Err(BadKey::LookAlike(..))),
+                "{window}"
+            );
+        }
         for ((to, intent, channel), wanted) in refused {
             let said = fields(to, intent, channel).expect_err(to);
             assert!(
@@ -542,7 +755,10 @@ mod tests {
                 "\u{1f389} welcome",
                 "\u{130}m",
             ),
-            ("+1 555 010 0199", "don\u{2019}t forget", "sms"),
+            ("+1 555 010 0199", "don't forget", "sms"),
+            // A sentence of another script keeps its own punctuation.
+            ("ana@example.com", "\u{53d1}\u{7968}\u{3002}", "email"),
+            ("ana@example.com", "\u{00ab}Bonjour\u{00bb}", "email"),
         ] {
             assert_eq!(
                 fields(to, intent, channel),

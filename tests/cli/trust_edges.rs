@@ -438,6 +438,32 @@ fn a_second_spelling_of_a_derived_key_is_refused_and_nothing_is_sent() {
             vec!["--key".into(), "\u{ff45}xisting".into()],
             "found U+FF45, which looks like \"e\"",
         ),
+        // The retest's second round: a format character outside the default-ignorable
+        // set, an enclosing mark, look-alike punctuation, a dressed recipient.
+        (
+            fields("ana@example.com", "invoice:1042\u{fffb}", "email"),
+            "--intent: U+FFFB at character 13 is a control, format",
+        ),
+        (
+            fields("ana@example.com\u{20dd}", "invoice:1042", "email"),
+            "--to: U+20DD at character 16 is a control, format",
+        ),
+        (
+            fields("ana@example.com", "invoice\u{2236}1042", "email"),
+            "--intent: U+2236 at character 8 looks like \":\"",
+        ),
+        (
+            fields("ana@example\u{3002}com", "invoice:1042", "email"),
+            "--to: U+3002 at character 12 looks like \".\"",
+        ),
+        (
+            fields("<ana@example.com>", "invoice:1042", "email"),
+            "--to: give the recipient alone, \"ana@example.com\"",
+        ),
+        (
+            vec!["--key".into(), "exist\u{600}ing".into()],
+            "found U+0600",
+        ),
     ] {
         let o = run(&args, &send);
         expect_exit(&o, 2, &format!("{args:?}"));
