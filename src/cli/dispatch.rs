@@ -84,7 +84,8 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
             send_once::ledger::time::iso_from_millis(ledger.now())
                 .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
         };
-        match queue_refusal(&args.ledger, &args.key).await {
+        let payload_hash = canonical::hash_payload(&payload);
+        match queue_refusal(&args.ledger, &args.key, &payload_hash).await {
             Ok(None) => {}
             Ok(Some(why)) => {
                 let decision = outside_dispatch_decision(
@@ -218,9 +219,14 @@ fn refusal_text<R>(refused: &Dispatched<R>, key: &str) -> String {
     visible_inline(&text).into_owned()
 }
 
-/// Why the ledger's review queue refuses an approval made elsewhere for `key`, or None
-/// (no queue, as in a JSON Lines ledger, or no draft of the key that stands against it).
-async fn queue_refusal(location: &LedgerLocation, key: &str) -> Result<Option<String>, Exit> {
+/// Why the ledger's review queue refuses an approval made elsewhere for `payload_hash`
+/// under `key`, or None (no queue, as in a JSON Lines ledger, or no draft of the key or
+/// the payload that stands against it).
+async fn queue_refusal(
+    location: &LedgerLocation,
+    key: &str,
+    payload_hash: &str,
+) -> Result<Option<String>, Exit> {
     if matches!(location, LedgerLocation::Jsonl(_)) {
         return Ok(None);
     }
@@ -235,7 +241,7 @@ async fn queue_refusal(location: &LedgerLocation, key: &str) -> Result<Option<St
         }
     };
     let review = Review::new(queue, super::ledger_arg::clock());
-    send_once::review::dispatch::outside_approval_refusal(&review, key)
+    send_once::review::dispatch::outside_approval_refusal(&review, key, payload_hash)
         .await
         .map_err(|e| fail(Exit::Refused, e))
 }

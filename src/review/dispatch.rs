@@ -18,19 +18,67 @@ use crate::provider::{Provider, SendOptions};
 use super::{Draft, DraftState, Review, ReviewError};
 
 /// Why an approval made elsewhere (`dispatch KEY --approval FILE`, an approval the
-/// Node library's `approve()` wrote) may not send `key` on this ledger: the queue has a
-/// draft of the key that a person rejected, that was withdrawn, or that waits for a
-/// review or for more approvers. An approval knows nothing of drafts; the queue that
-/// holds them has the last word. None when the queue has no draft of the key, or its
-/// newest is approved or dispatched (the ledger then answers a duplicate).
+/// Node library's `approve()` wrote) may not send `payload_hash` under `key` on this
+/// ledger. An approval knows nothing of drafts and names no key, so the queue that
+/// holds them has the last word twice over:
+/// - on the key: its newest draft was rejected or withdrawn, or waits for a review or
+///   for more approvers;
+/// - on the payload: the newest draft holding it (under any key: `invoice-7`'s
+///   rejected payload sent as `invoice-77`) stands against it in the same ways, or was
+///   approved at another revision than the one holding it.
+///
+/// None when no draft of the key or of the payload stands against it.
 pub async fn outside_approval_refusal(
     review: &Review,
     key: &str,
+    payload_hash: &str,
 ) -> Result<Option<String>, ReviewError> {
-    let Some(&id) = review.store.draft_ids_for_key(key).await?.last() else {
+    if let Some(&id) = review.store.draft_ids_for_key(key).await?.last() {
+        let draft = review.draft(id).await?;
+        if let Some(why) = stands_against(review, &draft) {
+            return Ok(Some(format!("draft {id} of this key {why}")));
+        }
+    }
+    let Some(&id) = review
+        .store
+        .draft_ids_for_payload(payload_hash)
+        .await?
+        .last()
+    else {
         return Ok(None);
     };
     let draft = review.draft(id).await?;
+    let holds = |r: &super::Revision| r.payload_hash == payload_hash;
+    let why = match (draft.state, draft.approved_revision) {
+        (DraftState::Approved | DraftState::Dispatched, Some(approved))
+            if !draft.revision_of(approved).is_some_and(holds) =>
+        {
+            let at = draft
+                .revisions
+                .iter()
+                .filter(|r| holds(r))
+                .map(|r| r.revision);
+            Some(format!(
+                "holds this payload at revision {}, and revision {approved} was approved instead",
+                at.map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+            ))
+        }
+        _ => stands_against(review, &draft),
+    };
+    Ok(why.map(|why| {
+        let under = if draft.key == key {
+            "of this key".to_owned()
+        } else {
+            format!("under key {}", crate::text::visible_inline(&draft.key))
+        };
+        format!("the payload is draft {id}'s ({under}), which {why}")
+    }))
+}
+
+/// Why `draft` stands against any send of its key or payload, as "was rejected by …":
+/// rejected, withdrawn, or waiting for a review or for more approvers. None when it
+/// was approved or dispatched.
+fn stands_against(review: &Review, draft: &Draft) -> Option<String> {
     let who = |by: &Option<String>, at: &Option<String>| {
         format!(
             "by {} at {}",
@@ -38,10 +86,10 @@ pub async fn outside_approval_refusal(
             at.as_deref().unwrap_or("?")
         )
     };
-    let refusal = match draft.state {
-        DraftState::Approved | DraftState::Dispatched => return Ok(None),
+    Some(match draft.state {
+        DraftState::Approved | DraftState::Dispatched => return None,
         DraftState::Rejected => format!(
-            "draft {id} of this key was rejected {}{}",
+            "was rejected {}{}",
             who(&draft.decided_by, &draft.decided_at),
             draft
                 .reason
@@ -50,14 +98,14 @@ pub async fn outside_approval_refusal(
                 .unwrap_or_default()
         ),
         DraftState::Withdrawn => format!(
-            "draft {id} of this key was withdrawn {}",
+            "was withdrawn {}",
             who(&draft.decided_by, &draft.decided_at)
         ),
         DraftState::Queued if draft.needs_quorum() => {
             let tally = draft.tally((review.clock)());
             let names = tally.names().join(", ");
             format!(
-                "draft {id} of this key needs {} approvers and has {}{}",
+                "needs {} approvers and has {}{}",
                 tally.required,
                 tally.label(),
                 if names.is_empty() {
@@ -67,9 +115,8 @@ pub async fn outside_approval_refusal(
                 }
             )
         }
-        DraftState::Queued => format!("draft {id} of this key is waiting for a review"),
-    };
-    Ok(Some(refusal))
+        DraftState::Queued => "is waiting for a review".to_owned(),
+    })
 }
 
 /// The decision that records a dispatch refused because its approval no longer held

@@ -618,6 +618,20 @@ impl QueueStore for PostgresStore {
         Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
     }
 
+    async fn draft_ids_for_payload(&self, payload_hash: &str) -> Result<Vec<i64>, StoreError> {
+        let t = self.table();
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT DISTINCT draft_id FROM {t}_revisions WHERE payload_hash = $1 \
+                     ORDER BY draft_id"
+                ),
+                &[&payload_hash],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+    }
+
     async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
         if !self.has_chain().await? {
             return Ok(None);

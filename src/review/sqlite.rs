@@ -479,6 +479,19 @@ impl QueueStore for SqliteStore {
         .await
     }
 
+    async fn draft_ids_for_payload(&self, payload_hash: &str) -> Result<Vec<i64>, StoreError> {
+        let hash = payload_hash.to_owned();
+        self.read_with(move |conn| {
+            let mut statement = conn.prepare_cached(
+                "SELECT DISTINCT draft_id FROM send_once_revisions WHERE payload_hash = ?1 \
+                 ORDER BY draft_id",
+            )?;
+            let ids = statement.query_map([&hash], |row| row.get::<_, i64>(0))?;
+            ids.collect::<rusqlite::Result<Vec<i64>>>()
+        })
+        .await
+    }
+
     async fn decision_hash(&self, id: i64) -> Result<Option<String>, StoreError> {
         self.read_with(move |conn| {
             // A ledger read without migrating may predate the column.

@@ -126,6 +126,13 @@ pub trait QueueStore: Store {
     /// (one key has at most one open draft; closed ones stay).
     async fn draft_ids_for_key(&self, key: &str) -> Result<Vec<i64>, StoreError>;
 
+    /// The ids of every draft with a revision whose payload hashes to `payload_hash`,
+    /// under any key, oldest first. An approval names a payload and a key is only
+    /// what dispatch is told: a rejected payload must not go out under another key.
+    /// It reads every revision (no index): it serves a dispatch through an approval
+    /// made elsewhere, which a person runs by hand.
+    async fn draft_ids_for_payload(&self, payload_hash: &str) -> Result<Vec<i64>, StoreError>;
+
     /// The open drafts by id, each with its current revision, the one before it and
     /// the approved one (when it is neither), oldest revision first: what a list
     /// row needs, in one read.

@@ -289,13 +289,13 @@ fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
 
     // Approved by dana and saved, then rejected by sam: the saved approval is refused.
     let rejected = f.path("rejected.db");
-    let submit = |ledger: &str| {
+    let submit_as = |ledger: &str, key: &str| {
         let o = so(&[
             "draft",
             "submit",
             ledger,
             "--key",
-            "k-fleet",
+            key,
             "--payload",
             &payload,
             "--by",
@@ -304,6 +304,7 @@ fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
         expect_exit(&o, 0, "draft submit");
         stdout(&o).trim().to_owned()
     };
+    let submit = |ledger: &str| submit_as(ledger, "k-fleet");
     let id = submit(&rejected);
     let saved = f.path("approval.json");
     expect_exit(
@@ -378,4 +379,64 @@ fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
         "{logged}"
     );
     assert_eq!(logged["detail"]["approvedBy"], "owner", "{logged}");
+
+    // An approval names a payload, not a key: the payload of a draft rejected under
+    // `k-other`, or waiting there for its second approver, is not sent as `k-fleet`.
+    let elsewhere = f.path("elsewhere.db");
+    let other = submit_as(&elsewhere, "k-other");
+    expect_exit(
+        &so(&[
+            "reject", &elsewhere, &other, "--by", "sam", "--reason", "no",
+        ]),
+        0,
+        "sam rejects k-other",
+    );
+    let out = f.dispatch(&elsewhere, &[], f.now());
+    expect_exit(&out, 2, "a rejected payload under another key");
+    assert!(
+        stderr(&out).contains(&format!(
+            "the payload is draft {other}'s (under key k-other), which was rejected by sam"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let short = f.path("short.db");
+    expect_exit(
+        &so(&["policy", &short, "--approvals", "2", "--by", "ops"]),
+        0,
+        "a two-person policy",
+    );
+    submit_as(&short, "k-other");
+    let out = f.dispatch(&short, &[], f.now());
+    expect_exit(
+        &out,
+        2,
+        "a payload waiting for its second approver, under another key",
+    );
+    assert!(
+        stderr(&out).contains("(under key k-other), which needs 2 approvers"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        f.sends().len(),
+        1,
+        "a refused payload was sent under another key"
+    );
+    assert_eq!(last_dispatch(&short)["outcome"], "refused");
+
+    // Submitted again after the rejection and approved: the newest draft holding the
+    // payload decides, and it was approved.
+    let again = submit_as(&elsewhere, "k-other");
+    expect_exit(
+        &so(&["approve", &elsewhere, &again, "--by", "dana"]),
+        0,
+        "dana approves the new draft",
+    );
+    expect_exit(
+        &f.dispatch(&elsewhere, &[], f.now()),
+        0,
+        "the payload's newest draft was approved",
+    );
+    assert_eq!(f.sends().len(), 2);
 }

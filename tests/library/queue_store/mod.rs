@@ -60,6 +60,7 @@ macro_rules! queue_suite {
             a_key_sent_elsewhere_shows_on_the_draft,
             an_approved_draft_dispatches_once_and_then_the_ledger_answers,
             a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain,
+            an_outside_approval_is_judged_by_its_key_and_by_its_payload,
         );
         $crate::queue_store::queue_suite!(@racing $fresh;
             racing_deciders_one_wins_and_the_others_are_told_who,
@@ -357,6 +358,87 @@ pub async fn a_closed_draft_refuses_every_decision_and_a_new_submission_starts_a
         .unwrap();
     assert!(next.new_draft && next.id != id);
     assert!(review.queue().await.unwrap().iter().all(|d| d.id != id));
+}
+
+/// An approval made elsewhere names a payload and no key: the queue judges the key's
+/// newest draft and the newest draft holding the payload, under any key (H5).
+pub async fn an_outside_approval_is_judged_by_its_key_and_by_its_payload(open: Open<'_>) {
+    use send_once::review::dispatch::outside_approval_refusal;
+    let review = review(open, NOW);
+    let payload = json!({"to": "ana@example.com", "amount": 7});
+    let hash = send_once::ledger::canonical::hash_payload_of(&payload);
+    let refusal = |key: &'static str| {
+        let review = &review;
+        let hash = hash.clone();
+        async move { outside_approval_refusal(review, key, &hash).await.unwrap() }
+    };
+    assert_eq!(refusal("invoice-77").await, None, "nothing in the queue");
+    let id = review
+        .submit(submission("invoice-7", payload.clone(), json!({})))
+        .await
+        .unwrap()
+        .id;
+    let waiting = refusal("invoice-77")
+        .await
+        .expect("a payload waiting for review");
+    assert!(
+        waiting.contains(&format!(
+            "draft {id}'s (under key invoice-7), which is waiting"
+        )),
+        "{waiting}"
+    );
+    review
+        .decide(
+            id,
+            Verdict::Reject {
+                reason: "wrong amount".into(),
+            },
+            Some("sam".into()),
+            None,
+        )
+        .await
+        .unwrap();
+    let rejected = refusal("invoice-77").await.expect("a rejected payload");
+    assert!(
+        rejected.contains("which was rejected by sam") && rejected.contains("wrong amount"),
+        "{rejected}"
+    );
+    let own = refusal("invoice-7").await.expect("the rejected key itself");
+    assert!(
+        own.starts_with(&format!("draft {id} of this key was rejected")),
+        "{own}"
+    );
+    // Revision 1 holds the payload, revision 2 is approved: not the payload approved.
+    let next = review
+        .submit(submission("invoice-7", payload.clone(), json!({})))
+        .await
+        .unwrap()
+        .id;
+    review
+        .submit(submission("invoice-7", json!({"amount": 8}), json!({})))
+        .await
+        .unwrap();
+    review
+        .decide(next, approve_for("1h"), Some("dana".into()), None)
+        .await
+        .unwrap();
+    let other_revision = refusal("invoice-77")
+        .await
+        .expect("another revision was approved");
+    assert!(
+        other_revision.contains("holds this payload at revision 1, and revision 2 was approved"),
+        "{other_revision}"
+    );
+    assert!(refusal("unrelated").await.is_some(), "the payload is the same under any key");
+    let fresh = json!({"amount": 9});
+    let fresh_hash = send_once::ledger::canonical::hash_payload_of(&fresh);
+    assert_eq!(
+        outside_approval_refusal(&review, "unrelated", &fresh_hash)
+            .await
+            .unwrap(),
+        None,
+        "a payload and key no draft holds"
+    );
 }
 
 /// Several deciders, each on its own handle, decide the same draft at the same moment:
