@@ -124,6 +124,32 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
     if command.echo_stderr {
         // Its own process group, so a time limit can stop everything it started.
         outside.process_group(0);
+        // And it dies with us: a claim with no time limit may be taken over once its
+        // claimer is seen gone (ledger::claimer), so a send must not outlive a kill -9
+        // of the process that claimed it. The signal comes when the forking *thread*
+        // ends, so only the main thread (the command line's one thread) asks for it; a
+        // program forking from a pool thread that may end keeps its sends running.
+        let parent = std::process::id();
+        // SAFETY: gettid(2) has no preconditions.
+        let main_thread = unsafe { libc::gettid() } as u32 == parent;
+        // SAFETY: prctl(2) and getppid(2) are async-signal-safe, and the closure does
+        // nothing else between fork and exec.
+        if main_thread {
+            unsafe {
+                outside.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // Gone before the line above took hold: nobody will read the answer.
+                    if libc::getppid() as u32 != parent {
+                        return Err(std::io::Error::other(
+                            "send-once ended before the command started",
+                        ));
+                    }
+                    Ok(())
+                });
+            }
+        }
     } else {
         // Quiet means a full-screen UI is drawing: its own session (and so its own
         // process group) with no controlling terminal, so that it cannot write to

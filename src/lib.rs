@@ -67,6 +67,7 @@
 //!         provider_id: Some("msg-991".into()),
 //!         seen: Some(Seen::entry(&entry)),
 //!         evidence: None,
+//!         even_if_running: false,
 //!     };
 //!     let resolved = ledger.resolve("invoice-4711", Status::Sent, &details).await?;
 //!     assert!(resolved.changed);

@@ -147,7 +147,7 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                     not_started: provider.not_started(),
                     returned: provider.returned(),
                 },
-                gates,
+                gates.at(&ledger),
             ),
             Ok(refused) => {
                 if let Some(decision) = send_once::review::dispatch::refusal_decision(
@@ -183,7 +183,7 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                     not_started: provider.not_started(),
                     returned: provider.returned(),
                 },
-                gates,
+                gates.at(&ledger),
             ),
             // A kind of error this binary does not know may have come after the send:
             // a person must check (exit 3), the safe direction.

@@ -87,6 +87,12 @@ pub struct ResetArgs {
     /// the attempt claimed since, otherwise. Needs --expect
     #[arg(long, value_name = "N", requires = "expect")]
     pub expect_attempt: Option<u64>,
+    /// Reset a pending attempt that may still be running (within its claimer's time
+    /// limit, its claiming process alive, or unseen: a Node claim, another host), when
+    /// you know it has stopped. Without it that is refused, since the next run would
+    /// send it alongside; the decision records that you said it
+    #[arg(long)]
+    pub even_if_running: bool,
     /// Who is resetting it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
@@ -343,15 +349,26 @@ pub fn show(args: &ShowArgs) -> Exit {
             Err(send_once::ledger::StoreError::Unsupported(_)) => Vec::new(),
             Err(e) => return Err(e.into()),
         };
-        Ok((entry, decisions))
+        Ok((entry, decisions, ledger.now()))
     });
-    let (entry, decisions) = match found {
+    let (entry, decisions, now) = match found {
         Ok(found) => found,
         Err(exit) => return exit,
     };
+    // Whether its attempt may still be running, on the ledger's clock: what a takeover
+    // and a person's "failed" are judged by.
+    let standing = (entry.status() == Status::Pending)
+        .then(|| send_once::ledger::claimer::running(&entry, now));
     if args.json {
         let mut out = Map::new();
         out.insert("entry".into(), entry.to_value());
+        if let Some(standing) = &standing {
+            let mut running = Map::new();
+            running.insert("mayStillRun".into(), standing.may_still_run().into());
+            running.insert("knownToRun".into(), standing.known_to_run().into());
+            running.insert("why".into(), standing.describe().into());
+            out.insert("running".into(), Value::Object(running));
+        }
         out.insert(
             "decisions".into(),
             Value::Array(decisions.iter().map(Decision::to_value).collect()),
@@ -378,6 +395,19 @@ pub fn show(args: &ShowArgs) -> Exit {
     row("claimed", entry.claimed_at());
     if let Some(at) = entry.updated_at() {
         row("updated", at);
+    }
+    if let Some(standing) = &standing {
+        row("running", &standing.describe());
+        row(
+            "takeover",
+            if standing.known_to_run() {
+                "not while it may run: run --verify --stale-after waits, and reset or resolve failed need --even-if-running"
+            } else if standing.may_still_run() {
+                "run --verify --stale-after D takes it over once verify cannot find it and it is older than D, on D alone (nobody can see whether it runs)"
+            } else {
+                "run --verify --stale-after D takes it over once verify cannot find it and it is older than D"
+            },
+        );
     }
     if let Some(id) = entry.provider_id() {
         row("provider id", id);
@@ -422,6 +452,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
             ..Seen::status(Status::from(status))
         }),
         evidence: None,
+        even_if_running: args.even_if_running,
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let key = ledger.find(&args.key).await?.key().to_owned();

@@ -122,7 +122,22 @@ pub fn redact_given_urls(text: &str) -> String {
 
 /// A ledger on the command line's clock. Only `Access::Create` makes a missing ledger.
 pub fn open_ledger(location: &LedgerLocation, access: Access) -> Result<Ledger, StoreError> {
-    Ok(Ledger::with_clock(location.open_store(access)?, clock()))
+    Ok(ledger_over(location.open_store(access)?))
+}
+
+/// A ledger over `store` on the store's clock (a server's, for Postgres), or at the
+/// time in `SEND_ONCE_FIXED_NOW_MS`.
+pub fn ledger_over(store: std::sync::Arc<dyn send_once::ledger::Store>) -> Ledger {
+    match fixed_now() {
+        Some(_) => Ledger::with_clock(store, clock()),
+        None => Ledger::new(store),
+    }
+}
+
+fn fixed_now() -> Option<i64> {
+    std::env::var("SEND_ONCE_FIXED_NOW_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
 }
 
 /// `--by`, when given, must name someone: an empty name (an unset shell variable)
@@ -190,10 +205,7 @@ pub fn limit_flag(flag: &str, text: &str) -> Result<send_once::provider::Limit, 
 /// The wall clock, or the time in `SEND_ONCE_FIXED_NOW_MS` (for tests and reproducible
 /// reports; lock files always use the wall clock).
 pub fn clock() -> Clock {
-    match std::env::var("SEND_ONCE_FIXED_NOW_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<i64>().ok())
-    {
+    match fixed_now() {
         Some(fixed) => Arc::new(move || fixed),
         None => Arc::new(time::now_millis),
     }

@@ -84,6 +84,12 @@ pub struct ResolveArgs {
     /// since, otherwise. Needs --expect and one key
     #[arg(long, value_name = "N", requires = "expect")]
     pub expect_attempt: Option<u64>,
+    /// Mark failed an attempt that may still be running (within its claimer's time
+    /// limit, its claiming process alive, or unseen: a Node claim, another host), when
+    /// you know it has stopped. Without it that is refused, since the next run would
+    /// send it alongside; the decision records that you said it
+    #[arg(long)]
+    pub even_if_running: bool,
     /// Warn about a pending key claimed less than this long ago whose attempt has not
     /// ended: it may still be sending
     #[arg(
@@ -221,6 +227,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
                     ..Seen::status(Status::from(s))
                 }),
                 evidence: None,
+                even_if_running: args.even_if_running,
             };
             let result = ledger
                 .resolve(entry.key(), status, &details)

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use send_once::approval::{ApprovalError, DispatchError, Dispatched, Ttl};
 use send_once::ledger::Access;
-use send_once::ledger::{Decision, Ledger, LedgerLocation, canonical, duration, jsjson};
+use send_once::ledger::{Decision, LedgerLocation, canonical, duration, jsjson};
 use send_once::review::dispatch::{DraftDispatch, Prepared};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{
@@ -1581,7 +1581,7 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
             }
             Err(e) => return review_failure(e),
         };
-        let ledger = Ledger::with_clock(store.clone(), clock());
+        let ledger = super::ledger_arg::ledger_over(store.clone());
         let mut provider = provider;
         provider.payload = Some(ready.payload().as_bytes().to_vec());
         let provider = RunProvider::new(provider);

@@ -7,6 +7,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use send_once::ledger::Access;
+use send_once::ledger::claimer;
 use send_once::ledger::{
     Entry, LedgerError, LedgerLocation, Outcome, SendContext, SendError, canonical,
 };
@@ -119,6 +120,9 @@ impl SendFlags {
         }
         if let Some(meta) = meta {
             options = options.meta(meta);
+        }
+        if let Some(timeout) = &provider.send_timeout {
+            options = options.limit(timeout.after);
         }
         if let Some(text) = &self.wait {
             options = options.wait(limit_flag("--wait", text)?.after);
@@ -274,7 +278,7 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
             return super::interrupt::report(&ledger, &location, &plan.key, before, signal).await;
         }
     };
-    let gates = Gates::of(&plan.options);
+    let gates = Gates::of(&plan.options).at(&ledger);
     report(
         &location,
         args.json,
@@ -300,12 +304,24 @@ pub struct Started {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Gates {
     pub stale_after: bool,
+    /// The ledger's time (its store's clock) when the outcome came, for saying how a
+    /// claim stands; None: this host's clock.
+    pub now_ms: Option<i64>,
 }
 
 impl Gates {
     pub fn of(options: &SendOptions) -> Gates {
         Gates {
             stale_after: options.stale_after().is_some(),
+            now_ms: None,
+        }
+    }
+
+    /// The same gates, with the ledger's time now.
+    pub fn at(self, ledger: &send_once::ledger::Ledger) -> Gates {
+        Gates {
+            now_ms: Some(ledger.now()),
+            ..self
         }
     }
 }
@@ -487,7 +503,16 @@ pub fn report(
                 (None, _) => String::new(),
                 (Some(CheckAnswer::NotThere), true) => "\nThe verify command found no record of it yet; right after a send that proves nothing (a provider's records can lag).".to_owned(),
                 (Some(CheckAnswer::NotThere), false) => {
-                    if gates.stale_after {
+                    let now = gates
+                        .now_ms
+                        .unwrap_or_else(|| super::ledger_arg::clock()());
+                    let standing = claimer::running(&entry, now);
+                    if gates.stale_after && standing.known_to_run() {
+                        format!(
+                            "\nThe verify command found no record of it, but it is not taken over: {}; --stale-after cannot shorten that.",
+                            standing.describe()
+                        )
+                    } else if gates.stale_after {
                         "\nThe verify command found no record of it, but the claim is younger than --stale-after, so it is not taken over yet.".to_owned()
                     } else {
                         "\nThe verify command found no record of it. With --stale-after D, a claim older than D that verify cannot find is sent again.".to_owned()

@@ -238,6 +238,16 @@ impl Entry {
 
     pub(crate) fn set_status(&mut self, status: Status) {
         self.set("status", status.as_str());
+        if status != Status::Pending {
+            self.end_claim();
+        }
+    }
+
+    /// Drops the claimer's record (`claimer`, send-once's own field): it says whether a
+    /// pending attempt may still be running, and once the attempt has ended it says
+    /// nothing. A settled entry is then exactly what the Node library writes.
+    pub(crate) fn end_claim(&mut self) {
+        self.fields.shift_remove("claimer");
     }
 
     /// Every field, in the order Node would write them.

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use tracing::field::Empty;
 use tracing::{Instrument, info_span};
 
+use super::claimer::{self, Running};
 use crate::provider::{CheckAnswer, CheckKind, Provider, SendOptions};
 use crate::text::visible_inline;
 
@@ -118,7 +119,7 @@ impl Ledger {
                 (None, Some(failed)) => failed.meta_value(),
                 (None, None) => Value::Null,
             };
-            let claim = Entry::retry_claim(key, attempt, &self.iso_now(), meta);
+            let claim = self.new_claim(key, attempt, meta, options.limit());
             if options.precheck() {
                 match self.ask(CheckKind::Precheck, provider, &claim).await {
                     CheckAnswer::NotThere => {}
@@ -207,8 +208,10 @@ impl Ledger {
             CheckAnswer::Happened { .. } => Ok(Pending::Settled(
                 self.settle_confirmed(&entry, answer, None, options).await?,
             )),
-            CheckAnswer::NotThere if self.stale(&entry, options) => {
-                match self.take_over(&entry, options).await? {
+            CheckAnswer::NotThere
+                if let Some(standing) = self.takeover_allowed(&entry, options) =>
+            {
+                match self.take_over(&entry, options, &standing).await? {
                     Some(claimed) => Ok(Pending::TakenOver(claimed)),
                     None => Ok(Pending::Again),
                 }
@@ -343,17 +346,24 @@ impl Ledger {
         waiting.instrument(span.clone()).await
     }
 
-    /// True when `options` allow a takeover and the claim is older than they say.
-    fn stale(&self, entry: &Entry, options: &SendOptions) -> bool {
-        let Some(age) = options.stale_after() else {
-            return false;
-        };
-        let Some(claimed) = time::parse_date(entry.claimed_at()) else {
-            // A claim time that cannot be read cannot be shown to be old.
-            return false;
-        };
+    /// Whether `options` allow taking `entry` over now, verify having found no record
+    /// of it: the claim is older than `stale_after` on the store's clock, and its
+    /// attempt cannot still be running ([`claimer::running`]: the claimer's own limit
+    /// has passed, or with none, the claimer is seen gone on this host). A claimer
+    /// that cannot be seen (a Node claim, another host, no limit) is taken over on
+    /// `stale_after` alone, and the decision says so. The answer is how the attempt
+    /// stands, for the decision; None when it is not taken over.
+    fn takeover_allowed(&self, entry: &Entry, options: &SendOptions) -> Option<Running> {
+        let age = options.stale_after()?;
+        // A claim time that cannot be read cannot be shown to be old.
+        let claimed = time::parse_date(entry.claimed_at())?;
         let limit = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
-        self.now().saturating_sub(claimed) > limit
+        let now = self.now();
+        if now.saturating_sub(claimed) <= limit {
+            return None;
+        }
+        let standing = claimer::running(entry, now);
+        (!standing.known_to_run()).then_some(standing)
     }
 
     /// Takes a stale pending claim over as the next attempt, by compare-and-set on
@@ -362,6 +372,7 @@ impl Ledger {
         &self,
         stale: &Entry,
         options: &SendOptions,
+        standing: &Running,
     ) -> Result<Option<Entry>, LedgerError> {
         let span = info_span!(
             "takeover",
@@ -369,11 +380,11 @@ impl Ledger {
             attempt = stale.attempts(),
             outcome = Empty
         );
-        let at = self.iso_now();
         let meta = options
             .meta()
             .map_or_else(|| stale.meta_value(), |m| Value::Object(m.clone()));
-        let mut claimed = Entry::retry_claim(stale.key(), stale.attempts() + 1, &at, meta);
+        let mut claimed = self.new_claim(stale.key(), stale.attempts() + 1, meta, options.limit());
+        let at = claimed.claimed_at().to_owned();
         let mut record = Map::new();
         record.insert("attempt".into(), stale.attempts().into());
         record.insert("claimedAt".into(), stale.claimed_at().into());
@@ -390,6 +401,10 @@ impl Ledger {
                 .unwrap_or(u64::MAX)
                 .into(),
         );
+        if let Some(claimer) = stale.get("claimer") {
+            record.insert("claimer".into(), claimer.clone());
+        }
+        record.insert("standing".into(), standing.describe().into());
         let decision = Decision {
             id: None,
             at,
@@ -398,10 +413,16 @@ impl Ledger {
             action: DecisionAction::Takeover,
             subject: Subject::Key(stale.key().to_owned()),
             note: Some(format!(
-                "attempt {} (claimed at {}) was older than {} and the verify command found no record of it: taken over as attempt {}",
+                "attempt {} (claimed at {}) was older than {} and the verify command found no record of it; {}{}: taken over as attempt {}",
                 stale.attempts(),
                 stale.claimed_at(),
                 crate::provider::Limit::new(stale_after).written,
+                standing.describe(),
+                if standing.may_still_run() {
+                    ", so it is taken over on --stale-after alone"
+                } else {
+                    ""
+                },
                 stale.attempts() + 1
             )),
             outcome: DecisionOutcome::Changed,

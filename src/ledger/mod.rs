@@ -16,6 +16,7 @@
 
 pub mod canonical;
 pub mod chain;
+pub mod claimer;
 pub mod decision;
 pub mod duration;
 pub mod entry;
@@ -247,6 +248,20 @@ pub enum LedgerError {
         "{0} is recorded as sent. Resetting it lets it be sent again; if that is what you want, use --force."
     )]
     ResetSentNeedsForce(String),
+    /// Marking failed (a reset, a resolve failed) an attempt that may still be
+    /// running ([`claimer::running`]) needs `even_if_running`: the next run would send
+    /// it alongside.
+    #[error(
+        "{key}: attempt {attempt} is pending and {why}. Marked failed, the next run would send it alongside. Wait for it, or check with the provider; if you know it has stopped, say so with --even-if-running."
+    )]
+    MayStillRun {
+        /// The key.
+        key: String,
+        /// The attempt that may still run.
+        attempt: u64,
+        /// Why it may ([`claimer::Running::describe`]).
+        why: String,
+    },
     /// The prefix given to [`Ledger::find`] matches several keys.
     #[error("{prefix} matches {} keys ({}). Give more of the key.", count_keys(.matches), list_keys(.matches))]
     AmbiguousKey {
@@ -401,6 +416,10 @@ pub struct ResolveDetails {
     /// The provider's record that shows it was sent (a verify command's answer), kept
     /// as the entry's `result` when it is resolved sent, as `run --verify` keeps it.
     pub evidence: Option<Map<String, Value>>,
+    /// The person knows the attempt has stopped although it may still be running by
+    /// what the ledger can see ([`claimer::running`]): without it, marking such an
+    /// attempt failed is refused. Recorded in the decision.
+    pub even_if_running: bool,
 }
 
 /// The state of an entry a person decided on: its status and, when known, which
@@ -511,11 +530,15 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// A ledger over `store`, timed by the system clock.
+    /// A ledger over `store`, timed by the store's clock: a server's (Postgres, by the
+    /// offset measured when it is first reached), or for a file this host's. Claims
+    /// and their ages are then read on one clock by every process, whatever their
+    /// own clocks say.
     pub fn new(store: Arc<dyn Store>) -> Ledger {
+        let timed = Arc::clone(&store);
         Ledger {
             store,
-            clock: Arc::new(time::now_millis),
+            clock: Arc::new(move || time::now_millis().saturating_add(timed.clock_offset_ms())),
         }
     }
 
@@ -533,6 +556,20 @@ impl Ledger {
     /// The ledger's clock: milliseconds since the epoch.
     pub fn now(&self) -> i64 {
         (self.clock)()
+    }
+
+    /// A claim of attempt `attempt` of `key`, made now by this process, whose send is
+    /// killed at `limit` ([`claimer`]: what decides whether it may still be running).
+    pub(crate) fn new_claim(
+        &self,
+        key: &str,
+        attempt: u64,
+        meta: Value,
+        limit: Option<std::time::Duration>,
+    ) -> Entry {
+        let mut claim = Entry::retry_claim(key, attempt, &self.iso_now(), meta);
+        claim.set("claimer", claimer::Claimer::this_process(limit).to_value());
+        claim
     }
 
     fn iso_now(&self) -> String {
@@ -558,8 +595,27 @@ impl Ledger {
         Fut: Future<Output = Result<R, SendError>>,
         R: Receipt,
     {
+        self.once_within(key, meta, None, send).await
+    }
+
+    /// [`Ledger::once`] for a `send` that stops itself at `limit`: the claim records
+    /// it, so no other process takes the attempt over before it has passed
+    /// ([`claimer`]).
+    pub async fn once_within<F, Fut, R>(
+        &self,
+        key: &str,
+        meta: Option<Map<String, Value>>,
+        limit: Option<std::time::Duration>,
+        send: F,
+    ) -> Result<Outcome<R>, LedgerError>
+    where
+        F: FnOnce(SendContext) -> Fut,
+        Fut: Future<Output = Result<R, SendError>>,
+        R: Receipt,
+    {
         key::check_key(key)?;
-        let claimed = match self.acquire(key, meta).await? {
+        self.store.ready().await?;
+        let claimed = match self.acquire(key, meta, limit).await? {
             Acquired::Claimed(entry) => entry,
             Acquired::Existing(entry) if entry.status() == Status::Sent => {
                 return Ok(Outcome::Duplicate { entry });
@@ -618,6 +674,7 @@ impl Ledger {
                 if let SendError::Definite(_) = error {
                     next.set_status(Status::Failed);
                 }
+                next.end_claim();
                 next.set("updatedAt", self.iso_now());
                 next.set("error", error.message());
                 if let SendError::Uncertain(_) = error {
@@ -762,9 +819,10 @@ impl Ledger {
         &self,
         key: &str,
         meta: Option<Map<String, Value>>,
+        limit: Option<std::time::Duration>,
     ) -> Result<Acquired, LedgerError> {
         let meta = meta.map_or(Value::Null, Value::Object);
-        let fresh = Entry::retry_claim(key, 1, &self.iso_now(), meta.clone());
+        let fresh = self.new_claim(key, 1, meta.clone(), limit);
         if self.store.claim(&fresh).await? {
             return Ok(Acquired::Claimed(fresh));
         }
@@ -782,7 +840,7 @@ impl Ledger {
             } else {
                 meta.clone()
             };
-            let retry = Entry::retry_claim(key, existing.attempts() + 1, &self.iso_now(), meta);
+            let retry = self.new_claim(key, existing.attempts() + 1, meta, limit);
             if self
                 .store
                 .transition(&existing, &retry, Durability::Now)
@@ -828,6 +886,8 @@ impl Ledger {
                         reason: "already sent",
                         error: LedgerError::AlreadySent(key.to_owned()),
                     }
+                } else if status == Status::Failed {
+                    self.judge_running(key, current, details, detail)
                 } else {
                     Judged::Change
                 }
@@ -899,6 +959,7 @@ impl Ledger {
                         reason: "a sent entry needs --force",
                         error: LedgerError::ResetSentNeedsForce(key.to_owned()),
                     },
+                    Status::Pending => self.judge_running(key, current, details, detail),
                     _ => Judged::Change,
                 }
             },
@@ -911,6 +972,38 @@ impl Ledger {
             },
         )
         .await
+    }
+
+    /// Marking the pending `current` failed: refused while its attempt may still be
+    /// running, unless the person said `even_if_running`, which the decision records
+    /// with what the ledger could see.
+    fn judge_running(
+        &self,
+        key: &str,
+        current: &Entry,
+        details: &ResolveDetails,
+        detail: &mut Map<String, Value>,
+    ) -> Judged {
+        let standing = claimer::running(current, self.now());
+        if !standing.may_still_run() {
+            return Judged::Change;
+        }
+        detail.insert("running".into(), standing.describe().into());
+        if !standing.known_to_run() {
+            return Judged::Change;
+        }
+        if details.even_if_running {
+            detail.insert("evenIfRunning".into(), true.into());
+            return Judged::Change;
+        }
+        Judged::Refused {
+            reason: "may still be running",
+            error: LedgerError::MayStillRun {
+                key: key.to_owned(),
+                attempt: current.attempts(),
+                why: standing.describe(),
+            },
+        }
     }
 
     /// A person's decision on an entry: read it, judge it, and either log why nothing

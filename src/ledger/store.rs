@@ -496,6 +496,18 @@ pub fn gc_removes(query: &GcQuery, entry: &Entry) -> bool {
 /// without a decision log answers [`StoreError::Unsupported`] there.
 #[async_trait]
 pub trait Store: Send + Sync {
+    /// How far the store's clock is ahead of this host's, in ms: a server's clock,
+    /// measured when it was reached ([`Store::ready`]); 0 for a file on this host.
+    fn clock_offset_ms(&self) -> i64 {
+        0
+    }
+
+    /// Reaches the store, when it is reached lazily (a server): after this,
+    /// [`Store::clock_offset_ms`] is measured. Nothing to do for a file.
+    async fn ready(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Inserts `entry` only if no entry exists for its key. True only if this call
     /// inserted it. Atomic, and durable before it returns true: the send comes next.
     async fn claim(&self, entry: &Entry) -> Result<bool, StoreError>;

@@ -169,17 +169,22 @@ pub async fn send_mail_once(
 
     let span = tracing::info_span!("mail.send", key = %key, attempt = Empty, gate = "send", outcome = Empty);
     let outcome = ledger
-        .once(key, Some(mail.meta(mailer.account.as_deref())), |context| {
-            let span = span.clone();
-            async move {
-                span.record("attempt", context.attempt);
-                match mailer.send(mail, &context).await {
-                    SendAnswer::Sent { message_id } => Ok(MailReceipt { message_id }),
-                    SendAnswer::Rejected(why) => Err(SendError::definite(why)),
-                    SendAnswer::Ambiguous(why) => Err(SendError::uncertain(why)),
+        .once_within(
+            key,
+            Some(mail.meta(mailer.account.as_deref())),
+            Some(mailer.timeout.after),
+            |context| {
+                let span = span.clone();
+                async move {
+                    span.record("attempt", context.attempt);
+                    match mailer.send(mail, &context).await {
+                        SendAnswer::Sent { message_id } => Ok(MailReceipt { message_id }),
+                        SendAnswer::Rejected(why) => Err(SendError::definite(why)),
+                        SendAnswer::Ambiguous(why) => Err(SendError::uncertain(why)),
+                    }
                 }
-            }
-        })
+            },
+        )
         .instrument(span.clone())
         .await;
     let outcome = match outcome {
@@ -264,6 +269,7 @@ async fn verify(
         provider_id,
         seen: Some(Seen::entry(&entry)),
         evidence: None,
+        even_if_running: false,
     };
     match ledger
         .resolve(key, Status::Sent, &details)

@@ -84,6 +84,7 @@ pub struct SendOptions {
     verify: bool,
     wait: Option<Duration>,
     stale_after: Option<Duration>,
+    limit: Option<Duration>,
     on_behalf_of: Option<String>,
 }
 
@@ -128,6 +129,12 @@ impl SendOptions {
         self.stale_after
     }
 
+    /// The send's own time limit, past which it is killed: recorded with the claim, so
+    /// that no other process's flags can take it over while it may still run.
+    pub fn limit(&self) -> Option<Duration> {
+        self.limit
+    }
+
     /// Who the send is made for (a person, a job): named with the check in the
     /// decision log when a check's answer settles an entry ("verify (dana)").
     pub fn on_behalf_of(&self) -> Option<&str> {
@@ -166,7 +173,15 @@ impl SendOptionsBuilder {
         self
     }
 
-    /// Take over a pending claim older than `age` when verify says not there.
+    /// The send is killed at `limit`: recorded with the claim, so no other process
+    /// takes it over before then, whatever its own `stale_after`.
+    pub fn limit(mut self, limit: Duration) -> Self {
+        self.options.limit = Some(limit);
+        self
+    }
+
+    /// Take over a pending claim older than `age` when verify says not there (and
+    /// its claimer's limit has passed, or with none, its claimer is gone).
     pub fn stale_after(mut self, age: Duration) -> Self {
         self.options.stale_after = Some(age);
         self

@@ -442,6 +442,7 @@ async fn settle(
                 provider_id,
                 seen: Some(Seen::entry(entry)),
                 evidence: kept,
+                even_if_running: false,
             };
             match ledger.resolve(entry.key(), status, &details).await {
                 Ok(resolved) if resolved.changed => Action::Settled(status),

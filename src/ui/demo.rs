@@ -635,6 +635,7 @@ impl Seeder {
             provider_id: resolve.provider_id.clone(),
             seen: None,
             evidence: None,
+            even_if_running: false,
         };
         let resolved = self
             .ledger

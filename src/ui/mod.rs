@@ -1002,6 +1002,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 provider_id,
                 seen: Some(seen),
                 evidence: None,
+                even_if_running: false,
             };
             let short = app::short_key(&key);
             match backend.ledger.resolve(&key, status, &details).await {
@@ -1023,6 +1024,9 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                         "{short} is already recorded as sent{by}; it cannot be marked failed. Nothing changed."
                     ))
                 }
+                Err(LedgerError::MayStillRun { attempt, why, .. }) => refused(format!(
+                    "{short}: attempt {attempt} is pending and {why}. Marked failed, the next run would send it alongside. Nothing changed: wait for it, or if you know it has stopped, mark it with `send-once resolve ... failed --even-if-running`."
+                )),
                 Err(e) => refused(e.to_string()),
             }
         }

@@ -525,14 +525,36 @@ fn a_ledger_written_here_is_the_node_format() {
     let claim: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
     assert_eq!(claim["status"], "pending");
     assert_eq!(claim["attempts"], 1);
+    // A fresh claim is the Node claim and, last, send-once's record of who claimed
+    // it (which says whether it may still be running); the settled entry drops it.
+    let fields: Vec<&str> = claim
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
-        claim.as_object().unwrap().len(),
-        6,
-        "a fresh claim is exactly the Node claim: {claim}"
+        fields,
+        [
+            "key",
+            "status",
+            "attempts",
+            "claimedAt",
+            "updatedAt",
+            "meta",
+            "claimer"
+        ],
+        "{claim}"
+    );
+    assert_eq!(
+        claim["claimer"]["pid"].as_u64().map(|_| ()),
+        Some(()),
+        "{claim}"
     );
     assert_eq!(claim["claimedAt"], claim["updatedAt"]);
     let sent: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
     assert_eq!(sent["status"], "sent");
+    assert!(sent.get("claimer").is_none(), "{sent}");
     assert_eq!(sent["claimedAt"], claim["claimedAt"]);
     assert!(is_iso_millis(sent["sentAt"].as_str().unwrap()), "{sent}");
     assert!(!lock_path(&ledger).exists());

@@ -205,6 +205,7 @@ async fn this_tool_reads_and_settles_rows_node_wrote() {
         provider_id: None,
         seen: None,
         evidence: None,
+        even_if_running: false,
     };
     let resolved = ledger_api
         .resolve("n-pending", Status::Sent, &details)

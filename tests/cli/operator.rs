@@ -238,10 +238,28 @@ fn resolve_warns_when_the_attempt_may_still_be_sending() {
         .expect("run starts");
     wait_for_file(&started, Duration::from_secs(20));
 
-    let out = s.run(&["resolve", &l, "running", "ended", "failed", "--by", "eve"]);
+    // Its claimer is alive here: "failed" is refused unless the person says they know.
+    let refused = s.run(&["resolve", &l, "running", "failed", "--by", "eve"]);
+    let out = s.run(&[
+        "resolve",
+        &l,
+        "running",
+        "ended",
+        "failed",
+        "--by",
+        "eve",
+        "--even-if-running",
+    ]);
     let warned = stderr(&out);
     std::fs::write(&go, "").expect("release the send");
     let _ = running.wait();
+    expect_exit(&refused, 1, "failed of a running attempt, unsaid");
+    assert!(
+        stderr(&refused).contains("its claiming process")
+            && stderr(&refused).contains("--even-if-running"),
+        "{}",
+        stderr(&refused)
+    );
     expect_exit(&out, 0, "both settled");
     assert!(
         warned.contains("running was claimed") && warned.contains("may still be sending"),

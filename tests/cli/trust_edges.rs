@@ -774,6 +774,8 @@ fn a_send_that_completes_after_a_person_marked_it_failed_says_so() {
             "bob",
             "--note",
             "nothing in the log",
+            // What he believes; the ledger sees its claimer alive.
+            "--even-if-running",
         ]),
         0,
         "bob marks the in-flight send failed",
@@ -832,7 +834,15 @@ fn a_late_first_send_after_a_retry_is_recorded_as_a_possible_second_send() {
         .unwrap();
         wait_for_file(&started, Duration::from_secs(20));
         expect_exit(
-            &output(&["resolve", p(&ledger), "twice-1", "failed", "--by", "bob"]),
+            &output(&[
+                "resolve",
+                p(&ledger),
+                "twice-1",
+                "failed",
+                "--by",
+                "bob",
+                "--even-if-running",
+            ]),
             0,
             "bob marks the running send failed",
         );

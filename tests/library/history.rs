@@ -108,8 +108,12 @@ async fn act_out(ledger: &Ledger) {
     let inner = ledger.clone();
     let late = ledger
         .once("k-late", None, move |_| async move {
+            let knowing = ResolveDetails {
+                even_if_running: true,
+                ..by("bob", None)
+            };
             inner
-                .resolve("k-late", Status::Failed, &by("bob", None))
+                .resolve("k-late", Status::Failed, &knowing)
                 .await
                 .unwrap();
             let retry = inner
@@ -129,7 +133,14 @@ async fn act_out(ledger: &Ledger) {
     ledger
         .once("k-over", None, move |_| async move {
             inner
-                .resolve("k-over", Status::Failed, &by("dan", Some("gave up")))
+                .resolve(
+                    "k-over",
+                    Status::Failed,
+                    &ResolveDetails {
+                        even_if_running: true,
+                        ..by("dan", Some("gave up"))
+                    },
+                )
                 .await
                 .unwrap();
             Ok::<_, SendError>("msg-o".to_string())

@@ -260,8 +260,16 @@ async fn once_outcomes_scenario(store: Arc<dyn Store>) {
     assert_eq!(calls.load(SeqCst), 3, "a failed key is sent again");
     let (ctx, claim) = during.lock().expect("lock").take().expect("send ran");
     assert_eq!(ctx.attempt, 2);
+    // The claim is Node's, and send-once's record of its claimer, which the settled
+    // entry drops.
+    let mut claim = claim.expect("claimed before the send").to_value();
+    let claimer = claim.as_object_mut().unwrap().remove("claimer");
     assert_eq!(
-        claim.expect("claimed before the send").to_value(),
+        claimer.and_then(|c| c["pid"].as_u64()),
+        Some(u64::from(std::process::id()))
+    );
+    assert_eq!(
+        claim,
         json!({
             "key": "k-fail",
             "status": "pending",
@@ -652,6 +660,7 @@ async fn resolve_pending_to_sent_records_who_why_when_and_provider_id() {
         provider_id: Some("prov-42".into()),
         seen: None,
         evidence: None,
+        even_if_running: false,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)
@@ -728,6 +737,7 @@ async fn resolve_to_current_status_changes_nothing() {
         provider_id: Some("other-id".into()),
         seen: None,
         evidence: None,
+        even_if_running: false,
     };
     for (key, status) in [("k-sent", Status::Sent), ("k-failed", Status::Failed)] {
         let before = stored(&ledger, key).await.to_json();
@@ -781,6 +791,7 @@ async fn resolve_failed_to_sent_is_allowed() {
         provider_id: Some("late-receipt".into()),
         seen: None,
         evidence: None,
+        even_if_running: false,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)
@@ -1142,9 +1153,21 @@ async fn stale_attempt_scenario(ledger: Ledger) {
     });
     wait_started_1.await.expect("attempt 1 started");
 
-    // A person decides attempt 1 did not go out.
-    ledger
+    // A person decides attempt 1 did not go out, against what the ledger sees (its
+    // claimer, this process, is alive).
+    let refused = ledger
         .resolve("k", Status::Failed, &ResolveDetails::default())
+        .await;
+    assert!(
+        matches!(refused, Err(LedgerError::MayStillRun { attempt: 1, .. })),
+        "{refused:?}"
+    );
+    let knowing = ResolveDetails {
+        even_if_running: true,
+        ..ResolveDetails::default()
+    };
+    ledger
+        .resolve("k", Status::Failed, &knowing)
         .await
         .expect("resolve works");
 

@@ -31,8 +31,16 @@ use super::store::{
     Access, Census, CommitDurability, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery,
     StoreError, UnreadableRow, gc_removes, page_matches, same_claim,
 };
+use super::time;
 
 /// Node's `sqlStore.schema()`, word for word, with the table's name for `{t}`.
+/// The server's clock, in ms since the epoch.
+const SERVER_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
+/// A round trip longer than this (a first query that also connected) measures the
+/// clock again on the warm connection.
+const CLOCK_BLUR_MS: i64 = 20;
+
 const NODE_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS {t} (\n  key TEXT PRIMARY KEY,\n  status TEXT NOT NULL,\n  entry TEXT NOT NULL,\n  claimed_at TEXT NOT NULL,\n  updated_at TEXT NOT NULL\n)";
 
 /// The schema versions this build knows; step `i` takes the ledger from version `i` to
@@ -203,6 +211,8 @@ pub struct PostgresStore {
         tokio_postgres_rustls::MakeRustlsConnect,
     ),
     heard: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
+    /// How far the server's clock is ahead of ours, in ms, measured when reached.
+    clock_offset: std::sync::atomic::AtomicI64,
 }
 
 /// The statements every claim and record runs, with the table's name in them.
@@ -344,6 +354,7 @@ impl PostgresStore {
             reached: tokio::sync::OnceCell::new(),
             listen_with,
             heard: std::sync::OnceLock::new(),
+            clock_offset: std::sync::atomic::AtomicI64::new(0),
         })
     }
 
@@ -555,10 +566,20 @@ impl PostgresStore {
         // The common case in one round trip: the schema is current.
         let fast = format!(
             "SELECT (SELECT max(version) FROM {t}_schema)::bigint, \
-             current_setting('synchronous_commit'), current_setting('fsync')"
+             current_setting('synchronous_commit'), current_setting('fsync'), {SERVER_MS}"
         );
+        let asked = time::now_millis();
         match self.try_query(&fast, &[]).await {
             Ok(rows) => {
+                let answered = time::now_millis();
+                match rows.first().map(|r| r.get::<_, i64>(3)) {
+                    // The first query also connected: measured again on the warm
+                    // connection when that took long enough to blur the midpoint.
+                    Some(server) if answered - asked <= CLOCK_BLUR_MS => {
+                        self.note_clock(server, asked, answered);
+                    }
+                    _ => self.measure_clock().await?,
+                }
                 let version: Option<i64> = rows.first().and_then(|r| r.get(0));
                 let version = version.unwrap_or(0);
                 self.check_version(version)?;
@@ -578,7 +599,27 @@ impl PostgresStore {
         } else {
             self.migrate().await?
         };
+        self.measure_clock().await?;
         Ok(self.reached_server(server))
+    }
+
+    /// Measures the server's clock against ours on one round trip (its midpoint), so
+    /// that claims and their ages are read on the server's clock by every process
+    /// ([`Store::clock_offset_ms`]).
+    async fn measure_clock(&self) -> Result<(), StoreError> {
+        let asked = time::now_millis();
+        let rows = self.read_now(&format!("SELECT {SERVER_MS}"), &[]).await?;
+        let answered = time::now_millis();
+        if let Some(server) = rows.first().map(|r| r.get::<_, i64>(0)) {
+            self.note_clock(server, asked, answered);
+        }
+        Ok(())
+    }
+
+    fn note_clock(&self, server_ms: i64, asked: i64, answered: i64) {
+        let offset = server_ms - (asked + (answered - asked) / 2);
+        self.clock_offset
+            .store(offset, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Warns, once, when commits on this server are not durable and this store writes.
@@ -1156,6 +1197,14 @@ fn ascii_lower(expr: &str) -> String {
 
 #[async_trait]
 impl super::store::Store for PostgresStore {
+    fn clock_offset_ms(&self) -> i64 {
+        self.clock_offset.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        self.reach().await.map(|_| ())
+    }
+
     async fn claim(&self, entry: &Entry) -> Result<bool, StoreError> {
         self.claim_with(entry, None).await
     }

@@ -4,6 +4,7 @@
 //! providers are shell scripts that keep their "records" in files.
 
 mod limits_and_signals;
+mod takeover;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

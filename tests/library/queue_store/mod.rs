@@ -429,7 +429,10 @@ pub async fn an_outside_approval_is_judged_by_its_key_and_by_its_payload(open: O
         other_revision.contains("holds this payload at revision 1, and revision 2 was approved"),
         "{other_revision}"
     );
-    assert!(refusal("unrelated").await.is_some(), "the payload is the same under any key");
+    assert!(
+        refusal("unrelated").await.is_some(),
+        "the payload is the same under any key"
+    );
     let fresh = json!({"amount": 9});
     let fresh_hash = send_once::ledger::canonical::hash_payload_of(&fresh);
     assert_eq!(

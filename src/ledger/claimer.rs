@@ -1,0 +1,355 @@
+//! Who made a claim, and so whether its attempt may still be running.
+//!
+//! One definition, used by a takeover, by `reset` and `resolve failed`, by `show` and
+//! by the screen: an attempt may still be running until its claimer's own limit (its
+//! `--timeout`, recorded with the claim) has passed on the store's clock; with no
+//! recorded limit (a Node claim, `run` without `--timeout`), while the claiming process
+//! is alive on this host. Another host's process cannot be seen, and that is said.
+//!
+//! The record is a `claimer` object beside the Node fields of the entry; the Node
+//! library ignores it, and a Node claim has none.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::entry::{Entry, Status};
+use super::time;
+
+/// How long past a claimer's limit its attempt is still counted as running: the
+/// claimer kills its send at the limit, and the kill, the store's write and two
+/// clocks measured against one server each take a moment.
+pub const GRACE_MS: i64 = 1_000;
+
+/// The process that made a claim, as the claim records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimer {
+    /// Its process id.
+    pub pid: u32,
+    /// When it started, in clock ticks since boot (`/proc/PID/stat`): a pid reused by
+    /// another process after it ended has another start.
+    pub start: Option<u64>,
+    /// Its host's name.
+    pub host: Option<String>,
+    /// Its host's boot id: the same name after a reboot, or in another container, is
+    /// another set of processes.
+    pub boot: Option<String>,
+    /// Its send's time limit: past it the claimer has killed the send.
+    pub limit_ms: Option<u64>,
+}
+
+/// Where an attempt stands, by [`running`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Running {
+    /// Not pending, or its claimer recorded how its send ended (an error, an uncertain
+    /// answer): the attempt is over, whatever its outcome.
+    Ended,
+    /// Its claimer's limit has not passed.
+    WithinLimit {
+        /// When it passes (ms since the epoch, on the store's clock, grace included).
+        until_ms: i64,
+        /// The claimer's limit.
+        limit_ms: u64,
+    },
+    /// Its claimer's limit has passed: the send was killed then.
+    PastLimit {
+        /// When it passed (ms since the epoch, on the store's clock, grace included).
+        until_ms: i64,
+        /// The claimer's limit.
+        limit_ms: u64,
+    },
+    /// No limit, and the claiming process is alive on this host.
+    ClaimerAlive {
+        /// The claiming process.
+        pid: u32,
+    },
+    /// No limit, and the claiming process has ended on this host (a kill -9, a crash).
+    ClaimerGone {
+        /// The claiming process.
+        pid: u32,
+    },
+    /// No limit, and the claimer cannot be seen from here: a Node claim (`host` None),
+    /// a claim whose time cannot be read, or another host's process.
+    Unseen {
+        /// The claimer's host, when it recorded one.
+        host: Option<String>,
+    },
+}
+
+impl Running {
+    /// True when the attempt may still be sending.
+    pub fn may_still_run(&self) -> bool {
+        !matches!(
+            self,
+            Running::Ended | Running::PastLimit { .. } | Running::ClaimerGone { .. }
+        )
+    }
+
+    /// True when the attempt is known to be running or within its limit: its
+    /// claimer is seen alive here, or its recorded limit has not passed. Neither a
+    /// takeover nor a person's "failed" is taken then without the person saying they
+    /// know better. An unseen claimer (a Node claim, another host with no limit) is
+    /// not known either way: it is said, and the decision is left to who makes it.
+    pub fn known_to_run(&self) -> bool {
+        matches!(
+            self,
+            Running::WithinLimit { .. } | Running::ClaimerAlive { .. }
+        )
+    }
+
+    /// Why, in a sentence for a person (no terminal escaping needed: the host name is
+    /// made visible here).
+    pub fn describe(&self) -> String {
+        let host = |h: &Option<String>| {
+            h.as_deref()
+                .map(|h| crate::text::visible_inline(h).into_owned())
+                .unwrap_or_default()
+        };
+        match self {
+            Running::Ended => "its claimer recorded how it ended".to_owned(),
+            Running::WithinLimit { until_ms, limit_ms } => format!(
+                "it may still be running: its claimer's limit of {} ends at {}",
+                super::duration::format_duration(*limit_ms as f64),
+                iso(*until_ms)
+            ),
+            Running::PastLimit { until_ms, limit_ms } => format!(
+                "its claimer's limit of {} passed at {}, when the send was stopped",
+                super::duration::format_duration(*limit_ms as f64),
+                iso(*until_ms)
+            ),
+            Running::ClaimerAlive { pid } => format!(
+                "it may still be running: it has no time limit and its claiming process {pid} is alive on this host"
+            ),
+            Running::ClaimerGone { pid } => format!(
+                "its claiming process {pid} has ended on this host, and the send with it"
+            ),
+            Running::Unseen { host: None } => {
+                "it may still be running: it recorded no claimer or limit (a Node claim, or one from an older send-once), so whether it runs cannot be seen".to_owned()
+            }
+            Running::Unseen { host: Some(h) } => format!(
+                "it may still be running: it has no time limit and its claimer is on host {}, whose processes cannot be seen from here",
+                host(&Some(h.clone()))
+            ),
+        }
+    }
+}
+
+fn iso(ms: i64) -> String {
+    time::iso_from_millis(ms).unwrap_or_else(|| ms.to_string())
+}
+
+/// Where the attempt `entry` holds stands at `now_ms` on the store's clock.
+pub fn running(entry: &Entry, now_ms: i64) -> Running {
+    if entry.status() != Status::Pending || entry.error().is_some() || entry.uncertain() {
+        return Running::Ended;
+    }
+    let claimer = Claimer::of(entry);
+    let alive = claimer.as_ref().and_then(Claimer::alive_here);
+    // Seen alive here, it is sending, or about to stop its send at its limit: no clock
+    // (a skewed one, a server's measured from afar) outranks the process itself.
+    if let (Some(true), Some(claimer)) = (alive, &claimer) {
+        return Running::ClaimerAlive { pid: claimer.pid };
+    }
+    if let Some(limit_ms) = claimer.as_ref().and_then(|c| c.limit_ms) {
+        let Some(claimed) = time::parse_date(entry.claimed_at()) else {
+            return Running::Unseen { host: None };
+        };
+        let until_ms = claimed
+            .saturating_add(i64::try_from(limit_ms).unwrap_or(i64::MAX))
+            .saturating_add(GRACE_MS);
+        return if now_ms > until_ms {
+            Running::PastLimit { until_ms, limit_ms }
+        } else {
+            Running::WithinLimit { until_ms, limit_ms }
+        };
+    }
+    match (claimer, alive) {
+        (Some(claimer), Some(false)) => Running::ClaimerGone { pid: claimer.pid },
+        (claimer, _) => Running::Unseen {
+            host: claimer.and_then(|c| c.host),
+        },
+    }
+}
+
+impl Claimer {
+    /// This process, sending with `limit`.
+    pub fn this_process(limit: Option<Duration>) -> Claimer {
+        let me = here();
+        Claimer {
+            pid: std::process::id(),
+            start: me.start,
+            host: me.host.clone(),
+            boot: me.boot.clone(),
+            limit_ms: limit.map(|l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// The claimer `entry` records, or None (a Node claim, or an unreadable record).
+    pub fn of(entry: &Entry) -> Option<Claimer> {
+        let record = entry.get("claimer")?.as_object()?;
+        let text = |name: &str| record.get(name).and_then(Value::as_str).map(str::to_owned);
+        Some(Claimer {
+            pid: u32::try_from(record.get("pid")?.as_u64()?).ok()?,
+            start: record.get("start").and_then(Value::as_u64),
+            host: text("host"),
+            boot: text("boot"),
+            limit_ms: record.get("limitMs").and_then(Value::as_u64),
+        })
+    }
+
+    /// The record a claim carries.
+    pub fn to_value(&self) -> Value {
+        let mut record = Map::new();
+        record.insert("pid".into(), self.pid.into());
+        if let Some(start) = self.start {
+            record.insert("start".into(), start.into());
+        }
+        if let Some(host) = &self.host {
+            record.insert("host".into(), host.clone().into());
+        }
+        if let Some(boot) = &self.boot {
+            record.insert("boot".into(), boot.clone().into());
+        }
+        if let Some(limit) = self.limit_ms {
+            record.insert("limitMs".into(), limit.into());
+        }
+        Value::Object(record)
+    }
+
+    /// Whether the claiming process is alive, when it ran on this host (the same host
+    /// name and boot); None when that cannot be told.
+    pub fn alive_here(&self) -> Option<bool> {
+        let me = here();
+        if self.host.is_none()
+            || self.host != me.host
+            || self.boot.is_none()
+            || self.boot != me.boot
+        {
+            return None;
+        }
+        Some(match process_start(self.pid) {
+            Some(start) => self.start.is_none_or(|recorded| recorded == start),
+            None => false,
+        })
+    }
+}
+
+struct Here {
+    start: Option<u64>,
+    host: Option<String>,
+    boot: Option<String>,
+}
+
+fn here() -> &'static Here {
+    static HERE: OnceLock<Here> = OnceLock::new();
+    HERE.get_or_init(|| {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+        };
+        Here {
+            start: process_start(std::process::id()),
+            host: read("/proc/sys/kernel/hostname"),
+            // With the pid namespace: two containers on one kernel share a boot id
+            // but not their pids.
+            boot: read("/proc/sys/kernel/random/boot_id").map(|boot| {
+                match std::fs::read_link("/proc/self/ns/pid") {
+                    Ok(ns) => format!("{boot} {}", ns.display()),
+                    Err(_) => boot,
+                }
+            }),
+        }
+    })
+}
+
+/// The start time of process `pid` in clock ticks since boot, or None when there is
+/// no such process (or no `/proc` to ask). A zombie has ended.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold anything, spaces included.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Field 3 of stat(5) is the state, field 22 the start time; `after` starts at 3.
+    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
+        return None;
+    }
+    fields.get(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(claimer: Option<Claimer>) -> Entry {
+        let mut entry = Entry::claim("k", "2026-12-06T00:00:00.000Z", None);
+        if let Some(claimer) = claimer {
+            entry.set("claimer", claimer.to_value());
+        }
+        entry
+    }
+
+    const CLAIMED: i64 = 1_796_515_200_000;
+
+    #[test]
+    fn a_limit_decides_on_the_store_clock_and_a_taker_cannot_shorten_it() {
+        // On another host: only the clock can tell.
+        let elsewhere = Claimer {
+            host: Some("other-host".into()),
+            ..Claimer::this_process(Some(Duration::from_secs(60)))
+        };
+        let entry = pending(Some(elsewhere));
+        assert_eq!(time::parse_date(entry.claimed_at()), Some(CLAIMED));
+        assert!(running(&entry, CLAIMED + 60_000).may_still_run());
+        assert!(running(&entry, CLAIMED + 60_000 + GRACE_MS).may_still_run());
+        assert!(!running(&entry, CLAIMED + 60_000 + GRACE_MS + 1).may_still_run());
+        // Here, a claimer seen alive outranks any clock; one seen gone leaves the
+        // limit to rule, as orphans of its send may live until then.
+        let me = Claimer::this_process(Some(Duration::from_secs(60)));
+        assert!(running(&pending(Some(me.clone())), CLAIMED + 86_400_000).may_still_run());
+        let gone = Claimer {
+            pid: u32::MAX,
+            ..me
+        };
+        assert!(running(&pending(Some(gone.clone())), CLAIMED + 1).may_still_run());
+        assert!(!running(&pending(Some(gone)), CLAIMED + 62_000).may_still_run());
+    }
+
+    #[test]
+    fn without_a_limit_the_claimer_must_be_seen_gone() {
+        let me = Claimer::this_process(None);
+        assert_eq!(
+            running(&pending(Some(me.clone())), CLAIMED + 86_400_000),
+            Running::ClaimerAlive {
+                pid: std::process::id()
+            }
+        );
+        let reused = Claimer {
+            start: me.start.map(|s| s + 1),
+            ..me.clone()
+        };
+        assert_eq!(
+            running(&pending(Some(reused)), CLAIMED),
+            Running::ClaimerGone {
+                pid: std::process::id()
+            },
+            "a pid now used by another process"
+        );
+        let elsewhere = Claimer {
+            host: Some("other-host".into()),
+            ..me
+        };
+        assert!(running(&pending(Some(elsewhere)), CLAIMED).may_still_run());
+        assert_eq!(
+            running(&pending(None), CLAIMED),
+            Running::Unseen { host: None }
+        );
+        let round_trip = Claimer::of(&pending(Some(Claimer::this_process(Some(
+            Duration::from_millis(1500),
+        )))))
+        .unwrap();
+        assert_eq!(round_trip.limit_ms, Some(1500));
+    }
+}

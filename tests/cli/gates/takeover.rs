@@ -1,0 +1,354 @@
+//! A takeover never races a running attempt (H1): a claim records its claimer's own
+//! limit, pid, start and host, and whether its attempt may still be running has one
+//! answer for `run --stale-after`, `reset` and `resolve failed`. Real processes, and
+//! a taker whose clock is hours ahead.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{NOT_THERE, Setup, wait_child, wait_until};
+use crate::harness::{self, expect_exit, output, send_once, stderr};
+
+fn real_now() -> i64 {
+    send_once::ledger::time::now_millis()
+}
+
+/// `run KEY` with the takeover flags a hurried taker would give, at `now` (None: the
+/// real clock).
+fn taker(s: &Setup, key: &str, now: Option<i64>, verify: &str) -> std::process::Output {
+    let ledger = s.ledger();
+    let send = s.sender("echo taken-over");
+    let mut cmd = send_once(&[
+        "run",
+        &ledger,
+        "--key",
+        key,
+        verify,
+        "--stale-after",
+        "2s",
+        "--timeout",
+        "1s",
+        "--",
+        &send,
+    ]);
+    match now {
+        Some(now) => cmd.env("SEND_ONCE_FIXED_NOW_MS", now.to_string()),
+        None => cmd.env_remove("SEND_ONCE_FIXED_NOW_MS"),
+    };
+    cmd.output().unwrap()
+}
+
+fn claimer_of(s: &Setup, key: &str) -> Value {
+    s.entry(key).expect("an entry")["claimer"].clone()
+}
+
+#[test]
+fn a_takeover_never_races_a_running_attempt_whatever_the_takers_flags_or_clock() {
+    let s = Setup::new();
+    let verify = format!("--verify={}", s.check("v", NOT_THERE));
+    // The claimer: a 30 s limit, sending for 4 s.
+    let slow = s.sender("sleep 4; echo first");
+    let ledger = s.ledger();
+    let claimer = send_once(&[
+        "run",
+        &ledger,
+        "--key",
+        "k",
+        "--timeout",
+        "30s",
+        "--",
+        &slow,
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_until("the first send starts", || s.sends().len() == 1);
+    let recorded = claimer_of(&s, "k");
+    assert_eq!(recorded["limitMs"], 30_000, "{recorded}");
+    assert_eq!(recorded["pid"], claimer.id(), "{recorded}");
+    // A taker whose clock is three hours ahead, with a shorter limit of its own.
+    let out = taker(&s, "k", Some(real_now() + 3 * super::HOUR_MS), &verify);
+    expect_exit(&out, 3, "a taker with a skewed clock");
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!("its claiming process {} is alive", claimer.id()))
+            || said.contains("is alive on this host"),
+        "{said}"
+    );
+    assert!(said.contains("--stale-after cannot shorten that"), "{said}");
+    // And on the real clock, once the claim is older than its --stale-after.
+    std::thread::sleep(Duration::from_millis(2_200));
+    expect_exit(
+        &taker(&s, "k", None, &verify),
+        3,
+        "a taker past its own --stale-after",
+    );
+    wait_child(claimer);
+    assert_eq!(s.sends(), vec!["k 1"], "a running attempt was taken over");
+    assert_eq!(s.entry("k").unwrap()["status"], "sent");
+    assert!(
+        s.entry("k").unwrap().get("claimer").is_none(),
+        "a settled entry is the Node entry"
+    );
+}
+
+#[test]
+fn without_a_limit_a_claim_is_taken_over_or_reset_only_once_its_claimer_is_gone() {
+    let s = Setup::new();
+    let verify = format!("--verify={}", s.check("v", NOT_THERE));
+    let late = s.path("late.log");
+    // No --timeout: only the claiming process says whether it runs.
+    let slow = s.sender(&format!("sleep 3; echo late >> '{}'", late.display()));
+    let ledger = s.ledger();
+    let mut claimer = send_once(&["run", &ledger, "--key", "k2", "--", &slow])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the first send starts", || s.sends().len() == 1);
+    assert!(claimer_of(&s, "k2").get("limitMs").is_none());
+    std::thread::sleep(Duration::from_millis(2_200));
+    let out = taker(&s, "k2", None, &verify);
+    expect_exit(&out, 3, "a claimer with no limit, alive");
+    assert!(
+        stderr(&out).contains("it has no time limit and its claiming process"),
+        "{}",
+        stderr(&out)
+    );
+    // A person's reset or resolve failed needs the flag that names the danger.
+    for args in [
+        vec!["reset", ledger.as_str(), "k2"],
+        vec!["resolve", ledger.as_str(), "k2", "failed"],
+    ] {
+        let out = output(&args);
+        expect_exit(&out, 1, &format!("{args:?} of a running attempt"));
+        assert!(
+            stderr(&out).contains("may still be running")
+                && stderr(&out).contains("--even-if-running"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(s.entry("k2").unwrap()["status"], "pending", "{args:?}");
+    }
+    // `show` says why, and what would take it over.
+    let shown = harness::stdout(&output(&["show", &ledger, "k2"]));
+    assert!(
+        shown.contains("running      it may still be running: it has no time limit")
+            && shown.contains("takeover     not while it may run"),
+        "{shown}"
+    );
+    // kill -9: the claimer and the send it started end together.
+    claimer.kill().unwrap();
+    claimer.wait().unwrap();
+    let started = Instant::now();
+    let out = taker(&s, "k2", None, &verify);
+    expect_exit(&out, 0, "the claimer is gone: taken over");
+    assert_eq!(s.sends(), vec!["k2 1", "k2 2"]);
+    let takeover = s
+        .decisions()
+        .into_iter()
+        .find(|d| d["action"] == "takeover")
+        .expect("a takeover decision");
+    assert!(
+        takeover["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("has ended on this host")),
+        "{takeover}"
+    );
+    std::thread::sleep(Duration::from_millis(3_500).saturating_sub(started.elapsed()));
+    assert!(
+        !late.exists(),
+        "the send of a killed claimer went on running"
+    );
+}
+
+#[test]
+fn a_claim_from_another_host_keeps_its_limit_and_an_unseen_one_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    let l = ledger.to_str().unwrap();
+    const T0: i64 = super::T0;
+    let iso = |ms: i64| send_once::ledger::time::iso_from_millis(ms).unwrap();
+    let claim = |key: &str, claimer: Option<Value>| {
+        let mut entry = serde_json::json!({
+            "key": key, "status": "pending", "attempts": 1,
+            "claimedAt": iso(T0), "updatedAt": iso(T0), "meta": null,
+        });
+        if let Some(claimer) = claimer {
+            entry["claimer"] = claimer;
+        }
+        entry.to_string()
+    };
+    let elsewhere =
+        serde_json::json!({"pid": 1, "host": "elsewhere", "boot": "b", "limitMs": 600_000});
+    let nobody = serde_json::json!({"pid": 1, "host": "elsewhere", "boot": "b"});
+    std::fs::write(
+        &ledger,
+        [
+            claim("far", Some(elsewhere)),
+            claim("node", None),
+            claim("far-no-limit", Some(nobody)),
+            claim("by-hand", None),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let sends = dir.path().join("sends.log");
+    let run_at = |now: i64, key: &str| {
+        send_once(&[
+            "run",
+            l,
+            "--key",
+            key,
+            "--verify",
+            "false",
+            "--stale-after",
+            "1m",
+            "--timeout",
+            "30s",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo \"$SEND_ONCE_KEY\" >> '{}'", sends.display()),
+        ])
+        .env("SEND_ONCE_FIXED_NOW_MS", now.to_string())
+        .output()
+        .unwrap()
+    };
+    let minute = 60_000;
+    // Its own limit of 10 minutes rules, not the taker's --stale-after of one.
+    let out = run_at(T0 + 5 * minute, "far");
+    expect_exit(&out, 3, "within the claimer's own limit");
+    assert!(
+        stderr(&out).contains("limit of 10m ends at"),
+        "{}",
+        stderr(&out)
+    );
+    expect_exit(&run_at(T0 + 11 * minute, "far"), 0, "past its limit");
+    // No limit and unseen: taken over on --stale-after alone, and the log says so.
+    expect_exit(&run_at(T0 + 2 * minute, "node"), 0, "a Node claim");
+    expect_exit(
+        &run_at(T0 + 2 * minute, "far-no-limit"),
+        0,
+        "another host, no limit",
+    );
+    assert_eq!(
+        std::fs::read_to_string(&sends).unwrap(),
+        "far\nnode\nfar-no-limit\n"
+    );
+    let out = output(&["decisions", l, "--json"]);
+    let log: Value = serde_json::from_str(&harness::stdout(&out)).unwrap();
+    let notes: Vec<String> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["action"] == "takeover")
+        .map(|d| d["note"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(
+        notes[1].contains("recorded no claimer or limit")
+            && notes[1].contains("on --stale-after alone"),
+        "{notes:?}"
+    );
+    assert!(
+        notes[2].contains("on host elsewhere, whose processes cannot be seen"),
+        "{notes:?}"
+    );
+    // A person marking an unseen attempt failed decides on what they checked; the
+    // decision keeps that nobody could see whether it ran.
+    let out = output(&["resolve", l, "by-hand", "failed", "--by", "dana"]);
+    expect_exit(&out, 0, "resolve failed of an unseen attempt");
+    let out = output(&["decisions", l, "--json"]);
+    let log: Value = serde_json::from_str(&harness::stdout(&out)).unwrap();
+    let resolved = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|d| d["action"] == "resolve" && d["outcome"] == "changed")
+        .cloned()
+        .expect("the resolve");
+    assert!(
+        resolved["detail"].get("evenIfRunning").is_none(),
+        "{resolved}"
+    );
+    assert!(
+        resolved["detail"]["running"]
+            .as_str()
+            .is_some_and(|r| r.contains("cannot be seen")),
+        "{resolved}"
+    );
+}
+
+/// A claim on Postgres is made and aged on the server's clock: a taker whose own clock
+/// is an hour ahead (under `faketime`) neither writes its claims an hour late nor
+/// finds another host's claim an hour old.
+#[test]
+fn on_postgres_a_claim_is_aged_on_the_servers_clock_not_the_takers() {
+    if !harness::skip::have_tools(&[("faketime", "faketime")]) {
+        return;
+    }
+    let Some(cluster) = crate::harness::pg::PgCluster::start() else {
+        return;
+    };
+    let url = crate::harness::pg_cli::table_url(&cluster, "skew");
+    let s = Setup::on_postgres(url.clone());
+    let verify = format!("--verify={}", s.check("v", NOT_THERE));
+    expect_exit(&output(&["init", &url]), 0, "init");
+    // Another host's claim, made now on the server's clock, with a 10 minute limit.
+    let entry = |key: &str| {
+        format!(
+            "'{{\"key\":\"{key}\",\"status\":\"pending\",\"attempts\":1,\"claimedAt\":\"' || {NOW} || '\",\"updatedAt\":\"' || {NOW} || '\",\"meta\":null,\"claimer\":{{\"pid\":1,\"host\":\"elsewhere\",\"boot\":\"b\",\"limitMs\":600000}}}}'"
+        )
+    };
+    const NOW: &str = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
+    cluster.sql(&format!(
+        "INSERT INTO skew (key, status, entry, claimed_at, updated_at) \
+         SELECT 'far', 'pending', {e}, {NOW}, {NOW}",
+        e = entry("far")
+    ));
+    let send = s.sender("echo taken-over");
+    // Older than the taker's --stale-after by the server's clock, as by its own.
+    std::thread::sleep(std::time::Duration::from_millis(2_200));
+    let skewed = |key: &str| {
+        std::process::Command::new("faketime")
+            .args(["-f", "+1h", env!("CARGO_BIN_EXE_send-once")])
+            .args([
+                "run",
+                &url,
+                "--key",
+                key,
+                &verify,
+                "--stale-after",
+                "2m",
+                "--timeout",
+                "1m",
+                "--",
+                &send,
+            ])
+            .env_remove("SEND_ONCE_FIXED_NOW_MS")
+            .env_remove("SEND_ONCE_LEDGER")
+            .output()
+            .unwrap()
+    };
+    let out = skewed("far");
+    expect_exit(&out, 3, "a taker an hour ahead, within the claimer's limit");
+    assert!(
+        stderr(&out).contains("limit of 10m ends at"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(s.sends().is_empty(), "taken over on a skewed clock");
+    // Its own claim is stamped with the server's time, not an hour ahead.
+    expect_exit(&skewed("mine"), 0, "a new key");
+    let late: String = cluster.sql(
+        "SELECT (abs(extract(epoch FROM (now() - (entry::json->>'claimedAt')::timestamptz))) < 300)::text \
+         FROM skew WHERE key = 'mine'",
+    );
+    assert_eq!(late.trim(), "true", "the claim's time is the server's");
+}
