@@ -36,6 +36,7 @@ use super::store::{
 use super::time;
 use super::{canonical, chain, jsjson};
 
+mod damaged;
 mod identity;
 #[cfg(test)]
 mod index_model_tests;
@@ -1188,6 +1189,7 @@ fn classify_carefully(bytes: &[u8]) -> Line<'_> {
                 status,
                 claimed_at: utf8_bytes(claimed_at.0),
             },
+            // Valid JSON that is not an entry: skipped, as Node skips it.
             _ => Line::NotAnEntry,
         };
     }
@@ -1201,8 +1203,27 @@ fn classify_carefully(bytes: &[u8]) -> Line<'_> {
             claimed_at: Cow::Owned(entry.claimed_at().as_bytes().to_vec()),
             key: Cow::Owned(entry.key().as_bytes().to_vec()),
         },
+        None => damaged_line(bytes),
+    }
+}
+
+/// A line that is not an entry: skipped, unless it is a damaged claim that still
+/// names its key, which is that key's unknown state ([`damaged`]).
+fn damaged_line(bytes: &[u8]) -> Line<'static> {
+    match damaged::damaged(bytes) {
+        Some(line) => Line::Entry {
+            key: Cow::Owned(line.key.into_bytes()),
+            status: Status::Pending,
+            claimed_at: Cow::Owned(line.claimed_at.into_bytes()),
+        },
         None => Line::NotAnEntry,
     }
+}
+
+/// The entry a line holds, or a damaged claim's unknown state; None when it holds
+/// neither.
+fn line_entry(bytes: &[u8]) -> Option<Entry> {
+    parse_entry(&decode(bytes)).or_else(|| damaged::damaged_entry(bytes))
 }
 
 /// Reads a whole entry exactly as `JSON.parse` would, then `isEntry`. Values are kept
@@ -1425,16 +1446,10 @@ impl Files {
         let tail = parts.last().map_or_else(Tail::default, |p| p.tail);
         // The last part that has a line for the key has its newest line.
         let entry = match parts.into_iter().rev().find_map(|p| p.last) {
-            Some(bytes) => {
-                Some(
-                    parse_entry(&decode(&bytes)).ok_or_else(|| StoreError::Corrupt {
-                        ledger: ledger_at(&self.path),
-                        detail: format!(
-                            "the last line for {key} could not be read twice the same way"
-                        ),
-                    })?,
-                )
-            }
+            Some(bytes) => Some(line_entry(&bytes).ok_or_else(|| StoreError::Corrupt {
+                ledger: ledger_at(&self.path),
+                detail: format!("the last line for {key} could not be read twice the same way"),
+            })?),
             None => None,
         };
         Ok(Found { entry, tail })
@@ -1564,7 +1579,7 @@ impl Files {
                     buf.resize(slot.len as usize, 0);
                     file.read_exact_at(&mut buf, slot.offset)
                         .map_err(|e| self.io_error(&self.path, e))?;
-                    parse_entry(&decode(&buf)).ok_or_else(|| StoreError::Corrupt {
+                    line_entry(&buf).ok_or_else(|| StoreError::Corrupt {
                         ledger: ledger_at(&self.path),
                         detail: format!(
                             "the line at byte {} changed while it was read",
@@ -2144,6 +2159,18 @@ mod tests {
         assert!(!entry(r#"["k","pending","x"]"#));
         assert!(!entry(r#"{"key":"k","status":"done","claimedAt":"x"}"#));
         assert!(!entry(r#"{"key":"k","status":"sent"}"#));
+        // Not JSON (a trailing comma), but whole and naming a key and a claim: a
+        // damaged claim, read as the key's unknown state rather than skipped.
+        let damaged = r#"{"key":"k","status":"sent","claimedAt":"x",}"#;
+        assert!(parse_entry(damaged).is_none());
+        assert!(matches!(
+            classify(damaged.as_bytes()),
+            Line::Entry {
+                status: Status::Pending,
+                ..
+            }
+        ));
+        assert!(!entry(r#"{"note":"k","status":"sent"}"#));
         assert!(!entry(r#"{"key":"k","status":"sent","claimedAt":"x""#));
         assert!(matches!(classify(" \t\u{a0}".as_bytes()), Line::Blank));
     }

@@ -707,3 +707,58 @@ fn gc_rewriting_the_file_loses_no_concurrent_append() {
     }
     assert!(!lock_path(&ledger).exists());
 }
+
+/// A whole claim line with one bad byte still names its key (H9): it is that key's
+/// unknown state, counted by `audit` and never sent again by `run`, until a person
+/// settles it. A torn last line (a crash mid-write) is still skipped, as Node does.
+#[test]
+fn a_damaged_claim_line_is_an_unknown_send_not_a_skipped_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    let l = ledger.to_str().unwrap();
+    let side = dir.path().join("side");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(br#"{"key":"h9","status":"pendin"#);
+    bytes.push(0xc7);
+    bytes.extend_from_slice(
+        br#"","attempts":1,"claimedAt":"2026-12-01T00:00:00.000Z","updatedAt":"2026-12-01T00:00:00.000Z","meta":null}"#,
+    );
+    bytes.push(b'\n');
+    bytes.extend_from_slice(
+        br#"{"key":"other","status":"sent","attempts":1,"claimedAt":"2026-12-01T00:00:00.000Z","updatedAt":"2026-12-01T00:00:00.000Z","meta":null,"sentAt":"2026-12-01T00:00:00.000Z","providerId":null}"#,
+    );
+    bytes.push(b'\n');
+    std::fs::write(&ledger, &bytes).unwrap();
+
+    let audit = output(&["audit", l]);
+    expect_exit(&audit, 1, "audit of a damaged claim");
+    assert!(stdout(&audit).contains("h9"), "{}", stdout(&audit));
+    let quiet = output(&["audit", l, "--quiet"]);
+    expect_exit(&quiet, 1, "audit --quiet");
+    assert!(stdout(&quiet).contains("h9"), "{}", stdout(&quiet));
+
+    let send = format!("echo sent >> '{}'", side.display());
+    let again = output(&["run", l, "--key", "h9", "--", "sh", "-c", &send]);
+    expect_exit(&again, 3, "run of a key whose last line is damaged");
+    assert!(!side.exists(), "the damaged claim's key was sent again");
+    let shown = stdout(&output(&["show", l, "h9"]));
+    assert!(shown.contains("damaged and cannot be read"), "{shown}");
+
+    // A person settles it with a line of its own; then it may go again.
+    expect_exit(
+        &output(&["resolve", l, "h9", "failed", "--by", "ops"]),
+        0,
+        "resolve of the damaged claim",
+    );
+    expect_exit(
+        &output(&["run", l, "--key", "h9", "--", "sh", "-c", &send]),
+        0,
+        "sent after the person's decision",
+    );
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), "sent\n");
+    assert_eq!(
+        std::fs::read(&ledger).unwrap()[..bytes.len()],
+        bytes[..],
+        "lines are never rewritten"
+    );
+}

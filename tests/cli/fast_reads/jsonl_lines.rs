@@ -88,6 +88,13 @@ fn found(key: &str, status: &'static str) -> Option<(String, &'static str)> {
     Some((key.to_owned(), status))
 }
 
+/// Not JSON, so Node skips it; but a whole line that names a key and a claim, which
+/// send-once reads as that key's unknown state (pending), so that a damaged claim never
+/// hides a send (see `src/ledger/jsonl/damaged.rs`).
+fn damaged(key: &str) -> Option<(String, &'static str)> {
+    found(key, "pending")
+}
+
 fn line(text: &str) -> Vec<u8> {
     text.replace("AT", AT).into_bytes()
 }
@@ -171,13 +178,13 @@ fn tricky_lines() -> Vec<Line> {
             line(
                 "{\"key\":\"ctl\",\"status\":\"pending\",\"claimedAt\":\"AT\",\"meta\":{\"n\":\"a\tb\"}}",
             ),
-            None,
+            damaged("ctl"),
         ),
         // Not UTF-8: Node reads a replacement character, and the line is an entry.
         (latin1, found("latin1", "pending")),
         (
             line(r#"{"key":"comma","status":"pending","claimedAt":"AT",}"#),
-            None,
+            damaged("comma"),
         ),
         (
             line(r#"{"key":"big","status":"sent","claimedAt":"AT","n":1e400,"m":-0.5E-7}"#),
@@ -185,7 +192,7 @@ fn tricky_lines() -> Vec<Line> {
         ),
         (
             line(r#"{"key":"zero","status":"sent","claimedAt":"AT","n":01}"#),
-            None,
+            damaged("zero"),
         ),
         (deep(100, "deep100"), found("deep100", "pending")),
         (deep(200, "deep200"), found("deep200", "pending")),
