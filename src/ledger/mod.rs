@@ -1026,6 +1026,8 @@ impl Ledger {
             let at = self.iso_now();
             let mut detail = Map::new();
             detail.insert("from".into(), current.status().as_str().into());
+            // Every decision names the attempt it is about.
+            detail.insert("attempt".into(), current.attempts().into());
             if let Some(asked) = asked {
                 detail.insert("status".into(), asked.as_str().into());
             }

@@ -25,6 +25,7 @@ mod fast_reads;
 mod files_and_urls;
 mod gates;
 mod headless;
+mod history_checker;
 mod identity_and_defaults;
 mod init;
 mod jsonl_housekeeping;
