@@ -110,12 +110,12 @@ impl Running {
             Running::Ended => "its claimer recorded how it ended".to_owned(),
             Running::WithinLimit { until_ms, limit_ms } => format!(
                 "it may still be running: its claimer's limit of {} ends at {}",
-                super::duration::format_duration(*limit_ms as f64),
+                limit_text(*limit_ms),
                 iso(*until_ms)
             ),
             Running::PastLimit { until_ms, limit_ms } => format!(
                 "its claimer's limit of {} passed at {}, when the send was stopped",
-                super::duration::format_duration(*limit_ms as f64),
+                limit_text(*limit_ms),
                 iso(*until_ms)
             ),
             Running::ClaimerAlive { pid } => format!(
@@ -132,6 +132,15 @@ impl Running {
                 host(&Some(h.clone()))
             ),
         }
+    }
+}
+
+/// A limit as a person wrote it: `500ms` below a second, else as durations print.
+fn limit_text(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else {
+        super::duration::format_duration(ms as f64)
     }
 }
 
