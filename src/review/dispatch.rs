@@ -35,7 +35,7 @@ pub async fn outside_approval_refusal(
 ) -> Result<Option<String>, ReviewError> {
     if let Some(&id) = review.store.draft_ids_for_key(key).await?.last() {
         let draft = review.draft(id).await?;
-        if let Some(why) = stands_against(review, &draft) {
+        if let Some(why) = stands_against(review, &draft).or_else(|| edited_since(&draft)) {
             return Ok(Some(format!("draft {id} of this key {why}")));
         }
     }
@@ -63,7 +63,12 @@ pub async fn outside_approval_refusal(
                 at.map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
             ))
         }
-        _ => stands_against(review, &draft),
+        // Sent under its own key already: the approval was spent there.
+        (DraftState::Dispatched, _) if draft.key != key => Some(
+            "was dispatched already under its own key; an approval sends its payload once"
+                .to_owned(),
+        ),
+        _ => stands_against(review, &draft).or_else(|| edited_since(&draft)),
     };
     Ok(why.map(|why| {
         let under = if draft.key == key {
@@ -73,6 +78,24 @@ pub async fn outside_approval_refusal(
         };
         format!("the payload is draft {id}'s ({under}), which {why}")
     }))
+}
+
+/// Why an approved `draft` no longer stands behind its approval: a person or the
+/// agent gave it a later revision (`draft edit`, a new submission), which replaced the
+/// payload that was approved. None when the approved revision is still the current one.
+fn edited_since(draft: &Draft) -> Option<String> {
+    match (draft.state, draft.approved_revision) {
+        (DraftState::Approved, Some(approved)) if approved != draft.revision => Some(format!(
+            "was approved at revision {approved} and revision {} replaced it since{}",
+            draft.revision,
+            draft
+                .current()
+                .and_then(|r| r.submitted_by.as_deref())
+                .map(|by| format!(" (by {})", crate::text::visible_inline(by)))
+                .unwrap_or_default()
+        )),
+        _ => None,
+    }
 }
 
 /// Why `draft` stands against any send of its key or payload, as "was rejected by …":

@@ -439,4 +439,33 @@ fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
         "the payload's newest draft was approved",
     );
     assert_eq!(f.sends().len(), 2);
+
+    // Approved, then dispatched from the queue under its own key: the saved approval
+    // does not send the payload again under another key.
+    let spent = f.path("spent.db");
+    let first = submit_as(&spent, "k-first");
+    let saved = f.path("approval.json");
+    expect_exit(
+        &so(&["approve", &spent, &first, "--by", "dana", "--out", &saved]),
+        0,
+        "dana approves and saves the approval",
+    );
+    let mut queue_dispatch = vec![
+        "dispatch".to_owned(),
+        spent.clone(),
+        first.clone(),
+        "--".into(),
+    ];
+    queue_dispatch.extend(f.sender());
+    let args: Vec<&str> = queue_dispatch.iter().map(String::as_str).collect();
+    expect_exit(&so(&args), 0, "dispatched from the queue");
+    assert_eq!(f.sends().len(), 3);
+    let out = f.dispatch(&spent, &[], f.now());
+    expect_exit(&out, 2, "the spent approval under another key");
+    assert!(
+        stderr(&out).contains("(under key k-first), which was dispatched already"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(f.sends().len(), 3, "an approval sent its payload twice");
 }

@@ -433,6 +433,40 @@ pub async fn an_outside_approval_is_judged_by_its_key_and_by_its_payload(open: O
         refusal("unrelated").await.is_some(),
         "the payload is the same under any key"
     );
+    // Approved, then given a new revision: the approval of revision 1 no longer stands,
+    // for its key or for its payload under another.
+    let approved = json!({"amount": 11});
+    let approved_hash = send_once::ledger::canonical::hash_payload_of(&approved);
+    let edited = review
+        .submit(submission("edit-me", approved.clone(), json!({})))
+        .await
+        .unwrap()
+        .id;
+    review
+        .decide(edited, approve_for("1h"), Some("dana".into()), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        outside_approval_refusal(&review, "edit-me", &approved_hash)
+            .await
+            .unwrap(),
+        None,
+        "approved, and still the current revision"
+    );
+    review
+        .submit(submission("edit-me", json!({"amount": 11000}), json!({})))
+        .await
+        .unwrap();
+    for key in ["edit-me", "other-key"] {
+        let why = outside_approval_refusal(&review, key, &approved_hash)
+            .await
+            .unwrap()
+            .expect("a revision replaced the approved one");
+        assert!(
+            why.contains("was approved at revision 1 and revision 2 replaced it"),
+            "{key}: {why}"
+        );
+    }
     let fresh = json!({"amount": 9});
     let fresh_hash = send_once::ledger::canonical::hash_payload_of(&fresh);
     assert_eq!(
