@@ -235,6 +235,7 @@ impl Ledger {
         let context = SendContext {
             key: claimed.key().to_owned(),
             attempt: claimed.attempts(),
+            waited: self.waited_since(&claimed),
         };
         let span = info_span!(
             "send",

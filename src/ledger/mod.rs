@@ -60,6 +60,11 @@ pub struct SendContext {
     pub key: String,
     /// 1 on the first attempt, 2 after one failure, and so on.
     pub attempt: u64,
+    /// How long after its claim time the send starts, on the ledger's clock (a wait
+    /// for a lock, a slow commit). A send limited to T must end by claim time + T, the
+    /// limit its claim records for every other process to rely on, so it has T minus
+    /// this left.
+    pub waited: std::time::Duration,
 }
 
 /// Why a send did not return a result.
@@ -572,6 +577,14 @@ impl Ledger {
         claim
     }
 
+    /// How long ago, on this ledger's clock, `claimed` was claimed (zero when its
+    /// time cannot be read).
+    pub(crate) fn waited_since(&self, claimed: &Entry) -> std::time::Duration {
+        time::parse_date(claimed.claimed_at())
+            .and_then(|at| u64::try_from(self.now().saturating_sub(at)).ok())
+            .map_or(std::time::Duration::ZERO, std::time::Duration::from_millis)
+    }
+
     fn iso_now(&self) -> String {
         let ms = self.now();
         // The clock is the system's or a test's; one outside the ±275,000-year range
@@ -632,6 +645,7 @@ impl Ledger {
         let context = SendContext {
             key: key.to_owned(),
             attempt: claimed.attempts(),
+            waited: self.waited_since(&claimed),
         };
         let result = send(context).await;
         self.finish(&claimed, result).await

@@ -177,6 +177,22 @@ impl CommandProvider {
         &self,
         context: SendContext,
     ) -> Result<CommandReceipt, CommandSendError> {
+        // The claim records this limit from its claim time, and other processes take
+        // it over once that has passed: the time spent before the send starts (a lock,
+        // a commit) comes off it, and a limit spent already starts nothing.
+        let timeout = self
+            .send_timeout
+            .as_ref()
+            .map(|limit| limit.after.saturating_sub(context.waited));
+        if let (Some(limit), Some(left)) = (&self.send_timeout, timeout)
+            && left.is_zero()
+        {
+            return Err(CommandSendError::NotStarted(format!(
+                "the claim waited {} ms for the ledger, past --timeout {}, so the send command was not started",
+                context.waited.as_millis(),
+                limit.written
+            )));
+        }
         let command = SendCommand {
             argv: &self.send,
             payload: self.payload.as_deref(),
@@ -185,7 +201,7 @@ impl CommandProvider {
                 ("SEND_ONCE_ATTEMPT", context.attempt.to_string()),
                 ("SEND_ONCE_MESSAGE_ID", message_id(&context.key)),
             ],
-            timeout: self.send_timeout.as_ref().map(|limit| limit.after),
+            timeout,
             echo_stderr: self.echo_stderr,
         };
         let finished = outside::run(command).await.map_err(|e| {

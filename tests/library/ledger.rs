@@ -428,6 +428,7 @@ async fn send_receives_key_and_attempt_number() {
         .map(|attempt| SendContext {
             key: key.to_owned(),
             attempt,
+            waited: std::time::Duration::ZERO,
         })
         .collect();
     assert_eq!(*seen.lock().expect("lock"), expected);

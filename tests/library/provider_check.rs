@@ -506,6 +506,7 @@ async fn the_command_provider_sends_with_the_key_attempt_message_id_and_payload(
         .send(SendContext {
             key: "k 1".into(),
             attempt: 2,
+            waited: std::time::Duration::ZERO,
         })
         .await
         .unwrap();
@@ -530,6 +531,7 @@ async fn a_send_command_that_cannot_start_is_told_apart_from_a_failure() {
     let context = SendContext {
         key: "k".into(),
         attempt: 1,
+        waited: std::time::Duration::ZERO,
     };
     match provider.send_command(context.clone()).await {
         Err(CommandSendError::NotStarted(message)) => {

@@ -352,3 +352,73 @@ fn on_postgres_a_claim_is_aged_on_the_servers_clock_not_the_takers() {
     );
     assert_eq!(late.trim(), "true", "the claim's time is the server's");
 }
+
+/// The limit a claim records runs from its claim time, which is stamped before the
+/// ledger's lock is won: a send started after a wait gets what is left of its
+/// `--timeout`, and none when the wait used it all, so that no taker trusting the
+/// recorded limit meets it still running.
+#[test]
+fn a_send_that_waited_for_the_ledger_gets_only_what_is_left_of_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    std::fs::write(&ledger, "").unwrap();
+    let l = ledger.to_str().unwrap();
+    let lock = dir.path().join("l.jsonl.lock");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned();
+    let side = dir.path().join("side");
+    // Another writer (this test, alive) holds the lock for 2.5 s.
+    let hold = |lock: &std::path::Path| {
+        let body = serde_json::json!({
+            "pid": std::process::id(), "host": host, "token": "t",
+            "at": real_now(),
+        });
+        std::fs::write(lock, body.to_string()).unwrap();
+        let lock = lock.to_owned();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(2_500));
+            std::fs::remove_file(lock).unwrap();
+        })
+    };
+    let run = |key: &str, timeout: &str| {
+        let send = format!(
+            "echo start >> '{s}'; sleep 4; echo late >> '{s}'",
+            s = side.display()
+        );
+        send_once(&[
+            "run",
+            l,
+            "--key",
+            key,
+            "--timeout",
+            timeout,
+            "--",
+            "sh",
+            "-c",
+            &send,
+        ])
+        .env_remove("SEND_ONCE_FIXED_NOW_MS")
+        .output()
+        .unwrap()
+    };
+    let released = hold(&lock);
+    let out = run("spent", "2s");
+    released.join().unwrap();
+    expect_exit(&out, 2, "a limit spent waiting for the lock");
+    assert!(
+        stderr(&out).contains("past --timeout 2s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!side.exists(), "a send started past its claim's limit");
+    // A 5 s limit after a 2.5 s wait: stopped at about 2.5 s of sending, before `late`.
+    let released = hold(&lock);
+    // With the whole 5 s it would write `late` after 4 s of sending.
+    let out = run("left", "5s");
+    released.join().unwrap();
+    expect_exit(&out, 3, "stopped at what was left of its limit");
+    std::thread::sleep(Duration::from_millis(2_000));
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), "start\n");
+}
