@@ -167,6 +167,12 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
     }
     let mut child = outside.spawn()?;
     let pid = child.id();
+    // The command leads a process group of its own: noted, so that what it started
+    // is seen running even after a kill -9 of this process (ledger::claimer).
+    let _group_note = match (command.echo_stderr, pid) {
+        (true, Some(pid)) => crate::ledger::claimer::note_send_group(pid),
+        _ => None,
+    };
     // Whoever drops this future (a reconcile told to stop, a screen closed while a
     // verify runs) will never read the answer: stop what was started rather than leave
     // it running unobserved.

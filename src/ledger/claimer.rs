@@ -64,6 +64,14 @@ pub enum Running {
         /// The claiming process.
         pid: u32,
     },
+    /// The claiming process has ended, but the send it started (its process group:
+    /// a pipeline, a forked child) still runs on this host.
+    SendAlive {
+        /// The claiming process.
+        pid: u32,
+        /// The send's process group.
+        group: u32,
+    },
     /// No limit, and the claiming process has ended on this host (a kill -9, a crash).
     ClaimerGone {
         /// The claiming process.
@@ -94,7 +102,7 @@ impl Running {
     pub fn known_to_run(&self) -> bool {
         matches!(
             self,
-            Running::WithinLimit { .. } | Running::ClaimerAlive { .. }
+            Running::WithinLimit { .. } | Running::ClaimerAlive { .. } | Running::SendAlive { .. }
         )
     }
 
@@ -120,6 +128,9 @@ impl Running {
             ),
             Running::ClaimerAlive { pid } => format!(
                 "it may still be running: it has no time limit and its claiming process {pid} is alive on this host"
+            ),
+            Running::SendAlive { pid, group } => format!(
+                "it may still be running: its claiming process {pid} has ended, but the send it started (process group {group}) is still running on this host"
             ),
             Running::ClaimerGone { pid } => format!(
                 "its claiming process {pid} has ended on this host, and the send with it"
@@ -154,12 +165,23 @@ pub fn running(entry: &Entry, now_ms: i64) -> Running {
         return Running::Ended;
     }
     let claimer = Claimer::of(entry);
-    let alive = claimer.as_ref().and_then(Claimer::alive_here);
+    let seen = claimer.as_ref().and_then(Claimer::seen_here);
     // Seen alive here, it is sending, or about to stop its send at its limit: no clock
-    // (a skewed one, a server's measured from afar) outranks the process itself.
-    if let (Some(true), Some(claimer)) = (alive, &claimer) {
-        return Running::ClaimerAlive { pid: claimer.pid };
+    // (a skewed one, a server's measured from afar) outranks the process itself, nor
+    // the send it started, which outlives a kill -9 of it in its own process group.
+    match (seen, &claimer) {
+        (Some(Seen::Alive), Some(claimer)) => {
+            return Running::ClaimerAlive { pid: claimer.pid };
+        }
+        (Some(Seen::SendAlive(group)), Some(claimer)) => {
+            return Running::SendAlive {
+                pid: claimer.pid,
+                group,
+            };
+        }
+        _ => {}
     }
+    let alive = seen.map(|seen| seen != Seen::Gone);
     if let Some(limit_ms) = claimer.as_ref().and_then(|c| c.limit_ms) {
         let Some(claimed) = time::parse_date(entry.claimed_at()) else {
             return Running::Unseen { host: None };
@@ -226,6 +248,19 @@ impl Claimer {
         Value::Object(record)
     }
 
+    /// Whether the claiming process, or the send it started, is alive, when it ran on
+    /// this host (the same host name and boot); None when that cannot be told.
+    fn seen_here(&self) -> Option<Seen> {
+        let alive = self.alive_here()?;
+        if alive {
+            return Some(Seen::Alive);
+        }
+        Some(match send_group_alive(self.pid, self.start) {
+            Some(group) => Seen::SendAlive(group),
+            None => Seen::Gone,
+        })
+    }
+
     /// Whether the claiming process is alive, when it ran on this host (the same host
     /// name and boot); None when that cannot be told.
     pub fn alive_here(&self) -> Option<bool> {
@@ -242,6 +277,87 @@ impl Claimer {
             None => false,
         })
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    Alive,
+    SendAlive(u32),
+    Gone,
+}
+
+/// Where a claiming process notes the process group of the command it started, one
+/// file per process (`PID-START`), so that a send outliving a kill -9 of its claimer
+/// is still seen: the group is known only after the claim is written. Shared by every
+/// user on the host (sticky, like `/tmp`); a file nobody removed names a group that
+/// has since emptied.
+const SEND_GROUPS: &str = "/tmp/send-once-groups";
+
+fn group_file(pid: u32, start: Option<u64>) -> std::path::PathBuf {
+    std::path::Path::new(SEND_GROUPS).join(format!("{pid}-{}", start.unwrap_or(0)))
+}
+
+/// Notes that this process started a command leading process group `group`, until
+/// the note is dropped (the command has ended). None when it cannot be written (no
+/// `/tmp`): the send is then seen only through its claimer.
+pub fn note_send_group(group: u32) -> Option<SendGroupNote> {
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::create_dir(SEND_GROUPS).is_ok() {
+        let _ = std::fs::set_permissions(SEND_GROUPS, std::fs::Permissions::from_mode(0o1777));
+    }
+    let path = group_file(std::process::id(), here().start);
+    std::fs::write(&path, group.to_string()).ok()?;
+    Some(SendGroupNote(path))
+}
+
+/// Removes its note when the command it names has ended.
+#[derive(Debug)]
+pub struct SendGroupNote(std::path::PathBuf);
+
+impl Drop for SendGroupNote {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The process group the claimer `pid` (started at `start`) noted, when a process is
+/// still in it.
+fn send_group_alive(pid: u32, start: Option<u64>) -> Option<u32> {
+    let group: u32 = std::fs::read_to_string(group_file(pid, start))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (group > 1 && group_has_a_live_member(group)).then_some(group)
+}
+
+/// Whether a process that has not ended is in process group `group`. Read from
+/// `/proc` rather than asked with kill(2): an orphan that ended stays a zombie, in its
+/// group, until the host's init reaps it, and some never do so promptly.
+fn group_has_a_live_member(group: u32) -> bool {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        // No /proc to read: say it may run, the safe side.
+        return true;
+    };
+    processes.flatten().any(|process| {
+        let name = process.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(after) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
+            return false;
+        };
+        // stat(5): state, ppid, pgrp.
+        let fields: Vec<&str> = after.split_whitespace().take(3).collect();
+        matches!(fields.as_slice(), [state, _, pgrp]
+            if !matches!(*state, "Z" | "X") && pgrp.parse() == Ok(group))
+    })
 }
 
 struct Here {

@@ -140,10 +140,12 @@ fn without_a_limit_a_claim_is_taken_over_or_reset_only_once_its_claimer_is_gone(
             && shown.contains("takeover     not while it may run"),
         "{shown}"
     );
-    // kill -9: the claimer and the send it started end together.
+    // kill -9: the claimer and the command it started end together; the `sleep` that
+    // command started is seen in its process group until it ends.
     claimer.kill().unwrap();
     claimer.wait().unwrap();
     let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(3_300));
     let out = taker(&s, "k2", None, &verify);
     expect_exit(&out, 0, "the claimer is gone: taken over");
     assert_eq!(s.sends(), vec!["k2 1", "k2 2"]);
@@ -158,7 +160,7 @@ fn without_a_limit_a_claim_is_taken_over_or_reset_only_once_its_claimer_is_gone(
             .is_some_and(|n| n.contains("has ended on this host")),
         "{takeover}"
     );
-    std::thread::sleep(Duration::from_millis(3_500).saturating_sub(started.elapsed()));
+    std::thread::sleep(Duration::from_millis(4_000).saturating_sub(started.elapsed()));
     assert!(
         !late.exists(),
         "the send of a killed claimer went on running"
@@ -421,4 +423,50 @@ fn a_send_that_waited_for_the_ledger_gets_only_what_is_left_of_its_limit() {
     expect_exit(&out, 3, "stopped at what was left of its limit");
     std::thread::sleep(Duration::from_millis(2_000));
     assert_eq!(std::fs::read_to_string(&side).unwrap(), "start\n");
+}
+
+/// A kill -9 of `run` kills the command it started, but not what that command started
+/// in turn (a pipeline, a forked child): that send goes on in its process group, which
+/// the claimer noted, so it is seen running, with a limit or without, until it ends.
+#[test]
+fn a_send_that_outlives_its_killed_claimer_is_not_taken_over_while_it_runs() {
+    let s = Setup::new();
+    let verify = format!("--verify={}", s.check("v", NOT_THERE));
+    let ledger = s.ledger();
+    for (key, limit) in [("piped", None), ("piped-limited", Some("1s"))] {
+        let side = s.path(&format!("{key}.side"));
+        let provider = format!("sh -c 'sleep 5; echo provider >> {}'", side.display());
+        let send = format!("{provider} | cat");
+        let mut args = vec!["run", ledger.as_str(), "--key", key];
+        if let Some(limit) = limit {
+            args.extend(["--timeout", limit]);
+        }
+        args.extend(["--", "sh", "-c", &send]);
+        let mut claimer = send_once(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until("the claim", || s.entry(key).is_some());
+        std::thread::sleep(Duration::from_millis(300));
+        claimer.kill().unwrap();
+        claimer.wait().unwrap();
+        // Older than the taker's --stale-after, and past the claimer's own limit.
+        std::thread::sleep(Duration::from_millis(2_300));
+        let out = taker(&s, key, None, &verify);
+        expect_exit(&out, 3, &format!("{key}: its send still runs"));
+        assert!(
+            stderr(&out).contains("is still running on this host"),
+            "{key}: {}",
+            stderr(&out)
+        );
+        wait_until("the orphaned send ends", || side.exists());
+        std::thread::sleep(Duration::from_millis(300));
+        expect_exit(
+            &taker(&s, key, None, &verify),
+            0,
+            &format!("{key}: now ended"),
+        );
+    }
+    assert_eq!(s.sends(), vec!["piped 2", "piped-limited 2"]);
 }
