@@ -383,6 +383,12 @@ impl SqliteStore {
                 reader,
             });
         }
+        if let Some(why) = another_name(path) {
+            return Err(StoreError::TwoWriteAheadLogs {
+                ledger: ledger_at(path),
+                why,
+            });
+        }
         let writer_conn = connect(path)?;
         migrate(path, &writer_conn)?;
         // Room for every statement the writer runs (the queue's too), so that none is
@@ -889,6 +895,29 @@ impl Store for SqliteStore {
         }
         self.write(WriteOp::Remove(doomed), Durability::Now).await
     }
+}
+
+/// What gives the ledger file a name SQLite cannot see, or None: a second hard link,
+/// or a bind mount of the file itself (Docker's `-v ledger.db:/data/ledger.db`). A
+/// symlink is followed by SQLite to one name and is fine.
+fn another_name(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = std::fs::metadata(path).ok()?;
+    if metadata.nlink() > 1 {
+        return Some(format!(
+            "one file with {} names (hard links)",
+            metadata.nlink()
+        ));
+    }
+    let real = std::fs::canonicalize(path).ok()?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    // mountinfo(5): the fifth field is the mount point, with spaces as \040.
+    let mounted_here = mounts.lines().any(|line| {
+        line.split(' ').nth(4).is_some_and(|point| {
+            point.replace("\\040", " ").replace("\\011", "\t") == real.to_string_lossy()
+        })
+    });
+    mounted_here.then(|| "a file mounted over another name (a bind mount of the file)".to_owned())
 }
 
 impl SqliteStore {

@@ -213,6 +213,19 @@ pub enum StoreError {
         /// How many names the file has.
         links: u64,
     },
+    /// An SQLite ledger reached by a second name that SQLite cannot see is the same
+    /// file (a hard link, a file bind-mounted over another): SQLite keeps a write-ahead
+    /// log and its index beside each name, so two names would be two ledgers, each
+    /// claiming the same keys. Refused before anything is written.
+    #[error(
+        "{} is {why}; SQLite keeps its write-ahead log beside each name, so writing through two names would make two ledgers that each send the same keys. Write through one name (remove the other, or mount the directory rather than the file); nothing was changed", .ledger.inline()
+    )]
+    TwoWriteAheadLogs {
+        /// The ledger.
+        ledger: LedgerLocation,
+        /// What gives it another name.
+        why: String,
+    },
 }
 
 impl StoreError {
@@ -225,6 +238,7 @@ impl StoreError {
             | StoreError::PostgresNotSupported(ledger)
             | StoreError::NoReviewQueue(ledger)
             | StoreError::SeveralNames { ledger, .. }
+            | StoreError::TwoWriteAheadLogs { ledger, .. }
             | StoreError::Busy(ledger)
             | StoreError::DiskFull(ledger)
             | StoreError::ReadOnly(ledger)

@@ -915,3 +915,61 @@ fn a_resolution_another_tool_wrote_is_shown_as_such() {
     );
     assert!(!text.contains("No decisions recorded"), "{text}");
 }
+
+/// An SQLite ledger under a second name SQLite cannot see (a hard link; a bind mount
+/// of the file) would keep a write-ahead log beside each name: two ledgers, each
+/// claiming the same keys. Writing through either is refused, nothing is sent, and the
+/// message says why (hostile retest of H3, SQLite).
+#[test]
+fn an_sqlite_ledger_with_two_names_is_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("one");
+    let second = dir.path().join("two");
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    let a = first.join("a.db");
+    let b = second.join("a.db");
+    expect_exit(&output(&["init", p(&a)]), 0, "init");
+    std::fs::hard_link(&a, &b).unwrap();
+    let side = dir.path().join("side");
+    let send = format!("echo sent >> '{}'", side.display());
+    for name in [&a, &b] {
+        let o = output(&["run", p(name), "--key", "k", "--", "sh", "-c", &send]);
+        expect_exit(&o, 2, "a ledger with two names");
+        assert!(
+            stderr(&o).contains("one file with 2 names (hard links)")
+                && stderr(&o).contains("write-ahead log"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(!side.exists(), "sent through a second name");
+    // Reading is not refused: nothing is written.
+    expect_exit(&output(&["ls", p(&b)]), 0, "ls");
+}
+
+/// The same for a file bind-mounted over another name, Docker's `-v file:file`.
+#[test]
+fn an_sqlite_ledger_bind_mounted_as_a_file_is_refused() {
+    if !crate::harness::skip::have_root("a bind mount of a ledger file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.db");
+    let b = dir.path().join("b.db");
+    expect_exit(&output(&["init", p(&a)]), 0, "init");
+    std::fs::write(&b, b"").unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["--bind", p(&a), p(&b)])
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount --bind");
+    let o = output(&["run", p(&b), "--key", "k", "--", "true"]);
+    let _ = std::process::Command::new("umount").arg(p(&b)).status();
+    expect_exit(&o, 2, "a bind-mounted ledger file");
+    assert!(
+        stderr(&o).contains("bind mount of the file"),
+        "{}",
+        stderr(&o)
+    );
+}
