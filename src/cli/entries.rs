@@ -87,6 +87,12 @@ pub struct ResetArgs {
     /// the attempt claimed since, otherwise. Needs --expect
     #[arg(long, value_name = "N", requires = "expect")]
     pub expect_attempt: Option<u64>,
+    /// Only if that attempt is still the one claimed at TIME (as `show` prints it, and
+    /// the commands send-once prints carry it): attempt numbers start again at 1 once
+    /// `gc` removes an entry, and a decision about the old attempt 1 must not land on
+    /// the new one. Needs --expect-attempt
+    #[arg(long, value_name = "TIME", requires = "expect_attempt")]
+    pub expect_claimed_at: Option<String>,
     /// Reset a pending attempt that may still be running (within its claimer's time
     /// limit, its claiming process alive, or unseen: a Node claim, another host), when
     /// you know it has stopped. Without it that is refused, since the next run would
@@ -449,6 +455,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
         provider_id: None,
         seen: args.expect.map(|status| Seen {
             attempts: args.expect_attempt,
+            claimed_at: args.expect_claimed_at.clone(),
             ..Seen::status(Status::from(status))
         }),
         evidence: None,

@@ -92,7 +92,13 @@ pub async fn report(
                 format!(
                     "interrupted by {signal} while sending {shown}: the send command was stopped with its process group, and may or may not have reached the provider. It stays pending and will not be sent again on its own.\n\
                  Check with the provider, then record what happened:\n{}",
-                    super::output::settle_commands(&location.as_argument(), key, attempt, ""),
+                    super::output::settle_commands(
+                        &location.as_argument(),
+                        key,
+                        attempt,
+                        now.as_ref().map(Entry::claimed_at),
+                        ""
+                    ),
                 ),
             )
         }

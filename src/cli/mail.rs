@@ -174,13 +174,14 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
     out.insert("to".into(), mail.to().into());
     out.insert("subject".into(), mail.subject().into());
     out.insert("rfc822MessageId".into(), message_id(key).into());
-    let resolve_hint = |attempt: u64| {
+    let resolve_hint = |entry: &send_once::ledger::Entry| {
         format!(
             "Check Sent, then record what happened:\n{}",
             super::output::settle_commands(
                 &ledger.as_argument(),
                 key,
-                attempt,
+                entry.attempts(),
+                Some(entry.claimed_at()),
                 " --provider-id ID"
             )
         )
@@ -214,7 +215,7 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
                     "{shown_key} has been pending since {} (attempt {}): an earlier attempt may have gone out, so the mailer was not run.\n{}",
                     visible_inline(entry.claimed_at()),
                     entry.attempts(),
-                    resolve_hint(entry.attempts())
+                    resolve_hint(entry)
                 ),
             )
         }
@@ -315,7 +316,7 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
                 format!(
                     "{}.\nThe mail may or may not have gone out. It stays pending and a rerun will not send it.\n{}",
                     visible_inline(why),
-                    resolve_hint(entry.attempts())
+                    resolve_hint(entry)
                 ),
             )
         }

@@ -375,11 +375,21 @@ pub fn pasteable(text: &str) -> String {
 }
 
 /// The two `resolve` commands a person pastes once they have checked with the provider,
-/// pinned to the pending attempt they checked: should another attempt be claimed
+/// pinned to the pending attempt they checked, by its number and its claim time
+/// (numbers start again once `gc` removes an entry): should another attempt be claimed
 /// meanwhile, the decision is refused instead of landing on it (`sent` carries the
 /// `extra` arguments, such as `--provider-id ID`).
-pub fn settle_commands(ledger: &str, key: &str, attempt: u64, extra: &str) -> String {
-    let pinned = format!("--expect pending --expect-attempt {attempt}");
+pub fn settle_commands(
+    ledger: &str,
+    key: &str,
+    attempt: u64,
+    claimed_at: Option<&str>,
+    extra: &str,
+) -> String {
+    let mut pinned = format!("--expect pending --expect-attempt {attempt}");
+    if let Some(at) = claimed_at {
+        pinned.push_str(&format!(" --expect-claimed-at {}", pasteable(at)));
+    }
     let (ledger, key) = (pasteable(ledger), pasteable(key));
     format!(
         "  send-once resolve {ledger} {key} sent{extra} {pinned}\n  send-once resolve {ledger} {key} failed {pinned}"

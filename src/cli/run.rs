@@ -402,10 +402,16 @@ pub fn report(
     if json {
         print_json(&outcome_json(key, &outcome));
     }
-    let how_to_settle = |attempt: u64| {
+    let how_to_settle = |entry: &send_once::ledger::Entry| {
         format!(
             "Check with the provider, then record what happened:\n{}",
-            super::output::settle_commands(&ledger.as_argument(), key, attempt, "")
+            super::output::settle_commands(
+                &ledger.as_argument(),
+                key,
+                entry.attempts(),
+                Some(entry.claimed_at()),
+                ""
+            )
         )
     };
     match outcome {
@@ -526,7 +532,7 @@ pub fn report(
                     entry.status()
                 ),
             };
-            let settle = how_to_settle(entry.attempts());
+            let settle = how_to_settle(&entry);
             fail(Exit::Unknown, format!("{what}{asked}\n{settle}"))
         }
         Outcome::Failed { error, .. } => match not_started {

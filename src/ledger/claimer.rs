@@ -59,10 +59,12 @@ pub enum Running {
         /// The claimer's limit.
         limit_ms: u64,
     },
-    /// No limit, and the claiming process is alive on this host.
+    /// The claiming process is alive on this host, within its limit or not.
     ClaimerAlive {
         /// The claiming process.
         pid: u32,
+        /// Its limit, when it recorded one.
+        limit_ms: Option<u64>,
     },
     /// The claiming process has ended, but the send it started (its process group:
     /// a pipeline, a forked child) still runs on this host.
@@ -126,8 +128,18 @@ impl Running {
                 limit_text(*limit_ms),
                 iso(*until_ms)
             ),
-            Running::ClaimerAlive { pid } => format!(
+            Running::ClaimerAlive {
+                pid,
+                limit_ms: None,
+            } => format!(
                 "it may still be running: it has no time limit and its claiming process {pid} is alive on this host"
+            ),
+            Running::ClaimerAlive {
+                pid,
+                limit_ms: Some(limit),
+            } => format!(
+                "it may still be running: its claiming process {pid} is alive on this host (its limit is {})",
+                limit_text(*limit)
             ),
             Running::SendAlive { pid, group } => format!(
                 "it may still be running: its claiming process {pid} has ended, but the send it started (process group {group}) is still running on this host"
@@ -171,7 +183,10 @@ pub fn running(entry: &Entry, now_ms: i64) -> Running {
     // the send it started, which outlives a kill -9 of it in its own process group.
     match (seen, &claimer) {
         (Some(Seen::Alive), Some(claimer)) => {
-            return Running::ClaimerAlive { pid: claimer.pid };
+            return Running::ClaimerAlive {
+                pid: claimer.pid,
+                limit_ms: claimer.limit_ms,
+            };
         }
         (Some(Seen::SendAlive(group)), Some(claimer)) => {
             return Running::SendAlive {
@@ -448,7 +463,8 @@ mod tests {
         assert_eq!(
             running(&pending(Some(me.clone())), CLAIMED + 86_400_000),
             Running::ClaimerAlive {
-                pid: std::process::id()
+                pid: std::process::id(),
+                limit_ms: None,
             }
         );
         let reused = Claimer {

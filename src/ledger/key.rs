@@ -139,6 +139,11 @@ pub enum FieldProblem {
         "give the recipient alone, {0:?}; as written it would be another key for the same send"
     )]
     NotBare(String),
+    /// A phone number without `+` and its country code.
+    #[error(
+        "a phone number without + and its country code; written with them (+1 555 …) it would be another key for the same send, so give it in E.164, +<country code><number>"
+    )]
+    LocalNumber,
 }
 
 /// Checks the fields a key is derived from before anything is claimed or queued under
@@ -209,6 +214,9 @@ fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> 
     if let Some(bare) = bare_recipient(trimmed).filter(|_| field == "to") {
         return refuse(FieldProblem::NotBare(bare));
     }
+    if field == "to" && local_phone_number(trimmed) {
+        return refuse(FieldProblem::LocalNumber);
+    }
     // A word (a run of letters, digits and marks) that mixes scripts, with a letter
     // that looks like ASCII: `аna` with a Cyrillic `а`. A word wholly in one script
     // is that script's word, whatever it looks like.
@@ -240,28 +248,46 @@ fn compatibility_look_alike(c: char) -> Option<String> {
     (!folded.is_empty() && folded.is_ascii()).then_some(folded)
 }
 
-/// The recipient inside a dressed one, or None when it is bare: `<ana@example.com>`
-/// and `mailto:ana@example.com` are `ana@example.com`, `ana@example.com.` (a domain's
-/// root dot) is without it. Other schemes (`https:` for a webhook, a Slack id) are a
-/// recipient of their own.
+/// The recipient inside a dressed one, or None when it is bare: `<ana@example.com>`,
+/// `Ana Lopez <ana@example.com>`, `ana@example.com (Ana)`, `"ana@example.com"`,
+/// `mailto:ana@example.com` and `ana@example.com,` (left over from splitting a list)
+/// are `ana@example.com`; `ana@example.com.` (a domain's root dot) is without it.
+/// Other schemes (`https:` for a webhook, a Slack id) are a recipient of their own.
 fn bare_recipient(to: &str) -> Option<String> {
     let mut bare = to;
-    if let Some(inside) = bare.strip_prefix('<').and_then(|b| b.strip_suffix('>')) {
-        bare = inside;
-    }
     for scheme in ["mailto:", "tel:", "sms:"] {
         let named = bare
             .get(..scheme.len())
             .is_some_and(|s| s.eq_ignore_ascii_case(scheme));
         if named && bare.len() > scheme.len() {
-            bare = &bare[scheme.len()..];
+            bare = bare[scheme.len()..].trim_start_matches('/');
         }
+    }
+    if bare.contains('@') {
+        // A display name before the address, a comment after it.
+        if let (Some(open), Some(close)) = (bare.rfind('<'), bare.rfind('>'))
+            && open < close
+        {
+            bare = &bare[open + 1..close];
+        } else if let Some(open) = bare.find('(').filter(|_| bare.ends_with(')')) {
+            bare = &bare[..open];
+        }
+        bare = js_trim(bare).trim_matches(|c| matches!(c, '"' | '\'' | '<' | '>' | ',' | ';'));
     }
     if bare.contains('@') || bare != to {
         bare = bare.trim_end_matches('.');
     }
     let bare = js_trim(bare);
     (bare != to && !bare.is_empty()).then(|| bare.to_owned())
+}
+
+/// A phone number written without `+` and its country code (`5551234567`,
+/// `001 555 123 4567`): the same phone in E.164 (`+15551234567`) would be another key
+/// for the same send. Node folds spaces, dashes and dots, not the country.
+fn local_phone_number(to: &str) -> bool {
+    looks_like_phone(to)
+        && !to.starts_with('+')
+        && to.chars().filter(char::is_ascii_digit).count() >= 7
 }
 
 /// Whether a character shows as nothing, or as nothing of its own: a control, a
@@ -695,6 +721,15 @@ mod tests {
             assert!(said.starts_with(wanted), "{to:?} {intent:?}: {said}");
         }
         for (to, bare) in [
+            ("Ana Lopez <ana@example.com>", "ana@example.com"),
+            ("Ana<ana@example.com>", "ana@example.com"),
+            ("ana@example.com (Ana)", "ana@example.com"),
+            ("\"ana@example.com\"", "ana@example.com"),
+            ("'ana@example.com'", "ana@example.com"),
+            ("ana@example.com,", "ana@example.com"),
+            ("ana@example.com;", "ana@example.com"),
+            ("ana@example.com>", "ana@example.com"),
+            ("mailto://ana@example.com", "ana@example.com"),
             ("<ana@example.com>", "ana@example.com"),
             ("mailto:ana@example.com", "ana@example.com"),
             ("MAILTO:Ana@Example.com", "Ana@Example.com"),
@@ -708,10 +743,22 @@ mod tests {
             );
         }
         for to in [
+            "15551234567",
+            "5551234567",
+            "(555) 123-4567",
+            "001 555 123 4567",
+        ] {
+            let said = fields(to, "otp:1", "sms").expect_err(to);
+            assert!(said.starts_with("to: a phone number without +"), "{said}");
+        }
+        for to in [
             "https://hooks.example.com/x",
             "U024BE7LH",
             "#ops",
             "ana@example.com",
+            "+1 555 123 4567",
+            "+15551234567",
+            "12345",
         ] {
             assert_eq!(fields(to, "invoice:1", "email"), Ok(()), "{to}");
         }

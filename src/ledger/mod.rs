@@ -363,9 +363,10 @@ fn judge_unchanged(
 }
 
 fn describe_seen(seen: &Seen) -> String {
-    match seen.attempts {
-        Some(n) => format!("{} (attempt {n})", seen.status),
-        None => seen.status.to_string(),
+    match (seen.attempts, &seen.claimed_at) {
+        (Some(n), Some(at)) => format!("{} (attempt {n}, claimed at {at})", seen.status),
+        (Some(n), None) => format!("{} (attempt {n})", seen.status),
+        _ => seen.status.to_string(),
     }
 }
 
@@ -509,6 +510,18 @@ fn change_since(seen: &Seen, entry: &Entry, decided: Option<String>) -> String {
                 said.push_str(&format!(", after {decided}"));
             }
             said
+        }
+        Some(shown)
+            if seen
+                .claimed_at
+                .as_deref()
+                .is_some_and(|at| at != entry.claimed_at()) =>
+        {
+            format!(
+                "attempt {} is a new claim, made at {} (attempt numbers start again once gc removes an entry)",
+                entry.attempts().max(shown),
+                entry.claimed_at()
+            )
         }
         _ => last_change(entry),
     }
@@ -1066,7 +1079,11 @@ impl Ledger {
                         error: LedgerError::ChangedSinceSeen {
                             key: key.to_owned(),
                             seen: describe_seen(seen),
-                            now: describe_seen(&Seen::entry(&current)),
+                            // Its claim time is told by the change, when it matters.
+                            now: describe_seen(&Seen {
+                                claimed_at: None,
+                                ..Seen::entry(&current)
+                            }),
                             change: crate::text::visible_inline(&change_since(
                                 seen,
                                 &current,

@@ -23,8 +23,8 @@
 //! It prints its seed; `SEND_ONCE_CHECKER_SEED` replays one, `SEND_ONCE_CHECKER_SECS`
 //! sets how long each store runs (default 8), and `SEND_ONCE_CHECKER_BIN` runs it
 //! against another build (the code before a fix, to see the checker find it). It uses
-//! only flags an older command line has too, and `--expect-attempt` when `resolve
-//! --help` offers it.
+//! only flags an older command line has too, and `--expect-attempt` and
+//! `--expect-claimed-at` when `resolve --help` offers them.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -88,6 +88,7 @@ struct Bench {
     sender: String,
     not_there: String,
     expect_attempt: bool,
+    expect_claimed_at: bool,
     /// libfaketime, when installed (Debian package faketime).
     faketime: Option<PathBuf>,
 }
@@ -133,6 +134,8 @@ impl Bench {
             sender,
             not_there,
             expect_attempt: String::from_utf8_lossy(&help.stdout).contains("--expect-attempt"),
+            expect_claimed_at: String::from_utf8_lossy(&help.stdout)
+                .contains("--expect-claimed-at"),
             faketime: ["x86_64-linux-gnu", "aarch64-linux-gnu"]
                 .iter()
                 .map(|arch| PathBuf::from(format!("/usr/lib/{arch}/faketime/libfaketime.so.1")))
@@ -236,6 +239,7 @@ impl Bench {
         let Some(attempt) = entry["attempts"].as_u64() else {
             return;
         };
+        let claimed_at = entry["claimedAt"].as_str().unwrap_or_default().to_owned();
         std::thread::sleep(Duration::from_millis(rng.below(800)));
         let mut args: Vec<String> = if rng.below(2) == 0 {
             ["resolve", name, key, "failed"].map(str::to_owned).to_vec()
@@ -245,6 +249,9 @@ impl Bench {
         args.extend(["--expect".into(), "pending".into()]);
         if self.expect_attempt {
             args.extend(["--expect-attempt".into(), attempt.to_string()]);
+        }
+        if self.expect_claimed_at {
+            args.extend(["--expect-claimed-at".into(), claimed_at]);
         }
         self.note(&format!("deciding {key} {attempt}"));
         let out: Output = self.command(rng, &args).output().unwrap();

@@ -762,3 +762,42 @@ fn a_damaged_claim_line_is_an_unknown_send_not_a_skipped_line() {
         "lines are never rewritten"
     );
 }
+
+/// A claim line whose key cannot be read at all (its name damaged, `:` lost) is still
+/// counted: under a name of the line's own, which `audit` shows and a person settles.
+#[test]
+fn a_damaged_claim_whose_key_cannot_be_read_is_still_an_unknown_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    let l = ledger.to_str().unwrap();
+    let mut bytes = br#"{"k"#.to_vec();
+    bytes.push(0xff);
+    bytes.extend_from_slice(
+        br#"y":"kk","status":"pending","attempts":1,"claimedAt":"2026-12-01T00:00:00.000Z","updatedAt":"2026-12-01T00:00:00.000Z","meta":null}"#,
+    );
+    bytes.push(b'\n');
+    std::fs::write(&ledger, &bytes).unwrap();
+    let audit = output(&["audit", l, "--quiet"]);
+    expect_exit(&audit, 1, "audit --quiet of a claim with an unreadable key");
+    let named = stdout(&audit);
+    let key = named
+        .split_whitespace()
+        .find(|w| w.starts_with("damaged-line-"))
+        .unwrap_or_else(|| panic!("{named}"))
+        .to_owned();
+    expect_exit(
+        &output(&[
+            "resolve",
+            l,
+            &key,
+            "sent",
+            "--by",
+            "ops",
+            "--note",
+            "found kk in the log",
+        ]),
+        0,
+        "a person settles it",
+    );
+    expect_exit(&output(&["audit", l, "--quiet"]), 0, "settled");
+}

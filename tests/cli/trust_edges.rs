@@ -973,3 +973,46 @@ fn an_sqlite_ledger_bind_mounted_as_a_file_is_refused() {
         stderr(&o)
     );
 }
+
+/// Attempt numbers start again at 1 once `gc` removes an entry, so a printed decision
+/// about the old attempt 1 names its claim time too, and is refused on the new attempt
+/// 1 (hostile retest of H2).
+#[test]
+fn a_printed_decision_about_an_attempt_gc_removed_never_lands_on_its_namesake() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "gc.db");
+    let l = p(&ledger);
+    let side = dir.path().join("side");
+    let send = |then: &str| {
+        let script = format!(
+            "echo \"$SEND_ONCE_ATTEMPT\" >> '{}'; {then}",
+            side.display()
+        );
+        output(&["run", l, "--key", "k", "--", "sh", "-c", &script])
+    };
+    let first = send("exit 5");
+    expect_exit(&first, 3, "attempt 1, unknown");
+    let printed = stderr(&first)
+        .lines()
+        .find(|line| line.contains("send-once resolve") && line.contains(" failed "))
+        .expect("a printed resolve failed")
+        .trim()
+        .to_owned();
+    assert!(printed.contains("--expect-claimed-at"), "{printed}");
+    expect_exit(
+        &output(&["resolve", l, "k", "failed", "--by", "bob"]),
+        0,
+        "bob",
+    );
+    expect_exit(&output(&["gc", l, "--older-than", "0s"]), 0, "gc");
+    std::thread::sleep(Duration::from_millis(5));
+    expect_exit(&send("exit 5"), 3, "a new attempt 1, unknown");
+    // Alice pastes the command printed for the old attempt 1.
+    let words = shell_words::split(&printed).unwrap();
+    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    let o = output(&args);
+    expect_exit(&o, 1, "the old attempt's decision on the new attempt 1");
+    assert!(stderr(&o).contains("is a new claim"), "{}", stderr(&o));
+    expect_exit(&send("true"), 3, "still unknown: nothing sent");
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), "1\n1\n");
+}

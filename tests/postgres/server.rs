@@ -514,7 +514,7 @@ fn printed_commands_paste_as_they_read_and_read_write_urls_can_be_looked_at() {
         .lines()
         .find(|l| {
             l.trim_start().starts_with("send-once resolve")
-                && l.ends_with(" sent --expect pending --expect-attempt 1")
+                && l.contains(" sent --expect pending --expect-attempt 1 --expect-claimed-at ")
         })
         .unwrap_or_else(|| panic!("no resolve line: {err}"))
         .trim()

@@ -42,30 +42,44 @@ pub(super) fn damaged(line: &[u8]) -> Option<Damaged> {
     if !trimmed.starts_with('{') || !trimmed.ends_with('}') {
         return None;
     }
-    let (key, claimed_at, attempts, status_named) =
-        match serde_json::from_str::<Map<String, Value>>(trimmed) {
-            // Whole, valid JSON, and still not an entry: not damage but a line of
-            // another kind, which Node skips too.
-            Ok(_) if utf8 => return None,
-            Ok(object) => (
-                object.get("key")?.as_str()?.to_owned(),
-                object
-                    .get("claimedAt")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                object.get("attempts").and_then(Value::as_u64),
-                object.contains_key("status") || object.contains_key("claimedAt"),
-            ),
-            Err(_) => (
-                string_member(trimmed, "key")?,
-                string_member(trimmed, "claimedAt"),
-                number_member(trimmed, "attempts"),
-                trimmed.contains("\"status\"") || trimmed.contains("\"claimedAt\""),
-            ),
-        };
-    if !status_named || key.is_empty() {
+    // Which claim fields it still names, whatever became of their values.
+    let claim_names = ["\"status\"", "\"claimedAt\"", "\"attempts\""]
+        .iter()
+        .filter(|name| trimmed.contains(*name))
+        .count();
+    let (key, claimed_at, attempts) = match serde_json::from_str::<Map<String, Value>>(trimmed) {
+        // Whole, valid JSON, and still not an entry: not damage but a line of
+        // another kind, which Node skips too.
+        Ok(_) if utf8 => return None,
+        Ok(object) => (
+            object.get("key").and_then(Value::as_str).map(str::to_owned),
+            object
+                .get("claimedAt")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            object.get("attempts").and_then(Value::as_u64),
+        ),
+        Err(_) => (
+            string_member(trimmed, "key"),
+            string_member(trimmed, "claimedAt"),
+            number_member(trimmed, "attempts"),
+        ),
+    };
+    // A readable key and one claim field, or with no readable key, two: a line that
+    // was a claim, not foreign text that happens to hold `"status"`.
+    if claim_names < if key.is_some() { 1 } else { 2 } {
         return None;
     }
+    // A control character in a damaged key is the damage (a NUL written over a byte);
+    // a key that cannot be read at all (its name or value damaged) is named after the
+    // line, so that the claim is still counted and can be settled by a person.
+    let key = key
+        .map(|k| k.chars().filter(|c| !c.is_control()).collect::<String>())
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| {
+            let hash = crate::ledger::canonical::sha256_hex(&text);
+            format!("damaged-line-{}", &hash[..16])
+        });
     let claimed_at = claimed_at
         .filter(|at| crate::ledger::time::parse_date(at).is_some())
         .unwrap_or_else(|| EPOCH.to_owned());
@@ -113,7 +127,15 @@ fn string_member(text: &str, name: &str) -> Option<String> {
             (c == '"').then_some(i)
         }
     })?;
-    serde_json::from_str::<String>(&format!("\"{}\"", &inside[..end])).ok()
+    let raw = &inside[..end];
+    // Damage may have left a raw control character in it, which JSON refuses: read it
+    // without that character rather than not at all.
+    serde_json::from_str::<String>(&format!("\"{raw}\""))
+        .ok()
+        .or_else(|| {
+            let kept: String = raw.chars().filter(|c| !c.is_control()).collect();
+            serde_json::from_str::<String>(&format!("\"{kept}\"")).ok()
+        })
 }
 
 fn number_member(text: &str, name: &str) -> Option<u64> {
@@ -150,6 +172,19 @@ mod tests {
         assert_eq!(damaged(broken).map(|d| d.key), Some("k-2".to_owned()));
         // The same bytes, the same entry.
         assert_eq!(damaged_entry(&bad_status), damaged_entry(&bad_status));
+        // A damaged key's name, or a NUL in its value: still counted, under the key
+        // as far as it can be read, or under a name of the line's own.
+        let mut name = br#"{"k"#.to_vec();
+        name.push(0xff);
+        name.extend_from_slice(
+            br#"y":"kk","status":"pending","attempts":1,"claimedAt":"2026-12-01T00:00:00.000Z"}"#,
+        );
+        let unnamed = damaged(&name).expect("a claim whose key cannot be read");
+        assert!(unnamed.key.starts_with("damaged-line-"), "{unnamed:?}");
+        let nul = b"{\"key\":\"kk\0\",\"status\":\"pending\",\"attempts\":1,\"claimedAt\":\"2026-12-01T00:00:00.000Z\"}";
+        assert_eq!(damaged(nul).map(|d| d.key), Some("kk".to_owned()));
+        let colon = br#"{"key";"kk","status":"pending","attempts":1,"claimedAt":"2026-12-01T00:00:00.000Z"}"#;
+        assert!(damaged(colon).is_some_and(|d| d.key.starts_with("damaged-line-")));
     }
 
     #[test]
@@ -166,7 +201,7 @@ mod tests {
         ] {
             assert_eq!(damaged(line.as_bytes()), None, "{line}");
         }
-        let no_time = damaged(br#"{"key":"k","status":"??",}"#).unwrap();
+        let no_time = damaged(br#"{"key":"k","status":"??","attempts":1,}"#).unwrap();
         assert_eq!((no_time.claimed_at.as_str(), no_time.attempts), (EPOCH, 1));
     }
 }
