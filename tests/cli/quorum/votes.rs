@@ -1008,3 +1008,50 @@ fn hand_edits_never_lower_the_bar_and_a_hand_decided_draft_breaks_verify() {
         stdout(&o)
     );
 }
+
+/// A draft row set to approved by hand, short of the approvers its policy asks, is not
+/// dispatched: approved is what the votes say, not what the row says (H7).
+#[test]
+fn a_draft_set_to_approved_by_hand_short_of_its_approvers_is_not_dispatched() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("q.db");
+    let l = ledger.to_str().unwrap();
+    let payload = dir.path().join("p.json");
+    std::fs::write(&payload, r#"{"to":"ana@example.com","amount":10}"#).unwrap();
+    expect_exit(
+        &run(&["policy", l, "--approvals", "2", "--by", "ops"]),
+        0,
+        "policy",
+    );
+    let o = run(&[
+        "draft",
+        "submit",
+        l,
+        "--key",
+        "k",
+        "--payload",
+        payload.to_str().unwrap(),
+        "--by",
+        "agent",
+    ]);
+    expect_exit(&o, 0, "submit");
+    let id = stdout(&o).trim().to_owned();
+    expect_exit(
+        &run(&["approve", l, &id, "--by", "dana"]),
+        0,
+        "dana: 1 of 2",
+    );
+    let conn = rusqlite::Connection::open(&ledger).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET state = 'approved' WHERE id = ?1",
+        [id.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let side = dir.path().join("side");
+    let send = format!("cat >> '{}'; echo '{{\"id\":\"m\"}}'", side.display());
+    let o = run(&["dispatch", l, &id, "--", "sh", "-c", &send]);
+    expect_exit(&o, 2, "a hand-made approval short of its approvers");
+    assert!(stderr(&o).contains("is not approved"), "{}", stderr(&o));
+    assert!(!side.exists(), "sent on one approval of two");
+}
