@@ -23,8 +23,9 @@ use super::{Draft, DraftState, Review, ReviewError};
 /// holds them has the last word twice over:
 /// - on the key: its newest draft was rejected or withdrawn, or waits for a review or
 ///   for more approvers;
-/// - on the payload: the newest draft holding it (under any key: `invoice-7`'s
-///   rejected payload sent as `invoice-77`) stands against it in the same ways, or was
+/// - on the payload: the newest draft holding it is under another key (an approval
+///   sends its payload once, under the key it was approved for: `invoice-7`'s payload
+///   never goes out as `invoice-77`), or stands against it in the same ways, or was
 ///   approved at another revision than the one holding it.
 ///
 /// None when no draft of the key or of the payload stands against it.
@@ -63,11 +64,17 @@ pub async fn outside_approval_refusal(
                 at.map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
             ))
         }
-        // Sent under its own key already: the approval was spent there.
-        (DraftState::Dispatched, _) if draft.key != key => Some(
-            "was dispatched already under its own key; an approval sends its payload once"
-                .to_owned(),
-        ),
+        // The queue knows which key this payload was approved for: under any other,
+        // one approval would send it as many times as there are keys.
+        _ if draft.key != key => Some(match draft.state {
+            DraftState::Dispatched => {
+                "was dispatched already under its own key; an approval sends its payload once"
+                    .to_owned()
+            }
+            _ => stands_against(review, &draft).or_else(|| edited_since(&draft)).unwrap_or_else(|| {
+                "is its key's to send: an approval sends its payload once, under the key it was approved for".to_owned()
+            }),
+        }),
         _ => stands_against(review, &draft).or_else(|| edited_since(&draft)),
     };
     Ok(why.map(|why| {

@@ -425,19 +425,30 @@ fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
     );
     assert_eq!(last_dispatch(&short)["outcome"], "refused");
 
-    // Submitted again after the rejection and approved: the newest draft holding the
-    // payload decides, and it was approved.
+    // Submitted again after the rejection and approved: approved for `k-other`, so
+    // not sent as `k-fleet` (one approval, one key), and sent under its own key.
     let again = submit_as(&elsewhere, "k-other");
     expect_exit(
         &so(&["approve", &elsewhere, &again, "--by", "dana"]),
         0,
         "dana approves the new draft",
     );
-    expect_exit(
-        &f.dispatch(&elsewhere, &[], f.now()),
-        0,
-        "the payload's newest draft was approved",
+    let out = f.dispatch(&elsewhere, &[], f.now());
+    expect_exit(&out, 2, "an approved payload under another key");
+    assert!(
+        stderr(&out).contains("which is its key's to send"),
+        "{}",
+        stderr(&out)
     );
+    let mut own = vec![
+        "dispatch".to_owned(),
+        elsewhere.clone(),
+        again.clone(),
+        "--".into(),
+    ];
+    own.extend(f.sender());
+    let args: Vec<&str> = own.iter().map(String::as_str).collect();
+    expect_exit(&so(&args), 0, "dispatched under its own key");
     assert_eq!(f.sends().len(), 2);
 
     // Approved, then dispatched from the queue under its own key: the saved approval
