@@ -121,55 +121,46 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(false);
-    if command.echo_stderr {
-        // Its own process group, so a time limit can stop everything it started.
-        outside.process_group(0);
-        // And it dies with us: a claim with no time limit may be taken over once its
-        // claimer is seen gone (ledger::claimer), so a send must not outlive a kill -9
-        // of the process that claimed it. The signal comes when the forking *thread*
-        // ends, so only the main thread (the command line's one thread) asks for it; a
-        // program forking from a pool thread that may end keeps its sends running.
-        let parent = std::process::id();
-        // SAFETY: gettid(2) has no preconditions.
-        let main_thread = unsafe { libc::gettid() } as u32 == parent;
-        // SAFETY: prctl(2) and getppid(2) are async-signal-safe, and the closure does
-        // nothing else between fork and exec.
-        if main_thread {
-            unsafe {
-                outside.pre_exec(move || {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    // Gone before the line above took hold: nobody will read the answer.
-                    if libc::getppid() as u32 != parent {
-                        return Err(std::io::Error::other(
-                            "send-once ended before the command started",
-                        ));
-                    }
-                    Ok(())
-                });
+    // A session of its own (and so a process group of its own), so that a time limit
+    // stops everything it started: what it starts stays in the session even in a
+    // process group of its own (`timeout`, a shell's job control), and only setsid(2)
+    // leaves it. No controlling terminal either: it cannot write to /dev/tty over a
+    // full-screen UI or read the operator's keys, and a send is not interactive.
+    //
+    // From the command line it also dies with us: a claim with no time limit may be
+    // taken over once its claimer is seen gone (ledger::claimer), so a send must not
+    // outlive a kill -9 of the process that claimed it. The signal comes when the
+    // forking *thread* ends, so only the main thread (the command line's one thread)
+    // asks for it; a program forking from a pool thread that may end keeps its sends.
+    let parent = std::process::id();
+    // SAFETY: gettid(2) has no preconditions.
+    let dies_with_us = command.echo_stderr && unsafe { libc::gettid() } as u32 == parent;
+    // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe, and the closure
+    // does nothing else between fork and exec.
+    unsafe {
+        outside.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
             }
-        }
-    } else {
-        // Quiet means a full-screen UI is drawing: its own session (and so its own
-        // process group) with no controlling terminal, so that it cannot write to
-        // /dev/tty over the screen or read the operator's keys.
-        // SAFETY: setsid(2) is async-signal-safe, and the closure does nothing else
-        // between fork and exec.
-        unsafe {
-            outside.pre_exec(|| {
-                if libc::setsid() == -1 {
+            if dies_with_us {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
                     return Err(std::io::Error::last_os_error());
                 }
-                Ok(())
-            });
-        }
+                // Gone before the line above took hold: nobody will read the answer.
+                if libc::getppid() as u32 != parent {
+                    return Err(std::io::Error::other(
+                        "send-once ended before the command started",
+                    ));
+                }
+            }
+            Ok(())
+        });
     }
     let mut child = outside.spawn()?;
     let pid = child.id();
-    // The command leads a process group of its own: noted, so that what it started
-    // is seen running even after a kill -9 of this process (ledger::claimer).
-    let _group_note = match (command.echo_stderr, pid) {
+    // The command leads a session of its own: noted, so that what it started is seen
+    // running even after a kill -9 of this process (ledger::claimer).
+    let _session_note = match (command.echo_stderr, pid) {
         (true, Some(pid)) => crate::ledger::claimer::note_send_group(pid),
         _ => None,
     };
@@ -282,6 +273,17 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         },
     };
     guard.0 = None;
+    // Its attempt ends here, whatever it left running in its session (`cmd &`, a
+    // `timeout` wrapper whose child outlived it): that would send on after the ledger
+    // records the attempt ended, and be taken over or retried alongside.
+    if let Some(session) = pid {
+        for member in crate::procs::live_in_session(session).unwrap_or_default() {
+            // SAFETY: kill(2) of one process of the command's session.
+            unsafe {
+                libc::kill(member as i32, libc::SIGKILL);
+            }
+        }
+    }
     let (status, (), (stdout, truncated), stderr_tail) = status;
     let status = if timed_out { None } else { Some(status?) };
     let how = match status {
@@ -312,14 +314,22 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Kills the process group the command leads, so the pipes close and the readers
-/// finish.
+/// Kills everything the command started: its process group, and every process of the
+/// session it leads that moved to a group of its own, so the pipes close, the readers
+/// finish, and nothing it started sends on after its attempt is recorded as ended.
 fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid {
-        // SAFETY: kill(2) with a negative pid signals the process group the child leads;
-        // it touches no memory of ours.
+    let Some(pid) = pid else {
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals the process group the child leads;
+    // it touches no memory of ours.
+    unsafe {
+        libc::kill(-(pid as i32), libc::SIGKILL);
+    }
+    for member in crate::procs::live_in_session(pid).unwrap_or_default() {
+        // SAFETY: as above, one process of the command's session.
         unsafe {
-            libc::kill(-(pid as i32), libc::SIGKILL);
+            libc::kill(member as i32, libc::SIGKILL);
         }
     }
 }

@@ -203,6 +203,7 @@
 pub mod approval;
 pub mod command;
 pub mod ledger;
+pub mod procs;
 pub mod provider;
 pub mod review;
 pub mod text;

@@ -66,13 +66,13 @@ pub enum Running {
         /// Its limit, when it recorded one.
         limit_ms: Option<u64>,
     },
-    /// The claiming process has ended, but the send it started (its process group:
-    /// a pipeline, a forked child) still runs on this host.
+    /// The claiming process has ended, but the send it started (its session: a
+    /// pipeline, a forked child, a `timeout` wrapper) still runs on this host.
     SendAlive {
         /// The claiming process.
         pid: u32,
-        /// The send's process group.
-        group: u32,
+        /// The send's session (its command's pid).
+        session: u32,
     },
     /// No limit, and the claiming process has ended on this host (a kill -9, a crash).
     ClaimerGone {
@@ -141,8 +141,8 @@ impl Running {
                 "it may still be running: its claiming process {pid} is alive on this host (its limit is {})",
                 limit_text(*limit)
             ),
-            Running::SendAlive { pid, group } => format!(
-                "it may still be running: its claiming process {pid} has ended, but the send it started (process group {group}) is still running on this host"
+            Running::SendAlive { pid, session } => format!(
+                "it may still be running: its claiming process {pid} has ended, but the send it started (session {session}) is still running on this host"
             ),
             Running::ClaimerGone { pid } => format!(
                 "its claiming process {pid} has ended on this host, and the send with it"
@@ -180,7 +180,7 @@ pub fn running(entry: &Entry, now_ms: i64) -> Running {
     let seen = claimer.as_ref().and_then(Claimer::seen_here);
     // Seen alive here, it is sending, or about to stop its send at its limit: no clock
     // (a skewed one, a server's measured from afar) outranks the process itself, nor
-    // the send it started, which outlives a kill -9 of it in its own process group.
+    // the send it started, which outlives a kill -9 of it in a session of its own.
     match (seen, &claimer) {
         (Some(Seen::Alive), Some(claimer)) => {
             return Running::ClaimerAlive {
@@ -188,10 +188,10 @@ pub fn running(entry: &Entry, now_ms: i64) -> Running {
                 limit_ms: claimer.limit_ms,
             };
         }
-        (Some(Seen::SendAlive(group)), Some(claimer)) => {
+        (Some(Seen::SendAlive(session)), Some(claimer)) => {
             return Running::SendAlive {
                 pid: claimer.pid,
-                group,
+                session,
             };
         }
         _ => {}
@@ -287,7 +287,7 @@ impl Claimer {
         {
             return None;
         }
-        Some(match process_start(self.pid) {
+        Some(match crate::procs::start_time(self.pid) {
             Some(start) => self.start.is_none_or(|recorded| recorded == start),
             None => false,
         })
@@ -301,7 +301,7 @@ enum Seen {
     Gone,
 }
 
-/// Where a claiming process notes the process group of the command it started, one
+/// Where a claiming process notes the session of the command it started, one
 /// file per process (`PID-START`), so that a send outliving a kill -9 of its claimer
 /// is still seen: the group is known only after the claim is written. Shared by every
 /// user on the host (sticky, like `/tmp`); a file nobody removed names a group that
@@ -312,7 +312,7 @@ fn group_file(pid: u32, start: Option<u64>) -> std::path::PathBuf {
     std::path::Path::new(SEND_GROUPS).join(format!("{pid}-{}", start.unwrap_or(0)))
 }
 
-/// Notes that this process started a command leading process group `group`, until
+/// Notes that this process started a command leading session `group`, until
 /// the note is dropped (the command has ended). None when it cannot be written (no
 /// `/tmp`): the send is then seen only through its claimer.
 pub fn note_send_group(group: u32) -> Option<SendGroupNote> {
@@ -335,7 +335,7 @@ impl Drop for SendGroupNote {
     }
 }
 
-/// The process group the claimer `pid` (started at `start`) noted, when a process is
+/// The session the claimer `pid` (started at `start`) noted, when a process is
 /// still in it.
 fn send_group_alive(pid: u32, start: Option<u64>) -> Option<u32> {
     let group: u32 = std::fs::read_to_string(group_file(pid, start))
@@ -343,36 +343,11 @@ fn send_group_alive(pid: u32, start: Option<u64>) -> Option<u32> {
         .trim()
         .parse()
         .ok()?;
-    (group > 1 && group_has_a_live_member(group)).then_some(group)
-}
-
-/// Whether a process that has not ended is in process group `group`. Read from
-/// `/proc` rather than asked with kill(2): an orphan that ended stays a zombie, in its
-/// group, until the host's init reaps it, and some never do so promptly.
-fn group_has_a_live_member(group: u32) -> bool {
-    let Ok(processes) = std::fs::read_dir("/proc") else {
-        // No /proc to read: say it may run, the safe side.
-        return true;
-    };
-    processes.flatten().any(|process| {
-        let name = process.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            return false;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        let Some(after) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
-            return false;
-        };
-        // stat(5): state, ppid, pgrp.
-        let fields: Vec<&str> = after.split_whitespace().take(3).collect();
-        matches!(fields.as_slice(), [state, _, pgrp]
-            if !matches!(*state, "Z" | "X") && pgrp.parse() == Ok(group))
-    })
+    // The command leads a session of its own, whose id is its pid: what it starts
+    // stays in it unless it calls setsid(2), a process group of its own (`timeout`,
+    // a shell's job control) included. No /proc to read: it may run, the safe side.
+    let live = crate::procs::live_in_session(group).is_none_or(|members| !members.is_empty());
+    (group > 1 && live).then_some(group)
 }
 
 struct Here {
@@ -391,7 +366,7 @@ fn here() -> &'static Here {
                 .filter(|s| !s.is_empty())
         };
         Here {
-            start: process_start(std::process::id()),
+            start: crate::procs::start_time(std::process::id()),
             host: read("/proc/sys/kernel/hostname"),
             // With the pid namespace: two containers on one kernel share a boot id
             // but not their pids.
@@ -403,20 +378,6 @@ fn here() -> &'static Here {
             }),
         }
     })
-}
-
-/// The start time of process `pid` in clock ticks since boot, or None when there is
-/// no such process (or no `/proc` to ask). A zombie has ended.
-fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold anything, spaces included.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // Field 3 of stat(5) is the state, field 22 the start time; `after` starts at 3.
-    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
-        return None;
-    }
-    fields.get(19)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -155,6 +155,15 @@ impl Store for JsonlStore {
             if found.entry.is_some() {
                 return Ok(false);
             }
+            if found.saw_damage {
+                let keys = files.unsettled_damage()?;
+                if !keys.is_empty() {
+                    return Err(StoreError::DamagedClaims {
+                        ledger: ledger_at(&files.path),
+                        keys,
+                    });
+                }
+            }
             files.append(&files.path, &entry.to_json(), &found.tail)?;
             Ok(true)
         })
@@ -457,6 +466,7 @@ fn index_range(
             key,
             status,
             claimed_at,
+            ..
         } => {
             let claimed_ms = if !claim_times {
                 i64::MIN
@@ -710,6 +720,8 @@ struct Tail {
 struct Found {
     entry: Option<Entry>,
     tail: Tail,
+    /// A damaged claim line was read somewhere in the file ([`damaged`]).
+    saw_damage: bool,
 }
 
 /// Where a key's current line is, and what it says. Its place in `Index::slots` is the
@@ -1104,6 +1116,8 @@ enum Line<'a> {
         key: Cow<'a, [u8]>,
         status: Status,
         claimed_at: Cow<'a, [u8]>,
+        /// A damaged claim read as its key's unknown state ([`damaged`]).
+        damaged: bool,
     },
 }
 
@@ -1156,6 +1170,7 @@ fn classify(bytes: &[u8]) -> Line<'_> {
             key: Cow::Borrowed(head.key),
             status: head.status,
             claimed_at: Cow::Borrowed(head.claimed_at),
+            damaged: false,
         },
         None => classify_carefully(bytes),
     }
@@ -1188,6 +1203,7 @@ fn classify_carefully(bytes: &[u8]) -> Line<'_> {
                 key: utf8_bytes(key.0),
                 status,
                 claimed_at: utf8_bytes(claimed_at.0),
+                damaged: false,
             },
             // Valid JSON that is not an entry: skipped, as Node skips it.
             _ => Line::NotAnEntry,
@@ -1202,6 +1218,7 @@ fn classify_carefully(bytes: &[u8]) -> Line<'_> {
             status: entry.status(),
             claimed_at: Cow::Owned(entry.claimed_at().as_bytes().to_vec()),
             key: Cow::Owned(entry.key().as_bytes().to_vec()),
+            damaged: false,
         },
         None => damaged_line(bytes),
     }
@@ -1215,6 +1232,7 @@ fn damaged_line(bytes: &[u8]) -> Line<'static> {
             key: Cow::Owned(line.key.into_bytes()),
             status: Status::Pending,
             claimed_at: Cow::Owned(line.claimed_at.into_bytes()),
+            damaged: true,
         },
         None => Line::NotAnEntry,
     }
@@ -1411,6 +1429,7 @@ impl Files {
             return Ok(Found {
                 entry: None,
                 tail: Tail::default(),
+                saw_damage: false,
             });
         };
         struct Part {
@@ -1418,6 +1437,7 @@ impl Files {
             entries: u64,
             skipped: u64,
             tail: Tail,
+            saw_damage: bool,
         }
         let parts = self.in_parts(&file, |file, range| {
             let mut part = Part {
@@ -1425,12 +1445,16 @@ impl Files {
                 entries: 0,
                 skipped: 0,
                 tail: Tail::default(),
+                saw_damage: false,
             };
             part.tail = for_each_line_in(file, range, |_, bytes| match classify(bytes) {
                 Line::Blank => {}
                 Line::NotAnEntry => part.skipped += 1,
-                Line::Entry { key: k, .. } => {
+                Line::Entry {
+                    key: k, damaged, ..
+                } => {
                     part.entries += 1;
+                    part.saw_damage |= damaged;
                     if *k == *key.as_bytes() {
                         part.last = Some(bytes.to_vec());
                     }
@@ -1438,6 +1462,7 @@ impl Files {
             })?;
             Ok(part)
         })?;
+        let saw_damage = parts.iter().any(|p| p.saw_damage);
         let entries: u64 = parts.iter().map(|p| p.entries).sum();
         let skipped: u64 = parts.iter().map(|p| p.skipped).sum();
         if entries == 0 && skipped > 0 {
@@ -1452,7 +1477,28 @@ impl Files {
             })?),
             None => None,
         };
-        Ok(Found { entry, tail })
+        Ok(Found {
+            entry,
+            tail,
+            saw_damage,
+        })
+    }
+
+    /// The keys of damaged claim lines nobody has settled since ([`damaged`]): each is
+    /// a send whose key may be any, so nothing new is claimed while one is left.
+    fn unsettled_damage(&self) -> Result<Vec<String>, StoreError> {
+        let index = self.shared_index(false)?;
+        let pending: Vec<&Slot> = index
+            .slots
+            .iter()
+            .filter(|s| s.status == Status::Pending)
+            .collect();
+        Ok(self
+            .read_entries(&pending)?
+            .into_iter()
+            .filter(|e| e.get("damaged") == Some(&serde_json::Value::Bool(true)))
+            .map(|e| e.key().to_owned())
+            .collect())
     }
 
     /// Runs `work` on line-aligned parts of the file, one per core, in parallel, and

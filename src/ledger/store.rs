@@ -213,6 +213,18 @@ pub enum StoreError {
         /// How many names the file has.
         links: u64,
     },
+    /// A JSON Lines ledger holds a damaged claim line nobody has settled: its key may
+    /// be any (damage can fall on the key), so nothing new is claimed until a person
+    /// settles it. Nothing was written.
+    #[error(
+        "{} holds a damaged claim line nobody has settled ({}): the send it recorded could be this one under a key that cannot be read, so nothing new is claimed until a person settles it (send-once audit lists it; send-once resolve LEDGER KEY sent|failed)", .ledger.inline(), .keys.iter().map(|k| crate::text::visible_inline(k).into_owned()).collect::<Vec<_>>().join(", ")
+    )]
+    DamagedClaims {
+        /// The ledger.
+        ledger: LedgerLocation,
+        /// The keys the damaged lines are read under.
+        keys: Vec<String>,
+    },
     /// An SQLite ledger reached by a second name that SQLite cannot see is the same
     /// file (a hard link, a file bind-mounted over another): SQLite keeps a write-ahead
     /// log and its index beside each name, so two names would be two ledgers, each
@@ -239,6 +251,7 @@ impl StoreError {
             | StoreError::NoReviewQueue(ledger)
             | StoreError::SeveralNames { ledger, .. }
             | StoreError::TwoWriteAheadLogs { ledger, .. }
+            | StoreError::DamagedClaims { ledger, .. }
             | StoreError::Busy(ledger)
             | StoreError::DiskFull(ledger)
             | StoreError::ReadOnly(ledger)

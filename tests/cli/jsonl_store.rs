@@ -785,19 +785,35 @@ fn a_damaged_claim_whose_key_cannot_be_read_is_still_an_unknown_send() {
         .find(|w| w.starts_with("damaged-line-"))
         .unwrap_or_else(|| panic!("{named}"))
         .to_owned();
+    // Its key may be any: nothing new is claimed until a person settles it.
+    let side = dir.path().join("side");
+    let send = format!("echo sent >> '{}'", side.display());
+    let o = output(&["run", l, "--key", "kk", "--", "sh", "-c", &send]);
+    expect_exit(&o, 2, "a claim beside an unsettled damaged line");
+    assert!(
+        stderr(&o).contains("holds a damaged claim line nobody has settled"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!side.exists(), "sent beside a damaged claim");
     expect_exit(
         &output(&[
             "resolve",
             l,
             &key,
-            "sent",
+            "failed",
             "--by",
             "ops",
             "--note",
-            "found kk in the log",
+            "kk was not sent",
         ]),
         0,
         "a person settles it",
     );
     expect_exit(&output(&["audit", l, "--quiet"]), 0, "settled");
+    expect_exit(
+        &output(&["run", l, "--key", "kk", "--", "sh", "-c", &send]),
+        0,
+        "claims again once it is settled",
+    );
 }

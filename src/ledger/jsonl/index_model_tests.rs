@@ -27,6 +27,7 @@ fn model(text: &str) -> (Vec<Row>, u64) {
                 key,
                 status,
                 claimed_at,
+                ..
             } => {
                 let key = String::from_utf8_lossy(&key).into_owned();
                 let now = (

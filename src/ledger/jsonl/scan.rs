@@ -1121,7 +1121,7 @@ mod tests {
             ];
             for (name, head) in &readings {
                 if let Some(head) = head {
-                    let agreed = matches!(&careful, Line::Entry { key, status, claimed_at }
+                    let agreed = matches!(&careful, Line::Entry { key, status, claimed_at, .. }
                         if key.as_ref() == head.key && *status == head.status
                             && claimed_at.as_ref() == head.claimed_at);
                     prop_assert!(agreed, "{text:?}: {name} {head:?}, careful {careful:?}");

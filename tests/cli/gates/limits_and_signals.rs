@@ -398,9 +398,11 @@ fn a_checks_decision_names_who_ran_it() {
 
 /// H2: a check run quietly (as the TUI and reconcile run them) has no controlling
 /// terminal: it leads a session of its own, so `/dev/tty` is not the operator's
-/// screen. One run loudly (a command line's) stays in our session.
+/// screen. One run loudly (a command line's) does too: a session is what holds
+/// everything a command started, a `timeout` wrapper's process group included, so
+/// that its limit stops all of it and a kill -9 of `run` leaves it seen.
 #[tokio::test]
-async fn a_quiet_check_runs_in_a_session_of_its_own() {
+async fn every_check_runs_in_a_session_of_its_own() {
     use send_once::ledger::Entry;
     use send_once::provider::{CheckAnswer, CheckCommand, CheckKind, Limit};
     let d = Dir::new();
@@ -418,11 +420,15 @@ async fn a_quiet_check_runs_in_a_session_of_its_own() {
         timeout: &limit,
         echo_stderr,
     };
-    assert!(
-        matches!(ask(false).ask(&entry).await, CheckAnswer::Happened { .. }),
-        "a quiet check shares our session"
-    );
-    assert_eq!(ask(true).ask(&entry).await, CheckAnswer::NotThere);
+    for echo_stderr in [false, true] {
+        assert!(
+            matches!(
+                ask(echo_stderr).ask(&entry).await,
+                CheckAnswer::Happened { .. }
+            ),
+            "a check shares our session (echo_stderr {echo_stderr})"
+        );
+    }
 }
 
 /// G2 for the other commands that send: `mail` and `dispatch` stop their running

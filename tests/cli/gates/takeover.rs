@@ -470,3 +470,70 @@ fn a_send_that_outlives_its_killed_claimer_is_not_taken_over_while_it_runs() {
     }
     assert_eq!(s.sends(), vec!["piped 2", "piped-limited 2"]);
 }
+
+/// A send wrapped in `timeout` (coreutils), which moves to a process group of its own,
+/// stays in its command's session: stopped at `run`'s own limit, and seen running after
+/// a kill -9 of `run` (second retest of H1).
+#[test]
+fn a_send_in_a_process_group_of_its_own_is_stopped_and_seen_by_its_session() {
+    if !harness::skip::have_tools(&[("timeout", "coreutils")]) {
+        return;
+    }
+    let s = Setup::new();
+    let verify = format!("--verify={}", s.check("v", NOT_THERE));
+    let ledger = s.ledger();
+    let late = s.path("late");
+    let slow = format!(
+        "timeout 30 sh -c 'sleep 4; echo late >> {}'",
+        late.display()
+    );
+    // Stopped at its limit, wrapper and all: then taken over, and the first never lands.
+    let out = send_once(&[
+        "run",
+        &ledger,
+        "--key",
+        "wrapped",
+        "--timeout",
+        "1s",
+        &verify,
+        "--",
+        "sh",
+        "-c",
+        &slow,
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 3, "stopped at its limit");
+    std::thread::sleep(Duration::from_millis(1_200));
+    expect_exit(&taker(&s, "wrapped", None, &verify), 0, "taken over");
+    // Killed with -9: its session lives on, and is seen.
+    let mut claimer = send_once(&[
+        "run",
+        &ledger,
+        "--key",
+        "wrapped-killed",
+        "--",
+        "sh",
+        "-c",
+        &slow,
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_until("the claim", || s.entry("wrapped-killed").is_some());
+    std::thread::sleep(Duration::from_millis(300));
+    claimer.kill().unwrap();
+    claimer.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(2_000));
+    let out = taker(&s, "wrapped-killed", None, &verify);
+    expect_exit(&out, 3, "its session still runs");
+    assert!(
+        stderr(&out).contains("is still running on this host"),
+        "{}",
+        stderr(&out)
+    );
+    std::thread::sleep(Duration::from_millis(3_000));
+    // The first `late` is the killed claimer's send, which was not stopped: one line.
+    assert_eq!(std::fs::read_to_string(&late).unwrap_or_default(), "late\n");
+}
