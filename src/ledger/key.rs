@@ -255,13 +255,33 @@ fn compatibility_look_alike(c: char) -> Option<String> {
 /// Other schemes (`https:` for a webhook, a Slack id) are a recipient of their own.
 fn bare_recipient(to: &str) -> Option<String> {
     let mut bare = to;
-    for scheme in ["mailto:", "tel:", "sms:"] {
+    for scheme in ["mailto:", "tel:", "sms:", "to:", "email:", "smtp:"] {
         let named = bare
             .get(..scheme.len())
             .is_some_and(|s| s.eq_ignore_ascii_case(scheme));
         if named && bare.len() > scheme.len() {
             bare = bare[scheme.len()..].trim_start_matches('/');
         }
+    }
+    // A URL (a webhook, with a user in it or not) is a recipient of its own.
+    if bare.contains("://") {
+        return (bare != to).then(|| bare.to_owned());
+    }
+    // A URL's spelling of an address: `%40` for `@`, a `?subject=` after it.
+    let decoded;
+    if bare.contains("%40") && !bare.contains('@') {
+        decoded = bare.replace("%40", "@");
+        bare = &decoded;
+    }
+    if bare.contains('@')
+        && let Some(query) = bare.find('?')
+    {
+        bare = &bare[..query];
+    }
+    let unspaced;
+    if bare.contains('@') && (bare.contains(" @") || bare.contains("@ ")) {
+        unspaced = bare.replace(" @", "@").replace("@ ", "@");
+        bare = &unspaced;
     }
     if bare.contains('@') {
         // A display name before the address, a comment after it.
@@ -272,7 +292,8 @@ fn bare_recipient(to: &str) -> Option<String> {
         } else if let Some(open) = bare.find('(').filter(|_| bare.ends_with(')')) {
             bare = &bare[..open];
         }
-        bare = js_trim(bare).trim_matches(|c| matches!(c, '"' | '\'' | '<' | '>' | ',' | ';'));
+        bare = js_trim(bare)
+            .trim_matches(|c| matches!(c, '"' | '\'' | '<' | '>' | ',' | ';' | ':' | '/' | '|'));
     }
     if bare.contains('@') || bare != to {
         bare = bare.trim_end_matches('.');
@@ -730,6 +751,14 @@ mod tests {
             ("ana@example.com;", "ana@example.com"),
             ("ana@example.com>", "ana@example.com"),
             ("mailto://ana@example.com", "ana@example.com"),
+            ("To: ana@example.com", "ana@example.com"),
+            ("to:ana@example.com", "ana@example.com"),
+            ("ana%40example.com", "ana@example.com"),
+            ("ana@example.com?subject=x", "ana@example.com"),
+            ("ana @example.com", "ana@example.com"),
+            ("ana@ example.com", "ana@example.com"),
+            ("ana@example.com:", "ana@example.com"),
+            ("ana@example.com/", "ana@example.com"),
             ("<ana@example.com>", "ana@example.com"),
             ("mailto:ana@example.com", "ana@example.com"),
             ("MAILTO:Ana@Example.com", "Ana@Example.com"),
@@ -741,6 +770,12 @@ mod tests {
                 said.starts_with(&format!("to: give the recipient alone, {bare:?}")),
                 "{said}"
             );
+        }
+        for to in [
+            "https://bot@hooks.example.com/x/?a=1",
+            "https://hooks.example.com/x/",
+        ] {
+            assert_eq!(fields(to, "invoice:1", "webhook"), Ok(()), "{to}");
         }
         for to in [
             "15551234567",
