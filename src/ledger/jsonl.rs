@@ -51,6 +51,9 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// A lock older than this whose process is gone is removed (the Node default).
 pub const STALE_LOCK: Duration = Duration::from_secs(30);
 
+/// How old a lock whose process is gone from this host must be to be broken.
+const DEAD_HOLDER_LOCK: Duration = Duration::from_secs(2);
+
 /// The Node library's JSON Lines ledger: one entry per line, appended, the last line
 /// for a key winning, and a lock file (the ledger's name plus `.lock`) around each
 /// write, so Node and Rust processes can share one file. Its decisions go to the
@@ -2078,7 +2081,19 @@ fn break_if_stale(lock_path: &Path, stale_after: Duration) -> Result<bool, Store
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_millis() as f64);
     let age = now - held.as_ref().map_or(modified_ms, |h| h.at);
-    if age < stale_after.as_millis() as f64 {
+    // A writer holds the lock for milliseconds. One whose process is gone from this
+    // host (a kill -9 mid-write) has left it for good: broken after a moment rather
+    // than after `stale_after`, which would outlast every waiter's patience (H13). The
+    // moment spares a live writer in another pid namespace under the same host name.
+    let holder_gone_here = held
+        .as_ref()
+        .is_some_and(|h| h.host == hostname() && !is_alive(h.pid));
+    let threshold = if holder_gone_here {
+        DEAD_HOLDER_LOCK.min(stale_after)
+    } else {
+        stale_after
+    };
+    if age < threshold.as_millis() as f64 {
         return Ok(false);
     }
     // An unreadable lock this old was left by a process that died between creating

@@ -817,3 +817,15 @@ fn a_damaged_claim_whose_key_cannot_be_read_is_still_an_unknown_send() {
         "claims again once it is settled",
     );
 }
+
+/// A lock left a moment ago by a writer killed mid-write on this host is broken once
+/// it is two seconds old, not after the thirty that would outlast every waiter (H13).
+#[test]
+fn a_fresh_lock_whose_holder_died_here_is_broken_in_moments() {
+    let case = blocked_ledger("dead, fresh", dead_pid(), &hostname(), now_ms());
+    let marker = case.dir.path().join("sent-marker");
+    let out = run_key(&case.ledger, "k-new", &["touch", marker.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "stderr {}", stderr(&out));
+    assert!(marker.exists(), "the send did not run");
+    assert!(!lock_path(&case.ledger).exists(), "the lock was left");
+}
