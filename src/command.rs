@@ -17,6 +17,9 @@ const MAX_STDOUT: usize = 1 << 20;
 /// How long, after a time limit killed a command's group, its pipes may stay open
 /// before they are abandoned.
 const AFTER_KILL: Duration = Duration::from_millis(500);
+/// How much of a command's stderr is passed through to ours.
+const ECHO_LIMIT: usize = 64 * 1024;
+
 /// How much of the end of a command's stderr is kept for the entry's error.
 const STDERR_TAIL: usize = 2000;
 
@@ -209,12 +212,21 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         let mut line: Vec<u8> = Vec::new();
         let mut buf = [0u8; 8192];
         let mut ours = tokio::io::stderr();
+        // Echoed up to a bound: a command that writes megabytes of stderr would bury
+        // our own verdict (and fill a log) in it; the rest is counted and said.
+        let (mut echoed, mut unshown) = (0usize, 0usize);
         while let Ok(n) = stderr.read(&mut buf).await {
             if n == 0 {
                 break;
             }
-            if echo {
+            if echo && echoed >= ECHO_LIMIT {
+                unshown += n;
+            } else if echo {
                 for &byte in &buf[..n] {
+                    if echoed >= ECHO_LIMIT {
+                        unshown += 1;
+                        continue;
+                    }
                     line.push(byte);
                     if byte == b'\n' || line.len() >= 8192 {
                         let shown = String::from_utf8_lossy(&line);
@@ -222,6 +234,7 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
                         // each line is out before the next, and before our own verdict.
                         let _ = ours.write_all(visible(&shown).as_bytes()).await;
                         let _ = ours.flush().await;
+                        echoed += line.len();
                         line.clear();
                     }
                 }
@@ -235,6 +248,16 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
             let shown = String::from_utf8_lossy(&line);
             let _ = ours
                 .write_all(format!("{}\n", visible(&shown)).as_bytes())
+                .await;
+        }
+        if unshown > 0 {
+            let _ = ours
+                .write_all(
+                    format!(
+                        "[{unshown} more bytes of the command's stderr not shown; its last lines are kept with its error]\n"
+                    )
+                    .as_bytes(),
+                )
                 .await;
         }
         let _ = ours.flush().await;

@@ -499,6 +499,15 @@ pub(super) fn with_review<T>(
 fn read_object(path: &Path, what: &str) -> Result<Map<String, Value>, String> {
     let text = read_text_arg(path, what)?;
     match canonical::parse_json(&text).map(|v| v.to_serde()) {
+        // As for a payload: a reader that keeps the first of two would see other facts
+        // than the reviewer, who is shown the last.
+        Ok(Value::Object(_)) if let Some(name) = send_once::review::duplicate_name(&text) => {
+            Err(format!(
+                "the {what} {} names {:?} twice; give each name once (JSON.parse keeps the last, another reader may keep the first)",
+                display_path(path),
+                visible_inline(&name)
+            ))
+        }
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(format!(
             "the {what} {} must be a JSON object of named values, not {}",

@@ -421,7 +421,7 @@ fn strings_hold_suspicious(value: &Value) -> bool {
 
 /// The first name that appears twice in one object of `json`, if any. `JSON.parse`
 /// keeps the last; a provider's parser may keep the first.
-fn duplicate_name(json: &str) -> Option<String> {
+pub fn duplicate_name(json: &str) -> Option<String> {
     use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
     struct Check;
     impl<'de> serde::Deserialize<'de> for Check {

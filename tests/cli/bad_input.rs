@@ -544,3 +544,38 @@ fn an_environment_or_a_resolve_that_names_nobody_or_nothing_is_said_so() {
     );
     assert_eq!(snapshot(d), before, "refused input changed something");
 }
+
+/// Facts that name one fact twice are refused, as a payload that does (H13): a
+/// recheck reader keeping the first would compare other facts than the reviewer saw.
+#[test]
+fn facts_that_name_a_fact_twice_are_refused_and_nothing_is_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("q.db");
+    let l = ledger.to_str().unwrap();
+    let payload = dir.path().join("p.json");
+    let facts = dir.path().join("f.json");
+    std::fs::write(&payload, r#"{"amount":10}"#).unwrap();
+    std::fs::write(&facts, r#"{"balance":100,"balance":0}"#).unwrap();
+    expect_exit(&output(&["init", l]), 0, "init");
+    let before = snapshot(dir.path());
+    let o = output(&[
+        "draft",
+        "submit",
+        l,
+        "--key",
+        "k",
+        "--payload",
+        payload.to_str().unwrap(),
+        "--facts",
+        facts.to_str().unwrap(),
+        "--by",
+        "agent",
+    ]);
+    expect_exit(&o, 2, "facts with a repeated name");
+    assert!(
+        stderr(&o).contains("names \"balance\" twice"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(snapshot(dir.path()), before, "something was written");
+}

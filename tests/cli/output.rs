@@ -351,3 +351,22 @@ fn json_errors_are_json_on_stdout() {
     expect_exit(&out, 3, "unknown --json");
     assert_eq!(json_stdout(&out, "unknown --json")["outcome"], "unknown");
 }
+
+/// A command's stderr is passed through up to a bound, then counted (H13): 15 MB of
+/// it once became 24 MB of visible marks on ours, burying the verdict.
+#[test]
+fn a_commands_stderr_is_passed_through_up_to_a_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    let l = ledger.to_str().unwrap();
+    let noisy = "head -c 2000000 /dev/zero | tr '\\0' 'x' >&2; echo '{\"id\":\"m\"}'";
+    let out = output(&["run", l, "--key", "noisy", "--", "sh", "-c", noisy]);
+    expect_exit(&out, 0, "sent");
+    let said = stderr(&out);
+    assert!(said.len() < 100_000, "{} bytes of stderr", said.len());
+    assert!(
+        said.contains("more bytes of the command's stderr not shown"),
+        "{}",
+        &said[said.len().saturating_sub(300)..]
+    );
+}
