@@ -214,7 +214,7 @@ pub fn identity(name: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     use unicode_normalization::char::is_combining_mark;
     use unicode_security::confusable_detection::skeleton;
-    let visible: String = name
+    let visible: String = person_part(name)
         .chars()
         .filter(|c| !crate::text::is_suspicious(*c))
         .collect();
@@ -234,6 +234,27 @@ pub fn identity(name: &str) -> String {
     // the confusables), so the map runs again.
     let mapped_again: String = skeleton(&letters(&mapped.to_lowercase())).collect();
     letters(&mapped_again.to_lowercase()).nfkc().collect()
+}
+
+/// The person a name names, without what says where or as what they act: a trailing
+/// `(ops)`, a mail domain (`dana@corp`, `dana@example.com`), a `+tag` (`dana+ops`).
+/// One person must not pass for a second approver by signing as their role; two people
+/// whose names differ only there tell themselves apart another way.
+fn person_part(name: &str) -> &str {
+    let mut person = name.trim();
+    if person.ends_with(')')
+        && let Some(open) = person.rfind('(')
+        && open > 0
+    {
+        person = person[..open].trim_end();
+    }
+    if let Some(at) = person.find('@').filter(|&at| at > 0) {
+        person = &person[..at];
+    }
+    if let Some(plus) = person.find('+').filter(|&plus| plus > 0) {
+        person = &person[..plus];
+    }
+    person
 }
 
 /// The Latin letter a small capital is (`ᴀ` is `a`): neither NFKC nor the UTS #39
@@ -574,6 +595,11 @@ mod tests {
             "\u{1d41d}\u{1d41a}\u{1d427}\u{1d41a}",
             "d\u{251}na",
             " dana ",
+            "dana@corp",
+            "dana@example.com",
+            "dana+ops",
+            "dana (ops)",
+            "Dana+ops@example.com (on call)",
         ] {
             assert_eq!(identity(spelling), identity("dana"), "{spelling:?}");
         }
