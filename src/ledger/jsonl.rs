@@ -37,7 +37,7 @@ use super::time;
 use super::{canonical, chain, jsjson};
 
 mod damaged;
-mod identity;
+pub(crate) mod identity;
 #[cfg(test)]
 mod index_model_tests;
 mod key_hex;
@@ -1369,11 +1369,13 @@ impl Files {
     /// Creates the ledger file, empty and private to its owner (as the first write
     /// would), unless something is already there: that is left exactly as it is.
     fn make_empty(&self) -> Result<(), StoreError> {
+        // Made where the name leads: through a dangling symlink, O_EXCL would find the
+        // link and report it there, and no file would be made.
         let created = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&self.path);
+            .open(resolve_file(&self.path));
         match created {
             Ok(file) => file.sync_all().map_err(|e| self.io_error(&self.path, e)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),

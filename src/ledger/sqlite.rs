@@ -1028,11 +1028,13 @@ fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError> {
             if access != Access::Create {
                 return Err(StoreError::NotFound(ledger_at(path)));
             }
+            // Made where the name leads: through a dangling symlink, O_EXCL would find
+            // the link, and SQLite would then find no file behind it.
             let created = OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .open(path);
+                .open(super::jsonl::identity::resolve_file(path));
             match created {
                 Ok(_) => {}
                 // Another process created it first: it is theirs to initialise, and

@@ -289,3 +289,29 @@ fn a_postgres_url_is_refused_as_everywhere_without_its_password() {
         "no file named after the URL"
     );
 }
+
+/// `init` through a symlink whose target does not exist yet makes the ledger where the
+/// link leads: it said "created" and made nothing for JSON Lines, and refused SQLite
+/// with "cannot open it".
+#[test]
+fn init_through_a_dangling_symlink_makes_the_ledger_where_it_leads() {
+    let dir = tempfile::tempdir().unwrap();
+    for (link, target) in [("link.jsonl", "target.jsonl"), ("link.db", "target.db")] {
+        let link = dir.path().join(link);
+        let target = dir.path().join(target);
+        std::os::unix::fs::symlink(target.file_name().unwrap(), &link).unwrap();
+        let o = harness::output(&["init", link.to_str().unwrap()]);
+        expect_exit(&o, 0, "init through a dangling symlink");
+        assert!(stdout(&o).contains("created an empty"), "{}", stdout(&o));
+        assert!(target.is_file(), "no ledger made at {}", target.display());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "the link was replaced"
+        );
+        let o = harness::output(&["run", link.to_str().unwrap(), "--key", "k", "--", "true"]);
+        expect_exit(&o, 0, "a send through the link");
+    }
+}

@@ -69,7 +69,7 @@ fn first_hard_link(real: PathBuf) -> PathBuf {
 /// The file `path` leads to: symlinks followed (a dangling one too, to the file it
 /// names, which a first write will make) and `..` resolved, so every name of one file
 /// gives one path. A path that cannot be resolved is kept as given.
-pub(super) fn resolve_file(path: &Path) -> PathBuf {
+pub(crate) fn resolve_file(path: &Path) -> PathBuf {
     if let Ok(real) = std::fs::canonicalize(path) {
         return first_hard_link(real);
     }
