@@ -316,13 +316,46 @@ fn group_file(pid: u32, start: Option<u64>) -> std::path::PathBuf {
 /// the note is dropped (the command has ended). None when it cannot be written (no
 /// `/tmp`): the send is then seen only through its claimer.
 pub fn note_send_group(group: u32) -> Option<SendGroupNote> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     if std::fs::create_dir(SEND_GROUPS).is_ok() {
         let _ = std::fs::set_permissions(SEND_GROUPS, std::fs::Permissions::from_mode(0o1777));
     }
     let path = group_file(std::process::id(), here().start);
-    std::fs::write(&path, group.to_string()).ok()?;
+    let written = trusted_directory()
+        .then(|| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o644)
+                // Never through a link someone else left under this name.
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+                .and_then(|mut file| file.write_all(group.to_string().as_bytes()))
+        })
+        .and_then(Result::ok);
+    if written.is_none() {
+        tracing::warn!(
+            directory = SEND_GROUPS,
+            "the send's session could not be noted: if this process is killed, a takeover cannot see the send it started"
+        );
+        return None;
+    }
     Some(SendGroupNote(path))
+}
+
+/// Whether the notes' directory is one nobody else can empty of our notes or fill with
+/// links: a real directory, sticky (only a file's owner removes it), owned by root or
+/// by us. One made by another user without the sticky bit is not written to.
+fn trusted_directory() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(SEND_GROUPS) else {
+        return false;
+    };
+    // SAFETY: geteuid(2) has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    meta.is_dir() && meta.mode() & 0o1000 != 0 && (meta.uid() == 0 || meta.uid() == me)
 }
 
 /// Removes its note when the command it names has ended.
