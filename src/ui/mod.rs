@@ -74,6 +74,8 @@ struct Backend {
     /// Why every write would be refused, as the app says it (see
     /// [`App::writes_refused`]).
     writes_refused: Option<String>,
+    /// The ledger as a command line names it, for a command to paste.
+    label: String,
 }
 
 fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
@@ -96,6 +98,7 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
                 ledger,
                 review: None,
                 writes_refused,
+                label: location.to_string(),
             },
             Some(why),
         ));
@@ -107,6 +110,7 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
             ledger,
             review: Some(Arc::new(review)),
             writes_refused,
+            label: location.to_string(),
         },
         None,
     ))
@@ -1012,9 +1016,33 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                     resolved.entry.status().as_str(),
                     resolution_by(&resolved.entry)
                 )),
-                Err(LedgerError::ChangedSinceSeen { now, change, .. }) => refused(format!(
-                    "{short} changed after it was shown: it is now {now}, {change}. Nothing changed."
-                )),
+                Err(LedgerError::ChangedSinceSeen { now, change, .. }) => {
+                    // Marking it sent, on the provider's word, and someone marked it
+                    // failed meanwhile: the next run sends it again unless it is
+                    // recorded, and no view settles a failed entry (K2).
+                    let again = if status == crate::ledger::Status::Sent
+                        && now.starts_with("failed")
+                    {
+                        let quote = |t: &str| {
+                            crate::text::visible_inline(&shell_words::quote(t)).into_owned()
+                        };
+                        let id = details
+                            .provider_id
+                            .as_deref()
+                            .map(|id| format!(" --provider-id {}", quote(id)))
+                            .unwrap_or_default();
+                        format!(
+                            " You were recording it sent: the next run sends it again. To record it sent anyway, in a shell: send-once resolve {} {} sent --expect failed{id}",
+                            quote(&backend.label),
+                            quote(&key)
+                        )
+                    } else {
+                        String::new()
+                    };
+                    refused(format!(
+                        "{short} changed after it was shown: it is now {now}, {change}. Nothing changed.{again}"
+                    ))
+                }
                 Err(LedgerError::AlreadySent(_)) => {
                     let by = match backend.ledger.get(&key).await {
                         Ok(Some(entry)) => resolution_by(&entry),

@@ -335,7 +335,8 @@ impl App {
             // The provider has it, and someone settled it meanwhile: if that was
             // "failed", the next run sends it again. A person must see this.
             let text = format!(
-                "Verify {who}: {words}, but it was changed or settled by someone while it was asked. If it is now failed, the next run sends it again: look in the Ledger view (4) and resolve it sent if the provider is right."
+                "Verify {who}: {words}, but it was changed or settled by someone while it was asked. If it is now failed, the next run sends it again though the provider has it; to record what the provider has, in a shell: {}",
+                self.resolve_sent_command(&key, &answer)
             );
             let effects = self.next_verify();
             self.say_until_next(&text);
@@ -466,19 +467,39 @@ impl App {
                 && !current.contains_key(key.as_str())
                 && matches!(v.answer, CheckAnswer::Happened { .. })
             {
-                found_then_settled.push(key.clone());
+                found_then_settled.push((key.clone(), v.answer.clone()));
             }
             kept
         });
         // It left the list after verify found it: settled by someone else. Sent is
         // fine; failed would send it again, so say it while there is time to look.
-        if let Some(key) = found_then_settled.first() {
+        if let Some((key, answer)) = found_then_settled.first() {
             let text = format!(
-                "{} left the Unknown view, settled by someone, after verify found it at the provider. If it was marked failed, the next run sends it again: look in the Ledger view (4) and resolve it sent if the provider is right.",
-                super::forms::short_key(key)
+                "{} left the Unknown view, settled by someone, after verify found it at the provider. If it was marked failed, the next run sends it again though the provider has it; to record what the provider has, in a shell: {}",
+                super::forms::short_key(key),
+                self.resolve_sent_command(key, answer)
             );
             self.say_until_next(&text);
         }
+    }
+
+    /// The command that records `key` as sent with what verify found, pinned to an
+    /// entry someone marked failed: the Ledger view shows such an entry and does not
+    /// settle it, so the fix is a line to paste (K2).
+    fn resolve_sent_command(&self, key: &str, answer: &CheckAnswer) -> String {
+        let quote = |text: &str| visible_inline(&shell_words::quote(text)).into_owned();
+        let id = match answer {
+            CheckAnswer::Happened {
+                provider_id: Some(id),
+                ..
+            } => format!(" --provider-id {}", quote(id)),
+            _ => String::new(),
+        };
+        format!(
+            "send-once resolve {} {} sent --expect failed{id} --note 'verify found it at the provider'",
+            quote(&self.ledger_label),
+            quote(key)
+        )
     }
 
     /// The entry the Unknown view lists under `key`, filtered out or not.

@@ -513,3 +513,73 @@ fn hostile_evidence_is_shown_escaped_and_written_escaped() {
     );
     term.quit();
 }
+
+/// K2: verify found it and the sent form is being confirmed when someone marks it
+/// failed from a shell. The refusal names who, says the next run sends it again, and
+/// gives the line that records it sent (no view settles a failed entry).
+#[test]
+fn a_sent_decision_refused_after_someone_marked_it_failed_says_what_comes_next() {
+    require_tmux!();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let ann = unknown_send(&ledger, "email", "ann@example.com");
+    let script = verify_script(dir.path());
+    let term = Term::start(
+        dir.path(),
+        "k2",
+        (240, 40),
+        &[],
+        &tui_command(
+            dir.path(),
+            &ledger,
+            &[],
+            &[
+                "--by",
+                "dana",
+                "--view",
+                "unknown",
+                "--verify",
+                path_str(&script),
+                "--check-timeout",
+                "2s",
+            ],
+        ),
+    );
+    term.wait_for("ann@example.com");
+    select(&term, "ann@example.com");
+    term.press(&["v"]);
+    term.wait_for("[happened]");
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Mark {} sent", short(&ann)));
+    term.press(&["Enter"]);
+    term.wait_for(&format!("Mark {} sent as dana?", short(&ann)));
+    cli(
+        &["resolve", path_str(&ledger), &ann, "failed", "--by", "bob"],
+        0,
+    );
+    // The screen sees the change within a second, whether the form is confirmed first
+    // (refused: "changed after it was shown") or the row leaves the view first.
+    term.press(&["Enter"]);
+    let screen = term.wait_for("the next run sends it again");
+    let shown = flat(&screen);
+    assert!(
+        shown.contains("sent --expect failed --provider-id msg-ann-1"),
+        "{screen}"
+    );
+    assert!(!shown.contains("view (4)"), "{screen}");
+    assert_eq!(entry(&ledger, &ann)["status"], "failed");
+    // The line it gives records it sent.
+    let line = shown
+        .split("in a shell: ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s sent ").next())
+        .unwrap_or_else(|| panic!("no command on the screen: {screen}"))
+        .trim()
+        .to_owned();
+    let words = shell_words::split(&line).unwrap();
+    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    cli(&args, 0);
+    assert_eq!(entry(&ledger, &ann)["status"], "sent");
+    assert_eq!(entry(&ledger, &ann)["providerId"], "msg-ann-1");
+    term.quit();
+}

@@ -321,7 +321,8 @@ fn a_settled_or_retried_entry_drops_its_answer_and_a_late_answer_is_not_kept() {
     // warning stays until the next message (finding H1).
     assert!(
         text.contains("changed or settled by someone while it was asked")
-            && text.contains("the next run sends it again"),
+            && text.contains("the next run sends it again")
+            && text.contains(" k-bob sent --expect failed --provider-id SM1"),
         "{text}"
     );
     app.update(Action::Tick(now() + 60_000));
@@ -347,6 +348,13 @@ fn a_found_send_settled_by_someone_else_is_said_until_the_next_message() {
         "{text}"
     );
     assert!(text.contains("the next run sends it again"), "{text}");
+    // The fix, to paste: the Ledger view shows the entry and does not settle it (K2).
+    assert!(
+        text.contains("send-once resolve")
+            && text.contains(" k-ann sent --expect failed --provider-id msg-1"),
+        "{text}"
+    );
+    assert!(!text.contains("view (4)"), "{text}");
 
     // Settled here: the answer is forgotten with the settlement, and the reload that
     // follows says nothing of it.
