@@ -162,9 +162,9 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
     let mut child = outside.spawn()?;
     let pid = child.id();
     // The command leads a session of its own: noted, so that what it started is seen
-    // running even after a kill -9 of this process (ledger::claimer).
+    // running even after a kill -9 of this process (procs::notes).
     let _session_note = match (command.echo_stderr, pid) {
-        (true, Some(pid)) => crate::ledger::claimer::note_send_group(pid),
+        (true, Some(pid)) => crate::procs::notes::note_session(pid),
         _ => None,
     };
     // Whoever drops this future (a reconcile told to stop, a screen closed while a
@@ -300,12 +300,7 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
     // `timeout` wrapper whose child outlived it): that would send on after the ledger
     // records the attempt ended, and be taken over or retried alongside.
     if let Some(session) = pid {
-        for member in crate::procs::live_in_session(session).unwrap_or_default() {
-            // SAFETY: kill(2) of one process of the command's session.
-            unsafe {
-                libc::kill(member as i32, libc::SIGKILL);
-            }
-        }
+        crate::procs::kill_session(session);
     }
     let (status, (), (stdout, truncated), stderr_tail) = status;
     let status = if timed_out { None } else { Some(status?) };
@@ -349,12 +344,7 @@ fn kill_group(pid: Option<u32>) {
     unsafe {
         libc::kill(-(pid as i32), libc::SIGKILL);
     }
-    for member in crate::procs::live_in_session(pid).unwrap_or_default() {
-        // SAFETY: as above, one process of the command's session.
-        unsafe {
-            libc::kill(member as i32, libc::SIGKILL);
-        }
-    }
+    crate::procs::kill_session(pid);
 }
 
 /// Where a command would be found, so a typo is refused before anything is claimed.

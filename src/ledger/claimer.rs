@@ -270,10 +270,12 @@ impl Claimer {
         if alive {
             return Some(Seen::Alive);
         }
-        Some(match send_group_alive(self.pid, self.start) {
-            Some(group) => Seen::SendAlive(group),
-            None => Seen::Gone,
-        })
+        Some(
+            match crate::procs::notes::noted_session_alive(self.pid, self.start) {
+                Some(group) => Seen::SendAlive(group),
+                None => Seen::Gone,
+            },
+        )
     }
 
     /// Whether the claiming process is alive, when it ran on this host (the same host
@@ -299,88 +301,6 @@ enum Seen {
     Alive,
     SendAlive(u32),
     Gone,
-}
-
-/// Where a claiming process notes the session of the command it started, one
-/// file per process (`PID-START`), so that a send outliving a kill -9 of its claimer
-/// is still seen: the group is known only after the claim is written. Shared by every
-/// user on the host (sticky, like `/tmp`); a file nobody removed names a group that
-/// has since emptied.
-const SEND_GROUPS: &str = "/tmp/send-once-groups";
-
-fn group_file(pid: u32, start: Option<u64>) -> std::path::PathBuf {
-    std::path::Path::new(SEND_GROUPS).join(format!("{pid}-{}", start.unwrap_or(0)))
-}
-
-/// Notes that this process started a command leading session `group`, until
-/// the note is dropped (the command has ended). None when it cannot be written (no
-/// `/tmp`): the send is then seen only through its claimer.
-pub fn note_send_group(group: u32) -> Option<SendGroupNote> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    if std::fs::create_dir(SEND_GROUPS).is_ok() {
-        let _ = std::fs::set_permissions(SEND_GROUPS, std::fs::Permissions::from_mode(0o1777));
-    }
-    let path = group_file(std::process::id(), here().start);
-    let written = trusted_directory()
-        .then(|| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o644)
-                // Never through a link someone else left under this name.
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&path)
-                .and_then(|mut file| file.write_all(group.to_string().as_bytes()))
-        })
-        .and_then(Result::ok);
-    if written.is_none() {
-        tracing::warn!(
-            directory = SEND_GROUPS,
-            "the send's session could not be noted: if this process is killed, a takeover cannot see the send it started"
-        );
-        return None;
-    }
-    Some(SendGroupNote(path))
-}
-
-/// Whether the notes' directory is one nobody else can empty of our notes or fill with
-/// links: a real directory, sticky (only a file's owner removes it), owned by root or
-/// by us. One made by another user without the sticky bit is not written to.
-fn trusted_directory() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::symlink_metadata(SEND_GROUPS) else {
-        return false;
-    };
-    // SAFETY: geteuid(2) has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    meta.is_dir() && meta.mode() & 0o1000 != 0 && (meta.uid() == 0 || meta.uid() == me)
-}
-
-/// Removes its note when the command it names has ended.
-#[derive(Debug)]
-pub struct SendGroupNote(std::path::PathBuf);
-
-impl Drop for SendGroupNote {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// The session the claimer `pid` (started at `start`) noted, when a process is
-/// still in it.
-fn send_group_alive(pid: u32, start: Option<u64>) -> Option<u32> {
-    let group: u32 = std::fs::read_to_string(group_file(pid, start))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    // The command leads a session of its own, whose id is its pid: what it starts
-    // stays in it unless it calls setsid(2), a process group of its own (`timeout`,
-    // a shell's job control) included. No /proc to read: it may run, the safe side.
-    let live = crate::procs::live_in_session(group).is_none_or(|members| !members.is_empty());
-    (group > 1 && live).then_some(group)
 }
 
 struct Here {

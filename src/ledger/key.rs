@@ -350,14 +350,18 @@ fn punctuation_look_alike(c: char) -> Option<String> {
         '\u{3001}' | '\u{ff64}' | '\u{fe50}' => return Some(",".to_owned()),
         _ => {}
     }
-    let mut buffer = [0u8; 4];
-    let skeleton: String =
-        unicode_security::confusable_detection::skeleton(c.encode_utf8(&mut buffer)).collect();
+    let skeleton = skeleton_of(c);
     let punctuation_only = !skeleton.is_empty()
         && skeleton.is_ascii()
         && !skeleton.chars().any(|s| s.is_ascii_alphanumeric());
     (punctuation_only || (!c.is_alphanumeric() && skeleton.is_ascii() && !skeleton.is_empty()))
         .then_some(skeleton)
+}
+
+/// What UTS #39 says `c` looks like (its confusable skeleton).
+fn skeleton_of(c: char) -> String {
+    let mut buffer = [0u8; 4];
+    unicode_security::confusable_detection::skeleton(c.encode_utf8(&mut buffer)).collect()
 }
 
 /// The ASCII a non-ASCII character looks like, by its compatibility form or by
@@ -369,9 +373,7 @@ fn ascii_look_alike(c: char) -> Option<String> {
     if let Some(folded) = compatibility_look_alike(c) {
         return Some(folded);
     }
-    let mut buffer = [0u8; 4];
-    let skeleton: String =
-        unicode_security::confusable_detection::skeleton(c.encode_utf8(&mut buffer)).collect();
+    let skeleton = skeleton_of(c);
     (!skeleton.is_empty() && skeleton.is_ascii()).then_some(skeleton)
 }
 

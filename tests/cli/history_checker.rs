@@ -35,25 +35,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::harness;
+use crate::harness::rng::Rng;
 
 const KEYS: [&str; 3] = ["k0", "k1", "k2"];
 const WORKERS: u64 = 6;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*: enough for choices, and the same from the same seed.
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn binary() -> String {
     std::env::var("SEND_ONCE_CHECKER_BIN")

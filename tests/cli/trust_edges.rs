@@ -1013,6 +1013,26 @@ fn a_printed_decision_about_an_attempt_gc_removed_never_lands_on_its_namesake() 
     let o = output(&args);
     expect_exit(&o, 1, "the old attempt's decision on the new attempt 1");
     assert!(stderr(&o).contains("is a new claim"), "{}", stderr(&o));
+    // And a reset pinned the same way.
+    let old_claim = words
+        .iter()
+        .skip_while(|w| *w != "--expect-claimed-at")
+        .nth(1)
+        .expect("the printed claim time")
+        .clone();
+    let o = output(&[
+        "reset",
+        l,
+        "k",
+        "--expect",
+        "pending",
+        "--expect-attempt",
+        "1",
+        "--expect-claimed-at",
+        &old_claim,
+    ]);
+    expect_exit(&o, 1, "a reset about the old attempt 1");
+    assert!(stderr(&o).contains("is a new claim"), "{}", stderr(&o));
     expect_exit(&send("true"), 3, "still unknown: nothing sent");
     assert_eq!(std::fs::read_to_string(&side).unwrap(), "1\n1\n");
 }

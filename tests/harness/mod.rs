@@ -8,6 +8,7 @@ pub mod clock;
 pub mod pg;
 pub mod pg_cli;
 pub mod queue;
+pub mod rng;
 pub mod skip;
 #[macro_use]
 pub mod tmux;

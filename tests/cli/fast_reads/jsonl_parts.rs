@@ -16,6 +16,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use crate::harness::rng::Rng;
+
 const BIN: &str = env!("CARGO_BIN_EXE_send-once");
 /// 2026-10-01T00:00:00.000Z, after every claim below.
 const NOW_MS: &str = "1790812800000";
@@ -29,21 +31,6 @@ const TIMES: [&str; 3] = [
 
 /// The key whose newest line is cut in two by the parts' split.
 const ACROSS: &str = "across-the-cut";
-
-/// xorshift64*: the same ledger on every run, without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn key_name(i: u64) -> String {
     if i.is_multiple_of(3) {

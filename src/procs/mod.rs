@@ -1,6 +1,9 @@
 //! What `/proc` says of processes on this host: when one started, and which live
-//! processes are in a session. A claim's liveness (`ledger::claimer`) and a send's
-//! time limit (`command`) both ask it.
+//! processes are in a session; and the notes of which session a send is in
+//! ([`notes`]). A claim's liveness (`ledger::claimer`) and a send's time limit
+//! (`command`) both ask it.
+
+pub mod notes;
 
 /// The start time of process `pid` in clock ticks since boot, or None when there is
 /// no such process (or no `/proc` to ask). A zombie has ended.
@@ -34,6 +37,17 @@ pub fn live_in_session(session: u32) -> Option<Vec<u32>> {
             })
             .collect(),
     )
+}
+
+/// Kills every process of session `session` that has not ended (this one excepted):
+/// what a command left running, in a process group of its own or not.
+pub fn kill_session(session: u32) {
+    for member in live_in_session(session).unwrap_or_default() {
+        // SAFETY: kill(2) of one process; it touches no memory of ours.
+        unsafe {
+            libc::kill(member as i32, libc::SIGKILL);
+        }
+    }
 }
 
 /// The fields of `/proc/PID/stat` after the command name, from field 3 (state) on. The
