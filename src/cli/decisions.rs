@@ -54,9 +54,9 @@ pub fn run(command: &DecisionsCommand) -> Exit {
 }
 
 fn verify(args: &VerifyArgs) -> Exit {
-    let (log, refs) = match &args.file {
+    let report = match &args.file {
         Some(file) => match exported(file) {
-            Ok(log) => (log, Vec::new()),
+            Ok(log) => chain::verify(&log),
             Err(message) => return fail(Exit::Refused, message),
         },
         None => {
@@ -64,19 +64,14 @@ fn verify(args: &VerifyArgs) -> Exit {
                 Ok(location) => location,
                 Err(message) => return fail(Exit::Refused, message),
             };
-            // The rows are read before the log: a vote and its decision are written
-            // together, so a vote cast in between is in the log read after it.
             match with_ledger(&location, Access::ReadOnly, async |ledger| {
-                let refs = ledger.store().decision_refs().await?;
-                let log = ledger.store().decisions(None).await?;
-                Ok((log, refs))
+                Ok(chain::verify_store(ledger.store()).await?)
             }) {
-                Ok(read) => read,
+                Ok(report) => report,
                 Err(exit) => return exit,
             }
         }
     };
-    let report = chain::verify(&log).check_refs(&log, &refs);
     if args.json {
         print_json(&report_json(&report));
     } else {
@@ -147,6 +142,18 @@ fn report_text(report: &Report) -> String {
                 plural(report.decisions),
             ));
             for row in &report.unlogged {
+                out.push_str(&format!("  {}\n", visible_inline(&row.message)));
+            }
+        }
+        (None, _) if !report.policies.is_empty() => {
+            let n = report.policies.len();
+            out.push_str(&format!(
+                "chain BROKEN: {n} approval-policy row{} the log does not bear out ({} decision{} read, each matching its hash):\n",
+                plural(n),
+                report.decisions,
+                plural(report.decisions),
+            ));
+            for row in &report.policies {
                 out.push_str(&format!("  {}\n", visible_inline(&row.message)));
             }
         }

@@ -31,11 +31,18 @@
 //! above, `prevHash` null), so they are pinned from then on; verify reports them as
 //! "before the chain", not as broken.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+mod policy;
+
+pub use policy::{PolicyMismatch, PolicyRef};
+
 use super::canonical::{canonical_json_of, sha256_hex};
 use super::decision::{Action, Decision, DecisionOutcome, Link, Subject};
+use super::{Store, StoreError};
 
 /// The object a decision's hash is taken over (see the module documentation).
 pub fn content(decision: &Decision, id: i64, prev_hash: Option<&str>) -> Value {
@@ -243,6 +250,10 @@ pub struct Report {
     /// or changed by hand. Empty when each was found, or when none were checked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unlogged: Vec<Unlogged>,
+    /// Approval-policy rows their decisions do not bear out, and policy decisions with
+    /// no row: changed by hand (see [`Report::check_policies`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicyMismatch>,
 }
 
 /// A review-queue row as it names the decision it came from.
@@ -269,6 +280,9 @@ pub struct VoteRef {
     pub revision: i64,
     /// Who gave it.
     pub approver: String,
+    /// When the row says it lapses; its decision's `voteExpiresAt` must say the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// A row whose decision the chain does not hold.
@@ -295,7 +309,7 @@ impl Report {
     /// True when nothing in the log fails to match, and every row checked against it
     /// was found in it.
     pub fn intact(&self) -> bool {
-        self.broken.is_none() && self.unlogged.is_empty()
+        self.broken.is_none() && self.unlogged.is_empty() && self.policies.is_empty()
     }
 
     /// Finds each of `refs` in `log` (already verified): a vote must be an approve
@@ -322,7 +336,8 @@ impl Report {
                 continue;
             }
             let found = row.hash.as_deref().and_then(|h| by_hash.get(h));
-            let fits = found.is_some_and(|d| {
+            // The decision the row names, when it is about this row.
+            let about = found.filter(|d| {
                 d.subject == Subject::Draft(row.draft)
                     && match &row.vote {
                         Some(vote) => {
@@ -334,6 +349,10 @@ impl Report {
                         }
                         None => true,
                     }
+            });
+            let fits = about.is_some_and(|d| match &row.vote {
+                Some(vote) => lapses_as_decided(vote, d),
+                None => true,
             });
             if fits {
                 continue;
@@ -356,9 +375,19 @@ impl Report {
                 });
                 continue;
             }
+            let lapse = match (&row.vote, about) {
+                (Some(vote), Some(d)) if !lapses_as_decided(vote, d) => Some(format!(
+                    "lapses at {}, but its decision {} says {}",
+                    vote.expires_at.as_deref().unwrap_or("no time"),
+                    d.id.unwrap_or_default(),
+                    d.detail["voteExpiresAt"].as_str().unwrap_or("?")
+                )),
+                _ => None,
+            };
             let why = match (&row.hash, found) {
                 (None, _) => "names no decision",
                 (Some(_), None) => "names a decision the log does not hold",
+                _ if lapse.is_some() => lapse.as_deref().unwrap_or_default(),
                 (Some(_), Some(_)) => "names a decision about something else",
             };
             self.unlogged.push(Unlogged {
@@ -375,6 +404,18 @@ impl Report {
     pub fn line(&self) -> String {
         match (&self.broken, self.unlogged.first()) {
             (Some(b), _) => format!("chain BROKEN at {}", b.message),
+            (None, None) if !self.policies.is_empty() => format!(
+                "chain BROKEN: {}{}",
+                self.policies[0].message,
+                match self.policies.len() {
+                    1 => String::new(),
+                    n => format!(
+                        ", and {} more policy row{}",
+                        n - 1,
+                        if n == 2 { "" } else { "s" }
+                    ),
+                }
+            ),
             (None, Some(first)) => format!(
                 "chain BROKEN: {}{}",
                 first.message,
@@ -412,6 +453,46 @@ impl Report {
     }
 }
 
+/// Verifies `store`'s whole log and holds the review queue's rows and the approval
+/// policy to it, hashing off the async threads.
+///
+/// The rows are read before the log: a vote and its decision are written together, so
+/// a vote cast in between is in the log read after it. A policy is changed in place,
+/// so a policy set in between reads as a row its last decision does not bear out: a
+/// mismatch is read once more before it is reported.
+pub async fn verify_store(store: &Arc<dyn Store>) -> Result<Report, StoreError> {
+    let mut report = verify_once(store).await?;
+    if !report.policies.is_empty() {
+        report = verify_once(store).await?;
+    }
+    Ok(report)
+}
+
+async fn verify_once(store: &Arc<dyn Store>) -> Result<Report, StoreError> {
+    let refs = store.decision_refs().await?;
+    let policies = store.policy_refs().await?;
+    let log = store.decisions(None).await?;
+    tokio::task::spawn_blocking(move || {
+        verify(&log)
+            .check_refs(&log, &refs)
+            .check_policies(&log, &policies)
+    })
+    .await
+    // Hashing only fails by panicking: it goes on as a panic.
+    .map_err(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Whether `vote` lapses when its decision `d` said it would: a vote's expiry decides
+/// whether it still counts, so one moved by hand would let a lapsed vote make an
+/// approval. A decision that named no expiry (the vote that completed a quorum, or one
+/// written before votes lapsed) has nothing to compare.
+fn lapses_as_decided(vote: &VoteRef, d: &Decision) -> bool {
+    match d.detail.get("voteExpiresAt").and_then(Value::as_str) {
+        Some(decided) => vote.expires_at.as_deref() == Some(decided),
+        None => true,
+    }
+}
+
 /// Verifies a whole log, oldest first (in id order, as stores list it).
 pub fn verify(log: &[Decision]) -> Report {
     let mut report = Report {
@@ -422,6 +503,7 @@ pub fn verify(log: &[Decision]) -> Report {
         head: None,
         broken: None,
         unlogged: Vec::new(),
+        policies: Vec::new(),
     };
     let mut last: Option<(i64, Option<&str>)> = None;
     let mut unchained: Vec<Decision> = Vec::new();

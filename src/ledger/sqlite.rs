@@ -764,8 +764,8 @@ impl Store for SqliteStore {
             }
             if has_table(conn, "send_once_votes")? {
                 let mut votes = conn.prepare(
-                    "SELECT draft_id, revision, approver, decision_hash FROM send_once_votes \
-                     ORDER BY draft_id, version",
+                    "SELECT draft_id, revision, approver, decision_hash, expires_at \
+                     FROM send_once_votes ORDER BY draft_id, version",
                 )?;
                 for row in votes.query_map([], |r| {
                     Ok(super::chain::DecisionRef {
@@ -773,6 +773,7 @@ impl Store for SqliteStore {
                         vote: Some(super::chain::VoteRef {
                             revision: r.get(1)?,
                             approver: r.get(2)?,
+                            expires_at: r.get(4)?,
                         }),
                         hash: r.get(3)?,
                         decided_at: None,
@@ -781,6 +782,32 @@ impl Store for SqliteStore {
                     refs.push(row?);
                 }
             }
+            Ok(refs)
+        })
+        .await
+    }
+
+    async fn policy_refs(&self) -> Result<Vec<super::chain::PolicyRef>, StoreError> {
+        self.read(|conn| {
+            if !has_table(conn, "send_once_policy")? {
+                return Ok(Vec::new());
+            }
+            // Read as stored: a value out of range is a difference, not a default.
+            let mut rows = conn.prepare(
+                "SELECT channel, approvals, self_approval, set_at FROM send_once_policy \
+                 ORDER BY channel",
+            )?;
+            let refs = rows
+                .query_map([], |r| {
+                    let channel: String = r.get(0)?;
+                    Ok(super::chain::PolicyRef {
+                        channel: (!channel.is_empty()).then_some(channel),
+                        approvals: r.get(1)?,
+                        self_approval: r.get::<_, i64>(2)? == 1,
+                        set_at: r.get(3)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(refs)
         })
         .await

@@ -651,6 +651,12 @@ pub trait Store: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// The approval policy's rows, which `decisions verify` holds to the decisions that
+    /// set them. None on a store without a review queue.
+    async fn policy_refs(&self) -> Result<Vec<super::chain::PolicyRef>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// The decision log, oldest first; only those about `subject` when given.
     async fn decisions(&self, _subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         Err(StoreError::Unsupported("the decision log"))

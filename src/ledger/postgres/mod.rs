@@ -1396,6 +1396,33 @@ impl super::store::Store for PostgresStore {
         .await
     }
 
+    async fn policy_refs(&self) -> Result<Vec<super::chain::PolicyRef>, StoreError> {
+        if self.schema_version().await? < 5 {
+            return Ok(Vec::new());
+        }
+        let t = &self.table;
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT channel, approvals, self_approval, set_at FROM {t}_policy ORDER BY channel"
+                ),
+                &[],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let channel: String = r.get(0);
+                super::chain::PolicyRef {
+                    channel: (!channel.is_empty()).then_some(channel),
+                    approvals: r.get(1),
+                    self_approval: r.get(2),
+                    set_at: r.get(3),
+                }
+            })
+            .collect())
+    }
+
     async fn decision_refs(&self) -> Result<Vec<super::chain::DecisionRef>, StoreError> {
         let version = self.schema_version().await?;
         let t = &self.table;
@@ -1422,8 +1449,8 @@ impl super::store::Store for PostgresStore {
             let votes = self
                 .read(
                     &format!(
-                        "SELECT draft_id, revision, approver, decision_hash FROM {t}_votes \
-                         ORDER BY draft_id, version"
+                        "SELECT draft_id, revision, approver, decision_hash, expires_at \
+                         FROM {t}_votes ORDER BY draft_id, version"
                     ),
                     &[],
                 )
@@ -1433,6 +1460,7 @@ impl super::store::Store for PostgresStore {
                 vote: Some(super::chain::VoteRef {
                     revision: r.get(1),
                     approver: r.get(2),
+                    expires_at: r.get(4),
                 }),
                 hash: r.get(3),
                 decided_at: None,

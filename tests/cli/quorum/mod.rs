@@ -742,3 +742,144 @@ fn a_ledger_from_before_quorums_reads_as_before() {
     expect_exit(&q.approve(T0, id, "agent"), 0, "approve on an old file");
     assert!(schema() >= 5, "the write did not migrate it");
 }
+
+/// H7: what decides who may approve is held to the log. A policy row set back to one
+/// approver by hand, a policy row removed, and a lapsed vote's expiry moved later by
+/// hand are each named by `decisions verify` (exit 1), on SQLite and on Postgres.
+fn hand_edits_of_who_may_approve(q: &Queue, sql: &dyn Fn(&str)) {
+    let l = q.l();
+    expect_exit(&at(T0, &["init", l]), 0, "init");
+    let o = at(T0, &["policy", l, "--approvals", "2", "--by", "owner"]);
+    expect_exit(&o, 0, "policy --approvals 2");
+    let o = at(
+        T0,
+        &[
+            "policy",
+            l,
+            "--channel",
+            "sms",
+            "--approvals",
+            "3",
+            "--by",
+            "owner",
+        ],
+    );
+    expect_exit(&o, 0, "policy sms 3");
+    let payload = json!({"to": "ana@example.com", "body": "Invoice 8 is due."});
+    let id = id_of(&q.submit(T0, "invoice-8", &payload, "agent", &[]));
+    let seen = q.show(T0, id)["revision"].to_string();
+    let o = at(
+        T0 + MIN,
+        &[
+            "approve",
+            l,
+            &id.to_string(),
+            "--by",
+            "dana",
+            "--revision",
+            &seen,
+            "--ttl",
+            "2s",
+        ],
+    );
+    expect_exit(&o, 0, "dana's vote");
+    q.verify_chain();
+
+    let verify = || at(T0, &["decisions", "verify", l]);
+    // The default policy set back to one approver.
+    sql("UPDATE send_once_policy SET approvals = 1 WHERE channel = ''");
+    let o = verify();
+    expect_exit(&o, 1, "verify after the policy was edited");
+    assert!(
+        stdout(&o).contains("the policy for every channel reads 1 approval (set "),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("by owner at")
+            && stdout(&o).contains("set 2 approvals (changed by hand)"),
+        "{}",
+        stdout(&o)
+    );
+    sql("UPDATE send_once_policy SET approvals = 2 WHERE channel = ''");
+    q.verify_chain();
+
+    // The sms policy removed: sms drafts would fall back to the default's two.
+    sql("DELETE FROM send_once_policy WHERE channel = 'sms'");
+    let o = verify();
+    expect_exit(&o, 1, "verify after a policy was removed");
+    assert!(
+        stdout(&o).contains("the policy for channel sms that decision")
+            && stdout(&o).contains("(3 approvals) is gone (removed by hand)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = at(T0, &["decisions", "verify", l, "--json"]);
+    let report = json_stdout(&o, "verify --json");
+    assert_eq!(report["intact"], false, "{report}");
+    assert_eq!(report["policies"][0]["channel"], "sms", "{report}");
+    let o = at(
+        T0,
+        &[
+            "policy",
+            l,
+            "--channel",
+            "sms",
+            "--approvals",
+            "3",
+            "--by",
+            "owner",
+        ],
+    );
+    expect_exit(&o, 0, "policy sms 3 again");
+    q.verify_chain();
+
+    // Dana's lapsed vote made to hold until 2099.
+    sql("UPDATE send_once_votes SET expires_at = '2099-01-01T00:00:00.000Z'");
+    let o = verify();
+    expect_exit(&o, 1, "verify after a vote's expiry was moved");
+    assert!(
+        stdout(&o).contains(&format!(
+            "the vote by dana on draft {id} (revision 1) lapses at 2099-01-01T00:00:00.000Z, but its decision"
+        )),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains(&format!(
+            "says {} (added or changed by hand)",
+            iso(T0 + MIN + 2_000)
+        )),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn hand_edits_of_who_may_approve_are_named_by_verify_on_sqlite() {
+    let q = Queue::sqlite();
+    let path = q.l().to_owned();
+    hand_edits_of_who_may_approve(&q, &|statement| {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        // Dropped as someone editing the file by hand drops them; put back after.
+        conn.execute_batch(
+            "DROP TRIGGER IF EXISTS send_once_votes_no_update;
+             DROP TRIGGER IF EXISTS send_once_votes_no_delete;",
+        )
+        .unwrap();
+        conn.execute_batch(statement).unwrap();
+    });
+}
+
+#[test]
+fn hand_edits_of_who_may_approve_are_named_by_verify_on_postgres() {
+    let Some(cluster) = pg::PgCluster::start() else {
+        return;
+    };
+    let q = Queue::at_url(cluster.url());
+    hand_edits_of_who_may_approve(&q, &|statement| {
+        cluster.sql("ALTER TABLE send_once_votes DISABLE TRIGGER USER");
+        cluster.sql(statement);
+        cluster.sql("ALTER TABLE send_once_votes ENABLE TRIGGER USER");
+    });
+}

@@ -989,6 +989,22 @@ fn hand_edits_never_lower_the_bar_and_a_hand_decided_draft_breaks_verify() {
     expect_exit(&list, 0, "approvals with a damaged row");
     assert_eq!(q.approved(&other)["required"], 10);
 
+    // H7: and verify names the edited policy row.
+    let o = run(&["decisions", "verify", q.l()]);
+    expect_exit(&o, 1, "verify after the policy was edited");
+    assert!(
+        stdout(&o).contains("the policy for channel payments reads -3 approvals"),
+        "{}",
+        stdout(&o)
+    );
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_policy SET approvals = 2, self_approval = 0",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+
     // U1: a draft put in the approved state by hand names no decision.
     expect_exit(&run(&["decisions", "verify", q.l()]), 0, "verify before");
     let conn = rusqlite::Connection::open(q.l()).unwrap();
