@@ -99,6 +99,12 @@ pub struct ResetArgs {
     /// send it alongside; the decision records that you said it
     #[arg(long)]
     pub even_if_running: bool,
+    /// Reset an attempt that a verify found at the provider (recorded in the
+    /// decision log, for example by the TUI's v), when you know that record is of
+    /// another message. Without it that is refused, since the next run would send it
+    /// a second time; the decision records that you said it
+    #[arg(long)]
+    pub even_if_found: bool,
     /// Who is resetting it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
@@ -460,6 +466,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
         }),
         evidence: None,
         even_if_running: args.even_if_running,
+        even_if_found: args.even_if_found,
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let key = ledger.find(&args.key).await?.key().to_owned();

@@ -299,7 +299,7 @@ pub fn ledger_problem(e: send_once::ledger::LedgerError) -> (Exit, Problem) {
                 Problem::new(Kind::Refused, e).with("key", Some(key)),
             )
         }
-        LedgerError::MayStillRun { ref key, .. } => {
+        LedgerError::MayStillRun { ref key, .. } | LedgerError::FoundByVerify { ref key, .. } => {
             let key = key.clone();
             (
                 Exit::Failed,

@@ -96,6 +96,12 @@ pub struct ResolveArgs {
     /// send it alongside; the decision records that you said it
     #[arg(long)]
     pub even_if_running: bool,
+    /// Mark failed an attempt that a verify found at the provider (recorded in the
+    /// decision log, for example by the TUI's v), when you know that record is of
+    /// another message. Without it that is refused, since the next run would send it
+    /// a second time; the decision records that you said it
+    #[arg(long)]
+    pub even_if_found: bool,
     /// Warn about a pending key claimed less than this long ago whose attempt has not
     /// ended: it may still be sending
     #[arg(
@@ -235,6 +241,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
                 }),
                 evidence: None,
                 even_if_running: args.even_if_running,
+                even_if_found: args.even_if_found,
             };
             let result = ledger
                 .resolve(entry.key(), status, &details)

@@ -66,12 +66,16 @@ pub enum Action {
     /// A person set the ledger's approval policy (how many approvers, whether a
     /// revision's author may be one), about the log itself.
     Policy,
+    /// A provider check a person asked for (the TUI's verify) and what it answered
+    /// about one attempt; it changes nothing, and a "happened" stands against marking
+    /// that attempt failed (see [`super::verified`]).
+    Verify,
     /// A word this build does not know, kept as written.
     Other(String),
 }
 
 impl Action {
-    const KNOWN: [Action; 12] = [
+    const KNOWN: [Action; 13] = [
         Action::Resolve,
         Action::Reset,
         Action::Approve,
@@ -84,6 +88,7 @@ impl Action {
         Action::Genesis,
         Action::Dispatch,
         Action::Policy,
+        Action::Verify,
     ];
 
     /// The word as stored.
@@ -101,6 +106,7 @@ impl Action {
             Action::Genesis => "genesis",
             Action::Dispatch => "dispatch",
             Action::Policy => "policy",
+            Action::Verify => "verify",
             Action::Other(word) => word,
         }
     }
@@ -352,6 +358,8 @@ impl Decision {
         let number = |n: &str| field(n).and_then(Value::as_i64);
         if self.action == Action::Policy {
             text.push_str(&policy_change(field, arrow));
+        } else if self.action == Action::Verify {
+            text = format!("verify by {by}: {}", verify_answer(field));
         } else if let (Some(count), Some(required)) = (number("approvals"), number("required"))
             && required > 1
         {
@@ -377,6 +385,28 @@ impl Decision {
         }
         text
     }
+}
+
+/// "it happened, provider id SM1 (attempt 2)": what a recorded verify answered.
+fn verify_answer<'a>(field: impl Fn(&str) -> Option<&'a Value>) -> String {
+    let word = |n: &str| field(n).and_then(Value::as_str);
+    let mut text = match word("answer") {
+        Some("happened") => match word("providerId") {
+            Some(id) => format!("it happened, provider id {id}"),
+            None => "it happened".to_owned(),
+        },
+        Some("not there") => "not there".to_owned(),
+        Some("inconclusive") => match word("why") {
+            Some(why) => format!("no answer ({why})"),
+            None => "no answer".to_owned(),
+        },
+        Some(other) => other.to_owned(),
+        None => "(no answer recorded)".to_owned(),
+    };
+    if let Some(attempt) = field("attempt").and_then(Value::as_u64) {
+        text.push_str(&format!(" (attempt {attempt})"));
+    }
+    text
 }
 
 /// "(payments: 2 → 1 approvals, self-approval allowed)": a policy decision's channel,

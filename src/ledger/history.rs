@@ -347,6 +347,17 @@ fn entry_decision(d: &Decision, timeline: &mut Timeline) {
         "resolve" => format!("resolve as {status}"),
         other => other.to_owned(),
     };
+    // A verify changes nothing by design: what it answered is the event.
+    if d.action == crate::ledger::DecisionAction::Verify {
+        timeline.push(
+            &d.at,
+            d.by.as_deref(),
+            HistoryKind::Other,
+            &d.summary("→"),
+            HistorySource::DecisionLog,
+        );
+        return;
+    }
     if unapplied(d, &asked, timeline) {
         return;
     }

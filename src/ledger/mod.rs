@@ -33,6 +33,7 @@ pub mod postgres;
 pub mod sqlite;
 pub mod store;
 pub mod time;
+mod verified;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub use store::{
     Access, Census, CommitDurability, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery,
     Store, StoreError, UnreadableRow,
 };
+pub use verified::Found;
 
 /// Rounds of "someone else changed it first, look again" before giving up.
 const MAX_ROUNDS: usize = 5;
@@ -267,6 +269,21 @@ pub enum LedgerError {
         /// Why it may ([`claimer::Running::describe`]).
         why: String,
     },
+    /// Marking failed (a reset, a resolve failed) an attempt that a recorded verify
+    /// found at the provider needs `even_if_found`: the next run would send it again.
+    #[error(
+        "{key}: attempt {attempt} is pending, and {found}. Marked failed, the next run sends it a second time. If the provider has it, record it sent (resolve {key} sent{id_flag}); if its record is of another message, say so with --even-if-found."
+    )]
+    FoundByVerify {
+        /// The key.
+        key: String,
+        /// The attempt that was found.
+        attempt: u64,
+        /// Who found it and when ([`Found::describe`]).
+        found: String,
+        /// ` --provider-id ID` when the answer held one.
+        id_flag: String,
+    },
     /// The prefix given to [`Ledger::find`] matches several keys.
     #[error("{prefix} matches {} keys ({}). Give more of the key.", count_keys(.matches), list_keys(.matches))]
     AmbiguousKey {
@@ -426,6 +443,10 @@ pub struct ResolveDetails {
     /// what the ledger can see ([`claimer::running`]): without it, marking such an
     /// attempt failed is refused. Recorded in the decision.
     pub even_if_running: bool,
+    /// The person goes against a recorded verify that found the attempt at the
+    /// provider ([`Found`]): without it, marking that attempt failed is refused, since
+    /// the next run would send it a second time. Recorded in the decision.
+    pub even_if_found: bool,
 }
 
 /// The state of an entry a person decided on: its status and, when known, which
@@ -1071,6 +1092,13 @@ impl Ledger {
                 }
                 _ => None,
             };
+            // A verify that found this attempt stands against marking it failed.
+            let marks_failed = action == DecisionAction::Reset || asked == Some(Status::Failed);
+            let found = if marks_failed && current.status() == Status::Pending {
+                self.found_by_verify(&current).await?
+            } else {
+                None
+            };
             let judged = match &details.seen {
                 Some(seen) if !seen.matches(&current) && !judge_unchanged(&judge, &current) => {
                     detail.insert("seen".into(), describe_seen(seen).into());
@@ -1094,6 +1122,27 @@ impl Ledger {
                     }
                 }
                 _ => judge(&current, &mut detail),
+            };
+            let judged = match (judged, found) {
+                (Judged::Change, Some(found)) if details.even_if_found => {
+                    detail.insert("found".into(), found.describe().into());
+                    detail.insert("evenIfFound".into(), true.into());
+                    Judged::Change
+                }
+                (Judged::Change, Some(found)) => Judged::Refused {
+                    reason: "a verify found it at the provider",
+                    error: LedgerError::FoundByVerify {
+                        key: key.to_owned(),
+                        attempt: current.attempts(),
+                        found: found.describe(),
+                        id_flag: found
+                            .provider_id
+                            .as_deref()
+                            .map(|id| format!(" --provider-id {}", crate::text::visible_inline(id)))
+                            .unwrap_or_default(),
+                    },
+                },
+                (judged, _) => judged,
             };
             let decision = |outcome, detail: Map<String, Value>| Decision {
                 id: None,

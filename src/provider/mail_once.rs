@@ -270,6 +270,7 @@ async fn verify(
         seen: Some(Seen::entry(&entry)),
         evidence: None,
         even_if_running: false,
+        even_if_found: false,
     };
     match ledger
         .resolve(key, Status::Sent, &details)

@@ -443,6 +443,7 @@ async fn settle(
                 seen: Some(Seen::entry(entry)),
                 evidence: kept,
                 even_if_running: false,
+                even_if_found: false,
             };
             match ledger.resolve(entry.key(), status, &details).await {
                 Ok(resolved) if resolved.changed => Action::Settled(status),

@@ -53,6 +53,11 @@ pub enum Action {
         seen: Seen,
         answer: CheckAnswer,
     },
+    /// Verify's answer about `key` could not be kept in the decision log: `why`.
+    VerifyNotKept {
+        key: String,
+        why: String,
+    },
     /// The editor `e` opened on draft `id`'s payload exited: what it saved, or why
     /// nothing was. The edit began from `revision` at `version`.
     EditorClosed {
@@ -127,18 +132,25 @@ pub enum Effect {
         provider_id: Option<String>,
         /// The entry as the person saw it when they decided.
         seen: Seen,
+        /// The person typed that they go against a verify that found it.
+        even_if_found: bool,
     },
     /// Decisions confirmed together (a bulk settle or reject): each is still its own
     /// compare-and-set, run one after another, reported as one outcome and followed
     /// by one reload.
     Batch(Vec<Effect>),
-    /// Ask the verify command about one entry, as it is shown. It writes nothing: what
-    /// it answers comes back as `Action::Verified`, for the person to act on.
+    /// Ask the verify command about one entry, as it is shown. Its answer is kept in
+    /// the decision log (it changes no entry) and comes back as `Action::Verified`,
+    /// for the person to act on.
     Verify {
         key: String,
         entry: Box<Entry>,
         argv: Vec<String>,
         timeout: Limit,
+        /// Who asked, and the command as configured: the answer is kept in the
+        /// decision log under both.
+        by: String,
+        command: String,
     },
     /// Show this text in `$PAGER`, the UI suspended meanwhile.
     Page {

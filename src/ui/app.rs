@@ -794,6 +794,10 @@ impl App {
                 Vec::new()
             }
             Action::Verified { key, seen, answer } => self.verify_answered(key, seen, answer),
+            Action::VerifyNotKept { key, why } => {
+                self.verify_not_kept(&key, &why);
+                Vec::new()
+            }
             Action::EditorClosed {
                 id,
                 revision,

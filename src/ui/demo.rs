@@ -636,6 +636,7 @@ impl Seeder {
             seen: None,
             evidence: None,
             even_if_running: false,
+            even_if_found: false,
         };
         let resolved = self
             .ledger

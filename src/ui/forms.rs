@@ -414,6 +414,7 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
                     },
                     provider_id,
                     seen: seen.clone(),
+                    even_if_found: against.is_some(),
                 },
             }
         }
@@ -461,6 +462,8 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
                             note: form.optional("Note"),
                             provider_id: None,
                             seen: send.seen.clone(),
+                            // A bulk settle leaves out what verify found.
+                            even_if_found: false,
                         })
                         .collect(),
                 ),

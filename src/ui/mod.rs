@@ -599,20 +599,32 @@ impl Runner {
             entry,
             argv,
             timeout,
+            by,
+            command,
         } = effect
         {
             let tx = self.tx.clone();
             let clock = Arc::clone(&self.clock);
+            let ledger = self.current.get().backend.ledger.clone();
             tokio::spawn(async move {
                 let answer = verify(&key, &entry, &argv, &timeout).await;
+                // Kept before it is shown, so a "happened" stands against marking the
+                // attempt failed, here or on anyone's screen (K1).
+                let kept = ledger
+                    .record_verify(&entry, &by, &answer, Some(&command))
+                    .await;
                 // The answer's time is when it came (the note a person may record
                 // says so), not the last tick's.
                 let _ = tx.send(Action::Tick(clock()));
                 let _ = tx.send(Action::Verified {
-                    key,
+                    key: key.clone(),
                     seen: crate::ledger::Seen::entry(&entry),
                     answer,
                 });
+                if let Err(why) = kept {
+                    let why = why.to_string();
+                    let _ = tx.send(Action::VerifyNotKept { key, why });
+                }
             });
             return;
         }
@@ -851,12 +863,9 @@ async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
 
 /// Verifies the whole decision log's chain, hashing off the async threads.
 async fn check_chain(store: &Arc<dyn Store>) -> Result<crate::ledger::chain::Report, String> {
-    // The rows before the log: a vote and its decision are written together.
-    let refs = store.decision_refs().await.map_err(|e| e.to_string())?;
-    let log = store.decisions(None).await.map_err(|e| e.to_string())?;
-    tokio::task::spawn_blocking(move || crate::ledger::chain::verify(&log).check_refs(&log, &refs))
+    crate::ledger::chain::verify_store(store)
         .await
-        .map_err(|e| format!("the check stopped: {e}"))
+        .map_err(|e| e.to_string())
 }
 
 /// The newest decisions, newest first.
@@ -999,6 +1008,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
             note,
             provider_id,
             seen,
+            even_if_found,
         } => {
             let details = ResolveDetails {
                 by: Some(by),
@@ -1007,6 +1017,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 seen: Some(seen),
                 evidence: None,
                 even_if_running: false,
+                even_if_found,
             };
             let short = app::short_key(&key);
             match backend.ledger.resolve(&key, status, &details).await {
@@ -1054,6 +1065,9 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 }
                 Err(LedgerError::MayStillRun { attempt, why, .. }) => refused(format!(
                     "{short}: attempt {attempt} is pending and {why}. Marked failed, the next run would send it alongside. Nothing changed: wait for it, or if you know it has stopped, mark it with `send-once resolve ... failed --even-if-running`."
+                )),
+                Err(LedgerError::FoundByVerify { attempt, found, .. }) => refused(format!(
+                    "{short}: attempt {attempt} is pending, and {found}. Marked failed, the next run sends it a second time. Nothing changed: press v to ask the provider again; if it has it, Enter records it sent, and if its record is of another message, f then asks you to type that you go against it."
                 )),
                 Err(e) => refused(e.to_string()),
             }

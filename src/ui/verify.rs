@@ -275,13 +275,15 @@ impl App {
             let Ok(command) = self.verify.command_for(channel_of(&entry)) else {
                 continue;
             };
-            let argv = command.argv.clone();
+            let (argv, text) = (command.argv.clone(), command.text.clone());
             self.verifying.running = Some(key.clone());
             return vec![Effect::Verify {
                 key,
                 entry: Box::new(entry),
                 argv,
                 timeout: self.verify.timeout.clone(),
+                by: self.by.clone(),
+                command: text,
             }];
         }
         Vec::new()
@@ -353,6 +355,19 @@ impl App {
         }
         self.say(&text, ok && current);
         effects
+    }
+
+    /// The answer about `key` was not kept in the decision log: said until the next
+    /// message, since a person relying on it being kept must know.
+    pub(super) fn verify_not_kept(&mut self, key: &str, why: &str) {
+        let who = self
+            .listed(key)
+            .map(|e| visible_inline(&entry_who(e)).into_owned())
+            .unwrap_or_else(|| super::forms::short_key(key));
+        self.say_until_next(&format!(
+            "Verify {who}: its answer is on this screen only; it could not be kept in the decision log: {}",
+            visible_inline(why)
+        ));
     }
 
     /// Enter in the Unknown view: settle the selected send as its verify answer says,

@@ -206,6 +206,7 @@ async fn this_tool_reads_and_settles_rows_node_wrote() {
         seen: None,
         evidence: None,
         even_if_running: false,
+        even_if_found: false,
     };
     let resolved = ledger_api
         .resolve("n-pending", Status::Sent, &details)

@@ -110,6 +110,7 @@ async fn act_out(ledger: &Ledger) {
         .once("k-late", None, move |_| async move {
             let knowing = ResolveDetails {
                 even_if_running: true,
+                even_if_found: false,
                 ..by("bob", None)
             };
             inner
@@ -138,6 +139,7 @@ async fn act_out(ledger: &Ledger) {
                     Status::Failed,
                     &ResolveDetails {
                         even_if_running: true,
+                        even_if_found: false,
                         ..by("dan", Some("gave up"))
                     },
                 )

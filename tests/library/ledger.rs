@@ -662,6 +662,7 @@ async fn resolve_pending_to_sent_records_who_why_when_and_provider_id() {
         seen: None,
         evidence: None,
         even_if_running: false,
+        even_if_found: false,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)
@@ -739,6 +740,7 @@ async fn resolve_to_current_status_changes_nothing() {
         seen: None,
         evidence: None,
         even_if_running: false,
+        even_if_found: false,
     };
     for (key, status) in [("k-sent", Status::Sent), ("k-failed", Status::Failed)] {
         let before = stored(&ledger, key).await.to_json();
@@ -793,6 +795,7 @@ async fn resolve_failed_to_sent_is_allowed() {
         seen: None,
         evidence: None,
         even_if_running: false,
+        even_if_found: false,
     };
     let resolved = ledger
         .resolve("k", Status::Sent, &details)
@@ -1321,5 +1324,111 @@ mod group_commit {
             }
         }
         assert_eq!(kinds.values().sum::<usize>(), SENDERS * KEYS * ROUNDS);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// A recorded verify (K1)
+// ---------------------------------------------------------------------------------
+
+fn found_it(id: &str) -> send_once::provider::CheckAnswer {
+    send_once::provider::CheckAnswer::Happened {
+        provider_id: Some(id.to_owned()),
+        id_problem: None,
+        evidence: json!({ "id": id }).as_object().unwrap().clone(),
+    }
+}
+
+/// A verify that found attempt 1 stands against marking attempt 1 failed (resolve
+/// and reset alike), on both file stores; one about another attempt, or that did not
+/// find it, does not; `even_if_found` goes against it and is recorded.
+#[tokio::test]
+async fn a_recorded_verify_that_found_the_attempt_stands_against_marking_it_failed() {
+    use send_once::ledger::jsonl::JsonlStore;
+    use send_once::provider::CheckAnswer;
+    let dir = TempDir::new().unwrap();
+    let stores: Vec<(&str, Arc<dyn Store>)> = vec![
+        ("sqlite", Arc::new(open_sqlite(&dir))),
+        (
+            "jsonl",
+            Arc::new(JsonlStore::open(&dir.path().join("l.jsonl"), Access::Create).unwrap()),
+        ),
+    ];
+    for (name, store) in stores {
+        let ledger = Ledger::new(store);
+        let pending = seed_pending(&ledger, "k").await;
+        ledger
+            .record_verify(&pending, "dana", &CheckAnswer::NotThere, Some("verify.sh"))
+            .await
+            .unwrap();
+        // "Not there" proves nothing and stands in no way; "happened" does.
+        ledger
+            .record_verify(&pending, "dana", &found_it("SM1"), Some("verify.sh"))
+            .await
+            .unwrap();
+        let refused = ledger
+            .resolve("k", Status::Failed, &ResolveDetails::default())
+            .await;
+        match &refused {
+            Err(e @ LedgerError::FoundByVerify { attempt: 1, .. }) => {
+                let said = e.to_string();
+                assert!(said.contains("a verify asked by dana"), "{name}: {said}");
+                assert!(said.contains("--provider-id SM1"), "{name}: {said}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        let reset = ledger.reset("k", &ResolveDetails::default(), false).await;
+        assert!(
+            matches!(reset, Err(LedgerError::FoundByVerify { .. })),
+            "{name}: {reset:?}"
+        );
+        assert_eq!(
+            stored(&ledger, "k").await.status(),
+            Status::Pending,
+            "{name}"
+        );
+        // Each refusal is in the log, with why.
+        let log = ledger.store().decisions(Some("k")).await.unwrap();
+        let refusals: Vec<_> = log
+            .iter()
+            .filter(|d| d.outcome == send_once::ledger::DecisionOutcome::Refused)
+            .collect();
+        assert_eq!(refusals.len(), 2, "{name}: {log:?}");
+        assert_eq!(
+            refusals[0].detail["reason"], "a verify found it at the provider",
+            "{name}"
+        );
+
+        // Knowingly against it: changed, and the decision says so.
+        let knowing = ResolveDetails {
+            by: Some("bob".into()),
+            even_if_found: true,
+            ..ResolveDetails::default()
+        };
+        let resolved = ledger.resolve("k", Status::Failed, &knowing).await.unwrap();
+        assert!(resolved.changed, "{name}");
+        let last = ledger
+            .store()
+            .decisions(Some("k"))
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
+        assert_eq!(last.detail["evenIfFound"], true, "{name}");
+        assert!(
+            last.detail["found"]
+                .as_str()
+                .unwrap()
+                .contains("provider id SM1"),
+            "{name}: {last:?}"
+        );
+
+        // Attempt 2 is another send: attempt 1's verify says nothing about it.
+        let second = seed_pending(&ledger, "k").await;
+        assert_eq!(second.attempts(), 2);
+        ledger
+            .resolve("k", Status::Failed, &ResolveDetails::default())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: attempt 2 refused: {e}"));
     }
 }

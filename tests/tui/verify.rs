@@ -553,8 +553,17 @@ fn a_sent_decision_refused_after_someone_marked_it_failed_says_what_comes_next()
     term.wait_for(&format!("Mark {} sent", short(&ann)));
     term.press(&["Enter"]);
     term.wait_for(&format!("Mark {} sent as dana?", short(&ann)));
+    // Dana's verify is kept: bob must say he goes against it.
     cli(
-        &["resolve", path_str(&ledger), &ann, "failed", "--by", "bob"],
+        &[
+            "resolve",
+            path_str(&ledger),
+            &ann,
+            "failed",
+            "--by",
+            "bob",
+            "--even-if-found",
+        ],
         0,
     );
     // The screen sees the change within a second, whether the form is confirmed first
@@ -582,4 +591,175 @@ fn a_sent_decision_refused_after_someone_marked_it_failed_says_what_comes_next()
     assert_eq!(entry(&ledger, &ann)["status"], "sent");
     assert_eq!(entry(&ledger, &ann)["providerId"], "msg-ann-1");
     term.quit();
+}
+
+// ---------------------------------------------------------------------------------
+// K1: verify's answer is kept. Dana's `v` finds ann's send at the provider and she
+// closes the screen; bob, who never saw it, cannot mark it failed from a shell or from
+// his own screen, and both are told who found it and what the provider said.
+
+#[test]
+fn a_verify_that_found_the_send_is_kept_and_stands_against_marking_it_failed() {
+    require_tmux!();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let ann = unknown_send(&ledger, "email", "ann@example.com");
+    let script = verify_script(dir.path());
+    let verify_args = [
+        "--view",
+        "unknown",
+        "--verify",
+        path_str(&script),
+        "--check-timeout",
+        "2s",
+    ];
+    let mut dana_args = vec!["--by", "dana"];
+    dana_args.extend(verify_args);
+    let dana = Term::start(
+        dir.path(),
+        "k1-dana",
+        (200, 40),
+        &[],
+        &tui_command(dir.path(), &ledger, &[], &dana_args),
+    );
+    dana.wait_for("ann@example.com");
+    select(&dana, "ann@example.com");
+    dana.press(&["v"]);
+    dana.wait_for("[happened]");
+    dana.quit();
+
+    // The log keeps what she asked and what the provider said.
+    let log = json(&cli(
+        &["decisions", path_str(&ledger), "--subject", &ann, "--json"],
+        0,
+    ));
+    let verify = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["action"] == "verify")
+        .unwrap_or_else(|| panic!("no verify decision: {log}"));
+    assert_eq!(verify["by"], "dana", "{verify}");
+    assert_eq!(verify["detail"]["answer"], "happened", "{verify}");
+    assert_eq!(verify["detail"]["providerId"], "msg-ann-1", "{verify}");
+    assert_eq!(verify["detail"]["attempt"], 1, "{verify}");
+    assert_eq!(verify["detail"]["evidence"]["subject"], "Your renewal");
+    let history = stdout(&cli(&["show", path_str(&ledger), &ann], 0));
+    assert!(
+        history.contains("verify by dana: it happened, provider id msg-ann-1 (attempt 1)"),
+        "{history}"
+    );
+
+    // Bob, from a shell: refused, told who found it and how to record it sent.
+    let refused = cli(
+        &["resolve", path_str(&ledger), &ann, "failed", "--by", "bob"],
+        1,
+    );
+    let said = harness::stderr(&refused);
+    assert!(said.contains("a verify asked by dana"), "{said}");
+    assert!(said.contains("provider id msg-ann-1"), "{said}");
+    assert!(said.contains("sent --provider-id msg-ann-1"), "{said}");
+    assert!(said.contains("--even-if-found"), "{said}");
+    assert_eq!(entry(&ledger, &ann)["status"], "pending");
+
+    // Bob, on his own screen with no answer of his own: `f` is refused the same way,
+    // and the screen offers the fix there.
+    let mut bob_args = vec!["--by", "bob"];
+    bob_args.extend(verify_args);
+    let bob = Term::start(
+        dir.path(),
+        "k1-bob",
+        (200, 40),
+        &[],
+        &tui_command(dir.path(), &ledger, &[], &bob_args),
+    );
+    bob.wait_for("ann@example.com");
+    select(&bob, "ann@example.com");
+    bob.press(&["f"]);
+    bob.wait_for(&format!("Mark {} failed", short(&ann)));
+    bob.type_text("not in the outbox");
+    bob.press(&["Enter"]);
+    bob.wait_for("failed as bob?");
+    bob.press(&["Enter"]);
+    let screen = bob.wait_until("the refusal", |s| {
+        flat(s).contains("press v to ask the provider again")
+    });
+    let shown = flat(&screen);
+    assert!(shown.contains("a verify asked by dana"), "{screen}");
+    assert!(
+        shown.contains("press v to ask the provider again"),
+        "{screen}"
+    );
+    assert_eq!(entry(&ledger, &ann)["status"], "pending");
+    // Asked again, the provider still has it: Enter records it sent.
+    bob.press(&["v"]);
+    bob.wait_for("[happened]");
+    bob.press(&["Enter"]);
+    bob.wait_for(&format!("Mark {} sent", short(&ann)));
+    bob.press(&["Enter"]);
+    bob.wait_for("sent as bob?");
+    bob.press(&["Enter"]);
+    bob.wait_until("ann's row to leave", |s| !s.contains("ann@example.com"));
+    assert_eq!(entry(&ledger, &ann)["status"], "sent");
+    assert_eq!(entry(&ledger, &ann)["providerId"], "msg-ann-1");
+    bob.quit();
+
+    // Knowingly against it: the flag, and the decision says so.
+    let out = cli(
+        &[
+            "run",
+            path_str(&ledger),
+            "--channel",
+            "email",
+            "--to",
+            "ann@example.com",
+            "--intent",
+            "second-renewal",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "exit 9",
+        ],
+        3,
+    );
+    let carl = json(&out)["key"].as_str().expect("a key").to_owned();
+    let dana = Term::start(
+        dir.path(),
+        "k1-dana-2",
+        (200, 40),
+        &[],
+        &tui_command(dir.path(), &ledger, &[], &dana_args),
+    );
+    dana.wait_for("ann@example.com");
+    select(&dana, "ann@example.com");
+    dana.press(&["v"]);
+    dana.wait_for("[happened]");
+    dana.quit();
+    cli(
+        &[
+            "resolve",
+            path_str(&ledger),
+            &carl,
+            "failed",
+            "--by",
+            "bob",
+            "--even-if-found",
+            "--note",
+            "the provider's record is of the other renewal",
+        ],
+        0,
+    );
+    let log = json(&cli(
+        &["decisions", path_str(&ledger), "--subject", &carl, "--json"],
+        0,
+    ));
+    let resolve = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["action"] == "resolve")
+        .unwrap_or_else(|| panic!("no resolve decision: {log}"));
+    assert_eq!(resolve["outcome"], "changed", "{resolve}");
+    assert_eq!(resolve["detail"]["evenIfFound"], true, "{resolve}");
 }

@@ -807,6 +807,7 @@ fn mark_sent_resolves_with_note_name_and_provider_id() {
             note: Some("provider dashboard shows it".into()),
             provider_id: Some("msg_123".into()),
             seen,
+            even_if_found: false,
         }]
     );
 }
@@ -832,6 +833,7 @@ fn mark_failed_resolves_without_a_provider_id() {
             note: Some("bounced".into()),
             provider_id: None,
             seen,
+            even_if_found: false,
         }]
     );
 }
