@@ -68,6 +68,7 @@
 //!         seen: Some(Seen::entry(&entry)),
 //!         evidence: None,
 //!         even_if_running: false,
+//!         even_if_found: false,
 //!     };
 //!     let resolved = ledger.resolve("invoice-4711", Status::Sent, &details).await?;
 //!     assert!(resolved.changed);

@@ -145,16 +145,23 @@ fn report_text(report: &Report) -> String {
                 out.push_str(&format!("  {}\n", visible_inline(&row.message)));
             }
         }
-        (None, _) if !report.policies.is_empty() => {
-            let n = report.policies.len();
+        (None, _) if !report.unbacked.is_empty() => {
+            let n = report.unbacked.len();
             out.push_str(&format!(
-                "chain BROKEN: {n} approval-policy row{} the log does not bear out ({} decision{} read, each matching its hash):\n",
+                "chain BROKEN: {n} row{} or record{} the log does not back ({} decision{} read, each matching its hash):\n",
+                plural(n),
                 plural(n),
                 report.decisions,
                 plural(report.decisions),
             ));
-            for row in &report.policies {
+            for row in report.unbacked.iter().take(LISTED) {
                 out.push_str(&format!("  {}\n", visible_inline(&row.message)));
+            }
+            if n > LISTED {
+                out.push_str(&format!(
+                    "  … and {} more (all of them: --json)\n",
+                    n - LISTED
+                ));
             }
         }
         (None, Some(head)) => {
@@ -190,6 +197,9 @@ fn report_text(report: &Report) -> String {
     }
     out
 }
+
+/// How many unbacked rows the text lists; `--json` gives them all.
+const LISTED: usize = 20;
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }

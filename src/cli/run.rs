@@ -17,7 +17,7 @@ use send_once::provider::{
 };
 
 use super::keys::{KeyChoice, parse_meta};
-use super::ledger_arg::{ledger_to_create, limit_flag, open_ledger};
+use super::ledger_arg::{ledger_to_create, limit_flag};
 use super::output::{print_command_stdout, print_json_line};
 use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 
@@ -265,10 +265,32 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         Ok(location) => location,
         Err(message) => return fail(Exit::Refused, message),
     };
-    let ledger = match open_ledger(&location, Access::Create) {
-        Ok(ledger) => ledger,
+    let opened = match location.open(Access::Create) {
+        Ok(opened) => opened,
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
+    let ledger = super::ledger_arg::ledger_over(opened.store);
+    // A person's no in the review queue holds for run too.
+    if let Some(queue) = opened.queue {
+        let review = send_once::review::Review::new(queue, super::ledger_arg::clock());
+        match send_once::review::dispatch::queued_elsewhere(&review, &plan.key).await {
+            Ok(None) => {}
+            Ok(Some(why)) => {
+                let problem = super::output::Problem::new(
+                    super::output::Kind::Refused,
+                    format!("{}: {why}. Nothing was sent.", visible(&plan.key)),
+                )
+                .with("key", Some(plan.key.clone()));
+                return super::output::fail_with(Exit::Refused, problem);
+            }
+            Err(e) => {
+                return super::output::fail_with(
+                    Exit::Refused,
+                    super::output::Problem::new(super::output::Kind::Io, e),
+                );
+            }
+        }
+    }
     let provider = RunProvider::new(plan.provider);
     let before = ledger.get(&plan.key).await.ok().flatten();
     let work = ledger.once_with(&plan.key, &provider, &plan.options);

@@ -37,8 +37,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 mod policy;
+mod records;
 
-pub use policy::{PolicyMismatch, PolicyRef};
+pub use policy::PolicyRef;
+pub use records::PersonRecord;
 
 use super::canonical::{canonical_json_of, sha256_hex};
 use super::decision::{Action, Decision, DecisionOutcome, Link, Subject};
@@ -250,10 +252,23 @@ pub struct Report {
     /// or changed by hand. Empty when each was found, or when none were checked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unlogged: Vec<Unlogged>,
-    /// Approval-policy rows their decisions do not bear out, and policy decisions with
-    /// no row: changed by hand (see [`Report::check_policies`]).
+    /// What the log does not back: approval-policy rows their decisions do not bear
+    /// out, policy decisions with no row ([`Report::check_policies`]), and a person's
+    /// records on entries with no decision ([`Report::check_records`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub policies: Vec<PolicyMismatch>,
+    pub unbacked: Vec<Unbacked>,
+}
+
+/// A row or a record the log does not back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unbacked {
+    /// `policy`, `resolution` or `reset`.
+    pub kind: String,
+    /// A policy's channel (None for the ledger-wide default), an entry's key.
+    pub subject: Option<String>,
+    /// What a person reads.
+    pub message: String,
 }
 
 /// A review-queue row as it names the decision it came from.
@@ -309,7 +324,7 @@ impl Report {
     /// True when nothing in the log fails to match, and every row checked against it
     /// was found in it.
     pub fn intact(&self) -> bool {
-        self.broken.is_none() && self.unlogged.is_empty() && self.policies.is_empty()
+        self.broken.is_none() && self.unlogged.is_empty() && self.unbacked.is_empty()
     }
 
     /// Finds each of `refs` in `log` (already verified): a vote must be an approve
@@ -404,16 +419,12 @@ impl Report {
     pub fn line(&self) -> String {
         match (&self.broken, self.unlogged.first()) {
             (Some(b), _) => format!("chain BROKEN at {}", b.message),
-            (None, None) if !self.policies.is_empty() => format!(
+            (None, None) if !self.unbacked.is_empty() => format!(
                 "chain BROKEN: {}{}",
-                self.policies[0].message,
-                match self.policies.len() {
+                self.unbacked[0].message,
+                match self.unbacked.len() {
                     1 => String::new(),
-                    n => format!(
-                        ", and {} more policy row{}",
-                        n - 1,
-                        if n == 2 { "" } else { "s" }
-                    ),
+                    n => format!(", and {} more like it", n - 1),
                 }
             ),
             (None, Some(first)) => format!(
@@ -458,11 +469,12 @@ impl Report {
 ///
 /// The rows are read before the log: a vote and its decision are written together, so
 /// a vote cast in between is in the log read after it. A policy is changed in place,
-/// so a policy set in between reads as a row its last decision does not bear out: a
-/// mismatch is read once more before it is reported.
+/// so a policy set in between reads as a row its last decision does not bear out, and
+/// on JSON Lines an entry's record is written just before its decision: a mismatch is
+/// read once more before it is reported.
 pub async fn verify_store(store: &Arc<dyn Store>) -> Result<Report, StoreError> {
     let mut report = verify_once(store).await?;
-    if !report.policies.is_empty() {
+    if !report.unbacked.is_empty() {
         report = verify_once(store).await?;
     }
     Ok(report)
@@ -471,11 +483,13 @@ pub async fn verify_store(store: &Arc<dyn Store>) -> Result<Report, StoreError> 
 async fn verify_once(store: &Arc<dyn Store>) -> Result<Report, StoreError> {
     let refs = store.decision_refs().await?;
     let policies = store.policy_refs().await?;
+    let records = store.person_records().await?;
     let log = store.decisions(None).await?;
     tokio::task::spawn_blocking(move || {
         verify(&log)
             .check_refs(&log, &refs)
             .check_policies(&log, &policies)
+            .check_records(&log, &records)
     })
     .await
     // Hashing only fails by panicking: it goes on as a panic.
@@ -503,7 +517,7 @@ pub fn verify(log: &[Decision]) -> Report {
         head: None,
         broken: None,
         unlogged: Vec::new(),
-        policies: Vec::new(),
+        unbacked: Vec::new(),
     };
     let mut last: Option<(i64, Option<&str>)> = None;
     let mut unchained: Vec<Decision> = Vec::new();

@@ -375,6 +375,12 @@ impl Decision {
         } else if let Some(from) = word("from") {
             text.push_str(&format!(" (was {from})"));
         }
+        if field("evenIfFound") == Some(&Value::Bool(true)) {
+            text.push_str(", against what a verify found");
+        }
+        if field("evenIfRunning") == Some(&Value::Bool(true)) {
+            text.push_str(", though it may have been running");
+        }
         // A rejection's reason is also its note: say it once.
         let reason = word("reason");
         if let Some(reason) = reason {

@@ -211,6 +211,18 @@ impl Ledger {
             CheckAnswer::NotThere
                 if let Some(standing) = self.takeover_allowed(&entry, options) =>
             {
+                // A person's verify that found this attempt outweighs "not there" now:
+                // a record that was there does not vanish, so it is not sent again.
+                if let Some(found) = self.found_by_verify(&entry).await? {
+                    return Ok(Pending::Settled(Outcome::Unknown {
+                        entry,
+                        error: None,
+                        checked: Some(CheckAnswer::inconclusive(format!(
+                            "the verify command found no record of it now, but {}; it is not taken over, since a record that was there does not vanish: settle it by hand",
+                            found.describe()
+                        ))),
+                    }));
+                }
                 match self.take_over(&entry, options, &standing).await? {
                     Some(claimed) => Ok(Pending::TakenOver(claimed)),
                     None => Ok(Pending::Again),

@@ -361,7 +361,11 @@ fn entry_decision(d: &Decision, timeline: &mut Timeline) {
     if unapplied(d, &asked, timeline) {
         return;
     }
-    let note = note_suffix(d.note.as_deref());
+    let note = format!(
+        "{}{}",
+        against_text(&detail),
+        note_suffix(d.note.as_deref())
+    );
     let was = field(&detail, "from").unwrap_or_else(|| "?".into());
     let (kind, text) = match d.action.as_str() {
         "resolve" => {
@@ -420,6 +424,21 @@ fn entry_decision(d: &Decision, timeline: &mut Timeline) {
         &text,
         HistorySource::DecisionLog,
     );
+}
+
+/// ", against a verify that found it (…)", ", though it may still have been running
+/// (…)": what the person said they went against, which the history must not hide.
+fn against_text(detail: &Map<String, Value>) -> String {
+    let mut text = String::new();
+    if detail.get("evenIfFound") == Some(&Value::Bool(true)) {
+        let found = field(detail, "found").unwrap_or_else(|| "a verify found it".into());
+        text.push_str(&format!(", against the evidence: {found}"));
+    }
+    if detail.get("evenIfRunning") == Some(&Value::Bool(true)) {
+        let running = field(detail, "running").unwrap_or_else(|| "it may be running".into());
+        text.push_str(&format!(", though {running}"));
+    }
+    text
 }
 
 /// Which check found a send, in words.

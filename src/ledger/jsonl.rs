@@ -42,6 +42,7 @@ pub(crate) mod identity;
 mod index_model_tests;
 mod key_hex;
 mod key_table;
+mod records;
 mod scan;
 
 use identity::{lock_the_file, resolve_file};
@@ -374,6 +375,10 @@ impl Store for JsonlStore {
             files.append_decision_locked(decision)
         })
         .await
+    }
+
+    async fn person_records(&self) -> Result<Vec<crate::ledger::chain::PersonRecord>, StoreError> {
+        self.blocking(|files| files.person_records()).await
     }
 
     async fn decisions(&self, subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {

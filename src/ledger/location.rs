@@ -212,6 +212,11 @@ impl LedgerLocation {
         Ok(self.opened(Opening::With(access), Queue::NotNeeded)?.store)
     }
 
+    /// Opens the store and, where the ledger keeps one, its review queue.
+    pub fn open(&self, access: Access) -> Result<OpenedLedger, StoreError> {
+        self.opened(Opening::With(access), Queue::NotNeeded)
+    }
+
     /// Opens the store of a ledger that keeps a review queue, for what needs the
     /// queue: a ledger that keeps none (JSON Lines) is refused before it is opened.
     pub fn open_queue(&self, access: Access) -> Result<Arc<dyn QueueStore>, StoreError> {

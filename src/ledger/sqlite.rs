@@ -155,6 +155,9 @@ const MIGRATIONS: &[&str] = &[
         set_at TEXT NOT NULL,
         set_by TEXT
     );",
+    // 6: drafts by key, for `run`, which refuses a key whose draft is not dispatched:
+    // one indexed read per run, not a scan of the queue.
+    "CREATE INDEX IF NOT EXISTS send_once_drafts_key ON send_once_drafts (key, id);",
 ];
 
 /// The schema this build writes, kept in `PRAGMA user_version`: a file with a newer

@@ -657,6 +657,13 @@ pub trait Store: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Every person's record (`resolution`, `reset`) the entries hold or held, for
+    /// `decisions verify` to find each one's decision. Empty where an entry and its
+    /// decision are one transaction (the SQL stores): only JSON Lines writes them apart.
+    async fn person_records(&self) -> Result<Vec<super::chain::PersonRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// The decision log, oldest first; only those about `subject` when given.
     async fn decisions(&self, _subject: Option<&str>) -> Result<Vec<Decision>, StoreError> {
         Err(StoreError::Unsupported("the decision log"))

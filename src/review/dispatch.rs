@@ -87,6 +87,27 @@ pub async fn outside_approval_refusal(
     }))
 }
 
+/// Why `key` may not be sent outside the review queue (`send-once run`): its newest
+/// draft on this ledger is not dispatched yet. Rejected, withdrawn or waiting, a person
+/// has not let it go; approved, it goes through `dispatch`, which holds it to its
+/// approval (expiry, payload, facts). Dispatched, the ledger already has it sent.
+///
+/// One read of the drafts by key. None when the key has no draft here.
+pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<String>, ReviewError> {
+    let Some(&id) = review.store.draft_ids_for_key(key).await?.last() else {
+        return Ok(None);
+    };
+    let draft = review.draft(id).await?;
+    let why = match draft.state {
+        DraftState::Dispatched => return Ok(None),
+        DraftState::Approved => "is approved".to_owned(),
+        _ => stands_against(review, &draft).unwrap_or_default(),
+    };
+    Ok(Some(format!(
+        "draft {id} of this key, in this ledger's review queue, {why}: a key with a draft is sent by `send-once dispatch` (which holds it to its approval), not by run"
+    )))
+}
+
 /// Why an approved `draft` no longer stands behind its approval: a person or the
 /// agent gave it a later revision (`draft edit`, a new submission), which replaced the
 /// payload that was approved. None when the approved revision is still the current one.

@@ -270,7 +270,79 @@ fn a_json_lines_log_verifies_and_names_an_edited_a_deleted_and_a_moved_line() {
     let log = json(&run(d, &["decisions", "l.jsonl", "--json"]));
     assert_eq!(log.as_array().unwrap().last().unwrap()["id"], 5);
 
+    // The first four put back: the chain is whole, but k9's resolution lost its
+    // decision with the fifth line.
     write(&lines);
+    let out = expect(
+        &verify(d, "l.jsonl"),
+        1,
+        "k9's decision gone with the restore",
+    );
+    assert!(
+        out.contains("k9's resolution as failed by dana at ")
+            && out.contains("has no decision in the log"),
+        "{out}"
+    );
+}
+
+/// H8: a JSON Lines entry and its decision are two writes to two files. The log's
+/// last line lost (a crash between them, which a hash chain alone cannot see), the log
+/// emptied, or the log deleted: each resolution with no decision behind it is named,
+/// and verify is not "intact".
+#[test]
+fn a_json_lines_resolution_whose_decision_was_lost_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ledger_with_decisions(d, "l.jsonl", 3);
+    let o = run(
+        d,
+        &["run", "l.jsonl", "--key", "k9", "--", "sh", "-c", "exit 9"],
+    );
+    expect(&o, 3, "an unknown send");
+    expect(
+        &run(d, &["reset", "l.jsonl", "k9", "--by", "erin"]),
+        0,
+        "reset",
+    );
+    expect(&verify(d, "l.jsonl"), 0, "intact");
+    let log_path = d.join("l.jsonl.decisions.jsonl");
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4);
+
+    // The last decision (erin's reset) lost, as a kill between the writes loses it.
+    std::fs::write(&log_path, lines[..3].join("\n") + "\n").unwrap();
+    let out = expect(&verify(d, "l.jsonl"), 1, "the last decision lost");
+    assert!(
+        out.starts_with("chain BROKEN: 1 row or record the log does not back"),
+        "{out}"
+    );
+    assert!(
+        out.contains("k9's reset by erin at ") && out.contains("has no decision in the log"),
+        "{out}"
+    );
+
+    // Emptied, then deleted: every resolution and the reset are named.
+    for emptied in [true, false] {
+        if emptied {
+            std::fs::write(&log_path, "").unwrap();
+        } else {
+            std::fs::remove_file(&log_path).unwrap();
+        }
+        let report = verify_json(d, "l.jsonl");
+        assert_eq!(report["intact"], false, "{report}");
+        let named: Vec<&str> = report["unbacked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["subject"].as_str().unwrap())
+            .collect();
+        assert_eq!(named, ["k1", "k2", "k3", "k9"], "{report}");
+        assert_eq!(report["unbacked"][0]["kind"], "resolution", "{report}");
+        assert_eq!(report["unbacked"][3]["kind"], "reset", "{report}");
+    }
+
+    std::fs::write(&log_path, text).unwrap();
     expect(&verify(d, "l.jsonl"), 0, "intact again");
 }
 

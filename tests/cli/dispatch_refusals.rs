@@ -247,3 +247,85 @@ fn an_approval_made_elsewhere_refused_at_dispatch_is_logged_next_to_a_json_lines
     assert!(refusal["detail"].get("revision").is_none());
     q.verify(&jsonl);
 }
+
+/// A key with a draft on this ledger is the review queue's to send: `run` of it is
+/// refused while its draft waits, after it was rejected or withdrawn, and while it is
+/// approved (dispatch holds it to its approval); nothing is claimed or sent. Once
+/// dispatched, `run` finds it sent, as for any key.
+#[test]
+fn run_of_a_key_whose_draft_is_not_dispatched_is_refused() {
+    let q = new_queue();
+    let sent = q.path("sent.log");
+    let send = format!("echo sent >> '{}'", sent.display());
+    let run = |key: &str| q.q(T0, &["run", "--key", key, "--", "sh", "-c", &send]);
+    let refused = |key: &str, why: &str| {
+        let out = run(key);
+        expect_exit(&out, 2, &format!("run {key}"));
+        let said = harness::stderr(&out);
+        assert!(said.contains(why), "{key}: {said}");
+        assert!(said.contains("is sent by `send-once dispatch`"), "{said}");
+        assert!(!sent.exists(), "run of {key} sent");
+        let show = q.q(T0, &["show", key]);
+        expect_exit(&show, 1, "no entry was claimed");
+    };
+
+    let waiting = q.submit(
+        "invoice-1",
+        &q.write("p1.json", r#"{"to":"erin@example.org","body":"invoice 1"}"#),
+    );
+    refused("invoice-1", &format!("draft {waiting} of this key"));
+    refused("invoice-1", "is waiting for a review");
+
+    let rejected = q.submit(
+        "invoice-2",
+        &q.write("p2.json", r#"{"to":"erin@example.org","body":"invoice 2"}"#),
+    );
+    let out = q.q(
+        T0,
+        &[
+            "reject",
+            &rejected,
+            "--by",
+            "dana",
+            "--reason",
+            "wrong amount",
+        ],
+    );
+    expect_exit(&out, 0, "reject");
+    refused("invoice-2", "was rejected by dana at");
+    refused("invoice-2", "\"wrong amount\"");
+
+    let withdrawn = q.submit(
+        "invoice-3",
+        &q.write("p3.json", r#"{"to":"erin@example.org","body":"invoice 3"}"#),
+    );
+    let out = q.q(T0, &["draft", "withdraw", &withdrawn, "--by", "agent"]);
+    expect_exit(&out, 0, "withdraw");
+    refused("invoice-3", "was withdrawn by agent");
+
+    let approved = q.submit(
+        "invoice-4",
+        &q.write("p4.json", r#"{"to":"erin@example.org","body":"invoice 4"}"#),
+    );
+    let out = q.q(
+        T0,
+        &["approve", &approved, "--by", "dana", "--revision", "1"],
+    );
+    expect_exit(&out, 0, "approve");
+    refused("invoice-4", "is approved");
+
+    // Dispatched: the ledger has it sent, and run says so without sending.
+    let out = q.q(
+        T0,
+        &["dispatch", &approved, "--", "sh", "-c", "cat > /dev/null"],
+    );
+    expect_exit(&out, 0, "dispatch");
+    let out = run("invoice-4");
+    expect_exit(&out, 0, "run after the dispatch");
+    assert!(!sent.exists(), "run of a dispatched key sent");
+
+    // A key with no draft runs as before.
+    let out = run("invoice-5");
+    expect_exit(&out, 0, "run of a key with no draft");
+    assert_eq!(std::fs::read_to_string(&sent).unwrap(), "sent\n");
+}

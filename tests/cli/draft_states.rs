@@ -144,20 +144,23 @@ fn a_draft_whose_key_was_sent_by_another_tool_reads_sent_elsewhere() {
         "approve",
     );
     // What the Node library's dispatch() does to the shared ledger: the key is sent,
-    // and the draft here never hears of it.
-    let run = q.at(
-        T0 + 60_000,
-        &[
-            "run",
-            "--key",
-            "renewal-erin",
-            "--",
-            "sh",
-            "-c",
-            "echo '{\"id\":\"msg_42\"}'",
-        ],
-    );
-    expect_exit(&run, 0, "run");
+    // and the draft here never hears of it. (Not `send-once run`, which refuses a key
+    // whose draft is not dispatched.)
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let outcome = runtime.block_on(async {
+        let store = send_once::ledger::LedgerLocation::new(q.l())
+            .open_store(send_once::ledger::Access::ReadWrite)
+            .unwrap();
+        let at = T0 + 60_000;
+        let ledger = send_once::ledger::Ledger::with_clock(store, std::sync::Arc::new(move || at));
+        ledger
+            .once("renewal-erin", None, |_| async {
+                Ok::<_, send_once::ledger::SendError>(serde_json::json!({"id": "msg_42"}))
+            })
+            .await
+            .unwrap()
+    });
+    assert_eq!(outcome.name(), "sent");
 
     let listing = stdout(&q.at(T0 + 120_000, &["approvals"]));
     assert_eq!(

@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Report;
+use super::{Report, Unbacked};
 use crate::ledger::decision::{Action, Decision, DecisionOutcome};
 
 /// A policy row as the store holds it.
@@ -23,16 +23,6 @@ pub struct PolicyRef {
     pub self_approval: bool,
     /// When it was set, as the row says.
     pub set_at: String,
-}
-
-/// A policy row, or a policy decision, the other does not bear out.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PolicyMismatch {
-    /// The channel; None for the ledger-wide default.
-    pub channel: Option<String>,
-    /// What a person reads.
-    pub message: String,
 }
 
 impl Report {
@@ -79,16 +69,18 @@ impl Report {
                 Some(_) => None,
             };
             if let Some(message) = message {
-                self.policies.push(PolicyMismatch {
-                    channel: row.channel.clone(),
+                self.unbacked.push(Unbacked {
+                    kind: "policy".to_owned(),
+                    subject: row.channel.clone(),
                     message,
                 });
             }
         }
         for (channel, d) in &last {
             if !rows.iter().any(|r| r.channel == *channel) {
-                self.policies.push(PolicyMismatch {
-                    channel: channel.clone(),
+                self.unbacked.push(Unbacked {
+                    kind: "policy".to_owned(),
+                    subject: channel.clone(),
                     message: format!(
                         "the policy for {} that decision {} set ({}) is gone (removed by hand)",
                         scope(channel),

@@ -142,6 +142,9 @@ const MIGRATIONS: &[&str] = &[
         set_at TEXT NOT NULL,
         set_by TEXT
     );",
+    // 6: drafts by key, for `run`, which refuses a key whose draft is not dispatched:
+    // one indexed read per run, not a scan of the queue.
+    "CREATE INDEX IF NOT EXISTS {t}_drafts_key ON {t}_drafts (key, id);",
 ];
 
 /// The schema this build writes. A ledger with a newer one is refused, not misread.

@@ -537,3 +537,51 @@ fn a_send_in_a_process_group_of_its_own_is_stopped_and_seen_by_its_session() {
     // The first `late` is the killed claimer's send, which was not stopped: one line.
     assert_eq!(std::fs::read_to_string(&late).unwrap_or_default(), "late\n");
 }
+
+/// R1 (third retest): a person's verify found attempt 1 (the TUI's `v`, kept in the
+/// log); later the verify command says "not there". A `--stale-after` taker does not
+/// take it over: a record that was there does not vanish.
+#[test]
+fn a_stale_attempt_a_persons_verify_found_is_not_taken_over_on_a_later_not_there() {
+    use super::{HOUR_MS, T0, UNCERTAIN_SEND};
+    let s = Setup::new();
+    expect_exit(&s.run("kf", &[], &s.sender(UNCERTAIN_SEND)), 3, "first");
+    // Dana's verify, as the TUI records it.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = send_once::ledger::LedgerLocation::new(s.ledger())
+            .open_store(send_once::ledger::Access::ReadWrite)
+            .unwrap();
+        let ledger = send_once::ledger::Ledger::new(store);
+        let entry = ledger.get("kf").await.unwrap().unwrap();
+        let found = send_once::provider::CheckAnswer::Happened {
+            provider_id: Some("SM12".into()),
+            id_problem: None,
+            evidence: serde_json::json!({"id": "SM12"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        ledger
+            .record_verify(&entry, "dana", &found, Some("verify.sh"))
+            .await
+            .unwrap();
+    });
+    let verify = format!("--verify={}", s.check("v", NOT_THERE));
+    let out = s.run_at(
+        T0 + 3 * HOUR_MS,
+        "kf",
+        &[&verify, "--stale-after", "2h", "--timeout", "1m"],
+        &s.sender("echo again"),
+    );
+    expect_exit(&out, 3, "a found attempt under a later not there");
+    assert_eq!(s.sends().len(), 1, "sent again: {:?}", s.sends());
+    assert!(
+        stderr(&out).contains("a verify asked by dana"),
+        "{}",
+        stderr(&out)
+    );
+    let entry = s.entry("kf").unwrap();
+    assert_eq!(entry["attempts"], 1);
+    assert_eq!(entry["status"], "pending");
+}

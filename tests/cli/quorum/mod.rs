@@ -817,7 +817,8 @@ fn hand_edits_of_who_may_approve(q: &Queue, sql: &dyn Fn(&str)) {
     let o = at(T0, &["decisions", "verify", l, "--json"]);
     let report = json_stdout(&o, "verify --json");
     assert_eq!(report["intact"], false, "{report}");
-    assert_eq!(report["policies"][0]["channel"], "sms", "{report}");
+    assert_eq!(report["unbacked"][0]["kind"], "policy", "{report}");
+    assert_eq!(report["unbacked"][0]["subject"], "sms", "{report}");
     let o = at(
         T0,
         &[
