@@ -385,6 +385,7 @@ impl Store for JsonlStore {
         let subject = subject.map(str::to_owned);
         self.blocking(move |files| {
             files.check_is_ledger()?;
+            files.one_name()?;
             let file = match File::open(&files.log_path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -1780,15 +1781,7 @@ impl Files {
         if query.dry_run || doomed.is_empty() {
             return Ok(doomed.len() as u64);
         }
-        let links = std::fs::metadata(&self.resolved)
-            .map(|m| std::os::unix::fs::MetadataExt::nlink(&m))
-            .map_err(|e| self.io_error(&self.path, e))?;
-        if links > 1 {
-            return Err(StoreError::SeveralNames {
-                ledger: ledger_at(&self.path),
-                links,
-            });
-        }
+        self.one_name()?;
         let mut temp_name = self.resolved.as_os_str().to_owned();
         temp_name.push(format!(".gc-{}", std::process::id()));
         let temp = PathBuf::from(temp_name);
@@ -1900,7 +1893,28 @@ impl Files {
             Some(e) => self.io_error(&self.path, e),
             None => StoreError::Busy(ledger_at(&self.path)),
         })?;
+        // Under the lock, so a name added while a writer waited is seen.
+        self.one_name()?;
         Ok(guard)
+    }
+
+    /// Refuses a file with several names (hard links): a decision log is found by
+    /// the ledger's name, so each name would keep its own, and a link made later would
+    /// hide every decision (a verify's evidence too) from writers under it. Symlinks
+    /// and `..` are followed to the one file, so they are fine.
+    fn one_name(&self) -> Result<(), StoreError> {
+        let links = match std::fs::metadata(&self.resolved) {
+            Ok(meta) => std::os::unix::fs::MetadataExt::nlink(&meta),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(self.io_error(&self.path, e)),
+        };
+        if links > 1 {
+            return Err(StoreError::SeveralNames {
+                ledger: ledger_at(&self.path),
+                links,
+            });
+        }
+        Ok(())
     }
 }
 

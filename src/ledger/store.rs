@@ -202,10 +202,12 @@ pub enum StoreError {
     /// it skip it.
     #[error("{0} is not supported by this store")]
     Unsupported(&'static str),
-    /// A JSON Lines ledger with several names (hard links): rewriting it (`gc`) would
-    /// leave the other names holding the old lines, a second ledger. Nothing changed.
+    /// A JSON Lines ledger with several names (hard links): its decision log is found
+    /// by name, so each name would keep its own (a link made later would hide every
+    /// decision from writers under it), and `gc` would leave the other names holding
+    /// the old lines. Refused for writing and for reading decisions; nothing changed.
     #[error(
-        "{} has {links} names (hard links); gc rewrites the file and would leave the other names holding the old lines. Remove the other names first; nothing was changed", .ledger.inline()
+        "{} has {links} names (hard links); send-once finds a ledger's decision log by its name, so each name would keep a log of its own, and gc would leave the other names holding the old lines. Give the file one name (remove the others: find / -samefile lists them; a symlink is fine); nothing was changed", .ledger.inline()
     )]
     SeveralNames {
         /// The ledger.

@@ -203,10 +203,8 @@ fn every_name_of_one_ledger_takes_one_lock_and_sends_each_key_once() {
     );
     let symlink = dir.path().join("link.jsonl");
     std::os::unix::fs::symlink(&ledger, &symlink).unwrap();
-    let hard = real_dir.join("hard.jsonl");
-    std::fs::hard_link(&ledger, &hard).unwrap();
     let dotted = real_dir.join("..").join("real").join("L.jsonl");
-    let names = [ledger.clone(), symlink.clone(), hard.clone(), dotted];
+    let names = [ledger.clone(), symlink.clone(), dotted];
     let sends = dir.path().join("sends.txt");
     let command = append_key_command(&sends);
     let keys: Vec<String> = (0..KEYS).map(|i| format!("k{i:02}")).collect();
@@ -268,13 +266,46 @@ fn every_name_of_one_ledger_takes_one_lock_and_sends_each_key_once() {
         0,
         "reset under the symlink",
     );
-    let log = std::fs::read_to_string(real_dir.join("hard.jsonl.decisions.jsonl"))
-        .or_else(|_| std::fs::read_to_string(real_dir.join("L.jsonl.decisions.jsonl")))
+    let log = std::fs::read_to_string(real_dir.join("L.jsonl.decisions.jsonl"))
         .expect("the decision log beside the file");
     assert!(log.contains("\"reset\""), "{log}");
     assert!(!dir.path().join("link.jsonl.decisions.jsonl").exists());
 
+    // A hard link, in another directory or in the same one: the file has two names,
+    // and a decision log is found by name, so writing (through either name) and
+    // reading decisions are refused until it has one again (R2 of the third retest).
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    for hard in [real_dir.join("0.jsonl"), elsewhere.join("hard.jsonl")] {
+        std::fs::hard_link(&ledger, &hard).unwrap();
+        for name in [&ledger, &hard, &symlink] {
+            let o = send_once(&["run", name.to_str().unwrap(), "--key", "k-linked"])
+                .arg("--")
+                .args(&command)
+                .output()
+                .unwrap();
+            expect_exit(&o, 2, "run through a file with two names");
+            assert!(
+                stderr(&o).contains("2 names (hard links)"),
+                "{}",
+                stderr(&o)
+            );
+            let o = send_once(&["resolve", name.to_str().unwrap(), "k01", "failed"])
+                .output()
+                .unwrap();
+            expect_exit(&o, 2, "resolve through a file with two names");
+            let o = send_once(&["decisions", "verify", name.to_str().unwrap()])
+                .output()
+                .unwrap();
+            expect_exit(&o, 2, "verify of a file with two names");
+        }
+        std::fs::remove_file(&hard).unwrap();
+    }
+    assert!(!std::fs::read_to_string(&sends).unwrap().contains("k-linked"));
+
     // gc: refused while the file has two names; then it rewrites the file itself.
+    let hard = real_dir.join("hard.jsonl");
+    std::fs::hard_link(&ledger, &hard).unwrap();
     let before = std::fs::read(&ledger).unwrap();
     let gc = |name: &Path| {
         send_once(&["gc", name.to_str().unwrap(), "--older-than", "0s"])

@@ -1,6 +1,7 @@
 //! Which file a JSON Lines ledger's name leads to, and the lock on that file itself:
-//! every name of one file (symlinks, `..`, hard links) must be one ledger, with one
-//! lock file and one decision log.
+//! every name of one file (symlinks, `..`) must be one ledger, with one lock file and
+//! one decision log. A file with several hard links is refused (`Files::one_name`):
+//! no name of it can be told to be the one its decision log is named after.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -38,40 +39,12 @@ pub(super) fn lock_the_file(
     }
 }
 
-/// One name for a file with several names (hard links) in its directory: the first
-/// by bytes, so every process that opens any of them derives the same lock file and
-/// decision log. Hard links in other directories share only the lock on the file.
-fn first_hard_link(real: PathBuf) -> PathBuf {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::metadata(&real) else {
-        return real;
-    };
-    if meta.nlink() < 2 {
-        return real;
-    }
-    let Some(dir) = real.parent() else {
-        return real;
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return real;
-    };
-    entries
-        .flatten()
-        .filter(|entry| {
-            std::fs::symlink_metadata(entry.path())
-                .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
-        })
-        .map(|entry| entry.file_name())
-        .min_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()))
-        .map_or(real.clone(), |name| dir.join(name))
-}
-
 /// The file `path` leads to: symlinks followed (a dangling one too, to the file it
 /// names, which a first write will make) and `..` resolved, so every name of one file
 /// gives one path. A path that cannot be resolved is kept as given.
 pub(crate) fn resolve_file(path: &Path) -> PathBuf {
     if let Ok(real) = std::fs::canonicalize(path) {
-        return first_hard_link(real);
+        return real;
     }
     let mut current = path.to_owned();
     for _ in 0..40 {

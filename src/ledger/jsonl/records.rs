@@ -12,6 +12,7 @@ use crate::ledger::chain::PersonRecord;
 
 impl Files {
     pub(super) fn person_records(&self) -> Result<Vec<PersonRecord>, StoreError> {
+        self.one_name()?;
         let Some(file) = self.open_for_reading()? else {
             return Ok(Vec::new());
         };
