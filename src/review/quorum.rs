@@ -228,7 +228,10 @@ pub fn identity(name: &str) -> String {
             .filter(|c| c.is_alphanumeric() && !is_combining_mark(*c))
             .collect()
     };
-    let normal: String = visible.nfkc().map(small_capital_letter).collect();
+    let normal: String = visible
+        .nfkc()
+        .map(crate::ledger::key::small_capital_letter)
+        .collect();
     let mapped: String = skeleton(&letters(&normal)).collect();
     // Lower-casing can make a look-alike of its own (a capital whose small form is in
     // the confusables), so the map runs again.
@@ -255,40 +258,6 @@ fn person_part(name: &str) -> &str {
         person = &person[..plus];
     }
     person
-}
-
-/// The Latin letter a small capital is (`ᴀ` is `a`): neither NFKC nor the UTS #39
-/// confusables map these (Unicode draws them as letters of their own), yet in a name
-/// they read as the letter. Written out because no crate carries the mapping.
-fn small_capital_letter(c: char) -> char {
-    match c {
-        '\u{1d00}' => 'a',
-        '\u{0299}' => 'b',
-        '\u{1d04}' => 'c',
-        '\u{1d05}' => 'd',
-        '\u{1d07}' => 'e',
-        '\u{a730}' => 'f',
-        '\u{0262}' => 'g',
-        '\u{029c}' => 'h',
-        '\u{026a}' => 'i',
-        '\u{1d0a}' => 'j',
-        '\u{1d0b}' => 'k',
-        '\u{029f}' => 'l',
-        '\u{1d0d}' => 'm',
-        '\u{0274}' => 'n',
-        '\u{1d0f}' => 'o',
-        '\u{1d18}' => 'p',
-        '\u{a7af}' => 'q',
-        '\u{0280}' => 'r',
-        '\u{a731}' => 's',
-        '\u{1d1b}' => 't',
-        '\u{1d1c}' => 'u',
-        '\u{1d20}' => 'v',
-        '\u{1d21}' => 'w',
-        '\u{028f}' => 'y',
-        '\u{1d22}' => 'z',
-        other => other,
-    }
 }
 
 /// A stored number of approvers as the rules read it: none (a draft from before the

@@ -301,7 +301,11 @@ fn every_name_of_one_ledger_takes_one_lock_and_sends_each_key_once() {
         }
         std::fs::remove_file(&hard).unwrap();
     }
-    assert!(!std::fs::read_to_string(&sends).unwrap().contains("k-linked"));
+    assert!(
+        !std::fs::read_to_string(&sends)
+            .unwrap()
+            .contains("k-linked")
+    );
 
     // gc: refused while the file has two names; then it rewrites the file itself.
     let hard = real_dir.join("hard.jsonl");

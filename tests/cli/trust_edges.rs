@@ -464,6 +464,28 @@ fn a_second_spelling_of_a_derived_key_is_refused_and_nothing_is_sent() {
             vec!["--key".into(), "exist\u{600}ing".into()],
             "found U+0600",
         ),
+        // The third round: a small capital and a dotless i beside ASCII, punycode,
+        // and a webhook URL in another case (R3).
+        (
+            fields("ana@example.com", "invoi\u{1d04}e:1042", "email"),
+            "--intent: U+1D04 at character 6 looks like \"c\"",
+        ),
+        (
+            fields("ana@example.com", "\u{131}nvoice:1042", "email"),
+            "--intent: U+0131 at character 1 looks like \"i\"",
+        ),
+        (
+            fields("ana@xn--bcher-kva.de", "invoice:1042", "email"),
+            "--to: the domain label \"xn--bcher-kva\"",
+        ),
+        (
+            fields("HTTPS://HOOKS.EXAMPLE.COM/x", "invoice:1042", "webhook"),
+            "give the URL in its plain form, \"https://hooks.example.com/x\"",
+        ),
+        (
+            vec!["--key".into(), "exist\u{26a}ng".into()],
+            "found U+026A, which looks like \"i\"",
+        ),
     ] {
         let o = run(&args, &send);
         expect_exit(&o, 2, &format!("{args:?}"));
