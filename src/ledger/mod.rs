@@ -272,17 +272,17 @@ pub enum LedgerError {
     /// Marking failed (a reset, a resolve failed) an attempt that a recorded verify
     /// found at the provider needs `even_if_found`: the next run would send it again.
     #[error(
-        "{key}: attempt {attempt} is pending, and {found}. Marked failed, the next run sends it a second time. If the provider has it, record it sent (resolve {key} sent{id_flag}); if its record is of another message, say so with --even-if-found."
+        "{key}: attempt {attempt} is pending, and {}. Marked failed, the next run sends it a second time. If the provider has it, record it sent (resolve {key} sent{}); if its record is of another message, say so with --even-if-found.",
+        .found.describe(),
+        .found.provider_id.as_deref().map(|id| format!(" --provider-id {}", crate::text::visible_inline(id))).unwrap_or_default()
     )]
     FoundByVerify {
         /// The key.
         key: String,
         /// The attempt that was found.
         attempt: u64,
-        /// Who found it and when ([`Found::describe`]).
-        found: String,
-        /// ` --provider-id ID` when the answer held one.
-        id_flag: String,
+        /// Who found it, when, and the provider's id for it.
+        found: Found,
     },
     /// The prefix given to [`Ledger::find`] matches several keys.
     #[error("{prefix} matches {} keys ({}). Give more of the key.", count_keys(.matches), list_keys(.matches))]
@@ -1134,12 +1134,7 @@ impl Ledger {
                     error: LedgerError::FoundByVerify {
                         key: key.to_owned(),
                         attempt: current.attempts(),
-                        found: found.describe(),
-                        id_flag: found
-                            .provider_id
-                            .as_deref()
-                            .map(|id| format!(" --provider-id {}", crate::text::visible_inline(id)))
-                            .unwrap_or_default(),
+                        found,
                     },
                 },
                 (judged, _) => judged,

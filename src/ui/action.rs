@@ -221,6 +221,17 @@ pub enum Outcome {
         subject: String,
         why: String,
     },
+    /// Marking `key` failed was refused: a verify someone asked (`by`, at `at`) found
+    /// the attempt shown (`seen`) at the provider. The screen keeps that answer as its
+    /// own, so Enter records it sent and `f` asks for the evidence typed.
+    FoundElsewhere {
+        key: String,
+        seen: Seen,
+        provider_id: Option<String>,
+        by: String,
+        at: String,
+        why: String,
+    },
     /// An edit became revision `revision` of draft `id`, by `by`; `was_approved`
     /// when the draft's approval was for an earlier revision.
     Edited {
@@ -261,7 +272,9 @@ pub enum Outcome {
 impl Outcome {
     pub fn ok(&self) -> bool {
         match self {
-            Outcome::Refused { .. } | Outcome::EditNotSaved { .. } => false,
+            Outcome::Refused { .. }
+            | Outcome::FoundElsewhere { .. }
+            | Outcome::EditNotSaved { .. } => false,
             Outcome::Batch(items) => items.iter().all(Outcome::ok),
             Outcome::Paged(result) => result.is_ok(),
             _ => true,

@@ -1076,6 +1076,14 @@ impl App {
             Outcome::Resolved { key, .. } => {
                 self.verifying.answers.remove(key);
             }
+            Outcome::FoundElsewhere {
+                key,
+                seen,
+                provider_id,
+                by,
+                at,
+                ..
+            } => self.learn_found(key, seen, provider_id.clone(), by, at),
             Outcome::Batch(items) => {
                 for item in items {
                     self.forget_settled(item);
@@ -1128,7 +1136,7 @@ impl App {
                     "The next attempt for this key will send it."
                 }
             ),
-            Outcome::Refused { why, .. } => why.clone(),
+            Outcome::Refused { why, .. } | Outcome::FoundElsewhere { why, .. } => why.clone(),
             Outcome::Edited {
                 id,
                 revision,
@@ -1186,7 +1194,12 @@ impl App {
                 // once, with how many it stopped; each other reason names its item.
                 let mut reasons: Vec<(String, Vec<String>)> = Vec::new();
                 for item in items {
-                    if let Outcome::Refused { subject, why } = item {
+                    let (subject, why) = match item {
+                        Outcome::Refused { subject, why } => (subject, why),
+                        Outcome::FoundElsewhere { key, why, .. } => (key, why),
+                        _ => continue,
+                    };
+                    {
                         let why = why.trim_end_matches('.').to_owned();
                         match reasons.iter_mut().find(|(w, _)| *w == why) {
                             Some((_, subjects)) => subjects.push(short_key(subject)),
@@ -1575,6 +1588,7 @@ impl App {
                 }
                 None => self.say("No draft selected.", false),
             },
+            Command::MarkSent if self.view == View::Ledger => self.open_sent_from_ledger(),
             Command::MarkSent | Command::MarkFailed => {
                 let status = if command == Command::MarkSent {
                     Status::Sent
@@ -1920,21 +1934,44 @@ impl App {
         self.open_settle_one(status);
     }
 
+    /// `s` in the Ledger view: the sent form for the selected entry, pending or failed.
+    /// A failed one is where a send someone marked failed, that the provider has, is
+    /// recorded sent, so the next run does not send it a second time.
+    fn open_sent_from_ledger(&mut self) {
+        let Some(entry) = self.selected_entry().cloned() else {
+            self.say("No entry selected.", false);
+            return;
+        };
+        if entry.status() == Status::Sent {
+            let short = crate::text::visible_inline(&short_key(entry.key())).into_owned();
+            self.say(&format!("{short} is already recorded as sent."), false);
+            return;
+        }
+        self.open_settle_on(&entry, Status::Sent);
+    }
+
     /// The settle form for the selected unknown send alone, whatever is marked.
     pub(super) fn open_settle_one(&mut self, status: Status) {
-        let sent = status == Status::Sent;
-        let Some(entry) = self.selected_unknown() else {
+        let Some(entry) = self.selected_unknown().cloned() else {
             self.say("No unknown send selected.", false);
             return;
         };
+        self.open_settle_on(&entry, status);
+    }
+
+    /// The settle form for `entry`, as it is shown.
+    fn open_settle_on(&mut self, entry: &Entry, status: Status) {
+        let sent = status == Status::Sent;
         let key = entry.key().to_owned();
         let who = crate::text::who_and_what(entry.meta())
             .map(|w| crate::text::visible_inline(&w).into_owned())
             .unwrap_or_default();
         let in_flight = self.maybe_in_flight(entry);
         // A verify answer for this status starts the form; the settlement applies to
-        // the attempt it was about.
-        let prefill = self.verify_prefill(&key, status);
+        // the attempt it was about (a failed entry's answers went with its row).
+        let prefill = self
+            .verify_prefill(&key, status)
+            .filter(|_| entry.status() == Status::Pending);
         let seen = prefill
             .as_ref()
             .map_or_else(|| Seen::entry(entry), |p| p.seen.clone());
@@ -1951,7 +1988,13 @@ impl App {
                     in_flight,
                     seen,
                 },
-                format!("Mark {short} sent"),
+                if entry.status() == Status::Failed {
+                    format!(
+                        "Mark {short} sent? It is recorded failed: the next run would send it again"
+                    )
+                } else {
+                    format!("Mark {short} sent")
+                },
             )
         } else {
             let against = self.verified_happened(&key);

@@ -176,7 +176,9 @@ pub const BINDINGS: &[Binding] = &[
         label: "mark sent",
         name: "mark-sent",
         group: "Decide",
-        views: &[View::Unknown],
+        // In the Ledger view too: a send someone marked failed that the provider has
+        // is recorded sent there, so the next run does not send it again (K2).
+        views: &[View::Unknown, View::Ledger],
         hint: Some(("s", "sent")),
     },
     Binding {

@@ -1043,7 +1043,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                             .map(|id| format!(" --provider-id {}", quote(id)))
                             .unwrap_or_default();
                         format!(
-                            " You were recording it sent: the next run sends it again. To record it sent anyway, in a shell: send-once resolve {} {} sent --expect failed{id}",
+                            " You were recording it sent: the next run sends it again. To record it sent anyway: in the Ledger view (3), select it and press s; or in a shell: send-once resolve {} {} sent --expect failed{id}",
                             quote(&backend.label),
                             quote(&key)
                         )
@@ -1066,9 +1066,23 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 Err(LedgerError::MayStillRun { attempt, why, .. }) => refused(format!(
                     "{short}: attempt {attempt} is pending and {why}. Marked failed, the next run would send it alongside. Nothing changed: wait for it, or if you know it has stopped, mark it with `send-once resolve ... failed --even-if-running`."
                 )),
-                Err(LedgerError::FoundByVerify { attempt, found, .. }) => refused(format!(
-                    "{short}: attempt {attempt} is pending, and {found}. Marked failed, the next run sends it a second time. Nothing changed: press v to ask the provider again; if it has it, Enter records it sent, and if its record is of another message, f then asks you to type that you go against it."
-                )),
+                Err(LedgerError::FoundByVerify { attempt, found, .. }) => {
+                    let why = format!(
+                        "{short}: attempt {attempt} is pending, and {}. Marked failed, the next run sends it a second time; nothing changed. The row keeps that answer now: Enter records it sent; if its record is of another message, f asks you to type the evidence to go against it.",
+                        found.describe()
+                    );
+                    match backend.ledger.get(&key).await {
+                        Ok(Some(entry)) => Outcome::FoundElsewhere {
+                            key,
+                            seen: crate::ledger::Seen::entry(&entry),
+                            provider_id: found.provider_id,
+                            by: found.by,
+                            at: found.at,
+                            why,
+                        },
+                        _ => refused(why),
+                    }
+                }
                 Err(e) => refused(e.to_string()),
             }
         }

@@ -337,7 +337,7 @@ impl App {
             // The provider has it, and someone settled it meanwhile: if that was
             // "failed", the next run sends it again. A person must see this.
             let text = format!(
-                "Verify {who}: {words}, but it was changed or settled by someone while it was asked. If it is now failed, the next run sends it again though the provider has it; to record what the provider has, in a shell: {}",
+                "Verify {who}: {words}, but it was changed or settled by someone while it was asked. If it is now failed, the next run sends it again though the provider has it; to record what the provider has: in the Ledger view (3), select it (its detail says who settled it) and press s; or in a shell: {}",
                 self.resolve_sent_command(&key, &answer)
             );
             let effects = self.next_verify();
@@ -355,6 +355,36 @@ impl App {
         }
         self.say(&text, ok && current);
         effects
+    }
+
+    /// A verify someone else asked (`by`, at `at`) found `key`'s attempt `seen`, as
+    /// the log says: kept as this screen's own answer, so the row reads `[happened]`,
+    /// Enter opens the sent form with its provider id, and `f` asks for the evidence.
+    pub(super) fn learn_found(
+        &mut self,
+        key: &str,
+        seen: &Seen,
+        provider_id: Option<String>,
+        by: &str,
+        at: &str,
+    ) {
+        let mut evidence = serde_json::Map::new();
+        if let Some(id) = &provider_id {
+            evidence.insert("id".into(), id.clone().into());
+        }
+        self.verifying.answers.insert(
+            key.to_owned(),
+            Verified {
+                seen: seen.clone(),
+                answer: CheckAnswer::Happened {
+                    provider_id,
+                    id_problem: None,
+                    evidence,
+                },
+                at: crate::ledger::time::parse_date(at).unwrap_or(self.now),
+                command: format!("the verify {by} asked, as the decision log keeps it"),
+            },
+        );
     }
 
     /// The answer about `key` was not kept in the decision log: said until the next
@@ -490,7 +520,7 @@ impl App {
         // fine; failed would send it again, so say it while there is time to look.
         if let Some((key, answer)) = found_then_settled.first() {
             let text = format!(
-                "{} left the Unknown view, settled by someone, after verify found it at the provider. If it was marked failed, the next run sends it again though the provider has it; to record what the provider has, in a shell: {}",
+                "{} left the Unknown view, settled by someone, after verify found it at the provider. If it was marked failed, the next run sends it again though the provider has it; to record what the provider has: in the Ledger view (3), select it (its detail says who settled it) and press s; or in a shell: {}",
                 super::forms::short_key(key),
                 self.resolve_sent_command(key, answer)
             );

@@ -576,6 +576,10 @@ fn a_sent_decision_refused_after_someone_marked_it_failed_says_what_comes_next()
         "{screen}"
     );
     assert!(!shown.contains("view (4)"), "{screen}");
+    assert!(
+        shown.contains("in the Ledger view (3), select it") && shown.contains("press s;"),
+        "{screen}"
+    );
     assert_eq!(entry(&ledger, &ann)["status"], "failed");
     // The line it gives records it sent.
     let line = shown
@@ -586,9 +590,25 @@ fn a_sent_decision_refused_after_someone_marked_it_failed_says_what_comes_next()
         .trim()
         .to_owned();
     let words = shell_words::split(&line).unwrap();
-    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-    cli(&args, 0);
-    assert_eq!(entry(&ledger, &ann)["status"], "sent");
+    assert_eq!(
+        words[1..4],
+        ["resolve", path_str(&ledger), ann.as_str()],
+        "{line}"
+    );
+    // The fix on the same screen: the Ledger view's s records the failed entry sent.
+    term.press(&["3"]);
+    term.wait_for("failed");
+    term.press(&["s"]);
+    term.wait_for("It is recorded failed");
+    term.type_text("the provider has it (msg-ann-1)");
+    term.press(&["Tab", "Tab"]);
+    term.type_text("msg-ann-1");
+    term.press(&["Enter"]);
+    term.wait_for("sent as dana?");
+    term.press(&["Enter"]);
+    term.wait_until("the entry recorded sent", |_| {
+        entry(&ledger, &ann)["status"] == "sent"
+    });
     assert_eq!(entry(&ledger, &ann)["providerId"], "msg-ann-1");
     term.quit();
 }
@@ -681,18 +701,11 @@ fn a_verify_that_found_the_send_is_kept_and_stands_against_marking_it_failed() {
     bob.press(&["Enter"]);
     bob.wait_for("failed as bob?");
     bob.press(&["Enter"]);
-    let screen = bob.wait_until("the refusal", |s| {
-        flat(s).contains("press v to ask the provider again")
-    });
+    let screen = bob.wait_until("the refusal", |s| flat(s).contains("Enter records it sent"));
     let shown = flat(&screen);
     assert!(shown.contains("a verify asked by dana"), "{screen}");
-    assert!(
-        shown.contains("press v to ask the provider again"),
-        "{screen}"
-    );
     assert_eq!(entry(&ledger, &ann)["status"], "pending");
-    // Asked again, the provider still has it: Enter records it sent.
-    bob.press(&["v"]);
+    // The row keeps dana's answer now: Enter opens the sent form with its id.
     bob.wait_for("[happened]");
     bob.press(&["Enter"]);
     bob.wait_for(&format!("Mark {} sent", short(&ann)));
