@@ -1588,6 +1588,10 @@ pub fn dispatch(args: &DispatchArgs) -> Exit {
                 };
                 return refuse(args.json, "approval_missing", &draft, message);
             }
+            Ok(Prepared::Unbacked { draft, why }) => {
+                let message = format!("not sent: draft {}: {why}", draft.id);
+                return refuse(args.json, "approval_not_in_log", &draft, message);
+            }
             Err(e) => return review_failure(e),
         };
         let ledger = super::ledger_arg::ledger_over(store.clone());

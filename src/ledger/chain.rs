@@ -285,6 +285,14 @@ pub struct DecisionRef {
     /// chain began must name its decision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decided_at: Option<String>,
+    /// For a draft's own reference, its state: the decision it names must be the one
+    /// that put it there (an approval made, not a vote short of it; a reject).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// For an approved draft, the payload hash its approval holds: the decision that
+    /// made the approval says which payload it was for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_hash: Option<String>,
 }
 
 /// A vote's approver and revision.
@@ -367,7 +375,7 @@ impl Report {
             });
             let fits = about.is_some_and(|d| match &row.vote {
                 Some(vote) => lapses_as_decided(vote, d),
-                None => true,
+                None => put_it_there(row, d),
             });
             if fits {
                 continue;
@@ -377,7 +385,7 @@ impl Report {
                     "the vote by {} on draft {} (revision {})",
                     vote.approver, row.draft, vote.revision
                 ),
-                None => format!("draft {}'s last decision", row.draft),
+                None => format!("draft {}'s row", row.draft),
             };
             if row.vote.is_none() && row.hash.is_none() {
                 self.unlogged.push(Unlogged {
@@ -399,10 +407,21 @@ impl Report {
                 )),
                 _ => None,
             };
+            let state = match (&row.vote, about) {
+                (None, Some(d)) => Some(format!(
+                    "is {}, but the decision it names ({} by {}: {}) did not put it there",
+                    row.state.as_deref().unwrap_or("?"),
+                    d.id.unwrap_or_default(),
+                    d.by.as_deref().unwrap_or("(unknown)"),
+                    d.summary("→")
+                )),
+                _ => None,
+            };
             let why = match (&row.hash, found) {
                 (None, _) => "names no decision",
                 (Some(_), None) => "names a decision the log does not hold",
                 _ if lapse.is_some() => lapse.as_deref().unwrap_or_default(),
+                _ if state.is_some() => state.as_deref().unwrap_or_default(),
                 (Some(_), Some(_)) => "names a decision about something else",
             };
             self.unlogged.push(Unlogged {
@@ -494,6 +513,29 @@ async fn verify_once(store: &Arc<dyn Store>) -> Result<Report, StoreError> {
     .await
     // Hashing only fails by panicking: it goes on as a panic.
     .map_err(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Whether decision `d`, which a draft's row names, is the one that put the draft in
+/// its state: an approval made (with the payload hash the row's approval holds) for an
+/// approved or dispatched draft, a reject for a rejected one, a withdraw for a
+/// withdrawn one. A row that says no state (an older store) is not judged.
+fn put_it_there(row: &DecisionRef, d: &Decision) -> bool {
+    let made = |action: Action| d.action == action && d.outcome == DecisionOutcome::Changed;
+    match row.state.as_deref() {
+        Some("approved" | "dispatched") => {
+            made(Action::Approve)
+                && d.detail
+                    .get("payloadHash")
+                    .and_then(Value::as_str)
+                    .is_some()
+                && (row.approval_hash.is_none()
+                    || d.detail.get("payloadHash").and_then(Value::as_str)
+                        == row.approval_hash.as_deref())
+        }
+        Some("rejected") => made(Action::Reject),
+        Some("withdrawn") => made(Action::Withdraw),
+        _ => true,
+    }
 }
 
 /// Whether `vote` lapses when its decision `d` said it would: a vote's expiry decides

@@ -264,7 +264,7 @@ impl Claimer {
     }
 
     /// Whether the claiming process, or the send it started, is alive, when it ran on
-    /// this host (the same host name and boot); None when that cannot be told.
+    /// this host (the same boot and pid namespace); None when that cannot be told.
     fn seen_here(&self) -> Option<Seen> {
         let alive = self.alive_here()?;
         if alive {
@@ -278,15 +278,14 @@ impl Claimer {
         )
     }
 
-    /// Whether the claiming process is alive, when it ran on this host (the same host
-    /// name and boot); None when that cannot be told.
+    /// Whether the claiming process is alive, when it ran on this host; None when that
+    /// cannot be told. This host is the same boot of the same kernel in the same pid
+    /// namespace (`boot` holds both), whatever its name: a host name is changed by
+    /// DHCP or `hostnamectl` mid-send, and differs in a UTS namespace, while the
+    /// process stays in this process table.
     pub fn alive_here(&self) -> Option<bool> {
         let me = here();
-        if self.host.is_none()
-            || self.host != me.host
-            || self.boot.is_none()
-            || self.boot != me.boot
-        {
+        if self.boot.is_none() || self.boot != me.boot {
             return None;
         }
         Some(match crate::procs::start_time(self.pid) {

@@ -750,7 +750,8 @@ impl Store for SqliteStore {
             let mut refs = Vec::new();
             if has_column(conn, "send_once_drafts", "decision_hash")? {
                 let mut drafts = conn.prepare(
-                    "SELECT id, decision_hash, decided_at FROM send_once_drafts \
+                    "SELECT id, decision_hash, decided_at, state, \
+                     json_extract(approval, '$.payloadHash') FROM send_once_drafts \
                      WHERE decision_hash IS NOT NULL OR (state <> 'queued' AND decided_at IS NOT NULL) \
                      ORDER BY id",
                 )?;
@@ -760,6 +761,8 @@ impl Store for SqliteStore {
                         vote: None,
                         hash: r.get(1)?,
                         decided_at: r.get(2)?,
+                        state: r.get(3)?,
+                        approval_hash: r.get::<_, Option<String>>(4).ok().flatten(),
                     })
                 })? {
                     refs.push(row?);
@@ -780,6 +783,8 @@ impl Store for SqliteStore {
                         }),
                         hash: r.get(3)?,
                         decided_at: None,
+                        state: None,
+                        approval_hash: None,
                     })
                 })? {
                     refs.push(row?);

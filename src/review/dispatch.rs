@@ -224,6 +224,14 @@ pub enum Prepared {
     Closed(Draft),
     /// No approval yet.
     NotApproved(Draft),
+    /// The row holds an approval that no `approve` decision in the log made (the row
+    /// was changed by hand): never sent on it. `why` says what does not match.
+    Unbacked {
+        /// The draft, as its row reads.
+        draft: Draft,
+        /// What does not match, for a person.
+        why: String,
+    },
     /// Approved (or dispatched before): [`Review::dispatch`] decides the rest.
     Ready(ReadyDispatch),
 }
@@ -272,6 +280,13 @@ impl Review {
         let Some(approval) = draft.approval.clone() else {
             return Ok(Prepared::NotApproved(draft));
         };
+        // Dispatched before, the ledger answers (see `dispatch`); else the approval the
+        // row holds is sent on only when the log made it.
+        if draft.state != DraftState::Dispatched
+            && let Some(why) = self.approval_unbacked(&draft, &approval).await?
+        {
+            return Ok(Prepared::Unbacked { draft, why });
+        }
         let Some(current) = draft.current() else {
             return Err(ReviewError::NoDraft(draft.id));
         };
@@ -283,6 +298,40 @@ impl Review {
             approval,
             payload_text,
             payload,
+        }))
+    }
+
+    /// Why the approval `draft`'s row holds was not made by an `approve` decision in the
+    /// log: a changed decision about this draft that made an approval with the same
+    /// payload hash and expiry. A row edited by hand (set to approved citing a vote
+    /// short of its quorum, an approval's payload hash swapped with its revision's
+    /// payload) has none. None when one is there.
+    async fn approval_unbacked(
+        &self,
+        draft: &Draft,
+        approval: &Value,
+    ) -> Result<Option<String>, ReviewError> {
+        let subject = Subject::Draft(draft.id).text().into_owned();
+        let decisions = match self.store.decisions(Some(&subject)).await {
+            Ok(decisions) => decisions,
+            Err(crate::ledger::StoreError::Unsupported(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let field = |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned);
+        let (hash, expires) = (field(approval, "payloadHash"), field(approval, "expiresAt"));
+        let made = decisions.iter().any(|d| {
+            d.action == Action::Approve
+                && d.outcome == DecisionOutcome::Changed
+                && hash.is_some()
+                && field(&d.detail, "payloadHash") == hash
+                && field(&d.detail, "expiresAt") == expires
+        });
+        Ok((!made).then(|| {
+            format!(
+                "no approve decision in the log made the approval its row holds (payload hash {}, expiring {}); the row was changed by hand, and `send-once decisions verify` names it",
+                hash.as_deref().map(crate::text::visible_inline).unwrap_or_default(),
+                expires.as_deref().map(crate::text::visible_inline).unwrap_or_default()
+            )
         }))
     }
 

@@ -526,6 +526,7 @@ impl Seeder {
             Prepared::Ready(ready) => ready,
             Prepared::Closed(_) => return Err("dispatched a closed draft".into()),
             Prepared::NotApproved(_) => return Err("dispatched without an approval".into()),
+            Prepared::Unbacked { why, .. } => return Err(why),
         };
         if ready.draft().key != key {
             return Err(format!("the draft's key is not {key}"));

@@ -128,7 +128,7 @@ fn no_failing_path_of_any_command_shows_the_password() {
             url: table_url(pg, "t_newer"),
             env: vec![],
             says: format!(
-                "{shown}?table=t_newer was written by a newer send-once (schema version 99; this binary knows up to 5)"
+                "{shown}?table=t_newer was written by a newer send-once (schema version 99; this binary knows up to 6)"
             ),
         },
         Path {

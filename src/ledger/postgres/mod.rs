@@ -1434,18 +1434,30 @@ impl super::store::Store for PostgresStore {
             let drafts = self
                 .read(
                     &format!(
-                        "SELECT id, decision_hash, decided_at FROM {t}_drafts \
+                        "SELECT id, decision_hash, decided_at, state, approval FROM {t}_drafts \
                          WHERE decision_hash IS NOT NULL OR (state <> 'queued' AND decided_at IS NOT NULL) \
                          ORDER BY id"
                     ),
                     &[],
                 )
                 .await?;
-            refs.extend(drafts.iter().map(|r| super::chain::DecisionRef {
-                draft: r.get(0),
-                vote: None,
-                hash: r.get(1),
-                decided_at: r.get(2),
+            refs.extend(drafts.iter().map(|r| {
+                super::chain::DecisionRef {
+                    draft: r.get(0),
+                    vote: None,
+                    hash: r.get(1),
+                    decided_at: r.get(2),
+                    state: r.get(3),
+                    // The approval as stored: its payload hash, when it reads as JSON.
+                    approval_hash: r
+                        .get::<_, Option<String>>(4)
+                        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+                        .and_then(|a| {
+                            a.get("payloadHash")
+                                .and_then(serde_json::Value::as_str)
+                                .map(str::to_owned)
+                        }),
+                }
             }));
         }
         if version >= 5 {
@@ -1467,6 +1479,8 @@ impl super::store::Store for PostgresStore {
                 }),
                 hash: r.get(3),
                 decided_at: None,
+                state: None,
+                approval_hash: None,
             }));
         }
         Ok(refs)

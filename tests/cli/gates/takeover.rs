@@ -187,6 +187,14 @@ fn a_claim_from_another_host_keeps_its_limit_and_an_unseen_one_is_said() {
     let elsewhere =
         serde_json::json!({"pid": 1, "host": "elsewhere", "boot": "b", "limitMs": 600_000});
     let nobody = serde_json::json!({"pid": 1, "host": "elsewhere", "boot": "b"});
+    // This machine under another host name (a UTS namespace, a name changed mid-send):
+    // its boot and pid namespace are ours, and its process (this test) is alive (R7).
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let renamed = serde_json::json!({
+        "pid": std::process::id(), "host": "renamed-box",
+        "boot": format!("{} {}", boot.trim(), ns.display()),
+    });
     std::fs::write(
         &ledger,
         [
@@ -194,6 +202,7 @@ fn a_claim_from_another_host_keeps_its_limit_and_an_unseen_one_is_said() {
             claim("node", None),
             claim("far-no-limit", Some(nobody)),
             claim("by-hand", None),
+            claim("renamed", Some(renamed)),
         ]
         .join("\n")
             + "\n",
@@ -237,6 +246,13 @@ fn a_claim_from_another_host_keeps_its_limit_and_an_unseen_one_is_said() {
         &run_at(T0 + 2 * minute, "far-no-limit"),
         0,
         "another host, no limit",
+    );
+    let out = run_at(T0 + 60 * minute, "renamed");
+    expect_exit(&out, 3, "a live claimer here under another host name");
+    assert!(
+        stderr(&out).contains("is alive on this host"),
+        "{}",
+        stderr(&out)
     );
     assert_eq!(
         std::fs::read_to_string(&sends).unwrap(),

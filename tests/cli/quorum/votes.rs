@@ -1071,3 +1071,151 @@ fn a_draft_set_to_approved_by_hand_short_of_its_approvers_is_not_dispatched() {
     assert!(stderr(&o).contains("is not approved"), "{}", stderr(&o));
     assert!(!side.exists(), "sent on one approval of two");
 }
+
+/// R4 and R5 of the third retest: a draft row made approved by hand, citing a vote
+/// short of its quorum, and an approved draft whose revision's payload and approval
+/// hash were swapped by hand, are not dispatched (no approve decision made the
+/// approval the row holds), and `decisions verify` names each row.
+#[test]
+fn an_approval_no_decision_made_is_not_dispatched_and_verify_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("q.db");
+    let l = ledger.to_str().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let small = write("small.json", r#"{"to":"ana@example.com","amount":10}"#);
+    let big = write("big.json", r#"{"to":"ana@example.com","amount":10000}"#);
+    let hash_of = |path: &str| stdout(&run(&["hash", path])).trim().to_owned();
+    let submit = |key: &str| {
+        let o = run(&[
+            "draft",
+            "submit",
+            l,
+            "--key",
+            key,
+            "--payload",
+            &small,
+            "--by",
+            "agent",
+        ]);
+        expect_exit(&o, 0, "submit");
+        stdout(&o).trim().to_owned()
+    };
+    let side = dir.path().join("side");
+    let send = format!("cat >> '{}'; echo '{{\"id\":\"m\"}}'", side.display());
+    let sql = |statement: &str| {
+        let conn = rusqlite::Connection::open(&ledger).unwrap();
+        conn.execute_batch(
+            "DROP TRIGGER IF EXISTS send_once_revisions_no_update;
+             DROP TRIGGER IF EXISTS send_once_revisions_no_delete;",
+        )
+        .unwrap();
+        conn.execute_batch(statement).unwrap();
+    };
+
+    // R5 first, on one approver: dana approves {"amount":10}; by hand the revision
+    // becomes {"amount":10000} and the approval's hash follows it.
+    let one = submit("refund-1");
+    expect_exit(
+        &run(&["approve", l, &one, "--by", "dana"]),
+        0,
+        "dana approves",
+    );
+    let (h_small, h_big) = (hash_of(&small), hash_of(&big));
+    sql(&format!(
+        "UPDATE send_once_revisions SET payload = '{{\"to\":\"ana@example.com\",\"amount\":10000}}', payload_hash = '{h_big}' WHERE draft_id = {one};
+         UPDATE send_once_drafts SET approval = replace(approval, '{h_small}', '{h_big}') WHERE id = {one};"
+    ));
+    let o = run(&["dispatch", l, &one, "--", "sh", "-c", &send]);
+    expect_exit(&o, 2, "an approval whose payload hash was swapped");
+    assert!(
+        stderr(&o).contains("no approve decision in the log made the approval its row holds"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!side.exists(), "sent what nobody approved");
+    let o = run(&["decisions", "verify", l]);
+    expect_exit(&o, 1, "verify after the swap");
+    assert!(
+        stdout(&o).contains(&format!(
+            "draft {one}'s row is approved, but the decision it names"
+        )),
+        "{}",
+        stdout(&o)
+    );
+
+    // R4: two approvers; dana's vote (1 of 2); the row set approved by hand, citing
+    // her vote, its number lowered to one.
+    let dir2 = tempfile::tempdir().unwrap();
+    let ledger2 = dir2.path().join("q.db");
+    let l2 = ledger2.to_str().unwrap();
+    expect_exit(
+        &run(&["policy", l2, "--approvals", "2", "--by", "ops"]),
+        0,
+        "policy",
+    );
+    let o = run(&[
+        "draft",
+        "submit",
+        l2,
+        "--key",
+        "refund-2",
+        "--payload",
+        &small,
+        "--by",
+        "agent",
+    ]);
+    expect_exit(&o, 0, "submit");
+    let two = stdout(&o).trim().to_owned();
+    expect_exit(
+        &run(&["approve", l2, &two, "--by", "dana"]),
+        0,
+        "dana: 1 of 2",
+    );
+    let o = run(&["decisions", l2, "--json"]);
+    let vote = json_stdout(&o, "decisions")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["action"] == "approve")
+        .cloned()
+        .unwrap();
+    let approval = json!({
+        "payloadHash": h_small, "approvedAt": vote["at"], "expiresAt": "2099-01-01T00:00:00.000Z",
+        "approvedBy": "dana", "facts": {},
+    });
+    let conn = rusqlite::Connection::open(&ledger2).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET state = 'approved', approval = ?1, approved_revision = 1, \
+         decided_by = 'dana', decided_at = ?2, decision_hash = ?3, approvals_required = 1 WHERE id = ?4",
+        rusqlite::params![
+            approval.to_string(),
+            vote["at"].as_str().unwrap(),
+            vote["hash"].as_str().unwrap(),
+            two.parse::<i64>().unwrap()
+        ],
+    )
+    .unwrap();
+    drop(conn);
+    let o = run(&["dispatch", l2, &two, "--", "sh", "-c", &send]);
+    expect_exit(&o, 2, "a hand-made approval citing a vote");
+    assert!(
+        stderr(&o).contains("no approve decision in the log made the approval"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!side.exists(), "sent on one approval of two");
+    let o = run(&["decisions", "verify", l2]);
+    expect_exit(&o, 1, "verify after the flip");
+    assert!(
+        stdout(&o).contains(&format!(
+            "draft {two}'s row is approved, but the decision it names"
+        )) && stdout(&o).contains("approval 1 of 2")
+            && stdout(&o).contains("did not put it there"),
+        "{}",
+        stdout(&o)
+    );
+}
