@@ -144,6 +144,15 @@ fn report_text(report: &Report) -> String {
             for row in &report.unlogged {
                 out.push_str(&format!("  {}\n", visible_inline(&row.message)));
             }
+            if !report.unbacked.is_empty() {
+                out.push_str(&format!(
+                    "and {} row{} or record{} the log does not back:\n",
+                    report.unbacked.len(),
+                    plural(report.unbacked.len()),
+                    plural(report.unbacked.len())
+                ));
+                unbacked_text(report, &mut out);
+            }
         }
         (None, _) if !report.unbacked.is_empty() => {
             let n = report.unbacked.len();
@@ -154,15 +163,7 @@ fn report_text(report: &Report) -> String {
                 report.decisions,
                 plural(report.decisions),
             ));
-            for row in report.unbacked.iter().take(LISTED) {
-                out.push_str(&format!("  {}\n", visible_inline(&row.message)));
-            }
-            if n > LISTED {
-                out.push_str(&format!(
-                    "  … and {} more (all of them: --json)\n",
-                    n - LISTED
-                ));
-            }
+            unbacked_text(report, &mut out);
         }
         (None, Some(head)) => {
             out.push_str(&format!(
@@ -196,6 +197,19 @@ fn report_text(report: &Report) -> String {
         ));
     }
     out
+}
+
+/// The unbacked rows, one a line, the first [`LISTED`] of them.
+fn unbacked_text(report: &Report, out: &mut String) {
+    for row in report.unbacked.iter().take(LISTED) {
+        out.push_str(&format!("  {}\n", visible_inline(&row.message)));
+    }
+    if report.unbacked.len() > LISTED {
+        out.push_str(&format!(
+            "  … and {} more (all of them: --json)\n",
+            report.unbacked.len() - LISTED
+        ));
+    }
 }
 
 /// How many unbacked rows the text lists; `--json` gives them all.

@@ -50,6 +50,22 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 display_path(payload_path)
             )
         })?;
+        // The bytes go to the send command, the hash is of what JSON.parse keeps: a name
+        // given twice, or a `__proto__` the hash leaves out, would send what no
+        // reviewer saw under an approval of what they did (R6).
+        if let Some(name) = send_once::review::duplicate_name(&payload_text) {
+            return Err(format!(
+                "the payload {} names {:?} twice; its hash is of the last, a provider may read the first, so it is not sent under an approval: give each name once",
+                display_path(payload_path),
+                visible_inline(&name)
+            ));
+        }
+        if holds_proto(&payload.to_serde()) {
+            return Err(format!(
+                "the payload {} has a member named __proto__, which its hash leaves out (JavaScript sets the prototype with it), so what is sent would not be what was approved; remove it",
+                display_path(payload_path)
+            ));
+        }
         let recheck = args
             .recheck
             .as_deref()
@@ -217,6 +233,17 @@ fn refusal_text<R>(refused: &Dispatched<R>, key: &str) -> String {
         Dispatched::Ledger(_) => String::new(),
     };
     visible_inline(&text).into_owned()
+}
+
+/// Whether any object in `value` has a member named `__proto__`.
+fn holds_proto(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .any(|(name, v)| name == "__proto__" || holds_proto(v)),
+        Value::Array(items) => items.iter().any(holds_proto),
+        _ => false,
+    }
 }
 
 /// Why the ledger's review queue refuses an approval made elsewhere for `payload_hash`

@@ -802,17 +802,26 @@ impl Store for SqliteStore {
             }
             // Read as stored: a value out of range is a difference, not a default.
             let mut rows = conn.prepare(
-                "SELECT channel, approvals, self_approval, set_at FROM send_once_policy \
+                "SELECT channel, approvals, self_approval, set_at, set_by FROM send_once_policy \
                  ORDER BY channel",
             )?;
             let refs = rows
                 .query_map([], |r| {
                     let channel: String = r.get(0)?;
+                    let whole = |i| match r.get::<_, rusqlite::types::Value>(i) {
+                        Ok(rusqlite::types::Value::Integer(n)) => Some(n),
+                        _ => None,
+                    };
                     Ok(super::chain::PolicyRef {
                         channel: (!channel.is_empty()).then_some(channel),
-                        approvals: r.get(1)?,
-                        self_approval: r.get::<_, i64>(2)? == 1,
-                        set_at: r.get(3)?,
+                        approvals: whole(1),
+                        self_approval: whole(2) == Some(1),
+                        set_at: r
+                            .get::<_, Option<String>>(3)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default(),
+                        set_by: r.get::<_, Option<String>>(4).ok().flatten(),
                     })
                 })?
                 .collect::<Result<Vec<_>, _>>()?;

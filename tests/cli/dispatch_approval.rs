@@ -199,6 +199,47 @@ fn bad_approval_input_is_refused_and_changes_nothing() {
     );
 }
 
+/// R6 of the third retest: a payload whose hash is the approved one's but whose bytes
+/// say more (a name given twice, the first a provider may read; a `__proto__` member
+/// the hash leaves out) is not sent under the approval.
+#[test]
+fn a_payload_that_hashes_as_approved_but_says_more_is_refused() {
+    let f = Fleet::new();
+    let ledger = f.path("ledger.db");
+    let payload = serde_json::to_string(&f.case["options"]["payload"]).unwrap();
+    let inner = payload.strip_prefix('{').expect("an object payload");
+    let first = f.case["options"]["payload"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    for (what, text, says) in [
+        (
+            "a name twice",
+            format!("{{\"{first}\":\"10000\",{inner}"),
+            "twice",
+        ),
+        (
+            "__proto__",
+            format!("{{\"__proto__\":{{\"amount\":10000}},{inner}"),
+            "__proto__",
+        ),
+    ] {
+        std::fs::write(f.path("payload.json"), &text).unwrap();
+        let hashed = send_once(&["hash", &f.path("payload.json")])
+            .output()
+            .unwrap();
+        let approved = f.case["approval"]["payloadHash"].as_str().unwrap();
+        assert_eq!(stdout(&hashed).trim(), approved, "{what}: the same hash");
+        let out = f.dispatch(&ledger, &[], f.now());
+        expect_exit(&out, 2, what);
+        assert!(stderr(&out).contains(says), "{what}: {}", stderr(&out));
+        assert!(f.sends().is_empty(), "{what}: sent");
+    }
+}
+
 #[test]
 fn a_node_approval_goes_through_the_precheck_too() {
     let f = Fleet::new();

@@ -17,12 +17,15 @@ use crate::ledger::decision::{Action, Decision, DecisionOutcome};
 pub struct PolicyRef {
     /// Its channel; None for the ledger-wide default.
     pub channel: Option<String>,
-    /// Approvers it asks for.
-    pub approvals: i64,
+    /// Approvers it asks for; None when the stored value is not a whole number (a
+    /// row edited by hand).
+    pub approvals: Option<i64>,
     /// Whether a revision's author may be one of them.
     pub self_approval: bool,
     /// When it was set, as the row says.
     pub set_at: String,
+    /// Who set it, as the row says.
+    pub set_by: Option<String>,
 }
 
 impl Report {
@@ -54,15 +57,16 @@ impl Report {
                     rule(row.approvals, row.self_approval)
                 )),
                 Some(d) if !bears_out(row, d) => Some(format!(
-                    "the policy for {} reads {} (set {}), but its last decision, {} by {} at {}, set {} (changed by hand)",
+                    "the policy for {} reads {} (set by {} at {}), but its last decision, {} by {} at {}, set {} (changed by hand)",
                     scope(&row.channel),
                     rule(row.approvals, row.self_approval),
+                    row.set_by.as_deref().unwrap_or("(nobody)"),
                     row.set_at,
                     d.id.unwrap_or_default(),
                     d.by.as_deref().unwrap_or("(unknown)"),
                     d.at,
                     rule(
-                        d.detail["approvals"].as_i64().unwrap_or_default(),
+                        d.detail["approvals"].as_i64(),
                         d.detail["selfApproval"].as_bool() == Some(true)
                     )
                 )),
@@ -86,7 +90,7 @@ impl Report {
                         scope(channel),
                         d.id.unwrap_or_default(),
                         rule(
-                            d.detail["approvals"].as_i64().unwrap_or_default(),
+                            d.detail["approvals"].as_i64(),
                             d.detail["selfApproval"].as_bool() == Some(true)
                         )
                     ),
@@ -99,9 +103,11 @@ impl Report {
 
 /// Whether `row` is what decision `d` set, when it set it.
 fn bears_out(row: &PolicyRef, d: &Decision) -> bool {
-    d.detail["approvals"].as_i64() == Some(row.approvals)
+    row.approvals.is_some()
+        && d.detail["approvals"].as_i64() == row.approvals
         && d.detail.get("selfApproval").and_then(Value::as_bool) == Some(row.self_approval)
         && d.at == row.set_at
+        && d.by == row.set_by
 }
 
 fn scope(channel: &Option<String>) -> String {
@@ -111,7 +117,10 @@ fn scope(channel: &Option<String>) -> String {
     }
 }
 
-fn rule(approvals: i64, self_approval: bool) -> String {
+fn rule(approvals: Option<i64>, self_approval: bool) -> String {
+    let Some(approvals) = approvals else {
+        return "approvals that are not a whole number".to_owned();
+    };
     format!(
         "{approvals} approval{}{}",
         if approvals == 1 { "" } else { "s" },

@@ -1407,7 +1407,7 @@ impl super::store::Store for PostgresStore {
         let rows = self
             .read(
                 &format!(
-                    "SELECT channel, approvals, self_approval, set_at FROM {t}_policy ORDER BY channel"
+                    "SELECT channel, approvals, self_approval, set_at, set_by FROM {t}_policy ORDER BY channel"
                 ),
                 &[],
             )
@@ -1418,9 +1418,10 @@ impl super::store::Store for PostgresStore {
                 let channel: String = r.get(0);
                 super::chain::PolicyRef {
                     channel: (!channel.is_empty()).then_some(channel),
-                    approvals: r.get(1),
+                    approvals: Some(r.get(1)),
                     self_approval: r.get(2),
                     set_at: r.get(3),
+                    set_by: r.get(4),
                 }
             })
             .collect())

@@ -803,6 +803,13 @@ fn hand_edits_of_who_may_approve(q: &Queue, sql: &dyn Fn(&str)) {
     );
     sql("UPDATE send_once_policy SET approvals = 2 WHERE channel = ''");
     q.verify_chain();
+    // Who set it, changed by hand (R12).
+    sql("UPDATE send_once_policy SET set_by = 'mallory' WHERE channel = ''");
+    let o = verify();
+    expect_exit(&o, 1, "verify after set_by was edited");
+    assert!(stdout(&o).contains("(set by mallory at "), "{}", stdout(&o));
+    sql("UPDATE send_once_policy SET set_by = 'owner' WHERE channel = ''");
+    q.verify_chain();
 
     // The sms policy removed: sms drafts would fall back to the default's two.
     sql("DELETE FROM send_once_policy WHERE channel = 'sms'");
@@ -870,6 +877,18 @@ fn hand_edits_of_who_may_approve_are_named_by_verify_on_sqlite() {
         .unwrap();
         conn.execute_batch(statement).unwrap();
     });
+    // A number that is not whole is named, not an error (R12).
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("UPDATE send_once_policy SET approvals = 1.9 WHERE channel = ''")
+        .unwrap();
+    drop(conn);
+    let o = at(T0, &["decisions", "verify", &path]);
+    expect_exit(&o, 1, "verify of approvals = 1.9");
+    assert!(
+        stdout(&o).contains("reads approvals that are not a whole number"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
