@@ -101,10 +101,7 @@ impl Ledger {
 
     /// The newest recorded verify that found `current`'s attempt at the provider, if
     /// any. A store with no decision log has none.
-    pub(super) async fn found_by_verify(
-        &self,
-        current: &Entry,
-    ) -> Result<Option<Found>, StoreError> {
+    pub async fn found_by_verify(&self, current: &Entry) -> Result<Option<Found>, StoreError> {
         let decisions = match self.store.decisions(Some(current.key())).await {
             Ok(decisions) => decisions,
             Err(StoreError::Unsupported(_)) => return Ok(None),

@@ -474,6 +474,17 @@ async fn settle(
 async fn would_settle(ledger: &Ledger, entry: &Entry, status: Status) -> Action {
     match ledger.get(entry.key()).await {
         Ok(Some(now)) if now.status() == entry.status() && now.same_attempt(entry) => {
+            // As the real run would be refused: a verify in the log found it.
+            if status == Status::Failed
+                && let Ok(Some(found)) = ledger.found_by_verify(&now).await
+            {
+                let refused = LedgerError::FoundByVerify {
+                    key: now.key().to_owned(),
+                    attempt: now.attempts(),
+                    found,
+                };
+                return Action::Error(visible_inline(&refused.to_string()).into_owned());
+            }
             Action::WouldSettle(status)
         }
         Ok(Some(now)) => changed(&now),

@@ -857,3 +857,44 @@ fn an_unreadable_pending_row_is_named_and_never_counted_as_nothing_unknown() {
     assert!(text.contains("1 pending rows cannot be read"), "{text}");
     assert_eq!(f.status("op-fine"), "sent");
 }
+
+/// R8 of the operator's retest: a send a person's verify found (kept in the log) and
+/// a later "not there": the real run refuses to mark it failed, and the dry run says
+/// so instead of "would resolve failed".
+#[test]
+fn a_send_a_persons_verify_found_is_not_marked_failed_by_a_later_not_there() {
+    let f = Fixture::new("ledger.db");
+    f.pending("op-found", "found@example.com", CLAIMED_MS);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = send_once::ledger::LedgerLocation::new(&f.ledger)
+            .open_store(send_once::ledger::Access::ReadWrite)
+            .unwrap();
+        let ledger = send_once::ledger::Ledger::new(store);
+        let entry = ledger.get("op-found").await.unwrap().unwrap();
+        let found = send_once::provider::CheckAnswer::Happened {
+            provider_id: Some("SM12".into()),
+            id_problem: None,
+            evidence: json!({"id": "SM12"}).as_object().unwrap().clone(),
+        };
+        ledger
+            .record_verify(&entry, "dana", &found, Some("verify.sh"))
+            .await
+            .unwrap();
+    });
+    let verify = f.script("verify.sh", "exit 1\n");
+    for dry in [true, false] {
+        let mut args = vec!["--verify", verify.as_str(), "--not-there", "failed"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let out = f.reconcile(&args);
+        assert!(
+            stdout(&out).contains("a verify asked by dana")
+                && !stdout(&out).contains("would resolve failed"),
+            "dry run {dry}: {}",
+            stdout(&out)
+        );
+        assert_eq!(f.status("op-found"), "pending", "dry run {dry}");
+    }
+}
