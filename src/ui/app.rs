@@ -1281,11 +1281,17 @@ impl App {
         }
         let start = std::mem::take(&mut self.start);
         if let Some(focus) = start.focus {
-            let draft_at = self
-                .visible_drafts()
+            // A key as `show` and `resolve` take it: whole, or a prefix of one key only.
+            let drafts = self.visible_drafts();
+            let draft_at = drafts
                 .iter()
-                .position(|d| d.key == focus || d.id.to_string() == focus);
-            let unknown_at = self.visible_unknown().iter().position(|e| e.key() == focus);
+                .position(|d| d.key == focus || d.id.to_string() == focus)
+                .or_else(|| only_one(drafts.iter().map(|d| d.key.starts_with(&focus))));
+            let unknown = self.visible_unknown();
+            let unknown_at = unknown
+                .iter()
+                .position(|e| e.key() == focus)
+                .or_else(|| only_one(unknown.iter().map(|e| e.key().starts_with(&focus))));
             match (draft_at, unknown_at) {
                 (Some(i), _) if start.view.is_none_or(|v| v == View::Approvals) => {
                     self.view = View::Approvals;
@@ -2386,4 +2392,18 @@ impl App {
         self.overlay = Some(Overlay::Form(form));
         Vec::new()
     }
+}
+
+/// The place of the one item that matches, when exactly one does.
+fn only_one(matches: impl Iterator<Item = bool>) -> Option<usize> {
+    let mut found = None;
+    for (i, matched) in matches.enumerate() {
+        if matched {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(i);
+        }
+    }
+    found
 }

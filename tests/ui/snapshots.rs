@@ -1871,6 +1871,10 @@ fn it_opens_where_it_is_asked_or_where_the_work_is() {
     let app = start(None, Some("13"));
     assert_eq!(app.view, View::Approvals);
     assert_eq!(app.selected_draft().unwrap().id, 13);
+    // A prefix of one unknown send's key opens on it, as `show` takes it (K6).
+    let app = start(Some(View::Unknown), Some("order-78:ch"));
+    assert_eq!(app.view, View::Unknown);
+    assert_eq!(app.selected_unknown().unwrap().key(), "order-78:charge");
     let app = start(Some(View::Decisions), None);
     assert_eq!(app.view, View::Decisions);
     // A key that is no longer unknown is looked up in the ledger.
