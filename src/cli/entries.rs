@@ -587,7 +587,20 @@ pub fn decisions(args: &DecisionsArgs) -> Exit {
             .subject
             .as_deref()
             .map(|s| send_once::ledger::lone::from_text(s).into_owned());
-        Ok(ledger.store().decisions(subject.as_deref()).await?)
+        let found = ledger.store().decisions(subject.as_deref()).await?;
+        // A key as `show` and `resolve` take it: a prefix of one key is that key (K5).
+        match subject {
+            Some(given) if found.is_empty() && !given.starts_with("draft:") => {
+                match ledger.find(&given).await {
+                    Ok(entry) if entry.key() != given => {
+                        Ok(ledger.store().decisions(Some(entry.key())).await?)
+                    }
+                    Ok(_) | Err(send_once::ledger::LedgerError::NotFound(_)) => Ok(found),
+                    Err(e) => Err(e),
+                }
+            }
+            _ => Ok(found),
+        }
     });
     let decisions = match found {
         Ok(d) => d,

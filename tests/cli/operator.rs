@@ -582,3 +582,29 @@ fn a_refused_resolve_records_the_status_it_asked_for() {
     let out = s.run(&["show", &l, "dd-1"]);
     assert!(!stdout(&out).contains("as ?"), "{}", stdout(&out));
 }
+
+/// K5: `decisions --subject` takes a key as `show` and `resolve` do: a prefix of one
+/// key is that key; a prefix of several is refused, naming them.
+#[test]
+fn decisions_subject_takes_a_prefix_of_one_key() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("l.db");
+    let l = ledger.to_str().unwrap();
+    for key in ["abcdef-123", "abcxyz"] {
+        let o = harness::output(&["run", l, "--key", key, "--", "sh", "-c", "exit 9"]);
+        expect_exit(&o, 3, key);
+    }
+    expect_exit(
+        &harness::output(&["resolve", l, "abcdef-123", "failed", "--by", "dana"]),
+        0,
+        "resolve",
+    );
+    let o = harness::output(&["decisions", l, "--subject", "abcde", "--json"]);
+    expect_exit(&o, 0, "a prefix of one key");
+    let log = json_stdout(&o, "decisions");
+    assert_eq!(log.as_array().unwrap().len(), 1, "{log}");
+    assert_eq!(log[0]["subject"], "abcdef-123");
+    let o = harness::output(&["decisions", l, "--subject", "abc"]);
+    expect_exit(&o, 2, "a prefix of two");
+    assert!(stderr(&o).contains("abc matches 2 keys"), "{}", stderr(&o));
+}
