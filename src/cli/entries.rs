@@ -371,6 +371,11 @@ pub fn show(args: &ShowArgs) -> Exit {
     // and a person's "failed" are judged by.
     let standing = (entry.status() == Status::Pending)
         .then(|| send_once::ledger::claimer::running(&entry, now));
+    // A verify a person asked that found this attempt: it is neither taken over nor
+    // marked failed without --even-if-found.
+    let found = (entry.status() == Status::Pending)
+        .then(|| send_once::ledger::Found::among(&decisions, &entry))
+        .flatten();
     if args.json {
         let mut out = Map::new();
         out.insert("entry".into(), entry.to_value());
@@ -380,6 +385,13 @@ pub fn show(args: &ShowArgs) -> Exit {
             running.insert("knownToRun".into(), standing.known_to_run().into());
             running.insert("why".into(), standing.describe().into());
             out.insert("running".into(), Value::Object(running));
+        }
+        if let Some(found) = &found {
+            let mut record = Map::new();
+            record.insert("by".into(), found.by.clone().into());
+            record.insert("at".into(), found.at.clone().into());
+            record.insert("providerId".into(), found.provider_id.clone().into());
+            out.insert("found".into(), Value::Object(record));
         }
         out.insert(
             "decisions".into(),
@@ -408,11 +420,16 @@ pub fn show(args: &ShowArgs) -> Exit {
     if let Some(at) = entry.updated_at() {
         row("updated", at);
     }
+    if let Some(found) = &found {
+        row("found", &found.describe());
+    }
     if let Some(standing) = &standing {
         row("running", &standing.describe());
         row(
             "takeover",
-            if standing.known_to_run() {
+            if found.is_some() {
+                "not: a verify found it at the provider, so a later \"not there\" does not take it over; record it sent (resolve ... sent), or mark it failed with --even-if-found if the provider's record is of another message"
+            } else if standing.known_to_run() {
                 "not while it may run: run --verify --stale-after waits, and reset or resolve failed need --even-if-running"
             } else if standing.may_still_run() {
                 "run --verify --stale-after D takes it over once verify cannot find it and it is older than D, on D alone (nobody can see whether it runs)"

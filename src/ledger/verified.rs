@@ -26,6 +26,12 @@ pub struct Found {
 }
 
 impl Found {
+    /// The newest verify among `decisions` (a key's, oldest first) that found
+    /// `current`'s attempt at the provider.
+    pub fn among(decisions: &[Decision], current: &Entry) -> Option<Found> {
+        decisions.iter().rev().find_map(|d| found_in(d, current))
+    }
+
     /// "verify for dana at T found it at the provider (provider id SM1)", made safe to
     /// print.
     pub fn describe(&self) -> String {
@@ -107,7 +113,7 @@ impl Ledger {
             Err(StoreError::Unsupported(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
-        Ok(decisions.iter().rev().find_map(|d| found_in(d, current)))
+        Ok(Found::among(&decisions, current))
     }
 }
 

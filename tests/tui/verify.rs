@@ -669,6 +669,11 @@ fn a_verify_that_found_the_send_is_kept_and_stands_against_marking_it_failed() {
         history.contains("verify by dana: it happened, provider id msg-ann-1 (attempt 1)"),
         "{history}"
     );
+    assert!(
+        history.contains("\nfound        a verify asked by dana at ")
+            && history.contains("\ntakeover     not: a verify found it"),
+        "{history}"
+    );
 
     // Bob, from a shell: refused, told who found it and how to record it sent.
     let refused = cli(
