@@ -1908,9 +1908,7 @@ impl App {
                 - found.len();
             let left_out = match found.len() {
                 0 => String::new(),
-                n => format!(
-                    " ({n} verify found at the provider left out: f on each, against its evidence)"
-                ),
+                n => format!(" ({n} that verify found left out)"),
             };
             if sends.is_empty() {
                 if found.is_empty() {
@@ -1926,6 +1924,15 @@ impl App {
                 return;
             }
             let n = sends.len();
+            if !found.is_empty() {
+                self.say(
+                    &format!(
+                        "{} marked that verify found at the provider are left out: marked failed, each would be sent again; f on one asks for its evidence.",
+                        found.len()
+                    ),
+                    true,
+                );
+            }
             self.overlay = Some(Overlay::Form(Form::new(
                 FormKind::SettleMany { status, sends },
                 format!(

@@ -177,7 +177,8 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
     if let Some(missing) = form
         .fields
         .iter()
-        .find(|f| f.required && f.input.value().trim().is_empty())
+        // An empty Evidence is answered below, with why it is asked for.
+        .find(|f| f.required && f.input.value().trim().is_empty() && f.label != "Evidence")
     {
         return Err(format!("{} is needed.", missing.label));
     }
@@ -357,9 +358,11 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
             if let Some(against) = against
                 && form.value("Evidence") != against.typed
             {
+                // Short enough for the form's one line: the evidence is in the title
+                // and the detail pane.
                 return Err(format!(
-                    "Verify found it ({}): marked failed, it would be sent again. To mark it failed all the same, type {} in Evidence; Esc leaves it as it is.",
-                    against.evidence, against.typed
+                    "Verify found it: marked failed, it would be sent again. To go against that, type {} in Evidence.",
+                    against.typed
                 ));
             }
             let short = short_key(key);

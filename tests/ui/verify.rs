@@ -821,7 +821,10 @@ fn f_on_a_row_verify_found_needs_the_evidence_typed_and_keeps_it_in_the_note() {
         "the form is kept"
     );
     let said = form(&app).error.clone().unwrap_or_default();
-    assert!(said.contains("Evidence is needed"), "{said}");
+    assert!(
+        said.contains("Verify found it: marked failed, it would be sent again. To go against that, type msg-1 in Evidence."),
+        "{said}"
+    );
     press(&mut app, KeyCode::Tab);
     press(&mut app, KeyCode::Tab);
     for c in "sent?".chars() {
@@ -888,10 +891,14 @@ fn bulk_f_leaves_out_the_rows_verify_found_and_says_so() {
     };
     let keys: Vec<&str> = sends.iter().map(|s| s.key.as_str()).collect();
     assert_eq!(keys, ["k-bob", "k-cat"]);
+    let said = app
+        .status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default();
+    assert!(said.contains("f on one asks for its evidence"), "{said}");
     assert!(
-        form(&app)
-            .title
-            .contains("1 verify found at the provider left out"),
+        form(&app).title.contains("(1 that verify found left out)"),
         "{}",
         form(&app).title
     );

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::{Row, clip, draw_list, draw_message, draw_scrolled, list_title, placeholder, safe};
-use crate::ledger::decision::{Decision, DecisionOutcome, Subject};
+use crate::ledger::decision::{Action as DecisionAction, Decision, DecisionOutcome, Subject};
 use crate::ui::app::{App, DECISIONS_SHOWN, short_key};
 use crate::ui::keymap::View;
 use crate::ui::state::Loaded;
@@ -83,7 +83,18 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                     outcome_style(theme, d.outcome),
                 ),
                 Span::raw(format!("{:<30} ", clip(&safe(&subject_text(app, d)), 30))),
-                Span::styled(safe(d.note.as_deref().unwrap_or("")), theme.dim()),
+                // A verify has no note: what it answered is what the row is for.
+                Span::styled(
+                    match (&d.action, d.note.as_deref()) {
+                        (DecisionAction::Verify, None) => safe(
+                            d.summary("→")
+                                .split_once(": ")
+                                .map_or("", |(_, answer)| answer),
+                        ),
+                        (_, note) => safe(note.unwrap_or("")),
+                    },
+                    theme.dim(),
+                ),
             ]),
             marked: None,
         }
