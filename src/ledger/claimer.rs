@@ -348,9 +348,10 @@ mod tests {
 
     #[test]
     fn a_limit_decides_on_the_store_clock_and_a_taker_cannot_shorten_it() {
-        // On another host: only the clock can tell.
+        // On another host (another boot): only the clock can tell.
         let elsewhere = Claimer {
             host: Some("other-host".into()),
+            boot: Some("another boot".into()),
             ..Claimer::this_process(Some(Duration::from_secs(60)))
         };
         let entry = pending(Some(elsewhere));
@@ -393,6 +394,7 @@ mod tests {
         );
         let elsewhere = Claimer {
             host: Some("other-host".into()),
+            boot: Some("another boot".into()),
             ..me
         };
         assert!(running(&pending(Some(elsewhere)), CLAIMED).may_still_run());

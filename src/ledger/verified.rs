@@ -23,6 +23,8 @@ pub struct Found {
     pub at: String,
     /// The provider's id for it, when the answer held one.
     pub provider_id: Option<String>,
+    /// What the verify command printed (its evidence), as the decision keeps it.
+    pub evidence: Map<String, Value>,
 }
 
 impl Found {
@@ -136,5 +138,10 @@ fn found_in(decision: &Decision, current: &Entry) -> Option<Found> {
             .get("providerId")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        evidence: detail
+            .get("evidence")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
     })
 }

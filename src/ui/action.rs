@@ -227,9 +227,7 @@ pub enum Outcome {
     FoundElsewhere {
         key: String,
         seen: Seen,
-        provider_id: Option<String>,
-        by: String,
-        at: String,
+        found: crate::ledger::Found,
         why: String,
     },
     /// An edit became revision `revision` of draft `id`, by `by`; `was_approved`

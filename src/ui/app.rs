@@ -773,6 +773,11 @@ impl App {
                 Vec::new()
             }
             Action::HistoryLoaded { subject, result } => {
+                // A verify someone asked that found this unknown send: the row shows it
+                // before anyone here presses f (S5).
+                if let Ok(decisions) = &result {
+                    self.learn_from_history(&subject, decisions);
+                }
                 if let Some((wanted, history)) = &mut self.history
                     && *wanted == subject
                 {
@@ -1077,13 +1082,8 @@ impl App {
                 self.verifying.answers.remove(key);
             }
             Outcome::FoundElsewhere {
-                key,
-                seen,
-                provider_id,
-                by,
-                at,
-                ..
-            } => self.learn_found(key, seen, provider_id.clone(), by, at),
+                key, seen, found, ..
+            } => self.learn_found(key, seen, found),
             Outcome::Batch(items) => {
                 for item in items {
                     self.forget_settled(item);
@@ -1961,6 +1961,26 @@ impl App {
             return;
         }
         self.open_settle_on(&entry, Status::Sent);
+        // A found send someone marked failed: filled in with verify's answer (K2).
+        if let Some(fix) = self
+            .verifying
+            .sent_fix
+            .as_ref()
+            .filter(|f| f.key == entry.key())
+            .cloned()
+            && let Some(Overlay::Form(form)) = &mut self.overlay
+        {
+            for field in &mut form.fields {
+                match field.label {
+                    "Note" => field.input = tui_input::Input::new(fix.note.clone()),
+                    "Provider id" => {
+                        field.input =
+                            tui_input::Input::new(fix.provider_id.clone().unwrap_or_default())
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
 
     /// The settle form for the selected unknown send alone, whatever is marked.
@@ -2002,9 +2022,7 @@ impl App {
                     seen,
                 },
                 if entry.status() == Status::Failed {
-                    format!(
-                        "Mark {short} sent? It is recorded failed: the next run would send it again"
-                    )
+                    format!("Mark {short} sent (it is failed now)")
                 } else {
                     format!("Mark {short} sent")
                 },

@@ -1022,6 +1022,22 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
             let short = app::short_key(&key);
             match backend.ledger.resolve(&key, status, &details).await {
                 Ok(resolved) if resolved.changed => Outcome::Resolved { key, status },
+                // Recording sent an attempt someone marked failed, and a run sent it
+                // again meanwhile: the provider may now have it twice (S6).
+                Ok(resolved)
+                    if details
+                        .seen
+                        .as_ref()
+                        .and_then(|s| s.attempts)
+                        .is_some_and(|n| n != resolved.entry.attempts()) =>
+                {
+                    refused(format!(
+                        "{short} was sent again meanwhile, as attempt {} at {}: nothing changed, and if attempt {} reached the provider too, it has this send twice.",
+                        resolved.entry.attempts(),
+                        crate::text::visible_inline(resolved.entry.claimed_at()),
+                        details.seen.as_ref().and_then(|s| s.attempts).unwrap_or(0)
+                    ))
+                }
                 Ok(resolved) => refused(format!(
                     "{short} was already {}{}; nothing changed.",
                     resolved.entry.status().as_str(),
@@ -1043,7 +1059,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                             .map(|id| format!(" --provider-id {}", quote(id)))
                             .unwrap_or_default();
                         format!(
-                            " You were recording it sent: the next run sends it again. To record it sent anyway: in the Ledger view (3), select it and press s; or in a shell: send-once resolve {} {} sent --expect failed{id}",
+                            " You were recording it sent: the next run sends it again. Press 3 (it is shown there) and s records it sent, filled in with verify's answer. In a shell: send-once resolve {} {} sent --expect failed{id}",
                             quote(&backend.label),
                             quote(&key)
                         )
@@ -1075,9 +1091,7 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                         Ok(Some(entry)) => Outcome::FoundElsewhere {
                             key,
                             seen: crate::ledger::Seen::entry(&entry),
-                            provider_id: found.provider_id,
-                            by: found.by,
-                            at: found.at,
+                            found,
                             why,
                         },
                         _ => refused(why),

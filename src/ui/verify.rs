@@ -30,6 +30,10 @@ pub struct Verified {
     pub at: i64,
     /// The command asked, as written.
     pub command: String,
+    /// Read from the decision log (someone's verify, perhaps this person's earlier),
+    /// not asked by this screen: when its row leaves, this screen has nothing to warn
+    /// about that the log does not already say.
+    pub from_log: bool,
 }
 
 /// The state of `v`: what runs, what waits, what was answered.
@@ -41,6 +45,17 @@ pub struct Verifying {
     pub queue: VecDeque<String>,
     /// Answers by key, kept until the entry changes or leaves the list.
     pub answers: HashMap<String, Verified>,
+    /// A send verify found that someone settled meanwhile (perhaps failed): what the
+    /// Ledger view's `s` on it is filled in with (K2).
+    pub sent_fix: Option<SentFix>,
+}
+
+/// What recording a found send as sent is filled in with, from verify's answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SentFix {
+    pub key: String,
+    pub provider_id: Option<String>,
+    pub note: String,
 }
 
 /// What a row shows of `v`.
@@ -330,6 +345,7 @@ impl App {
                     answer,
                     at: self.now,
                     command,
+                    from_log: false,
                 },
             );
             format!("Verify {who}: {words}. {next}")
@@ -357,34 +373,45 @@ impl App {
         effects
     }
 
-    /// A verify someone else asked (`by`, at `at`) found `key`'s attempt `seen`, as
-    /// the log says: kept as this screen's own answer, so the row reads `[happened]`,
-    /// Enter opens the sent form with its provider id, and `f` asks for the evidence.
-    pub(super) fn learn_found(
-        &mut self,
-        key: &str,
-        seen: &Seen,
-        provider_id: Option<String>,
-        by: &str,
-        at: &str,
-    ) {
-        let mut evidence = serde_json::Map::new();
-        if let Some(id) = &provider_id {
-            evidence.insert("id".into(), id.clone().into());
-        }
+    /// A verify someone asked found `key`'s attempt `seen`, as the decision log says:
+    /// kept as this screen's own answer, so the row reads `[happened]`, Enter opens the
+    /// sent form with its provider id and evidence, and `f` asks for the evidence.
+    pub(super) fn learn_found(&mut self, key: &str, seen: &Seen, found: &crate::ledger::Found) {
         self.verifying.answers.insert(
             key.to_owned(),
             Verified {
                 seen: seen.clone(),
                 answer: CheckAnswer::Happened {
-                    provider_id,
+                    provider_id: found.provider_id.clone(),
                     id_problem: None,
-                    evidence,
+                    evidence: found.evidence.clone(),
                 },
-                at: crate::ledger::time::parse_date(at).unwrap_or(self.now),
-                command: format!("the verify {by} asked, as the decision log keeps it"),
+                at: crate::ledger::time::parse_date(&found.at).unwrap_or(self.now),
+                command: format!(
+                    "the verify {} asked, as the decision log keeps it",
+                    found.by
+                ),
+                from_log: true,
             },
         );
+    }
+
+    /// The history of `subject` arrived: when it is a listed unknown send that a
+    /// verify in it found, and this screen has no answer of its own, that one is kept.
+    pub(super) fn learn_from_history(
+        &mut self,
+        subject: &str,
+        decisions: &[crate::ledger::Decision],
+    ) {
+        if self.verifying.answers.contains_key(subject) {
+            return;
+        }
+        let Some(entry) = self.listed(subject).cloned() else {
+            return;
+        };
+        if let Some(found) = crate::ledger::Found::among(decisions, &entry) {
+            self.learn_found(subject, &Seen::entry(&entry), &found);
+        }
     }
 
     /// The answer about `key` was not kept in the decision log: said until the next
@@ -509,23 +536,61 @@ impl App {
         self.verifying.answers.retain(|key, v| {
             let kept = current.get(key.as_str()) == Some(&v.seen);
             if !kept
+                && !v.from_log
                 && !current.contains_key(key.as_str())
                 && matches!(v.answer, CheckAnswer::Happened { .. })
             {
-                found_then_settled.push((key.clone(), v.answer.clone()));
+                found_then_settled.push((key.clone(), v.clone()));
             }
             kept
         });
         // It left the list after verify found it: settled by someone else. Sent is
-        // fine; failed would send it again, so say it while there is time to look.
-        if let Some((key, answer)) = found_then_settled.first() {
+        // fine; failed would send it again, so say it while there is time to look, and
+        // have it ready in the Ledger view.
+        if let Some((key, verified)) = found_then_settled.first() {
             let text = format!(
-                "{} left the Unknown view, settled by someone, after verify found it at the provider. If it was marked failed, the next run sends it again though the provider has it; to record what the provider has: in the Ledger view (3), select it (its detail says who settled it) and press s; or in a shell: {}",
+                "{} left the Unknown view, settled by someone, after verify found it. If it was marked failed, the next run sends it again: press 3 (it is shown there, with who settled it) and s records it sent, filled in with verify's answer. In a shell: {}",
                 super::forms::short_key(key),
-                self.resolve_sent_command(key, answer)
+                self.resolve_sent_command(key, &verified.answer)
             );
-            self.say_until_next(&text);
+            self.ready_sent_fix(key, verified);
+            // A refusal about this send already said what happened and who did it.
+            let short = super::forms::short_key(key);
+            let said = self
+                .status
+                .as_ref()
+                .is_some_and(|s| !s.ok && s.text.contains(&short));
+            if !said {
+                self.say_until_next(&text);
+            }
         }
+    }
+
+    /// Shows `key` alone in the Ledger view, and keeps verify's answer for its sent
+    /// form there, so the fix for a found send someone marked failed is two keys away.
+    pub(super) fn ready_sent_fix(&mut self, key: &str, verified: &Verified) {
+        let prefill = match &verified.answer {
+            CheckAnswer::Happened {
+                provider_id,
+                evidence,
+                ..
+            } => SentFix {
+                key: key.to_owned(),
+                provider_id: provider_id.clone(),
+                note: format!(
+                    "verify ({}) at {}: it happened; evidence {}",
+                    visible_inline(&verified.command),
+                    at_text(verified.at),
+                    evidence_line(evidence)
+                ),
+            },
+            _ => return,
+        };
+        self.verifying.sent_fix = Some(prefill);
+        let ledger = self.state_mut(super::keymap::View::Ledger);
+        ledger.filter = key.to_owned();
+        ledger.selected = 0;
+        self.ledger_offset = 0;
     }
 
     /// The command that records `key` as sent with what verify found, pinned to an

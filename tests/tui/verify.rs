@@ -577,13 +577,13 @@ fn a_sent_decision_refused_after_someone_marked_it_failed_says_what_comes_next()
     );
     assert!(!shown.contains("view (4)"), "{screen}");
     assert!(
-        shown.contains("in the Ledger view (3), select it") && shown.contains("press s;"),
+        shown.contains("Press 3 (it is shown there) and s records it sent"),
         "{screen}"
     );
     assert_eq!(entry(&ledger, &ann)["status"], "failed");
     // The line it gives records it sent.
     let line = shown
-        .split("in a shell: ")
+        .split("In a shell: ")
         .nth(1)
         .and_then(|rest| rest.split(" s sent ").next())
         .unwrap_or_else(|| panic!("no command on the screen: {screen}"))
@@ -595,14 +595,17 @@ fn a_sent_decision_refused_after_someone_marked_it_failed_says_what_comes_next()
         ["resolve", path_str(&ledger), ann.as_str()],
         "{line}"
     );
-    // The fix on the same screen: the Ledger view's s records the failed entry sent.
+    // The fix on the same screen: view 3 shows it alone, and its s form is filled in
+    // with verify's answer.
     term.press(&["3"]);
-    term.wait_for("failed");
+    // The row as the ledger has it now (the count says failed before the page does).
+    term.wait_until("the failed row in view 3", |s| {
+        selected_line(s).contains("failed")
+    });
     term.press(&["s"]);
-    term.wait_for("It is recorded failed");
-    term.type_text("the provider has it (msg-ann-1)");
-    term.press(&["Tab", "Tab"]);
-    term.type_text("msg-ann-1");
+    let form = term.wait_for("(it is failed now)");
+    assert!(form.contains("msg-ann-1"), "{form}");
+    assert!(form.contains("evidence {"), "{form}");
     term.press(&["Enter"]);
     term.wait_for("sent as dana?");
     term.press(&["Enter"]);
@@ -687,8 +690,9 @@ fn a_verify_that_found_the_send_is_kept_and_stands_against_marking_it_failed() {
     assert!(said.contains("--even-if-found"), "{said}");
     assert_eq!(entry(&ledger, &ann)["status"], "pending");
 
-    // Bob, on his own screen with no answer of his own: `f` is refused the same way,
-    // and the screen offers the fix there.
+    // Bob, on his own screen with no answer of his own: selecting the row reads dana's
+    // answer from its history, so the row says [happened], f asks for the evidence,
+    // and Enter records it sent.
     let mut bob_args = vec!["--by", "bob"];
     bob_args.extend(verify_args);
     let bob = Term::start(
@@ -700,18 +704,11 @@ fn a_verify_that_found_the_send_is_kept_and_stands_against_marking_it_failed() {
     );
     bob.wait_for("ann@example.com");
     select(&bob, "ann@example.com");
-    bob.press(&["f"]);
-    bob.wait_for(&format!("Mark {} failed", short(&ann)));
-    bob.type_text("not in the outbox");
-    bob.press(&["Enter"]);
-    bob.wait_for("failed as bob?");
-    bob.press(&["Enter"]);
-    let screen = bob.wait_until("the refusal", |s| flat(s).contains("Enter records it sent"));
-    let shown = flat(&screen);
-    assert!(shown.contains("a verify asked by dana"), "{screen}");
-    assert_eq!(entry(&ledger, &ann)["status"], "pending");
-    // The row keeps dana's answer now: Enter opens the sent form with its id.
     bob.wait_for("[happened]");
+    bob.press(&["f"]);
+    bob.wait_for("Verify found it: type msg-ann-1 in Evidence");
+    bob.press(&["Escape"]);
+    assert_eq!(entry(&ledger, &ann)["status"], "pending");
     bob.press(&["Enter"]);
     bob.wait_for(&format!("Mark {} sent", short(&ann)));
     bob.press(&["Enter"]);

@@ -1260,3 +1260,31 @@ fn a_refused_bulk_decision_stays_and_points_at_the_decisions_view() {
     ch(&mut app, 'j');
     assert!(app.status.is_none(), "the next key clears it");
 }
+
+/// K2: `s` in the Ledger view opens the sent form for a failed entry, saying so.
+#[test]
+fn s_in_the_ledger_view_records_a_failed_entry_sent() {
+    let mut app = app_with(five());
+    ch(&mut app, '3');
+    let query = app.ledger_query();
+    app.update(Action::LedgerLoaded {
+        query,
+        result: Ok(vec![entry("k-failed", "failed", MIN)]),
+    });
+    ch(&mut app, 's');
+    let Some(Overlay::Form(form)) = &app.overlay else {
+        panic!("no form: {:?} {:?}", app.overlay, app.status);
+    };
+    assert!(
+        form.title.ends_with("sent (it is failed now)"),
+        "{}",
+        form.title
+    );
+    press(&mut app, KeyCode::Enter);
+    let effects = press(&mut app, KeyCode::Enter);
+    let [Effect::Resolve { status, seen, .. }] = effects.as_slice() else {
+        panic!("{effects:?}");
+    };
+    assert_eq!(*status, Status::Sent);
+    assert_eq!(seen.status, Status::Failed);
+}
