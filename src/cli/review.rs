@@ -953,8 +953,17 @@ fn decide_and_report(
         return fail(Exit::Refused, message);
     }
     let by = by_or_default(by.as_deref());
-    let draft = match with_review(ledger, Access::ReadWrite, async |review| {
-        review.decide(id, verdict, by, note_text).await
+    let closing = matches!(verdict, Verdict::Reject { .. } | Verdict::Withdraw);
+    let (draft, entry) = match with_review(ledger, Access::ReadWrite, async |review| {
+        let draft = review.decide(id, verdict, by, note_text).await?;
+        // Read after the decision is written: a dispatch that claimed the key before
+        // it is seen here, and one that claims it after sees the draft closed (N3).
+        let entry = if closing {
+            review.ledger_entry(&draft.key).await?
+        } else {
+            None
+        };
+        Ok((draft, entry))
     }) {
         Ok(d) => d,
         Err(exit) => return exit,
@@ -969,7 +978,30 @@ fn decide_and_report(
             visible_inline(draft.decided_by.as_deref().unwrap_or("?"))
         ));
     }
-    Exit::Ok
+    match entry {
+        Some(entry) if entry.status() != send_once::ledger::Status::Failed => {
+            let said = if entry.status() == send_once::ledger::Status::Sent {
+                "is recorded as sent"
+            } else {
+                "is claimed and may be sending now"
+            };
+            fail(
+                Exit::Failed,
+                format!(
+                    "but its key {} {said} (attempt {}, claimed at {}): a dispatch began before the {}, so it may have gone out; `send-once show` tells how it ended",
+                    visible_inline(&draft.key),
+                    entry.attempts(),
+                    visible_inline(entry.claimed_at()),
+                    if draft.state == send_once::review::DraftState::Withdrawn {
+                        "withdrawal"
+                    } else {
+                        "rejection"
+                    }
+                ),
+            )
+        }
+        _ => Exit::Ok,
+    }
 }
 
 pub fn reject(args: &RejectArgs) -> Exit {

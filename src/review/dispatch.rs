@@ -39,6 +39,15 @@ pub async fn outside_approval_refusal(
         if let Some(why) = stands_against(review, &draft).or_else(|| edited_since(&draft)) {
             return Ok(Some(format!("draft {id} of this key {why}")));
         }
+        // Approved by its row: only as the log made it (N2).
+        if draft.state == DraftState::Approved
+            && let Some(approval) = &draft.approval
+            && let Some(why) = review.approval_unbacked(&draft, approval).await?
+        {
+            return Ok(Some(format!(
+                "draft {id} of this key is approved by its row, but {why}"
+            )));
+        }
     }
     let Some(&id) = review
         .store
@@ -99,7 +108,12 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
     };
     let draft = review.draft(id).await?;
     let why = match draft.state {
-        DraftState::Dispatched => return Ok(None),
+        // Dispatched by its row: the ledger has its key, or the row was set by hand (N2).
+        DraftState::Dispatched => match review.store.get(key).await? {
+            Some(entry) if entry.status() != Status::Failed => return Ok(None),
+            Some(_) => "was dispatched and its send failed; it goes again through dispatch".to_owned(),
+            None => "is dispatched by its row, but the ledger has no send of its key (the row was changed by hand?)".to_owned(),
+        },
         DraftState::Approved => "is approved".to_owned(),
         _ => stands_against(review, &draft).unwrap_or_default(),
     };
@@ -217,6 +231,52 @@ pub fn refusal_decision<R>(
     })
 }
 
+/// The provider a draft is dispatched through: after the ledger has claimed the key,
+/// and before the send, it reads the draft again and sends only if nobody rejected or
+/// withdrew it meanwhile. A reject that lands later still finds the key claimed
+/// (`Review::decide` says so), so of the two, one always sees the other.
+struct StillWanted<'a, P> {
+    inner: &'a P,
+    review: &'a Review,
+    id: i64,
+}
+
+#[async_trait::async_trait]
+impl<P: Provider> Provider for StillWanted<'_, P> {
+    type Receipt = P::Receipt;
+
+    async fn precheck(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
+        self.inner.precheck(entry).await
+    }
+
+    async fn send(
+        &self,
+        context: crate::ledger::SendContext,
+    ) -> Result<Self::Receipt, crate::ledger::SendError> {
+        let not_sent = |why: String| Err(crate::ledger::SendError::definite(why));
+        match self.review.head(self.id).await {
+            Ok(draft) if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) => {
+                not_sent(format!(
+                    "draft {} was {} by {} at {} after its dispatch began; not sent",
+                    self.id,
+                    draft.state.as_str(),
+                    crate::text::visible_inline(draft.decided_by.as_deref().unwrap_or("someone")),
+                    draft.decided_at.as_deref().unwrap_or("?")
+                ))
+            }
+            Ok(_) => self.inner.send(context).await,
+            Err(e) => not_sent(format!(
+                "draft {} could not be read again before the send ({e}); not sent",
+                self.id
+            )),
+        }
+    }
+
+    async fn verify(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
+        self.inner.verify(entry).await
+    }
+}
+
 /// Whether a draft can be dispatched, read before any provider is made.
 #[derive(Debug)]
 pub enum Prepared {
@@ -319,14 +379,32 @@ impl Review {
         };
         let field = |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned);
         let (hash, expires) = (field(approval, "payloadHash"), field(approval, "expiresAt"));
-        let made = decisions.iter().any(|d| {
+        let made = decisions.iter().rposition(|d| {
             d.action == Action::Approve
                 && d.outcome == DecisionOutcome::Changed
                 && hash.is_some()
                 && field(&d.detail, "payloadHash") == hash
                 && field(&d.detail, "expiresAt") == expires
         });
-        Ok((!made).then(|| {
+        // A reject or a withdraw after it closed the draft, whatever its row says now.
+        if let Some(closed) = made.and_then(|at| {
+            decisions[at + 1..].iter().find(|d| {
+                matches!(d.action, Action::Reject | Action::Withdraw)
+                    && d.outcome == DecisionOutcome::Changed
+            })
+        }) {
+            return Ok(Some(format!(
+                "it was {} by {} at {} after that approval; its row was set back by hand",
+                if closed.action == Action::Reject {
+                    "rejected"
+                } else {
+                    "withdrawn"
+                },
+                crate::text::visible_inline(closed.by.as_deref().unwrap_or("someone")),
+                closed.at
+            )));
+        }
+        Ok(made.is_none().then(|| {
             format!(
                 "no approve decision in the log made the approval its row holds (payload hash {}, expiring {}); the row was changed by hand, and `send-once decisions verify` names it",
                 hash.as_deref().map(crate::text::visible_inline).unwrap_or_default(),
@@ -391,8 +469,15 @@ impl Review {
             meta: draft.meta.clone(),
             now: ledger.now() as f64,
         };
+        // Its key claimed, the draft is read once more before the send: a reject or a
+        // withdraw that landed after the checks above stops it (N3).
+        let guarded = StillWanted {
+            inner: provider,
+            review: self,
+            id,
+        };
         let dispatched =
-            approval::dispatch_with(ledger, request, recheck, provider, options).await?;
+            approval::dispatch_with(ledger, request, recheck, &guarded, options).await?;
         let mut notes = Vec::new();
         if let Some(decision) = refusal_decision(
             &dispatched,

@@ -1397,6 +1397,15 @@ impl Review {
         Ok(self.store.add_revision(&revision).await?)
     }
 
+    /// The ledger's entry for `key` (the queue and the entries are one store): after a
+    /// reject or a withdraw, a claimed or sent entry says a dispatch got there first.
+    pub async fn ledger_entry(
+        &self,
+        key: &str,
+    ) -> Result<Option<crate::ledger::Entry>, ReviewError> {
+        Ok(self.store.get(key).await?)
+    }
+
     /// The ledger's approval policy: per channel, and the ledger-wide default.
     pub async fn policies(&self) -> Result<Vec<Policy>, ReviewError> {
         Ok(self.store.policies().await?)

@@ -965,7 +965,19 @@ async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 )
                 .await
             {
-                Ok(_) => Outcome::Rejected { id },
+                // A dispatch that claimed the key first may be sending: the reject is
+                // written, and the screen says what it could not stop (N3).
+                Ok(draft) => match review.ledger_entry(&draft.key).await {
+                    Ok(Some(entry)) if entry.status() != crate::ledger::Status::Failed => {
+                        refused(format!(
+                            "Rejected draft {id}, but its key is {} (attempt {}, claimed at {}): a dispatch began before the rejection, so it may have gone out.",
+                            entry.status().as_str(),
+                            entry.attempts(),
+                            crate::text::visible_inline(entry.claimed_at())
+                        ))
+                    }
+                    _ => Outcome::Rejected { id },
+                },
                 Err(e) => refused(e.to_string()),
             }
         }

@@ -329,3 +329,136 @@ fn run_of_a_key_whose_draft_is_not_dispatched_is_refused() {
     expect_exit(&out, 0, "run of a key with no draft");
     assert_eq!(std::fs::read_to_string(&sent).unwrap(), "sent\n");
 }
+
+/// N3 of the fourth retest: a reject that lands while a dispatch runs its recheck
+/// stops the send (the draft is read again once the key is claimed), and the ledger
+/// records why nothing was sent; a reject after the key was claimed says a dispatch
+/// got there first.
+#[test]
+fn a_reject_during_a_dispatch_stops_the_send_or_says_it_came_too_late() {
+    let q = new_queue();
+    let sent = q.path("sent.log");
+    let recheck = q.write(
+        "recheck.sh",
+        "#!/bin/sh\nsleep 1.5\necho '{\"invoice\":\"open\"}'\n",
+    );
+    std::fs::set_permissions(
+        &recheck,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let payload = q.write("p9.json", r#"{"to":"erin@example.org","body":"refund 9"}"#);
+    let out = q.q(
+        T0,
+        &[
+            "draft",
+            "submit",
+            "--key",
+            "refund-9",
+            "--payload",
+            &payload,
+            "--facts",
+            "facts.json",
+            "--recheck",
+            &recheck,
+            "--by",
+            "agent",
+        ],
+    );
+    expect_exit(&out, 0, "submit");
+    let id = stdout(&out).trim().to_owned();
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    let send = format!("echo sent >> '{}'", sent.display());
+    let mut dispatch = harness::send_once(&["dispatch"]);
+    dispatch
+        .arg(q.path("l.db"))
+        .args([id.as_str(), "--", "sh", "-c", &send])
+        .current_dir(q.dir())
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER");
+    let child = dispatch
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = q.q(
+        T0,
+        &[
+            "reject",
+            &id,
+            "--by",
+            "sam",
+            "--reason",
+            "fraud, do not send",
+        ],
+    );
+    expect_exit(&out, 0, "reject during the recheck");
+    let done = child.wait_with_output().unwrap();
+    assert!(!sent.exists(), "sent after sam's reject: {done:?}");
+    assert_ne!(done.status.code(), Some(0), "{done:?}");
+    let show = q.q(T0, &["show", "refund-9", "--json"]);
+    let shown = json_stdout(&show, "show");
+    assert_eq!(shown["entry"]["status"], "failed", "{shown}");
+    assert!(
+        shown["entry"]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("was rejected by sam"),
+        "{shown}"
+    );
+
+    // Once the key is claimed and the send runs, a reject is written but says so.
+    let payload = q.write(
+        "p10.json",
+        r#"{"to":"erin@example.org","body":"refund 10"}"#,
+    );
+    let out = q.q(
+        T0,
+        &[
+            "draft",
+            "submit",
+            "--key",
+            "refund-10",
+            "--payload",
+            &payload,
+            "--facts",
+            "facts.json",
+            "--by",
+            "agent",
+        ],
+    );
+    let id = stdout(&out).trim().to_owned();
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    let slow = format!("sleep 1.5; echo sent >> '{}'", sent.display());
+    let mut dispatch = harness::send_once(&["dispatch"]);
+    dispatch
+        .arg(q.path("l.db"))
+        .args([id.as_str(), "--", "sh", "-c", &slow])
+        .current_dir(q.dir())
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER");
+    let child = dispatch
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let out = q.q(T0, &["reject", &id, "--by", "sam", "--reason", "too late"]);
+    expect_exit(&out, 1, "reject while the send runs");
+    assert!(
+        harness::stderr(&out).contains("is claimed and may be sending now")
+            && harness::stderr(&out).contains("a dispatch began before the rejection"),
+        "{}",
+        harness::stderr(&out)
+    );
+    child.wait_with_output().unwrap();
+}

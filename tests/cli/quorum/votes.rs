@@ -1219,3 +1219,126 @@ fn an_approval_no_decision_made_is_not_dispatched_and_verify_names_it() {
         stdout(&o)
     );
 }
+
+/// N2 of the fourth retest: a draft row edited by hand does not send through the other
+/// doors either. Rejected by sam and set back to approved: dispatch refuses it, naming
+/// sam. Set to approved with a hand-written approval: `dispatch KEY --approval` refuses
+/// it. Set to dispatched: `run` of its key refuses it.
+#[test]
+fn a_draft_row_edited_by_hand_does_not_send_through_any_door() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("q.db");
+    let l = ledger.to_str().unwrap();
+    let payload = dir.path().join("p.json");
+    std::fs::write(&payload, r#"{"to":"ana@example.com","amount":10}"#).unwrap();
+    let p = payload.to_str().unwrap();
+    let side = dir.path().join("side");
+    let send = format!("cat >> '{}'; echo '{{\"id\":\"m\"}}'", side.display());
+    let submit = |key: &str| {
+        let o = run(&[
+            "draft",
+            "submit",
+            l,
+            "--key",
+            key,
+            "--payload",
+            p,
+            "--by",
+            "agent",
+        ]);
+        expect_exit(&o, 0, "submit");
+        stdout(&o).trim().to_owned()
+    };
+    let sql = |statement: &str| {
+        let conn = rusqlite::Connection::open(&ledger).unwrap();
+        conn.execute_batch(statement).unwrap();
+    };
+
+    // (b) Approved by dana, rejected by sam, set back to approved by hand.
+    let b = submit("refund-b");
+    expect_exit(
+        &run(&["approve", l, &b, "--by", "dana"]),
+        0,
+        "dana approves",
+    );
+    let approval =
+        json_stdout(&run(&["draft", "show", l, &b, "--json"]), "show")["approval"].clone();
+    expect_exit(
+        &run(&[
+            "reject",
+            l,
+            &b,
+            "--by",
+            "sam",
+            "--reason",
+            "fraud, do not send",
+        ]),
+        0,
+        "sam rejects",
+    );
+    let conn = rusqlite::Connection::open(&ledger).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET state = 'approved', approval = ?1 WHERE id = ?2",
+        rusqlite::params![approval.to_string(), b.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let o = run(&["dispatch", l, &b, "--", "sh", "-c", &send]);
+    expect_exit(&o, 2, "a rejected draft set back by hand");
+    assert!(stderr(&o).contains("rejected by sam"), "{}", stderr(&o));
+
+    // (a) Two approvers asked, none given; approved by hand, with a hand-made approval.
+    expect_exit(
+        &run(&["policy", l, "--approvals", "2", "--by", "ops"]),
+        0,
+        "policy",
+    );
+    let a = submit("refund-a");
+    let hash = stdout(&run(&["hash", p])).trim().to_owned();
+    let hand = json!({
+        "payloadHash": hash, "approvedAt": "2026-12-01T00:00:00.000Z",
+        "expiresAt": "2099-01-01T00:00:00.000Z", "approvedBy": "nobody", "facts": {},
+    });
+    sql(&format!(
+        "UPDATE send_once_drafts SET state = 'approved', approval = '{hand}' WHERE id = {a}"
+    ));
+    let hand_file = dir.path().join("hand.json");
+    std::fs::write(&hand_file, hand.to_string()).unwrap();
+    let o = run(&[
+        "dispatch",
+        l,
+        "refund-a",
+        "--approval",
+        hand_file.to_str().unwrap(),
+        "--payload",
+        p,
+        "--",
+        "sh",
+        "-c",
+        &send,
+    ]);
+    expect_exit(&o, 2, "an outside approval of a draft approved by hand");
+    assert!(
+        stderr(&o).contains("is approved by its row, but no approve decision"),
+        "{}",
+        stderr(&o)
+    );
+
+    // (c) Set to dispatched by hand: run does not take that as sent.
+    let c = submit("refund-c");
+    sql(&format!(
+        "UPDATE send_once_drafts SET state = 'dispatched' WHERE id = {c}"
+    ));
+    let o = run(&["run", l, "--key", "refund-c", "--", "sh", "-c", &send]);
+    expect_exit(
+        &o,
+        2,
+        "run of a key whose draft was set to dispatched by hand",
+    );
+    assert!(
+        stderr(&o).contains("the ledger has no send of its key"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!side.exists(), "sent through a door");
+}
