@@ -374,7 +374,10 @@ pub fn show(args: &ShowArgs) -> Exit {
     // A verify a person asked that found this attempt: it is neither taken over nor
     // marked failed without --even-if-found.
     let found = (entry.status() == Status::Pending)
-        .then(|| send_once::ledger::Found::among(&decisions, &entry))
+        .then(|| {
+            send_once::ledger::Found::among(&decisions, &entry)
+                .or_else(|| send_once::ledger::Found::on_entry(&entry))
+        })
         .flatten();
     if args.json {
         let mut out = Map::new();

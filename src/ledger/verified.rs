@@ -28,6 +28,18 @@ pub struct Found {
 }
 
 impl Found {
+    /// The finding a verify left on the pending entry itself, if any.
+    pub fn on_entry(entry: &Entry) -> Option<Found> {
+        let found = entry.get("found")?.as_object()?;
+        let text = |name: &str| found.get(name).and_then(Value::as_str).map(str::to_owned);
+        Some(Found {
+            by: text("by").unwrap_or_else(|| "someone".to_owned()),
+            at: text("at").unwrap_or_default(),
+            provider_id: text("providerId"),
+            evidence: Map::new(),
+        })
+    }
+
     /// The newest verify among `decisions` (a key's, oldest first) that found
     /// `current`'s attempt at the provider.
     pub fn among(decisions: &[Decision], current: &Entry) -> Option<Found> {
@@ -104,12 +116,30 @@ impl Ledger {
             detail: Value::Object(detail),
             link: None,
         };
-        Ok(self.store.append_decision(&decision).await?)
+        self.store.append_decision(&decision).await?;
+        // The finding goes on the pending entry too: the block then holds if the log is
+        // lost, moved away from the file or emptied (N1). Only while the entry is still
+        // the attempt that was asked about.
+        if let CheckAnswer::Happened { provider_id, .. } = answer {
+            let mut found = Map::new();
+            found.insert("by".into(), by.into());
+            found.insert("at".into(), decision.at.clone().into());
+            found.insert("providerId".into(), provider_id.clone().into());
+            let mut marked = asked_about.clone();
+            marked.set("found", Value::Object(found));
+            self.store
+                .transition(asked_about, &marked, super::Durability::Now)
+                .await?;
+        }
+        Ok(())
     }
 
     /// The newest recorded verify that found `current`'s attempt at the provider, if
     /// any. A store with no decision log has none.
     pub async fn found_by_verify(&self, current: &Entry) -> Result<Option<Found>, StoreError> {
+        if let Some(found) = Found::on_entry(current) {
+            return Ok(Some(found));
+        }
         let decisions = match self.store.decisions(Some(current.key())).await {
             Ok(decisions) => decisions,
             Err(StoreError::Unsupported(_)) => return Ok(None),

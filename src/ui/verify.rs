@@ -409,7 +409,9 @@ impl App {
         let Some(entry) = self.listed(subject).cloned() else {
             return;
         };
-        if let Some(found) = crate::ledger::Found::among(decisions, &entry) {
+        if let Some(found) = crate::ledger::Found::among(decisions, &entry)
+            .or_else(|| crate::ledger::Found::on_entry(&entry))
+        {
             self.learn_found(subject, &Seen::entry(&entry), &found);
         }
     }

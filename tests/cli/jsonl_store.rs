@@ -864,3 +864,57 @@ fn a_fresh_lock_whose_holder_died_here_is_broken_in_moments() {
     assert!(marker.exists(), "the send did not run");
     assert!(!lock_path(&case.ledger).exists(), "the lock was left");
 }
+
+/// N1 of the fourth retest: a JSON Lines ledger moved away from its decision log (a
+/// `mv`, a bind mount of the one file) keeps a verify's finding on the pending entry
+/// itself, so marking that attempt failed is still refused.
+#[test]
+fn a_verify_finding_stays_with_the_entry_when_the_ledger_is_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("j.jsonl");
+    let l = ledger.to_str().unwrap();
+    let o = send_once(&["run", l, "--key", "mv-1", "--", "sh", "-c", "exit 9"])
+        .output()
+        .unwrap();
+    expect_exit(&o, 3, "an unknown send");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = send_once::ledger::LedgerLocation::new(l)
+            .open_store(send_once::ledger::Access::ReadWrite)
+            .unwrap();
+        let ledger = send_once::ledger::Ledger::new(store);
+        let entry = ledger.get("mv-1").await.unwrap().unwrap();
+        let found = send_once::provider::CheckAnswer::Happened {
+            provider_id: Some("prov-123".into()),
+            id_problem: None,
+            evidence: serde_json::json!({"id": "prov-123"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        ledger
+            .record_verify(&entry, "dana", &found, Some("verify.sh"))
+            .await
+            .unwrap();
+    });
+    let moved = dir.path().join("ledger.jsonl");
+    std::fs::rename(&ledger, &moved).unwrap();
+    let m = moved.to_str().unwrap();
+    let o = send_once(&["resolve", m, "mv-1", "failed", "--by", "eve"])
+        .output()
+        .unwrap();
+    expect_exit(&o, 1, "resolve failed of a moved ledger's found attempt");
+    assert!(
+        stderr(&o).contains("a verify asked by dana") && stderr(&o).contains("prov-123"),
+        "{}",
+        stderr(&o)
+    );
+    // Settled, the finding goes: the entry is Node's again.
+    let o = send_once(&["resolve", m, "mv-1", "sent", "--provider-id", "prov-123"])
+        .output()
+        .unwrap();
+    expect_exit(&o, 0, "resolve sent");
+    let text = std::fs::read_to_string(&moved).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert!(last.get("found").is_none(), "{last}");
+}
