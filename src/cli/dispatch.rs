@@ -60,6 +60,12 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 visible_inline(&name)
             ));
         }
+        if let Some(number) = send_once::review::inexact_number(&payload_text) {
+            return Err(format!(
+                "the payload {} has the number {number}, which its hash reads as another number (an integer beyond ±2^53, or out of range), so what is sent would not be what was approved; write it as a string",
+                display_path(payload_path)
+            ));
+        }
         if holds_proto(&payload.to_serde()) {
             return Err(format!(
                 "the payload {} has a member named __proto__, which its hash leaves out (JavaScript sets the prototype with it), so what is sent would not be what was approved; remove it",

@@ -419,6 +419,58 @@ fn strings_hold_suspicious(value: &Value) -> bool {
     }
 }
 
+/// The first number in `json` that JavaScript reads as another number, if any: an
+/// integer written beyond ±2^53 (`1234567890123456789` reads as `…800`), or a number
+/// out of a double's range (`1e400` reads as infinity, shown and hashed as `null`;
+/// `1e-400` as 0). A fraction such as `0.1` is read as the double nearest it, as every
+/// JSON reader that uses doubles reads it, and is taken.
+pub fn inexact_number(json: &str) -> Option<String> {
+    let bytes = json.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Past the string, its escapes included.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                let token = &json[start..i];
+                let Ok(value) = token.parse::<f64>() else {
+                    continue;
+                };
+                let integer = !token.contains(['.', 'e', 'E']);
+                let nonzero = token.bytes().any(|b| matches!(b, b'1'..=b'9'))
+                    && !token.contains(['e', 'E'])
+                    || token
+                        .split(['e', 'E'])
+                        .next()
+                        .is_some_and(|m| m.bytes().any(|b| matches!(b, b'1'..=b'9')));
+                // Compared as digits: past 2^53 a double cannot tell them apart.
+                let beyond = integer && {
+                    let digits = token.trim_start_matches('-').trim_start_matches('0');
+                    digits.len() > 16 || (digits.len() == 16 && digits > "9007199254740992")
+                };
+                if value.is_infinite() || beyond || (value == 0.0 && nonzero) {
+                    return Some(token.to_owned());
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// The first name that appears twice in one object of `json`, if any. `JSON.parse`
 /// keeps the last; a provider's parser may keep the first.
 pub fn duplicate_name(json: &str) -> Option<String> {
@@ -639,6 +691,13 @@ pub enum ReviewError {
         "the payload has the name {0:?} twice in one object; a reviewer and a provider could read it differently, so it is not queued"
     )]
     DuplicateName(String),
+    /// A number JavaScript (and so the hash and the screen) reads as another number:
+    /// an integer beyond ±2^53, or one out of a double's range. A reviewer would see
+    /// one number and a provider could read the one written.
+    #[error(
+        "the payload has the number {0}, which JavaScript reads as another number (an integer beyond ±2^53, or out of range), so a reviewer would see one number and a provider could read another; write it as a string"
+    )]
+    InexactNumber(String),
     /// The reviewer looked at an older revision than the current one.
     #[error(
         "draft {id} is now at revision {now}, not the revision {asked} you looked at; look at it again. Your decision was not recorded"
@@ -1352,6 +1411,9 @@ impl Review {
         if let Some(name) = duplicate_name(&submission.payload) {
             return Err(ReviewError::DuplicateName(name));
         }
+        if let Some(number) = inexact_number(&submission.payload) {
+            return Err(ReviewError::InexactNumber(number));
+        }
         // The ledger would answer "duplicate" to its dispatch: nothing to review.
         if let Some(entry) = self.store.get(&submission.key).await?
             && entry.status() == crate::ledger::Status::Sent
@@ -1715,6 +1777,9 @@ impl Review {
         if let Some(name) = duplicate_name(&payload) {
             return Err(ReviewError::DuplicateName(name));
         }
+        if let Some(number) = inexact_number(&payload) {
+            return Err(ReviewError::InexactNumber(number));
+        }
         let draft = self.head(id).await?;
         let current = draft.current().ok_or(ReviewError::NoDraft(id))?.clone();
         let hash = canonical::hash_payload(&parsed);
@@ -1894,7 +1959,9 @@ impl Review {
 
 #[cfg(test)]
 mod tests {
-    use super::{canonical, duplicate_name, payload_text_suspicious, strings_hold_suspicious};
+    use super::{
+        canonical, duplicate_name, inexact_number, payload_text_suspicious, strings_hold_suspicious,
+    };
     use proptest::prelude::*;
 
     proptest! {
@@ -1925,6 +1992,26 @@ mod tests {
         assert!(!payload_text_suspicious(r#"{"body":"line\none\ttab"}"#));
         assert!(!payload_text_suspicious(r#"{"body":"plain text, ok"}"#));
         assert!(payload_text_suspicious("{\"body\":\"zero\u{200b}width\"}"));
+    }
+
+    #[test]
+    fn a_number_javascript_reads_as_another_is_found() {
+        for (json, found) in [
+            (r#"{"id":1234567890123456789}"#, Some("1234567890123456789")),
+            (
+                r#"{"a":[1,{"b":-9007199254740993}]}"#,
+                Some("-9007199254740993"),
+            ),
+            (r#"{"amount":1e400}"#, Some("1e400")),
+            (r#"{"tiny":1e-400}"#, Some("1e-400")),
+            (r#"{"id":"1234567890123456789","n":9007199254740992}"#, None),
+            (
+                r#"{"x":0.1,"y":1e20,"z":-0.0,"w":0e5,"s":"1e400 \" 99999999999999999999"}"#,
+                None,
+            ),
+        ] {
+            assert_eq!(inexact_number(json).as_deref(), found, "{json}");
+        }
     }
 
     #[test]

@@ -462,3 +462,39 @@ fn a_reject_during_a_dispatch_stops_the_send_or_says_it_came_too_late() {
     );
     child.wait_with_output().unwrap();
 }
+
+/// N8 of the fourth retest: a number JavaScript reads as another (an integer beyond
+/// 2^53, one out of range) is refused at submit, naming it: the reviewer would see one
+/// number and the provider could read the one written.
+#[test]
+fn a_number_the_reviewer_would_see_otherwise_is_refused_at_submit() {
+    let q = new_queue();
+    for (text, number) in [
+        (
+            r#"{"channel_id":1234567890123456789}"#,
+            "1234567890123456789",
+        ),
+        (r#"{"amount":1e400}"#, "1e400"),
+    ] {
+        let payload = q.write("n8.json", text);
+        let out = q.q(
+            T0,
+            &[
+                "draft",
+                "submit",
+                "--key",
+                "n8",
+                "--payload",
+                &payload,
+                "--by",
+                "agent",
+            ],
+        );
+        expect_exit(&out, 2, text);
+        assert!(
+            harness::stderr(&out).contains(&format!("the number {number}")),
+            "{}",
+            harness::stderr(&out)
+        );
+    }
+}
