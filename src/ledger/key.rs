@@ -158,6 +158,12 @@ pub enum FieldProblem {
         "give the URL in its plain form, {0:?} (a lower-case scheme and host, no default port, no trailing dot, no fragment); as written it would be another key for the same endpoint"
     )]
     NotPlainUrl(String),
+    /// A phone number written with what the key does not fold (`/`, `_`, `,`, a
+    /// letter), or with the trunk `(0)` after its country code: the number to give.
+    #[error(
+        "give the phone number as {0:?} (digits after +, with spaces, dashes, dots or brackets at most, and no trunk 0 after the country code); as written it would be another key for the same phone"
+    )]
+    PhoneSpelling(String),
     /// A phone number without `+` and its country code.
     #[error(
         "a phone number without + and its country code; written with them (+1 555 …) it would be another key for the same send, so give it in E.164, +<country code><number>"
@@ -237,8 +243,19 @@ fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> 
         if let Some(label) = punycode_label(trimmed) {
             return refuse(FieldProblem::Punycode(label));
         }
-        if let Some(plain) = plain_url(trimmed).filter(|plain| plain != trimmed) {
-            return refuse(FieldProblem::NotPlainUrl(plain));
+        if let Some(plain) = plain_url(trimmed) {
+            if let Some(label) = url_host(&plain)
+                .split('.')
+                .find(|l| l.get(..4).is_some_and(|s| s.eq_ignore_ascii_case("xn--")))
+            {
+                return refuse(FieldProblem::Punycode(label.to_owned()));
+            }
+            if plain != trimmed {
+                return refuse(FieldProblem::NotPlainUrl(plain));
+            }
+        }
+        if let Some(phone) = phone_spelling(trimmed) {
+            return refuse(FieldProblem::PhoneSpelling(phone));
         }
     }
     if field == "to" && local_phone_number(trimmed) {
@@ -373,8 +390,9 @@ fn punycode_label(to: &str) -> Option<String> {
 /// hand: these few rules are all a key needs, and a URL library would also rewrite
 /// what it must not (Node takes the text as it is).
 fn plain_url(to: &str) -> Option<String> {
-    let (scheme, rest) = to.split_once("://")?;
+    let (scheme, after) = to.split_once(':')?;
     if scheme.is_empty()
+        || !scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         || !scheme
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
@@ -382,9 +400,25 @@ fn plain_url(to: &str) -> Option<String> {
         return None;
     }
     let scheme = scheme.to_ascii_lowercase();
+    let special = matches!(scheme.as_str(), "http" | "https" | "ws" | "wss");
+    // A web address's slashes, as a browser reads them: `https:host`, `https:/host`
+    // and `https:\\host` are `https://host`.
+    let rest = if special {
+        after.trim_start_matches(['/', '\\'])
+    } else {
+        after.strip_prefix("//")?
+    };
+    let owned = if special {
+        rest.replace('\\', "/")
+    } else {
+        rest.to_owned()
+    };
+    let rest = owned.as_str();
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, mut tail) = rest.split_at(end);
     let (user, host_port) = match authority.rsplit_once('@') {
+        // An empty user is no user.
+        Some(("", host)) => (None, host),
         Some((user, host)) => (Some(user), host),
         None => (None, authority),
     };
@@ -400,17 +434,21 @@ fn plain_url(to: &str) -> Option<String> {
             None => (host_port, None),
         }
     };
-    let host = host.to_ascii_lowercase();
-    let host = host
-        .strip_suffix('.')
-        .filter(|h| !h.is_empty())
-        .unwrap_or(&host);
+    let host = plain_host(&unreserved_decoded(host).to_lowercase());
     let default_port = match scheme.as_str() {
-        "https" | "wss" => Some("443"),
-        "http" | "ws" => Some("80"),
+        "https" | "wss" => Some(443),
+        "http" | "ws" => Some(80),
         _ => None,
     };
-    let port = port.filter(|p| Some(*p) != default_port && !p.is_empty());
+    // A port as its number: `0443` is 443, and the scheme's own is left out.
+    let port = port
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.parse::<u32>() {
+            Ok(n) if Some(n) == default_port => String::new(),
+            Ok(n) => n.to_string(),
+            Err(_) => p.to_owned(),
+        })
+        .filter(|p| !p.is_empty());
     if let Some(hash) = tail.find('#') {
         tail = &tail[..hash];
     }
@@ -419,29 +457,164 @@ fn plain_url(to: &str) -> Option<String> {
         Some((path, query)) => (path, Some(query)),
         None => (tail, None),
     };
-    let mut path = path.to_owned();
-    while path.contains("/./") {
-        path = path.replace("/./", "/");
-    }
-    if let Some(stripped) = path.strip_suffix("/.") {
-        path = format!("{stripped}/");
+    let mut path = without_dot_segments(path);
+    if special && path.is_empty() {
+        path = "/".to_owned();
     }
     let mut plain = format!("{scheme}://");
     if let Some(user) = user {
         plain.push_str(user);
         plain.push('@');
     }
-    plain.push_str(host);
+    plain.push_str(&host);
     if let Some(port) = port {
         plain.push(':');
-        plain.push_str(port);
+        plain.push_str(&port);
     }
-    plain.push_str(&unreserved_decoded(&path));
+    plain.push_str(&percent_encoded(&unreserved_decoded(&path)));
     if let Some(query) = query {
         plain.push('?');
-        plain.push_str(&unreserved_decoded(query));
+        plain.push_str(&percent_encoded(&unreserved_decoded(query)));
     }
     Some(plain)
+}
+
+/// The host of a plain URL ([`plain_url`]), without its port.
+fn url_host(plain: &str) -> &str {
+    let rest = plain.split_once("://").map_or(plain, |(_, rest)| rest);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host_port.starts_with('[') {
+        return host_port
+            .split_once(']')
+            .map_or(host_port, |(h, _)| &h[1..]);
+    }
+    host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
+}
+
+/// A host as a browser writes it: a root dot left out, an IPv6 address in its short
+/// form, an IPv4 address as four decimal numbers (`0x5db8d822` and `1572395042` are
+/// `93.184.216.34`).
+fn plain_host(host: &str) -> String {
+    let host = host
+        .strip_suffix('.')
+        .filter(|h| !h.is_empty())
+        .unwrap_or(host);
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return match inner.parse::<std::net::Ipv6Addr>() {
+            Ok(address) => format!("[{address}]"),
+            Err(_) => host.to_owned(),
+        };
+    }
+    match ipv4_of(host) {
+        Some(address) => address.to_string(),
+        None => host.to_owned(),
+    }
+}
+
+/// The IPv4 address a host names in any of the forms a browser takes (one to four
+/// numbers, each decimal, hex `0x…` or octal `0…`), or None when it is a name.
+fn ipv4_of(host: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.is_empty() || parts.len() > 4 {
+        return None;
+    }
+    let numbers: Vec<u64> = parts
+        .iter()
+        .map(|part| {
+            if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+                u64::from_str_radix(if hex.is_empty() { "0" } else { hex }, 16).ok()
+            } else if part.len() > 1 && part.starts_with('0') {
+                u64::from_str_radix(&part[1..], 8).ok()
+            } else if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+                part.parse().ok()
+            } else {
+                None
+            }
+        })
+        .collect::<Option<_>>()?;
+    let (last, first) = numbers.split_last()?;
+    if first.iter().any(|&n| n > 255) || *last >= 1u64 << (8 * (5 - numbers.len())) {
+        return None;
+    }
+    let mut value = *last;
+    for (i, n) in first.iter().enumerate() {
+        value |= n << (8 * (3 - i));
+    }
+    u32::try_from(value).ok().map(std::net::Ipv4Addr::from)
+}
+
+/// A path with its `.` and `..` segments resolved, as a browser resolves them.
+fn without_dot_segments(path: &str) -> String {
+    if !path.split('/').any(|s| s == "." || s == "..") {
+        return path.to_owned();
+    }
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').collect();
+    for (i, segment) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        match *segment {
+            "." => {
+                if last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                if out.len() > 1 {
+                    out.pop();
+                }
+                if last {
+                    out.push("");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out.join("/")
+}
+
+/// `text` with every character that is not ASCII written as its UTF-8 bytes in
+/// percent escapes, as a browser sends it (`/é` is `/%C3%A9`).
+fn percent_encoded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut buffer = [0u8; 4];
+            for b in c.encode_utf8(&mut buffer).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
+/// The phone number to give instead of `to`, when `to` is a phone number written as
+/// the key does not fold it: with `/`, `_`, `,` or `;` between digits, a letter among
+/// them, or the trunk `(0)` after the country code (`+44 (0)20 …` is dialled
+/// `+44 20 …`). None for anything else.
+fn phone_spelling(to: &str) -> Option<String> {
+    let body = to.strip_prefix('+')?;
+    let digits: String = body.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() < 7 {
+        return None;
+    }
+    let trunk = body.replace(' ', "").contains("(0)");
+    let odd = body.chars().any(|c| {
+        !(c.is_ascii_digit() || is_js_whitespace(c) || matches!(c, '(' | ')' | '.' | '-'))
+    });
+    let mostly_digits = body
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .all(|c| c.is_ascii_digit() || matches!(c, 'O' | 'o' | 'l' | 'I'));
+    if !(trunk || (odd && mostly_digits)) {
+        return None;
+    }
+    let without_trunk = body.replacen("(0)", "", 1);
+    let digits: String = without_trunk.chars().filter(char::is_ascii_digit).collect();
+    Some(format!("+{digits}"))
 }
 
 /// `text` with every percent-encoded unreserved character (letters, digits, `-._~`)
@@ -1025,6 +1198,60 @@ mod tests {
             let said = fields(to, intent, "webhook").expect_err(intent);
             assert!(said.starts_with(wanted), "{to:?} {intent:?}: {said}");
         }
+        // The fourth retest's spellings of one URL or phone (N4).
+        for (to, wanted) in [
+            (
+                "https://xn--bcher-kva.de/x",
+                "the domain label \"xn--bcher-kva\"",
+            ),
+            ("https://bÜcher.de/x", "\"https://bücher.de/x\""),
+            (
+                "https://@hooks.example.com/x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https://hooks.example.com:0443/x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https://hooks.example.com/a/../x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https:hooks.example.com/x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https:/hooks.example.com/x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https://hooks%2eexample.com/x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https://hooks.example.com\\x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https://hooks.example.com/\u{e9}",
+                "\"https://hooks.example.com/%C3%A9\"",
+            ),
+            (
+                "https://hooks.example.com",
+                "\"https://hooks.example.com/\"",
+            ),
+            ("https://[0:0:0:0:0:0:0:1]/x", "\"https://[::1]/x\""),
+            ("https://0x5db8d822/x", "\"https://93.184.216.34/x\""),
+            ("https://1572395042/x", "\"https://93.184.216.34/x\""),
+            ("+44 (0)20 7946 0958", "\"+442079460958\""),
+            ("+442079460958,", "\"+442079460958\""),
+            ("+44/20/7946/0958", "\"+442079460958\""),
+            ("+44_20_7946_0958", "\"+442079460958\""),
+        ] {
+            let said = fields(to, "paid:9", "webhook").expect_err(to);
+            assert!(said.contains(wanted), "{to:?}: {said}");
+        }
         // Taken: words of another script, accents, plain URLs with what they need.
         for (to, intent) in [
             ("ana@b\u{fc}cher.de", "invoice:7"),
@@ -1032,6 +1259,10 @@ mod tests {
             ("ana@example.com", "D\u{e1}na"),
             ("https://hooks.example.com:8443/x?a=%2F#", "paid:9"),
             ("https://[::1]:8443/hook", "paid:9"),
+            ("https://93.184.216.34/x", "paid:9"),
+            ("https://hooks.example.com/", "paid:9"),
+            ("+44 20 7946 0958", "paid:9"),
+            ("slack:C024BE91L", "paid:9"),
             ("https://user@hooks.example.com/p%2Fq", "paid:9"),
         ] {
             let taken = fields(to, intent, "webhook");
