@@ -299,6 +299,13 @@ pub fn ledger_problem(e: send_once::ledger::LedgerError) -> (Exit, Problem) {
                 Problem::new(Kind::Refused, e).with("key", Some(key)),
             )
         }
+        LedgerError::FailedButFound { ref key, .. } => {
+            let key = key.clone();
+            (
+                Exit::Refused,
+                Problem::new(Kind::Refused, e).with("key", Some(key)),
+            )
+        }
         LedgerError::MayStillRun { ref key, .. } | LedgerError::FoundByVerify { ref key, .. } => {
             let key = key.clone();
             (

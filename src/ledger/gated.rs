@@ -111,6 +111,15 @@ impl Ledger {
                 }
                 other => other,
             };
+            if let Some(failed) = &claimable
+                && let Some(found) = self.retry_blocked(failed).await?
+            {
+                return Err(LedgerError::FailedButFound {
+                    key: key.to_owned(),
+                    attempt: failed.attempts(),
+                    found,
+                });
+            }
 
             // Step 3: a key that may be claimed, failed or never seen.
             let attempt = claimable.as_ref().map_or(1, |e| e.attempts() + 1);

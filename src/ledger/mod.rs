@@ -284,6 +284,21 @@ pub enum LedgerError {
         /// Who found it, when, and the provider's id for it.
         found: Found,
     },
+    /// A failed attempt a recorded verify found at the provider, which nobody went
+    /// against: sent again, the provider would have it twice.
+    #[error(
+        "{key}: attempt {attempt} is recorded failed, but {}. Sent again, the recipient would have it twice, so it is not sent. If the provider has it, record it sent (resolve {key} sent --expect failed{}); if its record is of another message, say so (resolve {key} failed --even-if-found) and run again.",
+        .found.describe(),
+        .found.provider_id.as_deref().map(|id| format!(" --provider-id {}", crate::text::visible_inline(id))).unwrap_or_default()
+    )]
+    FailedButFound {
+        /// The key.
+        key: String,
+        /// The attempt that was found.
+        attempt: u64,
+        /// Who found it.
+        found: Found,
+    },
     /// The prefix given to [`Ledger::find`] matches several keys.
     #[error("{prefix} matches {} keys ({}). Give more of the key.", count_keys(.matches), list_keys(.matches))]
     AmbiguousKey {
@@ -881,6 +896,13 @@ impl Ledger {
             if existing.status() != Status::Failed {
                 return Ok(Acquired::Existing(existing));
             }
+            if let Some(found) = self.retry_blocked(&existing).await? {
+                return Err(LedgerError::FailedButFound {
+                    key: key.to_owned(),
+                    attempt: existing.attempts(),
+                    found,
+                });
+            }
             // Known not to have gone out, so it may go again. Compare-and-set from
             // failed, so two processes retrying at once cannot both win.
             let meta = if meta.is_null() {
@@ -1123,6 +1145,14 @@ impl Ledger {
                 }
                 _ => judge(&current, &mut detail),
             };
+            // Going against a finding about an attempt already failed (marked failed
+            // before the verify answered) is said once, so it may go again.
+            if asked == Some(Status::Failed)
+                && current.status() == Status::Failed
+                && details.even_if_found
+            {
+                detail.insert("evenIfFound".into(), true.into());
+            }
             let judged = match (judged, found) {
                 (Judged::Change, Some(found)) if details.even_if_found => {
                     detail.insert("found".into(), found.describe().into());

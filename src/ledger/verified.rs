@@ -149,6 +149,28 @@ impl Ledger {
     }
 }
 
+impl Ledger {
+    /// Why `failed` may not be sent again: a verify found its attempt at the provider,
+    /// and nobody went against that (`even_if_found`) about this attempt. It was marked
+    /// failed before the verify answered, or by another tool (N5, R10). None when it may
+    /// go again. One read of the key's decisions, on a retry only.
+    pub(super) async fn retry_blocked(&self, failed: &Entry) -> Result<Option<Found>, StoreError> {
+        let decisions = match self.store.decisions(Some(failed.key())).await {
+            Ok(decisions) => decisions,
+            Err(StoreError::Unsupported(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some(found) = Found::among(&decisions, failed) else {
+            return Ok(None);
+        };
+        let gone_against = decisions.iter().any(|d| {
+            d.detail.get("evenIfFound") == Some(&Value::Bool(true))
+                && d.detail.get("attempt").and_then(Value::as_u64) == Some(failed.attempts())
+        });
+        Ok((!gone_against).then_some(found))
+    }
+}
+
 /// `decision`, when it is a verify that found `current`'s attempt (the same attempt
 /// count and claim time).
 fn found_in(decision: &Decision, current: &Entry) -> Option<Found> {

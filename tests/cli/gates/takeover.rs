@@ -601,3 +601,70 @@ fn a_stale_attempt_a_persons_verify_found_is_not_taken_over_on_a_later_not_there
     assert_eq!(entry["attempts"], 1);
     assert_eq!(entry["status"], "pending");
 }
+
+/// N5 and R10 of the retests: a verify that found attempt 1 answers after someone
+/// marked it failed (or another tool wrote "failed"): the next run does not send it a
+/// second time, and says how to record it sent or to go against the finding; once a
+/// person goes against it (`resolve … failed --even-if-found`), it may go again.
+#[test]
+fn a_failed_attempt_a_verify_found_is_not_sent_again_until_someone_goes_against_it() {
+    let s = Setup::new();
+    expect_exit(
+        &s.run("kn", &[], &s.sender(super::UNCERTAIN_SEND)),
+        3,
+        "first",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let ledger = s.ledger();
+    runtime.block_on(async {
+        let store = send_once::ledger::LedgerLocation::new(&ledger)
+            .open_store(send_once::ledger::Access::ReadWrite)
+            .unwrap();
+        let ledger = send_once::ledger::Ledger::new(store);
+        let asked = ledger.get("kn").await.unwrap().unwrap();
+        // Marked failed while the verify was asking.
+        let details = send_once::ledger::ResolveDetails {
+            by: Some("bob".into()),
+            ..Default::default()
+        };
+        ledger
+            .resolve("kn", send_once::ledger::Status::Failed, &details)
+            .await
+            .unwrap();
+        let found = send_once::provider::CheckAnswer::Happened {
+            provider_id: Some("SM5".into()),
+            id_problem: None,
+            evidence: serde_json::json!({"id": "SM5"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        ledger
+            .record_verify(&asked, "dana", &found, Some("verify.sh"))
+            .await
+            .unwrap();
+    });
+    let out = s.run("kn", &[], &s.sender("echo again"));
+    expect_exit(&out, 2, "a failed attempt a verify found");
+    assert!(
+        stderr(&out).contains("is recorded failed, but a verify asked by dana")
+            && stderr(&out).contains("--provider-id SM5"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.sends().len(), 1, "sent again: {:?}", s.sends());
+    // Going against it, knowingly: then it may go again.
+    let out = output(&[
+        "resolve",
+        &ledger,
+        "kn",
+        "failed",
+        "--even-if-found",
+        "--by",
+        "bob",
+    ]);
+    expect_exit(&out, 0, "going against the finding");
+    let out = s.run("kn", &[], &s.sender("echo again"));
+    expect_exit(&out, 0, "sent as attempt 2");
+    assert_eq!(s.sends().len(), 2);
+}
