@@ -107,7 +107,19 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
         };
         let payload_hash = canonical::hash_payload(&payload);
-        match queue_refusal(&args.ledger, &args.key, &payload_hash).await {
+        let review = match queue_of(&args.ledger) {
+            Ok(review) => review,
+            Err(exit) => return exit,
+        };
+        let refusal = match &review {
+            Some(review) => {
+                send_once::review::dispatch::outside_approval_refusal(review, &args.key, &payload_hash)
+                    .await
+                    .map_err(|e| fail(Exit::Refused, e))
+            }
+            None => Ok(None),
+        };
+        match refusal {
             Ok(None) => {}
             Ok(Some(why)) => {
                 let decision = outside_dispatch_decision(
@@ -140,7 +152,21 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
         };
         let key = args.key.as_str();
         let before = ledger.get(key).await.ok().flatten();
-        let work = approval::dispatch_with(&ledger, request, recheck, &provider, &options);
+        // With a queue, it is asked again once the key is claimed (M2).
+        let work = async {
+            match &review {
+                Some(review) => {
+                    let guarded = send_once::review::dispatch::OutsideStillStands {
+                        inner: &provider,
+                        review,
+                        key: &args.key,
+                        payload_hash: &payload_hash,
+                    };
+                    approval::dispatch_with(&ledger, request, recheck, &guarded, &options).await
+                }
+                None => approval::dispatch_with(&ledger, request, recheck, &provider, &options).await,
+            }
+        };
         let dispatched = match super::interrupt::unless_signalled(work).await {
             Ok(dispatched) => dispatched,
             Err(signal) => {
@@ -252,31 +278,19 @@ fn holds_proto(value: &Value) -> bool {
     }
 }
 
-/// Why the ledger's review queue refuses an approval made elsewhere for `payload_hash`
-/// under `key`, or None (no queue, as in a JSON Lines ledger, or no draft of the key or
-/// the payload that stands against it).
-async fn queue_refusal(
-    location: &LedgerLocation,
-    key: &str,
-    payload_hash: &str,
-) -> Result<Option<String>, Exit> {
+/// The review queue of the ledger at `location`, when it keeps one.
+fn queue_of(location: &LedgerLocation) -> Result<Option<Review>, Exit> {
     if matches!(location, LedgerLocation::Jsonl(_)) {
         return Ok(None);
     }
-    let queue = match location.open_queue(Access::ReadWrite) {
-        Ok(queue) => queue,
-        Err(StoreError::NoReviewQueue(_)) => return Ok(None),
-        Err(e) => {
-            return Err(super::output::fail_with(
-                Exit::Refused,
-                super::store_problem(&e),
-            ));
-        }
-    };
-    let review = Review::new(queue, super::ledger_arg::clock());
-    send_once::review::dispatch::outside_approval_refusal(&review, key, payload_hash)
-        .await
-        .map_err(|e| fail(Exit::Refused, e))
+    match location.open_queue(Access::ReadWrite) {
+        Ok(queue) => Ok(Some(Review::new(queue, super::ledger_arg::clock()))),
+        Err(StoreError::NoReviewQueue(_)) => Ok(None),
+        Err(e) => Err(super::output::fail_with(
+            Exit::Refused,
+            super::store_problem(&e),
+        )),
+    }
 }
 
 /// The decision a dispatch through an approval made elsewhere leaves in the log: who

@@ -461,20 +461,18 @@ fn plain_url(to: &str) -> Option<String> {
     if special && path.is_empty() {
         path = "/".to_owned();
     }
+    // Credentials are not the endpoint: `user@` and `u:p@` reach the same one (M4).
+    let _ = user;
     let mut plain = format!("{scheme}://");
-    if let Some(user) = user {
-        plain.push_str(user);
-        plain.push('@');
-    }
     plain.push_str(&host);
     if let Some(port) = port {
         plain.push(':');
         plain.push_str(&port);
     }
-    plain.push_str(&percent_encoded(&unreserved_decoded(&path)));
+    plain.push_str(&percent_encoded(&unreserved_decoded(&path), PATH_ENCODED));
     if let Some(query) = query {
         plain.push('?');
-        plain.push_str(&percent_encoded(&unreserved_decoded(query)));
+        plain.push_str(&percent_encoded(&unreserved_decoded(query), QUERY_ENCODED));
     }
     Some(plain)
 }
@@ -574,12 +572,18 @@ fn without_dot_segments(path: &str) -> String {
     out.join("/")
 }
 
-/// `text` with every character that is not ASCII written as its UTF-8 bytes in
-/// percent escapes, as a browser sends it (`/é` is `/%C3%A9`).
-fn percent_encoded(text: &str) -> String {
+/// The ASCII characters a browser writes in percent escapes in a path (WHATWG's path
+/// percent-encode set), and in a query.
+const PATH_ENCODED: &str = " \"#<>?`{}^";
+const QUERY_ENCODED: &str = " \"#<>'";
+
+/// `text` with every character that is not ASCII, and each of `encoded`, written as
+/// its UTF-8 bytes in percent escapes, as a browser sends it (`/é` is `/%C3%A9`, a
+/// space `%20`).
+fn percent_encoded(text: &str, encoded: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_ascii() {
+        if c.is_ascii() && !encoded.contains(c) && !c.is_ascii_control() {
             out.push(c);
         } else {
             let mut buffer = [0u8; 4];
@@ -1252,6 +1256,32 @@ mod tests {
             let said = fields(to, "paid:9", "webhook").expect_err(to);
             assert!(said.contains(wanted), "{to:?}: {said}");
         }
+        // The fifth retest's (M4).
+        for (to, wanted) in [
+            (
+                "https://hooks.example.com/a b",
+                "\"https://hooks.example.com/a%20b\"",
+            ),
+            (
+                "https://hooks.example.com/{x}",
+                "\"https://hooks.example.com/%7Bx%7D\"",
+            ),
+            (
+                "https://hooks.example.com/x?a=b c",
+                "\"https://hooks.example.com/x?a=b%20c\"",
+            ),
+            (
+                "https://user@hooks.example.com/x",
+                "\"https://hooks.example.com/x\"",
+            ),
+            (
+                "https://u:p@hooks.example.com/x",
+                "\"https://hooks.example.com/x\"",
+            ),
+        ] {
+            let said = fields(to, "paid:9", "webhook").expect_err(to);
+            assert!(said.contains(wanted), "{to:?}: {said}");
+        }
         // Taken: words of another script, accents, plain URLs with what they need.
         for (to, intent) in [
             ("ana@b\u{fc}cher.de", "invoice:7"),
@@ -1263,7 +1293,7 @@ mod tests {
             ("https://hooks.example.com/", "paid:9"),
             ("+44 20 7946 0958", "paid:9"),
             ("slack:C024BE91L", "paid:9"),
-            ("https://user@hooks.example.com/p%2Fq", "paid:9"),
+            ("https://hooks.example.com/p%2Fq", "paid:9"),
         ] {
             let taken = fields(to, intent, "webhook");
             if to.contains('#') {
@@ -1303,7 +1333,7 @@ mod tests {
             );
         }
         for to in [
-            "https://bot@hooks.example.com/x/?a=1",
+            "https://hooks.example.com/x/?a=1",
             "https://hooks.example.com/x/",
         ] {
             assert_eq!(fields(to, "invoice:1", "webhook"), Ok(()), "{to}");

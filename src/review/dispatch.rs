@@ -39,14 +39,17 @@ pub async fn outside_approval_refusal(
         if let Some(why) = stands_against(review, &draft).or_else(|| edited_since(&draft)) {
             return Ok(Some(format!("draft {id} of this key {why}")));
         }
-        // Approved by its row: only as the log made it (N2).
-        if draft.state == DraftState::Approved
-            && let Some(approval) = &draft.approval
-            && let Some(why) = review.approval_unbacked(&draft, approval).await?
-        {
-            return Ok(Some(format!(
-                "draft {id} of this key is approved by its row, but {why}"
-            )));
+        // Approved by its row: only as the log made it (N2, M1).
+        if draft.state == DraftState::Approved {
+            let why = match &draft.approval {
+                Some(approval) => review.approval_unbacked(&draft, approval).await?,
+                None => Some("it holds no approval: the row was changed by hand".to_owned()),
+            };
+            if let Some(why) = why {
+                return Ok(Some(format!(
+                    "draft {id} of this key is approved by its row, but {why}"
+                )));
+            }
         }
     }
     let Some(&id) = review
@@ -269,6 +272,49 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
                 "draft {} could not be read again before the send ({e}); not sent",
                 self.id
             )),
+        }
+    }
+
+    async fn verify(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
+        self.inner.verify(entry).await
+    }
+}
+
+/// The provider an approval made elsewhere is dispatched through, on a ledger whose
+/// queue may know the key: after the key is claimed, and before the send, the queue is
+/// asked again ([`outside_approval_refusal`]), so a reject or withdraw that landed while
+/// the approval was checked (a slow `--recheck`) stops the send (M2).
+pub struct OutsideStillStands<'a, P> {
+    /// The provider that sends.
+    pub inner: &'a P,
+    /// The queue of this ledger.
+    pub review: &'a Review,
+    /// The key sent.
+    pub key: &'a str,
+    /// The hash of the payload sent.
+    pub payload_hash: &'a str,
+}
+
+#[async_trait::async_trait]
+impl<P: Provider> Provider for OutsideStillStands<'_, P> {
+    type Receipt = P::Receipt;
+
+    async fn precheck(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
+        self.inner.precheck(entry).await
+    }
+
+    async fn send(
+        &self,
+        context: crate::ledger::SendContext,
+    ) -> Result<Self::Receipt, crate::ledger::SendError> {
+        match outside_approval_refusal(self.review, self.key, self.payload_hash).await {
+            Ok(None) => self.inner.send(context).await,
+            Ok(Some(why)) => Err(crate::ledger::SendError::definite(format!(
+                "{why}, after its dispatch began; not sent"
+            ))),
+            Err(e) => Err(crate::ledger::SendError::definite(format!(
+                "the review queue could not be read again before the send ({e}); not sent"
+            ))),
         }
     }
 

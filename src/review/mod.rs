@@ -419,11 +419,12 @@ fn strings_hold_suspicious(value: &Value) -> bool {
     }
 }
 
-/// The first number in `json` that JavaScript reads as another number, if any: an
-/// integer written beyond ±2^53 (`1234567890123456789` reads as `…800`), or a number
-/// out of a double's range (`1e400` reads as infinity, shown and hashed as `null`;
-/// `1e-400` as 0). A fraction such as `0.1` is read as the double nearest it, as every
-/// JSON reader that uses doubles reads it, and is taken.
+/// The first number in `json` that JavaScript reads as another number, if any: one
+/// whose value as a double, written the shortest way (as the screen and the hash see
+/// it), is not the number written. `1234567890123456789` reads as `…800`,
+/// `1.234567890123456789e18` and `9007199254740993.0` likewise, `1e400` as infinity
+/// (shown and hashed as `null`), `1e-400` as 0. `0.1`, `1e20` and `1.50` are the
+/// numbers they say, and are taken.
 pub fn inexact_number(json: &str) -> Option<String> {
     let bytes = json.as_bytes();
     let mut i = 0;
@@ -449,19 +450,7 @@ pub fn inexact_number(json: &str) -> Option<String> {
                 let Ok(value) = token.parse::<f64>() else {
                     continue;
                 };
-                let integer = !token.contains(['.', 'e', 'E']);
-                let nonzero = token.bytes().any(|b| matches!(b, b'1'..=b'9'))
-                    && !token.contains(['e', 'E'])
-                    || token
-                        .split(['e', 'E'])
-                        .next()
-                        .is_some_and(|m| m.bytes().any(|b| matches!(b, b'1'..=b'9')));
-                // Compared as digits: past 2^53 a double cannot tell them apart.
-                let beyond = integer && {
-                    let digits = token.trim_start_matches('-').trim_start_matches('0');
-                    digits.len() > 16 || (digits.len() == 16 && digits > "9007199254740992")
-                };
-                if value.is_infinite() || beyond || (value == 0.0 && nonzero) {
+                if !value.is_finite() || decimal(token) != decimal(&format!("{value}")) {
                     return Some(token.to_owned());
                 }
             }
@@ -469,6 +458,27 @@ pub fn inexact_number(json: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// A decimal number as its significant digits and the power of ten of the last one
+/// (`1.50e3` is `("15", 2)`), so two spellings of one number compare equal; zero is
+/// `("", 0)` whatever its sign.
+fn decimal(text: &str) -> (String, i64) {
+    let text = text.trim_start_matches(['-', '+']);
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    let mut power = exponent - fraction.len() as i64;
+    let trimmed = digits.trim_end_matches('0');
+    power += (digits.len() - trimmed.len()) as i64;
+    let significant = trimmed.trim_start_matches('0');
+    if significant.is_empty() {
+        return (String::new(), 0);
+    }
+    (significant.to_owned(), power)
 }
 
 /// The first name that appears twice in one object of `json`, if any. `JSON.parse`
@@ -2007,6 +2017,19 @@ mod tests {
             (r#"{"id":"1234567890123456789","n":9007199254740992}"#, None),
             (
                 r#"{"x":0.1,"y":1e20,"z":-0.0,"w":0e5,"s":"1e400 \" 99999999999999999999"}"#,
+                None,
+            ),
+            (
+                r#"{"a":1.234567890123456789e18}"#,
+                Some("1.234567890123456789e18"),
+            ),
+            (r#"{"a":9007199254740993.0}"#, Some("9007199254740993.0")),
+            (
+                r#"{"a":9.007199254740993e15}"#,
+                Some("9.007199254740993e15"),
+            ),
+            (
+                r#"{"a":1.50,"b":2.5e-3,"c":123456789012345.6,"d":-42}"#,
                 None,
             ),
         ] {

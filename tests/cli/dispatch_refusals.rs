@@ -498,3 +498,88 @@ fn a_number_the_reviewer_would_see_otherwise_is_refused_at_submit() {
         );
     }
 }
+
+/// M2 of the fifth retest: the same for an approval made elsewhere, on a ledger whose
+/// queue holds the key's draft: a reject while `dispatch KEY --approval` runs its
+/// recheck stops the send.
+#[test]
+fn a_reject_during_an_outside_approval_dispatch_stops_the_send() {
+    let q = new_queue();
+    let sent = q.path("sent.log");
+    let payload = q.write(
+        "p11.json",
+        r#"{"to":"erin@example.org","body":"refund 11"}"#,
+    );
+    let out = q.q(
+        T0,
+        &[
+            "draft",
+            "submit",
+            "--key",
+            "refund-11",
+            "--payload",
+            &payload,
+            "--facts",
+            "facts.json",
+            "--by",
+            "agent",
+        ],
+    );
+    expect_exit(&out, 0, "submit");
+    let id = stdout(&out).trim().to_owned();
+    let approval = q.path("approval.json");
+    let out = q.q(
+        T0,
+        &[
+            "approve",
+            &id,
+            "--by",
+            "dana",
+            "--revision",
+            "1",
+            "--out",
+            approval.to_str().unwrap(),
+        ],
+    );
+    expect_exit(&out, 0, "approve");
+    let recheck = q.write(
+        "recheck.sh",
+        "#!/bin/sh\nsleep 1.5\necho '{\"invoice\":\"open\"}'\n",
+    );
+    std::fs::set_permissions(
+        &recheck,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let send = format!("echo sent >> '{}'", sent.display());
+    let mut dispatch = harness::send_once(&["dispatch"]);
+    dispatch
+        .arg(q.path("l.db"))
+        .args([
+            "refund-11",
+            "--approval",
+            approval.to_str().unwrap(),
+            "--payload",
+            &payload,
+            "--recheck",
+            &recheck,
+            "--",
+            "sh",
+            "-c",
+            &send,
+        ])
+        .current_dir(q.dir())
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER");
+    let child = dispatch
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = q.q(T0, &["reject", &id, "--by", "sam", "--reason", "fraud"]);
+    expect_exit(&out, 0, "reject during the recheck");
+    let done = child.wait_with_output().unwrap();
+    assert!(!sent.exists(), "sent after sam's reject: {done:?}");
+    assert_ne!(done.status.code(), Some(0), "{done:?}");
+}

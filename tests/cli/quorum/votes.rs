@@ -1324,6 +1324,35 @@ fn a_draft_row_edited_by_hand_does_not_send_through_any_door() {
         stderr(&o)
     );
 
+    // ... and with no approval in its row at all (M1).
+    let a2 = submit("refund-a2");
+    sql(&format!(
+        "UPDATE send_once_drafts SET state = 'approved', approval = NULL WHERE id = {a2}"
+    ));
+    let o = run(&[
+        "dispatch",
+        l,
+        "refund-a2",
+        "--approval",
+        hand_file.to_str().unwrap(),
+        "--payload",
+        p,
+        "--",
+        "sh",
+        "-c",
+        &send,
+    ]);
+    expect_exit(
+        &o,
+        2,
+        "an outside approval of a row approved with no approval",
+    );
+    assert!(
+        stderr(&o).contains("it holds no approval"),
+        "{}",
+        stderr(&o)
+    );
+
     // (c) Set to dispatched by hand: run does not take that as sent.
     let c = submit("refund-c");
     sql(&format!(
