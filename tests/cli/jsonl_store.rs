@@ -877,26 +877,7 @@ fn a_verify_finding_stays_with_the_entry_when_the_ledger_is_moved() {
         .output()
         .unwrap();
     expect_exit(&o, 3, "an unknown send");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let store = send_once::ledger::LedgerLocation::new(l)
-            .open_store(send_once::ledger::Access::ReadWrite)
-            .unwrap();
-        let ledger = send_once::ledger::Ledger::new(store);
-        let entry = ledger.get("mv-1").await.unwrap().unwrap();
-        let found = send_once::provider::CheckAnswer::Happened {
-            provider_id: Some("prov-123".into()),
-            id_problem: None,
-            evidence: serde_json::json!({"id": "prov-123"})
-                .as_object()
-                .unwrap()
-                .clone(),
-        };
-        ledger
-            .record_verify(&entry, "dana", &found, Some("verify.sh"))
-            .await
-            .unwrap();
-    });
+    crate::harness::record_found(l, "mv-1", "dana", "prov-123");
     let moved = dir.path().join("ledger.jsonl");
     std::fs::rename(&ledger, &moved).unwrap();
     let m = moved.to_str().unwrap();

@@ -865,23 +865,7 @@ fn an_unreadable_pending_row_is_named_and_never_counted_as_nothing_unknown() {
 fn a_send_a_persons_verify_found_is_not_marked_failed_by_a_later_not_there() {
     let f = Fixture::new("ledger.db");
     f.pending("op-found", "found@example.com", CLAIMED_MS);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let store = send_once::ledger::LedgerLocation::new(&f.ledger)
-            .open_store(send_once::ledger::Access::ReadWrite)
-            .unwrap();
-        let ledger = send_once::ledger::Ledger::new(store);
-        let entry = ledger.get("op-found").await.unwrap().unwrap();
-        let found = send_once::provider::CheckAnswer::Happened {
-            provider_id: Some("SM12".into()),
-            id_problem: None,
-            evidence: json!({"id": "SM12"}).as_object().unwrap().clone(),
-        };
-        ledger
-            .record_verify(&entry, "dana", &found, Some("verify.sh"))
-            .await
-            .unwrap();
-    });
+    crate::harness::record_found(f.ledger.to_str().unwrap(), "op-found", "dana", "SM12");
     let verify = f.script("verify.sh", "exit 1\n");
     for dry in [true, false] {
         let mut args = vec!["--verify", verify.as_str(), "--not-there", "failed"];

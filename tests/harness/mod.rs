@@ -364,3 +364,33 @@ pub fn test_name(module_path: &str, function: &str) -> String {
         None => function.to_owned(),
     }
 }
+
+/// What the TUI's `v` records when the provider has `key`'s attempt as it is now: a
+/// verify by `by` that found it under `provider_id`, through the library, as a screen
+/// would (so a CLI test needs no terminal to have one).
+pub fn record_found(ledger: &str, key: &str, by: &str, provider_id: &str) {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(async {
+        let store = send_once::ledger::LedgerLocation::new(ledger)
+            .open_store(send_once::ledger::Access::ReadWrite)
+            .expect("the ledger opens");
+        let ledger = send_once::ledger::Ledger::new(store);
+        let entry = ledger.get(key).await.unwrap().expect("an entry to verify");
+        ledger
+            .record_verify(&entry, by, &found(provider_id), Some("verify.sh"))
+            .await
+            .expect("the verify is recorded");
+    });
+}
+
+/// A verify's "happened" answer under `provider_id`.
+pub fn found(provider_id: &str) -> send_once::provider::CheckAnswer {
+    send_once::provider::CheckAnswer::Happened {
+        provider_id: Some(provider_id.to_owned()),
+        id_problem: None,
+        evidence: serde_json::json!({ "id": provider_id })
+            .as_object()
+            .expect("an object")
+            .clone(),
+    }
+}

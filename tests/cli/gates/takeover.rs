@@ -563,26 +563,7 @@ fn a_stale_attempt_a_persons_verify_found_is_not_taken_over_on_a_later_not_there
     let s = Setup::new();
     expect_exit(&s.run("kf", &[], &s.sender(UNCERTAIN_SEND)), 3, "first");
     // Dana's verify, as the TUI records it.
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let store = send_once::ledger::LedgerLocation::new(s.ledger())
-            .open_store(send_once::ledger::Access::ReadWrite)
-            .unwrap();
-        let ledger = send_once::ledger::Ledger::new(store);
-        let entry = ledger.get("kf").await.unwrap().unwrap();
-        let found = send_once::provider::CheckAnswer::Happened {
-            provider_id: Some("SM12".into()),
-            id_problem: None,
-            evidence: serde_json::json!({"id": "SM12"})
-                .as_object()
-                .unwrap()
-                .clone(),
-        };
-        ledger
-            .record_verify(&entry, "dana", &found, Some("verify.sh"))
-            .await
-            .unwrap();
-    });
+    crate::harness::record_found(&s.ledger(), "kf", "dana", "SM12");
     let verify = format!("--verify={}", s.check("v", NOT_THERE));
     let out = s.run_at(
         T0 + 3 * HOUR_MS,
@@ -631,16 +612,13 @@ fn a_failed_attempt_a_verify_found_is_not_sent_again_until_someone_goes_against_
             .resolve("kn", send_once::ledger::Status::Failed, &details)
             .await
             .unwrap();
-        let found = send_once::provider::CheckAnswer::Happened {
-            provider_id: Some("SM5".into()),
-            id_problem: None,
-            evidence: serde_json::json!({"id": "SM5"})
-                .as_object()
-                .unwrap()
-                .clone(),
-        };
         ledger
-            .record_verify(&asked, "dana", &found, Some("verify.sh"))
+            .record_verify(
+                &asked,
+                "dana",
+                &crate::harness::found("SM5"),
+                Some("verify.sh"),
+            )
             .await
             .unwrap();
     });
