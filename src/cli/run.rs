@@ -559,6 +559,15 @@ pub fn report(
         }
         Outcome::Failed { error, .. } => match not_started {
             Some(message) => fail(Exit::Refused, visible(&message)),
+            // A dispatch's guard stopped it before the send (the draft was closed
+            // meanwhile): nothing went out, and the closed draft keeps it from going.
+            None if error.message().ends_with("; not sent") => fail(
+                Exit::Failed,
+                format!(
+                    "{}. It is recorded as failed, and it is not sent while its draft stays closed.",
+                    visible(error.message())
+                ),
+            ),
             None => fail(
                 Exit::Failed,
                 format!(

@@ -347,14 +347,15 @@ impl Report {
             log.iter().filter_map(|d| Some((d.hash()?, d))).collect();
         let chain_began = log.iter().find(|d| d.link.is_some()).map(|d| d.at.as_str());
         for row in refs {
-            // A draft decided before the chain began has no decision to name.
+            // A draft decided before the chain began has no decision to name; one with
+            // no time it was decided, on a chained log, was decided by hand.
             if row.vote.is_none()
                 && row.hash.is_none()
-                && row
-                    .decided_at
-                    .as_deref()
-                    .zip(chain_began)
-                    .is_none_or(|(decided, began)| decided < began)
+                && match (row.decided_at.as_deref(), chain_began) {
+                    (_, None) => true,
+                    (Some(decided), Some(began)) => decided < began,
+                    (None, Some(_)) => false,
+                }
             {
                 continue;
             }
@@ -390,11 +391,17 @@ impl Report {
             if row.vote.is_none() && row.hash.is_none() {
                 self.unlogged.push(Unlogged {
                     row: row.clone(),
-                    message: format!(
-                        "draft {} was decided at {}, after the chain began, but names no decision (added or changed by hand)",
-                        row.draft,
-                        row.decided_at.as_deref().unwrap_or("?")
-                    ),
+                    message: match row.decided_at.as_deref() {
+                        Some(at) => format!(
+                            "draft {} was decided at {at}, after the chain began, but names no decision (added or changed by hand)",
+                            row.draft
+                        ),
+                        None => format!(
+                            "draft {} is {}, but names no decision and no time it was decided (changed by hand)",
+                            row.draft,
+                            row.state.as_deref().unwrap_or("decided")
+                        ),
+                    },
                 });
                 continue;
             }

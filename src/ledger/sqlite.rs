@@ -752,7 +752,7 @@ impl Store for SqliteStore {
                 let mut drafts = conn.prepare(
                     "SELECT id, decision_hash, decided_at, state, \
                      json_extract(approval, '$.payloadHash') FROM send_once_drafts \
-                     WHERE decision_hash IS NOT NULL OR (state <> 'queued' AND decided_at IS NOT NULL) \
+                     WHERE decision_hash IS NOT NULL OR state <> 'queued' \
                      ORDER BY id",
                 )?;
                 for row in drafts.query_map([], |r| {

@@ -1436,7 +1436,7 @@ impl super::store::Store for PostgresStore {
                 .read(
                     &format!(
                         "SELECT id, decision_hash, decided_at, state, approval FROM {t}_drafts \
-                         WHERE decision_hash IS NOT NULL OR (state <> 'queued' AND decided_at IS NOT NULL) \
+                         WHERE decision_hash IS NOT NULL OR state <> 'queued' \
                          ORDER BY id"
                     ),
                     &[],

@@ -1352,6 +1352,15 @@ fn a_draft_row_edited_by_hand_does_not_send_through_any_door() {
         "{}",
         stderr(&o)
     );
+    let o = run(&["decisions", "verify", l]);
+    expect_exit(&o, 1, "verify of rows approved by hand");
+    assert!(
+        stdout(&o).contains(&format!(
+            "draft {a2} is approved, but names no decision and no time it was decided"
+        )),
+        "{}",
+        stdout(&o)
+    );
 
     // (c) Set to dispatched by hand: run does not take that as sent.
     let c = submit("refund-c");
