@@ -164,6 +164,11 @@ pub enum FieldProblem {
         "give the phone number as {0:?} (digits after +, with spaces, dashes, dots or brackets at most, and no trunk 0 after the country code); as written it would be another key for the same phone"
     )]
     PhoneSpelling(String),
+    /// A digit of another script in a phone number (`+٤٤ …`): (position, code point).
+    #[error(
+        "U+{1:04X} at character {0} is a digit of another script; a phone number is written with the digits 0-9, or it is another key for the same phone"
+    )]
+    PhoneDigit(usize, u32),
     /// A phone number without `+` and its country code.
     #[error(
         "a phone number without + and its country code; written with them (+1 555 …) it would be another key for the same send, so give it in E.164, +<country code><number>"
@@ -253,6 +258,9 @@ fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> 
             if plain != trimmed {
                 return refuse(FieldProblem::NotPlainUrl(plain));
             }
+        }
+        if let Some((position, c)) = phone_digit(trimmed) {
+            return refuse(FieldProblem::PhoneDigit(leading + position, u32::from(c)));
         }
         if let Some(phone) = phone_spelling(trimmed) {
             return refuse(FieldProblem::PhoneSpelling(phone));
@@ -595,11 +603,29 @@ fn percent_encoded(text: &str, encoded: &str) -> String {
     out
 }
 
+/// In a phone number (it starts with `+` or `(+`), the first digit of another script,
+/// with its position counted from 1 (P1): `+٤٤ ٢٠ …` is the same phone as `+44 20 …`.
+fn phone_digit(to: &str) -> Option<(usize, char)> {
+    if !(to.starts_with('+') || to.starts_with("(+")) {
+        return None;
+    }
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    to.chars().enumerate().find_map(|(i, c)| {
+        (!c.is_ascii() && get_general_category(c) == GeneralCategory::DecimalNumber)
+            .then_some((i + 1, c))
+    })
+}
+
 /// The phone number to give instead of `to`, when `to` is a phone number written as
 /// the key does not fold it: with `/`, `_`, `,` or `;` between digits, a letter among
 /// them, or the trunk `(0)` after the country code (`+44 (0)20 …` is dialled
 /// `+44 20 …`). None for anything else.
 fn phone_spelling(to: &str) -> Option<String> {
+    // `(+44) 20 …` is `+44 20 …` with brackets round its country code (P1).
+    if let Some(rest) = to.strip_prefix("(+") {
+        let digits: String = rest.chars().filter(char::is_ascii_digit).collect();
+        return (digits.len() >= 7).then(|| format!("+{digits}"));
+    }
     let body = to.strip_prefix('+')?;
     let digits: String = body.chars().filter(char::is_ascii_digit).collect();
     if digits.len() < 7 {
@@ -1254,6 +1280,21 @@ mod tests {
             ("+44_20_7946_0958", "\"+442079460958\""),
         ] {
             let said = fields(to, "paid:9", "webhook").expect_err(to);
+            assert!(said.contains(wanted), "{to:?}: {said}");
+        }
+        // The sixth retest's (P1).
+        for (to, wanted) in [
+            (
+                "+\u{664}\u{664} 20 7946 0958",
+                "U+0664 at character 2 is a digit of another script",
+            ),
+            (
+                "+44 \u{968}\u{966} 7946 0958",
+                "U+0968 at character 5 is a digit of another script",
+            ),
+            ("(+44) 20 7946 0958", "\"+442079460958\""),
+        ] {
+            let said = fields(to, "paid:9", "sms").expect_err(to);
             assert!(said.contains(wanted), "{to:?}: {said}");
         }
         // The fifth retest's (M4).

@@ -39,6 +39,13 @@ pub async fn outside_approval_refusal(
         if let Some(why) = stands_against(review, &draft).or_else(|| edited_since(&draft)) {
             return Ok(Some(format!("draft {id} of this key {why}")));
         }
+        // Dispatched, its entry since removed by gc: not sent a second time (G1).
+        if draft.state == DraftState::Dispatched && review.store.get(key).await?.is_none() {
+            return Ok(Some(format!(
+                "draft {id} of this key {}",
+                dispatched_but_gone(&draft)
+            )));
+        }
         // Approved by its row: only as the log made it (N2, M1).
         if draft.state == DraftState::Approved {
             let why = match &draft.approval {
@@ -114,8 +121,10 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
         // Dispatched by its row: the ledger has its key, or the row was set by hand (N2).
         DraftState::Dispatched => match review.store.get(key).await? {
             Some(entry) if entry.status() != Status::Failed => return Ok(None),
-            Some(_) => "was dispatched and its send failed; it goes again through dispatch".to_owned(),
-            None => "is dispatched by its row, but the ledger has no send of its key (the row was changed by hand?)".to_owned(),
+            Some(_) => {
+                "was dispatched and its send failed; it goes again through dispatch".to_owned()
+            }
+            None => dispatched_but_gone(&draft),
         },
         DraftState::Approved => "is approved".to_owned(),
         _ => stands_against(review, &draft).unwrap_or_default(),
@@ -123,6 +132,20 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
     Ok(Some(format!(
         "draft {id} of this key, in this ledger's review queue, {why}: a key with a draft is sent by `send-once dispatch` (which holds it to its approval), not by run"
     )))
+}
+
+/// Why a dispatched draft whose key the ledger no longer has is not sent again: `gc`
+/// removed its entry (or its row was changed by hand), so the ledger cannot say
+/// whether it went out, and its approval was for one send.
+fn dispatched_but_gone(draft: &Draft) -> String {
+    format!(
+        "was dispatched{}, and the ledger no longer has its key (gc removed the entry, or the row was changed by hand), so it is not sent again: an approval is for one send",
+        draft
+            .decided_at
+            .as_deref()
+            .map(|at| format!(" (approved at {at})"))
+            .unwrap_or_default()
+    )
 }
 
 /// Why an approved `draft` no longer stands behind its approval: a person or the
@@ -386,6 +409,12 @@ impl Review {
         let Some(approval) = draft.approval.clone() else {
             return Ok(Prepared::NotApproved(draft));
         };
+        // Dispatched, and the ledger no longer has its key (gc removed the entry): the
+        // ledger cannot answer, and the draft is not sent a second time (G1).
+        if draft.state == DraftState::Dispatched && self.store.get(&draft.key).await?.is_none() {
+            let why = dispatched_but_gone(&draft);
+            return Ok(Prepared::Unbacked { draft, why });
+        }
         // Dispatched before, the ledger answers (see `dispatch`); else the approval the
         // row holds is sent on only when the log made it.
         if draft.state != DraftState::Dispatched

@@ -583,3 +583,97 @@ fn a_reject_during_an_outside_approval_dispatch_stops_the_send() {
     assert!(!sent.exists(), "sent after sam's reject: {done:?}");
     assert_ne!(done.status.code(), Some(0), "{done:?}");
 }
+
+/// G1 of the sixth retest: once `gc` removed a dispatched draft's sent entry, the
+/// ledger cannot say it went out; neither `dispatch ID` nor `dispatch KEY --approval`
+/// nor `run` sends it a second time.
+#[test]
+fn a_dispatched_draft_whose_entry_gc_removed_is_not_sent_again() {
+    let q = new_queue();
+    let sent = q.path("sent.log");
+    let send = format!("cat >> '{}'; echo >> '{}'", sent.display(), sent.display());
+    let payload = q.write(
+        "p12.json",
+        r#"{"to":"erin@example.org","body":"refund 12"}"#,
+    );
+    let out = q.q(
+        T0,
+        &[
+            "draft",
+            "submit",
+            "--key",
+            "refund-12",
+            "--payload",
+            &payload,
+            "--facts",
+            "facts.json",
+            "--by",
+            "agent",
+        ],
+    );
+    let id = stdout(&out).trim().to_owned();
+    let approval = q.path("approval-12.json");
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "approve",
+                &id,
+                "--by",
+                "dana",
+                "--revision",
+                "1",
+                "--out",
+                approval.to_str().unwrap(),
+            ],
+        ),
+        0,
+        "approve",
+    );
+    expect_exit(
+        &q.q(T0, &["dispatch", &id, "--", "sh", "-c", &send]),
+        0,
+        "dispatch",
+    );
+    expect_exit(
+        &q.q(T0 + 60_000, &["gc", "--older-than", "0s"]),
+        0,
+        "gc removes the sent entry",
+    );
+    expect_exit(
+        &q.q(T0 + 60_000, &["show", "refund-12"]),
+        1,
+        "the entry is gone",
+    );
+    let again = [
+        vec!["dispatch", id.as_str(), "--", "sh", "-c", send.as_str()],
+        vec![
+            "dispatch",
+            "refund-12",
+            "--approval",
+            approval.to_str().unwrap(),
+            "--payload",
+            payload.as_str(),
+            "--",
+            "sh",
+            "-c",
+            send.as_str(),
+        ],
+        vec!["run", "--key", "refund-12", "--", "sh", "-c", send.as_str()],
+    ];
+    for args in again {
+        let out = q.q(T0 + 60_000, &args);
+        expect_exit(&out, 2, &args.join(" "));
+        assert!(
+            harness::stderr(&out).contains("the ledger no longer has its key"),
+            "{}",
+            harness::stderr(&out)
+        );
+    }
+    let lines = std::fs::read_to_string(&sent).unwrap();
+    assert_eq!(
+        lines.lines().filter(|l| !l.is_empty()).count(),
+        1,
+        "{lines}"
+    );
+}
