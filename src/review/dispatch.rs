@@ -124,7 +124,12 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
             Some(_) => {
                 "was dispatched and its send failed; it goes again through dispatch".to_owned()
             }
-            None => dispatched_but_gone(&draft),
+            None => {
+                return Ok(Some(format!(
+                    "draft {id} of this key, in this ledger's review queue, {}",
+                    dispatched_but_gone(&draft)
+                )));
+            }
         },
         DraftState::Approved => "is approved".to_owned(),
         _ => stands_against(review, &draft).unwrap_or_default(),

@@ -1374,7 +1374,7 @@ fn a_draft_row_edited_by_hand_does_not_send_through_any_door() {
         "run of a key whose draft was set to dispatched by hand",
     );
     assert!(
-        stderr(&o).contains("the ledger has no send of its key"),
+        stderr(&o).contains("the ledger no longer has its key"),
         "{}",
         stderr(&o)
     );
