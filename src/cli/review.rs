@@ -1437,6 +1437,23 @@ fn show(args: &DraftShowArgs) -> Exit {
                 .unwrap_or_default()
         ));
     }
+    // Closed, and sent all the same: a dispatch began before the reject or withdraw
+    // landed (M5). The state alone would say it never went out.
+    if let Some(sent) = draft
+        .ledger_sent
+        .as_ref()
+        .filter(|_| !draft.state.is_open() && draft.state != DraftState::Dispatched)
+    {
+        out.push_str(&format!(
+            "sent      yes: the ledger has this key as sent at {}{}, although the draft is {}: a dispatch began before it was closed\n",
+            visible_inline(sent.sent_at.as_deref().unwrap_or("?")),
+            sent.provider_id
+                .as_deref()
+                .map(|id| format!(" (provider id {})", visible_inline(id)))
+                .unwrap_or_default(),
+            draft.state.as_str()
+        ));
+    }
     if let Some(line) = approval_line(&draft, now) {
         out.push_str(&format!("approval  {}\n", visible_inline(&line)));
     }

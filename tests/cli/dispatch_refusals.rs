@@ -461,6 +461,12 @@ fn a_reject_during_a_dispatch_stops_the_send_or_says_it_came_too_late() {
         harness::stderr(&out)
     );
     child.wait_with_output().unwrap();
+    // The draft says it went out, not only that it is rejected.
+    let shown = stdout(&q.q(T0, &["draft", "show", &id]));
+    assert!(
+        shown.contains("although the draft is rejected: a dispatch began before it was closed"),
+        "{shown}"
+    );
 }
 
 /// N8 of the fourth retest: a number JavaScript reads as another (an integer beyond
