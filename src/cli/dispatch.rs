@@ -179,6 +179,11 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 Outcome::Sent { .. } => (DecisionOutcome::Changed, "sent"),
                 Outcome::Confirmed { .. } => (DecisionOutcome::Changed, "confirmed"),
                 Outcome::Unknown { .. } => (DecisionOutcome::Changed, "unknown"),
+                // Stopped before the send because the queue closed the draft: the
+                // dispatch was refused, and nothing went out (L1).
+                Outcome::Failed { error, .. } if error.message().ends_with("; not sent") => {
+                    (DecisionOutcome::Refused, "not sent")
+                }
                 Outcome::Failed { .. } => (DecisionOutcome::Changed, "failed"),
             };
             let decision =

@@ -473,8 +473,19 @@ impl Review {
                     && d.outcome == DecisionOutcome::Changed
             })
         }) {
+            // Read as approved a moment ago, closed now: it was closed meanwhile, not
+            // set back by hand (L1).
+            let meanwhile = self
+                .head(draft.id)
+                .await
+                .is_ok_and(|now| matches!(now.state, DraftState::Rejected | DraftState::Withdrawn));
+            let how = if meanwhile {
+                "meanwhile"
+            } else {
+                "after that approval; its row was set back by hand"
+            };
             return Ok(Some(format!(
-                "it was {} by {} at {} after that approval; its row was set back by hand",
+                "it was {} by {} at {} {how}",
                 if closed.action == Action::Reject {
                     "rejected"
                 } else {

@@ -588,6 +588,14 @@ fn a_reject_during_an_outside_approval_dispatch_stops_the_send() {
     let done = child.wait_with_output().unwrap();
     assert!(!sent.exists(), "sent after sam's reject: {done:?}");
     assert_ne!(done.status.code(), Some(0), "{done:?}");
+    // The log says the dispatch was refused, not that it changed anything.
+    let log = q.decisions(&q.path("l.db"));
+    let dispatch = log
+        .iter()
+        .rev()
+        .find(|d| d["action"] == "dispatch")
+        .unwrap_or_else(|| panic!("no dispatch decision: {log:#?}"));
+    assert_eq!(dispatch["outcome"], "refused", "{dispatch}");
 }
 
 /// G1 of the sixth retest: once `gc` removed a dispatched draft's sent entry, the
