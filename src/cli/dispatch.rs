@@ -156,11 +156,13 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
         let work = async {
             match &review {
                 Some(review) => {
-                    let guarded = send_once::review::dispatch::OutsideStillStands {
+                    let guarded = send_once::review::dispatch::StillWanted {
                         inner: &provider,
                         review,
-                        key: &args.key,
-                        payload_hash: &payload_hash,
+                        by: send_once::review::dispatch::StillWantedBy::Outside {
+                            key: &args.key,
+                            payload_hash: &payload_hash,
+                        },
                     };
                     approval::dispatch_with(&ledger, request, recheck, &guarded, &options).await
                 }
@@ -181,7 +183,9 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 Outcome::Unknown { .. } => (DecisionOutcome::Changed, "unknown"),
                 // Stopped before the send because the queue closed the draft: the
                 // dispatch was refused, and nothing went out (L1).
-                Outcome::Failed { error, .. } if error.message().ends_with("; not sent") => {
+                Outcome::Failed { error, .. }
+                    if send_once::review::dispatch::stopped_by_queue(error) =>
+                {
                     (DecisionOutcome::Refused, "not sent")
                 }
                 Outcome::Failed { .. } => (DecisionOutcome::Changed, "failed"),

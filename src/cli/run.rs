@@ -561,7 +561,7 @@ pub fn report(
             Some(message) => fail(Exit::Refused, visible(&message)),
             // A dispatch's guard stopped it before the send (the draft was closed
             // meanwhile): nothing went out, and the closed draft keeps it from going.
-            None if error.message().ends_with("; not sent") => fail(
+            None if send_once::review::dispatch::stopped_by_queue(&error) => fail(
                 Exit::Failed,
                 format!(
                     "{}. It is recorded as failed, and it is not sent while its draft stays closed.",

@@ -262,14 +262,78 @@ pub fn refusal_decision<R>(
     })
 }
 
-/// The provider a draft is dispatched through: after the ledger has claimed the key,
-/// and before the send, it reads the draft again and sends only if nobody rejected or
-/// withdrew it meanwhile. A reject that lands later still finds the key claimed
-/// (`Review::decide` says so), so of the two, one always sees the other.
-struct StillWanted<'a, P> {
-    inner: &'a P,
-    review: &'a Review,
-    id: i64,
+/// How a send the queue stopped ends its reason: the ledger records it as a definite
+/// failure (nothing went out), and [`stopped_by_queue`] tells it from a send that
+/// failed.
+const NOT_SENT: &str = "; not sent";
+
+/// Whether `error` is a send the review queue stopped before it started (see
+/// [`StillWanted`]): nothing went out, and the closed draft keeps it from going.
+pub fn stopped_by_queue(error: &crate::ledger::SendError) -> bool {
+    error.message().ends_with(NOT_SENT)
+}
+
+/// What the queue is asked again once the key is claimed, just before the send.
+pub enum StillWantedBy<'a> {
+    /// A draft dispatched by id: sent unless rejected or withdrawn meanwhile.
+    Draft(i64),
+    /// An approval made elsewhere for `key` and a payload of `payload_hash`: sent
+    /// unless the queue now stands against it ([`outside_approval_refusal`]).
+    Outside {
+        /// The key sent.
+        key: &'a str,
+        /// The hash of the payload sent.
+        payload_hash: &'a str,
+    },
+}
+
+/// The provider a dispatch goes through: after the ledger has claimed the key, and
+/// before the send, it asks the queue again and sends only if the send is still wanted.
+/// A reject or withdraw that lands during the checks (a slow recheck) stops it (N3,
+/// M2); one that lands after the claim finds the key claimed (`Review::decide`'s
+/// callers say so), so of the two, one always sees the other.
+pub struct StillWanted<'a, P> {
+    /// The provider that sends.
+    pub inner: &'a P,
+    /// The queue of this ledger.
+    pub review: &'a Review,
+    /// What is asked.
+    pub by: StillWantedBy<'a>,
+}
+
+impl<P> StillWanted<'_, P> {
+    /// Why the send is no longer wanted, if it is not.
+    async fn why_not(&self) -> Option<String> {
+        match self.by {
+            StillWantedBy::Draft(id) => match self.review.head(id).await {
+                Ok(draft)
+                    if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) =>
+                {
+                    Some(format!(
+                        "draft {id} was {} by {} at {} after its dispatch began",
+                        draft.state.as_str(),
+                        crate::text::visible_inline(
+                            draft.decided_by.as_deref().unwrap_or("someone")
+                        ),
+                        draft.decided_at.as_deref().unwrap_or("?")
+                    ))
+                }
+                Ok(_) => None,
+                Err(e) => Some(format!(
+                    "draft {id} could not be read again before the send ({e})"
+                )),
+            },
+            StillWantedBy::Outside { key, payload_hash } => {
+                match outside_approval_refusal(self.review, key, payload_hash).await {
+                    Ok(None) => None,
+                    Ok(Some(why)) => Some(format!("{why}, after its dispatch began")),
+                    Err(e) => Some(format!(
+                        "the review queue could not be read again before the send ({e})"
+                    )),
+                }
+            }
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -284,64 +348,10 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         &self,
         context: crate::ledger::SendContext,
     ) -> Result<Self::Receipt, crate::ledger::SendError> {
-        let not_sent = |why: String| Err(crate::ledger::SendError::definite(why));
-        match self.review.head(self.id).await {
-            Ok(draft) if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) => {
-                not_sent(format!(
-                    "draft {} was {} by {} at {} after its dispatch began; not sent",
-                    self.id,
-                    draft.state.as_str(),
-                    crate::text::visible_inline(draft.decided_by.as_deref().unwrap_or("someone")),
-                    draft.decided_at.as_deref().unwrap_or("?")
-                ))
-            }
-            Ok(_) => self.inner.send(context).await,
-            Err(e) => not_sent(format!(
-                "draft {} could not be read again before the send ({e}); not sent",
-                self.id
-            )),
-        }
-    }
-
-    async fn verify(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
-        self.inner.verify(entry).await
-    }
-}
-
-/// The provider an approval made elsewhere is dispatched through, on a ledger whose
-/// queue may know the key: after the key is claimed, and before the send, the queue is
-/// asked again ([`outside_approval_refusal`]), so a reject or withdraw that landed while
-/// the approval was checked (a slow `--recheck`) stops the send (M2).
-pub struct OutsideStillStands<'a, P> {
-    /// The provider that sends.
-    pub inner: &'a P,
-    /// The queue of this ledger.
-    pub review: &'a Review,
-    /// The key sent.
-    pub key: &'a str,
-    /// The hash of the payload sent.
-    pub payload_hash: &'a str,
-}
-
-#[async_trait::async_trait]
-impl<P: Provider> Provider for OutsideStillStands<'_, P> {
-    type Receipt = P::Receipt;
-
-    async fn precheck(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
-        self.inner.precheck(entry).await
-    }
-
-    async fn send(
-        &self,
-        context: crate::ledger::SendContext,
-    ) -> Result<Self::Receipt, crate::ledger::SendError> {
-        match outside_approval_refusal(self.review, self.key, self.payload_hash).await {
-            Ok(None) => self.inner.send(context).await,
-            Ok(Some(why)) => Err(crate::ledger::SendError::definite(format!(
-                "{why}, after its dispatch began; not sent"
-            ))),
-            Err(e) => Err(crate::ledger::SendError::definite(format!(
-                "the review queue could not be read again before the send ({e}); not sent"
+        match self.why_not().await {
+            None => self.inner.send(context).await,
+            Some(why) => Err(crate::ledger::SendError::definite(format!(
+                "{why}{NOT_SENT}"
             ))),
         }
     }
@@ -565,7 +575,7 @@ impl Review {
         let guarded = StillWanted {
             inner: provider,
             review: self,
-            id,
+            by: StillWantedBy::Draft(id),
         };
         let dispatched =
             approval::dispatch_with(ledger, request, recheck, &guarded, options).await?;

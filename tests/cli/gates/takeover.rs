@@ -646,3 +646,35 @@ fn a_failed_attempt_a_verify_found_is_not_sent_again_until_someone_goes_against_
     expect_exit(&out, 0, "sent as attempt 2");
     assert_eq!(s.sends().len(), 2);
 }
+
+/// `reset` of an attempt a verify found, from the command line: refused naming who
+/// found it, then done with `--even-if-found`, which the decision records.
+#[test]
+fn reset_of_a_found_attempt_needs_even_if_found() {
+    let s = Setup::new();
+    expect_exit(
+        &s.run("kr", &[], &s.sender(super::UNCERTAIN_SEND)),
+        3,
+        "first",
+    );
+    let ledger = s.ledger();
+    crate::harness::record_found(&ledger, "kr", "dana", "SM7");
+    let out = output(&["reset", &ledger, "kr", "--by", "bob"]);
+    expect_exit(&out, 1, "reset of a found attempt");
+    assert!(
+        stderr(&out).contains("a verify asked by dana") && stderr(&out).contains("SM7"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.entry("kr").unwrap()["status"], "pending");
+    let out = output(&["reset", &ledger, "kr", "--by", "bob", "--even-if-found"]);
+    expect_exit(&out, 0, "reset, knowingly");
+    assert_eq!(s.entry("kr").unwrap()["status"], "failed");
+    let reset = s
+        .decisions()
+        .into_iter()
+        .rev()
+        .find(|d| d["action"] == "reset")
+        .unwrap();
+    assert_eq!(reset["detail"]["evenIfFound"], true, "{reset}");
+}
