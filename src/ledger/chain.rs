@@ -36,9 +36,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+mod drafts;
 mod policy;
 mod records;
 
+pub use drafts::RevisionRow;
 pub use policy::PolicyRef;
 pub use records::PersonRecord;
 
@@ -511,11 +513,15 @@ async fn verify_once(store: &Arc<dyn Store>) -> Result<Report, StoreError> {
     let policies = store.policy_refs().await?;
     let records = store.person_records().await?;
     let log = store.decisions(None).await?;
+    // Read after the log: a draft queued in between is a row the log read does not
+    // name yet, which is not held to anything, rather than a decision with no row.
+    let revisions = store.revision_rows().await?;
     tokio::task::spawn_blocking(move || {
         verify(&log)
             .check_refs(&log, &refs)
             .check_policies(&log, &policies)
             .check_records(&log, &records)
+            .check_drafts(&log, &revisions)
     })
     .await
     // Hashing only fails by panicking: it goes on as a panic.

@@ -70,12 +70,16 @@ pub enum Action {
     /// about one attempt; it changes nothing, and a "happened" stands against marking
     /// that attempt failed (see [`super::verified`]).
     Verify,
+    /// A draft queued for review, or a new revision of an open one, about the key it
+    /// would send: the log's own record of what was submitted (the draft, its payload
+    /// hash, how many approvers it needs), so the queue's rows are held to it.
+    Submit,
     /// A word this build does not know, kept as written.
     Other(String),
 }
 
 impl Action {
-    const KNOWN: [Action; 13] = [
+    const KNOWN: [Action; 14] = [
         Action::Resolve,
         Action::Reset,
         Action::Approve,
@@ -89,6 +93,7 @@ impl Action {
         Action::Dispatch,
         Action::Policy,
         Action::Verify,
+        Action::Submit,
     ];
 
     /// The word as stored.
@@ -107,6 +112,7 @@ impl Action {
             Action::Dispatch => "dispatch",
             Action::Policy => "policy",
             Action::Verify => "verify",
+            Action::Submit => "submit",
             Action::Other(word) => word,
         }
     }
@@ -360,6 +366,8 @@ impl Decision {
             text.push_str(&policy_change(field, arrow));
         } else if self.action == Action::Verify {
             text = format!("verify by {by}: {}", verify_answer(field));
+        } else if self.action == Action::Submit {
+            text.push_str(&submitted(field));
         } else if let (Some(count), Some(required)) = (number("approvals"), number("required"))
             && required > 1
         {
@@ -390,6 +398,18 @@ impl Decision {
             text.push_str(&format!(" \"{note}\""));
         }
         text
+    }
+}
+
+/// " (draft 3, revision 2, needs 2 approvals)": what a submit decision queued.
+fn submitted<'a>(field: impl Fn(&str) -> Option<&'a Value>) -> String {
+    let number = |n: &str| field(n).and_then(Value::as_i64);
+    let (Some(draft), Some(revision)) = (number("draft"), number("revision")) else {
+        return String::new();
+    };
+    match number("approvalsRequired") {
+        Some(n) if n > 1 => format!(" (draft {draft}, revision {revision}, needs {n} approvals)"),
+        _ => format!(" (draft {draft}, revision {revision})"),
     }
 }
 

@@ -404,6 +404,15 @@ fn entry_decision(d: &Decision, timeline: &mut Timeline) {
             HistoryKind::Other,
             format!("taken over for another attempt{note}"),
         ),
+        "submit" => (
+            HistoryKind::Other,
+            format!(
+                "queued for review by {} as draft {}, revision {}",
+                who_text(d),
+                field(&detail, "draft").unwrap_or_else(|| "?".into()),
+                field(&detail, "revision").unwrap_or_else(|| "?".into())
+            ),
+        ),
         "completed" if detail.contains_key("overrode") => (
             HistoryKind::Overridden,
             overridden_text(detail.get("overrode")),

@@ -795,6 +795,37 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn revision_rows(&self) -> Result<Vec<super::chain::RevisionRow>, StoreError> {
+        self.read(|conn| {
+            if !has_column(conn, "send_once_drafts", "approvals_required")? {
+                return Ok(Vec::new());
+            }
+            let mut rows = conn.prepare(
+                "SELECT d.id, d.key, d.approvals_required, r.revision, r.payload \
+                 FROM send_once_drafts d LEFT JOIN send_once_revisions r ON r.draft_id = d.id \
+                 ORDER BY d.id, r.revision",
+            )?;
+            let rows = rows
+                .query_map([], |r| {
+                    Ok(super::chain::RevisionRow::read(
+                        r.get(0)?,
+                        r.get(1)?,
+                        match r.get::<_, rusqlite::types::Value>(2)? {
+                            rusqlite::types::Value::Integer(n) => Some(n),
+                            // NULL is a draft from before numbers: one approver.
+                            rusqlite::types::Value::Null => Some(1),
+                            _ => None,
+                        },
+                        r.get(3)?,
+                        r.get::<_, Option<String>>(4)?.as_deref(),
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
     async fn policy_refs(&self) -> Result<Vec<super::chain::PolicyRef>, StoreError> {
         self.read(|conn| {
             if !has_table(conn, "send_once_policy")? {

@@ -659,6 +659,13 @@ pub trait Store: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Every revision of every draft, with its draft's key and number of approvers,
+    /// which `decisions verify` holds to the submissions and edits that wrote them.
+    /// Empty on a store without a review queue.
+    async fn revision_rows(&self) -> Result<Vec<super::chain::RevisionRow>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// Every person's record (`resolution`, `reset`) the entries hold or held, for
     /// `decisions verify` to find each one's decision. Empty where an entry and its
     /// decision are one transaction (the SQL stores): only JSON Lines writes them apart.

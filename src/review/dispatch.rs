@@ -15,7 +15,7 @@ use crate::ledger::decision::{Action, Subject};
 use crate::ledger::{Decision, DecisionOutcome, Ledger, Status};
 use crate::provider::{Provider, SendOptions};
 
-use super::{Draft, DraftState, Review, ReviewError};
+use super::{Draft, DraftState, Review, ReviewError, submissions};
 
 /// Why an approval made elsewhere (`dispatch KEY --approval FILE`, an approval the
 /// Node library's `approve()` wrote) may not send `payload_hash` under `key` on this
@@ -34,7 +34,11 @@ pub async fn outside_approval_refusal(
     key: &str,
     payload_hash: &str,
 ) -> Result<Option<String>, ReviewError> {
-    if let Some(&id) = review.store.draft_ids_for_key(key).await?.last() {
+    let ids = review.store.draft_ids_for_key(key).await?;
+    if let Some(why) = submissions::missing_from(&submissions::of_key(review, key).await?, &ids) {
+        return Ok(Some(why));
+    }
+    if let Some(&id) = ids.last() {
         let draft = review.draft(id).await?;
         if let Some(why) = stands_against(review, &draft).or_else(|| edited_since(&draft)) {
             return Ok(Some(format!("draft {id} of this key {why}")));
@@ -113,7 +117,14 @@ pub async fn outside_approval_refusal(
 ///
 /// One read of the drafts by key. None when the key has no draft here.
 pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<String>, ReviewError> {
-    let Some(&id) = review.store.draft_ids_for_key(key).await?.last() else {
+    let ids = review.store.draft_ids_for_key(key).await?;
+    // A rejected draft's row deleted or re-keyed by hand would leave nothing to refuse.
+    if let Some(why) = submissions::missing_from(&submissions::of_key(review, key).await?, &ids) {
+        return Ok(Some(format!(
+            "{why}; a key with a draft is sent by `send-once dispatch`, not by run"
+        )));
+    }
+    let Some(&id) = ids.last() else {
         return Ok(None);
     };
     let draft = review.draft(id).await?;
@@ -504,6 +515,24 @@ impl Review {
                 crate::text::visible_inline(closed.by.as_deref().unwrap_or("someone")),
                 closed.at
             )));
+        }
+        // The approval was made for another key than the row's now (re-keyed by hand).
+        if let Some(for_key) = made
+            .and_then(|at| decisions[at].detail.get("key"))
+            .and_then(Value::as_str)
+            .filter(|k| *k != draft.key)
+        {
+            return Ok(Some(format!(
+                "its approval was made for key {} (decision {}), and its row's key was changed by hand",
+                crate::text::visible_inline(for_key),
+                made.and_then(|at| decisions[at].id).unwrap_or_default()
+            )));
+        }
+        if made.is_some()
+            && let Some(why) =
+                submissions::lowered(&submissions::of_key(self, &draft.key).await?, draft)
+        {
+            return Ok(Some(why));
         }
         Ok(made.is_none().then(|| {
             format!(

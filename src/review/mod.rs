@@ -20,6 +20,7 @@ pub mod recheck;
 pub mod render;
 mod sqlite;
 pub mod store;
+pub mod submissions;
 
 use std::sync::Arc;
 use std::time::Duration;

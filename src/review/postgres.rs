@@ -179,6 +179,7 @@ impl PostgresStore {
 impl QueueStore for PostgresStore {
     async fn add_revision(&self, rev: &NewRevision) -> Result<Submitted, StoreError> {
         let t = self.table().to_owned();
+        let decisions = self.decision_sql().clone();
         let rev = rev.clone();
         self.write_transaction(move |tx| {
             Box::pin(async move {
@@ -260,6 +261,8 @@ impl QueueStore for PostgresStore {
                     .await?
                     .get(0);
                 insert_revision(tx, &t, id, revision, &rev).await?;
+                let submitted = rev.decision(id, revision, required.unwrap_or(1));
+                insert_decision_in(tx, &decisions, &submitted).await?;
                 Ok(Submitted {
                     id,
                     revision,

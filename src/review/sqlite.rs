@@ -218,6 +218,7 @@ impl QueueStore for SqliteStore {
                 .prepare_cached("SELECT approvals_required FROM send_once_drafts WHERE id = ?1")?
                 .query_row([id], |r| r.get(0))?;
             insert_revision(conn, id, revision, &rev)?;
+            insert_decision(conn, &rev.decision(id, revision, required.unwrap_or(1)))?;
             Ok(Submitted {
                 id,
                 revision,

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Draft, DraftState, NewVote, Policy, Submitted};
-use crate::ledger::{Decision, Store, StoreError};
+use crate::ledger::{Decision, DecisionAction, DecisionOutcome, Store, StoreError, Subject};
 
 /// A submission as it is stored: the texts `Review` already checked and encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +39,32 @@ pub struct NewRevision {
     /// On a revision of an open draft: raise its number to `required` if lower (it is
     /// never lowered).
     pub raise: bool,
+}
+
+impl NewRevision {
+    /// The `submit` decision that records this submission as revision `revision` of
+    /// draft `id`, which needs `required` approvers: appended in the transaction that
+    /// adds the revision. It is about the key, so that what was ever queued for a key
+    /// is one indexed read of its decisions, and a draft row deleted, re-keyed, its
+    /// payload or its number changed by hand no longer matches the log.
+    pub fn decision(&self, id: i64, revision: i64, required: i64) -> Decision {
+        Decision {
+            id: None,
+            at: self.at.clone(),
+            by: self.by.clone(),
+            action: DecisionAction::Submit,
+            subject: Subject::Key(self.key.clone()),
+            note: None,
+            outcome: DecisionOutcome::Changed,
+            detail: serde_json::json!({
+                "draft": id,
+                "revision": revision,
+                "payloadHash": self.payload_hash,
+                "approvalsRequired": required,
+            }),
+            link: None,
+        }
+    }
 }
 
 /// An open draft's current revision as a resubmission is compared with it.

@@ -79,13 +79,15 @@ fn status_of(dir: &Path, ledger: &str, key: &str) -> String {
     shown["entry"]["status"].as_str().unwrap_or("?").to_owned()
 }
 
-/// (action, subject, by, outcome) of each decision in the ledger's log.
+/// (action, subject, by, outcome) of each decision in the ledger's log but the
+/// agent's submissions, which the screen did not make.
 fn decisions(dir: &Path, ledger: &str) -> Vec<(String, String, String, String)> {
     let log = cli_json(dir, &["decisions", ledger, "--json"]);
     let text = |v: &Value| v.as_str().unwrap_or("<none>").to_owned();
     log.as_array()
         .expect("an array of decisions")
         .iter()
+        .filter(|d| d["action"] != "submit")
         .map(|d| {
             (
                 text(&d["action"]),

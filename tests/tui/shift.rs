@@ -86,11 +86,15 @@ fn unknown_send(ledger: &Path, key: &str, script: &str) {
     );
 }
 
+/// The ledger's decisions but the agent's submissions, which the screen did not make.
 fn decisions(ledger: &Path) -> Vec<Value> {
     cli_json(&["decisions", path_str(ledger), "--json"])
         .as_array()
         .expect("an array of decisions")
-        .clone()
+        .iter()
+        .filter(|d| d["action"] != "submit")
+        .cloned()
+        .collect()
 }
 
 /// (action, subject, by, note, outcome) of each decision, for one readable comparison.

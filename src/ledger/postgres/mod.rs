@@ -1399,6 +1399,36 @@ impl super::store::Store for PostgresStore {
         .await
     }
 
+    async fn revision_rows(&self) -> Result<Vec<super::chain::RevisionRow>, StoreError> {
+        if self.schema_version().await? < 5 {
+            return Ok(Vec::new());
+        }
+        let t = &self.table;
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT d.id, d.key, d.approvals_required, r.revision, r.payload \
+                     FROM {t}_drafts d LEFT JOIN {t}_revisions r ON r.draft_id = d.id \
+                     ORDER BY d.id, r.revision"
+                ),
+                &[],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                super::chain::RevisionRow::read(
+                    r.get(0),
+                    r.get(1),
+                    // NULL is a draft from before numbers: one approver.
+                    Some(r.get::<_, Option<i64>>(2).unwrap_or(1)),
+                    r.get(3),
+                    r.get::<_, Option<String>>(4).as_deref(),
+                )
+            })
+            .collect())
+    }
+
     async fn policy_refs(&self) -> Result<Vec<super::chain::PolicyRef>, StoreError> {
         if self.schema_version().await? < 5 {
             return Ok(Vec::new());

@@ -5,6 +5,7 @@
 //! approvers racing as separate processes (each counted once), bad policy input
 //! changing nothing, and the quorum's approval JSON dispatched the Node way.
 
+mod held_to_the_log;
 mod votes;
 
 use std::collections::BTreeSet;

@@ -988,6 +988,23 @@ fn hand_edits_never_lower_the_bar_and_a_hand_decided_draft_breaks_verify() {
     let list = run(&["approvals", q.l(), "--json"]);
     expect_exit(&list, 0, "approvals with a damaged row");
     assert_eq!(q.approved(&other)["required"], 10);
+    // The log knows the number it was submitted with.
+    let o = run(&["decisions", "verify", q.l()]);
+    expect_exit(&o, 1, "verify after the draft's number was edited");
+    assert!(
+        stdout(&o).contains(&format!(
+            "draft {other}'s number of approvers is not a whole number, and it was submitted needing 10"
+        )),
+        "{}",
+        stdout(&o)
+    );
+    let conn = rusqlite::Connection::open(q.l()).unwrap();
+    conn.execute(
+        "UPDATE send_once_drafts SET approvals_required = 10 WHERE id = ?1",
+        [other.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    drop(conn);
 
     // H7: and verify names the edited policy row.
     let o = run(&["decisions", "verify", q.l()]);
