@@ -14,9 +14,10 @@ use send_once::provider::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_WINDOW_HOURS, Limit, Mail, MailOutcome, Mailer, message_id,
     message_json, send_mail_once, split_command,
 };
+use send_once::review::store::QueueStore;
 use send_once::text::visible_inline;
 
-use super::ledger_arg::{clock, ledger_or_default, ledger_to_create, open_ledger};
+use super::ledger_arg::{clock, ledger_or_default, ledger_over, ledger_to_create};
 use super::output::{Kind, Problem, fail_with};
 use super::{Exit, fail, note, print_json, print_stdout, read_text_arg};
 
@@ -120,34 +121,42 @@ pub fn mail(args: &MailArgs) -> Exit {
 }
 
 /// The ledger: created if missing, except for a dry run, which writes nothing and
-/// takes a missing ledger as an empty one.
-fn ledger(dry_run: bool) -> Result<(LedgerLocation, Ledger), Exit> {
+/// takes a missing ledger as an empty one. With its review queue, when it has one.
+type Opened = (LedgerLocation, Ledger, Option<Arc<dyn QueueStore>>);
+
+fn ledger(dry_run: bool) -> Result<Opened, Exit> {
     let location = if dry_run {
         ledger_or_default(None)
     } else {
         ledger_to_create(None)
     }
     .map_err(|m| fail(Exit::Refused, m))?;
-    let opened = if dry_run {
-        match open_ledger(&location, Access::ReadOnly) {
-            Err(StoreError::NotFound(_)) => {
-                Ok(Ledger::with_clock(Arc::new(MemoryStore::new()), clock()))
-            }
-            other => other,
-        }
+    let access = if dry_run {
+        Access::ReadOnly
     } else {
-        open_ledger(&location, Access::Create)
+        Access::Create
     };
-    let ledger = opened.map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;
-    Ok((location, ledger))
+    let (ledger, queue) = match location.open(access) {
+        Ok(opened) => (ledger_over(opened.store), opened.queue),
+        Err(StoreError::NotFound(_)) if dry_run => (
+            Ledger::with_clock(Arc::new(MemoryStore::new()), clock()),
+            None,
+        ),
+        Err(e) => return Err(fail_with(Exit::Refused, super::store_problem(&e))),
+    };
+    Ok((location, ledger, queue))
 }
 
 async fn mail_planned(args: &MailArgs, plan: Plan) -> Exit {
-    let (location, ledger) = match ledger(args.dry_run) {
+    let (location, ledger, queue) = match ledger(args.dry_run) {
         Ok(opened) => opened,
         Err(exit) => return exit,
     };
     let key = args.key.as_str();
+    // What the queue holds back is not mailed either (Q1).
+    if let Some(refused) = super::run::refused_by_queue(queue, key).await {
+        return refused;
+    }
     let before = ledger.get(key).await.ok().flatten();
     let work = send_mail_once(&ledger, key, &plan.mailer, &plan.mail, args.dry_run);
     let outcome = match super::interrupt::unless_signalled(work).await {

@@ -270,26 +270,8 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
     let ledger = super::ledger_arg::ledger_over(opened.store);
-    // A person's no in the review queue holds for run too.
-    if let Some(queue) = opened.queue {
-        let review = send_once::review::Review::new(queue, super::ledger_arg::clock());
-        match send_once::review::dispatch::queued_elsewhere(&review, &plan.key).await {
-            Ok(None) => {}
-            Ok(Some(why)) => {
-                let problem = super::output::Problem::new(
-                    super::output::Kind::Refused,
-                    format!("{}: {why}. Nothing was sent.", visible(&plan.key)),
-                )
-                .with("key", Some(plan.key.clone()));
-                return super::output::fail_with(Exit::Refused, problem);
-            }
-            Err(e) => {
-                return super::output::fail_with(
-                    Exit::Refused,
-                    super::output::Problem::new(super::output::Kind::Io, e),
-                );
-            }
-        }
+    if let Some(refused) = refused_by_queue(opened.queue, &plan.key).await {
+        return refused;
     }
     let provider = RunProvider::new(plan.provider);
     let before = ledger.get(&plan.key).await.ok().flatten();
@@ -664,4 +646,29 @@ pub fn answer_json(answer: &CheckAnswer) -> Value {
 /// Text from a command or an entry, with control characters shown rather than obeyed.
 fn visible(text: &str) -> String {
     send_once::text::visible(text).into_owned()
+}
+
+/// A person's no in the review queue holds for every send outside it (`run`, `mail`):
+/// a key whose draft on this ledger is not dispatched yet is refused, naming why. None
+/// when the ledger has no queue or the key no draft in it.
+pub(super) async fn refused_by_queue(
+    queue: Option<std::sync::Arc<dyn send_once::review::store::QueueStore>>,
+    key: &str,
+) -> Option<Exit> {
+    let review = send_once::review::Review::new(queue?, super::ledger_arg::clock());
+    match send_once::review::dispatch::queued_elsewhere(&review, key).await {
+        Ok(None) => None,
+        Ok(Some(why)) => {
+            let problem = super::output::Problem::new(
+                super::output::Kind::Refused,
+                format!("{}: {why}. Nothing was sent.", visible(key)),
+            )
+            .with("key", Some(key.to_owned()));
+            Some(super::output::fail_with(Exit::Refused, problem))
+        }
+        Err(e) => Some(super::output::fail_with(
+            Exit::Refused,
+            super::output::Problem::new(super::output::Kind::Io, e),
+        )),
+    }
 }

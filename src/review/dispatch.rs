@@ -121,7 +121,7 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
     // A rejected draft's row deleted or re-keyed by hand would leave nothing to refuse.
     if let Some(why) = submissions::missing_from(&submissions::of_key(review, key).await?, &ids) {
         return Ok(Some(format!(
-            "{why}; a key with a draft is sent by `send-once dispatch`, not by run"
+            "{why}; a key with a draft is sent by `send-once dispatch`, not by `run` or `mail`"
         )));
     }
     let Some(&id) = ids.last() else {
@@ -146,7 +146,7 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
         _ => stands_against(review, &draft).unwrap_or_default(),
     };
     Ok(Some(format!(
-        "draft {id} of this key, in this ledger's review queue, {why}: a key with a draft is sent by `send-once dispatch` (which holds it to its approval), not by run"
+        "draft {id} of this key, in this ledger's review queue, {why}: a key with a draft is sent by `send-once dispatch` (which holds it to its approval), not by `run` or `mail`"
     )))
 }
 

@@ -822,3 +822,57 @@ fn the_gmail_verify_recipe_speaks_the_same_protocol_and_settles_a_late_landing()
         assert_eq!(call["args"][1], "ops@example.com");
     }
 }
+
+/// Q1 of the seventh hostile retest: the review queue's no holds for `mail` as for
+/// `run`. A key whose draft was rejected, or still waits for a review, is refused
+/// before the mailer is asked anything, and nothing is claimed.
+#[test]
+fn a_key_the_review_queue_holds_back_is_not_mailed() {
+    if !have_jq() {
+        return;
+    }
+    let fake = Fake::new();
+    let ledger = fake.ledger();
+    let l = ledger.to_str().expect("utf-8");
+    let payload = fake.dir.path().join("p.json");
+    std::fs::write(&payload, r#"{"to":"will@example.com","body":"brief"}"#).expect("payload");
+    let cli = |args: &[&str]| harness::send_once(args).output().expect("send-once runs");
+    harness::expect_exit(&cli(&["init", l]), 0, "init");
+    let p = payload.to_str().expect("utf-8");
+    for key in ["brief-a", "brief-b"] {
+        let o = cli(&[
+            "draft",
+            "submit",
+            l,
+            "--key",
+            key,
+            "--payload",
+            p,
+            "--by",
+            "agent",
+        ]);
+        harness::expect_exit(&o, 0, "submit");
+    }
+    let o = cli(&[
+        "reject",
+        l,
+        "1",
+        "--reason",
+        "wrong recipient",
+        "--by",
+        "sam",
+    ]);
+    harness::expect_exit(&o, 0, "reject");
+    for (key, why) in [
+        ("brief-a", "was rejected by sam"),
+        ("brief-b", "is waiting for a review"),
+    ] {
+        let out = fake.mail(key, &[]);
+        harness::expect_exit(&out, 2, key);
+        let said = harness::stderr(&out);
+        assert!(said.contains(why), "{key}: {said}");
+        assert!(said.contains("not by `run` or `mail`"), "{said}");
+        assert!(fake.calls().is_empty(), "{key}: the mailer was asked");
+        assert_eq!(fake.status(key), None, "{key} was claimed");
+    }
+}
