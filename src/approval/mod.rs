@@ -2,6 +2,10 @@
 //! a limited time. The approval JSON is the Node library's, byte for byte, so either
 //! side can write it and either can dispatch it.
 
+mod used;
+
+pub use used::{approval_hash, used_before};
+
 use std::future::Future;
 
 use serde_json::{Map, Value};

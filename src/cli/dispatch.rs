@@ -119,6 +119,13 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
             }
             None => Ok(None),
         };
+        // Then the log: this approval may have gone out before (A1).
+        let refusal = match refusal {
+            Ok(None) => approval::used_before(&ledger, &args.key, &approval)
+                .await
+                .map_err(|e| super::output::fail_with(Exit::Refused, super::store_problem(&e))),
+            other => other,
+        };
         match refusal {
             Ok(None) => {}
             Ok(Some(why)) => {
@@ -322,7 +329,7 @@ fn outside_dispatch_decision(
     }
     detail.insert(
         "approvalHash".into(),
-        canonical::sha256_hex(&canonical::canonical_json_of(approval)).into(),
+        approval::approval_hash(approval).into(),
     );
     detail.insert("result".into(), what.into());
     if let Some(reason) = refused {

@@ -78,12 +78,22 @@ impl Fleet {
     }
 
     fn dispatch(&self, ledger: &str, extra: &[&str], now: i64) -> std::process::Output {
+        self.dispatch_as(ledger, "k-fleet", extra, now)
+    }
+
+    fn dispatch_as(
+        &self,
+        ledger: &str,
+        key: &str,
+        extra: &[&str],
+        now: i64,
+    ) -> std::process::Output {
         let approval = self.path("approval.json");
         let payload = self.path("payload.json");
         let mut args = vec![
             "dispatch",
             ledger,
-            "k-fleet",
+            key,
             "--approval",
             &approval,
             "--payload",
@@ -520,4 +530,53 @@ fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
         stderr(&out)
     );
     assert_eq!(f.sends().len(), 3, "an approval sent its payload twice");
+}
+
+/// A1 of the seventh hostile retest: an approval made elsewhere is for one send, on a
+/// ledger whose queue does not hold its draft (JSON Lines, or SQLite without it). Once
+/// it went out, `gc` removing the entry does not let it send again under its key, and
+/// it never sends under a second key; each refusal names the dispatch before it and is
+/// itself in the log.
+#[test]
+fn an_outside_approval_that_went_out_is_not_sent_again_after_gc_or_under_another_key() {
+    for name in ["ledger.db", "ledger.jsonl"] {
+        let f = Fleet::new();
+        let ledger = f.path(name);
+        expect_exit(&f.dispatch(&ledger, &[], f.now()), 0, name);
+        // Under another key, at once: refused, naming the first.
+        let out = f.dispatch_as(&ledger, "k-fleet-2", &[], f.now() + 1_000);
+        expect_exit(&out, 2, &format!("{name}: another key"));
+        assert!(
+            stderr(&out).contains("this approval was dispatched already under key k-fleet at "),
+            "{name}: {}",
+            stderr(&out)
+        );
+        // After gc removed the entry: refused under its own key too.
+        let gc = send_once(&["gc", &ledger, "--older-than", "1s"])
+            .env("SEND_ONCE_FIXED_NOW_MS", (f.now() + 10_000).to_string())
+            .output()
+            .unwrap();
+        expect_exit(&gc, 0, &format!("{name}: gc"));
+        assert!(stdout(&gc).contains("Removed 1"), "{name}: {}", stdout(&gc));
+        let out = f.dispatch(&ledger, &[], f.now() + 20_000);
+        expect_exit(&out, 2, &format!("{name}: after gc"));
+        assert!(
+            stderr(&out).contains("this approval was dispatched already under this key at ")
+                && stderr(&out).contains("gc removed the entry"),
+            "{name}: {}",
+            stderr(&out)
+        );
+        assert_eq!(f.sends().len(), 1, "{name}: sent again");
+        let log = send_once(&["decisions", &ledger, "--json"])
+            .output()
+            .unwrap();
+        let log = json_stdout(&log, "decisions --json");
+        let refused = log
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["action"] == "dispatch" && d["outcome"] == "refused")
+            .count();
+        assert_eq!(refused, 2, "{name}: {log}");
+    }
 }
