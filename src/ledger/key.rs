@@ -158,6 +158,13 @@ pub enum FieldProblem {
         "give the URL in its plain form, {0:?} (a lower-case scheme and host, no default port, no trailing dot, no fragment); as written it would be another key for the same endpoint"
     )]
     NotPlainUrl(String),
+    /// A non-ASCII host (an address's domain, a URL's host) written otherwise than
+    /// its plain form under IDNA (UTS #46, as browsers and mail servers map it): `。`
+    /// or `｡` between labels, half-width katakana. The plain form is given.
+    #[error(
+        "give the host as {0:?}, its plain form under IDNA; as written it names the same host, so it would be another key for the same recipient"
+    )]
+    NotPlainHost(String),
     /// A phone number written with what the key does not fold (`/`, `_`, `,`, a
     /// letter), or with the trunk `(0)` after its country code: the number to give.
     #[error(
@@ -258,6 +265,9 @@ fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> 
             if plain != trimmed {
                 return refuse(FieldProblem::NotPlainUrl(plain));
             }
+        }
+        if let Some(host) = idna_spelling(trimmed) {
+            return refuse(FieldProblem::NotPlainHost(host));
         }
         if let Some((position, c)) = phone_digit(trimmed) {
             return refuse(FieldProblem::PhoneDigit(leading + position, u32::from(c)));
@@ -486,6 +496,26 @@ fn plain_url(to: &str) -> Option<String> {
 }
 
 /// The host of a plain URL ([`plain_url`]), without its port.
+/// The plain form of a recipient's non-ASCII host when it is written otherwise: the
+/// host an address's domain or a URL names, mapped as IDNA maps it (UTS #46, without
+/// the transitional `ß` → `ss`, as browsers and Node's URL do), compared with the host
+/// as written in lower case (the key folds case). None for an ASCII host, for a host
+/// IDNA refuses (it names no host to be spelled two ways), and for what is neither an
+/// address nor a URL.
+fn idna_spelling(to: &str) -> Option<String> {
+    let host = match plain_url(to) {
+        Some(_) => url_host(to),
+        None => to.rsplit_once('@').map(|(_, domain)| domain)?,
+    };
+    if host.is_ascii() || host.is_empty() {
+        return None;
+    }
+    let ascii = idna::domain_to_ascii(host).ok()?;
+    let (plain, mapped) = idna::domain_to_unicode(&ascii);
+    mapped.ok()?;
+    (plain != host.to_lowercase()).then_some(plain)
+}
+
 fn url_host(plain: &str) -> &str {
     let rest = plain.split_once("://").map_or(plain, |(_, rest)| rest);
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -1454,6 +1484,53 @@ mod tests {
             check_key_fields("email", "a@b.co", "x", Some("week\u{200b}38")).map_err(|e| e.field),
             Err("window")
         );
+    }
+
+    /// I1 of the seventh retest: a host IDNA maps to another spelling (label dots of
+    /// other scripts, half-width katakana) is refused, naming the plain form; the plain
+    /// form itself, and a host IDNA keeps as it is (`ß`), are taken.
+    #[test]
+    fn a_host_spelled_otherwise_than_idna_maps_it_is_refused_naming_its_plain_form() {
+        let fields = |to: &str, intent: &str, channel: &str| {
+            check_key_fields(channel, to, intent, None).map_err(|e| e.to_string())
+        };
+        for (to, plain) in [
+            (
+                "info@\u{4f8b}\u{5b50}\u{3002}\u{4e2d}\u{56fd}",
+                "\u{4f8b}\u{5b50}.\u{4e2d}\u{56fd}",
+            ),
+            (
+                "info@\u{4f8b}\u{5b50}\u{ff61}\u{4e2d}\u{56fd}",
+                "\u{4f8b}\u{5b50}.\u{4e2d}\u{56fd}",
+            ),
+            (
+                "info@\u{ff77}\u{ff6c}\u{ff89}\u{ff9d}.jp",
+                "\u{30ad}\u{30e3}\u{30ce}\u{30f3}.jp",
+            ),
+            (
+                "https://\u{4f8b}\u{5b50}\u{3002}\u{4e2d}\u{56fd}/hook",
+                "\u{4f8b}\u{5b50}.\u{4e2d}\u{56fd}",
+            ),
+            (
+                "https://\u{ff77}\u{ff6c}\u{ff89}\u{ff9d}.jp/hook",
+                "\u{30ad}\u{30e3}\u{30ce}\u{30f3}.jp",
+            ),
+        ] {
+            let said = fields(to, "invoice:1", "email").expect_err(to);
+            assert!(
+                said.starts_with(&format!("to: give the host as {plain:?}, its plain form")),
+                "{to:?}: {said}"
+            );
+        }
+        for to in [
+            "info@\u{4f8b}\u{5b50}.\u{4e2d}\u{56fd}",
+            "info@\u{30ad}\u{30e3}\u{30ce}\u{30f3}.jp",
+            "https://\u{30ad}\u{30e3}\u{30ce}\u{30f3}.jp/hook",
+            "info@stra\u{df}e.de",
+            "info@B\u{dc}CHER.DE",
+        ] {
+            assert_eq!(fields(to, "invoice:1", "email"), Ok(()), "{to:?}");
+        }
     }
 
     #[test]
