@@ -192,10 +192,10 @@ impl LedgerLocation {
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory(self.clone())),
             Ok(meta) if !meta.is_file() => Err(StoreError::NotARegularFile(self.clone())),
-            Ok(_) => Ok(()),
+            Ok(meta) => self.one_kind(path, &meta),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if access == Access::Create {
-                    Ok(())
+                    self.dangling_of_one_kind(path)
                 } else {
                     Err(StoreError::NotFound(self.clone()))
                 }
@@ -205,6 +205,61 @@ impl LedgerLocation {
                 source,
             }),
         }
+    }
+
+    /// Refuses a file whose names say two kinds of ledger (E1): the kind is read from
+    /// the name, so the name given must say what the file's own name says, and an
+    /// empty file (an SQLite ledger not yet written, a JSON Lines one with no line yet)
+    /// must have one name, or a second name of the other kind could take it as that.
+    fn one_kind(&self, path: &std::path::Path, meta: &std::fs::Metadata) -> Result<(), StoreError> {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(real) = std::fs::canonicalize(path)
+            && LedgerLocation::new(&real).kind() != self.kind()
+        {
+            return Err(StoreError::KindOfName {
+                ledger: self.clone(),
+                why: format!(
+                    "is a {} ledger by this name, but it leads to {}, a {} ledger by its own name; give the ledger by a name of its own kind",
+                    self.kind_name(),
+                    crate::text::visible_inline(&real.display().to_string()),
+                    LedgerLocation::new(&real).kind_name()
+                ),
+            });
+        }
+        if meta.len() == 0 && meta.nlink() > 1 {
+            return Err(StoreError::KindOfName {
+                ledger: self.clone(),
+                why: format!(
+                    "is empty and has {} names (hard links), so another name could take it as another kind of ledger; give it one name (find / -samefile lists them)",
+                    meta.nlink()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A symlink to a file not made yet: creating the ledger would make the file its
+    /// link names, so that name must say this kind too.
+    fn dangling_of_one_kind(&self, path: &std::path::Path) -> Result<(), StoreError> {
+        let Ok(target) = std::fs::read_link(path) else {
+            return Ok(());
+        };
+        let target = path
+            .parent()
+            .unwrap_or(std::path::Path::new(""))
+            .join(target);
+        if LedgerLocation::new(&target).kind() == self.kind() {
+            return Ok(());
+        }
+        Err(StoreError::KindOfName {
+            ledger: self.clone(),
+            why: format!(
+                "is a {} ledger by this name, but it is a link to {}, which would be made as a {} ledger by its own name; give the ledger by a name of its own kind",
+                self.kind_name(),
+                crate::text::visible_inline(&target.display().to_string()),
+                LedgerLocation::new(&target).kind_name()
+            ),
+        })
     }
 
     /// Opens the store. Only `Access::Create` makes a missing ledger.

@@ -215,6 +215,19 @@ pub enum StoreError {
         /// How many names the file has.
         links: u64,
     },
+    /// A file whose names say two kinds of ledger: a symlink of one kind's name to a
+    /// file named as the other, or an empty file with several hard links (by one name
+    /// an empty SQLite ledger, by another an empty JSON Lines one). Two kinds are two
+    /// stores with two locks over one file.
+    #[error(
+        "{} {why}: one file taken as two kinds of ledger would be two ledgers with two locks, and a send could go out twice; nothing was changed", .ledger.inline()
+    )]
+    KindOfName {
+        /// The ledger as named.
+        ledger: LedgerLocation,
+        /// What its names say, in words.
+        why: String,
+    },
     /// A JSON Lines ledger holds a damaged claim line nobody has settled: its key may
     /// be any (damage can fall on the key), so nothing new is claimed until a person
     /// settles it. Nothing was written.
@@ -252,6 +265,7 @@ impl StoreError {
             | StoreError::PostgresNotSupported(ledger)
             | StoreError::NoReviewQueue(ledger)
             | StoreError::SeveralNames { ledger, .. }
+            | StoreError::KindOfName { ledger, .. }
             | StoreError::TwoWriteAheadLogs { ledger, .. }
             | StoreError::DamagedClaims { ledger, .. }
             | StoreError::Busy(ledger)

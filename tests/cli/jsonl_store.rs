@@ -899,3 +899,71 @@ fn a_verify_finding_stays_with_the_entry_when_the_ledger_is_moved() {
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert!(last.get("found").is_none(), "{last}");
 }
+
+/// E1 of the seventh hostile retest: a JSON Lines ledger that `init` left empty is
+/// never taken for an SQLite one under a second name. A symlink named as SQLite, a
+/// dangling symlink whose target would be made as the other kind, and a hard link of
+/// the empty file are each refused naming why, and nothing is written: the file stays
+/// an empty JSON Lines ledger, and its own name still sends.
+#[test]
+fn a_name_of_another_kind_never_opens_an_empty_ledger_as_that_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    let init = send_once(&["init", ledger.to_str().unwrap()])
+        .output()
+        .unwrap();
+    expect_exit(&init, 0, "init");
+    let symlink = dir.path().join("ledger");
+    std::os::unix::fs::symlink("l.jsonl", &symlink).unwrap();
+    let dangling = dir.path().join("other.db");
+    std::os::unix::fs::symlink("new.jsonl", &dangling).unwrap();
+    for (name, why) in [
+        (&symlink, "but it leads to "),
+        (
+            &dangling,
+            "new.jsonl, which would be made as a JSON Lines ledger",
+        ),
+    ] {
+        let out = run_key(name, "invoice-1042", &["true"]);
+        expect_exit(&out, 2, &name.display().to_string());
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("give the ledger by a name of its own kind"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(
+        !dir.path().join("new.jsonl").exists(),
+        "a refusal made a file"
+    );
+    assert_eq!(
+        std::fs::metadata(&ledger).unwrap().len(),
+        0,
+        "the file was written"
+    );
+
+    let hard = dir.path().join("hard");
+    std::fs::hard_link(&ledger, &hard).unwrap();
+    for name in [&hard, &ledger] {
+        let out = run_key(name, "invoice-1042", &["true"]);
+        expect_exit(&out, 2, &name.display().to_string());
+        assert!(
+            stderr(&out).contains("is empty and has 2 names (hard links)"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(&ledger).unwrap().len(),
+        0,
+        "the file was written"
+    );
+    std::fs::remove_file(&hard).unwrap();
+    expect_exit(
+        &run_key(&ledger, "invoice-1042", &["true"]),
+        0,
+        "its own name",
+    );
+    assert_eq!(parsed_lines(&ledger).len(), 2, "claim and settle lines");
+}
