@@ -159,12 +159,18 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
             Ok(())
         });
     }
+    // The command leads a session of its own: noted, so that what it started is seen
+    // running even after a kill -9 of this process (procs::notes). The note is made
+    // first: a send that could not be noted is not started (T1).
+    let starting = if command.echo_stderr {
+        Some(crate::procs::notes::note_starting()?)
+    } else {
+        None
+    };
     let mut child = outside.spawn()?;
     let pid = child.id();
-    // The command leads a session of its own: noted, so that what it started is seen
-    // running even after a kill -9 of this process (procs::notes).
-    let _session_note = match (command.echo_stderr, pid) {
-        (true, Some(pid)) => crate::procs::notes::note_session(pid),
+    let _session_note = match (starting, pid) {
+        (Some(note), Some(pid)) => Some(note.started(pid)),
         _ => None,
     };
     // Whoever drops this future (a reconcile told to stop, a screen closed while a

@@ -270,12 +270,12 @@ impl Claimer {
         if alive {
             return Some(Seen::Alive);
         }
-        Some(
-            match crate::procs::notes::noted_session_alive(self.pid, self.start) {
-                Some(group) => Seen::SendAlive(group),
-                None => Seen::Gone,
-            },
-        )
+        match crate::procs::notes::noted_session(self.pid, self.start) {
+            crate::procs::notes::Noted::Running(group) => Some(Seen::SendAlive(group)),
+            // Its send was being started and never said which session it leads.
+            crate::procs::notes::Noted::Unknown => None,
+            crate::procs::notes::Noted::Ended => Some(Seen::Gone),
+        }
     }
 
     /// Whether the claiming process is alive, when it ran on this host; None when that

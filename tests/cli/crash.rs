@@ -66,3 +66,61 @@ fn timeout_is_unknown_not_failed() {
     let error = entry["error"].as_str().unwrap();
     assert!(error.contains("timed out after 300ms"), "{error}");
 }
+
+/// T1 of the seventh hostile retest: a send whose session cannot be noted (the notes'
+/// directory full, or one another user made without the sticky bit) is not started,
+/// since a kill -9 of send-once would leave it running unseen and a takeover would send
+/// it again. The refusal says why and how to fix it, nothing is sent, and the attempt
+/// is failed (it never started). Each case runs in a mount namespace of its own, with a
+/// tmpfs over the notes' directory, so the host's notes are untouched.
+#[test]
+fn a_send_whose_session_cannot_be_noted_is_not_started() {
+    if !crate::harness::skip::have_root("a tmpfs over the notes' directory")
+        || !crate::harness::skip::have_tools(&[("unshare", "util-linux")])
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let side = dir.path().join("side");
+    // The mount point itself is on the host's /tmp; what is mounted on it is private.
+    let _ = std::fs::create_dir("/tmp/send-once-groups");
+    for (case, mount, why) in [
+        (
+            "not sticky",
+            "mount -t tmpfs -o mode=0777 tmpfs /tmp/send-once-groups",
+            "the directory is not sticky, or belongs to another user",
+        ),
+        (
+            "full",
+            "mount -t tmpfs -o size=4k,mode=1777 tmpfs /tmp/send-once-groups && \
+             dd if=/dev/zero of=/tmp/send-once-groups/fill bs=4k count=1 2>/dev/null",
+            "No space left on device",
+        ),
+    ] {
+        let ledger = dir.path().join(format!("{}.db", case.replace(' ', "-")));
+        let script = format!(
+            "{mount} && exec '{bin}' run '{ledger}' --key payout-77 -- sh -c 'echo sent >> {side}'",
+            bin = bin().display(),
+            ledger = ledger.display(),
+            side = side.display()
+        );
+        let out = std::process::Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{case}: {}", stderr(&out));
+        let said = stderr(&out);
+        assert!(
+            said.contains("the send's session could not be noted in /tmp/send-once-groups")
+                && said.contains(why)
+                && said.contains("nothing was started"),
+            "{case}: {said}"
+        );
+        assert!(!side.exists(), "{case}: the send went out");
+        assert_eq!(
+            status_of(&ledger, "payout-77").as_deref(),
+            Some("failed"),
+            "{case}"
+        );
+    }
+}
