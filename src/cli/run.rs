@@ -374,9 +374,19 @@ fn warn_if_late(entry: &send_once::ledger::Entry) {
             "this send returned after {by} marked it failed; it went out, and {} is now recorded as sent",
             entry.key()
         ));
-    } else if entry.get("lateSends").is_some() {
+    } else if let Some(Value::Array(late)) = entry.get("lateSends") {
+        let attempt = late
+            .last()
+            .and_then(|l| l.get("attempt"))
+            .and_then(Value::as_u64);
+        // No later attempt: nobody marked it failed; its claim went missing.
+        let why = if attempt.is_some_and(|a| entry.attempts() <= a) {
+            "its claim went missing from the ledger while it ran (the file was replaced or restored)"
+        } else {
+            "it was marked failed"
+        };
         note(format!(
-            "this send returned after it was marked failed and {} was claimed again (attempt {}): it went out too, so the recipient may have it twice. The decision log records it.",
+            "this send returned after {why} and {} was claimed again (attempt {}): it went out too, so the recipient may have it twice. The decision log records it.",
             entry.key(),
             entry.attempts()
         ));

@@ -477,12 +477,20 @@ fn overridden_text(overrode: Option<&Value>) -> String {
 
 fn late_send_text(late: &Map<String, Value>, current: Option<String>) -> String {
     let or_unknown = |name: &str| field(late, name).unwrap_or_else(|| "?".into());
-    let newer = match current {
-        Some(n) => format!(" and attempt {n} was claimed"),
-        None => " and claimed again".into(),
+    // No later attempt: its claim went missing from the ledger, nobody marked it.
+    let lost = match (&current, late.get("attempt").and_then(Value::as_i64)) {
+        (Some(n), Some(attempt)) => n.parse::<i64>().is_ok_and(|n| n <= attempt),
+        _ => false,
+    };
+    let why = match (&current, lost) {
+        (Some(n), true) => format!(
+            "after its claim went missing from the ledger and attempt {n} was claimed afresh"
+        ),
+        (Some(n), false) => format!("after it was marked failed and attempt {n} was claimed"),
+        (None, _) => "after it was marked failed and claimed again".into(),
     };
     format!(
-        "late send: attempt {} went out too, at {} (provider id {}), after it was marked failed{newer}: the recipient may have this twice",
+        "late send: attempt {} went out too, at {} (provider id {}), {why}: the recipient may have this twice",
         or_unknown("attempt"),
         or_unknown("sentAt"),
         or_unknown("providerId"),

@@ -869,11 +869,25 @@ impl Ledger {
             current.get("attempts").cloned().unwrap_or(Value::Null),
         );
         detail.insert("status".into(), current.status().as_str().into());
-        let note = format!(
-            "attempt {} returned after it was marked failed and attempt {} was claimed: it went out, so the recipient may have this twice",
-            claimed.attempts(),
-            current.attempts()
-        );
+        // No later attempt: nobody marked it failed, its claim went missing from the
+        // ledger (a file replaced or restored while it ran) and was claimed afresh.
+        let lost = current.attempts() <= claimed.attempts();
+        if lost {
+            detail.insert("claimLost".into(), true.into());
+        }
+        let note = if lost {
+            format!(
+                "attempt {} returned, but its claim was no longer in the ledger (the file was replaced or restored while it ran) and attempt {} was claimed afresh: it went out, so the recipient may have this twice",
+                claimed.attempts(),
+                current.attempts()
+            )
+        } else {
+            format!(
+                "attempt {} returned after it was marked failed and attempt {} was claimed: it went out, so the recipient may have this twice",
+                claimed.attempts(),
+                current.attempts()
+            )
+        };
         let decision = completed(&noted, note, detail);
         (noted, decision)
     }

@@ -919,6 +919,69 @@ fn a_late_first_send_after_a_retry_is_recorded_as_a_possible_second_send() {
     }
 }
 
+/// E2 of the seventh hostile retest: a JSON Lines ledger saved over from a buffer read
+/// before a claim (an editor's save) loses that claim, and a second run sends afresh.
+/// No tool can stop an editor; but when the first send returns, what it says and what
+/// the log keeps name what happened (the claim went missing), not a person's "failed"
+/// that nobody gave.
+#[test]
+fn a_send_whose_claim_went_missing_says_so_not_that_it_was_marked_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "lost.jsonl");
+    expect_exit(&output(&["init", p(&ledger)]), 0, "init");
+    let buffer = std::fs::read(&ledger).unwrap();
+    let go = dir.path().join("go");
+    let started = dir.path().join("started");
+    let slow = format!(
+        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done; echo msg_first",
+        started.display(),
+        go.display()
+    );
+    let first = send_once(&[
+        "run",
+        p(&ledger),
+        "--key",
+        "payout-9",
+        "--",
+        "sh",
+        "-c",
+        &slow,
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for_file(&started, Duration::from_secs(20));
+    // The editor writes its buffer to a new file and renames it over the ledger.
+    let saved = dir.path().join("lost.jsonl.swp");
+    std::fs::write(&saved, &buffer).unwrap();
+    std::fs::rename(&saved, &ledger).unwrap();
+    let second = output(&[
+        "run",
+        p(&ledger),
+        "--key",
+        "payout-9",
+        "--",
+        "echo",
+        "msg_second",
+    ]);
+    expect_exit(&second, 0, "the second run sends afresh");
+    std::fs::write(&go, b"").unwrap();
+    let first = first.wait_with_output().unwrap();
+    let said = stderr(&first);
+    assert!(
+        said.contains("its claim went missing from the ledger while it ran")
+            && !said.contains("marked failed"),
+        "{said}"
+    );
+    let text = stdout(&output(&["show", p(&ledger), "payout-9"]));
+    assert!(
+        text.contains("after its claim went missing from the ledger")
+            && !text.contains("marked failed"),
+        "{text}"
+    );
+}
+
 /// The Node library's `resolve()` records on the entry only: `show` says where the
 /// record came from rather than "no decisions".
 #[test]
