@@ -28,6 +28,13 @@ pub async fn used_before(
     approval: &Value,
 ) -> Result<Option<String>, StoreError> {
     let hash = approval_hash(approval);
+    // One approval however it was copied: a field added to the file, or its members
+    // reordered, is still the same person's yes to the same payload at the same time.
+    let same_yes = |detail: &Value| {
+        ["payloadHash", "approvedBy", "approvedAt"].iter().all(
+            |name| matches!((detail.get(*name), approval.get(*name)), (Some(a), Some(b)) if a == b),
+        )
+    };
     let log = match ledger.store().decisions(None).await {
         Ok(log) => log,
         Err(StoreError::Unsupported(_)) => return Ok(None),
@@ -36,7 +43,8 @@ pub async fn used_before(
     let went_out = log.iter().filter(|d| {
         d.action == Action::Dispatch
             && d.outcome == DecisionOutcome::Changed
-            && d.detail.get("approvalHash").and_then(Value::as_str) == Some(hash.as_str())
+            && (d.detail.get("approvalHash").and_then(Value::as_str) == Some(hash.as_str())
+                || same_yes(&d.detail))
             && matches!(
                 d.detail.get("result").and_then(Value::as_str),
                 Some("sent" | "confirmed" | "unknown")

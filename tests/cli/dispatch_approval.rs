@@ -551,6 +551,17 @@ fn an_outside_approval_that_went_out_is_not_sent_again_after_gc_or_under_another
             "{name}: {}",
             stderr(&out)
         );
+        // A copy with a field added is the same approval.
+        let mut copy = f.case["approval"].clone();
+        copy["note"] = "copied".into();
+        std::fs::write(f.path("approval.json"), copy.to_string()).unwrap();
+        let out = f.dispatch_as(&ledger, "k-fleet-3", &[], f.now() + 2_000);
+        expect_exit(&out, 2, &format!("{name}: a copy under another key"));
+        assert!(
+            stderr(&out).contains("this approval was dispatched already under key k-fleet at "),
+            "{name}: {}",
+            stderr(&out)
+        );
         // After gc removed the entry: refused under its own key too.
         let gc = send_once(&["gc", &ledger, "--older-than", "1s"])
             .env("SEND_ONCE_FIXED_NOW_MS", (f.now() + 10_000).to_string())
@@ -577,6 +588,6 @@ fn an_outside_approval_that_went_out_is_not_sent_again_after_gc_or_under_another
             .iter()
             .filter(|d| d["action"] == "dispatch" && d["outcome"] == "refused")
             .count();
-        assert_eq!(refused, 2, "{name}: {log}");
+        assert_eq!(refused, 3, "{name}: {log}");
     }
 }
