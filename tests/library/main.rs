@@ -17,4 +17,5 @@ mod provider_check;
 mod queue_store;
 mod skip_rule;
 mod store_pages;
+mod tidy;
 mod vectors;
