@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use crate::ledger::canonical::{self, JsValue};
 use crate::ledger::duration::{self, DurationError};
+use crate::ledger::provider::{Provider, SendOptions};
 use crate::ledger::{Ledger, LedgerError, Outcome, Receipt, SendContext, SendError, jsjson, time};
-use crate::provider::{Provider, SendOptions};
 
 /// How long an approval holds when nobody says otherwise.
 pub const DEFAULT_TTL: &str = "12h";

@@ -13,7 +13,7 @@ use tracing::field::Empty;
 use tracing::{Instrument, info_span};
 
 use super::claimer::{self, Running};
-use crate::provider::{CheckAnswer, CheckKind, Provider, SendOptions};
+use super::provider::{CheckAnswer, CheckKind, Provider, SendOptions};
 use crate::text::visible_inline;
 
 use super::{
@@ -438,7 +438,7 @@ impl Ledger {
                 "attempt {} (claimed at {}) was older than {} and the verify command found no record of it; {}{}: taken over as attempt {}",
                 stale.attempts(),
                 stale.claimed_at(),
-                crate::provider::Limit::new(stale_after).written,
+                super::provider::Limit::new(stale_after).written,
                 standing.describe(),
                 if standing.may_still_run() {
                     ", so it is taken over on --stale-after alone"

@@ -30,6 +30,7 @@ pub mod lone;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod provider;
 pub mod sqlite;
 pub mod store;
 pub mod time;
@@ -180,7 +181,7 @@ pub enum Outcome<R> {
         error: Option<SendError>,
         /// What the provider's verify said, when it was asked
         /// ([`Ledger::once_with`]): not there or inconclusive, since "happened" settles it.
-        checked: Option<crate::provider::CheckAnswer>,
+        checked: Option<provider::CheckAnswer>,
     },
     /// The send failed definitely. Recorded; the next attempt may send.
     Failed {
@@ -196,7 +197,7 @@ pub enum Outcome<R> {
         /// The entry, recorded as sent, the answer's evidence as its `result`.
         entry: Entry,
         /// Which check answered.
-        gate: crate::provider::CheckKind,
+        gate: provider::CheckKind,
         /// Why the answer's id field was not taken as the provider id, when it was not.
         id_problem: Option<String>,
     },

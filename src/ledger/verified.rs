@@ -11,8 +11,8 @@
 use serde_json::{Map, Value};
 
 use super::decision::{Action, Decision, DecisionOutcome, Subject};
+use super::provider::CheckAnswer;
 use super::{Entry, Ledger, LedgerError, StoreError};
-use crate::provider::CheckAnswer;
 
 /// A verify that found an attempt at the provider, as the log holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,10 +4,9 @@ use serde_json::{Map, Value};
 
 use crate::command::{self, Ending, SendCommand};
 use crate::ledger::{Entry, canonical, jsjson};
-use crate::text::visible_inline;
 
-use super::command::Limit;
 use super::message_id::message_id;
+use crate::ledger::provider::{CheckAnswer, CheckKind, Limit};
 
 /// The most a check may print as its evidence. The evidence is kept in the entry, as
 /// `run --keep-result` keeps a send's reply, and is held to the same 64 KiB: a verifier
@@ -17,67 +16,6 @@ pub const MAX_EVIDENCE: usize = 64 * 1024;
 /// The longest text taken as a provider id. Real ids are tens of characters; a reply
 /// longer than this is a reply, and it can hold a token the entry must not keep.
 const MAX_PROVIDER_ID_CHARS: usize = 200;
-
-/// What a check command said about one send.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CheckAnswer {
-    /// The provider has it: exit 0 with a JSON object.
-    Happened {
-        /// From `providerId`, `messageId`, `id` or `sid` (the first non-empty string),
-        /// when that is one short plain line.
-        provider_id: Option<String>,
-        /// Why the id field that was there was not taken as an id (several lines,
-        /// control or invisible characters, too long), for the person to be told.
-        id_problem: Option<String>,
-        /// The object the command printed, as JavaScript's `JSON.parse` reads it.
-        evidence: Map<String, Value>,
-    },
-    /// The provider has no record of it: exit 1.
-    NotThere,
-    /// Neither: the check could not say.
-    Inconclusive {
-        /// Why, as a sentence a person reads; control, bidi and invisible characters
-        /// from the command's output are already made visible.
-        why: String,
-    },
-}
-
-impl CheckAnswer {
-    /// An inconclusive answer; `why` is made visible here, so it is safe to print.
-    pub fn inconclusive(why: impl AsRef<str>) -> CheckAnswer {
-        CheckAnswer::Inconclusive {
-            why: visible_inline(why.as_ref()).into_owned(),
-        }
-    }
-
-    /// "happened", "not there" or "inconclusive".
-    pub fn name(&self) -> &'static str {
-        match self {
-            CheckAnswer::Happened { .. } => "happened",
-            CheckAnswer::NotThere => "not there",
-            CheckAnswer::Inconclusive { .. } => "inconclusive",
-        }
-    }
-}
-
-/// Which check is asked, for its messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CheckKind {
-    /// Before a claim: is it already there?
-    Precheck,
-    /// About a pending entry: did it happen?
-    Verify,
-}
-
-impl CheckKind {
-    /// "the precheck command" or "the verify command".
-    pub fn command_name(self) -> &'static str {
-        match self {
-            CheckKind::Precheck => "the precheck command",
-            CheckKind::Verify => "the verify command",
-        }
-    }
-}
 
 /// A check command, ready to be asked about entries.
 #[derive(Clone, Copy, Debug)]

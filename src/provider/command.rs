@@ -15,50 +15,12 @@ use crate::command::{self as outside, Ending, SendCommand};
 use crate::ledger::{Entry, Receipt, SendContext, SendError, jsjson};
 use crate::text::visible_inline;
 
-use super::check::{CheckAnswer, CheckCommand, CheckKind, MAX_EVIDENCE, why_not_an_id};
+use super::check::{CheckCommand, MAX_EVIDENCE, why_not_an_id};
 use super::message_id::message_id;
+use crate::ledger::provider::{CheckAnswer, CheckKind, Limit};
 
 /// How long a check may take unless told otherwise (`--check-timeout`).
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A time limit, and how it is written in messages ("timed out after 30s"): as the
-/// person wrote it on the command line, or as [`Limit::new`] spells it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Limit {
-    /// How long.
-    pub after: Duration,
-    /// How it reads in a message.
-    pub written: String,
-}
-
-impl Limit {
-    /// A limit spelt in the largest unit that divides it: "500ms", "30s", "15m", "2h"
-    /// (a limit that is not whole seconds in milliseconds, rounded down).
-    pub fn new(after: Duration) -> Limit {
-        let ms = after.as_millis();
-        let s = after.as_secs();
-        let written = if after.subsec_nanos() != 0 || s == 0 {
-            format!("{ms}ms")
-        } else if s.is_multiple_of(86_400) {
-            format!("{}d", s / 86_400)
-        } else if s.is_multiple_of(3_600) {
-            format!("{}h", s / 3_600)
-        } else if s.is_multiple_of(60) {
-            format!("{}m", s / 60)
-        } else {
-            format!("{s}s")
-        };
-        Limit { after, written }
-    }
-
-    /// A limit as the person wrote it (`--timeout 2.5s`), so messages quote them.
-    pub fn written(after: Duration, text: impl Into<String>) -> Limit {
-        Limit {
-            after,
-            written: text.into(),
-        }
-    }
-}
 
 /// Splits a command given as one string (`--precheck 'gmail-check --account ops'`) into
 /// words as a shell would, quotes and backslashes included; no shell ever runs it, so

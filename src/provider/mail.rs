@@ -56,9 +56,10 @@ use crate::command::{self as outside, Ending, SendCommand};
 use crate::ledger::{Entry, Receipt, SendContext, SendError, canonical};
 use crate::text::visible_inline;
 
-use super::check::{CheckAnswer, provider_id_in};
-use super::command::{DEFAULT_CHECK_TIMEOUT, Limit};
+use super::check::provider_id_in;
+use super::command::DEFAULT_CHECK_TIMEOUT;
 use super::message_id::message_id;
+use crate::ledger::provider::{CheckAnswer, Limit};
 
 /// How far back the Sent folder is searched unless told otherwise (the wrapper's 24 h).
 pub const DEFAULT_WINDOW_HOURS: u32 = 24;

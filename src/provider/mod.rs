@@ -38,18 +38,11 @@ mod command;
 mod mail;
 mod mail_once;
 mod message_id;
-mod options;
 pub mod reconcile;
 
-use async_trait::async_trait;
-
-use crate::ledger::{Entry, Receipt, SendContext, SendError};
-
-pub use check::{
-    CheckAnswer, CheckCommand, CheckKind, MAX_EVIDENCE, provider_id_in, why_not_an_id,
-};
+pub use check::{CheckCommand, MAX_EVIDENCE, provider_id_in, why_not_an_id};
 pub use command::{
-    CommandProvider, CommandReceipt, CommandSendError, DEFAULT_CHECK_TIMEOUT, Limit, split_command,
+    CommandProvider, CommandReceipt, CommandSendError, DEFAULT_CHECK_TIMEOUT, split_command,
 };
 pub use mail::{
     DEFAULT_WINDOW_HOURS, MAX_BODY_BYTES, Mail, MailError, MailProvider, MailReceipt, Mailer,
@@ -58,37 +51,10 @@ pub use mail::{
 };
 pub use mail_once::{MailOutcome, SETTLED_BY, message_json, send_mail_once};
 pub use message_id::message_id;
-pub use options::{OptionsError, SendOptions, SendOptionsBuilder};
 pub use reconcile::{ReconcileOptions, reconcile};
 
-/// Where a send goes: something that can send, and may be able to say whether a send
-/// already happened.
-///
-/// Only `send` is required. A provider that cannot look up its own records keeps the
-/// default `precheck` and `verify`, which answer inconclusive: with
-/// [`SendOptions::precheck`] on that refuses the send, with [`SendOptions::verify`] on
-/// it leaves an uncertain send pending. Both are the safe direction.
-#[async_trait]
-pub trait Provider: Send + Sync {
-    /// What a send returns, as the ledger records it.
-    type Receipt: Receipt + Send;
-
-    /// Asked before a key is claimed: is this send already in the provider's records?
-    /// `entry` is the entry as it would be claimed (its attempt is the attempt the send
-    /// would be).
-    async fn precheck(&self, entry: &Entry) -> CheckAnswer {
-        let _ = entry;
-        CheckAnswer::inconclusive("this provider has no precheck")
-    }
-
-    /// Makes the send for one attempt. [`SendError::Definite`] when the provider
-    /// certainly did not take it, [`SendError::Uncertain`] when it may have.
-    async fn send(&self, context: SendContext) -> Result<Self::Receipt, SendError>;
-
-    /// Asked about a pending entry (after an uncertain send, on a rerun of a pending
-    /// key, by a reconciler): did it happen?
-    async fn verify(&self, entry: &Entry) -> CheckAnswer {
-        let _ = entry;
-        CheckAnswer::inconclusive("this provider has no verify")
-    }
-}
+// What a provider is, as the ledger calls it, is the ledger's (`ledger::provider`):
+// named here too, where the providers are.
+pub use crate::ledger::provider::{
+    CheckAnswer, CheckKind, Limit, OptionsError, Provider, SendOptions, SendOptionsBuilder,
+};

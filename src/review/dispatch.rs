@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 use crate::approval::{self, DispatchError, DispatchRequest, Dispatched};
 use crate::ledger::canonical::{self, JsValue};
 use crate::ledger::decision::{Action, Subject};
+use crate::ledger::provider::{CheckAnswer, Provider, SendOptions};
 use crate::ledger::{Decision, DecisionOutcome, Ledger, Status};
-use crate::provider::{Provider, SendOptions};
 
 use super::{Draft, DraftState, Review, ReviewError, submissions};
 
@@ -351,7 +351,7 @@ impl<P> StillWanted<'_, P> {
 impl<P: Provider> Provider for StillWanted<'_, P> {
     type Receipt = P::Receipt;
 
-    async fn precheck(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
+    async fn precheck(&self, entry: &crate::ledger::Entry) -> CheckAnswer {
         self.inner.precheck(entry).await
     }
 
@@ -367,7 +367,7 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         }
     }
 
-    async fn verify(&self, entry: &crate::ledger::Entry) -> crate::provider::CheckAnswer {
+    async fn verify(&self, entry: &crate::ledger::Entry) -> CheckAnswer {
         self.inner.verify(entry).await
     }
 }

@@ -35,11 +35,6 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 /// Arrows that run up today, as (from module, to module): each is a step of issue 27.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // The gate interface (`Provider`, `SendOptions`, `CheckAnswer`) lives in
-    // `provider`, and `ledger::gated` and `approval` need it: it moves to `ledger`.
-    ("ledger", "provider"),
-    ("approval", "provider"),
-    ("review", "provider"),
     // `ledger::location` opens the review queue: the opener moves above both.
     ("ledger", "review"),
     // `text` reads the JavaScript string helpers in `ledger::jsjson`: they move below.
@@ -59,9 +54,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "ledger/sqlite.rs",
         "ledger/store.rs",
     ],
-    // The gate interface moves into `ledger` (as in KNOWN_UPWARD).
-    &["ledger/mod.rs", "provider/mod.rs"],
-    &["provider/check.rs", "provider/command.rs"],
     // Layout and hit-testing go under both `app` and `view`.
     &["ui/app.rs", "ui/verify.rs", "ui/view/mod.rs"],
 ];
