@@ -203,6 +203,7 @@
 
 pub mod approval;
 pub mod command;
+pub mod js;
 pub mod ledger;
 pub mod procs;
 pub mod provider;

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::ledger::lone::{self, Piece};
+use crate::js::lone::{self, Piece};
 
 /// Would this character act on the terminal, or hide or reorder text, if printed raw?
 pub fn is_suspicious(c: char) -> bool {
@@ -234,7 +234,7 @@ mod tests {
         assert!(matches!(visible("plain text"), Cow::Borrowed(_)));
         let cut = lone::from_utf16(&[0x48, 0x69, 0x20, 0xD83D]);
         assert_eq!(visible(&cut), "Hi <U+D83D>");
-        let json = crate::ledger::jsjson::stringify(&serde_json::Value::String(cut));
+        let json = crate::js::jsjson::stringify(&serde_json::Value::String(cut));
         assert_eq!(safe_json(&json), "\"Hi \\ud83d\"");
     }
 

@@ -8,6 +8,7 @@
 
 use super::canonical::sha256_hex;
 use super::jsjson::{js_number, push_quoted_str};
+pub use crate::js::{is_js_whitespace, js_trim};
 use serde_json::Value;
 
 /// What lets the same intent go out again later: a day, a week, a billing period.
@@ -959,28 +960,6 @@ pub fn normalise_recipient(to: &str) -> String {
         }
     }
     trimmed.to_owned()
-}
-
-/// `String.prototype.trim`.
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_whitespace)
-}
-
-/// JavaScript's WhiteSpace and LineTerminator characters, which are both what `trim`
-/// removes and what a regex `\s` matches. Unlike Rust's `char::is_whitespace` this
-/// includes U+FEFF and excludes U+0085; U+180E has not been white space since Unicode 6.3.
-pub fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
 }
 
 // `String.prototype.toLowerCase` is the locale-independent full mapping of Unicode's

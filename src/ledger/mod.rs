@@ -14,26 +14,22 @@
 //! The stores do their IO on tokio's blocking pool, so every `async` method here must
 //! run inside a tokio runtime.
 
-pub mod canonical;
+pub use crate::js::{canonical, duration, jsjson, lone, time};
 pub mod chain;
 pub mod claimer;
 pub mod decision;
-pub mod duration;
 pub mod entry;
 mod gated;
 pub mod history;
-pub mod jsjson;
 pub mod jsonl;
 pub mod key;
 pub mod location;
-pub mod lone;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod provider;
 pub mod sqlite;
 pub mod store;
-pub mod time;
 mod verified;
 
 use std::future::Future;

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first: a module may import its own layer's modules and those in
 /// the layers below it, never one above.
 const LAYERS: &[(&str, &[&str])] = &[
+    ("the JavaScript-compatible base", &["js"]),
     ("text and processes", &["text", "command", "procs"]),
     ("the ledger", &["ledger"]),
     ("approvals", &["approval"]),
@@ -37,8 +38,6 @@ const LAYERS: &[(&str, &[&str])] = &[
 const KNOWN_UPWARD: &[(&str, &str)] = &[
     // `ledger::location` opens the review queue: the opener moves above both.
     ("ledger", "review"),
-    // `text` reads the JavaScript string helpers in `ledger::jsjson`: they move below.
-    ("text", "ledger"),
 ];
 
 /// Circles between files today, each as its files: each is a step of issue 27.

@@ -2,8 +2,8 @@
 //! (fractions included, since `"0.29h"` is 1043999.9999999999 ms in JavaScript and an
 //! approval's expiry is computed from exactly that), from text like `"12h"`.
 
+use super::is_js_whitespace;
 use super::jsjson::js_number;
-use super::key::is_js_whitespace;
 use serde_json::Value;
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! "Sun, 27 Sep 2026 09:00:00 GMT", "2026-02-30"). Both sides of an approval written
 //! by Node have to read back to the same instant here.
 
-use super::key::is_js_whitespace;
+use super::is_js_whitespace;
 use chrono::{DateTime, Local, LocalResult, Offset, TimeZone};
 
 /// The largest distance from the epoch a `Date` can hold, in milliseconds.
