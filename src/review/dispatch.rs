@@ -284,10 +284,19 @@ pub fn stopped_by_queue(error: &crate::ledger::SendError) -> bool {
     error.message().ends_with(NOT_SENT)
 }
 
+/// What a draft's dispatch outcome says while its send has not returned.
+pub const DISPATCH_BEGUN: &str = "begun";
+
 /// What the queue is asked again once the key is claimed, just before the send.
 pub enum StillWantedBy<'a> {
-    /// A draft dispatched by id: sent unless rejected or withdrawn meanwhile.
-    Draft(i64),
+    /// A draft dispatched by id, at the revision its approval is for: sent unless
+    /// rejected or withdrawn meanwhile, and marked dispatched before the send.
+    Draft {
+        /// The draft.
+        id: i64,
+        /// Its revision being sent.
+        revision: i64,
+    },
     /// An approval made elsewhere for `key` and a payload of `payload_hash`: sent
     /// unless the queue now stands against it ([`outside_approval_refusal`]).
     Outside {
@@ -316,7 +325,7 @@ impl<P> StillWanted<'_, P> {
     /// Why the send is no longer wanted, if it is not.
     async fn why_not(&self) -> Option<String> {
         match self.by {
-            StillWantedBy::Draft(id) => match self.review.head(id).await {
+            StillWantedBy::Draft { id, .. } => match self.review.head(id).await {
                 Ok(draft)
                     if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) =>
                 {
@@ -359,12 +368,43 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         &self,
         context: crate::ledger::SendContext,
     ) -> Result<Self::Receipt, crate::ledger::SendError> {
-        match self.why_not().await {
-            None => self.inner.send(context).await,
-            Some(why) => Err(crate::ledger::SendError::definite(format!(
+        if let Some(why) = self.why_not().await {
+            return Err(crate::ledger::SendError::definite(format!(
                 "{why}{NOT_SENT}"
-            ))),
+            )));
         }
+        // Dispatched from here on, before the send: a dispatch stopped by a signal or a
+        // kill -9 must not leave the draft approved and unsent to the queue, to be sent
+        // again once its entry is resolved and removed (G2). What the ledger says when
+        // the send returns replaces this.
+        if let StillWantedBy::Draft { id, revision } = self.by {
+            let mut begun = serde_json::Map::new();
+            begun.insert("outcome".into(), DISPATCH_BEGUN.into());
+            begun.insert("attempt".into(), context.attempt.into());
+            match self
+                .review
+                .record_dispatch(id, revision, Value::Object(begun))
+                .await
+            {
+                Ok(true) => {}
+                // Not marked: a reject or a withdraw got there first (then nothing is
+                // sent: of the two, one always sees the other), or a revision came in
+                // meanwhile (the approved one is sent, and the dispatch says so).
+                Ok(false) => {
+                    if let Some(why) = self.why_not().await {
+                        return Err(crate::ledger::SendError::definite(format!(
+                            "{why}{NOT_SENT}"
+                        )));
+                    }
+                }
+                Err(e) => {
+                    return Err(crate::ledger::SendError::definite(format!(
+                        "draft {id} could not be marked dispatched before its send ({e}){NOT_SENT}"
+                    )));
+                }
+            }
+        }
+        self.inner.send(context).await
     }
 
     async fn verify(&self, entry: &crate::ledger::Entry) -> CheckAnswer {
@@ -604,7 +644,10 @@ impl Review {
         let guarded = StillWanted {
             inner: provider,
             review: self,
-            by: StillWantedBy::Draft(id),
+            by: StillWantedBy::Draft {
+                id,
+                revision: draft.revision,
+            },
         };
         let dispatched =
             approval::dispatch_with(ledger, request, recheck, &guarded, options).await?;

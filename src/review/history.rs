@@ -68,12 +68,19 @@ pub fn draft_history(draft: &Draft, decisions: &[Decision]) -> Vec<HistoryEvent>
             .approved_revision
             .map(|r| format!(" revision {r}"))
             .unwrap_or_default();
+        let text = if said == crate::review::dispatch::DISPATCH_BEGUN {
+            format!(
+                "dispatched{which}: its send began and never came back to say how it went (the dispatch was stopped); the ledger's entry for its key says what is known"
+            )
+        } else {
+            format!("dispatched{which}: the ledger said {said}{id}")
+        };
         // record_dispatch is the last write a dispatched draft gets.
         timeline.push(
             &draft.updated_at,
             None,
             HistoryKind::Dispatched,
-            &format!("dispatched{which}: the ledger said {said}{id}"),
+            &text,
             HistorySource::EntryRecord,
         );
     }

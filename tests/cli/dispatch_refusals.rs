@@ -332,8 +332,8 @@ fn run_of_a_key_whose_draft_is_not_dispatched_is_refused() {
 
 /// N3 of the fourth retest: a reject that lands while a dispatch runs its recheck
 /// stops the send (the draft is read again once the key is claimed), and the ledger
-/// records why nothing was sent; a reject after the key was claimed says a dispatch
-/// got there first.
+/// records why nothing was sent; a reject once the send began is refused, naming the
+/// dispatch that got there first (the draft is marked dispatched before its send).
 #[test]
 fn a_reject_during_a_dispatch_stops_the_send_or_says_it_came_too_late() {
     let q = new_queue();
@@ -452,21 +452,19 @@ fn a_reject_during_a_dispatch_stops_the_send_or_says_it_came_too_late() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(700));
+    // The draft is marked dispatched before its send (G2): a reject then is refused,
+    // naming the dispatch, instead of recording a no that cannot stop it.
     let out = q.q(T0, &["reject", &id, "--by", "sam", "--reason", "too late"]);
-    expect_exit(&out, 1, "reject while the send runs");
+    expect_exit(&out, 2, "reject while the send runs");
     assert!(
-        harness::stderr(&out).contains("is claimed and may be sending now")
-            && harness::stderr(&out).contains("a dispatch began before the rejection"),
+        harness::stderr(&out).contains(&format!("draft {id} is dispatched (at "))
+            && harness::stderr(&out).contains("it cannot be rejected"),
         "{}",
         harness::stderr(&out)
     );
     child.wait_with_output().unwrap();
-    // The draft says it went out, not only that it is rejected.
-    let shown = stdout(&q.q(T0, &["draft", "show", &id]));
-    assert!(
-        shown.contains("although the draft is rejected: a dispatch began before it was closed"),
-        "{shown}"
-    );
+    let shown = json_stdout(&q.q(T0, &["draft", "show", &id, "--json"]), "draft show");
+    assert_eq!(shown["state"], "dispatched", "{shown}");
 }
 
 /// N8 of the fourth retest: a number JavaScript reads as another (an integer beyond
@@ -690,4 +688,74 @@ fn a_dispatched_draft_whose_entry_gc_removed_is_not_sent_again() {
         1,
         "{lines}"
     );
+}
+
+/// G2 of the eighth hostile retest: a `dispatch ID` killed while its send runs leaves
+/// the draft dispatched, not approved (it is marked before the send). So once a person
+/// resolves the key as sent and `gc` removes the entry, the draft is not sent again on
+/// its approval.
+#[test]
+fn a_dispatch_killed_mid_send_leaves_its_draft_dispatched_and_never_sends_it_again() {
+    let q = new_queue();
+    let sent = q.path("sent.log");
+    let started = q.path("started");
+    let payload = q.write(
+        "p13.json",
+        r#"{"to":"erin@example.org","body":"refund 13"}"#,
+    );
+    let id = q.submit("refund-13", &payload);
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    let send = format!(
+        "echo sent >> '{}'; echo $$ > '{}'; exec sleep 30",
+        sent.display(),
+        started.display()
+    );
+    let mut dispatch = harness::send_once(&["dispatch"])
+        .arg(q.path("l.db"))
+        .args([id.as_str(), "--", "sh", "-c", send.as_str()])
+        .current_dir(q.dir())
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid: i32 =
+        harness::wait_for_value("the send's pid", std::time::Duration::from_secs(20), || {
+            std::fs::read_to_string(&started).ok()?.trim().parse().ok()
+        });
+    dispatch.kill().unwrap(); // SIGKILL
+    dispatch.wait().unwrap();
+    // SAFETY: kill(2) has no memory preconditions; -pid is the send's group.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let shown = json_stdout(&q.q(T0, &["draft", "show", &id, "--json"]), "draft show");
+    assert_eq!(shown["state"], "dispatched", "{shown}");
+    expect_exit(
+        &q.q(T0, &["resolve", "refund-13", "sent", "--by", "dana"]),
+        0,
+        "the person resolves it sent",
+    );
+    expect_exit(
+        &q.q(T0 + 60_000, &["gc", "--older-than", "0s"]),
+        0,
+        "gc removes the entry",
+    );
+    let out = q.q(
+        T0 + 60_000,
+        &["dispatch", &id, "--", "sh", "-c", "echo sent >> sent.log"],
+    );
+    expect_exit(&out, 2, "dispatch again");
+    assert!(
+        harness::stderr(&out).contains("the ledger no longer has its key"),
+        "{}",
+        harness::stderr(&out)
+    );
+    let lines = std::fs::read_to_string(&sent).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
 }
