@@ -226,7 +226,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
             Err(exit) => return exit,
         };
         for entry in &entries {
-            warn_if_in_flight(&ledger, entry, older_than_ms);
+            warn_if_in_flight(&ledger, entry, older_than_ms, status);
         }
         let mut results = Vec::with_capacity(entries.len());
         for (given, entry) in args.keys.iter().zip(&entries) {
@@ -337,9 +337,24 @@ async fn look_up(ledger: &Ledger, args: &ResolveArgs) -> Result<Vec<Entry>, Exit
 
 /// A pending entry claimed moments ago whose attempt has not ended (no error
 /// recorded) may still be sending: settling it now may be contradicted by its send.
-fn warn_if_in_flight(ledger: &Ledger, entry: &Entry, older_than_ms: f64) {
+fn warn_if_in_flight(ledger: &Ledger, entry: &Entry, older_than_ms: f64, to: Status) {
     if entry.status() != Status::Pending || entry.error().is_some() {
         return;
+    }
+    // A failed about a send of this host whose note is gone lets the next run send
+    // while it may still run: said in its own words, so the person knows.
+    let standing = send_once::ledger::claimer::running(entry, ledger.now());
+    if to == Status::Failed
+        && matches!(
+            standing,
+            send_once::ledger::claimer::Running::NoteGone { .. }
+        )
+    {
+        note(format!(
+            "warning: {}: {}; it is settled on your word",
+            visible_inline(entry.key()),
+            standing.describe()
+        ));
     }
     let Some(claimed) = time::parse_date(entry.claimed_at()) else {
         return;

@@ -37,6 +37,9 @@ pub struct Claimer {
     pub boot: Option<String>,
     /// Its send's time limit: past it the claimer has killed the send.
     pub limit_ms: Option<u64>,
+    /// Whether it notes the session of each send it starts (`procs::notes`), so that a
+    /// note gone missing is a send that cannot be seen, never one that ended.
+    pub notes: bool,
 }
 
 /// Where an attempt stands, by [`running`].
@@ -76,6 +79,13 @@ pub enum Running {
     },
     /// No limit, and the claiming process has ended on this host (a kill -9, a crash).
     ClaimerGone {
+        /// The claiming process.
+        pid: u32,
+    },
+    /// No limit, the claiming process has ended on this host, and the note of the send
+    /// it started is gone (its directory emptied, or this process's `/tmp` is not the
+    /// claimer's): whether that send still runs cannot be seen.
+    NoteGone {
         /// The claiming process.
         pid: u32,
     },
@@ -147,6 +157,9 @@ impl Running {
             Running::ClaimerGone { pid } => format!(
                 "its claiming process {pid} has ended on this host, and the send with it"
             ),
+            Running::NoteGone { pid } => format!(
+                "it may still be running: it has no time limit, and its claiming process {pid} has ended on this host, but the note of the send it started is gone (/tmp/send-once-groups emptied, or this process's /tmp is not the claimer's, as under systemd PrivateTmp), so whether that send still runs cannot be seen"
+            ),
             Running::Unseen { host: None } => {
                 "it may still be running: it recorded no claimer or limit (a Node claim, or one from an older send-once), so whether it runs cannot be seen".to_owned()
             }
@@ -212,6 +225,9 @@ pub fn running(entry: &Entry, now_ms: i64) -> Running {
     }
     match (claimer, alive) {
         (Some(claimer), Some(false)) => Running::ClaimerGone { pid: claimer.pid },
+        (Some(claimer), None) if seen.is_none() && claimer.note_gone() => {
+            Running::NoteGone { pid: claimer.pid }
+        }
         (claimer, _) => Running::Unseen {
             host: claimer.and_then(|c| c.host),
         },
@@ -228,7 +244,20 @@ impl Claimer {
             host: me.host.clone(),
             boot: me.boot.clone(),
             limit_ms: limit.map(|l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX)),
+            notes: crate::procs::notes::promised(),
         }
+    }
+
+    /// Whether it ended on this host and the note of its send cannot say whether that
+    /// send still runs: gone after it promised one, or never given its session.
+    fn note_gone(&self) -> bool {
+        use crate::procs::notes::Noted;
+        self.alive_here() == Some(false)
+            && match crate::procs::notes::noted_session(self.pid, self.start) {
+                Noted::Missing => self.notes,
+                Noted::Unknown => true,
+                Noted::Running(_) | Noted::Ended => false,
+            }
     }
 
     /// The claimer `entry` records, or None (a Node claim, or an unreadable record).
@@ -241,6 +270,7 @@ impl Claimer {
             host: text("host"),
             boot: text("boot"),
             limit_ms: record.get("limitMs").and_then(Value::as_u64),
+            notes: record.get("notes") == Some(&Value::Bool(true)),
         })
     }
 
@@ -260,6 +290,9 @@ impl Claimer {
         if let Some(limit) = self.limit_ms {
             record.insert("limitMs".into(), limit.into());
         }
+        if self.notes {
+            record.insert("notes".into(), true.into());
+        }
         Value::Object(record)
     }
 
@@ -270,11 +303,14 @@ impl Claimer {
         if alive {
             return Some(Seen::Alive);
         }
+        use crate::procs::notes::Noted;
         match crate::procs::notes::noted_session(self.pid, self.start) {
-            crate::procs::notes::Noted::Running(group) => Some(Seen::SendAlive(group)),
-            // Its send was being started and never said which session it leads.
-            crate::procs::notes::Noted::Unknown => None,
-            crate::procs::notes::Noted::Ended => Some(Seen::Gone),
+            Noted::Running(group) => Some(Seen::SendAlive(group)),
+            // Its send was being started and never said which session it leads; or
+            // the note of a claimer that promised one is gone: cannot be seen.
+            Noted::Unknown => None,
+            Noted::Missing if self.notes => None,
+            Noted::Ended | Noted::Missing => Some(Seen::Gone),
         }
     }
 

@@ -133,8 +133,24 @@ pub enum Noted {
     /// A send was being started, and its session was never written in: whether it
     /// runs cannot be told.
     Unknown,
-    /// No note, or a session that has emptied: nothing it started is left.
+    /// A session that has emptied: nothing it started is left.
     Ended,
+    /// No note: nothing was started, it ended cleanly, or the note was lost. Which,
+    /// the claim says ([`promised`]).
+    Missing,
+}
+
+static PROMISED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says that this process notes the session of every send command it starts, so its
+/// claims record it: the command line does, before it claims anything.
+pub fn promise() {
+    PROMISED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether this process said it notes its sends' sessions.
+pub fn promised() -> bool {
+    PROMISED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// What `pid` (started at `start`) noted. The command leads a session of its own,
@@ -143,7 +159,7 @@ pub enum Noted {
 /// to read it may run: the safe side.
 pub fn noted_session(pid: u32, start: Option<u64>) -> Noted {
     let Ok(text) = std::fs::read_to_string(note_file(pid, start)) else {
-        return Noted::Ended;
+        return Noted::Missing;
     };
     let Ok(session) = text.trim().parse::<u32>() else {
         return Noted::Unknown;

@@ -124,3 +124,60 @@ fn a_send_whose_session_cannot_be_noted_is_not_started() {
         );
     }
 }
+
+/// T2 of the eighth hostile retest: a claim made by the command line says that its
+/// send's session is noted. When the claimer is killed and that note is gone (its
+/// directory emptied, or the reader's /tmp is not the claimer's), the send is one that
+/// cannot be seen, never one that ended: `show` says so, and a person's `failed` is
+/// warned in those words.
+#[test]
+fn a_killed_claimer_whose_note_is_gone_is_not_said_to_have_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let started = dir.path().join("started");
+    let ledger_arg = ledger.to_str().unwrap();
+    let mut runner = send_once(&["run", ledger_arg, "--key", "payout-78", "--", "sh", "-c"])
+        .arg(format!("echo $$ > '{}'; exec sleep 30", started.display()))
+        .spawn()
+        .unwrap();
+    let pid: i32 = wait_for_value("the send command's pid", Duration::from_secs(20), || {
+        std::fs::read_to_string(&started).ok()?.trim().parse().ok()
+    });
+    let shown = stdout(
+        &send_once(&["show", ledger_arg, "payout-78", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert!(shown.contains("\"notes\": true"), "{shown}");
+    // The note is gone, as when the directory is emptied while the send runs.
+    let prefix = format!("{}-", runner.id());
+    for note in std::fs::read_dir("/tmp/send-once-groups").unwrap() {
+        let note = note.unwrap();
+        if note.file_name().to_string_lossy().starts_with(&prefix) {
+            std::fs::remove_file(note.path()).unwrap();
+        }
+    }
+    runner.kill().unwrap(); // SIGKILL
+    runner.wait().unwrap();
+    let out = send_once(&["show", ledger_arg, "payout-78"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("the note of the send it started is gone")
+            && !stdout(&out).contains("and the send with it"),
+        "{}",
+        stdout(&out)
+    );
+    let out = send_once(&["resolve", ledger_arg, "payout-78", "failed", "--by", "dana"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("the note of the send it started is gone"),
+        "{}",
+        stderr(&out)
+    );
+    // SAFETY: kill(2) has no memory preconditions; -pid is the send's group.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+}
