@@ -241,20 +241,19 @@ impl LedgerLocation {
     /// A symlink to a file not made yet: creating the ledger would make the file its
     /// link names, so that name must say this kind too.
     fn dangling_of_one_kind(&self, path: &std::path::Path) -> Result<(), StoreError> {
-        let Ok(target) = std::fs::read_link(path) else {
+        if std::fs::read_link(path).is_err() {
             return Ok(());
-        };
-        let target = path
-            .parent()
-            .unwrap_or(std::path::Path::new(""))
-            .join(target);
+        }
+        // The file the whole chain of links leads to is the one a store would make
+        // (`ledger -> current -> 2026-12.jsonl`), not the first link's target (E3).
+        let target = super::jsonl::identity::resolve_file(path);
         if LedgerLocation::new(&target).kind() == self.kind() {
             return Ok(());
         }
         Err(StoreError::KindOfName {
             ledger: self.clone(),
             why: format!(
-                "is a {} ledger by this name, but it is a link to {}, which would be made as a {} ledger by its own name; give the ledger by a name of its own kind",
+                "is a {} ledger by this name, but its links lead to {}, which would be made as a {} ledger by its own name; give the ledger by a name of its own kind",
                 self.kind_name(),
                 crate::text::visible_inline(&target.display().to_string()),
                 LedgerLocation::new(&target).kind_name()

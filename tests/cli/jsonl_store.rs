@@ -917,11 +917,19 @@ fn a_name_of_another_kind_never_opens_an_empty_ledger_as_that_kind() {
     std::os::unix::fs::symlink("l.jsonl", &symlink).unwrap();
     let dangling = dir.path().join("other.db");
     std::os::unix::fs::symlink("new.jsonl", &dangling).unwrap();
+    // E3: two links to a file not made yet, judged by where the chain ends.
+    let chained = dir.path().join("ledger-now");
+    std::os::unix::fs::symlink("current", &chained).unwrap();
+    std::os::unix::fs::symlink("2026-12.jsonl", dir.path().join("current")).unwrap();
     for (name, why) in [
         (&symlink, "but it leads to "),
         (
             &dangling,
             "new.jsonl, which would be made as a JSON Lines ledger",
+        ),
+        (
+            &chained,
+            "2026-12.jsonl, which would be made as a JSON Lines ledger",
         ),
     ] {
         let out = run_key(name, "invoice-1042", &["true"]);
@@ -933,10 +941,9 @@ fn a_name_of_another_kind_never_opens_an_empty_ledger_as_that_kind() {
             stderr(&out)
         );
     }
-    assert!(
-        !dir.path().join("new.jsonl").exists(),
-        "a refusal made a file"
-    );
+    for made in ["new.jsonl", "2026-12.jsonl"] {
+        assert!(!dir.path().join(made).exists(), "a refusal made {made}");
+    }
     assert_eq!(
         std::fs::metadata(&ledger).unwrap().len(),
         0,
