@@ -453,7 +453,7 @@ fn plain_url(to: &str) -> Option<String> {
             None => (host_port, None),
         }
     };
-    let host = plain_host(&unreserved_decoded(host).to_lowercase());
+    let host = plain_host(&host_decoded(host).to_lowercase());
     let default_port = match scheme.as_str() {
         "https" | "wss" => Some(443),
         "http" | "ws" => Some(80),
@@ -680,6 +680,46 @@ fn phone_spelling(to: &str) -> Option<String> {
 
 /// `text` with every percent-encoded unreserved character (letters, digits, `-._~`)
 /// decoded, and the hex digits of the other escapes in upper case.
+/// A URL's host with its percent escapes decoded as UTF-8, as a browser and Node's
+/// URL decode it before IDNA maps the name (`b%c3%bccher.de` is `bücher.de`, I2): so
+/// an escaped host is refused naming the host it is. Escapes that decode to no
+/// name (bytes that are not UTF-8, a `/`) are left as [`unreserved_decoded`] leaves
+/// them.
+fn host_decoded(host: &str) -> String {
+    if !host.contains('%') {
+        return host.to_owned();
+    }
+    let bytes = host.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escape = (bytes[i] == b'%' && i + 2 < bytes.len())
+            .then(|| std::str::from_utf8(&bytes[i + 1..i + 3]).ok())
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escape {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    match String::from_utf8(out) {
+        Ok(name)
+            if name
+                .chars()
+                .all(|c| !c.is_ascii() || c.is_ascii_alphanumeric() || c == '-' || c == '.') =>
+        {
+            name
+        }
+        _ => unreserved_decoded(host),
+    }
+}
+
 fn unreserved_decoded(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -1463,6 +1503,39 @@ mod tests {
             check_key_fields("email", "a@b.co", "x", Some("week\u{200b}38")).map_err(|e| e.field),
             Err("window")
         );
+    }
+
+    /// I2 of the eighth retest: a non-ASCII host written in percent escapes is refused,
+    /// naming the host it is (which the IDNA check then holds to its plain form).
+    #[test]
+    fn a_url_host_in_percent_escapes_is_refused_naming_the_host_it_is() {
+        for (to, plain) in [
+            ("https://b%c3%bccher.de/hook", "https://b\u{fc}cher.de/hook"),
+            ("https://b%C3%BCcher.de/hook", "https://b\u{fc}cher.de/hook"),
+            ("https://b%c3%9ccher.de/hook", "https://b\u{fc}cher.de/hook"),
+            (
+                "https://%e4%be%8b%e5%ad%90.%e4%b8%ad%e5%9b%bd/hook",
+                "https://\u{4f8b}\u{5b50}.\u{4e2d}\u{56fd}/hook",
+            ),
+        ] {
+            let said = check_key_fields("webhook", to, "invoice:1", None)
+                .map_err(|e| e.to_string())
+                .expect_err(to);
+            assert!(
+                said.contains(&format!("give the URL in its plain form, {plain:?}")),
+                "{to:?}: {said}"
+            );
+        }
+        // Escaped U+3002 between labels: the plain form is refused in turn.
+        let said = check_key_fields(
+            "webhook",
+            "https://\u{4f8b}\u{5b50}\u{3002}\u{4e2d}\u{56fd}/hook",
+            "invoice:1",
+            None,
+        )
+        .map_err(|e| e.to_string())
+        .expect_err("U+3002");
+        assert!(said.contains("give the host as"), "{said}");
     }
 
     /// I1 of the seventh retest: a host IDNA maps to another spelling (label dots of
