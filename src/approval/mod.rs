@@ -4,7 +4,9 @@
 
 mod used;
 
-pub use used::{approval_hash, used_before};
+pub use used::{
+    BEGUN, NOT_SENT, OneSend, approval_hash, dispatch_decision, stopped_before_send, used_before,
+};
 
 use std::future::Future;
 

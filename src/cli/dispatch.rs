@@ -3,10 +3,10 @@
 //! `dispatch()` checks it, then sent through the same gates as `run`. The ledger can
 //! be any store: no review queue is needed.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched};
-use send_once::ledger::decision::{Action as DecisionAction, Subject};
+use send_once::ledger::decision::Subject;
 use send_once::ledger::{
     Access, Decision, DecisionOutcome, Ledger, LedgerLocation, Outcome, StoreError,
 };
@@ -160,6 +160,8 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
         let key = args.key.as_str();
         let before = ledger.get(key).await.ok().flatten();
         // With a queue, it is asked again once the key is claimed (M2).
+        // And the log is read again once the key is claimed, after this dispatch is
+        // logged as begun: of two dispatchers of one approval, one sends (A2, A3).
         let work = async {
             match &review {
                 Some(review) => {
@@ -171,9 +173,23 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                             payload_hash: &payload_hash,
                         },
                     };
-                    approval::dispatch_with(&ledger, request, recheck, &guarded, &options).await
+                    let once = approval::OneSend {
+                        inner: &guarded,
+                        ledger: &ledger,
+                        approval: &approval,
+                        by: by_or_default(None),
+                    };
+                    approval::dispatch_with(&ledger, request, recheck, &once, &options).await
                 }
-                None => approval::dispatch_with(&ledger, request, recheck, &provider, &options).await,
+                None => {
+                    let once = approval::OneSend {
+                        inner: &provider,
+                        ledger: &ledger,
+                        approval: &approval,
+                        by: by_or_default(None),
+                    };
+                    approval::dispatch_with(&ledger, request, recheck, &once, &options).await
+                }
             }
         };
         let dispatched = match super::interrupt::unless_signalled(work).await {
@@ -309,9 +325,8 @@ fn queue_of(location: &LedgerLocation) -> Result<Option<Review>, Exit> {
     }
 }
 
-/// The decision a dispatch through an approval made elsewhere leaves in the log: who
-/// ran it, whose approval it was and when it was given, the approval's hash (sha256 of
-/// its canonical JSON), and what came of it.
+/// The decision a dispatch through an approval made elsewhere leaves in the log, by
+/// whoever runs this command (see [`approval::dispatch_decision`]).
 fn outside_dispatch_decision(
     key: &str,
     approval: &Value,
@@ -320,32 +335,15 @@ fn outside_dispatch_decision(
     what: &str,
     refused: Option<&str>,
 ) -> Decision {
-    let mut detail = Map::new();
-    detail.insert("approval".into(), "outside".into());
-    for field in ["approvedBy", "approvedAt", "expiresAt", "payloadHash"] {
-        if let Some(value) = approval.get(field) {
-            detail.insert(field.into(), value.clone());
-        }
-    }
-    detail.insert(
-        "approvalHash".into(),
-        approval::approval_hash(approval).into(),
-    );
-    detail.insert("result".into(), what.into());
-    if let Some(reason) = refused {
-        detail.insert("reason".into(), reason.into());
-    }
-    Decision {
-        id: None,
+    approval::dispatch_decision(
+        key,
+        approval,
         at,
-        by: by_or_default(None),
-        action: DecisionAction::Dispatch,
-        subject: Subject::Key(key.to_owned()),
-        note: None,
+        by_or_default(None),
         outcome,
-        detail: Value::Object(detail),
-        link: None,
-    }
+        what,
+        refused,
+    )
 }
 
 /// Appends `decision` to the ledger's log, where the ledger exists: a refusal creates

@@ -273,15 +273,15 @@ pub fn refusal_decision<R>(
     })
 }
 
-/// How a send the queue stopped ends its reason: the ledger records it as a definite
-/// failure (nothing went out), and [`stopped_by_queue`] tells it from a send that
-/// failed.
-const NOT_SENT: &str = "; not sent";
+/// How a send the queue stopped ends its reason (the one marker of a send refused
+/// after its claim, [`approval::NOT_SENT`]).
+const NOT_SENT: &str = approval::NOT_SENT;
 
-/// Whether `error` is a send the review queue stopped before it started (see
-/// [`StillWanted`]): nothing went out, and the closed draft keeps it from going.
+/// Whether `error` is a send stopped after its claim and before it started, by the
+/// queue (see [`StillWanted`]) or because its approval went out elsewhere: nothing went
+/// out.
 pub fn stopped_by_queue(error: &crate::ledger::SendError) -> bool {
-    error.message().ends_with(NOT_SENT)
+    approval::stopped_before_send(error)
 }
 
 /// What a draft's dispatch outcome says while its send has not returned.

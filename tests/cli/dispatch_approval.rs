@@ -591,3 +591,120 @@ fn an_outside_approval_that_went_out_is_not_sent_again_after_gc_or_under_another
         assert_eq!(refused, 3, "{name}: {log}");
     }
 }
+
+/// A2 and A3 of the eighth hostile retest. One approval is for one send, however it is
+/// raced or copied: two dispatchers of it under two keys at once send once between
+/// them (each logs its dispatch as begun once its key is claimed, then reads the log);
+/// the same approval with its time written another way is the same approval; and a
+/// dispatch killed mid-send has left its trace, so the approval does not go out again
+/// under another key.
+#[test]
+fn one_outside_approval_sends_once_when_raced_reformatted_or_killed_mid_send() {
+    for name in ["race.db", "race.jsonl"] {
+        for round in 0..4 {
+            let f = Fleet::new();
+            let ledger = f.path(name);
+            let spawn = |key: &str| {
+                let approval = f.path("approval.json");
+                let payload = f.path("payload.json");
+                let mut args = vec![
+                    "dispatch".to_owned(),
+                    ledger.clone(),
+                    key.to_owned(),
+                    "--approval".to_owned(),
+                    approval,
+                    "--payload".to_owned(),
+                    payload,
+                    "--".to_owned(),
+                ];
+                args.extend(f.sender());
+                send_once(&[])
+                    .args(&args)
+                    .env("SEND_ONCE_FIXED_NOW_MS", f.now().to_string())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            };
+            let (a, b) = (spawn("k-race-a"), spawn("k-race-b"));
+            let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+            assert_eq!(
+                f.sends().len(),
+                1,
+                "{name} round {round}: {} | {}",
+                stderr(&a),
+                stderr(&b)
+            );
+            let refused = if a.status.success() { &b } else { &a };
+            assert!(
+                stderr(refused).contains("this approval was dispatched already under key k-race-"),
+                "{name} round {round}: {}",
+                stderr(refused)
+            );
+        }
+
+        // The same instant written another way, under another key: refused.
+        let f = Fleet::new();
+        let ledger = f.path(name);
+        expect_exit(&f.dispatch(&ledger, &[], f.now()), 0, name);
+        let mut copy = f.case["approval"].clone();
+        let at = copy["approvedAt"]
+            .as_str()
+            .unwrap()
+            .replace(".000Z", ".0000+00:00");
+        copy["approvedAt"] = at.into();
+        std::fs::write(f.path("approval.json"), copy.to_string()).unwrap();
+        let out = f.dispatch_as(&ledger, "k-fleet-2", &[], f.now());
+        expect_exit(&out, 2, &format!("{name}: a reformatted copy"));
+        assert_eq!(f.sends().len(), 1, "{name}");
+
+        // Killed mid-send under one key: not sent under another.
+        let f = Fleet::new();
+        let ledger = f.path(name);
+        let started = f.path("started");
+        let approval = f.path("approval.json");
+        let payload = f.path("payload.json");
+        let mut killed = send_once(&[
+            "dispatch",
+            &ledger,
+            "k-killed",
+            "--approval",
+            &approval,
+            "--payload",
+            &payload,
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "cat >> '{}'; echo >> '{}'; echo $$ > '{}'; exec sleep 30",
+            f.path("sends.log"),
+            f.path("sends.log"),
+            started
+        ))
+        .env("SEND_ONCE_FIXED_NOW_MS", f.now().to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        let pid: i32 =
+            harness::wait_for_value("the send's pid", std::time::Duration::from_secs(20), || {
+                std::fs::read_to_string(&started).ok()?.trim().parse().ok()
+            });
+        killed.kill().unwrap();
+        killed.wait().unwrap();
+        // SAFETY: kill(2) has no memory preconditions; -pid is the send's group.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let out = f.dispatch_as(&ledger, "k-other", &[], f.now());
+        expect_exit(&out, 2, &format!("{name}: another key after a kill"));
+        assert!(
+            stderr(&out).contains("this approval was dispatched already under key k-killed at ")
+                && stderr(&out).contains("begun"),
+            "{name}: {}",
+            stderr(&out)
+        );
+        assert_eq!(f.sends().len(), 1, "{name}");
+    }
+}
