@@ -381,6 +381,22 @@ fn bare_recipient(to: &str) -> Option<String> {
         bare = js_trim(bare)
             .trim_matches(|c| matches!(c, '"' | '\'' | '<' | '>' | ',' | ';' | ':' | '/' | '|'));
     }
+    // Quotes round (or left in) a local part that needs none: `"info"@example.com` and
+    // `info"@example.com` are `info@example.com` (L3).
+    let unquoted;
+    if let Some((local, domain)) = bare.rsplit_once('@')
+        && local.contains('"')
+    {
+        let plain = local.replace('"', "");
+        if !plain.is_empty()
+            && plain
+                .chars()
+                .all(|c| c.is_alphanumeric() || ".!#$%&'*+/=?^_`{|}~-".contains(c))
+        {
+            unquoted = format!("{plain}@{domain}");
+            bare = &unquoted;
+        }
+    }
     if bare.contains('@') || bare != to {
         bare = bare.trim_end_matches('.');
     }
@@ -1503,6 +1519,25 @@ mod tests {
             check_key_fields("email", "a@b.co", "x", Some("week\u{200b}38")).map_err(|e| e.field),
             Err("window")
         );
+    }
+
+    /// L3 of the eighth retest: quotes round a local part that needs none, or one left
+    /// in it, are refused naming the address without them.
+    #[test]
+    fn quotes_in_a_plain_local_part_name_the_address_without_them() {
+        for to in [
+            "\"info\"@example.com",
+            "info\"@example.com",
+            "in\"fo@example.com",
+        ] {
+            let said = check_key_fields("email", to, "invoice:1", None)
+                .map_err(|e| e.to_string())
+                .expect_err(to);
+            assert!(
+                said.contains("give the recipient alone, \"info@example.com\""),
+                "{to:?}: {said}"
+            );
+        }
     }
 
     /// I2 of the eighth retest: a non-ASCII host written in percent escapes is refused,
