@@ -64,6 +64,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use send_once::ledger::{Access, Ledger, LedgerLocation, Outcome};
+use send_once::open::Open;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio_postgres::{Client, NoTls, Statement};

@@ -173,15 +173,18 @@
 //! |---|---|---|
 //! | [`SqliteStore`](ledger::sqlite::SqliteStore) | the default: a file, many processes, the review queue and decision log | its `send_once` table |
 //! | [`JsonlStore`](ledger::jsonl::JsonlStore) | the Node library's JSON Lines file, with its lock file | the file itself |
+//! | `PostgresStore` (`ledger::postgres`, the `postgres` feature) | a fleet on one server: entries, the review queue and the decision log in one database | its table |
 //! | [`MemoryStore`](ledger::memory::MemoryStore) | tests: forgotten on exit | no |
 //!
-//! [`LedgerLocation`](ledger::LedgerLocation) picks one from a path the way the CLI
-//! does. Postgres URLs are recognised and refused: there is no Postgres store yet.
+//! [`LedgerLocation`](ledger::LedgerLocation) names one from a path or a URL the way the
+//! CLI does (`postgres://…` is Postgres, `*.jsonl` JSON Lines, anything else SQLite),
+//! and [`Open`](open::Open), the one opener, makes it into its stores:
+//! [`Ledger::open`](ledger::Ledger::open) for a ledger, `location.open_queue(access)`
+//! for the review queue.
 //!
 //! A store that also keeps the review queue implements
-//! [`QueueStore`](review::QueueStore) (SQLite does); [`Review`](review::Review) runs on
-//! any of them, and [`LedgerLocation::open_queue`](ledger::LedgerLocation::open_queue)
-//! opens one.
+//! [`QueueStore`](review::QueueStore) (SQLite and Postgres do); [`Review`](review::Review)
+//! runs on any of them.
 //!
 //! # Node compatibility
 //!
@@ -205,6 +208,7 @@ pub mod approval;
 pub mod command;
 pub mod js;
 pub mod ledger;
+pub mod open;
 pub mod procs;
 pub mod provider;
 pub mod review;

@@ -11,6 +11,7 @@ use send_once::ledger::{
     Access, Decision, DecisionOutcome, Ledger, LedgerLocation, Outcome, StoreError,
 };
 use send_once::ledger::{canonical, duration, jsjson, key, time};
+use send_once::open::Open;
 use send_once::provider::split_command;
 use send_once::review::Review;
 use send_once::review::recheck::run_recheck;

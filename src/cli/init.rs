@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use send_once::ledger::LedgerLocation;
-use send_once::ledger::location::Init;
+use send_once::open::{Init, Open};
 
 use super::ledger_arg::ledger_to_create;
 use super::output::fail_with;

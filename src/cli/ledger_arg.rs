@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use send_once::ledger::Access;
 use send_once::ledger::{Clock, Ledger, LedgerLocation, StoreError, duration, location, time};
+use send_once::open::Open;
 
 /// The ledger given, else `$SEND_ONCE_LEDGER`, else `send-once/ledger.db` in the
 /// user's data directory.

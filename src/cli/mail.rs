@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use send_once::ledger::Access;
 use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::{Ledger, LedgerLocation, StoreError};
+use send_once::open::Open;
 use send_once::provider::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_WINDOW_HOURS, Limit, Mail, MailOutcome, Mailer, message_id,
     message_json, send_mail_once, split_command,

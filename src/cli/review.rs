@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use send_once::approval::{ApprovalError, DispatchError, Dispatched, Ttl};
 use send_once::ledger::Access;
 use send_once::ledger::{Decision, LedgerLocation, canonical, duration, jsjson};
+use send_once::open::Open;
 use send_once::review::dispatch::{DraftDispatch, Prepared};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{

@@ -11,6 +11,7 @@ use send_once::ledger::claimer;
 use send_once::ledger::{
     Entry, LedgerError, LedgerLocation, Outcome, SendContext, SendError, canonical,
 };
+use send_once::open::Open;
 use send_once::provider::{
     CheckAnswer, CheckKind, CommandProvider, CommandReceipt, CommandSendError, Provider,
     SendOptions, split_command,

@@ -7,6 +7,7 @@ use clap::Args;
 
 use send_once::ledger::Access;
 use send_once::ledger::LedgerLocation;
+use send_once::open::Open;
 use send_once::provider::split_command;
 use send_once::ui::config::{self, VerifyCommand, VerifySetup};
 use send_once::ui::{self, UiOptions};

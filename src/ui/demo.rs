@@ -26,6 +26,7 @@ use crate::ledger::{
     Clock, Entry, Ledger, LedgerLocation, Outcome, ResolveDetails, SendContext, SendError, Status,
     Store, duration,
 };
+use crate::open::Open;
 use crate::provider::{Provider, SendOptions};
 use crate::review::dispatch::Prepared;
 use crate::review::{Review, Submission, Verdict};

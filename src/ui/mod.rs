@@ -34,6 +34,7 @@ use crate::approval::Ttl;
 use crate::ledger::{
     Clock, Ledger, LedgerError, LedgerLocation, ResolveDetails, Store, StoreError,
 };
+use crate::open::Open;
 use crate::review::{Review, Verdict};
 use action::{Action, Effect, Outcome};
 use app::{App, Options};

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::harness;
 use crate::harness::queue::{Queue, QueueFiles};
 use harness::{expect_exit, json_stdout, stderr, stdout};
+use send_once::open::Open;
 
 /// 2026-12-01T02:00:00.000Z.
 const T0: i64 = 1_796_090_400_000;

@@ -371,6 +371,7 @@ pub fn test_name(module_path: &str, function: &str) -> String {
 pub fn record_found(ledger: &str, key: &str, by: &str, provider_id: &str) {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     runtime.block_on(async {
+        use send_once::open::Open;
         let store = send_once::ledger::LedgerLocation::new(ledger)
             .open_store(send_once::ledger::Access::ReadWrite)
             .expect("the ledger opens");

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{NOT_THERE, Setup, wait_child, wait_until};
 use crate::harness::{self, expect_exit, output, send_once, stderr};
+use send_once::open::Open;
 
 fn real_now() -> i64 {
     send_once::ledger::time::now_millis()
