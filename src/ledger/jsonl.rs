@@ -1914,6 +1914,10 @@ impl Files {
                 links,
             });
         }
+        // A bind mount of the file is a second name too, with a log of its own (A5).
+        if identity::mounted_over(&self.resolved) {
+            return Err(StoreError::MountedFile(ledger_at(&self.path)));
+        }
         Ok(())
     }
 }

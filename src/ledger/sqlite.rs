@@ -984,15 +984,8 @@ fn another_name(path: &Path) -> Option<String> {
             metadata.nlink()
         ));
     }
-    let real = std::fs::canonicalize(path).ok()?;
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    // mountinfo(5): the fifth field is the mount point, with spaces as \040.
-    let mounted_here = mounts.lines().any(|line| {
-        line.split(' ').nth(4).is_some_and(|point| {
-            point.replace("\\040", " ").replace("\\011", "\t") == real.to_string_lossy()
-        })
-    });
-    mounted_here.then(|| "a file mounted over another name (a bind mount of the file)".to_owned())
+    super::jsonl::identity::mounted_over(path)
+        .then(|| "a file mounted over another name (a bind mount of the file)".to_owned())
 }
 
 impl SqliteStore {

@@ -215,6 +215,12 @@ pub enum StoreError {
         /// How many names the file has.
         links: u64,
     },
+    /// A JSON Lines ledger that is itself a mount point (a bind mount of the file): a
+    /// second name its lock and decision log cannot be found by.
+    #[error(
+        "{} is a file mounted over another name (a bind mount of the file itself, as Docker's -v FILE:FILE makes); send-once finds a JSON Lines ledger's lock and decision log by its name, so each name would keep its own and a send could go out twice. Mount the directory that holds it instead; nothing was changed", .0.inline()
+    )]
+    MountedFile(LedgerLocation),
     /// A file whose names say two kinds of ledger: a symlink of one kind's name to a
     /// file named as the other, or an empty file with several hard links (by one name
     /// an empty SQLite ledger, by another an empty JSON Lines one). Two kinds are two
@@ -266,6 +272,7 @@ impl StoreError {
             | StoreError::NoReviewQueue(ledger)
             | StoreError::SeveralNames { ledger, .. }
             | StoreError::KindOfName { ledger, .. }
+            | StoreError::MountedFile(ledger)
             | StoreError::TwoWriteAheadLogs { ledger, .. }
             | StoreError::DamagedClaims { ledger, .. }
             | StoreError::Busy(ledger)

@@ -1121,3 +1121,37 @@ fn a_printed_decision_about_an_attempt_gc_removed_never_lands_on_its_namesake() 
     expect_exit(&send("true"), 3, "still unknown: nothing sent");
     assert_eq!(std::fs::read_to_string(&side).unwrap(), "1\n1\n");
 }
+
+/// A5 of the ninth retest: a JSON Lines ledger bind-mounted as a file under another
+/// name would keep a decision log of its own there: refused through the mount, naming
+/// it, as for SQLite.
+#[test]
+fn a_json_lines_ledger_bind_mounted_as_a_file_is_refused() {
+    if !crate::harness::skip::have_root("a bind mount of a ledger file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    expect_exit(
+        &output(&["run", p(&a), "--key", "k0", "--", "true"]),
+        0,
+        "a first send",
+    );
+    std::fs::write(&b, b"").unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["--bind", p(&a), p(&b)])
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount --bind");
+    let o = output(&["run", p(&b), "--key", "k1", "--", "true"]);
+    let _ = std::process::Command::new("umount").arg(p(&b)).status();
+    expect_exit(&o, 2, "a bind-mounted JSON Lines file");
+    assert!(
+        stderr(&o).contains("a bind mount of the file itself")
+            && stderr(&o).contains("Mount the directory that holds it instead"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("b.jsonl.decisions.jsonl").exists());
+}

@@ -70,3 +70,22 @@ pub(crate) fn resolve_file(path: &Path) -> PathBuf {
         .map(|dir| dir.join(name))
         .unwrap_or_else(|_| path.to_owned())
 }
+
+/// Whether the file at `path` is itself a mount point: a bind mount of the file
+/// (Docker's `-v ledger:/data/ledger`) gives it a second name that neither a symlink's
+/// resolution nor its link count shows. Read from `/proc/self/mountinfo`; false when
+/// that cannot be read.
+pub(crate) fn mounted_over(path: &Path) -> bool {
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    // mountinfo(5): the fifth field is the mount point, with spaces as \040.
+    mounts.lines().any(|line| {
+        line.split(' ').nth(4).is_some_and(|point| {
+            point.replace("\\040", " ").replace("\\011", "\t") == real.to_string_lossy()
+        })
+    })
+}
