@@ -95,12 +95,16 @@ fn same_approval(detail: &Value, approval: &Value, hash: &str) -> bool {
         && person(detail) == person(approval)
 }
 
-/// The latest decision of each key about `approval` among `log`, in log order.
+/// The latest decision of each key about `approval` among `log` that says where its
+/// send stands (begun, sent, confirmed, unknown, failed), in log order. A duplicate
+/// answer and a refusal change nothing, so a retry or a refused second try never
+/// hides a send that went out (A4).
 fn latest_by_key<'a>(log: &'a [Decision], approval: &Value) -> Vec<&'a Decision> {
     let hash = approval_hash(approval);
     let mut latest: Vec<&Decision> = Vec::new();
     for d in log.iter().filter(|d| {
         d.action == Action::Dispatch
+            && d.outcome == DecisionOutcome::Changed
             && d.detail.get("approval").and_then(Value::as_str) == Some("outside")
             && same_approval(&d.detail, approval, &hash)
     }) {
@@ -134,7 +138,25 @@ fn under_another_key(d: &Decision) -> String {
 /// went out under another key, or under this key whose entry is gone. None when it did
 /// not, and on a store without a log. It reads the whole log: a dispatch through an
 /// outside approval is run by hand.
+///
+/// With `entries_too` (a JSON Lines ledger, whose log is a file of its own that can be
+/// moved or cut apart from the entries), the entries are read as well: an entry of
+/// another key sent through the same approval (its meta names the same
+/// person and instant) refuses it whatever the log says (A6).
 pub async fn used_before(
+    ledger: &Ledger,
+    key: &str,
+    approval: &Value,
+    entries_too: bool,
+) -> Result<Option<String>, StoreError> {
+    match from_the_log(ledger, key, approval).await? {
+        None if entries_too => sent_through(ledger, key, approval).await,
+        answer => Ok(answer),
+    }
+}
+
+/// [`used_before`], as the decision log tells it.
+async fn from_the_log(
     ledger: &Ledger,
     key: &str,
     approval: &Value,
@@ -167,6 +189,47 @@ pub async fn used_before(
         d.id.unwrap_or_default(),
         d.detail["result"].as_str().unwrap_or("sent")
     )))
+}
+
+/// Why `approval` may not send under `key`: the ledger holds another key sent
+/// through it, by the approval its entry's meta records (`approvedBy`,
+/// `approvedAt`, as every dispatch writes them, the Node library's too).
+async fn sent_through(
+    ledger: &Ledger,
+    key: &str,
+    approval: &Value,
+) -> Result<Option<String>, StoreError> {
+    let entries = ledger
+        .store()
+        .list(crate::ledger::ListFilter::default())
+        .await?;
+    let meta_of = |e: &Entry| {
+        let meta = e.get("meta").cloned().unwrap_or(Value::Null);
+        serde_json::json!({
+            "approvedBy": meta.get("approvedBy"),
+            "approvedAt": meta.get("approvedAt"),
+            "payloadHash": approval.get("payloadHash"),
+        })
+    };
+    let hash = approval_hash(approval);
+    Ok(entries
+        .iter()
+        .find(|e| {
+            // Sent, not pending: a racing dispatcher's fresh claim is the log's to
+            // order, and a pending one with its log gone is a person's to resolve.
+            e.key() != key
+                && e.status() == crate::ledger::Status::Sent
+                && same_approval(&meta_of(e), approval, &hash)
+        })
+        .map(|e| {
+            format!(
+                "the ledger has key {} {} through this approval (its entry says approved by {} at {}), though the decision log holds no dispatch of it (was the log moved or cut?): an approval is for one send",
+                crate::text::visible_inline(e.key()),
+                e.status().as_str(),
+                crate::text::visible_inline(approval["approvedBy"].as_str().unwrap_or("?")),
+                crate::text::visible_inline(approval["approvedAt"].as_str().unwrap_or("?"))
+            )
+        }))
 }
 
 /// The provider a dispatch through an approval made elsewhere goes through: once the

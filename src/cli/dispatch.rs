@@ -122,7 +122,12 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
         };
         // Then the log: this approval may have gone out before (A1).
         let refusal = match refusal {
-            Ok(None) => approval::used_before(&ledger, &args.key, &approval)
+            Ok(None) => approval::used_before(
+                &ledger,
+                &args.key,
+                &approval,
+                matches!(args.ledger, LedgerLocation::Jsonl(_)),
+            )
                 .await
                 .map_err(|e| super::output::fail_with(Exit::Refused, super::store_problem(&e))),
             other => other,

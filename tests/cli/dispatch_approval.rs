@@ -708,3 +708,50 @@ fn one_outside_approval_sends_once_when_raced_reformatted_or_killed_mid_send() {
         assert_eq!(f.sends().len(), 1, "{name}");
     }
 }
+
+/// A4 and A6 of the ninth retest. A retry answered "duplicate", or a refused second
+/// try, never hides that the approval went out; and on JSON Lines, whose decision log
+/// is a file of its own, the entries themselves say an approval went out when the log
+/// was moved away.
+#[test]
+fn a_retry_a_refusal_or_a_moved_log_never_frees_an_approval_that_went_out() {
+    for name in ["retry.db", "retry.jsonl"] {
+        let f = Fleet::new();
+        let ledger = f.path(name);
+        expect_exit(&f.dispatch(&ledger, &[], f.now()), 0, name);
+        expect_exit(
+            &f.dispatch(&ledger, &[], f.now()),
+            0,
+            "the retry: duplicate",
+        );
+        let out = f.dispatch_as(&ledger, "k-fleet-2", &[], f.now());
+        expect_exit(&out, 2, &format!("{name}: another key after the retry"));
+        // After gc, refused twice: the first refusal does not free it.
+        let gc = send_once(&["gc", &ledger, "--older-than", "1s"])
+            .env("SEND_ONCE_FIXED_NOW_MS", (f.now() + 10_000).to_string())
+            .output()
+            .unwrap();
+        expect_exit(&gc, 0, "gc");
+        for attempt in ["first", "second"] {
+            let out = f.dispatch(&ledger, &[], f.now() + 20_000);
+            expect_exit(&out, 2, &format!("{name}: after gc, the {attempt} try"));
+        }
+        assert_eq!(f.sends().len(), 1, "{name}");
+    }
+    let f = Fleet::new();
+    let ledger = f.path("moved.jsonl");
+    expect_exit(&f.dispatch(&ledger, &[], f.now()), 0, "first");
+    std::fs::rename(
+        f.path("moved.jsonl.decisions.jsonl"),
+        f.path("archived.decisions.jsonl"),
+    )
+    .unwrap();
+    let out = f.dispatch_as(&ledger, "k-fleet-2", &[], f.now());
+    expect_exit(&out, 2, "another key with the log moved away");
+    assert!(
+        stderr(&out).contains("though the decision log holds no dispatch of it"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(f.sends().len(), 1);
+}
