@@ -552,12 +552,13 @@ pub fn report(
         }
         Outcome::Failed { error, .. } => match not_started {
             Some(message) => fail(Exit::Refused, visible(&message)),
-            // A dispatch's guard stopped it before the send (the draft was closed
-            // meanwhile): nothing went out, and the closed draft keeps it from going.
+            // A dispatch's guard stopped it before the send (its draft closed or
+            // revised meanwhile, its approval gone out elsewhere): nothing went out,
+            // and what stopped it keeps it from going.
             None if send_once::review::dispatch::stopped_by_queue(&error) => fail(
                 Exit::Failed,
                 format!(
-                    "{}. It is recorded as failed, and it is not sent while its draft stays closed.",
+                    "{}. It is recorded as failed; nothing went out, and it is not sent while that holds.",
                     visible(error.message())
                 ),
             ),

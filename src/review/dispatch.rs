@@ -387,15 +387,18 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
                 .await
             {
                 Ok(true) => {}
-                // Not marked: a reject or a withdraw got there first (then nothing is
-                // sent: of the two, one always sees the other), or a revision came in
-                // meanwhile (the approved one is sent, and the dispatch says so).
+                // Not marked: a reject or a withdraw got there first, or a revision
+                // came in meanwhile, a person's "not this payload" (G4). Either way
+                // nothing is sent: of the two, one always sees the other.
                 Ok(false) => {
-                    if let Some(why) = self.why_not().await {
-                        return Err(crate::ledger::SendError::definite(format!(
-                            "{why}{NOT_SENT}"
-                        )));
-                    }
+                    let why = self.why_not().await.unwrap_or_else(|| {
+                        format!(
+                            "draft {id} got a new revision while its dispatch began, so the approved revision {revision} is no longer what it holds"
+                        )
+                    });
+                    return Err(crate::ledger::SendError::definite(format!(
+                        "{why}{NOT_SENT}"
+                    )));
                 }
                 Err(e) => {
                     return Err(crate::ledger::SendError::definite(format!(
@@ -404,11 +407,57 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
                 }
             }
         }
+        // Through an approval made elsewhere, the key's approved draft on this ledger
+        // is being sent all the same: marked, so `dispatch ID` never sends it again
+        // once the entry is gone (G5).
+        if let StillWantedBy::Outside { key, .. } = self.by
+            && let Some(why) = self.mark_outside(key, context.attempt).await
+        {
+            return Err(crate::ledger::SendError::definite(format!(
+                "{why}{NOT_SENT}"
+            )));
+        }
         self.inner.send(context).await
     }
 
     async fn verify(&self, entry: &crate::ledger::Entry) -> CheckAnswer {
         self.inner.verify(entry).await
+    }
+}
+
+impl<P> StillWanted<'_, P> {
+    /// Marks `key`'s newest draft dispatched when it is approved (an outside approval
+    /// is sending its key); why not, when it cannot be.
+    async fn mark_outside(&self, key: &str, attempt: u64) -> Option<String> {
+        let ids = match self.review.store.draft_ids_for_key(key).await {
+            Ok(ids) => ids,
+            Err(e) => return Some(format!("the review queue could not be read ({e})")),
+        };
+        let &id = ids.last()?;
+        let draft = match self.review.head(id).await {
+            Ok(draft) => draft,
+            Err(e) => return Some(format!("draft {id} could not be read ({e})")),
+        };
+        if draft.state != DraftState::Approved {
+            return None;
+        }
+        let mut begun = serde_json::Map::new();
+        begun.insert("outcome".into(), DISPATCH_BEGUN.into());
+        begun.insert("attempt".into(), attempt.into());
+        begun.insert("door".into(), "outside approval".into());
+        match self
+            .review
+            .record_dispatch(id, draft.revision, Value::Object(begun))
+            .await
+        {
+            Ok(true) => None,
+            Ok(false) => Some(format!(
+                "draft {id} of this key changed while its dispatch began"
+            )),
+            Err(e) => Some(format!(
+                "draft {id} of this key could not be marked dispatched before the send ({e})"
+            )),
+        }
     }
 }
 
@@ -672,7 +721,8 @@ impl Review {
                 .await
             {
                 Ok(true) => {}
-                Ok(false) => {
+                // Only a send that went (or may have) is the approved revision's.
+                Ok(false) if !matches!(outcome, crate::ledger::Outcome::Failed { .. }) => {
                     if let Ok(now) = self.head(id).await
                         && now.revision != draft.revision
                     {
@@ -682,6 +732,7 @@ impl Review {
                         ));
                     }
                 }
+                Ok(false) => {}
                 Err(e) => notes.push(format!(
                     "the ledger recorded the send, but draft {id} could not be marked dispatched: {e}"
                 )),

@@ -1027,6 +1027,9 @@ pub struct Asked<'a> {
     pub note: Option<&'a str>,
     /// The draft's version when it was shown, when the decision is to apply only to it.
     pub seen_version: Option<i64>,
+    /// The ledger has the draft's key as failed: its dispatch sent nothing, and the
+    /// next one would send. A dispatched draft is still the queue's to close then.
+    pub send_failed: bool,
 }
 
 /// What a decision comes to on a draft as read: a refusal to log, or a change to
@@ -1150,7 +1153,12 @@ pub fn judge(
             },
         );
     }
-    if !draft.state.is_open() {
+    // A dispatched draft whose send definitely failed goes out on its next dispatch:
+    // a person's no still stops it (G3).
+    let reopened = draft.state == DraftState::Dispatched
+        && asked.send_failed
+        && matches!(asked.verdict, Verdict::Reject { .. } | Verdict::Withdraw);
+    if !draft.state.is_open() && !reopened {
         return refused(
             format!("the draft is {}", draft.state.as_str()),
             ReviewError::closed(draft, asked.verdict.verb()),
@@ -1691,6 +1699,12 @@ impl Review {
                 by: by.as_deref(),
                 note: note.as_deref(),
                 seen_version: seen,
+                send_failed: draft.state == DraftState::Dispatched
+                    && self
+                        .store
+                        .get(&draft.key)
+                        .await?
+                        .is_some_and(|e| e.status() == crate::ledger::Status::Failed),
             };
             let (won, detail, mine) = match judge(&draft, &asked, now_ms, &at)? {
                 Judged::Refused { detail, error } => {

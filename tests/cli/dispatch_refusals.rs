@@ -759,3 +759,189 @@ fn a_dispatch_killed_mid_send_leaves_its_draft_dispatched_and_never_sends_it_aga
     let lines = std::fs::read_to_string(&sent).unwrap();
     assert_eq!(lines.lines().count(), 1, "{lines}");
 }
+
+/// A dispatch whose recheck is slow, of a draft with `recheck.sh` (1.5 s): spawned, for
+/// a person to act while it checks.
+fn slow_dispatch(q: &Queue, key: &str, body: &str) -> (String, std::process::Child) {
+    let recheck = q.write(
+        "recheck.sh",
+        "#!/bin/sh\nsleep 1.5\necho '{\"invoice\":\"open\"}'\n",
+    );
+    std::fs::set_permissions(
+        &recheck,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let payload = q.write(&format!("{key}.json"), body);
+    let out = q.q(
+        T0,
+        &[
+            "draft",
+            "submit",
+            "--key",
+            key,
+            "--payload",
+            &payload,
+            "--facts",
+            "facts.json",
+            "--recheck",
+            &recheck,
+            "--by",
+            "agent",
+        ],
+    );
+    expect_exit(&out, 0, "submit");
+    let id = stdout(&out).trim().to_owned();
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    let send = format!("echo sent >> '{}'", q.path("sent.log").display());
+    let child = harness::send_once(&["dispatch"])
+        .arg(q.path("l.db"))
+        .args([id.as_str(), "--", "sh", "-c", &send])
+        .current_dir(q.dir())
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (id, child)
+}
+
+/// G4 of the ninth retest: a revision that comes in while a dispatch checks is a
+/// person's "not this payload": the approved revision is not sent, and nothing is left
+/// for a later revision to send the key a second time.
+#[test]
+fn a_revision_during_a_dispatch_stops_its_send() {
+    let q = new_queue();
+    let (id, child) = slow_dispatch(&q, "refund-20", r#"{"to":"erin@example.org","amount":100}"#);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let edited = q.write("edited.json", r#"{"to":"erin@example.org","amount":90}"#);
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "draft",
+                "edit",
+                &id,
+                "--payload",
+                &edited,
+                "--by",
+                "sam",
+                "--seen-revision",
+                "1",
+            ],
+        ),
+        0,
+        "sam edits during the recheck",
+    );
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        !q.path("sent.log").exists(),
+        "sent after sam's edit: {done:?}"
+    );
+    assert!(
+        harness::stderr(&done).contains("got a new revision while its dispatch began"),
+        "{}",
+        harness::stderr(&done)
+    );
+}
+
+/// G3 of the ninth retest: a dispatched draft whose send definitely failed is still the
+/// queue's to close: a reject is recorded, and the next dispatch does not send it.
+#[test]
+fn a_draft_whose_dispatch_failed_can_still_be_rejected_and_is_not_sent() {
+    let q = new_queue();
+    let payload = q.write(
+        "p21.json",
+        r#"{"to":"erin@example.org","body":"refund 21"}"#,
+    );
+    let id = q.submit("refund-21", &payload);
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    let out = q.q(
+        T0,
+        &[
+            "dispatch",
+            &id,
+            "--failed-exit",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "exit 1",
+        ],
+    );
+    expect_exit(&out, 1, "the send fails for certain");
+    let out = q.q(
+        T0,
+        &["reject", &id, "--by", "dana", "--reason", "wrong customer"],
+    );
+    expect_exit(&out, 0, "dana rejects the failed draft");
+    let sent = q.path("sent.log");
+    let send = format!("echo sent >> '{}'", sent.display());
+    let out = q.q(T0, &["dispatch", &id, "--", "sh", "-c", &send]);
+    expect_exit(&out, 2, "dispatch after the reject");
+    assert!(!sent.exists(), "sent after dana's reject");
+}
+
+/// G5 of the ninth retest: a draft sent through the other door of its own ledger
+/// (`dispatch KEY --approval` with the file `approve --out` wrote) is marked dispatched,
+/// so once `gc` removes its entry, `dispatch ID` does not send it again.
+#[test]
+fn a_draft_sent_through_its_approval_file_is_dispatched_and_not_sent_again() {
+    let q = new_queue();
+    let payload = q.write(
+        "p22.json",
+        r#"{"to":"erin@example.org","body":"refund 22"}"#,
+    );
+    let id = q.submit("refund-22", &payload);
+    let approval = q.path("approval-22.json");
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "approve",
+                &id,
+                "--by",
+                "dana",
+                "--revision",
+                "1",
+                "--out",
+                approval.to_str().unwrap(),
+            ],
+        ),
+        0,
+        "approve",
+    );
+    let sent = q.path("sent.log");
+    let send = format!("echo sent >> '{}'", sent.display());
+    let out = q.q(
+        T0,
+        &[
+            "dispatch",
+            "refund-22",
+            "--approval",
+            approval.to_str().unwrap(),
+            "--payload",
+            &payload,
+            "--",
+            "sh",
+            "-c",
+            &send,
+        ],
+    );
+    expect_exit(&out, 0, "the outside door");
+    let shown = json_stdout(&q.q(T0, &["draft", "show", &id, "--json"]), "draft show");
+    assert_eq!(shown["state"], "dispatched", "{shown}");
+    expect_exit(&q.q(T0 + 60_000, &["gc", "--older-than", "0s"]), 0, "gc");
+    let out = q.q(T0 + 60_000, &["dispatch", &id, "--", "sh", "-c", &send]);
+    expect_exit(&out, 2, "dispatch ID after gc");
+    assert_eq!(std::fs::read_to_string(&sent).unwrap().lines().count(), 1);
+}

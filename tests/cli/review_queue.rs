@@ -1618,6 +1618,17 @@ fn an_edit_during_dispatch_never_sends_or_buries_an_unapproved_revision() {
         let received: Value = serde_json::from_slice(&std::fs::read(&got).unwrap()).unwrap();
         assert_eq!(received, v1, "only the approved payload may be sent");
         expect_exit(&dispatched, 0, "dispatch that sent");
+    } else if code(&dispatched) == 1 {
+        // The edit landed after the claim: the send was stopped before it started.
+        let out = json_stdout(&dispatched, "dispatch");
+        assert_eq!(out["outcome"], "failed", "{out}");
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("got a new revision while its dispatch began"),
+            "{out}"
+        );
     } else {
         expect_exit(&dispatched, 2, "dispatch that did not send");
         assert_eq!(
