@@ -489,7 +489,20 @@ pub fn reset(args: &ResetArgs) -> Exit {
         even_if_found: args.even_if_found,
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
-        let key = ledger.find(&args.key).await?.key().to_owned();
+        let found = ledger.find(&args.key).await?;
+        // As `resolve failed` warns: a send of this host whose note is gone (T3).
+        let standing = send_once::ledger::claimer::running(&found, ledger.now());
+        if matches!(
+            standing,
+            send_once::ledger::claimer::Running::NoteGone { .. }
+        ) {
+            note(format!(
+                "warning: {}: {}; it is reset on your word",
+                visible_inline(found.key()),
+                standing.describe()
+            ));
+        }
+        let key = found.key().to_owned();
         Ok(ledger.reset(&key, &details, args.force).await)
     });
     let result = match done {
