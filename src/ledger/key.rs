@@ -730,7 +730,13 @@ fn host_decoded(host: &str) -> String {
                 .chars()
                 .all(|c| !c.is_ascii() || c.is_ascii_alphanumeric() || c == '-' || c == '.') =>
         {
-            name
+            // Named in its plain form under IDNA at once, so the advice ends in one
+            // step (`例子%e3%80%82中国` is `例子.中国`, `bu%cc%88cher` is `bücher`).
+            idna::domain_to_ascii(&name)
+                .ok()
+                .map(|ascii| idna::domain_to_unicode(&ascii))
+                .and_then(|(plain, mapped)| mapped.ok().map(|()| plain))
+                .unwrap_or(name)
         }
         _ => unreserved_decoded(host),
     }
@@ -1561,16 +1567,25 @@ mod tests {
                 "{to:?}: {said}"
             );
         }
-        // Escaped U+3002 between labels: the plain form is refused in turn.
-        let said = check_key_fields(
-            "webhook",
-            "https://\u{4f8b}\u{5b50}\u{3002}\u{4e2d}\u{56fd}/hook",
-            "invoice:1",
-            None,
-        )
-        .map_err(|e| e.to_string())
-        .expect_err("U+3002");
-        assert!(said.contains("give the host as"), "{said}");
+        // Named in the plain form IDNA gives, in one step (I3).
+        for (to, plain) in [
+            (
+                "https://\u{4f8b}\u{5b50}%e3%80%82\u{4e2d}\u{56fd}/hook",
+                "https://\u{4f8b}\u{5b50}.\u{4e2d}\u{56fd}/hook",
+            ),
+            (
+                "https://bu%cc%88cher.de/hook",
+                "https://b\u{fc}cher.de/hook",
+            ),
+        ] {
+            let said = check_key_fields("webhook", to, "invoice:1", None)
+                .map_err(|e| e.to_string())
+                .expect_err(to);
+            assert!(
+                said.contains(&format!("give the URL in its plain form, {plain:?}")),
+                "{to:?}: {said}"
+            );
+        }
     }
 
     /// I1 of the seventh retest: a host IDNA maps to another spelling (label dots of
