@@ -10,8 +10,8 @@ use send_once::ledger::chain::{self, Report};
 use send_once::ledger::{Access, Decision, LedgerLocation, canonical};
 use send_once::text::visible_inline;
 
-use super::entries::with_ledger;
 use super::ledger_arg::ledger_or_default;
+use super::ledger_arg::with_ledger;
 use super::{Exit, fail, print_json, print_stdout, read_text_arg};
 
 pub const VERIFY_EXIT_CODES: &str = "\

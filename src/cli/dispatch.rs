@@ -3,6 +3,10 @@
 //! `dispatch()` checks it, then sent through the same gates as `run`. The ledger can
 //! be any store: no review queue is needed.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
 use serde_json::Value;
 
 use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched};
@@ -18,7 +22,10 @@ use send_once::review::recheck::run_recheck;
 use send_once::text::visible_inline;
 
 use super::ledger_arg::{by_or_default, open_ledger};
-use super::review::{DispatchArgs, parse_limit};
+use super::ledger_arg::{
+    given_or_default, parse_limit, settle_id, split_ledger, text_positional, unsettled,
+};
+use super::run::SendFlags;
 use super::run::{Gates, RunProvider, report};
 use super::{Exit, display_path, fail, print_json, read_text_arg};
 
@@ -396,4 +403,60 @@ pub fn changed_facts(changed: &[send_once::approval::FactChange]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+#[derive(Args, Debug)]
+#[command(override_usage = "send-once dispatch [LEDGER] <ID> [OPTIONS] -- <COMMAND>...")]
+pub struct DispatchArgs {
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id; with --approval, the send key instead
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    #[arg(skip = unsettled())]
+    pub ledger: LedgerLocation,
+    #[arg(skip)]
+    pub id: i64,
+    #[command(flatten)]
+    pub send: SendFlags,
+    /// An approval made elsewhere (the Node library's approve(), another review tool):
+    /// then the positional is the send key, not a draft id, and any ledger works
+    #[arg(long, value_name = "FILE", requires = "payload")]
+    pub approval: Option<PathBuf>,
+    /// With --approval: the payload it approved (a JSON file, or -), checked against
+    /// its hash and given to the send command on stdin
+    #[arg(long, value_name = "FILE", requires = "approval")]
+    pub payload: Option<PathBuf>,
+    /// With --approval: a command printing the current facts as a JSON object, checked
+    /// against the approval's facts (a draft uses its own recheck command)
+    #[arg(long, value_name = "CMD", requires = "approval")]
+    pub recheck: Option<String>,
+    #[arg(skip)]
+    pub key: String,
+    /// Kill the draft's recheck command after this long
+    #[arg(long, default_value = "30s", allow_hyphen_values = true)]
+    pub recheck_timeout: String,
+    /// Print the refusal or the outcome as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// The send command and its arguments, after --
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl DispatchArgs {
+    pub fn settle(&mut self) -> Result<(), String> {
+        if self.approval.is_none() {
+            (self.ledger, self.id) = settle_id(&self.positionals)?;
+            return Ok(());
+        }
+        let (ledger, rest) = split_ledger(&self.positionals, 1);
+        let [key] = rest else {
+            return Err(
+                "with --approval, give the key to send, after the ledger if it is not the default one"
+                    .to_owned(),
+            );
+        };
+        self.key = text_positional(key, "the key")?;
+        self.ledger = given_or_default(ledger)?;
+        Ok(())
+    }
 }

@@ -6,16 +6,16 @@ use serde_json::{Map, Value};
 
 use send_once::ledger::Access;
 use send_once::ledger::{
-    Decision, Entry, GcQuery, Ledger, LedgerError, LedgerLocation, PageQuery, ResolveDetails, Seen,
-    Status, UnreadableRow, duration, jsjson,
+    Decision, Entry, GcQuery, LedgerLocation, PageQuery, ResolveDetails, Seen, Status,
+    UnreadableRow, duration, jsjson,
 };
 use send_once::text::visible_inline;
 
 use std::ffi::OsString;
 
 use super::ledger_arg::{
-    by_or_default, check_by, duration_flag, given_or_default, ledger_or_default, open_ledger,
-    split_ledger, text_positional, unsettled,
+    by_or_default, check_by, duration_flag, given_or_default, ledger_or_default, split_ledger,
+    text_positional, unsettled, with_ledger,
 };
 use super::{Exit, fail, note, print_json, print_stdout, store_failure};
 
@@ -152,22 +152,6 @@ pub struct DecisionsArgs {
     /// Print the decisions as a JSON array
     #[arg(long)]
     pub json: bool,
-}
-
-/// Opens the ledger and runs `work` on it; a failure to open is exit 2. Commands
-/// that only look open it read-only, so looking never changes the file.
-pub(super) fn with_ledger<T>(
-    location: &LedgerLocation,
-    access: Access,
-    work: impl AsyncFnOnce(&Ledger) -> Result<T, LedgerError>,
-) -> Result<T, Exit> {
-    let runtime = super::runtime()?;
-    runtime
-        .block_on(async {
-            let ledger = open_ledger(location, access)?;
-            work(&ledger).await
-        })
-        .map_err(store_failure)
 }
 
 /// `[LEDGER] KEY`, by their count.

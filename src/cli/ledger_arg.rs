@@ -244,3 +244,40 @@ pub fn use_colour(no_colour_flag: bool) -> bool {
     }
     std::io::IsTerminal::is_terminal(&std::io::stdout())
 }
+
+/// Opens the ledger and runs `work` on it; a failure to open is exit 2. Commands
+/// that only look open it read-only, so looking never changes the file.
+pub fn with_ledger<T>(
+    location: &LedgerLocation,
+    access: Access,
+    work: impl AsyncFnOnce(&Ledger) -> Result<T, send_once::ledger::LedgerError>,
+) -> Result<T, super::Exit> {
+    let runtime = super::runtime()?;
+    runtime
+        .block_on(async {
+            let ledger = open_ledger(location, access)?;
+            work(&ledger).await
+        })
+        .map_err(super::store_failure)
+}
+
+/// `[LEDGER] ID`, by their count.
+pub fn settle_id(positionals: &[OsString]) -> Result<(LedgerLocation, i64), String> {
+    let (ledger, rest) = split_ledger(positionals, 1);
+    let id = match rest {
+        [id] => draft_id(id)?,
+        _ => {
+            return Err(
+                "give the draft's id, after the ledger if it is not the default one".to_owned(),
+            );
+        }
+    };
+    Ok((given_or_default(ledger)?, id))
+}
+
+/// A time limit flag, or exit 2 naming it.
+pub fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, super::Exit> {
+    limit_flag(flag, text)
+        .map(|limit| limit.after)
+        .map_err(|message| super::fail(super::Exit::Refused, message))
+}

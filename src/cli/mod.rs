@@ -15,6 +15,7 @@ mod mail;
 mod out_file;
 mod output;
 mod policy;
+mod queue_arg;
 mod reconcile;
 mod resolve;
 mod review;
@@ -122,7 +123,7 @@ enum Command {
     Policy(policy::PolicyArgs),
     /// Send an approved draft at most once, if its approval still holds.
     #[command(after_help = EXIT_CODES)]
-    Dispatch(review::DispatchArgs),
+    Dispatch(dispatch::DispatchArgs),
     /// Print the send key for a channel, recipient, intent and window.
     Key(keys::KeyArgs),
     /// Print the payload hash of a JSON document (or its canonical JSON).

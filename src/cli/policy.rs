@@ -11,7 +11,7 @@ use send_once::review::quorum::{check_approvals, policy_scope};
 use send_once::text::visible_inline;
 
 use super::ledger_arg::{by_or_default, check_by, ledger_or_default};
-use super::review::with_review;
+use super::queue_arg::with_review;
 use super::{Exit, fail, note, print_json, print_stdout};
 
 pub const POLICY_HELP: &str = "\

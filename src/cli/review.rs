@@ -3,7 +3,6 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
@@ -11,26 +10,23 @@ use serde_json::{Map, Value};
 use send_once::approval::{ApprovalError, DispatchError, Dispatched, Ttl};
 use send_once::ledger::Access;
 use send_once::ledger::{Decision, LedgerLocation, canonical, duration, jsjson};
-use send_once::open::Open;
 use send_once::review::dispatch::{DraftDispatch, Prepared};
 use send_once::review::drift::DriftStatus;
-use send_once::review::{
-    self, Draft, DraftState, QueueStore, Review, ReviewError, Submission, Verdict,
-};
+use send_once::review::{self, Draft, DraftState, ReviewError, Submission, Verdict};
 use send_once::text::visible_inline;
 
+use super::dispatch::DispatchArgs;
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::{
-    by_or_default, check_by, clock, draft_id, duration_flag, given_or_default, ledger_or_default,
-    ledger_to_create, split_ledger, text_positional, unsettled,
+    by_or_default, check_by, clock, duration_flag, ledger_or_default, ledger_to_create,
+    parse_limit, settle_id, unsettled,
 };
 use super::out_file;
 use super::output::fail_with;
 use super::output::print_json_array;
-use super::run::{Gates, RunProvider, SendFlags, report};
-use super::{
-    Exit, Kind, Problem, display_path, fail, note, print_json, print_stdout, read_text_arg,
-};
+use super::queue_arg::{open_review, review_failure, review_problem, with_review};
+use super::run::{Gates, RunProvider, report};
+use super::{Exit, display_path, fail, note, print_json, print_stdout, read_text_arg};
 
 #[derive(Subcommand, Debug)]
 pub enum DraftCommand {
@@ -67,19 +63,6 @@ Exit codes:
   2  refused or could not run";
 
 /// `[LEDGER] ID`, by their count.
-fn settle_id(positionals: &[OsString]) -> Result<(LedgerLocation, i64), String> {
-    let (ledger, rest) = split_ledger(positionals, 1);
-    let id = match rest {
-        [id] => draft_id(id)?,
-        _ => {
-            return Err(
-                "give the draft's id, after the ledger if it is not the default one".to_owned(),
-            );
-        }
-    };
-    Ok((given_or_default(ledger)?, id))
-}
-
 impl FactsArgs {
     pub fn settle(&mut self) -> Result<(), String> {
         (self.ledger, self.id) = settle_id(&self.positionals)?;
@@ -132,25 +115,6 @@ impl RejectArgs {
 impl ApprovalArgs {
     pub fn settle(&mut self) -> Result<(), String> {
         (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl DispatchArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        if self.approval.is_none() {
-            (self.ledger, self.id) = settle_id(&self.positionals)?;
-            return Ok(());
-        }
-        let (ledger, rest) = split_ledger(&self.positionals, 1);
-        let [key] = rest else {
-            return Err(
-                "with --approval, give the key to send, after the ledger if it is not the default one"
-                    .to_owned(),
-            );
-        };
-        self.key = text_positional(key, "the key")?;
-        self.ledger = given_or_default(ledger)?;
         Ok(())
     }
 }
@@ -385,116 +349,6 @@ pub struct ApprovalArgs {
     /// Print the approval JSON (the default)
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Args, Debug)]
-#[command(override_usage = "send-once dispatch [LEDGER] <ID> [OPTIONS] -- <COMMAND>...")]
-pub struct DispatchArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id; with --approval, the send key instead
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
-    #[command(flatten)]
-    pub send: SendFlags,
-    /// An approval made elsewhere (the Node library's approve(), another review tool):
-    /// then the positional is the send key, not a draft id, and any ledger works
-    #[arg(long, value_name = "FILE", requires = "payload")]
-    pub approval: Option<PathBuf>,
-    /// With --approval: the payload it approved (a JSON file, or -), checked against
-    /// its hash and given to the send command on stdin
-    #[arg(long, value_name = "FILE", requires = "approval")]
-    pub payload: Option<PathBuf>,
-    /// With --approval: a command printing the current facts as a JSON object, checked
-    /// against the approval's facts (a draft uses its own recheck command)
-    #[arg(long, value_name = "CMD", requires = "approval")]
-    pub recheck: Option<String>,
-    #[arg(skip)]
-    pub key: String,
-    /// Kill the draft's recheck command after this long
-    #[arg(long, default_value = "30s", allow_hyphen_values = true)]
-    pub recheck_timeout: String,
-    /// Print the refusal or the outcome as JSON
-    #[arg(long)]
-    pub json: bool,
-    /// The send command and its arguments, after --
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
-
-/// Opens the queue of an SQLite ledger that must exist. `Access::ReadOnly` for what
-/// only looks.
-pub(super) fn open_review(
-    location: &LedgerLocation,
-    access: Access,
-) -> Result<(Review, Arc<dyn QueueStore>), Exit> {
-    let store = location
-        .open_queue(access)
-        .map_err(|e| fail_with(Exit::Refused, super::store_problem(&e)))?;
-    Ok((Review::new(Arc::clone(&store), clock()), store))
-}
-
-fn review_failure(e: ReviewError) -> Exit {
-    let (exit, problem) = review_problem(e);
-    fail_with(exit, problem)
-}
-
-/// A queue error as an exit code and a problem of its kind: no such draft exits 1,
-/// as no such entry does; everything else the queue refuses exits 2.
-fn review_problem(e: ReviewError) -> (Exit, Problem) {
-    let problem = match &e {
-        ReviewError::NoDraft(id) => {
-            let id = *id;
-            return (
-                Exit::Failed,
-                Problem::new(Kind::NotFound, e).with("draft", Some(id)),
-            );
-        }
-        ReviewError::Store(store) => super::store_problem(store),
-        ReviewError::DecidedFirst { by, at, state, .. }
-        | ReviewError::Closed { by, at, state, .. } => {
-            let kind = if matches!(e, ReviewError::DecidedFirst { .. }) {
-                Kind::DecidedFirst
-            } else {
-                Kind::Refused
-            };
-            let dispatched_at = match &e {
-                ReviewError::Closed { dispatched_at, .. } => dispatched_at.clone(),
-                _ => None,
-            };
-            Problem::new(kind, &e)
-                .with("by", by.clone())
-                .with("at", at.clone())
-                .with("state", Some(state.as_str()))
-                .with("dispatchedAt", dispatched_at)
-        }
-        ReviewError::NotTheRevision { now, .. }
-        | ReviewError::ChangedMeanwhile { revision: now, .. }
-        | ReviewError::EditedMeanwhile { revision: now, .. } => {
-            let now = *now;
-            Problem::new(Kind::DecidedFirst, &e).with("revision", Some(now))
-        }
-        ReviewError::AlreadySent { .. } | ReviewError::CouldNotCheck(_) => {
-            Problem::new(Kind::Refused, &e)
-        }
-        _ => Problem::new(Kind::BadInput, &e),
-    };
-    (Exit::Refused, problem)
-}
-
-/// Runs `work` against the queue; any error is exit 2.
-pub(super) fn with_review<T>(
-    location: &LedgerLocation,
-    access: Access,
-    work: impl AsyncFnOnce(&Review) -> Result<T, ReviewError>,
-) -> Result<T, Exit> {
-    let runtime = super::runtime()?;
-    runtime.block_on(async {
-        let (review, _store) = open_review(location, access)?;
-        work(&review).await.map_err(review_failure)
-    })
 }
 
 fn read_object(path: &Path, what: &str) -> Result<Map<String, Value>, String> {
@@ -912,12 +766,6 @@ fn recheck(args: &RecheckArgs) -> Exit {
     };
     print_drift(&draft, args.json);
     Exit::Ok
-}
-
-pub fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, Exit> {
-    super::ledger_arg::limit_flag(flag, text)
-        .map(|limit| limit.after)
-        .map_err(|message| fail(Exit::Refused, message))
 }
 
 fn print_drift(draft: &Draft, json: bool) {
