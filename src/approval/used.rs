@@ -141,8 +141,8 @@ fn under_another_key(d: &Decision) -> String {
 ///
 /// With `entries_too` (a JSON Lines ledger, whose log is a file of its own that can be
 /// moved or cut apart from the entries), the entries are read as well: an entry of
-/// another key sent through the same approval (its meta names the same
-/// person and instant) refuses it whatever the log says (A6).
+/// another key sent or pending through the same approval (its meta names the same
+/// person and instant) refuses it whatever the log says (A6, A7).
 pub async fn used_before(
     ledger: &Ledger,
     key: &str,
@@ -191,8 +191,8 @@ async fn from_the_log(
     )))
 }
 
-/// Why `approval` may not send under `key`: the ledger holds another key sent
-/// through it, by the approval its entry's meta records (`approvedBy`,
+/// Why `approval` may not send under `key`: the ledger holds another key sent or
+/// pending through it, by the approval its entry's meta records (`approvedBy`,
 /// `approvedAt`, as every dispatch writes them, the Node library's too).
 async fn sent_through(
     ledger: &Ledger,
@@ -215,17 +215,21 @@ async fn sent_through(
     Ok(entries
         .iter()
         .find(|e| {
-            // Sent, not pending: a racing dispatcher's fresh claim is the log's to
-            // order, and a pending one with its log gone is a person's to resolve.
+            // Sent or pending (it may have gone out, A7): a racing dispatcher's fresh
+            // claim refuses this one, the safe side, while its own send goes on.
             e.key() != key
-                && e.status() == crate::ledger::Status::Sent
+                && e.status() != crate::ledger::Status::Failed
                 && same_approval(&meta_of(e), approval, &hash)
         })
         .map(|e| {
+            let how = if e.status() == crate::ledger::Status::Sent {
+                "sent through this approval, though the decision log holds no dispatch of it (was the log moved or cut?)"
+            } else {
+                "pending through this approval: its send may be going out now, or may have gone out"
+            };
             format!(
-                "the ledger has key {} {} through this approval (its entry says approved by {} at {}), though the decision log holds no dispatch of it (was the log moved or cut?): an approval is for one send",
+                "the ledger has key {} {how} (its entry says approved by {} at {}): an approval is for one send",
                 crate::text::visible_inline(e.key()),
-                e.status().as_str(),
                 crate::text::visible_inline(approval["approvedBy"].as_str().unwrap_or("?")),
                 crate::text::visible_inline(approval["approvedAt"].as_str().unwrap_or("?"))
             )

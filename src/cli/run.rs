@@ -271,12 +271,30 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
     let ledger = super::ledger_arg::ledger_over(opened.store);
-    if let Some(refused) = refused_by_queue(opened.queue, &plan.key).await {
+    if let Some(refused) = refused_by_queue(opened.queue.clone(), &plan.key).await {
         return refused;
     }
     let provider = RunProvider::new(plan.provider);
     let before = ledger.get(&plan.key).await.ok().flatten();
-    let work = ledger.once_with(&plan.key, &provider, &plan.options);
+    // A key the ledger answers for (its draft dispatched, the entry pending) is let
+    // through above; should a `--wait` or a takeover turn that into a claim, the queue
+    // is asked again before the send (G6).
+    let review = opened
+        .queue
+        .map(|queue| send_once::review::Review::new(queue, super::ledger_arg::clock()));
+    let work = async {
+        match &review {
+            Some(review) => {
+                let guarded = send_once::review::dispatch::StillWanted {
+                    inner: &provider,
+                    review,
+                    by: send_once::review::dispatch::StillWantedBy::NoDraft { key: &plan.key },
+                };
+                ledger.once_with(&plan.key, &guarded, &plan.options).await
+            }
+            None => ledger.once_with(&plan.key, &provider, &plan.options).await,
+        }
+    };
     let outcome = match super::interrupt::unless_signalled(work).await {
         Ok(outcome) => outcome,
         Err(signal) => {

@@ -39,6 +39,9 @@ pub async fn outside_approval_refusal(
         return Ok(Some(why));
     }
     if let Some(&id) = ids.last() {
+        if let Some(why) = dispatched_before(review, key, Some(id)).await? {
+            return Ok(Some(why));
+        }
         let draft = review.draft(id).await?;
         if let Some(why) = stands_against(review, &draft).or_else(|| edited_since(&draft)) {
             return Ok(Some(format!("draft {id} of this key {why}")));
@@ -148,6 +151,30 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
     Ok(Some(format!(
         "draft {id} of this key, in this ledger's review queue, {why}: a key with a draft is sent by `send-once dispatch` (which holds it to its approval), not by `run` or `mail`"
     )))
+}
+
+/// Why `key` may not be sent again through a later draft: an earlier draft of it
+/// (other than `but`) was dispatched and the ledger no longer has the key (`gc`
+/// removed its entry), so the queue's row is the only memory that it went out (G7).
+pub async fn dispatched_before(
+    review: &Review,
+    key: &str,
+    but: Option<i64>,
+) -> Result<Option<String>, ReviewError> {
+    let ids = review.store.draft_ids_for_key(key).await?;
+    if ids.iter().all(|id| Some(*id) == but) || review.store.get(key).await?.is_some() {
+        return Ok(None);
+    }
+    for &id in ids.iter().rev().filter(|id| Some(**id) != but) {
+        let draft = review.draft(id).await?;
+        if draft.state == DraftState::Dispatched {
+            return Ok(Some(format!(
+                "draft {id} of this key {}",
+                dispatched_but_gone(&draft)
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// Why a dispatched draft whose key the ledger no longer has is not sent again: `gc`
@@ -297,6 +324,12 @@ pub enum StillWantedBy<'a> {
         /// Its revision being sent.
         revision: i64,
     },
+    /// A send outside the queue (`run`) of a key the ledger was to answer for: sent
+    /// only if the queue holds no draft of the key.
+    NoDraft {
+        /// The key sent.
+        key: &'a str,
+    },
     /// An approval made elsewhere for `key` and a payload of `payload_hash`: sent
     /// unless the queue now stands against it ([`outside_approval_refusal`]).
     Outside {
@@ -343,6 +376,18 @@ impl<P> StillWanted<'_, P> {
                     "draft {id} could not be read again before the send ({e})"
                 )),
             },
+            StillWantedBy::NoDraft { key } => {
+                match self.review.store.draft_ids_for_key(key).await {
+                    Ok(ids) => ids.last().map(|id| {
+                        format!(
+                            "draft {id} of this key is in this ledger's review queue: a key with a draft is sent by `send-once dispatch`, not by `run`"
+                        )
+                    }),
+                    Err(e) => Some(format!(
+                        "the review queue could not be read again before the send ({e})"
+                    )),
+                }
+            }
             StillWantedBy::Outside { key, payload_hash } => {
                 match outside_approval_refusal(self.review, key, payload_hash).await {
                     Ok(None) => None,
@@ -524,6 +569,20 @@ impl Review {
         let Some(approval) = draft.approval.clone() else {
             return Ok(Prepared::NotApproved(draft));
         };
+        // A newer draft of the key is the key's last word: this one was superseded
+        // (a resubmission after its send failed), whatever was decided of it (G8).
+        if let Some(&newest) = self.store.draft_ids_for_key(&draft.key).await?.last()
+            && newest != draft.id
+        {
+            let why = format!(
+                "draft {newest} of this key came after it, and the key's newest draft decides whether the key is sent (`send-once draft show LEDGER {newest}`)"
+            );
+            return Ok(Prepared::Unbacked { draft, why });
+        }
+        // An earlier draft of the key went out and gc removed its entry (G7).
+        if let Some(why) = dispatched_before(self, &draft.key, Some(draft.id)).await? {
+            return Ok(Prepared::Unbacked { draft, why });
+        }
         // Dispatched, and the ledger no longer has its key (gc removed the entry): the
         // ledger cannot answer, and the draft is not sent a second time (G1).
         if draft.state == DraftState::Dispatched && self.store.get(&draft.key).await?.is_none() {
@@ -658,7 +717,18 @@ impl Review {
                 .await?
                 .is_some_and(|e| e.status() != Status::Failed)
         {
-            let outcome = ledger.once_with(&draft.key, provider, options).await?;
+            // The ledger answers (duplicate, unknown); but a `--wait` that sees the
+            // attempt fail, or a takeover, claims again: that claim reads the draft
+            // again and is marked, as any dispatch's (G6).
+            let guarded = StillWanted {
+                inner: provider,
+                review: self,
+                by: StillWantedBy::Draft {
+                    id: draft.id,
+                    revision: draft.revision,
+                },
+            };
+            let outcome = ledger.once_with(&draft.key, &guarded, options).await?;
             return Ok(DraftDispatch {
                 draft,
                 dispatched: Dispatched::Ledger(outcome),

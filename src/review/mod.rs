@@ -1447,6 +1447,13 @@ impl Review {
                     .unwrap_or_default(),
             });
         }
+        // The ledger forgot the key (gc), but the queue remembers it went out (G7).
+        if let Some(why) = dispatch::dispatched_before(self, &submission.key, None).await? {
+            return Err(ReviewError::AlreadySent {
+                key: submission.key.clone(),
+                at: format!(" ({why})"),
+            });
+        }
         if let Some(n) = submission.approvals {
             quorum::check_approvals(n).map_err(ReviewError::Policy)?;
         }

@@ -637,7 +637,8 @@ fn one_outside_approval_sends_once_when_raced_reformatted_or_killed_mid_send() {
             );
             let refused = if a.status.success() { &b } else { &a };
             assert!(
-                stderr(refused).contains("this approval was dispatched already under key k-race-"),
+                stderr(refused).contains("this approval was dispatched already under key k-race-")
+                    || stderr(refused).contains("pending through this approval"),
                 "{name} round {round}: {}",
                 stderr(refused)
             );
@@ -754,4 +755,45 @@ fn a_retry_a_refusal_or_a_moved_log_never_frees_an_approval_that_went_out() {
         stderr(&out)
     );
     assert_eq!(f.sends().len(), 1);
+}
+
+/// A7 of the tenth retest: on JSON Lines, an approval whose first send is unknown
+/// (its entry pending) is not free for another key when the decision log is moved
+/// away: the pending entry may have gone out.
+#[test]
+fn a_pending_send_through_an_approval_holds_it_when_the_log_is_moved() {
+    let f = Fleet::new();
+    let ledger = f.path("pending.jsonl");
+    let approval = f.path("approval.json");
+    let payload = f.path("payload.json");
+    let out = send_once(&[
+        "dispatch",
+        &ledger,
+        "k-fleet",
+        "--approval",
+        &approval,
+        "--payload",
+        &payload,
+        "--",
+        "sh",
+        "-c",
+        "cat > /dev/null; exit 9",
+    ])
+    .env("SEND_ONCE_FIXED_NOW_MS", f.now().to_string())
+    .output()
+    .unwrap();
+    expect_exit(&out, 3, "an unknown first send");
+    std::fs::rename(
+        f.path("pending.jsonl.decisions.jsonl"),
+        f.path("archived.decisions.jsonl"),
+    )
+    .unwrap();
+    let out = f.dispatch_as(&ledger, "k-fleet-2", &[], f.now());
+    expect_exit(&out, 2, "another key with the log moved away");
+    assert!(
+        stderr(&out).contains("key k-fleet pending through this approval"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(f.sends().is_empty());
 }

@@ -945,3 +945,178 @@ fn a_draft_sent_through_its_approval_file_is_dispatched_and_not_sent_again() {
     expect_exit(&out, 2, "dispatch ID after gc");
     assert_eq!(std::fs::read_to_string(&sent).unwrap().lines().count(), 1);
 }
+
+/// G6 of the tenth retest: a second dispatch that waits (`--wait`) behind one in
+/// flight, and claims once that one's send failed, reads the draft again before its
+/// send: a reject that landed in between stops it.
+#[test]
+fn a_dispatch_that_waited_behind_a_failed_one_reads_the_draft_again_before_it_sends() {
+    let q = new_queue();
+    let payload = q.write(
+        "p23.json",
+        r#"{"to":"erin@example.org","body":"refund 23"}"#,
+    );
+    let id = q.submit("refund-23", &payload);
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    let sent = q.path("sent.log");
+    let spawn = |args: &[&str]| {
+        harness::send_once(&["dispatch"])
+            .arg(q.path("l.db"))
+            .args(args)
+            .current_dir(q.dir())
+            .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+            .env_remove("SEND_ONCE_LEDGER")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // A: the provider is down, the send fails for certain after a second.
+    let a = spawn(&[
+        &id,
+        "--failed-exit",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "sleep 1; exit 1",
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // B: waits behind A, then asks its precheck (slow) before it claims.
+    let send = format!("echo sent >> '{}'", sent.display());
+    let b = spawn(&[
+        &id,
+        "--wait",
+        "30s",
+        "--precheck",
+        "sh -c 'sleep 2; exit 1'",
+        "--",
+        "sh",
+        "-c",
+        &send,
+    ]);
+    let a = a.wait_with_output().unwrap();
+    expect_exit(&a, 1, "A's send failed");
+    let out = q.q(
+        T0,
+        &["reject", &id, "--by", "dana", "--reason", "do not send"],
+    );
+    expect_exit(&out, 0, "dana rejects the failed draft");
+    let b = b.wait_with_output().unwrap();
+    assert!(
+        !sent.exists(),
+        "B sent after dana's reject: {}",
+        harness::stderr(&b)
+    );
+    assert!(
+        harness::stderr(&b).contains("was rejected by dana"),
+        "{}",
+        harness::stderr(&b)
+    );
+}
+
+/// G7 and G8 of the tenth retest. After `gc`, the queue still remembers that a draft
+/// of the key went out: a resubmission is refused, naming it. And a newer draft of a
+/// key decides for the key: an older one whose send failed is not sent once a newer
+/// one came after it.
+#[test]
+fn the_queue_remembers_a_key_gc_forgot_and_a_newer_draft_supersedes_an_older_one() {
+    let q = new_queue();
+    let payload = q.write(
+        "p24.json",
+        r#"{"to":"erin@example.org","body":"refund 24"}"#,
+    );
+    let id = q.submit("refund-24", &payload);
+    expect_exit(
+        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    expect_exit(
+        &q.q(T0, &["dispatch", &id, "--", "sh", "-c", "true"]),
+        0,
+        "dispatch",
+    );
+    expect_exit(&q.q(T0 + 60_000, &["gc", "--older-than", "0s"]), 0, "gc");
+    let out = q.q(
+        T0 + 60_000,
+        &[
+            "draft",
+            "submit",
+            "--key",
+            "refund-24",
+            "--payload",
+            &payload,
+            "--facts",
+            "facts.json",
+            "--by",
+            "agent",
+        ],
+    );
+    expect_exit(&out, 2, "a resubmission after gc");
+    assert!(
+        harness::stderr(&out).contains(&format!("draft {id} of this key was dispatched")),
+        "{}",
+        harness::stderr(&out)
+    );
+
+    // G8: draft 1's send failed; the agent resubmits as draft 2; dana rejects it.
+    let payload = q.write(
+        "p25.json",
+        r#"{"to":"erin@example.org","body":"refund 25"}"#,
+    );
+    let first = q.submit("refund-25", &payload);
+    expect_exit(
+        &q.q(T0, &["approve", &first, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "dispatch",
+                &first,
+                "--failed-exit",
+                "1",
+                "--",
+                "sh",
+                "-c",
+                "exit 1",
+            ],
+        ),
+        1,
+        "the send fails",
+    );
+    let second = q.submit("refund-25", &payload);
+    assert_ne!(second, first, "a new draft");
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "reject",
+                &second,
+                "--by",
+                "dana",
+                "--reason",
+                "do not refund",
+            ],
+        ),
+        0,
+        "dana rejects the newest draft",
+    );
+    let sent = q.path("sent.log");
+    let send = format!("echo sent >> '{}'", sent.display());
+    let out = q.q(T0, &["dispatch", &first, "--", "sh", "-c", &send]);
+    expect_exit(&out, 2, "the older draft");
+    assert!(
+        harness::stderr(&out).contains(&format!("draft {second} of this key came after it")),
+        "{}",
+        harness::stderr(&out)
+    );
+    assert!(!sent.exists(), "the older draft was sent");
+}
