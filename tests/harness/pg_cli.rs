@@ -160,9 +160,10 @@ impl Session {
         })
     }
 
-    /// The idle send-once backend whose last statement wrote to `table`.
+    /// The idle send-once backend whose last statement was about `table` (its entries,
+    /// or its drafts, which `run` reads again once it has claimed).
     pub fn wait_for_idle(&self, table: &str) -> i32 {
-        let pattern = format!("% {table} %");
+        let pattern = format!("% {table}%");
         wait_for("an idle send-once connection", || {
             self.query(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = 'send-once' \
