@@ -13,7 +13,7 @@ use send_once::ledger::{Ledger, LedgerLocation, StoreError};
 use send_once::open::Open;
 use send_once::provider::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_WINDOW_HOURS, Limit, Mail, MailOutcome, Mailer, message_id,
-    message_json, send_mail_once, split_command,
+    message_json, send_mail_once_unless, split_command,
 };
 use send_once::review::store::QueueStore;
 use send_once::text::visible_inline;
@@ -155,11 +155,34 @@ async fn mail_planned(args: &MailArgs, plan: Plan) -> Exit {
     };
     let key = args.key.as_str();
     // What the queue holds back is not mailed either (Q1).
-    if let Some(refused) = super::run::refused_by_queue(queue, key).await {
+    if let Some(refused) = super::run::refused_by_queue(queue.clone(), key).await {
         return refused;
     }
     let before = ledger.get(key).await.ok().flatten();
-    let work = send_mail_once(&ledger, key, &plan.mailer, &plan.mail, args.dry_run);
+    // Asked again once the key is claimed: a draft of the key queued during the
+    // Sent-folder search stops the send, as it stops `run` (Q2).
+    let review = queue.map(|queue| send_once::review::Review::new(queue, clock()));
+    let still_no_draft = async || {
+        let review = review.as_ref()?;
+        match send_once::review::dispatch::newest_draft(review, key).await {
+            Ok(newest) => newest.map(|id| {
+                format!(
+                    "draft {id} of this key is in this ledger's review queue: a key with a draft is sent by `send-once dispatch`, not by `mail`"
+                )
+            }),
+            Err(e) => Some(format!(
+                "the review queue could not be read again before the send ({e})"
+            )),
+        }
+    };
+    let work = send_mail_once_unless(
+        &ledger,
+        key,
+        &plan.mailer,
+        &plan.mail,
+        args.dry_run,
+        still_no_draft,
+    );
     let outcome = match super::interrupt::unless_signalled(work).await {
         Ok(outcome) => outcome,
         Err(signal) => {

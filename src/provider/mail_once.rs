@@ -120,6 +120,20 @@ pub async fn send_mail_once(
     mail: &Mail,
     dry_run: bool,
 ) -> Result<MailOutcome, LedgerError> {
+    send_mail_once_unless(ledger, key, mailer, mail, dry_run, async || None).await
+}
+
+/// [`send_mail_once`], asking `stopped` once the key is claimed and just before the
+/// mailer sends: a reason there records the attempt as failed and sends nothing (the
+/// command line asks the review queue again, as `run` does).
+pub async fn send_mail_once_unless(
+    ledger: &Ledger,
+    key: &str,
+    mailer: &Mailer,
+    mail: &Mail,
+    dry_run: bool,
+    stopped: impl AsyncFn() -> Option<String>,
+) -> Result<MailOutcome, LedgerError> {
     key::check_key(key)?;
     let span = tracing::info_span!("mail.ledger", key = %key, attempt = Empty, gate = "ledger", outcome = Empty);
     let existing = ledger.get(key).instrument(span.clone()).await?;
@@ -175,8 +189,15 @@ pub async fn send_mail_once(
             Some(mailer.timeout.after),
             |context| {
                 let span = span.clone();
+                let stopped = &stopped;
                 async move {
                     span.record("attempt", context.attempt);
+                    if let Some(why) = stopped().await {
+                        return Err(SendError::definite(format!(
+                            "{why}{}",
+                            crate::approval::NOT_SENT
+                        )));
+                    }
                     match mailer.send(mail, &context).await {
                         SendAnswer::Sent { message_id } => Ok(MailReceipt { message_id }),
                         SendAnswer::Rejected(why) => Err(SendError::definite(why)),

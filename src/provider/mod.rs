@@ -49,7 +49,7 @@ pub use mail::{
     SendAnswer, SentMessage, SentSearch, TRIAGE_MAX, addresses_in, normalise_subject, same_subject,
     why_not_an_address,
 };
-pub use mail_once::{MailOutcome, SETTLED_BY, message_json, send_mail_once};
+pub use mail_once::{MailOutcome, SETTLED_BY, message_json, send_mail_once, send_mail_once_unless};
 pub use message_id::message_id;
 pub use reconcile::{ReconcileOptions, reconcile};
 

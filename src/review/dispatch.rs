@@ -153,6 +153,12 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
     )))
 }
 
+/// The newest draft of `key` in the queue, if it has one: a send outside the queue
+/// (`run`, `mail`) asks it again once it has claimed the key.
+pub async fn newest_draft(review: &Review, key: &str) -> Result<Option<i64>, ReviewError> {
+    Ok(review.store.draft_ids_for_key(key).await?.last().copied())
+}
+
 /// Why `key` may not be sent again through a later draft: an earlier draft of it
 /// (other than `but`) was dispatched and the ledger no longer has the key (`gc`
 /// removed its entry), so the queue's row is the only memory that it went out (G7).
@@ -359,6 +365,16 @@ impl<P> StillWanted<'_, P> {
     async fn why_not(&self) -> Option<String> {
         match self.by {
             StillWantedBy::Draft { id, .. } => match self.review.head(id).await {
+                // A newer draft of the key came in while this one was checked (G8r).
+                Ok(draft)
+                    if let Ok(ids) = self.review.store.draft_ids_for_key(&draft.key).await
+                        && ids.last().is_some_and(|newest| *newest != id) =>
+                {
+                    Some(format!(
+                        "draft {} of this key came in after its dispatch began, and the key's newest draft decides",
+                        ids.last().copied().unwrap_or_default()
+                    ))
+                }
                 Ok(draft)
                     if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) =>
                 {
@@ -483,8 +499,10 @@ impl<P> StillWanted<'_, P> {
             Ok(draft) => draft,
             Err(e) => return Some(format!("draft {id} could not be read ({e})")),
         };
+        // Closed (or anything but approved) since the queue was asked a moment ago:
+        // asked again, it names why (G7r).
         if draft.state != DraftState::Approved {
-            return None;
+            return self.why_not().await;
         }
         let mut begun = serde_json::Map::new();
         begun.insert("outcome".into(), DISPATCH_BEGUN.into());

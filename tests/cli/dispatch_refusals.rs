@@ -1120,3 +1120,67 @@ fn the_queue_remembers_a_key_gc_forgot_and_a_newer_draft_supersedes_an_older_one
     );
     assert!(!sent.exists(), "the older draft was sent");
 }
+
+/// G8r of the eleventh retest: a newer draft of the key that comes in while an older
+/// one's dispatch checks (a slow precheck) stops that dispatch at its claim.
+#[test]
+fn a_newer_draft_that_comes_in_while_an_older_one_is_dispatched_stops_it() {
+    let q = new_queue();
+    let payload = q.write(
+        "p26.json",
+        r#"{"to":"erin@example.org","body":"refund 26"}"#,
+    );
+    let first = q.submit("refund-26", &payload);
+    expect_exit(
+        &q.q(T0, &["approve", &first, "--by", "dana", "--revision", "1"]),
+        0,
+        "approve",
+    );
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "dispatch",
+                &first,
+                "--failed-exit",
+                "1",
+                "--",
+                "sh",
+                "-c",
+                "exit 1",
+            ],
+        ),
+        1,
+        "the first send fails",
+    );
+    let sent = q.path("sent.log");
+    let send = format!("echo sent >> '{}'", sent.display());
+    let retry = harness::send_once(&["dispatch"])
+        .arg(q.path("l.db"))
+        .args([
+            first.as_str(),
+            "--precheck",
+            "sh -c 'sleep 1.5; exit 1'",
+            "--",
+            "sh",
+            "-c",
+            &send,
+        ])
+        .current_dir(q.dir())
+        .env("SEND_ONCE_FIXED_NOW_MS", T0.to_string())
+        .env_remove("SEND_ONCE_LEDGER")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let second = q.submit("refund-26", &payload);
+    assert_ne!(second, first);
+    let done = retry.wait_with_output().unwrap();
+    assert!(!sent.exists(), "sent: {}", harness::stderr(&done));
+    assert!(
+        harness::stderr(&done).contains(&format!("draft {second} of this key came in after")),
+        "{}",
+        harness::stderr(&done)
+    );
+}

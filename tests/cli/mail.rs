@@ -18,7 +18,8 @@ const BODY: &str = "Good morning.\nThree things today.\n";
 
 /// The fake mailer. What it does is chosen by files in its directory: `triage_mode`
 /// (ok, fail, garbage, shape, hang) and `send_mode` (ok, lost-exit1, lost-empty, unsent,
-/// reject, hang); `send_id` overrides the id it gives a sent message.
+/// reject, hang); `send_id` overrides the id it gives a sent message. `triage_mode`
+/// `slow` answers after 1.5 s.
 const MAILER: &str = r#"#!/bin/sh
 d=$(dirname "$0")
 jq -cn --arg key "${SEND_ONCE_KEY-}" --arg attempt "${SEND_ONCE_ATTEMPT-}" \
@@ -44,6 +45,7 @@ case $1 in
     garbage) echo 'Not logged in'; exit 0 ;;
     shape) echo '{"results": []}'; exit 0 ;;
     hang) hang; exit 0 ;;
+    slow) sleep 1.5 ;;
   esac
   # As Gmail's to: search does: the recipient anywhere in the To header (a message
   # with its headers elsewhere is listed as it is).
@@ -875,4 +877,62 @@ fn a_key_the_review_queue_holds_back_is_not_mailed() {
         assert!(fake.calls().is_empty(), "{key}: the mailer was asked");
         assert_eq!(fake.status(key), None, "{key} was claimed");
     }
+}
+
+/// Q2 of the eleventh retest: the queue is asked again once the key is claimed. A
+/// draft of the key queued while the Sent folder was searched stops the send.
+#[test]
+fn a_draft_queued_during_the_sent_search_stops_the_mail() {
+    if !have_jq() {
+        return;
+    }
+    let fake = Fake::new();
+    let ledger = fake.ledger();
+    let l = ledger.to_str().expect("utf-8");
+    let cli = |args: &[&str]| harness::send_once(args).output().expect("send-once runs");
+    harness::expect_exit(&cli(&["init", l]), 0, "init");
+    fake.set("triage_mode", "slow");
+    let mail = fake
+        .command(&[
+            "--key",
+            "brief-q",
+            "--to",
+            TO,
+            "--subject",
+            SUBJECT,
+            "--body-file",
+            fake.body().to_str().expect("utf-8"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("send-once runs");
+    std::thread::sleep(Duration::from_millis(500));
+    let payload = fake.dir.path().join("p.json");
+    std::fs::write(&payload, r#"{"to":"will@example.com","body":"brief"}"#).expect("payload");
+    let p = payload.to_str().expect("utf-8");
+    let o = cli(&[
+        "draft",
+        "submit",
+        l,
+        "--key",
+        "brief-q",
+        "--payload",
+        p,
+        "--by",
+        "agent",
+    ]);
+    harness::expect_exit(&o, 0, "a draft queued during the search");
+    let out = mail.wait_with_output().expect("mail ends");
+    harness::expect_exit(&out, 1, "mail after the draft was queued");
+    assert!(
+        harness::stderr(&out).contains("is in this ledger's review queue"),
+        "{}",
+        harness::stderr(&out)
+    );
+    assert_eq!(
+        fake.subcommands(),
+        vec!["+triage"],
+        "the mailer was asked to send"
+    );
 }
