@@ -333,12 +333,21 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
         MailOutcome::Failed { entry, why } => {
             out.insert("error".into(), why.clone().into());
             out.insert("entry".into(), entry.to_value());
+            // Stopped before the mailer was asked (the queue's no): say so (Q2w).
+            let stopped = why.ends_with(send_once::approval::NOT_SENT);
             (
                 Exit::Failed,
-                format!(
-                    "the mailer rejected it: {}. Recorded as failed; a rerun may send it.",
-                    visible_inline(why)
-                ),
+                if stopped {
+                    format!(
+                        "not sent: {}. The mailer was not asked; recorded as failed.",
+                        visible_inline(why.trim_end_matches(send_once::approval::NOT_SENT))
+                    )
+                } else {
+                    format!(
+                        "the mailer rejected it: {}. Recorded as failed; a rerun may send it.",
+                        visible_inline(why)
+                    )
+                },
             )
         }
         MailOutcome::Unknown { entry, why } => {

@@ -64,9 +64,9 @@ pub fn review_problem(e: ReviewError) -> (Exit, Problem) {
             let now = *now;
             Problem::new(Kind::DecidedFirst, &e).with("revision", Some(now))
         }
-        ReviewError::AlreadySent { .. } | ReviewError::CouldNotCheck(_) => {
-            Problem::new(Kind::Refused, &e)
-        }
+        ReviewError::AlreadySent { .. }
+        | ReviewError::KeyRejected { .. }
+        | ReviewError::CouldNotCheck(_) => Problem::new(Kind::Refused, &e),
         _ => Problem::new(Kind::BadInput, &e),
     };
     (Exit::Refused, problem)

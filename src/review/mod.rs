@@ -696,6 +696,23 @@ pub enum ReviewError {
         /// " at TIME" when the entry says when, else empty.
         at: String,
     },
+    /// The key's newest draft was rejected: a resubmission would make a new draft
+    /// another reviewer sees as new, undoing a person's no.
+    #[error(
+        "draft {id} of {key} was rejected by {by} at {at}{reason}; a rejected key is not queued again, so that a resubmission cannot undo a person's no. A new send needs a new key (another intent or window)"
+    )]
+    KeyRejected {
+        /// The key.
+        key: String,
+        /// The rejected draft.
+        id: i64,
+        /// Who rejected it.
+        by: String,
+        /// When.
+        at: String,
+        /// ": \"why\"" when a reason was given, else empty.
+        reason: String,
+    },
     /// A name twice in one object: a reviewer and a provider could see different
     /// payloads.
     #[error(
@@ -1446,6 +1463,26 @@ impl Review {
                     .map(|at| format!(" at {at}"))
                     .unwrap_or_default(),
             });
+        }
+        // A person's no on the key stands against a resubmission of it (R1, G7r).
+        if let Some(id) = dispatch::newest_draft(self, &submission.key).await? {
+            let newest = self.draft(id).await?;
+            if newest.state == DraftState::Rejected {
+                return Err(ReviewError::KeyRejected {
+                    key: submission.key.clone(),
+                    id,
+                    by: crate::text::visible_inline(
+                        newest.decided_by.as_deref().unwrap_or("someone"),
+                    )
+                    .into_owned(),
+                    at: newest.decided_at.clone().unwrap_or_else(|| "?".to_owned()),
+                    reason: newest
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": \"{}\"", crate::text::visible_inline(r)))
+                        .unwrap_or_default(),
+                });
+            }
         }
         // The ledger forgot the key (gc), but the queue remembers it went out (G7).
         if let Some(why) = dispatch::dispatched_before(self, &submission.key, None).await? {

@@ -476,8 +476,22 @@ fn an_outside_approval_never_outlives_the_queue_of_this_ledger() {
     );
     assert_eq!(last_dispatch(&short)["outcome"], "refused");
 
-    // Submitted again after the rejection and approved: approved for `k-other`, so
-    // not sent as `k-fleet` (one approval, one key), and sent under its own key.
+    // A rejected key is not queued again (R1); on a ledger where it was approved for
+    // `k-other`, it is not sent as `k-fleet` (one approval, one key), and it is sent
+    // under its own key.
+    let resubmitted = so(&[
+        "draft",
+        "submit",
+        &elsewhere,
+        "--key",
+        "k-other",
+        "--payload",
+        &payload,
+        "--by",
+        "agent",
+    ]);
+    expect_exit(&resubmitted, 2, "a rejected key submitted again");
+    let elsewhere = f.path("approved.db");
     let again = submit_as(&elsewhere, "k-other");
     expect_exit(
         &so(&["approve", &elsewhere, &again, "--by", "dana"]),

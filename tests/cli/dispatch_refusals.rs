@@ -1184,3 +1184,61 @@ fn a_newer_draft_that_comes_in_while_an_older_one_is_dispatched_stops_it() {
         harness::stderr(&done)
     );
 }
+
+/// R1 of the twelfth retest: a key whose draft a person rejected is not queued again.
+/// A resubmission would be a new draft another reviewer sees as new, and their
+/// approval would send what the first refused.
+#[test]
+fn a_rejected_key_is_not_queued_again() {
+    let q = new_queue();
+    let payload = q.write(
+        "p27.json",
+        r#"{"to":"erin@example.org","body":"refund 27"}"#,
+    );
+    let id = q.submit("refund-27", &payload);
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "reject",
+                &id,
+                "--by",
+                "dana",
+                "--reason",
+                "fraud, do not refund",
+            ],
+        ),
+        0,
+        "dana rejects",
+    );
+    let out = q.q(
+        T0,
+        &[
+            "draft",
+            "submit",
+            "--key",
+            "refund-27",
+            "--payload",
+            &payload,
+            "--facts",
+            "facts.json",
+            "--by",
+            "agent",
+        ],
+    );
+    expect_exit(&out, 2, "the agent resubmits the rejected key");
+    assert!(
+        harness::stderr(&out)
+            .contains(&format!("draft {id} of refund-27 was rejected by dana at "))
+            && harness::stderr(&out).contains("fraud, do not refund"),
+        "{}",
+        harness::stderr(&out)
+    );
+    let list = q.q(T0, &["approvals", "--json"]);
+    assert_eq!(
+        json_stdout(&list, "approvals")["drafts"]
+            .as_array()
+            .map_or(0, Vec::len),
+        0
+    );
+}

@@ -50,7 +50,7 @@ macro_rules! queue_suite {
         $crate::queue_store::queue_suite!(@cases $fresh;
             an_approval_is_the_node_approve_output_for_the_same_inputs,
             revisions_are_kept_and_the_queue_has_what_a_row_needs,
-            a_closed_draft_refuses_every_decision_and_a_new_submission_starts_a_new_draft,
+            a_closed_draft_refuses_every_decision_and_a_rejected_key_is_not_queued_again,
             a_recheck_that_fails_is_recorded_as_could_not_check,
             a_draft_for_a_key_already_sent_is_refused,
             a_draft_history_has_its_revisions_decisions_refusals_and_dispatch,
@@ -317,7 +317,7 @@ pub async fn revisions_are_kept_and_the_queue_has_what_a_row_needs(open: Open<'_
     ));
 }
 
-pub async fn a_closed_draft_refuses_every_decision_and_a_new_submission_starts_a_new_draft(
+pub async fn a_closed_draft_refuses_every_decision_and_a_rejected_key_is_not_queued_again(
     open: Open<'_>,
 ) {
     let review = review(open, NOW);
@@ -352,12 +352,35 @@ pub async fn a_closed_draft_refuses_every_decision_and_a_new_submission_starts_a
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
-    let next = review
+    // A person's no on the key stands against a resubmission of it (R1).
+    match review
         .submit(submission("k", json!({"n": 2}), json!({})))
         .await
-        .unwrap();
-    assert!(next.new_draft && next.id != id);
+    {
+        Err(ReviewError::KeyRejected {
+            id: rejected, by, ..
+        }) => {
+            assert_eq!(rejected, id);
+            assert_eq!(by, "bob");
+        }
+        other => panic!("expected the rejected key refused, got {other:?}"),
+    }
     assert!(review.queue().await.unwrap().iter().all(|d| d.id != id));
+    // A withdrawn draft's key may be submitted again: a new draft.
+    let withdrawn = review
+        .submit(submission("w", json!({"n": 1}), json!({})))
+        .await
+        .unwrap()
+        .id;
+    review
+        .decide(withdrawn, Verdict::Withdraw, Some("agent".into()), None)
+        .await
+        .unwrap();
+    let next = review
+        .submit(submission("w", json!({"n": 2}), json!({})))
+        .await
+        .unwrap();
+    assert!(next.new_draft && next.id != withdrawn);
 }
 
 /// An approval made elsewhere names a payload and no key: the queue judges the key's
@@ -409,13 +432,14 @@ pub async fn an_outside_approval_is_judged_by_its_key_and_by_its_payload(open: O
         "{own}"
     );
     // Revision 1 holds the payload, revision 2 is approved: not the payload approved.
+    // (Under a key of its own: a rejected key is not queued again.)
     let next = review
-        .submit(submission("invoice-7", payload.clone(), json!({})))
+        .submit(submission("invoice-8", payload.clone(), json!({})))
         .await
         .unwrap()
         .id;
     review
-        .submit(submission("invoice-7", json!({"amount": 8}), json!({})))
+        .submit(submission("invoice-8", json!({"amount": 8}), json!({})))
         .await
         .unwrap();
     review
