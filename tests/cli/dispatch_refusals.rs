@@ -61,6 +61,35 @@ trait Steps: QueueFiles {
         stdout(&out).trim().to_owned()
     }
 
+    /// A draft of `key` with the payload `body`, approved by dana at revision 1: its id
+    /// and the payload's file.
+    fn approved(&self, key: &str, body: &str) -> (String, String) {
+        let payload = self.write(&format!("{key}.json"), body);
+        let id = self.submit(key, &payload);
+        let out = self.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]);
+        expect_exit(&out, 0, "approve");
+        (id, payload)
+    }
+
+    /// Dispatches draft `id` through a send that fails for certain (exit 1, taken as
+    /// failed): nothing goes out.
+    fn dispatch_failing(&self, id: &str) {
+        let out = self.q(
+            T0,
+            &[
+                "dispatch",
+                id,
+                "--failed-exit",
+                "1",
+                "--",
+                "sh",
+                "-c",
+                "exit 1",
+            ],
+        );
+        expect_exit(&out, 1, "a send that fails for certain");
+    }
+
     /// Dispatches draft `id` at `now_ms` with a send command that would leave a file
     /// behind; expects the refusal (exit 2) and that nothing was sent.
     fn dispatch_refused(&self, now_ms: i64, id: &str) -> Output {
@@ -699,15 +728,9 @@ fn a_dispatch_killed_mid_send_leaves_its_draft_dispatched_and_never_sends_it_aga
     let q = new_queue();
     let sent = q.path("sent.log");
     let started = q.path("started");
-    let payload = q.write(
-        "p13.json",
+    let (id, _) = q.approved(
+        "refund-13",
         r#"{"to":"erin@example.org","body":"refund 13"}"#,
-    );
-    let id = q.submit("refund-13", &payload);
-    expect_exit(
-        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
-        0,
-        "approve",
     );
     let send = format!(
         "echo sent >> '{}'; echo $$ > '{}'; exec sleep 30",
@@ -855,30 +878,11 @@ fn a_revision_during_a_dispatch_stops_its_send() {
 #[test]
 fn a_draft_whose_dispatch_failed_can_still_be_rejected_and_is_not_sent() {
     let q = new_queue();
-    let payload = q.write(
-        "p21.json",
+    let (id, _) = q.approved(
+        "refund-21",
         r#"{"to":"erin@example.org","body":"refund 21"}"#,
     );
-    let id = q.submit("refund-21", &payload);
-    expect_exit(
-        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
-        0,
-        "approve",
-    );
-    let out = q.q(
-        T0,
-        &[
-            "dispatch",
-            &id,
-            "--failed-exit",
-            "1",
-            "--",
-            "sh",
-            "-c",
-            "exit 1",
-        ],
-    );
-    expect_exit(&out, 1, "the send fails for certain");
+    q.dispatch_failing(&id);
     let out = q.q(
         T0,
         &["reject", &id, "--by", "dana", "--reason", "wrong customer"],
@@ -952,15 +956,9 @@ fn a_draft_sent_through_its_approval_file_is_dispatched_and_not_sent_again() {
 #[test]
 fn a_dispatch_that_waited_behind_a_failed_one_reads_the_draft_again_before_it_sends() {
     let q = new_queue();
-    let payload = q.write(
-        "p23.json",
+    let (id, _) = q.approved(
+        "refund-23",
         r#"{"to":"erin@example.org","body":"refund 23"}"#,
-    );
-    let id = q.submit("refund-23", &payload);
-    expect_exit(
-        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
-        0,
-        "approve",
     );
     let sent = q.path("sent.log");
     let spawn = |args: &[&str]| {
@@ -1026,15 +1024,9 @@ fn a_dispatch_that_waited_behind_a_failed_one_reads_the_draft_again_before_it_se
 #[test]
 fn the_queue_remembers_a_key_gc_forgot_and_a_newer_draft_supersedes_an_older_one() {
     let q = new_queue();
-    let payload = q.write(
-        "p24.json",
+    let (id, payload) = q.approved(
+        "refund-24",
         r#"{"to":"erin@example.org","body":"refund 24"}"#,
-    );
-    let id = q.submit("refund-24", &payload);
-    expect_exit(
-        &q.q(T0, &["approve", &id, "--by", "dana", "--revision", "1"]),
-        0,
-        "approve",
     );
     expect_exit(
         &q.q(T0, &["dispatch", &id, "--", "sh", "-c", "true"]),
@@ -1065,33 +1057,11 @@ fn the_queue_remembers_a_key_gc_forgot_and_a_newer_draft_supersedes_an_older_one
     );
 
     // G8: draft 1's send failed; the agent resubmits as draft 2; dana rejects it.
-    let payload = q.write(
-        "p25.json",
+    let (first, payload) = q.approved(
+        "refund-25",
         r#"{"to":"erin@example.org","body":"refund 25"}"#,
     );
-    let first = q.submit("refund-25", &payload);
-    expect_exit(
-        &q.q(T0, &["approve", &first, "--by", "dana", "--revision", "1"]),
-        0,
-        "approve",
-    );
-    expect_exit(
-        &q.q(
-            T0,
-            &[
-                "dispatch",
-                &first,
-                "--failed-exit",
-                "1",
-                "--",
-                "sh",
-                "-c",
-                "exit 1",
-            ],
-        ),
-        1,
-        "the send fails",
-    );
+    q.dispatch_failing(&first);
     let second = q.submit("refund-25", &payload);
     assert_ne!(second, first, "a new draft");
     expect_exit(
@@ -1126,33 +1096,11 @@ fn the_queue_remembers_a_key_gc_forgot_and_a_newer_draft_supersedes_an_older_one
 #[test]
 fn a_newer_draft_that_comes_in_while_an_older_one_is_dispatched_stops_it() {
     let q = new_queue();
-    let payload = q.write(
-        "p26.json",
+    let (first, payload) = q.approved(
+        "refund-26",
         r#"{"to":"erin@example.org","body":"refund 26"}"#,
     );
-    let first = q.submit("refund-26", &payload);
-    expect_exit(
-        &q.q(T0, &["approve", &first, "--by", "dana", "--revision", "1"]),
-        0,
-        "approve",
-    );
-    expect_exit(
-        &q.q(
-            T0,
-            &[
-                "dispatch",
-                &first,
-                "--failed-exit",
-                "1",
-                "--",
-                "sh",
-                "-c",
-                "exit 1",
-            ],
-        ),
-        1,
-        "the first send fails",
-    );
+    q.dispatch_failing(&first);
     let sent = q.path("sent.log");
     let send = format!("echo sent >> '{}'", sent.display());
     let retry = harness::send_once(&["dispatch"])
