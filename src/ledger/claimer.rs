@@ -134,7 +134,7 @@ impl Running {
                 iso(*until_ms)
             ),
             Running::PastLimit { until_ms, limit_ms } => format!(
-                "its claimer's limit of {} passed at {}, when the send was stopped",
+                "its claimer's limit of {} passed at {}, when its claimer stops the send (if it was still there to)",
                 limit_text(*limit_ms),
                 iso(*until_ms)
             ),

@@ -678,6 +678,14 @@ fn phone_spelling(to: &str) -> Option<String> {
     if digits.len() < 7 {
         return None;
     }
+    // No country code starts with 0: `+00 1 …`, `+0044 …` and `+011 44 …` are an
+    // international exit prefix written after the `+` (P1 of the thirteenth round).
+    if digits.starts_with('0') {
+        let code = digits
+            .strip_prefix("011")
+            .unwrap_or_else(|| digits.trim_start_matches('0'));
+        return (!code.is_empty()).then(|| format!("+{code}"));
+    }
     let trunk = body.replace(' ', "").contains("(0)");
     let odd = body.chars().any(|c| {
         !(c.is_ascii_digit() || is_js_whitespace(c) || matches!(c, '(' | ')' | '.' | '-'))
@@ -1524,6 +1532,31 @@ mod tests {
         assert_eq!(
             check_key_fields("email", "a@b.co", "x", Some("week\u{200b}38")).map_err(|e| e.field),
             Err("window")
+        );
+    }
+
+    /// P1 of the thirteenth retest: an exit prefix after the `+` is refused, naming the
+    /// number in E.164.
+    #[test]
+    fn an_exit_prefix_after_the_plus_is_refused_naming_the_number() {
+        for (to, plain) in [
+            ("+00 1 415 555 0100", "+14155550100"),
+            ("+0014155550100", "+14155550100"),
+            ("+0 1 415 555 0100", "+14155550100"),
+            ("+0044 20 7946 0958", "+442079460958"),
+            ("+011 44 20 7946 0958", "+442079460958"),
+        ] {
+            let said = check_key_fields("sms", to, "otp:1", None)
+                .map_err(|e| e.to_string())
+                .expect_err(to);
+            assert!(
+                said.contains(&format!("give the phone number as {plain:?}")),
+                "{to:?}: {said}"
+            );
+        }
+        assert_eq!(
+            check_key_fields("sms", "+1 415 555 0100", "otp:1", None).map_err(|e| e.to_string()),
+            Ok(())
         );
     }
 

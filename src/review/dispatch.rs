@@ -42,6 +42,9 @@ pub async fn outside_approval_refusal(
         if let Some(why) = dispatched_before(review, key, Some(id)).await? {
             return Ok(Some(why));
         }
+        if let Some(why) = rejected_elsewhere(review, key, id).await? {
+            return Ok(Some(why));
+        }
         let draft = review.draft(id).await?;
         if let Some(why) = stands_against(review, &draft).or_else(|| edited_since(&draft)) {
             return Ok(Some(format!("draft {id} of this key {why}")));
@@ -151,6 +154,29 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
     Ok(Some(format!(
         "draft {id} of this key, in this ledger's review queue, {why}: a key with a draft is sent by `send-once dispatch` (which holds it to its approval), not by `run` or `mail`"
     )))
+}
+
+/// Why no draft of `key` but `but` may be sent: another draft of the key was rejected,
+/// and a person's no on a key stands for every draft of it (N1 of the thirteenth
+/// round: a rejection of an older draft after a newer one was queued).
+pub async fn rejected_elsewhere(
+    review: &Review,
+    key: &str,
+    but: i64,
+) -> Result<Option<String>, ReviewError> {
+    for id in review.store.draft_ids_for_key(key).await? {
+        if id == but {
+            continue;
+        }
+        let draft = review.draft(id).await?;
+        if draft.state == DraftState::Rejected {
+            return Ok(Some(format!(
+                "draft {id} of this key {}, and a person's no on a key stands for every draft of it",
+                stands_against(review, &draft).unwrap_or_default()
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// The newest draft of `key` in the queue, if it has one: a send outside the queue
@@ -374,6 +400,12 @@ impl<P> StillWanted<'_, P> {
                         "draft {} of this key came in after its dispatch began, and the key's newest draft decides",
                         ids.last().copied().unwrap_or_default()
                     ))
+                }
+                // Another draft of the key rejected meanwhile (N1).
+                Ok(draft)
+                    if let Ok(Some(why)) = rejected_elsewhere(self.review, &draft.key, id).await =>
+                {
+                    Some(format!("{why}, after its dispatch began"))
                 }
                 Ok(draft)
                     if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) =>
@@ -599,6 +631,10 @@ impl Review {
         }
         // An earlier draft of the key went out and gc removed its entry (G7).
         if let Some(why) = dispatched_before(self, &draft.key, Some(draft.id)).await? {
+            return Ok(Prepared::Unbacked { draft, why });
+        }
+        // Another draft of the key was rejected (N1).
+        if let Some(why) = rejected_elsewhere(self, &draft.key, draft.id).await? {
             return Ok(Prepared::Unbacked { draft, why });
         }
         // Dispatched, and the ledger no longer has its key (gc removed the entry): the

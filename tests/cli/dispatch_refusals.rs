@@ -1190,3 +1190,47 @@ fn a_rejected_key_is_not_queued_again() {
         0
     );
 }
+
+/// N1 of the thirteenth retest: a person's no on an older draft of a key stands for a
+/// newer one queued before it: the newer draft, approved by someone else, is not sent.
+#[test]
+fn a_rejection_of_an_older_draft_stands_for_a_newer_one_of_the_key() {
+    let q = new_queue();
+    let (first, payload) = q.approved(
+        "refund-28",
+        r#"{"to":"erin@example.org","body":"refund 28"}"#,
+    );
+    q.dispatch_failing(&first);
+    let second = q.submit("refund-28", &payload);
+    assert_ne!(second, first);
+    expect_exit(
+        &q.q(
+            T0,
+            &[
+                "reject",
+                &first,
+                "--by",
+                "dana",
+                "--reason",
+                "fraud, do not refund",
+            ],
+        ),
+        0,
+        "dana rejects the older draft",
+    );
+    expect_exit(
+        &q.q(T0, &["approve", &second, "--by", "eve", "--revision", "1"]),
+        0,
+        "eve approves the newer draft",
+    );
+    let sent = q.path("sent.log");
+    let send = format!("echo sent >> '{}'", sent.display());
+    let out = q.q(T0, &["dispatch", &second, "--", "sh", "-c", &send]);
+    expect_exit(&out, 2, "dispatch of the newer draft");
+    assert!(
+        harness::stderr(&out).contains(&format!("draft {first} of this key was rejected by dana")),
+        "{}",
+        harness::stderr(&out)
+    );
+    assert!(!sent.exists(), "sent what dana refused");
+}
