@@ -282,6 +282,31 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
     let review = opened
         .queue
         .map(|queue| send_once::review::Review::new(queue, super::ledger_arg::clock()));
+    // A key with a draft is its dispatch's to take over: a `--stale-after` of `run`
+    // would claim it over a dispatch's attempt, then be stopped by the queue and
+    // record the key failed while that attempt may have gone out (T1).
+    if plan.options.stale_after().is_some()
+        && let Some(review) = &review
+    {
+        match send_once::review::dispatch::newest_draft(review, &plan.key).await {
+            Ok(None) => {}
+            Ok(Some(id)) => {
+                return fail(
+                    Exit::Refused,
+                    format!(
+                        "{}: draft {id} of this key is in this ledger's review queue, so its claims are its dispatch's: run does not take them over (--stale-after). Nothing was sent",
+                        visible(&plan.key)
+                    ),
+                );
+            }
+            Err(e) => {
+                return super::output::fail_with(
+                    Exit::Refused,
+                    super::output::Problem::new(super::output::Kind::Io, e),
+                );
+            }
+        }
+    }
     let work = async {
         match &review {
             Some(review) => {

@@ -1234,3 +1234,48 @@ fn a_rejection_of_an_older_draft_stands_for_a_newer_one_of_the_key() {
     );
     assert!(!sent.exists(), "sent what dana refused");
 }
+
+/// T1 of the fourteenth retest: a key with a draft is its dispatch's to take over.
+/// `run --stale-after` of such a key is refused before anything is claimed, so it
+/// never records the dispatch's attempt failed.
+#[test]
+fn run_does_not_take_over_a_key_with_a_draft() {
+    let q = new_queue();
+    let (id, _) = q.approved(
+        "refund-29",
+        r#"{"to":"erin@example.org","body":"refund 29"}"#,
+    );
+    // The dispatch's send is uncertain: the key stays pending.
+    expect_exit(
+        &q.q(T0, &["dispatch", &id, "--", "sh", "-c", "exit 9"]),
+        3,
+        "an unknown send",
+    );
+    let out = q.q(
+        T0 + 3_600_000,
+        &[
+            "run",
+            "--key",
+            "refund-29",
+            "--verify",
+            "sh -c 'exit 1'",
+            "--stale-after",
+            "1m",
+            "--timeout",
+            "10s",
+            "--",
+            "sh",
+            "-c",
+            "echo sent",
+        ],
+    );
+    expect_exit(&out, 2, "run --stale-after of a key with a draft");
+    assert!(
+        harness::stderr(&out).contains("run does not take them over (--stale-after)"),
+        "{}",
+        harness::stderr(&out)
+    );
+    let shown = json_stdout(&q.q(T0, &["show", "refund-29", "--json"]), "show");
+    assert_eq!(shown["entry"]["status"], "pending", "{shown}");
+    assert_eq!(shown["entry"]["attempts"], 1, "{shown}");
+}
