@@ -162,18 +162,9 @@ async fn mail_planned(args: &MailArgs, plan: Plan) -> Exit {
     // Asked again once the key is claimed: a draft of the key queued during the
     // Sent-folder search stops the send, as it stops `run` (Q2).
     let review = queue.map(|queue| send_once::review::Review::new(queue, clock()));
-    let still_no_draft = async || {
-        let review = review.as_ref()?;
-        match send_once::review::dispatch::newest_draft(review, key).await {
-            Ok(newest) => newest.map(|id| {
-                format!(
-                    "draft {id} of this key is in this ledger's review queue: a key with a draft is sent by `send-once dispatch`, not by `mail`"
-                )
-            }),
-            Err(e) => Some(format!(
-                "the review queue could not be read again before the send ({e})"
-            )),
-        }
+    let still_no_draft = async || match &review {
+        Some(review) => send_once::review::dispatch::held_by_queue(review, key, "mail").await,
+        None => None,
     };
     let work = send_mail_once_unless(
         &ledger,

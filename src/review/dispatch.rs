@@ -39,10 +39,10 @@ pub async fn outside_approval_refusal(
         return Ok(Some(why));
     }
     if let Some(&id) = ids.last() {
-        if let Some(why) = dispatched_before(review, key, Some(id)).await? {
+        if let Some(why) = dispatched_before(review, key, &ids, Some(id)).await? {
             return Ok(Some(why));
         }
-        if let Some(why) = rejected_elsewhere(review, key, id).await? {
+        if let Some(why) = rejected_elsewhere(review, &ids, id).await? {
             return Ok(Some(why));
         }
         let draft = review.draft(id).await?;
@@ -156,19 +156,17 @@ pub async fn queued_elsewhere(review: &Review, key: &str) -> Result<Option<Strin
     )))
 }
 
-/// Why no draft of `key` but `but` may be sent: another draft of the key was rejected,
-/// and a person's no on a key stands for every draft of it (N1 of the thirteenth
-/// round: a rejection of an older draft after a newer one was queued).
+/// Why no draft of `key` but `but` may be sent: another of its drafts (`ids`, the
+/// key's drafts as read once by the caller) was rejected, and a person's no on a key
+/// stands for every draft of it (N1 of the thirteenth round: a rejection of an older
+/// draft after a newer one was queued).
 pub async fn rejected_elsewhere(
     review: &Review,
-    key: &str,
+    ids: &[i64],
     but: i64,
 ) -> Result<Option<String>, ReviewError> {
-    for id in review.store.draft_ids_for_key(key).await? {
-        if id == but {
-            continue;
-        }
-        let draft = review.draft(id).await?;
+    for &id in ids.iter().filter(|id| **id != but) {
+        let draft = review.head(id).await?;
         if draft.state == DraftState::Rejected {
             return Ok(Some(format!(
                 "draft {id} of this key {}, and a person's no on a key stands for every draft of it",
@@ -179,26 +177,41 @@ pub async fn rejected_elsewhere(
     Ok(None)
 }
 
-/// The newest draft of `key` in the queue, if it has one: a send outside the queue
-/// (`run`, `mail`) asks it again once it has claimed the key.
+/// The newest draft of `key` in the queue, if it has one.
 pub async fn newest_draft(review: &Review, key: &str) -> Result<Option<i64>, ReviewError> {
     Ok(review.store.draft_ids_for_key(key).await?.last().copied())
 }
 
-/// Why `key` may not be sent again through a later draft: an earlier draft of it
-/// (other than `but`) was dispatched and the ledger no longer has the key (`gc`
-/// removed its entry), so the queue's row is the only memory that it went out (G7).
+/// Why a send outside the queue through `door` (`run`, `mail`) may not go once it has
+/// claimed `key`: the queue holds a draft of the key (one came in while it checked).
+pub async fn held_by_queue(review: &Review, key: &str, door: &str) -> Option<String> {
+    match newest_draft(review, key).await {
+        Ok(newest) => newest.map(|id| {
+            format!(
+                "draft {id} of this key is in this ledger's review queue: a key with a draft is sent by `send-once dispatch`, not by `{door}`"
+            )
+        }),
+        Err(e) => Some(format!(
+            "the review queue could not be read again before the send ({e})"
+        )),
+    }
+}
+
+/// Why `key` may not be sent again through a later draft: another of its drafts
+/// (`ids`, as read once by the caller; other than `but`) was dispatched and the ledger
+/// no longer has the key (`gc` removed its entry), so the queue's row is the only
+/// memory that it went out (G7).
 pub async fn dispatched_before(
     review: &Review,
     key: &str,
+    ids: &[i64],
     but: Option<i64>,
 ) -> Result<Option<String>, ReviewError> {
-    let ids = review.store.draft_ids_for_key(key).await?;
     if ids.iter().all(|id| Some(*id) == but) || review.store.get(key).await?.is_some() {
         return Ok(None);
     }
     for &id in ids.iter().rev().filter(|id| Some(**id) != but) {
-        let draft = review.draft(id).await?;
+        let draft = review.head(id).await?;
         if draft.state == DraftState::Dispatched {
             return Ok(Some(format!(
                 "draft {id} of this key {}",
@@ -391,51 +404,12 @@ impl<P> StillWanted<'_, P> {
     async fn why_not(&self) -> Option<String> {
         match self.by {
             StillWantedBy::Draft { id, .. } => match self.review.head(id).await {
-                // A newer draft of the key came in while this one was checked (G8r).
-                Ok(draft)
-                    if let Ok(ids) = self.review.store.draft_ids_for_key(&draft.key).await
-                        && ids.last().is_some_and(|newest| *newest != id) =>
-                {
-                    Some(format!(
-                        "draft {} of this key came in after its dispatch began, and the key's newest draft decides",
-                        ids.last().copied().unwrap_or_default()
-                    ))
-                }
-                // Another draft of the key rejected meanwhile (N1).
-                Ok(draft)
-                    if let Ok(Some(why)) = rejected_elsewhere(self.review, &draft.key, id).await =>
-                {
-                    Some(format!("{why}, after its dispatch began"))
-                }
-                Ok(draft)
-                    if matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn) =>
-                {
-                    Some(format!(
-                        "draft {id} was {} by {} at {} after its dispatch began",
-                        draft.state.as_str(),
-                        crate::text::visible_inline(
-                            draft.decided_by.as_deref().unwrap_or("someone")
-                        ),
-                        draft.decided_at.as_deref().unwrap_or("?")
-                    ))
-                }
-                Ok(_) => None,
+                Ok(draft) => self.draft_why_not(&draft).await,
                 Err(e) => Some(format!(
                     "draft {id} could not be read again before the send ({e})"
                 )),
             },
-            StillWantedBy::NoDraft { key } => {
-                match self.review.store.draft_ids_for_key(key).await {
-                    Ok(ids) => ids.last().map(|id| {
-                        format!(
-                            "draft {id} of this key is in this ledger's review queue: a key with a draft is sent by `send-once dispatch`, not by `run`"
-                        )
-                    }),
-                    Err(e) => Some(format!(
-                        "the review queue could not be read again before the send ({e})"
-                    )),
-                }
-            }
+            StillWantedBy::NoDraft { key } => held_by_queue(self.review, key, "run").await,
             StillWantedBy::Outside { key, payload_hash } => {
                 match outside_approval_refusal(self.review, key, payload_hash).await {
                     Ok(None) => None,
@@ -446,6 +420,66 @@ impl<P> StillWanted<'_, P> {
                 }
             }
         }
+    }
+
+    /// Why `draft`, read again once its key is claimed, is no longer to be sent: a
+    /// newer draft of its key came in (G8r), another was rejected (N1), or it was
+    /// itself closed meanwhile.
+    async fn draft_why_not(&self, draft: &Draft) -> Option<String> {
+        let id = draft.id;
+        let ids = match self.review.store.draft_ids_for_key(&draft.key).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                return Some(format!(
+                    "the review queue could not be read again before the send ({e})"
+                ));
+            }
+        };
+        match ids.last() {
+            Some(&newest) if newest != id => {
+                return Some(format!(
+                    "draft {newest} of this key came in after its dispatch began, and the key's newest draft decides"
+                ));
+            }
+            _ => {}
+        }
+        match rejected_elsewhere(self.review, &ids, id).await {
+            Ok(Some(why)) => return Some(format!("{why}, after its dispatch began")),
+            Ok(None) => {}
+            Err(e) => {
+                return Some(format!(
+                    "the review queue could not be read again before the send ({e})"
+                ));
+            }
+        }
+        matches!(draft.state, DraftState::Rejected | DraftState::Withdrawn).then(|| {
+            format!(
+                "draft {id} was {} by {} at {} after its dispatch began",
+                draft.state.as_str(),
+                crate::text::visible_inline(draft.decided_by.as_deref().unwrap_or("someone")),
+                draft.decided_at.as_deref().unwrap_or("?")
+            )
+        })
+    }
+
+    /// Marks draft `id` dispatched at `revision` before its send, by compare-and-set:
+    /// false when it changed meanwhile.
+    async fn mark_begun(
+        &self,
+        id: i64,
+        revision: i64,
+        attempt: u64,
+        door: Option<&str>,
+    ) -> Result<bool, ReviewError> {
+        let mut begun = serde_json::Map::new();
+        begun.insert("outcome".into(), DISPATCH_BEGUN.into());
+        begun.insert("attempt".into(), attempt.into());
+        if let Some(door) = door {
+            begun.insert("door".into(), door.into());
+        }
+        self.review
+            .record_dispatch(id, revision, Value::Object(begun))
+            .await
     }
 }
 
@@ -471,14 +505,7 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         // again once its entry is resolved and removed (G2). What the ledger says when
         // the send returns replaces this.
         if let StillWantedBy::Draft { id, revision } = self.by {
-            let mut begun = serde_json::Map::new();
-            begun.insert("outcome".into(), DISPATCH_BEGUN.into());
-            begun.insert("attempt".into(), context.attempt.into());
-            match self
-                .review
-                .record_dispatch(id, revision, Value::Object(begun))
-                .await
-            {
+            match self.mark_begun(id, revision, context.attempt, None).await {
                 Ok(true) => {}
                 // Not marked: a reject or a withdraw got there first, or a revision
                 // came in meanwhile, a person's "not this payload" (G4). Either way
@@ -536,13 +563,8 @@ impl<P> StillWanted<'_, P> {
         if draft.state != DraftState::Approved {
             return self.why_not().await;
         }
-        let mut begun = serde_json::Map::new();
-        begun.insert("outcome".into(), DISPATCH_BEGUN.into());
-        begun.insert("attempt".into(), attempt.into());
-        begun.insert("door".into(), "outside approval".into());
         match self
-            .review
-            .record_dispatch(id, draft.revision, Value::Object(begun))
+            .mark_begun(id, draft.revision, attempt, Some("outside approval"))
             .await
         {
             Ok(true) => None,
@@ -621,7 +643,8 @@ impl Review {
         };
         // A newer draft of the key is the key's last word: this one was superseded
         // (a resubmission after its send failed), whatever was decided of it (G8).
-        if let Some(&newest) = self.store.draft_ids_for_key(&draft.key).await?.last()
+        let ids = self.store.draft_ids_for_key(&draft.key).await?;
+        if let Some(&newest) = ids.last()
             && newest != draft.id
         {
             let why = format!(
@@ -630,11 +653,11 @@ impl Review {
             return Ok(Prepared::Unbacked { draft, why });
         }
         // An earlier draft of the key went out and gc removed its entry (G7).
-        if let Some(why) = dispatched_before(self, &draft.key, Some(draft.id)).await? {
+        if let Some(why) = dispatched_before(self, &draft.key, &ids, Some(draft.id)).await? {
             return Ok(Prepared::Unbacked { draft, why });
         }
         // Another draft of the key was rejected (N1).
-        if let Some(why) = rejected_elsewhere(self, &draft.key, draft.id).await? {
+        if let Some(why) = rejected_elsewhere(self, &ids, draft.id).await? {
             return Ok(Prepared::Unbacked { draft, why });
         }
         // Dispatched, and the ledger no longer has its key (gc removed the entry): the

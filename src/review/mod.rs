@@ -1465,8 +1465,9 @@ impl Review {
             });
         }
         // A person's no on the key stands against a resubmission of it (R1, G7r).
-        if let Some(id) = dispatch::newest_draft(self, &submission.key).await? {
-            let newest = self.draft(id).await?;
+        let ids = self.store.draft_ids_for_key(&submission.key).await?;
+        if let Some(&id) = ids.last() {
+            let newest = self.head(id).await?;
             if newest.state == DraftState::Rejected {
                 return Err(ReviewError::KeyRejected {
                     key: submission.key.clone(),
@@ -1485,7 +1486,7 @@ impl Review {
             }
         }
         // The ledger forgot the key (gc), but the queue remembers it went out (G7).
-        if let Some(why) = dispatch::dispatched_before(self, &submission.key, None).await? {
+        if let Some(why) = dispatch::dispatched_before(self, &submission.key, &ids, None).await? {
             return Err(ReviewError::AlreadySent {
                 key: submission.key.clone(),
                 at: format!(" ({why})"),
