@@ -168,6 +168,25 @@ fn a_killed_claimer_whose_note_is_gone_is_not_said_to_have_ended() {
         "{}",
         stdout(&out)
     );
+    // `reset` warns in the same words (T3); its expectation is not met (the entry is
+    // pending), so it changes nothing and `resolve` below still finds it pending.
+    let out = send_once(&[
+        "reset",
+        ledger_arg,
+        "payout-78",
+        "--by",
+        "dana",
+        "--expect",
+        "sent",
+    ])
+    .output()
+    .unwrap();
+    assert!(
+        stderr(&out).contains("the note of the send it started is gone")
+            && stderr(&out).contains("it is reset on your word"),
+        "{}",
+        stderr(&out)
+    );
     let out = send_once(&["resolve", ledger_arg, "payout-78", "failed", "--by", "dana"])
         .output()
         .unwrap();
