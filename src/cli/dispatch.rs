@@ -220,7 +220,7 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 // Stopped before the send because the queue closed the draft: the
                 // dispatch was refused, and nothing went out (L1).
                 Outcome::Failed { error, .. }
-                    if send_once::review::dispatch::stopped_by_queue(error) =>
+                    if send_once::approval::stopped_before_send(error) =>
                 {
                     (DecisionOutcome::Refused, "not sent")
                 }

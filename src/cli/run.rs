@@ -598,7 +598,7 @@ pub fn report(
             // A dispatch's guard stopped it before the send (its draft closed or
             // revised meanwhile, its approval gone out elsewhere): nothing went out,
             // and what stopped it keeps it from going.
-            None if send_once::review::dispatch::stopped_by_queue(&error) => fail(
+            None if send_once::approval::stopped_before_send(&error) => fail(
                 Exit::Failed,
                 format!(
                     "{}. It is recorded as failed; nothing went out, and it is not sent while that holds.",

@@ -349,13 +349,6 @@ pub fn refusal_decision<R>(
 /// after its claim, [`approval::NOT_SENT`]).
 const NOT_SENT: &str = approval::NOT_SENT;
 
-/// Whether `error` is a send stopped after its claim and before it started, by the
-/// queue (see [`StillWanted`]) or because its approval went out elsewhere: nothing went
-/// out.
-pub fn stopped_by_queue(error: &crate::ledger::SendError) -> bool {
-    approval::stopped_before_send(error)
-}
-
 /// What a draft's dispatch outcome says while its send has not returned.
 pub const DISPATCH_BEGUN: &str = "begun";
 
