@@ -6,7 +6,9 @@
 //! apart (inside and outside the ring of eight) and far apart, keys spelt with and
 //! without escapes, torn and foreign lines, and a torn last line.
 
+use super::index::{Index, claim_time, index_range, merge_parts};
 use super::key_table::KeyTable;
+use super::line::{Line, classify};
 use super::*;
 
 /// A key's place in the index: its key, status, offset, length and claim time.

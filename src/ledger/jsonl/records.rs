@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::{Files, decode, for_each_line, parse_entry};
+use super::Files;
+use super::line::{decode, for_each_line, parse_entry};
 use crate::ledger::StoreError;
 use crate::ledger::chain::PersonRecord;
 
