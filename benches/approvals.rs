@@ -41,7 +41,7 @@
 //!                           with callgrind on queues of 100 and 1,000 drafts (about
 //!                           twenty seconds); counted by default when valgrind is installed
 //!
-//! At its end the bench prints the README's figures for it (common::print_figures).
+//! At its end the bench prints its figures in BENCHMARKS.md (common::print_figures).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -1573,7 +1573,7 @@ fn main() {
 /// is what the drafts added cost, without start-up and the query's set-up.
 const CALLGRIND_SIZES: [u64; 2] = [100, 1000];
 
-/// The README's table for this bench, between its markers.
+/// BENCHMARKS.md's table for this bench, between its markers.
 fn print_figures(
     ledgers: &[Ledger],
     samples: &mut [Samples],

@@ -584,7 +584,7 @@ fn report(ledgers: &[Ledger], samples: &mut [[Samples; 2]], rounds: usize) {
     );
 }
 
-/// The README's table: every ledger, both modes, and the verdict where issue 13 sets
+/// BENCHMARKS.md's table: every ledger, both modes, and the verdict where issue 13 sets
 /// a target.
 fn readme_figures(ledgers: &[Ledger], samples: &mut [[Samples; 2]], rounds: usize) {
     use std::fmt::Write as _;
@@ -685,7 +685,7 @@ fn millions(instructions: Option<u64>) -> String {
     instructions.map_or("-".to_owned(), |n| format!("{:.1}", n as f64 / 1e6))
 }
 
-/// The largest ledger against the smallest, per format, of the README's shape (0.5%
+/// The largest ledger against the smallest, per format, of BENCHMARKS.md's shape (0.5%
 /// pending), `--json`.
 fn growth(ledgers: &[Ledger], samples: &mut [[Samples; 2]]) {
     println!();

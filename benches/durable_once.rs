@@ -57,7 +57,7 @@ fn main() {
             "--sends" => sends = number(args.next(), "--sends"),
             "--rounds" => rounds = number(args.next(), "--rounds"),
             // For a profile (perf, callgrind): N sequential sends after the warm-up, and
-            // nothing else. Not an instruction count for the README: the hand-offs to
+            // nothing else. Not an instruction count for BENCHMARKS.md: the hand-offs to
             // the writer thread spin before they sleep, and callgrind's count of that
             // spinning varies by a sixth from run to run.
             "--only-sequential" => only_sends = Some(number(args.next(), "--only-sequential")),

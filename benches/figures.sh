@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Runs every benchmark whose figures the README shows and prints each one's part of the
-# README's performance section; with --write, puts them into README.md in place of
-# what is there, so that the README shows exactly what was printed, with the date.
+# Runs every benchmark whose figures BENCHMARKS.md shows and prints each one's part of
+# it; with --write, puts them into BENCHMARKS.md in place of what is there, so that it
+# shows exactly what was printed, with the date.
 #
 #   benches/figures.sh [--write] [BENCH ...]     (default: all of them; about 40 minutes)
 #   benches/figures.sh --write --saved [BENCH ...]   writes what the last run printed
 #                                                (target/figures/BENCH.md), runs nothing
 #
 # Each bench prints its part between <!-- figures:NAME begin --> and
-# <!-- figures:NAME end --> (benches/common/mod.rs, print_figures); the README holds the
-# same markers, and the prose around them explains the figures without repeating them.
+# <!-- figures:NAME end --> (benches/common/mod.rs, print_figures); BENCHMARKS.md holds
+# the same markers, and the prose around them explains the figures without repeating them.
 # Where a figure is CPU-bound and valgrind is installed, the bench adds callgrind's
 # instruction count, which is the same on a noisy machine as on a quiet one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+page=BENCHMARKS.md
 
 write=0
 saved=0
@@ -52,15 +53,15 @@ for bench in "${benches[@]}"; do
   fi
   cat "$out/$bench.md"
   if [ $write = 1 ]; then
-    if ! grep -q "<!-- figures:$bench begin -->" README.md; then
-      echo "figures.sh: README.md has no place for $bench's figures (<!-- figures:$bench begin -->)" >&2
+    if ! grep -q "<!-- figures:$bench begin -->" "$page"; then
+      echo "figures.sh: $page has no place for $bench's figures (<!-- figures:$bench begin -->)" >&2
       exit 1
     fi
     BLOCK="$out/$bench.md" NAME="$bench" perl -0pi -e '
       BEGIN { local $/; open my $f, "<", $ENV{BLOCK} or die "$!"; $new = <$f>; $new =~ s/\n\z//; }
       s/<!-- figures:\Q$ENV{NAME}\E begin -->.*?<!-- figures:\Q$ENV{NAME}\E end -->/$new/s
         or die "no block for $ENV{NAME}\n";
-    ' README.md
-    echo "README.md: $bench's figures written" >&2
+    ' "$page"
+    echo "$page: $bench's figures written" >&2
   fi
 done

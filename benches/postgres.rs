@@ -41,7 +41,7 @@
 //!                            the audit and the TUI)
 //!   SEND_ONCE_BENCH_STRACE   set: count the server's system calls per send (needs strace)
 //!
-//! At its end the bench prints the README's figures for it (common::print_figures).
+//! At its end the bench prints its figures in BENCHMARKS.md (common::print_figures).
 //! No instruction counts: the figures are bound by the server's flushes and round
 //! trips, not by send-once's CPU.
 
@@ -1446,7 +1446,7 @@ const ONCE_TARGET: f64 = 0.8;
 const AUDIT_TARGET_MS: f64 = 500.0;
 const TUI_TARGET_MS: f64 = 300.0;
 
-/// The README's table for this bench, between its markers.
+/// BENCHMARKS.md's table for this bench, between its markers.
 fn print_figures(
     table: &[RoundRates],
     looked: Option<&(AuditLedger, AuditSamples, TuiSamples)>,

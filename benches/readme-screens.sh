@@ -1,8 +1,8 @@
 #!/bin/bash
-# Captures the README's TUI screens from the demo (100x30, NO_COLOR) into
+# Captures docs/tui.md's TUI screens from the demo (100x30, NO_COLOR) into
 # /tmp/shot-*.txt: the queue, a two-person draft, a bulk settle and its result, the
 # ledger and the decision log. Needs tmux and a built binary (B=..., default
-# target/debug/send-once). The README's blocks are these files with the demo's
+# target/debug/send-once). docs/tui.md's blocks are these files with the demo's
 # directory shortened to /tmp/send-once-demo-…/.
 set -e
 B=${B:-target/debug/send-once}

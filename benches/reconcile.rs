@@ -20,7 +20,7 @@
 //! 100 and 300 unknown sends, about half a minute: each check's process is started by
 //! a process under valgrind; counted by default when valgrind is installed).
 //!
-//! At its end the bench prints the README's figures for it (common::print_figures).
+//! At its end the bench prints its figures in BENCHMARKS.md (common::print_figures).
 
 mod common;
 #[path = "common/figures.rs"]

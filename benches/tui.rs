@@ -1377,7 +1377,7 @@ fn report(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize, drafts: u6
     );
 }
 
-/// The README's table: the first full frame and peak memory per ledger, with the
+/// BENCHMARKS.md's table: the first full frame and peak memory per ledger, with the
 /// verdict on SQLite at a million entries (issue 13: under 100 ms).
 fn readme_figures(ledgers: &[Ledger], samples: &mut [Samples], rounds: usize) {
     use std::fmt::Write as _;

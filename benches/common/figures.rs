@@ -1,7 +1,7 @@
 //! What benches/approvals.rs, benches/reconcile.rs and benches/postgres.rs add to the
 //! figures' helpers in common/mod.rs: the command line a block names (with the
 //! settings it ran with, so that a quick run never passes for the full one), times and
-//! sizes written as the README writes them, and callgrind's instruction count of one
+//! sizes written as BENCHMARKS.md writes them, and callgrind's instruction count of one
 //! child process, for figures bound by the CPU (this VM has no hardware counters, and
 //! callgrind counts the same on a noisy machine).
 //!
@@ -30,7 +30,7 @@ pub fn command_line(bench: &str, settings: &[&str]) -> String {
     words.join(" ")
 }
 
-/// A time as the README writes it: `2.11 s`, `317 ms`, `5.2 ms`.
+/// A time as BENCHMARKS.md writes it: `2.11 s`, `317 ms`, `5.2 ms`.
 pub fn duration(ms: f64) -> String {
     if ms >= 1000.0 {
         format!("{:.2} s", ms / 1000.0)
@@ -41,7 +41,7 @@ pub fn duration(ms: f64) -> String {
     }
 }
 
-/// A size in KiB as the README writes it: `53.9 MiB`.
+/// A size in KiB as BENCHMARKS.md writes it: `53.9 MiB`.
 pub fn mebibytes(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }

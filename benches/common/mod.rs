@@ -278,7 +278,7 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// 0.5% pending: the README's ledger since the first audit bench.
+    /// 0.5% pending: BENCHMARKS.md's ledger since the first audit bench.
     pub const HALF_PERCENT: Shape = Shape {
         every: 200,
         cap: None,
@@ -579,10 +579,10 @@ pub fn thousands(n: u64) -> String {
 }
 
 // ---------------------------------------------------------------------------------
-// The README's figures.
+// BENCHMARKS.md's figures.
 
-/// Prints a bench's part of the README's performance section between the markers
-/// benches/figures.sh looks for, so that the README shows exactly what was printed:
+/// Prints a bench's part of BENCHMARKS.md between the markers
+/// benches/figures.sh looks for, so that BENCHMARKS.md shows exactly what was printed:
 /// the command, when and on what it ran, and `body` (its tables and verdicts).
 pub fn print_figures(name: &str, command: &str, body: &str) {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
