@@ -18,6 +18,7 @@ mod decision_chain;
 mod disk_full;
 mod dispatch_approval;
 mod dispatch_refusals;
+mod docs;
 mod draft_edit;
 mod draft_states;
 mod escape_corpus;
