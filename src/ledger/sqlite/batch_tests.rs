@@ -7,6 +7,7 @@
 //! commits with its own `synchronous` setting.
 
 use super::tests::new_ledger;
+use super::writer::commit_batch;
 use super::*;
 
 const AT: &str = "2026-09-27T10:00:00.000Z";
