@@ -1095,21 +1095,32 @@ impl App {
 
     /// What came of a decision, as the status line says it.
     fn word(&self, outcome: &Outcome) -> String {
+        // An approval sends nothing: say what does (N9).
+        let send_with = |id: &i64| {
+            format!(
+                " Send it with: send-once dispatch {} {id} -- <send command>",
+                crate::text::visible_inline(&shell_words::quote(&self.ledger_label))
+            )
+        };
         match outcome {
             Outcome::Approved {
                 id,
                 revision,
                 expires_at,
                 approvers: None,
-            } => format!("Approved draft {id} (revision {revision}) until {expires_at}."),
+            } => format!(
+                "Approved draft {id} (revision {revision}) until {expires_at}.{}",
+                send_with(id)
+            ),
             Outcome::Approved {
                 id,
                 revision,
                 expires_at,
                 approvers: Some((names, count)),
             } => format!(
-                "Approved draft {id} (revision {revision}) {count} of {count}, by {}: the approval is made, until {expires_at}.",
-                crate::text::visible_inline(names)
+                "Approved draft {id} (revision {revision}) {count} of {count}, by {}: the approval is made, until {expires_at}.{}",
+                crate::text::visible_inline(names),
+                send_with(id)
             ),
             Outcome::Voted {
                 id,
