@@ -2019,7 +2019,13 @@ impl App {
         let seen = prefill
             .as_ref()
             .map_or_else(|| Seen::entry(entry), |p| p.seen.clone());
-        let short = crate::text::visible_inline(&short_key(&key)).into_owned();
+        // The form's title names who the send was for, as the row does; the key
+        // only when the entry says nothing of it (N10).
+        let short = if who.is_empty() {
+            crate::text::visible_inline(&short_key(&key)).into_owned()
+        } else {
+            who.clone()
+        };
         let note = prefill.as_ref().map_or("", |p| p.note.as_str());
         let mut fields = vec![field("Note", note, false), field("Name", &self.by, true)];
         let (kind, title) = if sent {

@@ -1597,6 +1597,50 @@ fn the_decisions_view_lists_the_log_newest_first_and_filters_as_typed() {
     assert!(text.contains("No decision matches the filter"), "{text}");
 }
 
+/// N10: the Decisions list names its columns, says what each decision changed (not
+/// "changed" on every row), and a wide terminal gives the subject room.
+#[test]
+fn the_decisions_list_has_column_names_outcomes_and_a_wide_subject() {
+    let mut app = full_app();
+    app.update(Action::DecisionsLoaded(Ok(decisions())));
+    key(&mut app, KeyCode::Char('4'));
+    let text = snap("decisions_160x30", &mut app, 160, 30);
+    let rows: Vec<&str> = text.lines().collect();
+    assert!(
+        rows[3].contains("when") && rows[3].contains("who") && rows[3].contains("outcome"),
+        "{text}"
+    );
+    for word in ["REFUSED", "approved", "pending→failed", "rejected"] {
+        assert!(text.contains(word), "{word}: {text}");
+    }
+    assert!(
+        rows[4..8].iter().all(|r| !r.contains(" changed ")),
+        "{text}"
+    );
+    assert!(text.contains("draft 13 cy@example.com · renewal"), "{text}");
+}
+
+/// N10: `:` and Tab on an empty line list what fits and say how many more, never a
+/// name cut in the middle, and the keys stay on the row.
+#[test]
+fn the_command_line_lists_what_fits_and_how_many_more() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char(':'));
+    press(&mut app, KeyCode::Tab);
+    let text = screen(&mut app, 80, 24);
+    let row = text
+        .lines()
+        .find(|l| l.contains("Tab complete"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("more (type a letter)"), "{row}");
+    assert!(row.ends_with("Esc cancel"), "{row}");
+    let names: Vec<&str> = row.trim().split(" +").next().unwrap().split(' ').collect();
+    let all = send_once::ui::keymap::completions(app.view, "");
+    for name in names {
+        assert!(all.contains(&name), "{name:?} is a whole name: {row}");
+    }
+}
+
 #[test]
 fn an_items_history_shows_its_decisions_and_what_another_tool_wrote() {
     let mut app = full_app();
