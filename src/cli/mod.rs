@@ -56,14 +56,27 @@ Exit codes:
   2  refused or could not run (bad input, unusable ledger, a gate fired)
   3  unknown: the send may or may not have gone out; a person must check";
 
-// `send-once -h` alone is not a help flag, as in the Node CLI (whose recorded behaviour
-// this matches); after a command it is short help (see `command`).
+/// What every command's exit status means, for the top-level help: each command's own
+/// help says what it uses (audit's 1 is "something unknown", not a failed send).
+const ALL_EXIT_CODES: &str = "\
+Exit codes (each command's --help gives its own):
+  0  done: sent now or already sent, nothing unknown (audit), every key resolved
+  1  run, dispatch, mail: the send failed definitely and may be retried; audit,
+     reconcile: something is still unknown; decisions verify: the chain is broken;
+     others: refused (no such entry or draft, a sent entry marked failed, a
+     decision on something that changed since it was seen)
+  2  refused or could not run (bad input, unusable ledger, a gate fired)
+  3  unknown: the send may or may not have gone out; a person must check";
+
+// clap's own help flag is off so that `--help` (long) and `-h` (short) are declared by
+// hand: `--help` here, `-h` in `command`, for every command and for `send-once -h`
+// alone (which the Node CLI refused only because it declared no short options, N7).
 #[derive(Parser, Debug)]
 #[command(
     name = "send-once",
     version,
     about = "Outbound sends that happen at most once, with a person in charge of what is unknown.",
-    after_help = EXIT_CODES,
+    after_help = ALL_EXIT_CODES,
     disable_help_flag = true
 )]
 pub struct Cli {
@@ -71,7 +84,7 @@ pub struct Cli {
     // Listed after each command's own options, not first.
     #[arg(long, global = true, display_order = 900)]
     headless: bool,
-    /// Print help (-h for a short one, after a command: `send-once ls -h`)
+    /// Print help (-h for a short one)
     #[arg(long, global = true, action = ArgAction::HelpLong, display_order = 901)]
     help: Option<bool>,
     /// How spans are written on stderr when SEND_ONCE_LOG is set (SEND_ONCE_LOG=info; tui writes none)
@@ -356,21 +369,18 @@ pub fn store_problem(e: &send_once::ledger::StoreError) -> Problem {
     Problem::new(kind, e)
 }
 
-/// The clap definition, for parsing, completions and the man page: every subcommand
-/// (nested ones too) takes `-h` for short help beside `--help` for the long one. Not
-/// `send-once -h` alone, which the Node CLI refuses as an unknown option, and the
-/// recorded runs hold this one to that.
+/// The clap definition, for parsing, completions and the man page: every command
+/// (nested ones too, and `send-once` alone) takes `-h` for short help beside `--help`
+/// for the long one.
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command().mut_subcommands(|sub| {
-        sub.arg(
-            clap::Arg::new("short_help")
-                .short('h')
-                .display_order(902)
-                .action(ArgAction::HelpShort)
-                .global(true)
-                .help("Print short help (--help for more)"),
-        )
-    })
+    let short_help = clap::Arg::new("short_help")
+        .short('h')
+        .display_order(902)
+        .action(ArgAction::HelpShort)
+        .help("Print short help (--help for more)");
+    <Cli as clap::CommandFactory>::command()
+        .mut_subcommands(|sub| sub.arg(short_help.clone().global(true)))
+        .arg(short_help.clone())
 }
 
 /// How a file argument is named in messages: `-` is stdin.

@@ -50,6 +50,9 @@ pub fn review_problem(e: ReviewError) -> (Exit, Problem) {
             };
             let dispatched_at = match &e {
                 ReviewError::Closed { dispatched_at, .. } => dispatched_at.clone(),
+                ReviewError::DecidedFirst { dispatched, .. } => {
+                    dispatched.as_ref().map(|d| d.0.clone())
+                }
                 _ => None,
             };
             Problem::new(kind, &e)

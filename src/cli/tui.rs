@@ -95,6 +95,14 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     } else {
         None
     };
+    // The demo's sends are made up: a configured verify command would ask a real
+    // provider about them. It gets its own, unless --verify names one.
+    let mut verify = verify;
+    if let Some(demo) = &demo
+        && verify.every.is_none()
+    {
+        verify.every = Some(demo.verify.clone());
+    }
     let ledger = match (&demo, given) {
         (Some(demo), _) => LedgerLocation::Sqlite(demo.ledger.clone()),
         (None, Some(location)) => location,
@@ -170,6 +178,8 @@ fn no_ledger_yet(location: &LedgerLocation) -> String {
 struct DemoLedger {
     _dir: tempfile::TempDir,
     ledger: std::path::PathBuf,
+    /// The demo's offline verify command, for `v` (N9).
+    verify: VerifyCommand,
 }
 
 impl DemoLedger {
@@ -184,8 +194,16 @@ impl DemoLedger {
                     std::env::temp_dir().display()
                 )
             })?;
+        let script = dir.path().join("verify.sh");
+        std::fs::write(&script, ui::demo::verify_script()?)
+            .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
         let demo = DemoLedger {
             ledger: dir.path().join("demo.db"),
+            verify: VerifyCommand {
+                text: format!("sh {}", script.display()),
+                argv: vec!["sh".to_owned(), script.display().to_string()],
+                from: "the demo's offline provider".to_owned(),
+            },
             _dir: dir,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()

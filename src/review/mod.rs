@@ -767,22 +767,21 @@ pub enum ReviewError {
         verb: &'static str,
     },
     /// Someone else decided between this person's read and their decision.
-    #[error(
-        "draft {id} was {} by {} at {}{} while you were deciding; your decision was not recorded",
-        .state.as_str(), .by.as_deref().unwrap_or("someone"), .at.as_deref().unwrap_or("?"),
-        .reason.as_deref().map(|r| format!(" (reason: {r:?})")).unwrap_or_default()
-    )]
+    #[error("{}", decided_first(*.id, *.state, .by, .at, .reason, .dispatched))]
     DecidedFirst {
         /// The draft.
         id: i64,
         /// What the other decision made it.
         state: DraftState,
-        /// Who decided first.
+        /// Who decided first (for a dispatched draft, who approved it).
         by: Option<String>,
-        /// When.
+        /// When (for a dispatched draft, when it was approved).
         at: Option<String>,
         /// A rejection's reason or a withdrawal's note, as they gave it.
         reason: Option<String>,
+        /// For a dispatched draft: when it was dispatched, and the provider's id of
+        /// the send when the ledger has it (boxed: the error stays small).
+        dispatched: Option<Box<(String, Option<String>)>>,
     },
     /// A new revision (or another change) arrived between the read and the decision.
     #[error(
@@ -904,6 +903,45 @@ fn check_name(by: Option<&str>) -> Result<(), ReviewError> {
     }
 }
 
+/// Someone's decision landed first. A dispatched draft keeps its approval as its
+/// decision: the dispatch is said with its own time (and the provider's id), and the
+/// approvers as approvers, never as the people who sent it (K4).
+fn decided_first(
+    id: i64,
+    state: DraftState,
+    by: &Option<String>,
+    at: &Option<String>,
+    reason: &Option<String>,
+    dispatched: &Option<Box<(String, Option<String>)>>,
+) -> String {
+    let how = match (state, dispatched.as_deref()) {
+        (DraftState::Dispatched, Some((sent, provider_id))) => {
+            let approved = decided(by, at);
+            let approved = approved
+                .strip_prefix(" (")
+                .and_then(|a| a.strip_suffix(')'))
+                .map(|a| format!("approved {a}"));
+            let notes: Vec<String> = provider_id.iter().cloned().chain(approved).collect();
+            if notes.is_empty() {
+                format!("dispatched at {sent}")
+            } else {
+                format!("dispatched at {sent} ({})", notes.join("; "))
+            }
+        }
+        _ => format!(
+            "{} by {} at {}{}",
+            state.as_str(),
+            by.as_deref().unwrap_or("someone"),
+            at.as_deref().unwrap_or("?"),
+            reason
+                .as_deref()
+                .map(|r| format!(" (reason: {r:?})"))
+                .unwrap_or_default()
+        ),
+    };
+    format!("draft {id} was {how} while you were deciding; your decision was not recorded")
+}
+
 /// How a closed draft got closed. A dispatched draft keeps who approved it and when
 /// as its decision, so that is said as the approval, not as the dispatch.
 fn closed_how(by: &Option<String>, at: &Option<String>, dispatched_at: &Option<String>) -> String {
@@ -917,6 +955,25 @@ fn closed_how(by: &Option<String>, at: &Option<String>, dispatched_at: &Option<S
 }
 
 impl ReviewError {
+    /// The refusal of a decision that `draft`, as it is now, was decided first.
+    fn decided_first(draft: &Draft) -> Self {
+        let dispatched = draft.state == DraftState::Dispatched;
+        ReviewError::DecidedFirst {
+            id: draft.id,
+            state: draft.state,
+            by: draft.decided_by.clone(),
+            at: draft.decided_at.clone(),
+            reason: draft.reason.clone(),
+            dispatched: dispatched.then(|| {
+                let provider_id = draft
+                    .ledger_sent
+                    .as_ref()
+                    .and_then(|l| l.provider_id.clone());
+                Box::new((draft.updated_at.clone(), provider_id))
+            }),
+        }
+    }
+
     /// The refusal of `verb` on a draft that is no longer open.
     fn closed(draft: &Draft, verb: &'static str) -> Self {
         ReviewError::Closed {
@@ -1155,13 +1212,7 @@ pub fn judge(
                 draft.version
             ),
             if draft.decided_at.is_some() {
-                ReviewError::DecidedFirst {
-                    id,
-                    state: draft.state,
-                    by: draft.decided_by.clone(),
-                    at: draft.decided_at.clone(),
-                    reason: draft.reason.clone(),
-                }
+                ReviewError::decided_first(draft)
             } else {
                 ReviewError::ChangedMeanwhile {
                     id,
@@ -1395,13 +1446,7 @@ fn lost_race(before: &Draft, now: &Draft) -> ReviewError {
             revision: now.revision,
         };
     }
-    ReviewError::DecidedFirst {
-        id: now.id,
-        state: now.state,
-        by: now.decided_by.clone(),
-        at: now.decided_at.clone(),
-        reason: now.reason.clone(),
-    }
+    ReviewError::decided_first(now)
 }
 
 /// The review queue in a ledger that keeps one: submit, look, recheck, decide, and

@@ -1095,21 +1095,32 @@ impl App {
 
     /// What came of a decision, as the status line says it.
     fn word(&self, outcome: &Outcome) -> String {
+        // An approval sends nothing: say what does (N9).
+        let send_with = |id: &i64| {
+            format!(
+                " Send it with: send-once dispatch {} {id} -- <send command>",
+                crate::text::visible_inline(&shell_words::quote(&self.ledger_label))
+            )
+        };
         match outcome {
             Outcome::Approved {
                 id,
                 revision,
                 expires_at,
                 approvers: None,
-            } => format!("Approved draft {id} (revision {revision}) until {expires_at}."),
+            } => format!(
+                "Approved draft {id} (revision {revision}) until {expires_at}.{}",
+                send_with(id)
+            ),
             Outcome::Approved {
                 id,
                 revision,
                 expires_at,
                 approvers: Some((names, count)),
             } => format!(
-                "Approved draft {id} (revision {revision}) {count} of {count}, by {}: the approval is made, until {expires_at}.",
-                crate::text::visible_inline(names)
+                "Approved draft {id} (revision {revision}) {count} of {count}, by {}: the approval is made, until {expires_at}.{}",
+                crate::text::visible_inline(names),
+                send_with(id)
             ),
             Outcome::Voted {
                 id,
@@ -2008,7 +2019,13 @@ impl App {
         let seen = prefill
             .as_ref()
             .map_or_else(|| Seen::entry(entry), |p| p.seen.clone());
-        let short = crate::text::visible_inline(&short_key(&key)).into_owned();
+        // The form's title names who the send was for, as the row does; the key
+        // only when the entry says nothing of it (N10).
+        let short = if who.is_empty() {
+            crate::text::visible_inline(&short_key(&key)).into_owned()
+        } else {
+            who.clone()
+        };
         let note = prefill.as_ref().map_or("", |p| p.note.as_str());
         let mut fields = vec![field("Note", note, false), field("Name", &self.by, true)];
         let (kind, title) = if sent {

@@ -159,6 +159,11 @@ impl VerifySetup {
     /// One line for the help: where `v`'s commands come from.
     pub fn describe(&self) -> String {
         let mut text = match (&self.every, self.by_channel.is_empty()) {
+            (Some(every), _) if every.from != "--verify" => format!(
+                "v runs {} ({}) for every channel",
+                visible_inline(&every.text),
+                visible_inline(&every.from)
+            ),
             (Some(every), _) => format!(
                 "v runs --verify {} for every channel",
                 visible_inline(&every.text)

@@ -173,6 +173,50 @@ impl DraftEvent {
     }
 }
 
+/// The demo's verify command: a POSIX `sh` script that answers the provider check
+/// (README of assets/verifiers) from assets/demo/sends.json, offline, so that `v` in
+/// the demo shows each answer: found (exit 0 and the record), absent (exit 1), and no
+/// record to read (exit 2, inconclusive).
+pub fn verify_script() -> Result<String, String> {
+    let sends: SendsSpec = serde_json::from_str(SENDS)
+        .map_err(|e| format!("assets/demo/sends.json is not valid demo data: {e}"))?;
+    let mut script = String::from(
+        "#!/bin/sh\n\
+         # send-once tui --demo: a stand-in for the providers, answering v offline from\n\
+         # the demo's data. A real verify command asks the provider (assets/verifiers/).\n\
+         case \"$SEND_ONCE_KEY\" in\n",
+    );
+    for send in &sends.unknown {
+        let Some(answer) = &send.verify else { continue };
+        let key = key_of(
+            &send.channel,
+            &send.to,
+            &send.intent,
+            send.window.as_deref(),
+        )?;
+        match answer {
+            VerifySpec::Found { provider_id } => {
+                if !provider_id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    return Err(format!("demo data: provider id {provider_id:?}"));
+                }
+                script.push_str(&format!(
+                    "  {key}) echo '{{\"providerId\": \"{provider_id}\", \"status\": \"delivered\"}}'; exit 0 ;;\n"
+                ));
+            }
+            VerifySpec::Absent => script.push_str(&format!("  {key}) exit 1 ;;\n")),
+        }
+    }
+    script.push_str(
+        "esac\n\
+         echo 'the demo provider has no record of this send to read yet' >&2\n\
+         exit 2\n",
+    );
+    Ok(script)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SendsSpec {
@@ -194,6 +238,20 @@ struct SendSpec {
     meta: Map<String, Value>,
     attempts: Vec<Attempt>,
     resolve: Option<ResolveSpec>,
+    /// What the demo's provider answers `v` about it, if it has a record to read.
+    verify: Option<VerifySpec>,
+}
+
+/// The demo provider's record of a send still unknown: found (with its id), or read
+/// in full and absent.
+#[derive(Deserialize)]
+#[serde(tag = "answer", rename_all = "camelCase", deny_unknown_fields)]
+enum VerifySpec {
+    #[serde(rename_all = "camelCase")]
+    Found {
+        provider_id: String,
+    },
+    Absent,
 }
 
 #[derive(Deserialize)]

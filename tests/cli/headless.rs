@@ -302,9 +302,6 @@ fn bad_arguments_are_refused_and_change_nothing() {
                 vec!["resolve", l, "pend-1", "sent", "--bogus"],
                 vec!["--bogus"],
             ),
-            // `-h` after a command is short help now (shift D13); alone it stays
-            // the Node CLI's unknown option.
-            (vec!["-h"], vec!["-h"]),
             (vec!["ls", l, "--status", "bogus"], vec!["bogus"]),
             (vec!["ls", l, "--limit", "many"], vec!["many"]),
             (

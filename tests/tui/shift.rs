@@ -665,6 +665,13 @@ fn the_demo_fills_every_view_and_leaves_nothing_behind() {
     term.wait_for("more below: J");
     term.press(&["2"]);
     term.wait_for("[in flight?]");
+    // The demo has a verify command of its own, offline, for every channel (N9):
+    // the webhook's provider has it.
+    term.press(&["/"]);
+    term.type_text("hooks.partner");
+    term.press(&["Enter", "v"]);
+    term.wait_for("evt_2031_delivered");
+    term.press(&["Escape"]);
     term.press(&["3"]);
     term.wait_for("Ledger · newest first");
     term.press(&["4"]);

@@ -234,7 +234,7 @@ fn the_confirmation_names_an_earlier_voters_limit() {
 }
 
 /// Findings T8 and T6: the vote that completes a quorum is told so, with everyone
-/// it counts; an edit that voided votes says whose.
+/// it counts, and how the draft gets sent (N9); an edit that voided votes says whose.
 #[test]
 fn the_completing_vote_and_a_voiding_edit_say_so() {
     let mut app = app_as("dana", vec![draft(&["sam"])]);
@@ -246,7 +246,7 @@ fn the_completing_vote_and_a_voiding_edit_say_so() {
     }));
     assert_eq!(
         status(&app),
-        "Approved draft 7 (revision 1) 2 of 2, by sam, dana: the approval is made, until 2026-09-28T00:00:00.000Z."
+        "Approved draft 7 (revision 1) 2 of 2, by sam, dana: the approval is made, until 2026-09-28T00:00:00.000Z. Send it with: send-once dispatch ledger.db 7 -- <send command>"
     );
     app.update(Action::Done(Outcome::Edited {
         id: 7,

@@ -1010,7 +1010,29 @@ fn pane_texts(buffer: &Buffer) -> Vec<String> {
 }
 
 fn on_screen(buffer: &Buffer, want: &str) -> bool {
-    buffer_text(buffer).contains(want) || pane_texts(buffer).iter().any(|p| p.contains(want))
+    buffer_text(buffer).contains(want)
+        || pane_texts(buffer).iter().any(|p| p.contains(want))
+        || diff_texts(buffer).iter().any(|p| p.contains(want))
+}
+
+/// Like [`pane_texts`], with each row's diff marker and indent taken off, so that a
+/// diff line wrapped with its `+`/`-` repeated on each row reads as one.
+fn diff_texts(buffer: &Buffer) -> Vec<String> {
+    let lines = buffer_lines(buffer);
+    let mut out = Vec::new();
+    for strip in 0..pane_texts(buffer).len() {
+        let mut text = String::new();
+        for line in &lines {
+            let cells: Vec<char> = line.chars().collect();
+            let borders: Vec<usize> = (0..cells.len()).filter(|&x| cells[x] == '│').collect();
+            if let Some(pair) = borders.windows(2).nth(strip) {
+                let row: String = cells[pair[0] + 1..pair[1]].iter().collect();
+                text.push_str(row.trim_start_matches(['+', '-']).trim());
+            }
+        }
+        out.push(text);
+    }
+    out
 }
 
 fn assert_clean(buffer: &Buffer, label: &str, place: &str) {
@@ -1575,6 +1597,50 @@ fn the_decisions_view_lists_the_log_newest_first_and_filters_as_typed() {
     assert!(text.contains("No decision matches the filter"), "{text}");
 }
 
+/// N10: the Decisions list names its columns, says what each decision changed (not
+/// "changed" on every row), and a wide terminal gives the subject room.
+#[test]
+fn the_decisions_list_has_column_names_outcomes_and_a_wide_subject() {
+    let mut app = full_app();
+    app.update(Action::DecisionsLoaded(Ok(decisions())));
+    key(&mut app, KeyCode::Char('4'));
+    let text = snap("decisions_160x30", &mut app, 160, 30);
+    let rows: Vec<&str> = text.lines().collect();
+    assert!(
+        rows[3].contains("when") && rows[3].contains("who") && rows[3].contains("outcome"),
+        "{text}"
+    );
+    for word in ["REFUSED", "approved", "pending→failed", "rejected"] {
+        assert!(text.contains(word), "{word}: {text}");
+    }
+    assert!(
+        rows[4..8].iter().all(|r| !r.contains(" changed ")),
+        "{text}"
+    );
+    assert!(text.contains("draft 13 cy@example.com · renewal"), "{text}");
+}
+
+/// N10: `:` and Tab on an empty line list what fits and say how many more, never a
+/// name cut in the middle, and the keys stay on the row.
+#[test]
+fn the_command_line_lists_what_fits_and_how_many_more() {
+    let mut app = full_app();
+    key(&mut app, KeyCode::Char(':'));
+    press(&mut app, KeyCode::Tab);
+    let text = screen(&mut app, 80, 24);
+    let row = text
+        .lines()
+        .find(|l| l.contains("Tab complete"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("more (type a letter)"), "{row}");
+    assert!(row.ends_with("Esc cancel"), "{row}");
+    let names: Vec<&str> = row.trim().split(" +").next().unwrap().split(' ').collect();
+    let all = send_once::ui::keymap::completions(app.view, "");
+    for name in names {
+        assert!(all.contains(&name), "{name:?} is a whole name: {row}");
+    }
+}
+
 #[test]
 fn an_items_history_shows_its_decisions_and_what_another_tool_wrote() {
     let mut app = full_app();
@@ -1714,6 +1780,52 @@ fn brackets_choose_the_diff_base_and_a_body_reads_as_text_with_the_changed_word_
     assert!(buffer[(x, y)].modifier.contains(Modifier::UNDERLINED));
     let (x, y) = find(buffer, "Your balance");
     assert!(!buffer[(x, y)].modifier.contains(Modifier::UNDERLINED));
+}
+
+/// A text block's changed line too long for the pane, followed by a field of the
+/// payload: the wrapped pieces keep their `-`/`+` and the gutter (N4, K3).
+fn long_line_revised() -> Draft {
+    let mut d = base_draft(
+        22,
+        "statement-7",
+        2 * HOUR,
+        json!({"to": "customer@good.example", "intent": "statement"}),
+    );
+    let body = |month: &str| json!({"to": "customer@good.example", "body": format!("Hello,\nPlease find your statement attached for the month of {month} 2026 as agreed with you.\nRegards")});
+    d.revision = 2;
+    d.version = 2;
+    d.revisions = vec![
+        revision(1, 2 * HOUR, body("October"), json!({})),
+        revision(2, MIN, body("November"), json!({})),
+    ];
+    d
+}
+
+#[test]
+fn a_wrapped_diff_line_keeps_its_marker_and_gutter_on_every_row() {
+    let mut app = loaded_app(vec![long_line_revised()], unknown(), ledger_entries());
+    key(&mut app, KeyCode::Char('1'));
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Char('J'));
+    }
+    let text = snap("draft_diff_wrapped_line_80x24", &mut app, 80, 24);
+    let rows: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_start_matches('│'))
+        .filter(|l| l.contains("2026") || l.contains("agreed") || l.contains("with you"))
+        .collect();
+    assert!(rows.len() >= 4, "both lines wrap: {text}");
+    for row in &rows {
+        assert!(
+            row.starts_with("-     │ ") || row.starts_with("+     │ "),
+            "every piece keeps its marker and gutter: {row:?} in {text}"
+        );
+    }
+    assert_eq!(
+        rows.iter().filter(|r| r.starts_with('-')).count(),
+        rows.iter().filter(|r| r.starts_with('+')).count(),
+        "{text}"
+    );
 }
 
 #[test]

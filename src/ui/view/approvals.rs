@@ -323,17 +323,103 @@ fn payload_lines<'a>(
         };
         // A line with only some words changed shows them underlined and bold, so the
         // change reads without colour too.
-        let mut spans = vec![Span::styled(mark, style)];
-        for segment in &line.segments {
-            let segment_style = if segment.emphasised && line.is_partial() {
-                style.add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
-            } else {
-                style
-            };
-            spans.push(Span::styled(segment.text.clone(), segment_style));
+        let runs: Vec<(String, Style)> = line
+            .segments
+            .iter()
+            .map(|segment| {
+                let segment_style = if segment.emphasised && line.is_partial() {
+                    style.add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+                } else {
+                    style
+                };
+                (segment.text.clone(), segment_style)
+            })
+            .collect();
+        for row in wrap_diff_line(&runs, style, width.saturating_sub(mark.len())) {
+            let mut spans = vec![Span::styled(mark, style)];
+            spans.extend(row.into_iter().map(|(text, s)| Span::styled(text, s)));
+            lines.push(Line::from(spans));
         }
-        lines.push(Line::from(spans));
     }
+}
+
+/// A diff line's runs cut into rows of `room` columns at word boundaries. Every row
+/// after the first repeats the line's indent, and for a line of a text block its
+/// gutter, so that a continuation neither loses its `-`/`+` (the caller puts it on
+/// every row) nor passes for a line of the payload's structure (N4, K3).
+fn wrap_diff_line(
+    runs: &[(String, Style)],
+    style: Style,
+    room: usize,
+) -> Vec<Vec<(String, Style)>> {
+    use unicode_width::UnicodeWidthChar;
+    let text: String = runs.iter().map(|(t, _)| t.as_str()).collect();
+    let width_of = |c: char| c.width().unwrap_or(0);
+    if room < 8 || text.chars().map(width_of).sum::<usize>() <= room {
+        return vec![runs.to_vec()];
+    }
+    let trimmed = text.trim_start();
+    let indent = text.chars().count() - trimmed.chars().count();
+    let lead = if trimmed.starts_with(render::GUTTER) {
+        format!("{}{} ", " ".repeat(indent), render::GUTTER)
+    } else {
+        " ".repeat(indent)
+    };
+    let lead_width = lead.chars().count();
+    // Each character with its style, so a cut keeps what was emphasised.
+    let chars: Vec<(char, Style)> = runs
+        .iter()
+        .flat_map(|(t, s)| t.chars().map(move |c| (c, *s)))
+        .collect();
+    // Words: a run of non-spaces and the spaces after it.
+    let mut words: Vec<&[(char, Style)]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=chars.len() {
+        let ends = i == chars.len() || (chars[i - 1].0 == ' ' && chars[i].0 != ' ');
+        if ends {
+            words.push(&chars[start..i]);
+            start = i;
+        }
+    }
+    let mut rows: Vec<Vec<(char, Style)>> = vec![Vec::new()];
+    let mut used = 0;
+    for word in words {
+        let ink: usize = word
+            .iter()
+            .filter(|(c, _)| *c != ' ')
+            .map(|(c, _)| width_of(*c))
+            .sum();
+        let start = if rows.len() == 1 { 0 } else { lead_width };
+        if used > start && used + ink > room {
+            rows.push(lead.chars().map(|c| (c, style)).collect());
+            used = lead_width;
+        }
+        for &(c, s) in word {
+            let w = width_of(c);
+            if used + w > room {
+                if c == ' ' {
+                    continue;
+                }
+                // A word longer than the row is cut.
+                rows.push(lead.chars().map(|c| (c, style)).collect());
+                used = lead_width;
+            }
+            rows.last_mut().expect("a row").push((c, s));
+            used += w;
+        }
+    }
+    rows.into_iter()
+        .map(|row| {
+            let mut out: Vec<(String, Style)> = Vec::new();
+            for (c, s) in row {
+                match out.last_mut() {
+                    Some((text, style)) if *style == s => text.push(c),
+                    _ => out.push((c.to_string(), s)),
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 /// A text block's line cut to the pane's width, each piece keeping the indent and

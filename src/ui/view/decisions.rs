@@ -23,6 +23,38 @@ fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
     }
 }
 
+/// What came of a decision, in a few words: what it changed (a status, a vote, a
+/// revision), or that it changed nothing or was refused; "changed" on every row said
+/// nothing (N10).
+fn outcome_text(d: &Decision) -> String {
+    match d.outcome {
+        DecisionOutcome::Refused => "REFUSED".to_owned(),
+        DecisionOutcome::Unchanged => "no change".to_owned(),
+        DecisionOutcome::Changed => {
+            let detail = d.detail.as_object();
+            let word = |n: &str| detail.and_then(|o| o.get(n)).and_then(Value::as_str);
+            let number = |n: &str| detail.and_then(|o| o.get(n)).and_then(Value::as_i64);
+            match d.action {
+                DecisionAction::Submit => number("revision")
+                    .map_or_else(|| "queued".to_owned(), |r| format!("revision {r}")),
+                DecisionAction::Approve => match (number("approvals"), number("required")) {
+                    (Some(count), Some(required)) if required > 1 => {
+                        format!("{count} of {required}")
+                    }
+                    _ => "approved".to_owned(),
+                },
+                DecisionAction::Reject => "rejected".to_owned(),
+                DecisionAction::Withdraw => "withdrawn".to_owned(),
+                _ => match (word("from"), word("status")) {
+                    (Some(from), Some(to)) => format!("{from}→{to}"),
+                    (None, Some(to)) => format!("→{to}"),
+                    _ => "changed".to_owned(),
+                },
+            }
+        }
+    }
+}
+
 /// What a decision is about as a person reads it: who and what (as the decision
 /// recorded them, else as the loaded lists know them), else the draft or short key.
 fn subject_text(app: &App, d: &Decision) -> String {
@@ -64,6 +96,10 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     let room = usize::from(list.width)
         .saturating_sub(4 + 12 + 10 + 10 + 13)
         .clamp(6, 20);
+    // The subject takes 30 columns, or three fifths of what a wide pane has left,
+    // the note the rest (N10).
+    let rest = usize::from(list.width).saturating_sub(4 + 12 + room + 1 + 10 + 15);
+    let subject_width = (rest * 3 / 5).max(30);
     let row_at = |i: usize| {
         let d = &decisions[i];
         // Month, day and minute: a shift spans midnight.
@@ -79,10 +115,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                 )),
                 Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
                 Span::styled(
-                    format!("{:<9} ", d.outcome.as_str()),
+                    format!("{:<14} ", clip(&safe(&outcome_text(d)), 14)),
                     outcome_style(theme, d.outcome),
                 ),
-                Span::raw(format!("{:<30} ", clip(&safe(&subject_text(app, d)), 30))),
+                Span::raw(format!(
+                    "{:<subject_width$} ",
+                    clip(&safe(&subject_text(app, d)), subject_width)
+                )),
                 // A verify has no note: what it answered is what the row is for.
                 Span::styled(
                     match (&d.action, d.note.as_deref()) {
@@ -99,15 +138,51 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
             marked: None,
         }
     };
+    // A row of column names under the top border (N10): the list is drawn a row
+    // lower, and its top border replaced by the outer one.
+    let headed = list.height > 4;
+    let rows_area = if headed {
+        Rect {
+            y: list.y + 1,
+            height: list.height - 1,
+            ..list
+        }
+    } else {
+        list
+    };
+    if headed {
+        frame.render_widget(
+            ratatui::widgets::Block::default()
+                .borders(ratatui::widgets::Borders::ALL)
+                .title(title.clone()),
+            list,
+        );
+    }
     draw_list(
         frame,
         theme,
-        list,
+        rows_area,
         decisions.len(),
         row_at,
         state.selected,
         title,
     );
+    if headed {
+        let inner = usize::from(list.width.saturating_sub(2));
+        let names = format!(
+            "  {:<12}{:<room$} {:<10}{:<15}{:<subject_width$} note",
+            "when", "who", "action", "outcome", "subject"
+        );
+        let names = clip(&names, inner);
+        let header = format!("│{names:<inner$}│");
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(Line::from(Span::styled(header, theme.dim()))),
+            Rect {
+                height: 1,
+                ..rows_area
+            },
+        );
+    }
     draw_chain_line(frame, app, theme, list);
     if let Some(decision) = decisions.get(state.selected) {
         let mut lines = Vec::new();

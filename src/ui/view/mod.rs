@@ -148,7 +148,12 @@ pub fn hit(app: &App, column: u16, row: u16) -> Hit {
     if !inside(list) {
         return Hit::Elsewhere;
     }
-    let inner = Block::default().borders(Borders::ALL).inner(list);
+    let mut inner = Block::default().borders(Borders::ALL).inner(list);
+    // The Decisions list has a row of column names first (decisions::draw).
+    if app.view == View::Decisions && list.height > 4 {
+        inner.y += 1;
+        inner.height -= 1;
+    }
     if !inside(inner) {
         return Hit::List;
     }
@@ -326,10 +331,37 @@ fn draw_status(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     if let Some(Overlay::Command(input)) = &app.overlay {
         let typed = input.value().trim();
         let found = keymap::completions(app.view, typed);
+        // As many names as the row holds, and how many more there are, never a name
+        // cut in the middle (N10).
+        let width = usize::from(area.width);
+        let mut names = String::new();
+        for (n, name) in found.iter().enumerate() {
+            let left = found.len() - n - 1;
+            let more = if left > 0 {
+                format!(" +{left} more (type a letter)")
+            } else {
+                String::new()
+            };
+            let fits = 1
+                + names.len()
+                + 1
+                + name.len()
+                + more.len()
+                + 3
+                + keymap::COMMAND_KEYS.chars().count();
+            if fits > width && n > 0 {
+                names.push_str(&format!(" +{} more (type a letter)", found.len() - n));
+                break;
+            }
+            if !names.is_empty() {
+                names.push(' ');
+            }
+            names.push_str(name);
+        }
         let lines = vec![
             Line::from(format!(" :{}", safe(input.value()))),
             Line::from(Span::styled(
-                format!(" {} · {}", found.join(" "), keymap::COMMAND_KEYS),
+                format!(" {names} · {}", keymap::COMMAND_KEYS),
                 theme.dim(),
             )),
         ];

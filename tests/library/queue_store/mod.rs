@@ -59,6 +59,7 @@ macro_rules! queue_suite {
             a_dispatch_is_marked_once_and_a_recorded_send_is_never_replaced,
             a_key_sent_elsewhere_shows_on_the_draft,
             an_approved_draft_dispatches_once_and_then_the_ledger_answers,
+            a_decision_that_loses_to_a_dispatch_names_the_dispatch_not_the_approvers,
             a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain,
             an_outside_approval_is_judged_by_its_key_and_by_its_payload,
         );
@@ -1171,6 +1172,72 @@ pub async fn an_approved_draft_dispatches_once_and_then_the_ledger_answers(open:
         1,
         "dispatching is not a person's decision: {log:?}"
     );
+}
+
+/// A reject judged on the approved draft, refused because it was dispatched
+/// meanwhile, says when it was dispatched and with what id: the approvers and the
+/// approval's time are said as the approval, never as who sent it or when (K4).
+pub async fn a_decision_that_loses_to_a_dispatch_names_the_dispatch_not_the_approvers(
+    open: Open<'_>,
+) {
+    let store = open();
+    let review = Review::new(Arc::clone(&store), fixed(NOW));
+    let id = review
+        .submit(submission("k", json!({"to": "ana@example.com"}), json!({})))
+        .await
+        .unwrap()
+        .id;
+    review
+        .decide(id, approve_for("1h"), Some("dana".into()), None)
+        .await
+        .unwrap();
+    let seen = review.head(id).await.unwrap().version;
+    // Dispatched from a shell six minutes later, while the reject form was open.
+    let later = NOW + 6 * 60_000;
+    let shell = Review::new(Arc::clone(&store), fixed(later));
+    let ledger = Ledger::with_clock(open(), fixed(later));
+    let Prepared::Ready(ready) = shell.prepare_dispatch(id).await.unwrap() else {
+        panic!("an approved draft is ready");
+    };
+    shell
+        .dispatch(
+            ready,
+            &ledger,
+            &Counting::default(),
+            &SendOptions::default(),
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    let refused = review
+        .decide_seen(
+            id,
+            Verdict::Reject {
+                reason: "wrong amount".into(),
+            },
+            Some("sam".into()),
+            None,
+            Some(seen),
+        )
+        .await
+        .unwrap_err();
+    let text = refused.to_string();
+    let dispatched_at = send_once::ledger::time::iso_from_millis(later).unwrap();
+    assert!(
+        text.contains(&format!(
+            "was dispatched at {dispatched_at} (msg-1; approved by dana at "
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("dispatched by"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "approved by dana at {}",
+            send_once::ledger::time::iso_from_millis(NOW).unwrap()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("your decision was not recorded"), "{text}");
 }
 
 /// A submission identical to the current revision writes nothing and keeps the votes
