@@ -1,0 +1,386 @@
+//! Writes that survive a lost connection: a claim or a transition, its decision in the
+//! same transaction, and when the answer is lost, a read back of what landed.
+
+use super::{DecisionSql, Failure, PostgresStore, connection_gone, reason};
+use crate::ledger::decision::{Decision, Link};
+use crate::ledger::entry::{Entry, Status};
+use crate::ledger::store::{Durability, StoreError, same_claim};
+use deadpool_postgres::Object;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+use tokio_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+
+/// The answer to one try, with the connection: a connection that went away, or did not
+/// answer in time, is taken out of the pool so nothing else waits on it.
+pub(super) fn settle<T>(
+    client: Object,
+    answer: Result<Result<T, tokio_postgres::Error>, tokio::time::error::Elapsed>,
+    waited: Duration,
+) -> Result<T, Failure> {
+    match answer {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) if connection_gone(&e) => {
+            drop(Object::take(client));
+            Err(Failure::Lost(reason(&e)))
+        }
+        Ok(Err(e)) => Err(Failure::Refused(e)),
+        Err(_) => {
+            drop(Object::take(client));
+            Err(Failure::Lost(format!(
+                "the server gave no answer within {}s",
+                waited.as_secs()
+            )))
+        }
+    }
+}
+
+/// A claim's token: 128 random bits, so a row read back after a lost answer is ours
+/// only if it really is.
+pub(super) fn claim_token() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness from the system: the time and process still make it unique
+        // among this ledger's writers.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::process::id().hash(&mut hasher);
+        std::time::SystemTime::now().hash(&mut hasher);
+        bytes[..8].copy_from_slice(&hasher.finish().to_le_bytes());
+    }
+    hex::encode(bytes)
+}
+
+/// Logs `decision` in `tx`, chained to the log's last decision (after a genesis when
+/// the log ends in decisions without hashes), and gives back its hash: the one place a
+/// decision's fields are bound, for the ledger's writes and the queue's. An advisory
+/// lock held to the end of `tx` keeps any other appender from reading the same head.
+pub(crate) async fn insert_decision_in(
+    tx: &Transaction<'_>,
+    sql: &DecisionSql,
+    decision: &Decision,
+) -> Result<String, tokio_postgres::Error> {
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&sql.lock])
+        .await?;
+    let last = tx.query_opt(&sql.last_chained, &[]).await?;
+    let (after, hash): (i64, Option<String>) = match &last {
+        Some(row) => (row.get(0), row.get(1)),
+        None => (0, None),
+    };
+    let unchained = tx
+        .query(&sql.after, &[&after])
+        .await?
+        .iter()
+        .map(|row| {
+            let outcome: String = row.get(6);
+            let detail: String = row.get(7);
+            Decision {
+                id: Some(row.get(0)),
+                at: row.get(1),
+                by: row.get(2),
+                action: row.get::<_, String>(3).into(),
+                subject: row.get::<_, String>(4).into(),
+                note: row.get(5),
+                // A word this build cannot read still pins the decision as written.
+                outcome: serde_json::from_value(serde_json::Value::String(outcome))
+                    .unwrap_or(crate::ledger::DecisionOutcome::Refused),
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+                link: None,
+            }
+        })
+        .collect();
+    let head = crate::ledger::chain::Head { hash, unchained };
+    let wanted = head.ids_needed() as i32;
+    let ids: Vec<i64> = tx
+        .query(&sql.ids, &[&wanted])
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let mut hash = String::new();
+    for logged in crate::ledger::chain::to_append(&head, decision, &ids) {
+        let link = logged.link.clone().unwrap_or(Link {
+            prev_hash: None,
+            hash: String::new(),
+        });
+        let detail = logged.detail.to_string();
+        tx.execute(
+            &sql.insert,
+            &[
+                &logged.id,
+                &logged.at,
+                &logged.by,
+                &logged.action.as_str(),
+                &logged.subject.text().as_ref(),
+                &logged.note,
+                &logged.outcome.as_str(),
+                &detail,
+                &link.prev_hash,
+                &link.hash,
+            ],
+        )
+        .await?;
+        hash = link.hash;
+    }
+    Ok(hash)
+}
+
+impl PostgresStore {
+    /// The row for `key` as it is now, read on a new connection: its entry text and
+    /// claim token.
+    pub(super) async fn read_back(
+        &self,
+        key: &str,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
+        let column = crate::ledger::lone::lossy(key);
+        let rows = self
+            .read_now(&self.sql.read_back, &[&column.as_ref()])
+            .await?;
+        Ok(rows.first().map(|r| (r.get(0), r.get(1))))
+    }
+
+    /// After a claim whose answer was lost: whether the row holds our token.
+    pub(super) async fn claim_landed(
+        &self,
+        key: &str,
+        token: &str,
+        lost: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        match self.read_back(key).await {
+            Ok(Some((_, Some(found)))) if found == token => Ok(Some(true)),
+            Ok(Some(_)) => Ok(Some(false)),
+            // Not there: our statement was not applied, and trying again is safe.
+            Ok(None) => Ok(None),
+            Err(e) => Err(StoreError::ConnectionLost {
+                ledger: self.ledger.clone(),
+                reason: format!(
+                    "{lost}; reading the claim back: {e}. Nothing was sent. The claim may have been made: then the key is pending and will not be sent on its own; look at it with send-once show once the server answers"
+                ),
+            }),
+        }
+    }
+
+    /// After a transition whose answer was lost: whether the row holds what we wrote
+    /// (for a new attempt, our token), or still what we replaced.
+    pub(super) async fn transition_landed(
+        &self,
+        current_text: &str,
+        next: &Entry,
+        next_text: &str,
+        token: Option<&str>,
+        lost: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        match self.read_back(next.key()).await {
+            Ok(Some((text, found_token))) => {
+                let ours = match token {
+                    Some(token) => found_token.as_deref() == Some(token),
+                    None => text == next_text,
+                };
+                if ours {
+                    Ok(Some(true))
+                } else if text == current_text {
+                    Ok(None)
+                } else {
+                    Ok(Some(false))
+                }
+            }
+            Ok(None) => Ok(Some(false)),
+            Err(e) => Err(StoreError::ConnectionLost {
+                ledger: self.ledger.clone(),
+                reason: format!("{lost}; reading the entry back: {e}"),
+            }),
+        }
+    }
+
+    /// A claim, tried again once on a new connection when the first answer was lost and
+    /// the row shows it was not applied.
+    pub(super) async fn claim_with(
+        &self,
+        entry: &Entry,
+        decision: Option<&Decision>,
+    ) -> Result<bool, StoreError> {
+        self.writable()?;
+        self.reach().await?;
+        let token = claim_token();
+        let text = entry.to_json();
+        let key = crate::ledger::lone::lossy(entry.key());
+        let updated = entry.updated_at().unwrap_or(entry.claimed_at());
+        let params: [&(dyn ToSql + Sync); 6] = [
+            &key.as_ref(),
+            &entry.status().as_str(),
+            &text,
+            &entry.claimed_at(),
+            &updated,
+            &token.as_str(),
+        ];
+        let mut lost = String::new();
+        for _ in 0..2 {
+            let attempt = self.try_changing(&self.sql.claim, &params, decision).await;
+            match attempt {
+                Ok(claimed) => return Ok(claimed),
+                Err(Failure::Lost(reason)) => {
+                    if let Some(landed) = self.claim_landed(entry.key(), &token, &reason).await? {
+                        return Ok(landed);
+                    }
+                    lost = reason;
+                }
+                Err(failure) => return Err(self.failed(failure)),
+            }
+        }
+        // Read back twice and not there: not ConnectionLost, whose words say the
+        // outcome is unknown. It is known: nothing was claimed.
+        Err(StoreError::Database {
+            ledger: self.ledger.clone(),
+            detail: format!(
+                "the connection was lost twice before the claim was answered ({lost}); \
+                 read back each time, the claim is not there, so nothing was claimed"
+            ),
+        })
+    }
+
+    /// One try at a claim or a transition (each answers a row when it changed
+    /// something). With a decision, in one transaction that logs it and notifies the
+    /// ledger's channel, only if the row changed.
+    pub(super) async fn try_changing(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        decision: Option<&Decision>,
+    ) -> Result<bool, Failure> {
+        let Some(decision) = decision else {
+            return self
+                .try_query(sql, params)
+                .await
+                .map(|rows| !rows.is_empty());
+        };
+        let mut client = self.client().await.map_err(Failure::Store)?;
+        let work = async {
+            let tx = client.transaction().await?;
+            let changed = !tx.query(sql, params).await?.is_empty();
+            if changed {
+                self.insert_decision(&tx, decision).await?;
+                tx.batch_execute(&self.sql.notify).await?;
+            }
+            tx.commit().await?;
+            Ok(changed)
+        };
+        let answer = tokio::time::timeout(self.answer_timeout(), work).await;
+        settle(client, answer, self.answer_timeout())
+    }
+
+    pub(super) async fn insert_decision(
+        &self,
+        tx: &Transaction<'_>,
+        decision: &Decision,
+    ) -> Result<String, tokio_postgres::Error> {
+        insert_decision_in(tx, &self.sql.decisions, decision).await
+    }
+
+    /// A compare-and-set on the stored entry's text; a transition into a new attempt
+    /// carries a new claim token. Tried again once when the answer was lost and the row
+    /// still holds what was to be replaced.
+    pub(super) async fn transition_with(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        durability: Durability,
+        decision: Option<&Decision>,
+    ) -> Result<bool, StoreError> {
+        self.writable()?;
+        self.reach().await?;
+        let token = (next.status() == Status::Pending).then(claim_token);
+        let next_text = next.to_json();
+        let mut current_text = current.to_json();
+        let mut lost = String::new();
+        let mut tries = 0;
+        while tries < 2 {
+            tries += 1;
+            match self
+                .transition_once(
+                    current.status().as_str(),
+                    &current_text,
+                    next,
+                    &next_text,
+                    token.as_deref(),
+                    durability,
+                    decision,
+                )
+                .await
+            {
+                Ok(true) => return Ok(true),
+                Ok(false) => {
+                    // The stored text may be the same claim written another way (by
+                    // another tool, or before a field this build does not know was
+                    // added): compare claims, as every store does, and then set on that
+                    // exact text.
+                    match self.read_back(next.key()).await? {
+                        Some((stored, _))
+                            if stored != current_text
+                                && Entry::from_json(&stored)
+                                    .is_ok_and(|e| same_claim(&e, current)) =>
+                        {
+                            current_text = stored;
+                        }
+                        _ => return Ok(false),
+                    }
+                }
+                Err(Failure::Lost(reason)) => {
+                    if let Some(landed) = self
+                        .transition_landed(
+                            &current_text,
+                            next,
+                            &next_text,
+                            token.as_deref(),
+                            &reason,
+                        )
+                        .await?
+                    {
+                        return Ok(landed);
+                    }
+                    lost = reason;
+                }
+                Err(failure) => return Err(self.failed(failure)),
+            }
+        }
+        if lost.is_empty() {
+            return Ok(false);
+        }
+        Err(StoreError::Database {
+            ledger: self.ledger.clone(),
+            detail: format!(
+                "the connection was lost twice before the change was answered ({lost}); \
+                 read back each time, the entry still holds what it held, so it was not changed"
+            ),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn transition_once(
+        &self,
+        current_status: &str,
+        current_text: &str,
+        next: &Entry,
+        next_text: &str,
+        token: Option<&str>,
+        durability: Durability,
+        decision: Option<&Decision>,
+    ) -> Result<bool, Failure> {
+        let key = crate::ledger::lone::lossy(next.key());
+        let updated = next.updated_at().unwrap_or(next.claimed_at());
+        let params: [&(dyn ToSql + Sync); 8] = [
+            &key.as_ref(),
+            &current_status,
+            &next.status().as_str(),
+            &next_text,
+            &next.claimed_at(),
+            &updated,
+            &current_text,
+            &token,
+        ];
+        // A person's decision is never lazy: it commits durably with its log entry.
+        let sql = match (decision, durability) {
+            (None, Durability::Lazy) => &self.sql.transition_lazy,
+            _ => &self.sql.transition,
+        };
+        self.try_changing(sql, &params, decision).await
+    }
+}
