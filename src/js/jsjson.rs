@@ -47,7 +47,7 @@ pub fn stringify(value: &Value) -> String {
     out
 }
 
-/// [`stringify`] of an object, without making a value of it first (an entry is
+/// [`stringify()`] of an object, without making a value of it first (an entry is
 /// written on every claim and record, and copying its map cost as much as writing it).
 pub fn stringify_object(map: &serde_json::Map<String, Value>) -> String {
     let mut out = String::with_capacity(256);

@@ -68,7 +68,7 @@ pub enum Action {
     Policy,
     /// A provider check a person asked for (the TUI's verify) and what it answered
     /// about one attempt; it changes nothing, and a "happened" stands against marking
-    /// that attempt failed (see [`super::verified`]).
+    /// that attempt failed (see `ledger::verified`).
     Verify,
     /// A draft queued for review, or a new revision of an open one, about the key it
     /// would send: the log's own record of what was submitted (the draft, its payload

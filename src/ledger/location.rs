@@ -114,7 +114,7 @@ impl LedgerLocation {
     }
 
     /// What `arg` names, by the rules in the module's documentation. Never fails:
-    /// whether it can be opened is [`LedgerLocation::check`]'s question.
+    /// whether it can be opened is the opener's question (`open::Open::check`, above the ledger).
     pub fn new(arg: impl AsRef<OsStr>) -> LedgerLocation {
         let arg = arg.as_ref();
         let text = arg.to_string_lossy();

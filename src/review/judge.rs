@@ -1,0 +1,416 @@
+//! The queue's rules as one pure function: given a draft as it is now, what a person
+//! asked and what they saw, what the queue does (or why it refuses), with nothing read or
+//! written.
+
+use super::draft::{Draft, DraftState};
+use super::error::ReviewError;
+use super::quorum::NewVote;
+use super::store::DraftChange;
+use crate::approval::{self, ApprovalError, Ttl};
+use crate::ledger::{DecisionAction, canonical};
+use serde_json::{Map, Value};
+
+/// A decision a person makes on a draft.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// Approves the current revision; with `revision`, only if that is still the
+    /// current one (what the reviewer looked at).
+    Approve {
+        /// How long the approval holds.
+        ttl: Ttl,
+        /// The revision the reviewer looked at.
+        revision: Option<i64>,
+    },
+    /// Rejects the draft; it can never be dispatched.
+    Reject {
+        /// Why, for the submitter.
+        reason: String,
+    },
+    /// The submitter takes the draft back.
+    Withdraw,
+}
+
+impl Verdict {
+    pub(super) fn action(&self) -> DecisionAction {
+        match self {
+            Verdict::Approve { .. } => DecisionAction::Approve,
+            Verdict::Reject { .. } => DecisionAction::Reject,
+            Verdict::Withdraw => DecisionAction::Withdraw,
+        }
+    }
+
+    pub(super) fn verb(&self) -> &'static str {
+        match self {
+            Verdict::Approve { .. } => "approved",
+            Verdict::Reject { .. } => "rejected",
+            Verdict::Withdraw => "withdrawn",
+        }
+    }
+}
+
+/// A person's decision on a draft, as asked: the verdict, who, why, and the version
+/// of the draft they were shown.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    /// What they decided.
+    pub verdict: &'a Verdict,
+    /// Who.
+    pub by: Option<&'a str>,
+    /// Their note (a withdrawal's reason).
+    pub note: Option<&'a str>,
+    /// The draft's version when it was shown, when the decision is to apply only to it.
+    pub seen_version: Option<i64>,
+    /// The ledger has the draft's key as failed: its dispatch sent nothing, and the
+    /// next one would send. A dispatched draft is still the queue's to close then.
+    pub send_failed: bool,
+}
+
+/// What a decision comes to on a draft as read: a refusal to log, or a change to
+/// apply by compare-and-set on the draft's version.
+#[derive(Debug)]
+pub enum Judged {
+    /// Not applied: the decision's detail (with its `reason`) for the log, and the
+    /// error the person is told.
+    Refused {
+        /// The decision's detail, for the log.
+        detail: Map<String, Value>,
+        /// What the person is told.
+        error: ReviewError,
+    },
+    /// To apply: the change, and the decision's detail for the log.
+    Change {
+        /// The change to the draft, at the version it was judged on.
+        change: DraftChange,
+        /// The decision's detail, for the log.
+        detail: Map<String, Value>,
+    },
+    /// An approval that counts toward a draft needing several, short of the last:
+    /// recorded by compare-and-set on the version it was judged on, bumping it,
+    /// with the draft's state unchanged.
+    Vote {
+        /// The vote.
+        vote: NewVote,
+        /// The version it was judged on.
+        version: i64,
+        /// The decision's detail, for the log.
+        detail: Map<String, Value>,
+    },
+}
+
+/// What every decision about `draft` records of it: key, revision, state, and who and
+/// what it is for.
+pub(super) fn base_detail(draft: &Draft) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert("key".into(), draft.key.clone().into());
+    detail.insert("revision".into(), draft.revision.into());
+    detail.insert("from".into(), draft.state.as_str().into());
+    for field in ["to", "intent"] {
+        if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
+            detail.insert(field.into(), text.clone().into());
+        }
+    }
+    detail
+}
+
+/// Judges `asked` on `draft` as it was read, at `now_ms` (`at` as ISO 8601): no IO, so
+/// a rule (who may approve, how many must) is a change here alone. An error is a
+/// decision that cannot even be judged (an approval that cannot be made); it is not
+/// logged.
+pub fn judge(
+    draft: &Draft,
+    asked: &Asked<'_>,
+    now_ms: i64,
+    at: &str,
+) -> Result<Judged, ReviewError> {
+    let id = draft.id;
+    let mut detail = base_detail(draft);
+    let refused = |reason: String, error: ReviewError| {
+        let mut refused = base_detail(draft);
+        // Logged against what the person saw: the revision they approved, beside the
+        // one the draft is at.
+        if let Verdict::Approve {
+            revision: Some(seen),
+            ..
+        } = asked.verdict
+            && *seen != draft.revision
+        {
+            refused.insert("revision".into(), (*seen).into());
+            refused.insert("currentRevision".into(), draft.revision.into());
+        }
+        refused.insert("reason".into(), reason.into());
+        Ok(Judged::Refused {
+            detail: refused,
+            error,
+        })
+    };
+    if let Verdict::Approve {
+        revision: Some(asked),
+        ..
+    } = asked.verdict
+        && *asked != draft.revision
+    {
+        return refused(
+            format!("the draft is at revision {}", draft.revision),
+            ReviewError::NotTheRevision {
+                id,
+                asked: *asked,
+                now: draft.revision,
+            },
+        );
+    }
+    // Other people's approvals of the revision shown do not make an approval stale:
+    // each counts toward the same payload.
+    let approving = matches!(asked.verdict, Verdict::Approve { .. });
+    if let Some(seen) = asked.seen_version
+        && seen != draft.version
+        && !(approving && draft.only_votes_since(seen))
+    {
+        return refused(
+            format!(
+                "changed since it was shown (version {seen}, now {})",
+                draft.version
+            ),
+            if draft.decided_at.is_some() {
+                ReviewError::decided_first(draft)
+            } else {
+                ReviewError::ChangedMeanwhile {
+                    id,
+                    revision: draft.revision,
+                }
+            },
+        );
+    }
+    // A dispatched draft whose send definitely failed goes out on its next dispatch:
+    // a person's no still stops it (G3).
+    let reopened = draft.state == DraftState::Dispatched
+        && asked.send_failed
+        && matches!(asked.verdict, Verdict::Reject { .. } | Verdict::Withdraw);
+    if !draft.state.is_open() && !reopened {
+        return refused(
+            format!("the draft is {}", draft.state.as_str()),
+            ReviewError::closed(draft, asked.verdict.verb()),
+        );
+    }
+    let mut vote = None;
+    let mut decided_by = asked.by.map(str::to_owned);
+    let (state, approval, reason) = match asked.verdict {
+        Verdict::Approve { ttl, .. } => {
+            let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
+            // Whoever wrote any revision of the draft (its submitter, an editor, an
+            // agent resubmitting) shaped what is approved, so none of them may be one
+            // of its approvers unless the rule allows; names compare as one person.
+            if !draft.quorum.self_approval
+                && let Some(by) = asked.by
+                && let Some((revision, author)) = draft
+                    .revisions
+                    .iter()
+                    .rev()
+                    .filter_map(|r| Some((r.revision, r.submitted_by.as_deref()?)))
+                    .chain(draft.submitted_by.as_deref().map(|a| (1, a)))
+                    .find(|(_, author)| super::quorum::same_person(by, author))
+            {
+                let verb = if revision == 1 { "submitted" } else { "edited" };
+                let who = if by == author {
+                    by.to_owned()
+                } else {
+                    format!("{by} (the same name as {author})")
+                };
+                return refused(
+                    format!("{who} {verb} revision {revision}: self-approval"),
+                    ReviewError::SelfApproval {
+                        id,
+                        by: who,
+                        revision,
+                        verb,
+                        others: match draft.tally(now_ms).missing() {
+                            _ if draft.tally(now_ms).complete => format!(
+                                "it is already approved {} of {}",
+                                draft.quorum.required, draft.quorum.required
+                            ),
+                            ..=1 if draft.quorum.required == 1 => {
+                                "someone else must approve it".to_owned()
+                            }
+                            ..=1 => "one more person, not one of its authors, must approve it"
+                                .to_owned(),
+                            n => format!("{n} people other than its authors must approve it"),
+                        },
+                    },
+                );
+            }
+            let payload = canonical::parse_json(&current.payload)
+                .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+            let facts = Value::Object(current.facts.clone());
+            if !draft.needs_quorum() {
+                let approval =
+                    approval::approve(&payload, Some(&facts), ttl, asked.by, now_ms as f64)?;
+                (DraftState::Approved, Some(approval), None)
+            } else {
+                let required = draft.quorum.required;
+                let Some(by) = asked.by else {
+                    return refused(
+                        "no approver named".to_owned(),
+                        ReviewError::Unnamed { id, required },
+                    );
+                };
+                let tally = draft.tally(now_ms);
+                if tally.complete {
+                    return refused(
+                        format!("already approved {required} of {required}"),
+                        ReviewError::AlreadyApproved {
+                            id,
+                            revision: draft.revision,
+                            required,
+                            by: tally.names().join(", "),
+                            at: draft
+                                .approved_by()
+                                .map(|(_, at)| format!(" at {at}"))
+                                .unwrap_or_default(),
+                        },
+                    );
+                }
+                if let Some(earlier) = tally
+                    .votes
+                    .iter()
+                    .find(|v| super::quorum::same_person(&v.by, by))
+                {
+                    let who = if earlier.by == by {
+                        by.to_owned()
+                    } else {
+                        format!("{by} (the same name as {})", earlier.by)
+                    };
+                    return refused(
+                        format!("{who} already approved revision {}", draft.revision),
+                        ReviewError::ApprovedTwice {
+                            id,
+                            by: who,
+                            revision: draft.revision,
+                            at: earlier.at.clone(),
+                            so_far: tally.label(),
+                            others: match tally.missing() {
+                                ..=1 => "one more person must approve it".to_owned(),
+                                n => format!("{n} more people must approve it"),
+                            },
+                        },
+                    );
+                }
+                // Each approver's --ttl bounds how long their own yes holds: a vote
+                // short of the number lapses with it, and the approval the Nth makes
+                // expires at the earliest limit among those it counts.
+                let ttl_ms = ttl.millis()?;
+                let vote_expires = (now_ms as f64 + ttl_ms).floor() as i64;
+                let expires_at = crate::ledger::time::iso_from_millis(vote_expires)
+                    .ok_or(ApprovalError::TimeOutOfRange)?;
+                let cast = NewVote {
+                    revision: draft.revision,
+                    round: tally.round,
+                    by: by.to_owned(),
+                    at: at.to_owned(),
+                    expires_at: Some(expires_at.clone()),
+                };
+                let count = tally.votes.len() as i64 + 1;
+                detail.insert("approvals".into(), count.into());
+                detail.insert("required".into(), required.into());
+                detail.insert("round".into(), tally.round.into());
+                if count < required {
+                    detail.insert("voteExpiresAt".into(), expires_at.into());
+                    return Ok(Judged::Vote {
+                        vote: cast,
+                        version: draft.version,
+                        detail,
+                    });
+                }
+                // The Nth: the approval names them all, and its time runs from now.
+                let mut names: Vec<String> = tally.votes.iter().map(|v| v.by.clone()).collect();
+                names.push(by.to_owned());
+                let all = names.join(", ");
+                let earliest = tally
+                    .votes
+                    .iter()
+                    .filter_map(|v| v.expires_at.as_deref())
+                    .filter_map(crate::ledger::time::parse_date)
+                    .map(|at| (at - now_ms) as f64)
+                    .fold(ttl_ms, f64::min);
+                let bounded = if earliest < ttl_ms {
+                    Ttl::Millis(earliest)
+                } else {
+                    ttl.clone()
+                };
+                let mut approval =
+                    approval::approve(&payload, Some(&facts), &bounded, Some(&all), now_ms as f64)?;
+                if let Value::Object(fields) = &mut approval {
+                    fields.insert(
+                        "approvers".into(),
+                        Value::Array(names.into_iter().map(Value::from).collect()),
+                    );
+                }
+                detail.insert("approvers".into(), approval["approvers"].clone());
+                decided_by = Some(all);
+                vote = Some(cast);
+                (DraftState::Approved, Some(approval), None)
+            }
+        }
+        Verdict::Reject { reason } => (DraftState::Rejected, None, Some(reason.clone())),
+        Verdict::Withdraw => (DraftState::Withdrawn, None, asked.note.map(str::to_owned)),
+    };
+    if let Some(approval) = &approval {
+        detail.insert("expiresAt".into(), approval["expiresAt"].clone());
+        detail.insert("payloadHash".into(), approval["payloadHash"].clone());
+    }
+    if let Some(reason) = &reason {
+        detail.insert("reason".into(), reason.clone().into());
+    }
+    Ok(Judged::Change {
+        change: DraftChange {
+            id,
+            version: draft.version,
+            state,
+            at: at.to_owned(),
+            by: decided_by,
+            reason,
+            approved_revision: approval.as_ref().map(|_| draft.revision),
+            approval,
+            vote,
+        },
+        detail,
+    })
+}
+
+/// The channel a new draft's key was made from: the meta's channel when its channel,
+/// to, intent (and window) make the key, else unknown (a key given as is), with the
+/// channel the meta claims.
+pub(super) fn channel_of<'a>(
+    key: &str,
+    meta: Option<&'a Map<String, Value>>,
+) -> super::quorum::Channel<'a> {
+    let claimed = meta.and_then(|m| m.get("channel")).and_then(Value::as_str);
+    let Some(meta) = meta else {
+        return super::quorum::Channel::Unknown(None);
+    };
+    let mut fields = Map::new();
+    for name in ["channel", "to", "intent", "window"] {
+        if let Some(value) = meta.get(name) {
+            fields.insert(name.into(), value.clone());
+        }
+    }
+    match (
+        claimed,
+        crate::ledger::key::send_key_from_json(&Value::Object(fields)),
+    ) {
+        (Some(channel), Ok(made)) if made == key => super::quorum::Channel::Known(channel),
+        _ => super::quorum::Channel::Unknown(claimed),
+    }
+}
+
+/// Why a change judged on `before` did not apply, now that the draft is `now`: a new
+/// revision (or another change), or someone's decision, named.
+pub(super) fn lost_race(before: &Draft, now: &Draft) -> ReviewError {
+    if now.revision != before.revision
+        || now.state == before.state && now.decided_at == before.decided_at
+    {
+        return ReviewError::ChangedMeanwhile {
+            id: now.id,
+            revision: now.revision,
+        };
+    }
+    ReviewError::decided_first(now)
+}
