@@ -13,6 +13,8 @@ pub mod demo;
 pub mod editor;
 pub mod forms;
 pub mod keymap;
+pub mod layout;
+pub mod page;
 pub mod state;
 pub mod terminal;
 pub mod theme;

@@ -215,7 +215,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                 lines.push(Line::from(format!(
                     "{}: {}",
                     safe(k),
-                    safe(&super::value_text(v))
+                    safe(&crate::ui::page::value_text(v))
                 )));
             }
         }

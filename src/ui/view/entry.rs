@@ -95,9 +95,3 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
     );
     draw_scrolled(frame, theme, area, " Entry ", lines, app.detail_scroll);
 }
-
-/// The entry as plain text for a pager: its JSON, pretty, every line made visible.
-pub fn entry_text(entry: &Entry) -> String {
-    let json = crate::ledger::jsjson::stringify_pretty(&entry.to_value());
-    crate::text::visible(&json).into_owned()
-}

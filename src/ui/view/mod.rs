@@ -2,8 +2,8 @@
 //! provider or a submitter wrote passes through `safe` first, so no control, escape,
 //! bidi or zero-width character reaches the terminal; each shows as a visible mark.
 //!
-//! The frame's layout is computed by `frame_areas` and `body_areas`, which the mouse
-//! handling uses too, so a click lands on the row that is drawn there.
+//! The frame's layout is `ui::layout`'s, which the mouse handling uses too, so a click
+//! lands on the row that is drawn there.
 
 mod approvals;
 mod decisions;
@@ -13,22 +13,20 @@ mod overlay;
 mod unknown;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
-use serde_json::Value;
 
 use super::app::{App, Loaded, Overlay};
 use super::keymap::{self, View};
 use super::theme::Theme;
-use crate::ledger::{duration, jsjson, time};
+use crate::ledger::{duration, time};
 
-pub use approvals::draft_text;
-pub use entry::entry_text;
-
-pub const MIN_WIDTH: u16 = 64;
-pub const MIN_HEIGHT: u16 = 18;
+pub use super::layout::{FrameAreas, Hit, MIN_HEIGHT, MIN_WIDTH};
+use super::layout::{body_areas, frame_areas, list_start, rows_in_view};
+use super::page::value_text;
+pub use super::page::{draft_text, entry_text};
 
 /// Untrusted text, made visible, on one line.
 fn safe(text: &str) -> String {
@@ -40,144 +38,6 @@ fn age(now: i64, at: &str) -> String {
         || "?".to_owned(),
         |at| duration::format_duration((now - at).max(0) as f64),
     )
-}
-
-/// The frame's rows: header, banner, body, status line, footer.
-pub struct FrameAreas {
-    pub header: Rect,
-    pub banner: Rect,
-    pub body: Rect,
-    pub status: Rect,
-    pub footer: Rect,
-}
-
-/// How many rows `text` takes, wrapped at word boundaries to `width` columns.
-fn wrapped_rows(text: &str, width: u16) -> u16 {
-    let width = usize::from(width).max(1);
-    let (mut rows, mut used) = (1u16, 0usize);
-    for word in text.split(' ') {
-        let len = word.chars().count();
-        let needed = if used == 0 { len } else { used + 1 + len };
-        if needed <= width {
-            used = needed;
-        } else {
-            rows = rows.saturating_add(1);
-            used = len.min(width);
-            // A word longer than the line takes the rows it needs.
-            rows = rows.saturating_add((len.saturating_sub(1) / width) as u16);
-        }
-    }
-    rows
-}
-
-fn banner_text(app: &App) -> Option<String> {
-    app.banner().map(|text| format!("✗ {}", safe(&text)))
-}
-
-/// The status line's text as drawn, mark included.
-fn status_text(app: &App) -> Option<String> {
-    app.status.as_ref().map(|s| format!("✓ {}", safe(&s.text)))
-}
-
-pub fn frame_areas(app: &App, area: Rect) -> FrameAreas {
-    // A long status (a refusal that names who decided first, a bulk settle's
-    // refusals) gets the rows it needs, words whole.
-    let status_rows =
-        if app.filter_input.is_some() || matches!(app.overlay, Some(Overlay::Command(_))) {
-            2
-        } else {
-            status_text(app).map_or(1, |text| wrapped_rows(&text, area.width).clamp(1, 4))
-        };
-    let banner_rows =
-        banner_text(app).map_or(0, |text| wrapped_rows(&text, area.width).clamp(1, 3));
-    let [header, banner, body, status, footer] = Layout::vertical([
-        Constraint::Length(2),
-        Constraint::Length(banner_rows),
-        Constraint::Min(5),
-        Constraint::Length(status_rows),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    FrameAreas {
-        header,
-        banner,
-        body,
-        status,
-        footer,
-    }
-}
-
-/// The list and detail panes of the body, when the view has rows to show.
-pub fn body_areas(app: &App, body: Rect) -> Option<(Rect, Rect)> {
-    if app.row_count(app.view) == 0 || (app.view == View::Approvals && app.no_queue.is_some()) {
-        return None;
-    }
-    // A decision is a wide row (when, who, action, outcome, subject) with a short
-    // detail: the list takes the whole width, the detail goes below it.
-    let [list, detail] = if app.view == View::Decisions {
-        Layout::vertical([Constraint::Percentage(65), Constraint::Percentage(35)]).areas(body)
-    } else if body.width >= 90 {
-        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body)
-    } else {
-        Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(body)
-    };
-    Some((list, detail))
-}
-
-/// What a mouse position is over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hit {
-    /// A row of the list (an index into the view's rows).
-    Row(usize),
-    /// The list, but no row.
-    List,
-    Detail,
-    Elsewhere,
-}
-
-pub fn hit(app: &App, column: u16, row: u16) -> Hit {
-    let area = Rect::new(0, 0, app.size.0, app.size.1);
-    let areas = frame_areas(app, area);
-    let Some((list, detail)) = body_areas(app, areas.body) else {
-        return Hit::Elsewhere;
-    };
-    let inside = |r: Rect| column >= r.x && column < r.right() && row >= r.y && row < r.bottom();
-    if inside(detail) {
-        return Hit::Detail;
-    }
-    if !inside(list) {
-        return Hit::Elsewhere;
-    }
-    let mut inner = Block::default().borders(Borders::ALL).inner(list);
-    // The Decisions list has a row of column names first (decisions::draw).
-    if app.view == View::Decisions && list.height > 4 {
-        inner.y += 1;
-        inner.height -= 1;
-    }
-    if !inside(inner) {
-        return Hit::List;
-    }
-    let start = list_start(app.selected(app.view), usize::from(inner.height));
-    Hit::Row(start + usize::from(row - inner.y))
-}
-
-/// The first row a list of `height` rows shows, so the selection is in view.
-/// The indices of the rows a list of `total` in `area` shows with `selected` in view.
-fn rows_in_view(area: Rect, selected: usize, total: usize) -> std::ops::Range<usize> {
-    let height = usize::from(area.height.saturating_sub(2));
-    let start = list_start(selected, height);
-    let end = total.min(start.saturating_add(height));
-    // A selection past the end (the list shrank under it) shows nothing rather than
-    // a range that runs backwards.
-    start.min(end)..end
-}
-
-fn list_start(selected: usize, height: usize) -> usize {
-    if height > 0 && selected >= height {
-        selected + 1 - height
-    } else {
-        0
-    }
 }
 
 pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
@@ -195,9 +55,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), rect);
         return;
     }
-    let areas = frame_areas(app, area);
+    let areas = frame_areas(&app.shape(), area);
     draw_header(frame, app, theme, areas.header);
-    if let Some(text) = banner_text(app) {
+    if let Some(text) = app.banner_text() {
         frame.render_widget(
             Paragraph::new(text)
                 .style(theme.alert())
@@ -205,7 +65,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
             areas.banner,
         );
     }
-    let panes = body_areas(app, areas.body);
+    let panes = body_areas(&app.shape(), areas.body);
     match app.view {
         View::Approvals => approvals::draw(frame, app, theme, areas.body, panes),
         View::Unknown => unknown::draw(frame, app, theme, areas.body, panes),
@@ -561,13 +421,6 @@ fn draw_scrolled(
             .scroll((scroll as u16, 0)),
         area,
     );
-}
-
-fn value_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => jsjson::stringify(other),
-    }
 }
 
 fn clip(text: &str, width: usize) -> String {

@@ -55,7 +55,7 @@ fn draw_help(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     let verify = (app.view == keymap::View::Unknown).then(|| safe(&app.verify.describe()));
     let rect = centered(area, 84, half as u16 + 5);
     let verify_rows = verify.as_ref().map_or(0, |text| {
-        super::wrapped_rows(text, rect.width.saturating_sub(2)).min(4)
+        crate::ui::layout::wrapped_rows(text, rect.width.saturating_sub(2)).min(4)
     });
     let height = (half as u16 + 5 + verify_rows).min(area.height);
     let rect = centered(area, 84, height);
@@ -168,7 +168,7 @@ fn draw_confirm(frame: &mut Frame, confirm: &Confirm, theme: &Theme, area: Rect)
     let width = 70u16.min(area.width.saturating_sub(2));
     let rows: u16 = lines
         .iter()
-        .map(|l| super::wrapped_rows(&l.to_string(), width.saturating_sub(2)))
+        .map(|l| crate::ui::layout::wrapped_rows(&l.to_string(), width.saturating_sub(2)))
         .sum();
     let rect = centered(area, width, rows + 2);
     frame.render_widget(Clear, rect);
