@@ -79,10 +79,10 @@
 //!
 //! # Asking the provider
 //!
-//! A [`Provider`](provider::Provider) sends, and can say from its own records whether a
+//! A [`Provider`] sends, and can say from its own records whether a
 //! send already happened: [`Ledger::once_with`](ledger::Ledger::once_with) asks its
 //! precheck before the claim and its verify after an uncertain send, as the
-//! [`SendOptions`](provider::SendOptions) decision table says. A "not there" right after
+//! [`SendOptions`] decision table says. A "not there" right after
 //! a send proves nothing (records lag), so nothing is ever sent again on it.
 //! Implement the trait with the `async-trait` crate.
 //!
@@ -161,11 +161,11 @@
 //!
 //! # What a send can come to
 //!
-//! [`Outcome`](ledger::Outcome) is what an agent's tool must handle: `Sent` (it ran now),
+//! [`Outcome`] is what an agent's tool must handle: `Sent` (it ran now),
 //! `Duplicate` (already sent; not called), `Unknown` (it may have gone out: tell a
 //! person, never retry), `Failed` (definitely not taken; the next call may send) and
 //! `Confirmed` (the provider's record shows it; not called now). An `Err` from the
-//! ledger is [`LedgerError`](ledger::LedgerError): calling again after one is safe.
+//! ledger is [`LedgerError`]: calling again after one is safe.
 //!
 //! # Stores
 //!
@@ -176,26 +176,30 @@
 //! | `PostgresStore` (`ledger::postgres`, the `postgres` feature) | a fleet on one server: entries, the review queue and the decision log in one database | its table |
 //! | [`MemoryStore`](ledger::memory::MemoryStore) | tests: forgotten on exit | no |
 //!
-//! [`LedgerLocation`](ledger::LedgerLocation) names one from a path or a URL the way the
+//! [`LedgerLocation`] names one from a path or a URL the way the
 //! CLI does (`postgres://…` is Postgres, `*.jsonl` JSON Lines, anything else SQLite),
-//! and [`Open`](open::Open), the one opener, makes it into its stores:
-//! [`Ledger::open`](ledger::Ledger::open) for a ledger, `location.open_queue(access)`
+//! and [`Open`], the one opener, makes it into its stores:
+//! [`Ledger::open`] for a ledger, `location.open_queue(access)`
 //! for the review queue.
 //!
 //! A store that also keeps the review queue implements
-//! [`QueueStore`](review::QueueStore) (SQLite and Postgres do); [`Review`](review::Review)
+//! [`QueueStore`](review::QueueStore) (SQLite and Postgres do); [`Review`]
 //! runs on any of them.
 //!
 //! # Node compatibility
 //!
 //! Send keys, entries, approval JSON, payload hashes and the SQL table are those of the
 //! Node library `@askeleven/send-once`, byte for byte, so Node and Rust processes can
-//! share one ledger and dispatch each other's approvals. Where a public function takes
-//! an `f64` of milliseconds, it is a JavaScript number, for that reason.
+//! share one ledger and dispatch each other's approvals. Times and ages are `i64`
+//! milliseconds throughout the engine (a [`Clock`](ledger::Clock) reads one); an `f64`
+//! of milliseconds appears only where a Node function takes a JavaScript number and
+//! this one must answer as it does (`approve`'s `now`, a TTL, a parsed duration).
 //!
 //! # Modules
 //!
-//! The engine lives in [`ledger`] (keys, entries, stores, `once`/`resolve`) and
+//! The crate root re-exports what most callers name: [`Ledger`], [`Outcome`],
+//! [`SendError`], [`LedgerError`], [`Provider`], [`SendOptions`], [`CheckAnswer`],
+//! [`CheckKind`], [`Review`], [`LedgerLocation`] and [`Open`]. The engine lives in [`ledger`] (keys, entries, stores, `once`/`resolve`) and
 //! [`approval`] (approve, dispatch); the review queue (drafts, revisions, decisions, diffs
 //! and fact drift) in [`review`]; asking the provider (the check protocol, the
 //! Message-ID, the provider a send goes through) in [`provider`]. None of them knows
@@ -214,8 +218,16 @@ pub mod provider;
 pub mod review;
 pub mod text;
 // The binary's full-screen TUI: public only so the binary (src/cli) and the tests
-// (tests/ui/) can reach `App` and the views; it is not part of the library's API,
-// so it is not documented as one.
+// (tests/ui/) can reach `App` and the views. It is not part of the library's API: it
+// is hidden from the documentation, and may change in any release.
 #[cfg(feature = "tui")]
+#[doc(hidden)]
 #[allow(missing_docs)]
 pub mod ui;
+
+// What most callers need, at the crate root: a ledger and what a send comes to, the
+// interface a provider implements, the review queue, and the one opener.
+pub use ledger::provider::{CheckAnswer, CheckKind, Provider, SendOptions};
+pub use ledger::{Ledger, LedgerError, LedgerLocation, Outcome, SendError};
+pub use open::Open;
+pub use review::Review;

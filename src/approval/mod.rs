@@ -313,7 +313,7 @@ pub struct DispatchRequest<'a> {
     pub meta: Option<Map<String, Value>>,
     /// The time the approval is judged at, in milliseconds since the epoch (a
     /// JavaScript `Date.now()`).
-    pub now: f64,
+    pub now: i64,
 }
 
 /// Sends an approved payload if the approval still holds, refusing in this order:
@@ -381,8 +381,8 @@ where
         return Err(ApprovalError::EmptyKey.into());
     }
     let at = request.now;
-    if at > approval.expires_at_ms as f64 {
-        let tenths = (at - approval.approved_at_ms as f64) / 360_000.0;
+    if at > approval.expires_at_ms {
+        let tenths = (at - approval.approved_at_ms) as f64 / 360_000.0;
         return Ok(Err(Dispatched::Expired {
             key: request.key.to_owned(),
             approved_at: approval.approved_at.to_owned(),

@@ -52,8 +52,8 @@ pub fn audit(args: &AuditArgs) -> Exit {
         .as_deref()
         .map(|text| duration_flag("--older-than", text))
     {
-        None => 0.0,
-        Some(Ok(ms)) => ms,
+        None => 0,
+        Some(Ok(ms)) => duration::whole_ms(ms),
         Some(Err(message)) => return fail(Exit::Refused, message),
     };
     let path = match ledger_or_default(args.ledger.as_ref()) {
@@ -173,7 +173,7 @@ fn report(ledger: &str, audit: Audit) -> Value {
         "checkedAt".into(),
         time::iso_from_millis(now).map_or(Value::Null, Value::String),
     );
-    report.insert("olderThanMs".into(), number_value(audit.older_than_ms));
+    report.insert("olderThanMs".into(), number_value(audit.older_than_ms as f64));
     report.insert("counts".into(), Value::Object(counts));
     report.insert("unknown".into(), Value::Array(unknown));
     report.insert("inFlight".into(), audit.in_flight.into());

@@ -168,7 +168,7 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
             payload: &payload,
             key: &args.key,
             meta: None,
-            now: ledger.now() as f64,
+            now: ledger.now(),
         };
         let key = args.key.as_str();
         let before = ledger.get(key).await.ok().flatten();

@@ -56,7 +56,7 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
         );
     }
     let older_than_ms = match duration_flag("--older-than", &args.older_than) {
-        Ok(ms) => ms,
+        Ok(ms) => send_once::ledger::duration::whole_ms(ms),
         Err(message) => return fail(Exit::Refused, message),
     };
     if let Err(message) = check_by(args.by.as_deref()) {

@@ -87,6 +87,17 @@ pub fn format_duration(ms: f64) -> String {
     }
 }
 
+/// A parsed duration as the whole milliseconds the engine's clock counts in: a
+/// fraction of a millisecond rounds up (so "older than 0.5ms" is "older than 1 ms"),
+/// negatives and NaN give 0, anything past `i64::MAX` saturates.
+pub fn whole_ms(ms: f64) -> i64 {
+    if ms.is_nan() || ms <= 0.0 {
+        return 0;
+    }
+    let up = ms.ceil();
+    if up >= i64::MAX as f64 { i64::MAX } else { up as i64 }
+}
+
 /// Milliseconds as a `std::time::Duration`, for sleeping and timeouts. Saturates:
 /// NaN and negatives give zero, anything too large gives `Duration::MAX`.
 pub fn to_std(ms: f64) -> Duration {

@@ -1283,7 +1283,7 @@ impl Ledger {
 
     /// What an audit reports: counts, and the pending entries claimed at least
     /// `older_than_ms` milliseconds ago, oldest first (ties in the store's order).
-    pub async fn audit(&self, older_than_ms: f64) -> Result<Audit, LedgerError> {
+    pub async fn audit(&self, older_than_ms: i64) -> Result<Audit, LedgerError> {
         let now = self.now();
         let mut census = self.store.census().await?;
         let pending = std::mem::take(&mut census.pending_entries);
@@ -1316,7 +1316,8 @@ impl Ledger {
         &self,
         older_than: Option<std::time::Duration>,
     ) -> Result<Vec<Entry>, LedgerError> {
-        let older_than_ms = older_than.map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+        let older_than_ms =
+            older_than.map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let pending = self
             .store
             .list(ListFilter {
@@ -1331,8 +1332,8 @@ impl Ledger {
 /// the sort is stable, so ties keep the store's order, as the Node library's do. An
 /// entry whose claim time cannot age it (see [`placed_in_time`]) is left out of them,
 /// as the Node library leaves it out, and given apart, for what is ours to report.
-fn oldest_unknown(entries: Vec<Entry>, now: i64, older_than_ms: f64) -> (Vec<Entry>, Vec<Entry>) {
-    let cutoff = now as f64 - older_than_ms;
+fn oldest_unknown(entries: Vec<Entry>, now: i64, older_than_ms: i64) -> (Vec<Entry>, Vec<Entry>) {
+    let cutoff = now.saturating_sub(older_than_ms);
     let mut found: Vec<(i64, Entry)> = Vec::with_capacity(entries.len());
     let mut unplaced = Vec::new();
     for entry in entries {
@@ -1340,7 +1341,7 @@ fn oldest_unknown(entries: Vec<Entry>, now: i64, older_than_ms: f64) -> (Vec<Ent
             continue;
         }
         match time::parse_date(entry.claimed_at()) {
-            Some(at) if at as f64 <= cutoff => found.push((at, entry)),
+            Some(at) if at <= cutoff => found.push((at, entry)),
             Some(at) if placed_at(at, now, older_than_ms) => {}
             _ => unplaced.push(entry),
         }
@@ -1352,12 +1353,12 @@ fn oldest_unknown(entries: Vec<Entry>, now: i64, older_than_ms: f64) -> (Vec<Ent
 /// Whether a pending entry's claim time says how old it is: it can be read, and it is
 /// not further in the future than `older_than_ms` (a claim from a host whose clock is
 /// a little ahead is in flight; one a day ahead is a clock nobody can age by).
-pub fn placed_in_time(entry: &Entry, now: i64, older_than_ms: f64) -> bool {
+pub fn placed_in_time(entry: &Entry, now: i64, older_than_ms: i64) -> bool {
     time::parse_date(entry.claimed_at()).is_some_and(|at| placed_at(at, now, older_than_ms))
 }
 
-fn placed_at(claimed_ms: i64, now: i64, older_than_ms: f64) -> bool {
-    (claimed_ms - now) as f64 <= older_than_ms
+fn placed_at(claimed_ms: i64, now: i64, older_than_ms: i64) -> bool {
+    claimed_ms.saturating_sub(now) <= older_than_ms
 }
 
 /// What `Ledger::audit` found.
@@ -1366,7 +1367,7 @@ pub struct Audit {
     /// When it was taken (ms since the epoch).
     pub now: i64,
     /// The age (ms) past which a pending entry counts as unknown rather than in flight.
-    pub older_than_ms: f64,
+    pub older_than_ms: i64,
     /// Counts by status (its `pending_entries` moved to `unknown`).
     pub census: Census,
     /// Pending entries at least `older_than_ms` old, oldest first.

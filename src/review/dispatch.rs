@@ -826,7 +826,7 @@ impl Review {
             payload: &payload,
             key: &draft.key,
             meta: draft.meta.clone(),
-            now: ledger.now() as f64,
+            now: ledger.now(),
         };
         // Its key claimed, the draft is read once more before the send: a reject or a
         // withdraw that landed after the checks above stops it (N3).

@@ -89,7 +89,7 @@ pub enum Overlay {
 pub struct Options {
     pub ledger_label: String,
     pub by: String,
-    pub older_than_ms: f64,
+    pub older_than_ms: i64,
     /// Why there is no review queue (a JSON Lines ledger), if there is none.
     pub no_queue: Option<String>,
     pub now: i64,
@@ -109,7 +109,7 @@ pub struct App {
     pub size: (u16, u16),
     pub ledger_label: String,
     pub by: String,
-    pub older_than_ms: f64,
+    pub older_than_ms: i64,
     pub no_queue: Option<String>,
     pub approvals: Loaded<Vec<Draft>>,
     pub unknown: Loaded<Vec<Entry>>,
@@ -184,11 +184,11 @@ pub struct App {
 /// claimed less than `older_than_ms` ago: it may still be sending. A claim time that
 /// cannot be read, or lies further ahead than that, says nothing of the kind: such a
 /// row is an unknown send until a person checks it (see `ledger::placed_in_time`).
-pub fn in_flight(entry: &Entry, now: i64, older_than_ms: f64) -> bool {
+pub fn in_flight(entry: &Entry, now: i64, older_than_ms: i64) -> bool {
     entry.status() == Status::Pending
         && entry.error().is_none()
         && crate::ledger::placed_in_time(entry, now, older_than_ms)
-        && time::parse_date(entry.claimed_at()).is_some_and(|at| (now - at) as f64 <= older_than_ms)
+        && time::parse_date(entry.claimed_at()).is_some_and(|at| now.saturating_sub(at) <= older_than_ms)
 }
 
 /// Who an entry went to and what it is for, from its meta, else its short key.

@@ -173,7 +173,7 @@ pub fn short_key(key: &str) -> String {
 const LISTED: usize = 5;
 
 /// Checks a form and turns it into the confirmation of what it will do.
-pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
+pub fn submit(form: &Form, older_than_ms: i64) -> Result<Confirm, String> {
     if let Some(missing) = form
         .fields
         .iter()
@@ -194,7 +194,7 @@ pub fn submit(form: &Form, older_than_ms: f64) -> Result<Confirm, String> {
     let still_sending = || {
         format!(
             "claimed less than {} ago and its attempt has not ended: it may still be sending; check with the provider first.",
-            duration::format_duration(older_than_ms)
+            duration::format_duration(older_than_ms as f64)
         )
     };
     Ok(match &form.kind {

@@ -49,7 +49,7 @@ pub struct UiOptions {
     pub ledger: LedgerLocation,
     /// Who decides: `--by`, `SEND_ONCE_USER` or the OS user.
     pub by: String,
-    pub older_than_ms: f64,
+    pub older_than_ms: i64,
     pub clock: Clock,
     /// Where to open (`--view`, `--key`).
     pub start: app::Start,

@@ -178,10 +178,10 @@ async fn check_dispatch_vectors(approval_of: fn(&Value) -> Value) {
         }
         checked += 1;
         let expect_error = case.get("error") == Some(&Value::Bool(true));
-        let Some(now) = options["now"].as_f64() else {
+        let Some(now) = options["now"].as_i64() else {
             assert!(
                 expect_error,
-                "{name}: a non-number clock must be an error case"
+                "{name}: a clock that is not whole milliseconds must be an error case"
             );
             refused_by_types += 1;
             continue;

@@ -80,7 +80,7 @@ fn new_app() -> App {
     App::new(Options {
         ledger_label: "ledger.db".into(),
         by: "dana".into(),
-        older_than_ms: 5.0 * MIN as f64,
+        older_than_ms: 5 * MIN,
         no_queue: None,
         now: now(),
     })
@@ -166,7 +166,7 @@ fn start_loads_every_view_and_a_jsonl_ledger_skips_the_queue() {
     let jsonl = App::new(Options {
         ledger_label: "ledger.jsonl".into(),
         by: "dana".into(),
-        older_than_ms: 300_000.0,
+        older_than_ms: 300_000,
         no_queue: Some("no queue here".into()),
         now: now(),
     });
@@ -1214,7 +1214,7 @@ fn a_claim_time_that_cannot_age_a_row_does_not_make_it_in_flight() {
         }))
         .unwrap()
     };
-    let window = 5.0 * MIN as f64;
+    let window = 5 * MIN;
     for claimed_at in ["", "bad", &ago(-60 * MIN)] {
         assert!(
             !send_once::ui::app::in_flight(&with_claim(claimed_at), now(), window),

@@ -19,7 +19,7 @@ fn app() -> App {
     let mut app = App::new(Options {
         ledger_label: "/srv/billing/ledger.db".into(),
         by: "dana".into(),
-        older_than_ms: 300_000.0,
+        older_than_ms: 300_000,
         no_queue: Some("no queue".into()),
         now: now(),
     });

@@ -58,7 +58,7 @@ fn loaded() -> App {
     let mut app = App::new(Options {
         ledger_label: "ledger.db".into(),
         by: "dana".into(),
-        older_than_ms: 5.0 * MIN as f64,
+        older_than_ms: 5 * MIN,
         no_queue: None,
         now: now(),
     });

@@ -63,7 +63,7 @@ fn app_as(by: &str, drafts: Vec<Draft>) -> App {
     let mut app = App::new(Options {
         ledger_label: "ledger.db".into(),
         by: by.into(),
-        older_than_ms: 5.0 * MIN as f64,
+        older_than_ms: 5 * MIN,
         no_queue: None,
         now: now(),
     });

@@ -259,7 +259,7 @@ fn empty_app(no_queue: Option<&str>) -> App {
     App::new(Options {
         ledger_label: "/srv/billing/ledger.db".into(),
         by: "dana".into(),
-        older_than_ms: 5.0 * MIN as f64,
+        older_than_ms: 5 * MIN,
         no_queue: no_queue.map(str::to_owned),
         now: now(),
     })

@@ -26,7 +26,7 @@ fn unknown_view(unreadable: &[&str]) -> String {
     let mut app = App::new(Options {
         ledger_label: "/srv/billing/ledger.db".into(),
         by: "dana".into(),
-        older_than_ms: 5.0 * 60_000.0,
+        older_than_ms: 5 * 60_000,
         no_queue: None,
         now: time::parse_date(NOW).unwrap(),
     });

@@ -45,7 +45,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
             lines.push(Line::from(Span::styled(
                 format!(
                     "Claimed less than {} ago and its attempt has not ended: it may still be sending.",
-                    duration::format_duration(app.older_than_ms)
+                    duration::format_duration(app.older_than_ms as f64)
                 ),
                 theme.warn(),
             )));
