@@ -188,7 +188,8 @@ pub fn in_flight(entry: &Entry, now: i64, older_than_ms: i64) -> bool {
     entry.status() == Status::Pending
         && entry.error().is_none()
         && crate::ledger::placed_in_time(entry, now, older_than_ms)
-        && time::parse_date(entry.claimed_at()).is_some_and(|at| now.saturating_sub(at) <= older_than_ms)
+        && time::parse_date(entry.claimed_at())
+            .is_some_and(|at| now.saturating_sub(at) <= older_than_ms)
 }
 
 /// Who an entry went to and what it is for, from its meta, else its short key.
