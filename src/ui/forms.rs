@@ -191,286 +191,325 @@ pub fn submit(form: &Form, older_than_ms: i64) -> Result<Confirm, String> {
             crate::text::visible_inline(&by)
         ));
     }
-    let still_sending = || {
-        format!(
-            "claimed less than {} ago and its attempt has not ended: it may still be sending; check with the provider first.",
-            duration::format_duration(older_than_ms as f64)
-        )
+    let still_sending = format!(
+        "claimed less than {} ago and its attempt has not ended: it may still be sending; check with the provider first.",
+        duration::format_duration(older_than_ms as f64)
+    );
+    match &form.kind {
+        FormKind::Approve { .. } => confirm_approve(form, by),
+        FormKind::Reject { id, version } => Ok(confirm_reject(form, by, *id, *version)),
+        FormKind::RejectMany { drafts } => Ok(confirm_reject_many(form, by, drafts)),
+        FormKind::MarkSent { .. } | FormKind::MarkFailed { .. } => {
+            confirm_mark(form, by, &still_sending)
+        }
+        FormKind::SettleMany { status, sends } => Ok(confirm_settle_many(
+            form,
+            by,
+            *status,
+            sends,
+            &still_sending,
+        )),
+    }
+}
+
+/// The approval form: its TTL checked, what the approval makes of the quorum, and
+/// what the approver should know of the draft's facts.
+fn confirm_approve(form: &Form, by: String) -> Result<Confirm, String> {
+    let FormKind::Approve {
+        id,
+        revision,
+        version,
+        suspicious,
+        drifted,
+        unchecked,
+        expired,
+        quorum,
+        edit,
+    } = &form.kind
+    else {
+        return Err("not an approval form".into());
     };
-    Ok(match &form.kind {
-        FormKind::Approve {
-            id,
-            revision,
-            version,
-            suspicious,
-            drifted,
-            unchecked,
-            expired,
-            quorum,
-            edit,
-        } => {
-            let ttl = form.value("TTL");
-            let ms = duration::parse_duration(&ttl).map_err(|e| format!("TTL: {e}"))?;
-            if ms <= 0.0 {
-                return Err("TTL must be longer than zero.".into());
-            }
-            let mut lines = vec![match edit {
-                Some(edit) => {
-                    format!("Approve draft {id}, revision {revision} ({edit}), for {ttl}, as {by}?")
-                }
-                None => format!("Approve draft {id} (revision {revision}) for {ttl}, as {by}?"),
-            }];
-            if let Some(q) = quorum {
-                let makes = q.approved + 1;
-                let so_far = if q.approvers.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (after {})", q.approvers)
-                };
-                lines.push(if makes >= q.required {
-                    match &q.earliest {
-                        Some((who, at, at_ms)) if (*at_ms as f64) < q.shown_at as f64 + ms => {
-                            format!(
-                                "Your approval makes {makes} of {}{so_far}: the approval is made now, and expires at {at} ({}'s limit, in {}), before your {ttl}.",
-                                q.required,
-                                crate::text::visible_inline(who),
-                                duration::format_duration((*at_ms - q.shown_at).max(0) as f64)
-                            )
-                        }
-                        _ => format!(
-                            "Your approval makes {makes} of {}{so_far}: the approval is made now, and its {ttl} run from now.",
-                            q.required
-                        ),
-                    }
-                } else {
-                    let more = q.required - makes;
-                    format!(
-                        "Your approval makes {makes} of {}{so_far}: {} more needed before it can be sent.",
-                        q.required,
-                        if more == 1 {
-                            "one".to_owned()
-                        } else {
-                            more.to_string()
-                        }
-                    )
-                });
-            }
-            if *drifted {
-                lines.push(
-                    "Its facts have changed since it was submitted: dispatch will refuse (stale_facts) until they match again."
-                        .into(),
-                );
-            }
-            if let Some(expired) = expired {
-                lines.push(expired.clone());
-            }
-            if *unchecked {
-                lines.push(
-                    "Its facts were never checked against the source since it was submitted (c rechecks, when it has a recheck command)."
-                        .into(),
-                );
-            }
-            Confirm {
-                title: "Approve".into(),
-                lines,
-                warning: suspicious.then(|| {
-                    "The payload holds control, escape, bidi or invisible characters (shown as marks). Approve it anyway? Press y."
-                        .to_owned()
-                }),
-                effect: Effect::Approve {
-                    id: *id,
-                    revision: *revision,
-                    version: *version,
-                    ttl,
-                    by,
-                    note: form.optional("Note"),
-                },
-            }
+    let ttl = form.value("TTL");
+    let ms = duration::parse_duration(&ttl).map_err(|e| format!("TTL: {e}"))?;
+    if ms <= 0.0 {
+        return Err("TTL must be longer than zero.".into());
+    }
+    let mut lines = vec![match edit {
+        Some(edit) => {
+            format!("Approve draft {id}, revision {revision} ({edit}), for {ttl}, as {by}?")
         }
-        FormKind::Reject { id, version } => {
-            let reason = form.value("Reason");
-            Confirm {
-                title: "Reject".into(),
-                lines: vec![
-                    format!("Reject draft {id} as {by}?"),
-                    format!("Reason: {reason}"),
-                ],
-                warning: None,
-                effect: Effect::Reject {
-                    id: *id,
-                    version: *version,
-                    reason,
-                    by,
-                },
-            }
-        }
-        FormKind::RejectMany { drafts } => {
-            let reason = form.value("Reason");
-            let ids = drafts
-                .iter()
-                .map(|(id, _)| id.to_string())
-                .collect::<Vec<_>>()
-                .join(", ");
-            Confirm {
-                title: format!("Reject {} drafts", drafts.len()),
-                lines: vec![
-                    format!("Reject {} drafts as {by}: {ids}?", drafts.len()),
-                    format!("Reason: {reason}"),
-                    "Each is refused on its own if it changed since it was shown.".into(),
-                ],
-                warning: None,
-                effect: Effect::Batch(
-                    drafts
-                        .iter()
-                        .map(|(id, version)| Effect::Reject {
-                            id: *id,
-                            version: *version,
-                            reason: reason.clone(),
-                            by: by.clone(),
-                        })
-                        .collect(),
-                ),
-            }
-        }
-        FormKind::MarkSent {
-            key,
-            who,
-            in_flight,
-            seen,
-        }
-        | FormKind::MarkFailed {
-            key,
-            who,
-            in_flight,
-            seen,
-            ..
-        } => {
-            let sent = matches!(form.kind, FormKind::MarkSent { .. });
-            // Verify found it: failed is refused until the evidence is typed, and the
-            // decision's note keeps what verify said.
-            let against = match &form.kind {
-                FormKind::MarkFailed {
-                    against: Some(against),
-                    ..
-                } => Some(against),
-                _ => None,
-            };
-            if let Some(against) = against
-                && form.value("Evidence") != against.typed
-            {
-                // Short enough for the form's one line: the evidence is in the title
-                // and the detail pane.
-                return Err(format!(
-                    "Verify found it: marked failed, it would be sent again. To go against that, type {} in Evidence.",
-                    against.typed
-                ));
-            }
-            let short = short_key(key);
-            let then = if sent {
-                "It will not be sent again."
-            } else {
-                "The next attempt for this key will send it."
-            };
-            let mut lines = vec![format!(
-                "Mark {short} {} as {by}? {then}",
-                if sent { "sent" } else { "failed" }
-            )];
-            // The key alone does not say who would get it, or get it again.
-            if !who.is_empty() {
-                lines.push(format!("The send: {who}"));
-            }
-            let provider_id = if sent {
-                form.optional("Provider id")
-            } else {
-                None
-            };
-            if let Some(id) = &provider_id {
-                lines.push(format!("Provider id: {id}"));
-            }
-            if let Some(note) = form.optional("Note") {
-                lines.push(format!("Note: {note}"));
-            }
-            if let Some(against) = against {
-                lines.push(format!(
-                    "Against verify's answer: {}. The next run sends it again.",
-                    against.evidence
-                ));
-            }
-            if *in_flight {
-                lines.push(format!("It was {}", still_sending()));
-            }
-            Confirm {
-                title: if sent { "Mark sent" } else { "Mark failed" }.into(),
-                lines,
-                warning: None,
-                effect: Effect::Resolve {
-                    key: key.clone(),
-                    status: if sent { Status::Sent } else { Status::Failed },
-                    by,
-                    note: match (form.optional("Note"), against) {
-                        (note, Some(against)) => Some(format!(
-                            "{}marked failed against verify's answer: {}",
-                            note.map(|n| format!("{n}; ")).unwrap_or_default(),
-                            against.evidence
-                        )),
-                        (note, None) => note,
-                    },
-                    provider_id,
-                    seen: seen.clone(),
-                    even_if_found: against.is_some(),
-                },
-            }
-        }
-        FormKind::SettleMany { status, sends } => {
-            let word = status.as_str();
-            let then = if *status == Status::Sent {
-                "They will not be sent again."
-            } else {
-                "The next attempt for each key will send it."
-            };
-            let mut lines = vec![format!(
-                "Mark {} unknown sends {word} as {by}? {then}",
-                sends.len()
-            )];
-            for send in sends.iter().take(LISTED) {
-                let short = short_key(&send.key);
-                if send.who == short {
-                    lines.push(format!("  {short}"));
-                } else {
-                    lines.push(format!("  {} ({short})", send.who));
-                }
-            }
-            if sends.len() > LISTED {
-                lines.push(format!("  … and {} more", sends.len() - LISTED));
-            }
-            if let Some(note) = form.optional("Note") {
-                lines.push(format!("Note: {note}"));
-            }
-            let flying = sends.iter().filter(|s| s.in_flight).count();
-            if flying > 0 {
-                lines.push(format!("{flying} of them were {}", still_sending()));
-            }
-            lines.push("Each is refused on its own if it changed since it was shown.".into());
-            Confirm {
-                title: format!("Settle {} sends as {word}", sends.len()),
-                lines,
-                warning: None,
-                effect: Effect::Batch(
-                    sends
-                        .iter()
-                        .map(|send| Effect::Resolve {
-                            key: send.key.clone(),
-                            status: *status,
-                            by: by.clone(),
-                            note: form.optional("Note"),
-                            provider_id: None,
-                            seen: send.seen.clone(),
-                            // A bulk settle leaves out what verify found.
-                            even_if_found: false,
-                        })
-                        .collect(),
-                ),
-            }
-        }
+        None => format!("Approve draft {id} (revision {revision}) for {ttl}, as {by}?"),
+    }];
+    if let Some(q) = quorum {
+        lines.push(quorum_line(q, ms, &ttl));
+    }
+    if *drifted {
+        lines.push(
+            "Its facts have changed since it was submitted: dispatch will refuse (stale_facts) until they match again."
+                .into(),
+        );
+    }
+    if let Some(expired) = expired {
+        lines.push(expired.clone());
+    }
+    if *unchecked {
+        lines.push(
+            "Its facts were never checked against the source since it was submitted (c rechecks, when it has a recheck command)."
+                .into(),
+        );
+    }
+    Ok(Confirm {
+        title: "Approve".into(),
+        lines,
+        warning: suspicious.then(|| {
+            "The payload holds control, escape, bidi or invisible characters (shown as marks). Approve it anyway? Press y."
+                .to_owned()
+        }),
+        effect: Effect::Approve {
+            id: *id,
+            revision: *revision,
+            version: *version,
+            ttl,
+            by,
+            note: form.optional("Note"),
+        },
     })
+}
+
+/// What this approval makes of a quorum: how many of how many, and, when it completes
+/// it, when the approval runs out (an earlier approver's limit may come first).
+fn quorum_line(q: &QuorumShown, ttl_ms: f64, ttl: &str) -> String {
+    let makes = q.approved + 1;
+    let so_far = if q.approvers.is_empty() {
+        String::new()
+    } else {
+        format!(" (after {})", q.approvers)
+    };
+    if makes < q.required {
+        let more = q.required - makes;
+        return format!(
+            "Your approval makes {makes} of {}{so_far}: {} more needed before it can be sent.",
+            q.required,
+            if more == 1 {
+                "one".to_owned()
+            } else {
+                more.to_string()
+            }
+        );
+    }
+    match &q.earliest {
+        Some((who, at, at_ms)) if (*at_ms as f64) < q.shown_at as f64 + ttl_ms => {
+            format!(
+                "Your approval makes {makes} of {}{so_far}: the approval is made now, and expires at {at} ({}'s limit, in {}), before your {ttl}.",
+                q.required,
+                crate::text::visible_inline(who),
+                duration::format_duration((*at_ms - q.shown_at).max(0) as f64)
+            )
+        }
+        _ => format!(
+            "Your approval makes {makes} of {}{so_far}: the approval is made now, and its {ttl} run from now.",
+            q.required
+        ),
+    }
+}
+
+fn confirm_reject(form: &Form, by: String, id: i64, version: i64) -> Confirm {
+    let reason = form.value("Reason");
+    Confirm {
+        title: "Reject".into(),
+        lines: vec![
+            format!("Reject draft {id} as {by}?"),
+            format!("Reason: {reason}"),
+        ],
+        warning: None,
+        effect: Effect::Reject {
+            id,
+            version,
+            reason,
+            by,
+        },
+    }
+}
+
+fn confirm_reject_many(form: &Form, by: String, drafts: &[(i64, i64)]) -> Confirm {
+    let reason = form.value("Reason");
+    let ids = drafts
+        .iter()
+        .map(|(id, _)| id.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Confirm {
+        title: format!("Reject {} drafts", drafts.len()),
+        lines: vec![
+            format!("Reject {} drafts as {by}: {ids}?", drafts.len()),
+            format!("Reason: {reason}"),
+            "Each is refused on its own if it changed since it was shown.".into(),
+        ],
+        warning: None,
+        effect: Effect::Batch(
+            drafts
+                .iter()
+                .map(|(id, version)| Effect::Reject {
+                    id: *id,
+                    version: *version,
+                    reason: reason.clone(),
+                    by: by.clone(),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Marking one unknown send sent or failed. Against what verify found, failed is
+/// refused until the evidence is typed, and the decision's note keeps what verify said.
+fn confirm_mark(form: &Form, by: String, still_sending: &str) -> Result<Confirm, String> {
+    let (FormKind::MarkSent {
+        key,
+        who,
+        in_flight,
+        seen,
+    }
+    | FormKind::MarkFailed {
+        key,
+        who,
+        in_flight,
+        seen,
+        ..
+    }) = &form.kind
+    else {
+        return Err("not a form that marks a send".into());
+    };
+    let sent = matches!(form.kind, FormKind::MarkSent { .. });
+    let against = match &form.kind {
+        FormKind::MarkFailed {
+            against: Some(against),
+            ..
+        } => Some(against),
+        _ => None,
+    };
+    if let Some(against) = against
+        && form.value("Evidence") != against.typed
+    {
+        // Short enough for the form's one line: the evidence is in the title
+        // and the detail pane.
+        return Err(format!(
+            "Verify found it: marked failed, it would be sent again. To go against that, type {} in Evidence.",
+            against.typed
+        ));
+    }
+    let short = short_key(key);
+    let then = if sent {
+        "It will not be sent again."
+    } else {
+        "The next attempt for this key will send it."
+    };
+    let mut lines = vec![format!(
+        "Mark {short} {} as {by}? {then}",
+        if sent { "sent" } else { "failed" }
+    )];
+    // The key alone does not say who would get it, or get it again.
+    if !who.is_empty() {
+        lines.push(format!("The send: {who}"));
+    }
+    let provider_id = if sent {
+        form.optional("Provider id")
+    } else {
+        None
+    };
+    if let Some(id) = &provider_id {
+        lines.push(format!("Provider id: {id}"));
+    }
+    if let Some(note) = form.optional("Note") {
+        lines.push(format!("Note: {note}"));
+    }
+    if let Some(against) = against {
+        lines.push(format!(
+            "Against verify's answer: {}. The next run sends it again.",
+            against.evidence
+        ));
+    }
+    if *in_flight {
+        lines.push(format!("It was {still_sending}"));
+    }
+    Ok(Confirm {
+        title: if sent { "Mark sent" } else { "Mark failed" }.into(),
+        lines,
+        warning: None,
+        effect: Effect::Resolve {
+            key: key.clone(),
+            status: if sent { Status::Sent } else { Status::Failed },
+            by,
+            note: match (form.optional("Note"), against) {
+                (note, Some(against)) => Some(format!(
+                    "{}marked failed against verify's answer: {}",
+                    note.map(|n| format!("{n}; ")).unwrap_or_default(),
+                    against.evidence
+                )),
+                (note, None) => note,
+            },
+            provider_id,
+            seen: seen.clone(),
+            even_if_found: against.is_some(),
+        },
+    })
+}
+
+/// Settling the marked unknown sends one way, with one note; each is refused on its
+/// own if it changed since it was shown.
+fn confirm_settle_many(
+    form: &Form,
+    by: String,
+    status: Status,
+    sends: &[Settle],
+    still_sending: &str,
+) -> Confirm {
+    let word = status.as_str();
+    let then = if status == Status::Sent {
+        "They will not be sent again."
+    } else {
+        "The next attempt for each key will send it."
+    };
+    let mut lines = vec![format!(
+        "Mark {} unknown sends {word} as {by}? {then}",
+        sends.len()
+    )];
+    for send in sends.iter().take(LISTED) {
+        let short = short_key(&send.key);
+        if send.who == short {
+            lines.push(format!("  {short}"));
+        } else {
+            lines.push(format!("  {} ({short})", send.who));
+        }
+    }
+    if sends.len() > LISTED {
+        lines.push(format!("  … and {} more", sends.len() - LISTED));
+    }
+    if let Some(note) = form.optional("Note") {
+        lines.push(format!("Note: {note}"));
+    }
+    let flying = sends.iter().filter(|s| s.in_flight).count();
+    if flying > 0 {
+        lines.push(format!("{flying} of them were {still_sending}"));
+    }
+    lines.push("Each is refused on its own if it changed since it was shown.".into());
+    Confirm {
+        title: format!("Settle {} sends as {word}", sends.len()),
+        lines,
+        warning: None,
+        effect: Effect::Batch(
+            sends
+                .iter()
+                .map(|send| Effect::Resolve {
+                    key: send.key.clone(),
+                    status,
+                    by: by.clone(),
+                    note: form.optional("Note"),
+                    provider_id: None,
+                    seen: send.seen.clone(),
+                    // A bulk settle leaves out what verify found.
+                    even_if_found: false,
+                })
+                .collect(),
+        ),
+    }
 }
