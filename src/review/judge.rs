@@ -2,12 +2,13 @@
 //! asked and what they saw, what the queue does (or why it refuses), with nothing read or
 //! written.
 
+use super::approving::{self, Approving};
 use super::draft::{Draft, DraftState};
 use super::error::ReviewError;
 use super::quorum::NewVote;
 use super::store::DraftChange;
-use crate::approval::{self, ApprovalError, Ttl};
-use crate::ledger::{DecisionAction, canonical};
+use crate::approval::Ttl;
+use crate::ledger::DecisionAction;
 use serde_json::{Map, Value};
 
 /// A decision a person makes on a draft.
@@ -122,231 +123,36 @@ pub fn judge(
     now_ms: i64,
     at: &str,
 ) -> Result<Judged, ReviewError> {
-    let id = draft.id;
+    if let Some((reason, error)) = not_as_shown(draft, asked) {
+        return Ok(refused(draft, asked, reason, error));
+    }
     let mut detail = base_detail(draft);
-    let refused = |reason: String, error: ReviewError| {
-        let mut refused = base_detail(draft);
-        // Logged against what the person saw: the revision they approved, beside the
-        // one the draft is at.
-        if let Verdict::Approve {
-            revision: Some(seen),
-            ..
-        } = asked.verdict
-            && *seen != draft.revision
-        {
-            refused.insert("revision".into(), (*seen).into());
-            refused.insert("currentRevision".into(), draft.revision.into());
-        }
-        refused.insert("reason".into(), reason.into());
-        Ok(Judged::Refused {
-            detail: refused,
-            error,
-        })
-    };
-    if let Verdict::Approve {
-        revision: Some(asked),
-        ..
-    } = asked.verdict
-        && *asked != draft.revision
-    {
-        return refused(
-            format!("the draft is at revision {}", draft.revision),
-            ReviewError::NotTheRevision {
-                id,
-                asked: *asked,
-                now: draft.revision,
-            },
-        );
-    }
-    // Other people's approvals of the revision shown do not make an approval stale:
-    // each counts toward the same payload.
-    let approving = matches!(asked.verdict, Verdict::Approve { .. });
-    if let Some(seen) = asked.seen_version
-        && seen != draft.version
-        && !(approving && draft.only_votes_since(seen))
-    {
-        return refused(
-            format!(
-                "changed since it was shown (version {seen}, now {})",
-                draft.version
-            ),
-            if draft.decided_at.is_some() {
-                ReviewError::decided_first(draft)
-            } else {
-                ReviewError::ChangedMeanwhile {
-                    id,
-                    revision: draft.revision,
-                }
-            },
-        );
-    }
-    // A dispatched draft whose send definitely failed goes out on its next dispatch:
-    // a person's no still stops it (G3).
-    let reopened = draft.state == DraftState::Dispatched
-        && asked.send_failed
-        && matches!(asked.verdict, Verdict::Reject { .. } | Verdict::Withdraw);
-    if !draft.state.is_open() && !reopened {
-        return refused(
-            format!("the draft is {}", draft.state.as_str()),
-            ReviewError::closed(draft, asked.verdict.verb()),
-        );
-    }
     let mut vote = None;
     let mut decided_by = asked.by.map(str::to_owned);
     let (state, approval, reason) = match asked.verdict {
         Verdict::Approve { ttl, .. } => {
-            let current = draft.current().ok_or(ReviewError::NoDraft(id))?;
-            // Whoever wrote any revision of the draft (its submitter, an editor, an
-            // agent resubmitting) shaped what is approved, so none of them may be one
-            // of its approvers unless the rule allows; names compare as one person.
-            if !draft.quorum.self_approval
-                && let Some(by) = asked.by
-                && let Some((revision, author)) = draft
-                    .revisions
-                    .iter()
-                    .rev()
-                    .filter_map(|r| Some((r.revision, r.submitted_by.as_deref()?)))
-                    .chain(draft.submitted_by.as_deref().map(|a| (1, a)))
-                    .find(|(_, author)| super::quorum::same_person(by, author))
-            {
-                let verb = if revision == 1 { "submitted" } else { "edited" };
-                let who = if by == author {
-                    by.to_owned()
-                } else {
-                    format!("{by} (the same name as {author})")
-                };
-                return refused(
-                    format!("{who} {verb} revision {revision}: self-approval"),
-                    ReviewError::SelfApproval {
-                        id,
-                        by: who,
-                        revision,
-                        verb,
-                        others: match draft.tally(now_ms).missing() {
-                            _ if draft.tally(now_ms).complete => format!(
-                                "it is already approved {} of {}",
-                                draft.quorum.required, draft.quorum.required
-                            ),
-                            ..=1 if draft.quorum.required == 1 => {
-                                "someone else must approve it".to_owned()
-                            }
-                            ..=1 => "one more person, not one of its authors, must approve it"
-                                .to_owned(),
-                            n => format!("{n} people other than its authors must approve it"),
-                        },
-                    },
-                );
-            }
-            let payload = canonical::parse_json(&current.payload)
-                .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
-            let facts = Value::Object(current.facts.clone());
-            if !draft.needs_quorum() {
-                let approval =
-                    approval::approve(&payload, Some(&facts), ttl, asked.by, now_ms as f64)?;
-                (DraftState::Approved, Some(approval), None)
-            } else {
-                let required = draft.quorum.required;
-                let Some(by) = asked.by else {
-                    return refused(
-                        "no approver named".to_owned(),
-                        ReviewError::Unnamed { id, required },
-                    );
-                };
-                let tally = draft.tally(now_ms);
-                if tally.complete {
-                    return refused(
-                        format!("already approved {required} of {required}"),
-                        ReviewError::AlreadyApproved {
-                            id,
-                            revision: draft.revision,
-                            required,
-                            by: tally.names().join(", "),
-                            at: draft
-                                .approved_by()
-                                .map(|(_, at)| format!(" at {at}"))
-                                .unwrap_or_default(),
-                        },
-                    );
+            match approving::approve(draft, asked.by, ttl, now_ms, at, &mut detail)? {
+                Approving::Refused(reason, error) => {
+                    return Ok(refused(draft, asked, reason, error));
                 }
-                if let Some(earlier) = tally
-                    .votes
-                    .iter()
-                    .find(|v| super::quorum::same_person(&v.by, by))
-                {
-                    let who = if earlier.by == by {
-                        by.to_owned()
-                    } else {
-                        format!("{by} (the same name as {})", earlier.by)
-                    };
-                    return refused(
-                        format!("{who} already approved revision {}", draft.revision),
-                        ReviewError::ApprovedTwice {
-                            id,
-                            by: who,
-                            revision: draft.revision,
-                            at: earlier.at.clone(),
-                            so_far: tally.label(),
-                            others: match tally.missing() {
-                                ..=1 => "one more person must approve it".to_owned(),
-                                n => format!("{n} more people must approve it"),
-                            },
-                        },
-                    );
-                }
-                // Each approver's --ttl bounds how long their own yes holds: a vote
-                // short of the number lapses with it, and the approval the Nth makes
-                // expires at the earliest limit among those it counts.
-                let ttl_ms = ttl.millis()?;
-                let vote_expires = (now_ms as f64 + ttl_ms).floor() as i64;
-                let expires_at = crate::ledger::time::iso_from_millis(vote_expires)
-                    .ok_or(ApprovalError::TimeOutOfRange)?;
-                let cast = NewVote {
-                    revision: draft.revision,
-                    round: tally.round,
-                    by: by.to_owned(),
-                    at: at.to_owned(),
-                    expires_at: Some(expires_at.clone()),
-                };
-                let count = tally.votes.len() as i64 + 1;
-                detail.insert("approvals".into(), count.into());
-                detail.insert("required".into(), required.into());
-                detail.insert("round".into(), tally.round.into());
-                if count < required {
-                    detail.insert("voteExpiresAt".into(), expires_at.into());
+                Approving::Vote(cast) => {
                     return Ok(Judged::Vote {
                         vote: cast,
                         version: draft.version,
                         detail,
                     });
                 }
-                // The Nth: the approval names them all, and its time runs from now.
-                let mut names: Vec<String> = tally.votes.iter().map(|v| v.by.clone()).collect();
-                names.push(by.to_owned());
-                let all = names.join(", ");
-                let earliest = tally
-                    .votes
-                    .iter()
-                    .filter_map(|v| v.expires_at.as_deref())
-                    .filter_map(crate::ledger::time::parse_date)
-                    .map(|at| (at - now_ms) as f64)
-                    .fold(ttl_ms, f64::min);
-                let bounded = if earliest < ttl_ms {
-                    Ttl::Millis(earliest)
-                } else {
-                    ttl.clone()
-                };
-                let mut approval =
-                    approval::approve(&payload, Some(&facts), &bounded, Some(&all), now_ms as f64)?;
-                if let Value::Object(fields) = &mut approval {
-                    fields.insert(
-                        "approvers".into(),
-                        Value::Array(names.into_iter().map(Value::from).collect()),
-                    );
+                Approving::Made {
+                    approval,
+                    by,
+                    vote: cast,
+                } => {
+                    if by.is_some() {
+                        decided_by = by;
+                    }
+                    vote = cast;
+                    (DraftState::Approved, Some(approval), None)
                 }
-                detail.insert("approvers".into(), approval["approvers"].clone());
-                decided_by = Some(all);
-                vote = Some(cast);
-                (DraftState::Approved, Some(approval), None)
             }
         }
         Verdict::Reject { reason } => (DraftState::Rejected, None, Some(reason.clone())),
@@ -361,7 +167,7 @@ pub fn judge(
     }
     Ok(Judged::Change {
         change: DraftChange {
-            id,
+            id: draft.id,
             version: draft.version,
             state,
             at: at.to_owned(),
@@ -373,6 +179,81 @@ pub fn judge(
         },
         detail,
     })
+}
+
+/// Why the decision does not apply to the draft as it is now, if it does not: another
+/// revision than the one approved, a change since it was shown, or a closed draft.
+fn not_as_shown(draft: &Draft, asked: &Asked<'_>) -> Option<(String, ReviewError)> {
+    let id = draft.id;
+    if let Verdict::Approve {
+        revision: Some(asked),
+        ..
+    } = asked.verdict
+        && *asked != draft.revision
+    {
+        return Some((
+            format!("the draft is at revision {}", draft.revision),
+            ReviewError::NotTheRevision {
+                id,
+                asked: *asked,
+                now: draft.revision,
+            },
+        ));
+    }
+    // Other people's approvals of the revision shown do not make an approval stale:
+    // each counts toward the same payload.
+    let approving = matches!(asked.verdict, Verdict::Approve { .. });
+    if let Some(seen) = asked.seen_version
+        && seen != draft.version
+        && !(approving && draft.only_votes_since(seen))
+    {
+        return Some((
+            format!(
+                "changed since it was shown (version {seen}, now {})",
+                draft.version
+            ),
+            if draft.decided_at.is_some() {
+                ReviewError::decided_first(draft)
+            } else {
+                ReviewError::ChangedMeanwhile {
+                    id,
+                    revision: draft.revision,
+                }
+            },
+        ));
+    }
+    // A dispatched draft whose send definitely failed goes out on its next dispatch:
+    // a person's no still stops it (G3).
+    let reopened = draft.state == DraftState::Dispatched
+        && asked.send_failed
+        && matches!(asked.verdict, Verdict::Reject { .. } | Verdict::Withdraw);
+    if !draft.state.is_open() && !reopened {
+        return Some((
+            format!("the draft is {}", draft.state.as_str()),
+            ReviewError::closed(draft, asked.verdict.verb()),
+        ));
+    }
+    None
+}
+
+/// A refusal, logged against what the person saw: the revision they approved, beside
+/// the one the draft is at.
+fn refused(draft: &Draft, asked: &Asked<'_>, reason: String, error: ReviewError) -> Judged {
+    let mut refused = base_detail(draft);
+    if let Verdict::Approve {
+        revision: Some(seen),
+        ..
+    } = asked.verdict
+        && *seen != draft.revision
+    {
+        refused.insert("revision".into(), (*seen).into());
+        refused.insert("currentRevision".into(), draft.revision.into());
+    }
+    refused.insert("reason".into(), reason.into());
+    Judged::Refused {
+        detail: refused,
+        error,
+    }
 }
 
 /// The channel a new draft's key was made from: the meta's channel when its channel,

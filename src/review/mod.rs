@@ -9,6 +9,7 @@
 //! decision log. The queue lives in the ledger's own database, through a
 //! [`QueueStore`]: this module holds its rules, [`store`] what it needs from storage.
 
+mod approving;
 pub mod diff;
 pub mod dispatch;
 mod draft;
