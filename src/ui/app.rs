@@ -1,6 +1,7 @@
 //! The UI's state and its one way to change: `App::update(action)`, which returns the
 //! effects to run and does no IO. Every key press is testable without a terminal.
 
+mod answers;
 mod decide;
 mod detail;
 mod editor;
@@ -10,7 +11,7 @@ mod words;
 use crossterm::event::KeyEventKind;
 use tui_input::Input;
 
-use super::action::{Action, Effect, Gone, Outcome};
+use super::action::{Action, Effect, Gone};
 use super::config::VerifySetup;
 use super::keymap::View;
 use super::layout::{MIN_HEIGHT, MIN_WIDTH, Shape};
@@ -600,37 +601,7 @@ impl App {
                 self.size = (w, h);
                 Vec::new()
             }
-            Action::Tick(now) => {
-                self.now = now;
-                let mut effects = Vec::new();
-                if std::mem::take(&mut self.ledger_search_due) {
-                    let text = self.filter(View::Ledger).to_owned();
-                    let view = self.view;
-                    self.view = View::Ledger;
-                    effects = self.set_filter(text);
-                    self.view = view;
-                }
-                if let Some(status) = &self.status
-                    && status.ok
-                    && !self.working()
-                    && now - status.at >= STATUS_FADE_MS
-                {
-                    self.status = None;
-                }
-                if self.chain_owed
-                    && self
-                        .chain_checked
-                        .as_ref()
-                        .is_none_or(|(at, _)| now - at >= CHAIN_RECHECK_MS)
-                {
-                    self.chain_owed = false;
-                    if let Some((at, _)) = &mut self.chain_checked {
-                        *at = now;
-                    }
-                    effects.push(Effect::CheckChain);
-                }
-                effects
-            }
+            Action::Tick(now) => self.tick(now),
             Action::Changed => {
                 // The selected item's history is asked for again with the rest.
                 self.history_stale = true;
@@ -640,30 +611,7 @@ impl App {
                 self.ledger_gone = Some(gone);
                 Vec::new()
             }
-            Action::LedgerBack { reopened } => {
-                let was_gone = self.ledger_gone.take().is_some();
-                if reopened {
-                    // Answers were about the entries of the file no longer opened, and
-                    // so were the edits kept for another try: set aside, never opened
-                    // for this file's drafts, and written to files when the UI ends.
-                    self.verifying.answers.clear();
-                    let mut kept: Vec<(i64, KeptEdit)> = self.kept_edits.drain().collect();
-                    kept.sort_by_key(|(id, _)| *id);
-                    self.set_aside.extend(kept);
-                    self.overlay_stale = self.overlay_stale
-                        || matches!(self.overlay, Some(Overlay::Form(_) | Overlay::Confirm(_)));
-                    self.say(
-                        &format!(
-                            "The ledger {} was replaced by another file, now opened: what shows is what it holds.",
-                            self.ledger_label
-                        ),
-                        true,
-                    );
-                } else if was_gone {
-                    self.say(&format!("The ledger {} is back.", self.ledger_label), true);
-                }
-                self.reload()
-            }
+            Action::LedgerBack { reopened } => self.ledger_back(reopened),
             // Loads answered after the ledger went are of a file no longer at the path.
             Action::ApprovalsLoaded(_)
             | Action::UnknownLoaded(_)
@@ -678,128 +626,21 @@ impl App {
             {
                 Vec::new()
             }
-            Action::ApprovalsLoaded(result) => {
-                let keep = self.selected_draft().map(|d| d.id);
-                self.approvals = loaded(result.map(|drafts| self.with_all_revisions(drafts)));
-                if let Some(id) = keep
-                    && let Some(i) = self.visible_drafts().iter().position(|d| d.id == id)
-                {
-                    self.state_mut(View::Approvals).selected = i;
-                }
-                self.prune_marks();
-                self.after_load()
-            }
+            Action::ApprovalsLoaded(result) => self.approvals_loaded(result),
             Action::PendingLoaded {
                 entries,
                 unreadable,
-            } => {
-                if let Some(census) = &mut self.counts {
-                    census.unreadable = unreadable.clone();
-                }
-                self.unreadable_pending = Some(unreadable);
-                self.update(Action::UnknownLoaded(entries))
-            }
-            Action::UnknownLoaded(result) => {
-                let keep = self.selected_unknown().map(|e| e.key().to_owned());
-                self.unknown = loaded(result);
-                if let Some(key) = keep
-                    && let Some(i) = self.visible_unknown().iter().position(|e| e.key() == key)
-                {
-                    self.state_mut(View::Unknown).selected = i;
-                }
-                self.prune_marks();
-                self.prune_verified();
-                self.after_load()
-            }
-            Action::LedgerLoaded { query, result } => {
-                // An answer to a query no longer asked (the filter changed since) is
-                // dropped; the newer one is on its way.
-                if query != self.ledger_query() {
-                    return Vec::new();
-                }
-                let keep = self.selected_entry().map(|e| e.key().to_owned());
-                self.ledger = loaded(result);
-                if let Some(key) = keep
-                    && let Some(i) = self.visible_ledger().iter().position(|e| e.key() == key)
-                {
-                    self.state_mut(View::Ledger).selected = i;
-                }
-                self.after_load()
-            }
-            Action::DecisionsLoaded(result) => {
-                // At the top of a newest-first log the selection stays at the top as
-                // decisions arrive (as `tail -f` does); further down it stays on its
-                // decision.
-                let keep = self
-                    .selected_decision()
-                    .filter(|_| self.selected(View::Decisions) > 0)
-                    .map(|d| d.id);
-                let verify = result.is_ok();
-                self.decisions = loaded(result);
-                if let Some(id) = keep
-                    && let Some(i) = self.visible_decisions().iter().position(|d| d.id == id)
-                {
-                    self.state_mut(View::Decisions).selected = i;
-                }
-                let mut effects = self.after_load();
-                if verify {
-                    effects.extend(self.chain_due());
-                }
-                effects
-            }
+            } => self.pending_loaded(entries, unreadable),
+            Action::UnknownLoaded(result) => self.unknown_loaded(result),
+            Action::LedgerLoaded { query, result } => self.ledger_loaded(query, result),
+            Action::DecisionsLoaded(result) => self.decisions_loaded(result),
             Action::ChainChecked(result) => {
                 self.chain = loaded(result);
                 Vec::new()
             }
-            Action::DraftLoaded { id, result } => {
-                match result {
-                    Ok(full) => {
-                        self.all_revisions
-                            .insert(id, (full.version, full.revisions.clone()));
-                        if let Loaded::Ready(drafts) = &mut self.approvals
-                            && let Some(draft) = drafts
-                                .iter_mut()
-                                .find(|d| d.id == id && d.version == full.version)
-                        {
-                            draft.revisions = full.revisions;
-                        }
-                        if self.selected_draft().is_some_and(|d| d.id == id) {
-                            return self.move_diff_base(true);
-                        }
-                    }
-                    Err(e) => self.say(
-                        &format!("Could not load draft {id}'s revisions: {e}"),
-                        false,
-                    ),
-                }
-                Vec::new()
-            }
-            Action::HistoryLoaded { subject, result } => {
-                // A verify someone asked that found this unknown send: the row shows it
-                // before anyone here presses f (S5).
-                if let Ok(decisions) = &result {
-                    self.learn_from_history(&subject, decisions);
-                }
-                if let Some((wanted, history)) = &mut self.history
-                    && *wanted == subject
-                {
-                    *history = loaded(result);
-                }
-                Vec::new()
-            }
-            Action::CountsLoaded(result) => {
-                match result {
-                    Ok(mut census) => {
-                        if let Some(unreadable) = &self.unreadable_pending {
-                            census.unreadable = unreadable.clone();
-                        }
-                        self.counts = Some(census);
-                        self.counts_error = None;
-                    }
-                    Err(e) => self.counts_error = Some(e),
-                }
-                Vec::new()
-            }
+            Action::DraftLoaded { id, result } => self.draft_loaded(id, result),
+            Action::HistoryLoaded { subject, result } => self.history_loaded(subject, result),
+            Action::CountsLoaded(result) => self.counts_loaded(result),
             Action::Verified { key, seen, answer } => self.verify_answered(key, seen, answer),
             Action::VerifyNotKept { key, why } => {
                 self.verify_not_kept(&key, &why);
@@ -811,29 +652,7 @@ impl App {
                 version,
                 result,
             } => self.editor_closed(id, revision, version, result),
-            Action::Done(outcome) => {
-                self.history_stale = true;
-                // Settled here, as its answer said: no warning when it leaves the list.
-                self.forget_settled(&outcome);
-                self.after_edit(&outcome);
-                let ok = outcome.ok();
-                let mut text = self.word(&outcome);
-                if let Outcome::Edited { id, .. }
-                | Outcome::EditUnchanged { id, .. }
-                | Outcome::EditNotSaved { id, .. } = &outcome
-                {
-                    text.push_str(self.dropped_note(*id));
-                }
-                match &outcome {
-                    // It names the file the edit is kept in: it must not fade unread.
-                    Outcome::EditNotSaved { kept: None, .. } => self.say_until_next(&text),
-                    _ => self.say(&text, ok),
-                }
-                match outcome {
-                    Outcome::Paged(_) | Outcome::Copied { .. } => Vec::new(),
-                    _ => self.reload(),
-                }
-            }
+            Action::Done(outcome) => self.done(outcome),
         }
     }
 

@@ -1,0 +1,237 @@
+//! What the runtime answers the screen with: each kind of load (the selection kept on its
+//! row), the clock's tick, a ledger back, and an effect done (its words on the status
+//! line, and a reload).
+
+use super::{App, CHAIN_RECHECK_MS, KeptEdit, Overlay, STATUS_FADE_MS};
+use crate::ledger::decision::Decision;
+use crate::ledger::{Census, Entry, PageQuery, UnreadableRow};
+use crate::review::Draft;
+use crate::ui::action::{Action, Effect, Outcome};
+use crate::ui::keymap::View;
+use crate::ui::state::Loaded;
+use crate::ui::state::loaded;
+
+impl App {
+    pub(super) fn tick(&mut self, now: i64) -> Vec<Effect> {
+        self.now = now;
+        let mut effects = Vec::new();
+        if std::mem::take(&mut self.ledger_search_due) {
+            let text = self.filter(View::Ledger).to_owned();
+            let view = self.view;
+            self.view = View::Ledger;
+            effects = self.set_filter(text);
+            self.view = view;
+        }
+        if let Some(status) = &self.status
+            && status.ok
+            && !self.working()
+            && now - status.at >= STATUS_FADE_MS
+        {
+            self.status = None;
+        }
+        if self.chain_owed
+            && self
+                .chain_checked
+                .as_ref()
+                .is_none_or(|(at, _)| now - at >= CHAIN_RECHECK_MS)
+        {
+            self.chain_owed = false;
+            if let Some((at, _)) = &mut self.chain_checked {
+                *at = now;
+            }
+            effects.push(Effect::CheckChain);
+        }
+        effects
+    }
+
+    pub(super) fn ledger_back(&mut self, reopened: bool) -> Vec<Effect> {
+        let was_gone = self.ledger_gone.take().is_some();
+        if reopened {
+            // Answers were about the entries of the file no longer opened, and
+            // so were the edits kept for another try: set aside, never opened
+            // for this file's drafts, and written to files when the UI ends.
+            self.verifying.answers.clear();
+            let mut kept: Vec<(i64, KeptEdit)> = self.kept_edits.drain().collect();
+            kept.sort_by_key(|(id, _)| *id);
+            self.set_aside.extend(kept);
+            self.overlay_stale = self.overlay_stale
+                || matches!(self.overlay, Some(Overlay::Form(_) | Overlay::Confirm(_)));
+            self.say(
+                &format!(
+                    "The ledger {} was replaced by another file, now opened: what shows is what it holds.",
+                    self.ledger_label
+                ),
+                true,
+            );
+        } else if was_gone {
+            self.say(&format!("The ledger {} is back.", self.ledger_label), true);
+        }
+        self.reload()
+    }
+
+    pub(super) fn approvals_loaded(&mut self, result: Result<Vec<Draft>, String>) -> Vec<Effect> {
+        let keep = self.selected_draft().map(|d| d.id);
+        self.approvals = loaded(result.map(|drafts| self.with_all_revisions(drafts)));
+        if let Some(id) = keep
+            && let Some(i) = self.visible_drafts().iter().position(|d| d.id == id)
+        {
+            self.state_mut(View::Approvals).selected = i;
+        }
+        self.prune_marks();
+        self.after_load()
+    }
+
+    pub(super) fn pending_loaded(
+        &mut self,
+        entries: Result<Vec<Entry>, String>,
+        unreadable: Vec<UnreadableRow>,
+    ) -> Vec<Effect> {
+        if let Some(census) = &mut self.counts {
+            census.unreadable = unreadable.clone();
+        }
+        self.unreadable_pending = Some(unreadable);
+        self.update(Action::UnknownLoaded(entries))
+    }
+
+    pub(super) fn unknown_loaded(&mut self, result: Result<Vec<Entry>, String>) -> Vec<Effect> {
+        let keep = self.selected_unknown().map(|e| e.key().to_owned());
+        self.unknown = loaded(result);
+        if let Some(key) = keep
+            && let Some(i) = self.visible_unknown().iter().position(|e| e.key() == key)
+        {
+            self.state_mut(View::Unknown).selected = i;
+        }
+        self.prune_marks();
+        self.prune_verified();
+        self.after_load()
+    }
+
+    pub(super) fn ledger_loaded(
+        &mut self,
+        query: PageQuery,
+        result: Result<Vec<Entry>, String>,
+    ) -> Vec<Effect> {
+        // An answer to a query no longer asked (the filter changed since) is
+        // dropped; the newer one is on its way.
+        if query != self.ledger_query() {
+            return Vec::new();
+        }
+        let keep = self.selected_entry().map(|e| e.key().to_owned());
+        self.ledger = loaded(result);
+        if let Some(key) = keep
+            && let Some(i) = self.visible_ledger().iter().position(|e| e.key() == key)
+        {
+            self.state_mut(View::Ledger).selected = i;
+        }
+        self.after_load()
+    }
+
+    pub(super) fn decisions_loaded(
+        &mut self,
+        result: Result<Vec<Decision>, String>,
+    ) -> Vec<Effect> {
+        // At the top of a newest-first log the selection stays at the top as
+        // decisions arrive (as `tail -f` does); further down it stays on its
+        // decision.
+        let keep = self
+            .selected_decision()
+            .filter(|_| self.selected(View::Decisions) > 0)
+            .map(|d| d.id);
+        let verify = result.is_ok();
+        self.decisions = loaded(result);
+        if let Some(id) = keep
+            && let Some(i) = self.visible_decisions().iter().position(|d| d.id == id)
+        {
+            self.state_mut(View::Decisions).selected = i;
+        }
+        let mut effects = self.after_load();
+        if verify {
+            effects.extend(self.chain_due());
+        }
+        effects
+    }
+
+    pub(super) fn draft_loaded(
+        &mut self,
+        id: i64,
+        result: Result<Box<Draft>, String>,
+    ) -> Vec<Effect> {
+        match result {
+            Ok(full) => {
+                self.all_revisions
+                    .insert(id, (full.version, full.revisions.clone()));
+                if let Loaded::Ready(drafts) = &mut self.approvals
+                    && let Some(draft) = drafts
+                        .iter_mut()
+                        .find(|d| d.id == id && d.version == full.version)
+                {
+                    draft.revisions = full.revisions;
+                }
+                if self.selected_draft().is_some_and(|d| d.id == id) {
+                    return self.move_diff_base(true);
+                }
+            }
+            Err(e) => self.say(
+                &format!("Could not load draft {id}'s revisions: {e}"),
+                false,
+            ),
+        }
+        Vec::new()
+    }
+
+    pub(super) fn history_loaded(
+        &mut self,
+        subject: String,
+        result: Result<Vec<Decision>, String>,
+    ) -> Vec<Effect> {
+        // A verify someone asked that found this unknown send: the row shows it
+        // before anyone here presses f (S5).
+        if let Ok(decisions) = &result {
+            self.learn_from_history(&subject, decisions);
+        }
+        if let Some((wanted, history)) = &mut self.history
+            && *wanted == subject
+        {
+            *history = loaded(result);
+        }
+        Vec::new()
+    }
+
+    pub(super) fn counts_loaded(&mut self, result: Result<Census, String>) -> Vec<Effect> {
+        match result {
+            Ok(mut census) => {
+                if let Some(unreadable) = &self.unreadable_pending {
+                    census.unreadable = unreadable.clone();
+                }
+                self.counts = Some(census);
+                self.counts_error = None;
+            }
+            Err(e) => self.counts_error = Some(e),
+        }
+        Vec::new()
+    }
+
+    pub(super) fn done(&mut self, outcome: Outcome) -> Vec<Effect> {
+        self.history_stale = true;
+        // Settled here, as its answer said: no warning when it leaves the list.
+        self.forget_settled(&outcome);
+        self.after_edit(&outcome);
+        let ok = outcome.ok();
+        let mut text = self.word(&outcome);
+        if let Outcome::Edited { id, .. }
+        | Outcome::EditUnchanged { id, .. }
+        | Outcome::EditNotSaved { id, .. } = &outcome
+        {
+            text.push_str(self.dropped_note(*id));
+        }
+        match &outcome {
+            // It names the file the edit is kept in: it must not fade unread.
+            Outcome::EditNotSaved { kept: None, .. } => self.say_until_next(&text),
+            _ => self.say(&text, ok),
+        }
+        match outcome {
+            Outcome::Paged(_) | Outcome::Copied { .. } => Vec::new(),
+            _ => self.reload(),
+        }
+    }
+}
