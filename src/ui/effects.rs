@@ -382,9 +382,13 @@ pub(super) async fn decide(effect: Effect, backend: &Backend) -> Outcome {
         subject: subject.clone(),
         why,
     };
-    let review = backend.review.clone();
-    let no_queue = || "this ledger has no review queue".to_owned();
-    match effect {
+    let queue = || {
+        backend
+            .review
+            .clone()
+            .ok_or_else(|| "this ledger has no review queue".to_owned())
+    };
+    let decided = match effect {
         Effect::Approve {
             id,
             revision,
@@ -392,100 +396,23 @@ pub(super) async fn decide(effect: Effect, backend: &Backend) -> Outcome {
             ttl,
             by,
             note,
-        } => {
-            let Some(review) = review else {
-                return refused(no_queue());
-            };
-            let verdict = Verdict::Approve {
-                ttl: Ttl::Text(ttl),
-                revision: Some(revision),
-            };
-            match review
-                .decide_seen(id, verdict, Some(by), note, Some(version))
-                .await
-            {
-                Ok(draft) if draft.needs_quorum() && !draft.tally(review.now()).complete => {
-                    let tally = draft.tally(review.now());
-                    Outcome::Voted {
-                        id,
-                        revision,
-                        so_far: tally.label(),
-                        missing: tally.missing(),
-                    }
-                }
-                Ok(draft) => Outcome::Approved {
-                    id,
-                    revision,
-                    expires_at: draft
-                        .approval
-                        .as_ref()
-                        .and_then(|a| a["expiresAt"].as_str())
-                        .unwrap_or("?")
-                        .to_owned(),
-                    approvers: draft.needs_quorum().then(|| {
-                        let names = draft.tally(review.now());
-                        (names.names().join(", "), names.votes.len())
-                    }),
-                },
-                Err(e) => refused(e.to_string()),
-            }
-        }
+        } => match queue() {
+            Ok(review) => approve(&review, id, revision, version, ttl, by, note).await,
+            Err(why) => Err(why),
+        },
         Effect::Reject {
             id,
             version,
             reason,
             by,
-        } => {
-            let Some(review) = review else {
-                return refused(no_queue());
-            };
-            match review
-                .decide_seen(
-                    id,
-                    Verdict::Reject {
-                        reason: reason.clone(),
-                    },
-                    Some(by),
-                    Some(reason),
-                    Some(version),
-                )
-                .await
-            {
-                // A dispatch that claimed the key first may be sending: the reject is
-                // written, and the screen says what it could not stop (N3).
-                Ok(draft) => match review.ledger_entry(&draft.key).await {
-                    Ok(Some(entry)) if entry.status() != crate::ledger::Status::Failed => {
-                        refused(format!(
-                            "Rejected draft {id}, but its key is {} (attempt {}, claimed at {}): a dispatch began before the rejection, so it may have gone out.",
-                            entry.status().as_str(),
-                            entry.attempts(),
-                            crate::text::visible_inline(entry.claimed_at())
-                        ))
-                    }
-                    _ => Outcome::Rejected { id },
-                },
-                Err(e) => refused(e.to_string()),
-            }
-        }
-        Effect::Recheck { id } => {
-            let Some(review) = review else {
-                return refused(no_queue());
-            };
-            match review
-                .recheck(id, crate::review::recheck::DEFAULT_TIMEOUT)
-                .await
-            {
-                Ok(_) => Outcome::Rechecked {
-                    id,
-                    summary: review
-                        .head(id)
-                        .await
-                        .map(|d| d.drift().summary())
-                        .unwrap_or_default(),
-                },
-                Err(e) => refused(format!("Draft {id}: {e}")),
-            }
-        }
+        } => match queue() {
+            Ok(review) => reject(&review, id, version, reason, by).await,
+            Err(why) => Err(why),
+        },
+        Effect::Recheck { id } => match queue() {
+            Ok(review) => recheck(&review, id).await,
+            Err(why) => Err(why),
+        },
         Effect::SaveEdit {
             id,
             key,
@@ -493,12 +420,10 @@ pub(super) async fn decide(effect: Effect, backend: &Backend) -> Outcome {
             version,
             payload,
             by,
-        } => {
-            let Some(review) = review else {
-                return refused(no_queue());
-            };
-            save_edit(&review, id, &key, revision, version, payload, by).await
-        }
+        } => match queue() {
+            Ok(review) => Ok(save_edit(&review, id, &key, revision, version, payload, by).await),
+            Err(why) => Err(why),
+        },
         Effect::Resolve {
             key,
             status,
@@ -517,89 +442,187 @@ pub(super) async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 even_if_running: false,
                 even_if_found,
             };
-            let short = super::app::short_key(&key);
-            match backend.ledger.resolve(&key, status, &details).await {
-                Ok(resolved) if resolved.changed => Outcome::Resolved { key, status },
-                // Recording sent an attempt someone marked failed, and a run sent it
-                // again meanwhile: the provider may now have it twice (S6).
-                Ok(resolved)
-                    if details
-                        .seen
-                        .as_ref()
-                        .and_then(|s| s.attempts)
-                        .is_some_and(|n| n != resolved.entry.attempts()) =>
-                {
-                    refused(format!(
-                        "{short} was sent again meanwhile, as attempt {} at {}: nothing changed, and if attempt {} reached the provider too, it has this send twice.",
-                        resolved.entry.attempts(),
-                        crate::text::visible_inline(resolved.entry.claimed_at()),
-                        details.seen.as_ref().and_then(|s| s.attempts).unwrap_or(0)
-                    ))
-                }
-                Ok(resolved) => refused(format!(
-                    "{short} was already {}{}; nothing changed.",
-                    resolved.entry.status().as_str(),
-                    resolution_by(&resolved.entry)
-                )),
-                Err(LedgerError::ChangedSinceSeen { now, change, .. }) => {
-                    // Marking it sent, on the provider's word, and someone marked it
-                    // failed meanwhile: the next run sends it again unless it is
-                    // recorded, and no view settles a failed entry (K2).
-                    let again = if status == crate::ledger::Status::Sent
-                        && now.starts_with("failed")
-                    {
-                        let quote = |t: &str| {
-                            crate::text::visible_inline(&shell_words::quote(t)).into_owned()
-                        };
-                        let id = details
-                            .provider_id
-                            .as_deref()
-                            .map(|id| format!(" --provider-id {}", quote(id)))
-                            .unwrap_or_default();
-                        format!(
-                            " You were recording it sent: the next run sends it again. Press 3 (it is shown there) and s records it sent, filled in with verify's answer. In a shell: send-once resolve {} {} sent --expect failed{id}",
-                            quote(&backend.label),
-                            quote(&key)
-                        )
-                    } else {
-                        String::new()
-                    };
-                    refused(format!(
-                        "{short} changed after it was shown: it is now {now}, {change}. Nothing changed.{again}"
-                    ))
-                }
-                Err(LedgerError::AlreadySent(_)) => {
-                    let by = match backend.ledger.get(&key).await {
-                        Ok(Some(entry)) => resolution_by(&entry),
-                        _ => String::new(),
-                    };
-                    refused(format!(
-                        "{short} is already recorded as sent{by}; it cannot be marked failed. Nothing changed."
-                    ))
-                }
-                Err(LedgerError::MayStillRun { attempt, why, .. }) => refused(format!(
-                    "{short}: attempt {attempt} is pending and {why}. Marked failed, the next run would send it alongside. Nothing changed: wait for it, or if you know it has stopped, mark it with `send-once resolve ... failed --even-if-running`."
-                )),
-                Err(LedgerError::FoundByVerify { attempt, found, .. }) => {
-                    let why = format!(
-                        "{short}: attempt {attempt} is pending, and {}. Marked failed, the next run sends it a second time; nothing changed. The row keeps that answer now: Enter records it sent; if its record is of another message, f asks you to type the evidence to go against it.",
-                        found.describe()
-                    );
-                    match backend.ledger.get(&key).await {
-                        Ok(Some(entry)) => Outcome::FoundElsewhere {
-                            key,
-                            seen: crate::ledger::Seen::entry(&entry),
-                            found,
-                            why,
-                        },
-                        _ => refused(why),
-                    }
-                }
-                Err(e) => refused(e.to_string()),
+            resolve(backend, key, status, details).await
+        }
+        other => Err(format!("not a decision: {other:?}")),
+    };
+    decided.unwrap_or_else(refused)
+}
+
+/// An approval of the revision shown: a vote toward a quorum, or the approval made.
+async fn approve(
+    review: &Review,
+    id: i64,
+    revision: i64,
+    version: i64,
+    ttl: String,
+    by: String,
+    note: Option<String>,
+) -> Result<Outcome, String> {
+    let verdict = Verdict::Approve {
+        ttl: Ttl::Text(ttl),
+        revision: Some(revision),
+    };
+    let draft = review
+        .decide_seen(id, verdict, Some(by), note, Some(version))
+        .await
+        .map_err(|e| e.to_string())?;
+    let tally = draft.tally(review.now());
+    if draft.needs_quorum() && !tally.complete {
+        return Ok(Outcome::Voted {
+            id,
+            revision,
+            so_far: tally.label(),
+            missing: tally.missing(),
+        });
+    }
+    Ok(Outcome::Approved {
+        id,
+        revision,
+        expires_at: draft
+            .approval
+            .as_ref()
+            .and_then(|a| a["expiresAt"].as_str())
+            .unwrap_or("?")
+            .to_owned(),
+        approvers: draft
+            .needs_quorum()
+            .then(|| (tally.names().join(", "), tally.votes.len())),
+    })
+}
+
+/// A rejection of the draft as shown.
+async fn reject(
+    review: &Review,
+    id: i64,
+    version: i64,
+    reason: String,
+    by: String,
+) -> Result<Outcome, String> {
+    let verdict = Verdict::Reject {
+        reason: reason.clone(),
+    };
+    let draft = review
+        .decide_seen(id, verdict, Some(by), Some(reason), Some(version))
+        .await
+        .map_err(|e| e.to_string())?;
+    // A dispatch that claimed the key first may be sending: the reject is written, and
+    // the screen says what it could not stop (N3).
+    match review.ledger_entry(&draft.key).await {
+        Ok(Some(entry)) if entry.status() != crate::ledger::Status::Failed => Err(format!(
+            "Rejected draft {id}, but its key is {} (attempt {}, claimed at {}): a dispatch began before the rejection, so it may have gone out.",
+            entry.status().as_str(),
+            entry.attempts(),
+            crate::text::visible_inline(entry.claimed_at())
+        )),
+        _ => Ok(Outcome::Rejected { id }),
+    }
+}
+
+/// The draft's facts asked for again, and how they compare.
+async fn recheck(review: &Review, id: i64) -> Result<Outcome, String> {
+    review
+        .recheck(id, crate::review::recheck::DEFAULT_TIMEOUT)
+        .await
+        .map_err(|e| format!("Draft {id}: {e}"))?;
+    Ok(Outcome::Rechecked {
+        id,
+        summary: review
+            .head(id)
+            .await
+            .map(|d| d.drift().summary())
+            .unwrap_or_default(),
+    })
+}
+
+/// An unknown send marked sent or failed, if it is still as it was shown; each refusal
+/// says what changed and what to do.
+async fn resolve(
+    backend: &Backend,
+    key: String,
+    status: crate::ledger::Status,
+    details: ResolveDetails,
+) -> Result<Outcome, String> {
+    let short = super::app::short_key(&key);
+    let seen_attempt = details.seen.as_ref().and_then(|s| s.attempts);
+    match backend.ledger.resolve(&key, status, &details).await {
+        Ok(resolved) if resolved.changed => Ok(Outcome::Resolved { key, status }),
+        // Recording sent an attempt someone marked failed, and a run sent it again
+        // meanwhile: the provider may now have it twice (S6).
+        Ok(resolved) if seen_attempt.is_some_and(|n| n != resolved.entry.attempts()) => {
+            Err(format!(
+                "{short} was sent again meanwhile, as attempt {} at {}: nothing changed, and if attempt {} reached the provider too, it has this send twice.",
+                resolved.entry.attempts(),
+                crate::text::visible_inline(resolved.entry.claimed_at()),
+                seen_attempt.unwrap_or(0)
+            ))
+        }
+        Ok(resolved) => Err(format!(
+            "{short} was already {}{}; nothing changed.",
+            resolved.entry.status().as_str(),
+            resolution_by(&resolved.entry)
+        )),
+        Err(LedgerError::ChangedSinceSeen { now, change, .. }) => {
+            let again = sent_again_hint(backend, &key, status, &now, &details);
+            Err(format!(
+                "{short} changed after it was shown: it is now {now}, {change}. Nothing changed.{again}"
+            ))
+        }
+        Err(LedgerError::AlreadySent(_)) => {
+            let by = match backend.ledger.get(&key).await {
+                Ok(Some(entry)) => resolution_by(&entry),
+                _ => String::new(),
+            };
+            Err(format!(
+                "{short} is already recorded as sent{by}; it cannot be marked failed. Nothing changed."
+            ))
+        }
+        Err(LedgerError::MayStillRun { attempt, why, .. }) => Err(format!(
+            "{short}: attempt {attempt} is pending and {why}. Marked failed, the next run would send it alongside. Nothing changed: wait for it, or if you know it has stopped, mark it with `send-once resolve ... failed --even-if-running`."
+        )),
+        Err(LedgerError::FoundByVerify { attempt, found, .. }) => {
+            let why = format!(
+                "{short}: attempt {attempt} is pending, and {}. Marked failed, the next run sends it a second time; nothing changed. The row keeps that answer now: Enter records it sent; if its record is of another message, f asks you to type the evidence to go against it.",
+                found.describe()
+            );
+            match backend.ledger.get(&key).await {
+                Ok(Some(entry)) => Ok(Outcome::FoundElsewhere {
+                    key,
+                    seen: crate::ledger::Seen::entry(&entry),
+                    found,
+                    why,
+                }),
+                _ => Err(why),
             }
         }
-        other => refused(format!("not a decision: {other:?}")),
+        Err(e) => Err(e.to_string()),
     }
+}
+
+/// Marking it sent, on the provider's word, and someone marked it failed meanwhile: the
+/// next run sends it again unless it is recorded, and no view settles a failed entry
+/// (K2). Says where it can be recorded.
+fn sent_again_hint(
+    backend: &Backend,
+    key: &str,
+    status: crate::ledger::Status,
+    now: &str,
+    details: &ResolveDetails,
+) -> String {
+    if status != crate::ledger::Status::Sent || !now.starts_with("failed") {
+        return String::new();
+    }
+    let quote = |t: &str| crate::text::visible_inline(&shell_words::quote(t)).into_owned();
+    let id = details
+        .provider_id
+        .as_deref()
+        .map(|id| format!(" --provider-id {}", quote(id)))
+        .unwrap_or_default();
+    format!(
+        " You were recording it sent: the next run sends it again. Press 3 (it is shown there) and s records it sent, filled in with verify's answer. In a shell: send-once resolve {} {} sent --expect failed{id}",
+        quote(&backend.label),
+        quote(key)
+    )
 }
 
 /// Saves an edit as a new revision, if the draft is still as it was when the edit
