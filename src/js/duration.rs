@@ -95,7 +95,11 @@ pub fn whole_ms(ms: f64) -> i64 {
         return 0;
     }
     let up = ms.ceil();
-    if up >= i64::MAX as f64 { i64::MAX } else { up as i64 }
+    if up >= i64::MAX as f64 {
+        i64::MAX
+    } else {
+        up as i64
+    }
 }
 
 /// Milliseconds as a `std::time::Duration`, for sleeping and timeouts. Saturates:
