@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::text::visible;
 
@@ -108,6 +108,80 @@ pub struct SendCommand<'a> {
 /// Starts the command and waits for it. An error means it never started, so it cannot
 /// have sent anything.
 pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
+    let mut outside = prepare(&command)?;
+    // The command leads a session of its own: noted, so that what it started is seen
+    // running even after a kill -9 of this process (procs::notes). The note is made
+    // first: a send that could not be noted is not started (T1).
+    let starting = if command.echo_stderr {
+        Some(crate::procs::notes::note_starting()?)
+    } else {
+        None
+    };
+    let mut child = outside.spawn()?;
+    let pid = child.id();
+    let _session_note = match (starting, pid) {
+        (Some(note), Some(pid)) => Some(note.started(pid)),
+        _ => None,
+    };
+    // Whoever drops this future (a reconcile told to stop, a screen closed while a
+    // verify runs) will never read the answer: stop what was started rather than leave
+    // it running unobserved.
+    let mut guard = KillOnDrop(pid);
+
+    let feed = feed_stdin(child.stdin.take(), command.payload.map(<[u8]>::to_vec));
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stderr"))?;
+    let stdout = collect_stdout(stdout);
+    let stderr = tee_stderr(stderr, command.echo_stderr);
+    // The time limit covers the command and everything holding its pipes open (a
+    // background child it left behind), so a limit always ends the wait.
+    // Boxed, so that it can be dropped (and its readers with it) while `child` lives on.
+    let mut all = Box::pin(async { tokio::join!(child.wait(), feed, stdout, stderr) });
+    let (status, timed_out) = match wait_within(&mut all, command.timeout, pid).await {
+        Waited::Done(done) => (done, false),
+        Waited::TimedOut(done) => (done, true),
+        Waited::Abandoned(limit) => {
+            // Something outside the group (a `setsid` child) still holds the pipes:
+            // the limit is the limit, so stop reading. The group leader was killed;
+            // reap it.
+            drop(all);
+            let _ = child.wait().await;
+            guard.0 = None;
+            return Ok(Finished {
+                how: Ending::TimedOut(limit),
+                stdout: Vec::new(),
+                stdout_truncated: false,
+                stderr_tail: "a process it started outside its process group kept its output open"
+                    .into(),
+            });
+        }
+    };
+    guard.0 = None;
+    // Its attempt ends here, whatever it left running in its session (`cmd &`, a
+    // `timeout` wrapper whose child outlived it): that would send on after the ledger
+    // records the attempt ended, and be taken over or retried alongside.
+    if let Some(session) = pid {
+        crate::procs::kill_session(session);
+    }
+    let (status, (), (stdout, truncated), stderr_tail) = status;
+    let status = if timed_out { None } else { Some(status?) };
+    Ok(Finished {
+        how: ending(status, command.timeout),
+        stdout,
+        stdout_truncated: truncated,
+        stderr_tail,
+    })
+}
+
+/// The command as it is started: its argv without a shell, the payload's pipe or
+/// `/dev/null` on stdin, pipes for stdout and stderr, and a session of its own.
+fn prepare(command: &SendCommand<'_>) -> std::io::Result<Command> {
     let (program, args) = command
         .argv
         .split_first()
@@ -124,20 +198,25 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(false);
-    // A session of its own (and so a process group of its own), so that a time limit
-    // stops everything it started: what it starts stays in the session even in a
-    // process group of its own (`timeout`, a shell's job control), and only setsid(2)
-    // leaves it. No controlling terminal either: it cannot write to /dev/tty over a
-    // full-screen UI or read the operator's keys, and a send is not interactive.
-    //
-    // From the command line it also dies with us: a claim with no time limit may be
-    // taken over once its claimer is seen gone (ledger::claimer), so a send must not
-    // outlive a kill -9 of the process that claimed it. The signal comes when the
-    // forking *thread* ends, so only the main thread (the command line's one thread)
-    // asks for it; a program forking from a pool thread that may end keeps its sends.
+    in_a_session_of_its_own(&mut outside, command.echo_stderr);
+    Ok(outside)
+}
+
+/// A session of its own (and so a process group of its own), so that a time limit
+/// stops everything it started: what it starts stays in the session even in a
+/// process group of its own (`timeout`, a shell's job control), and only setsid(2)
+/// leaves it. No controlling terminal either: it cannot write to /dev/tty over a
+/// full-screen UI or read the operator's keys, and a send is not interactive.
+///
+/// From the command line it also dies with us: a claim with no time limit may be
+/// taken over once its claimer is seen gone (ledger::claimer), so a send must not
+/// outlive a kill -9 of the process that claimed it. The signal comes when the
+/// forking *thread* ends, so only the main thread (the command line's one thread)
+/// asks for it; a program forking from a pool thread that may end keeps its sends.
+fn in_a_session_of_its_own(outside: &mut Command, echo_stderr: bool) {
     let parent = std::process::id();
     // SAFETY: gettid(2) has no preconditions.
-    let dies_with_us = command.echo_stderr && unsafe { libc::gettid() } as u32 == parent;
+    let dies_with_us = echo_stderr && unsafe { libc::gettid() } as u32 == parent;
     // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe, and the closure
     // does nothing else between fork and exec.
     unsafe {
@@ -159,158 +238,168 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
             Ok(())
         });
     }
-    // The command leads a session of its own: noted, so that what it started is seen
-    // running even after a kill -9 of this process (procs::notes). The note is made
-    // first: a send that could not be noted is not started (T1).
-    let starting = if command.echo_stderr {
-        Some(crate::procs::notes::note_starting()?)
-    } else {
-        None
-    };
-    let mut child = outside.spawn()?;
-    let pid = child.id();
-    let _session_note = match (starting, pid) {
-        (Some(note), Some(pid)) => Some(note.started(pid)),
-        _ => None,
-    };
-    // Whoever drops this future (a reconcile told to stop, a screen closed while a
-    // verify runs) will never read the answer: stop what was started rather than leave
-    // it running unobserved.
-    let mut guard = KillOnDrop(pid);
+}
 
-    let stdin = child.stdin.take();
-    let payload = command.payload.map(<[u8]>::to_vec);
-    let feed = async move {
-        if let (Some(mut stdin), Some(payload)) = (stdin, payload) {
-            // A command that does not read its stdin closes the pipe; that is its
-            // business, not a failure of the send.
-            let _ = stdin.write_all(&payload).await;
-            let _ = stdin.shutdown().await;
+/// Writes the payload to the command's stdin, then closes it.
+async fn feed_stdin(stdin: Option<ChildStdin>, payload: Option<Vec<u8>>) {
+    if let (Some(mut stdin), Some(payload)) = (stdin, payload) {
+        // A command that does not read its stdin closes the pipe; that is its
+        // business, not a failure of the send.
+        let _ = stdin.write_all(&payload).await;
+        let _ = stdin.shutdown().await;
+    }
+}
+
+/// The command's stdout up to [`MAX_STDOUT`], and whether there was more.
+async fn collect_stdout(mut stdout: ChildStdout) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = stdout.read(&mut buf).await {
+        if n == 0 {
+            break;
         }
-    };
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| std::io::Error::other("no stdout"))?;
-    let mut stderr = child
-        .stderr
-        .take()
-        .ok_or_else(|| std::io::Error::other("no stderr"))?;
-    let collect_stdout = async move {
-        let mut kept = Vec::new();
-        let mut truncated = false;
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = stdout.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            let room = MAX_STDOUT.saturating_sub(kept.len());
-            kept.extend_from_slice(&buf[..n.min(room)]);
-            truncated |= n > room;
+        let room = MAX_STDOUT.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+        truncated |= n > room;
+    }
+    (kept, truncated)
+}
+
+/// Reads the command's stderr to its end, passing it through to ours when `echo`, and
+/// gives back its last [`STDERR_TAIL`] bytes or so.
+async fn tee_stderr(mut stderr: ChildStderr, echo: bool) -> String {
+    // Passed through live, a line at a time, with control characters made visible:
+    // a provider's error text can carry terminal escapes. The raw end is kept.
+    let mut tail: Vec<u8> = Vec::new();
+    let mut echoing = Echo::default();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
         }
-        (kept, truncated)
-    };
-    let echo = command.echo_stderr;
-    let tee_stderr = async move {
-        // Passed through live, a line at a time, with control characters made visible:
-        // a provider's error text can carry terminal escapes. The raw end is kept.
-        let mut tail: Vec<u8> = Vec::new();
-        let mut line: Vec<u8> = Vec::new();
-        let mut buf = [0u8; 8192];
-        let mut ours = tokio::io::stderr();
-        // Echoed up to a bound: a command that writes megabytes of stderr would bury
-        // our own verdict (and fill a log) in it; the rest is counted and said.
-        let (mut echoed, mut unshown) = (0usize, 0usize);
-        while let Ok(n) = stderr.read(&mut buf).await {
-            if n == 0 {
-                break;
+        if echo {
+            echoing.pass(&buf[..n]).await;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    echoing.finish().await;
+    let start = tail.len().saturating_sub(STDERR_TAIL);
+    String::from_utf8_lossy(&tail[start..]).into_owned()
+}
+
+/// The command's stderr passed through to ours, a line at a time, made visible.
+///
+/// Echoed up to a bound: a command that writes megabytes of stderr would bury our own
+/// verdict (and fill a log) in it; the rest is counted and said.
+struct Echo {
+    ours: tokio::io::Stderr,
+    /// The line not yet passed through.
+    line: Vec<u8>,
+    echoed: usize,
+    unshown: usize,
+}
+
+impl Default for Echo {
+    fn default() -> Echo {
+        Echo {
+            ours: tokio::io::stderr(),
+            line: Vec::new(),
+            echoed: 0,
+            unshown: 0,
+        }
+    }
+}
+
+impl Echo {
+    /// Passes through every whole line in `bytes` (or 8 KiB of one), keeping the rest.
+    async fn pass(&mut self, bytes: &[u8]) {
+        if self.echoed >= ECHO_LIMIT {
+            self.unshown += bytes.len();
+            return;
+        }
+        for &byte in bytes {
+            if self.echoed >= ECHO_LIMIT {
+                self.unshown += 1;
+                continue;
             }
-            if echo && echoed >= ECHO_LIMIT {
-                unshown += n;
-            } else if echo {
-                for &byte in &buf[..n] {
-                    if echoed >= ECHO_LIMIT {
-                        unshown += 1;
-                        continue;
-                    }
-                    line.push(byte);
-                    if byte == b'\n' || line.len() >= 8192 {
-                        let shown = String::from_utf8_lossy(&line);
-                        // tokio's stderr hands the write to another thread: flushed,
-                        // each line is out before the next, and before our own verdict.
-                        let _ = ours.write_all(visible(&shown).as_bytes()).await;
-                        let _ = ours.flush().await;
-                        echoed += line.len();
-                        line.clear();
-                    }
-                }
-            }
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > 2 * STDERR_TAIL {
-                tail.drain(..tail.len() - STDERR_TAIL);
+            self.line.push(byte);
+            if byte == b'\n' || self.line.len() >= 8192 {
+                let shown = String::from_utf8_lossy(&self.line);
+                // tokio's stderr hands the write to another thread: flushed,
+                // each line is out before the next, and before our own verdict.
+                let _ = self.ours.write_all(visible(&shown).as_bytes()).await;
+                let _ = self.ours.flush().await;
+                self.echoed += self.line.len();
+                self.line.clear();
             }
         }
-        if !line.is_empty() {
-            let shown = String::from_utf8_lossy(&line);
-            let _ = ours
+    }
+
+    /// Passes through the last, unended line, and says how much was not shown.
+    async fn finish(mut self) {
+        if !self.line.is_empty() {
+            let shown = String::from_utf8_lossy(&self.line);
+            let _ = self
+                .ours
                 .write_all(format!("{}\n", visible(&shown)).as_bytes())
                 .await;
         }
-        if unshown > 0 {
-            let _ = ours
+        if self.unshown > 0 {
+            let _ = self
+                .ours
                 .write_all(
                     format!(
-                        "[{unshown} more bytes of the command's stderr not shown; its last lines are kept with its error]\n"
+                        "[{} more bytes of the command's stderr not shown; its last lines are kept with its error]\n",
+                        self.unshown
                     )
                     .as_bytes(),
                 )
                 .await;
         }
-        let _ = ours.flush().await;
-        let start = tail.len().saturating_sub(STDERR_TAIL);
-        String::from_utf8_lossy(&tail[start..]).into_owned()
-    };
-    // The time limit covers the command and everything holding its pipes open (a
-    // background child it left behind), so a limit always ends the wait.
-    // Boxed, so that it can be dropped (and its readers with it) while `child` lives on.
-    let mut all = Box::pin(async { tokio::join!(child.wait(), feed, collect_stdout, tee_stderr) });
-    let (status, timed_out) = match command.timeout {
-        None => ((&mut all).await, false),
-        Some(limit) => match tokio::time::timeout(limit, &mut all).await {
-            Ok(done) => (done, false),
-            Err(_) => {
-                kill_group(pid);
-                match tokio::time::timeout(AFTER_KILL, &mut all).await {
-                    Ok(done) => (done, true),
-                    Err(_) => {
-                        // Something outside the group (a `setsid` child) still holds
-                        // the pipes: the limit is the limit, so stop reading. The
-                        // group leader was killed; reap it.
-                        drop(all);
-                        let _ = child.wait().await;
-                        guard.0 = None;
-                        return Ok(Finished {
-                            how: Ending::TimedOut(limit),
-                            stdout: Vec::new(),
-                            stdout_truncated: false,
-                            stderr_tail: "a process it started outside its process group kept its output open"
-                                .into(),
-                        });
-                    }
-                }
-            }
-        },
-    };
-    guard.0 = None;
-    // Its attempt ends here, whatever it left running in its session (`cmd &`, a
-    // `timeout` wrapper whose child outlived it): that would send on after the ledger
-    // records the attempt ended, and be taken over or retried alongside.
-    if let Some(session) = pid {
-        crate::procs::kill_session(session);
+        let _ = self.ours.flush().await;
     }
-    let (status, (), (stdout, truncated), stderr_tail) = status;
-    let status = if timed_out { None } else { Some(status?) };
-    let how = match status {
+}
+
+/// What waiting for the command and its pipes came to.
+enum Waited<T> {
+    /// It ended within its limit (or had none).
+    Done(T),
+    /// Its limit passed; its group was killed, and then it ended.
+    TimedOut(T),
+    /// Its limit (this one) passed, its group was killed, and its pipes stayed open
+    /// [`AFTER_KILL`] longer.
+    Abandoned(Duration),
+}
+
+/// Waits for `all` within `limit`; past it, kills the process group of `pid` and waits
+/// [`AFTER_KILL`] more.
+async fn wait_within<F: Future + Unpin>(
+    all: &mut F,
+    limit: Option<Duration>,
+    pid: Option<u32>,
+) -> Waited<F::Output> {
+    let Some(limit) = limit else {
+        return Waited::Done(all.await);
+    };
+    match tokio::time::timeout(limit, &mut *all).await {
+        Ok(done) => Waited::Done(done),
+        Err(_) => {
+            kill_group(pid);
+            match tokio::time::timeout(AFTER_KILL, all).await {
+                Ok(done) => Waited::TimedOut(done),
+                Err(_) => Waited::Abandoned(limit),
+            }
+        }
+    }
+}
+
+/// How the command ended: its exit status (None when its time limit ended it).
+fn ending(status: Option<std::process::ExitStatus>, timeout: Option<Duration>) -> Ending {
+    match status {
         Some(status) => {
             use std::os::unix::process::ExitStatusExt;
             match (status.code(), status.signal()) {
@@ -319,14 +408,8 @@ pub async fn run(command: SendCommand<'_>) -> std::io::Result<Finished> {
                 (None, None) => Ending::Signalled(0),
             }
         }
-        None => Ending::TimedOut(command.timeout.unwrap_or_default()),
-    };
-    Ok(Finished {
-        how,
-        stdout,
-        stdout_truncated: truncated,
-        stderr_tail,
-    })
+        None => Ending::TimedOut(timeout.unwrap_or_default()),
+    }
 }
 
 /// Kills the command's process group when dropped while armed.

@@ -173,7 +173,10 @@ fn report(ledger: &str, audit: Audit) -> Value {
         "checkedAt".into(),
         time::iso_from_millis(now).map_or(Value::Null, Value::String),
     );
-    report.insert("olderThanMs".into(), number_value(audit.older_than_ms as f64));
+    report.insert(
+        "olderThanMs".into(),
+        number_value(audit.older_than_ms as f64),
+    );
     report.insert("counts".into(), Value::Object(counts));
     report.insert("unknown".into(), Value::Array(unknown));
     report.insert("inFlight".into(), audit.in_flight.into());
@@ -258,18 +261,40 @@ const META_FIELDS: usize = 50;
 /// `argument` is the ledger as the commands it suggests name it.
 fn format_report(report: &Value, argument: &str) -> Styled {
     let mut out = Styled::default();
-    let count = |name: &str| report["counts"][name].as_u64().unwrap_or(0);
-    let ledger = visible_inline(report["ledger"].as_str().unwrap_or_default()).into_owned();
     // Borrowed, not copied: at 10,000 unknown sends the copy cost as much as the text.
     let none = Vec::new();
     let unknown = report["unknown"].as_array().unwrap_or(&none);
-    let in_flight = report["inFlight"].as_u64().unwrap_or(0);
-    let skipped = report["skippedLines"].as_u64().unwrap_or(0);
     let unreadable = report["unreadable"].as_array().unwrap_or(&none);
     // Present only when `--quiet` raised the alarm for them (see `unplaced_note`).
     let unplaced = report["unplaced"].as_array().unwrap_or(&none);
     out.plain("\n");
+    push_verdict(&mut out, report, unknown, unreadable, unplaced);
+    out.plain("\n");
+    push_counts(&mut out, report);
 
+    // Each send's lines are made on every core, then joined in order.
+    use rayon::prelude::*;
+    let sends: Vec<Styled> = unknown.par_iter().map(unknown_lines).collect();
+    sends.into_iter().for_each(|lines| out.append(lines));
+
+    for row in unreadable {
+        push_unreadable(&mut out, row);
+    }
+    push_notes(&mut out, report, unknown, unreadable, argument);
+    out.plain("\n");
+    out
+}
+
+/// The headline: OK, or UNKNOWN and how many sends are in doubt; and a warning when
+/// the server's commits are not durable.
+fn push_verdict(
+    out: &mut Styled,
+    report: &Value,
+    unknown: &[Value],
+    unreadable: &[Value],
+    unplaced: &[Value],
+) {
+    let ledger = visible_inline(report["ledger"].as_str().unwrap_or_default()).into_owned();
     if unknown.is_empty() && unreadable.is_empty() && !unplaced.is_empty() {
         let n = unplaced.len();
         out.paint(Paint::Red, "UNKNOWN")
@@ -318,7 +343,11 @@ fn format_report(report: &Value, argument: &str) -> Styled {
             visible_inline(report["durability"]["setting"].as_str().unwrap_or_default())
         ));
     }
-    out.plain("\n");
+}
+
+/// How many entries the ledger has, and how many are sent, failed and pending.
+fn push_counts(out: &mut Styled, report: &Value) {
+    let count = |name: &str| report["counts"][name].as_u64().unwrap_or(0);
     out.plain(format!("      {:>6} in the ledger\n", count("total")));
     for (paint, name, what) in [
         (Paint::Green, "sent", "sent"),
@@ -329,29 +358,56 @@ fn format_report(report: &Value, argument: &str) -> Styled {
             .paint(paint, format!("{:>6}", count(name)))
             .plain(format!(" {what}\n"));
     }
+}
 
-    // Each send's lines are made on every core, then joined in order.
-    use rayon::prelude::*;
-    let sends: Vec<Styled> = unknown.par_iter().map(unknown_lines).collect();
-    sends.into_iter().for_each(|lines| out.append(lines));
+/// A pending row that could not be read: its key and why.
+fn push_unreadable(out: &mut Styled, row: &Value) {
+    out.plain("\n");
+    out.plain(format!(
+        "  {}\n",
+        visible_inline(row["key"].as_str().unwrap_or_default())
+    ));
+    out.plain(wrap(
+        &format!(
+            "pending, but its row could not be read: {}",
+            visible_inline(row["detail"].as_str().unwrap_or_default())
+        ),
+        WIDTH - 6,
+        "      ",
+    ))
+    .plain("\n");
+}
 
-    for row in unreadable {
+/// The closing notes: what to do about unreadable rows and unknown sends (with the
+/// resolve commands), and what was left out as still in flight or skipped.
+fn push_notes(
+    out: &mut Styled,
+    report: &Value,
+    unknown: &[Value],
+    unreadable: &[Value],
+    argument: &str,
+) {
+    let notes = notes(report, unknown, unreadable);
+    if !notes.is_empty() {
         out.plain("\n");
-        out.plain(format!(
-            "  {}\n",
-            visible_inline(row["key"].as_str().unwrap_or_default())
-        ));
-        out.plain(wrap(
-            &format!(
-                "pending, but its row could not be read: {}",
-                visible_inline(row["detail"].as_str().unwrap_or_default())
-            ),
-            WIDTH - 6,
-            "      ",
-        ))
-        .plain("\n");
     }
+    for (i, note) in notes.iter().enumerate() {
+        if i > 0 {
+            out.plain("\n");
+        }
+        out.plain(wrap(note, WIDTH - 2, "  ")).plain("\n");
+        if i == usize::from(!unreadable.is_empty()) && !unknown.is_empty() {
+            let argument = super::output::pasteable(argument);
+            out.plain(format!("    send-once resolve {argument} <key> sent\n"));
+            out.plain(format!("    send-once resolve {argument} <key> failed\n"));
+        }
+    }
+}
 
+/// The closing notes' text, in the order they are printed.
+fn notes(report: &Value, unknown: &[Value], unreadable: &[Value]) -> Vec<String> {
+    let in_flight = report["inFlight"].as_u64().unwrap_or(0);
+    let skipped = report["skippedLines"].as_u64().unwrap_or(0);
     let mut notes: Vec<String> = Vec::new();
     if !unreadable.is_empty() {
         notes.push(
@@ -387,22 +443,7 @@ fn format_report(report: &Value, argument: &str) -> Styled {
             if skipped == 1 { " was" } else { "s were" }
         ));
     }
-    if !notes.is_empty() {
-        out.plain("\n");
-    }
-    for (i, note) in notes.iter().enumerate() {
-        if i > 0 {
-            out.plain("\n");
-        }
-        out.plain(wrap(note, WIDTH - 2, "  ")).plain("\n");
-        if i == usize::from(!unreadable.is_empty()) && !unknown.is_empty() {
-            let argument = super::output::pasteable(argument);
-            out.plain(format!("    send-once resolve {argument} <key> sent\n"));
-            out.plain(format!("    send-once resolve {argument} <key> failed\n"));
-        }
-    }
-    out.plain("\n");
-    out
+    notes
 }
 
 /// One "name: value" per meta field that is not null, strings as they are and

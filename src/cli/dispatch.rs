@@ -4,19 +4,21 @@
 //! be any store: no review queue is needed.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::Value;
 
 use send_once::approval::{self, ApprovalError, DispatchError, DispatchRequest, Dispatched};
+use send_once::ledger::canonical::JsValue;
 use send_once::ledger::decision::Subject;
 use send_once::ledger::{
     Access, Decision, DecisionOutcome, Ledger, LedgerLocation, Outcome, StoreError,
 };
 use send_once::ledger::{canonical, duration, jsjson, key, time};
 use send_once::open::Open;
-use send_once::provider::split_command;
+use send_once::provider::{CommandProvider, CommandReceipt, SendOptions, split_command};
 use send_once::review::Review;
 use send_once::review::recheck::run_recheck;
 use send_once::text::visible_inline;
@@ -42,222 +44,314 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
             "--approval - and --payload - cannot both be read from stdin; give one as a file",
         );
     }
-    let prepared = (|| -> Result<_, String> {
-        key::check_key(&args.key).map_err(|e| e.to_string())?;
-        let approval_text = read_text_arg(approval_path, "approval")?;
-        let approval: Value = serde_json::from_str(&approval_text).map_err(|e| {
-            format!(
-                "the approval {} is not JSON: {e}",
-                display_path(approval_path)
-            )
-        })?;
-        let payload_text = read_text_arg(payload_path, "payload")?;
-        let payload = canonical::parse_json(&payload_text).map_err(|e| {
-            format!(
-                "the payload {} is not JSON: {e}",
-                display_path(payload_path)
-            )
-        })?;
-        // The bytes go to the send command, the hash is of what JSON.parse keeps: a name
-        // given twice, or a `__proto__` the hash leaves out, would send what no
-        // reviewer saw under an approval of what they did (R6).
-        if let Some(name) = send_once::review::duplicate_name(&payload_text) {
-            return Err(format!(
-                "the payload {} names {:?} twice; its hash is of the last, a provider may read the first, so it is not sent under an approval: give each name once",
-                display_path(payload_path),
-                visible_inline(&name)
-            ));
-        }
-        if let Some(number) = send_once::review::inexact_number(&payload_text) {
-            return Err(format!(
-                "the payload {} has the number {number}, which its hash reads as another number (an integer beyond ±2^53, or out of range), so what is sent would not be what was approved; write it as a string",
-                display_path(payload_path)
-            ));
-        }
-        if holds_proto(&payload.to_serde()) {
-            return Err(format!(
-                "the payload {} has a member named __proto__, which its hash leaves out (JavaScript sets the prototype with it), so what is sent would not be what was approved; remove it",
-                display_path(payload_path)
-            ));
-        }
-        let recheck = args
-            .recheck
-            .as_deref()
-            .map(|text| split_command("--recheck", text))
-            .transpose()?;
-        let (provider, options) =
-            args.send
-                .provider(&args.command, Some(payload_text.into_bytes()), None)?;
-        Ok((approval, payload, recheck, provider, options))
-    })();
-    let (approval, payload, recheck, provider, options) = match prepared {
-        Ok(prepared) => prepared,
+    let outside = match read_outside(args, approval_path, payload_path) {
+        Ok(outside) => outside,
         Err(message) => return fail(Exit::Refused, message),
     };
     let recheck_timeout = match parse_limit(&args.recheck_timeout, "--recheck-timeout") {
         Ok(t) => t,
         Err(exit) => return exit,
     };
-    let gates = Gates::of(&options);
+    let gates = Gates::of(&outside.options);
     let runtime = match super::runtime() {
         Ok(rt) => rt,
         Err(exit) => return exit,
     };
-    runtime.block_on(async {
-        let ledger = match open_ledger(&args.ledger, Access::Create) {
-            Ok(ledger) => ledger,
-            Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
-        };
+    runtime.block_on(dispatch_outside(args, outside, recheck_timeout, gates))
+}
+
+/// An approval made elsewhere, the payload it approved and the send command, read and
+/// checked before the ledger is touched.
+struct Outside {
+    approval: Value,
+    payload: JsValue,
+    recheck: Option<Vec<String>>,
+    provider: CommandProvider,
+    options: SendOptions,
+}
+
+/// Reads the approval and the payload, and builds the send command around the payload.
+fn read_outside(
+    args: &DispatchArgs,
+    approval_path: &Path,
+    payload_path: &Path,
+) -> Result<Outside, String> {
+    key::check_key(&args.key).map_err(|e| e.to_string())?;
+    let approval_text = read_text_arg(approval_path, "approval")?;
+    let approval: Value = serde_json::from_str(&approval_text).map_err(|e| {
+        format!(
+            "the approval {} is not JSON: {e}",
+            display_path(approval_path)
+        )
+    })?;
+    let payload_text = read_text_arg(payload_path, "payload")?;
+    let payload = canonical::parse_json(&payload_text).map_err(|e| {
+        format!(
+            "the payload {} is not JSON: {e}",
+            display_path(payload_path)
+        )
+    })?;
+    check_hash_sees_all(&payload_text, &payload, payload_path)?;
+    let recheck = args
+        .recheck
+        .as_deref()
+        .map(|text| split_command("--recheck", text))
+        .transpose()?;
+    let (provider, options) =
+        args.send
+            .provider(&args.command, Some(payload_text.into_bytes()), None)?;
+    Ok(Outside {
+        approval,
+        payload,
+        recheck,
+        provider,
+        options,
+    })
+}
+
+/// The bytes go to the send command, the hash is of what JSON.parse keeps: a name
+/// given twice, or a `__proto__` the hash leaves out, would send what no
+/// reviewer saw under an approval of what they did (R6).
+fn check_hash_sees_all(
+    payload_text: &str,
+    payload: &JsValue,
+    payload_path: &Path,
+) -> Result<(), String> {
+    if let Some(name) = send_once::review::duplicate_name(payload_text) {
+        return Err(format!(
+            "the payload {} names {:?} twice; its hash is of the last, a provider may read the first, so it is not sent under an approval: give each name once",
+            display_path(payload_path),
+            visible_inline(&name)
+        ));
+    }
+    if let Some(number) = send_once::review::inexact_number(payload_text) {
+        return Err(format!(
+            "the payload {} has the number {number}, which its hash reads as another number (an integer beyond ±2^53, or out of range), so what is sent would not be what was approved; write it as a string",
+            display_path(payload_path)
+        ));
+    }
+    if holds_proto(&payload.to_serde()) {
+        return Err(format!(
+            "the payload {} has a member named __proto__, which its hash leaves out (JavaScript sets the prototype with it), so what is sent would not be what was approved; remove it",
+            display_path(payload_path)
+        ));
+    }
+    Ok(())
+}
+
+/// Opens the ledger, asks the queue and the log whether the approval may go out, sends
+/// under it, and reports.
+async fn dispatch_outside(
+    args: &DispatchArgs,
+    outside: Outside,
+    recheck_timeout: Duration,
+    gates: Gates,
+) -> Exit {
+    let ledger = match open_ledger(&args.ledger, Access::Create) {
+        Ok(ledger) => ledger,
+        Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
+    };
+    let payload_hash = canonical::hash_payload(&outside.payload);
+    let review = match queue_of(&args.ledger) {
+        Ok(review) => review,
+        Err(exit) => return exit,
+    };
+    let run = OutsideRun {
+        args,
+        ledger: &ledger,
+        approval: &outside.approval,
+        payload_hash: &payload_hash,
+        review: review.as_ref(),
+    };
+    match run.refusal().await {
+        Ok(None) => {}
+        Ok(Some(why)) => return run.refuse(&why).await,
+        Err(exit) => return exit,
+    }
+    let provider = RunProvider::new(outside.provider);
+    let recheck = outside
+        .recheck
+        .map(|argv| async move || run_recheck(&argv, recheck_timeout).await.map(Value::Object));
+    let request = DispatchRequest {
+        approval: &outside.approval,
+        payload: &outside.payload,
+        key: &args.key,
+        meta: None,
+        now: ledger.now(),
+    };
+    let key = args.key.as_str();
+    let before = ledger.get(key).await.ok().flatten();
+    let work = run.send(request, recheck, &provider, &outside.options);
+    let dispatched = match super::interrupt::unless_signalled(work).await {
+        Ok(dispatched) => dispatched,
+        Err(signal) => {
+            return super::interrupt::report(&ledger, &args.ledger, key, before, signal).await;
+        }
+    };
+    run.log_outcome(&dispatched).await;
+    run.report(dispatched, &provider, gates).await
+}
+
+/// A dispatch through an approval made elsewhere, once its ledger is open.
+struct OutsideRun<'a> {
+    args: &'a DispatchArgs,
+    ledger: &'a Ledger,
+    approval: &'a Value,
+    payload_hash: &'a str,
+    /// The ledger's review queue, when it keeps one.
+    review: Option<&'a Review>,
+}
+
+impl OutsideRun<'_> {
+    fn now(&self) -> String {
+        send_once::ledger::time::iso_from_millis(self.ledger.now())
+            .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+    }
+
+    /// Why the approval may not go out, before anything is claimed.
+    async fn refusal(&self) -> Result<Option<String>, Exit> {
+        let args = self.args;
         // The queue has the last word on a key it holds a draft of: a rejection, a
         // withdrawal or a missing approver is not undone by an approval made elsewhere.
-        let at_now = || {
-            send_once::ledger::time::iso_from_millis(ledger.now())
-                .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
-        };
-        let payload_hash = canonical::hash_payload(&payload);
-        let review = match queue_of(&args.ledger) {
-            Ok(review) => review,
-            Err(exit) => return exit,
-        };
-        let refusal = match &review {
-            Some(review) => {
-                send_once::review::dispatch::outside_approval_refusal(review, &args.key, &payload_hash)
-                    .await
-                    .map_err(|e| fail(Exit::Refused, e))
-            }
-            None => Ok(None),
-        };
-        // Then the log: this approval may have gone out before (A1).
-        let refusal = match refusal {
-            Ok(None) => approval::used_before(
-                &ledger,
+        if let Some(review) = self.review {
+            let refused = send_once::review::dispatch::outside_approval_refusal(
+                review,
                 &args.key,
-                &approval,
-                matches!(args.ledger, LedgerLocation::Jsonl(_)),
+                self.payload_hash,
             )
-                .await
-                .map_err(|e| super::output::fail_with(Exit::Refused, super::store_problem(&e))),
-            other => other,
-        };
-        match refusal {
-            Ok(None) => {}
-            Ok(Some(why)) => {
-                let decision = outside_dispatch_decision(
-                    &args.key,
-                    &approval,
-                    at_now(),
-                    DecisionOutcome::Refused,
-                    "refused",
-                    Some(&why),
-                );
-                log_decision(&ledger, &args.ledger, &decision).await;
-                return fail(
-                    Exit::Refused,
-                    format!(
-                        "not sent: {why}. An approval made elsewhere does not override the review queue of this ledger; nothing was claimed or sent"
-                    ),
-                );
+            .await
+            .map_err(|e| fail(Exit::Refused, e))?;
+            if refused.is_some() {
+                return Ok(refused);
             }
-            Err(exit) => return exit,
         }
-        let provider = RunProvider::new(provider);
-        let recheck = recheck
-            .map(|argv| async move || run_recheck(&argv, recheck_timeout).await.map(Value::Object));
-        let request = DispatchRequest {
-            approval: &approval,
-            payload: &payload,
-            key: &args.key,
-            meta: None,
-            now: ledger.now(),
-        };
-        let key = args.key.as_str();
-        let before = ledger.get(key).await.ok().flatten();
+        // Then the log: this approval may have gone out before (A1).
+        approval::used_before(
+            self.ledger,
+            &args.key,
+            self.approval,
+            matches!(args.ledger, LedgerLocation::Jsonl(_)),
+        )
+        .await
+        .map_err(|e| super::output::fail_with(Exit::Refused, super::store_problem(&e)))
+    }
+
+    /// Logs the refusal and says why nothing was sent.
+    async fn refuse(&self, why: &str) -> Exit {
+        let decision = outside_dispatch_decision(
+            &self.args.key,
+            self.approval,
+            self.now(),
+            DecisionOutcome::Refused,
+            "refused",
+            Some(why),
+        );
+        log_decision(self.ledger, &self.args.ledger, &decision).await;
+        fail(
+            Exit::Refused,
+            format!(
+                "not sent: {why}. An approval made elsewhere does not override the review queue of this ledger; nothing was claimed or sent"
+            ),
+        )
+    }
+
+    /// Claims the key and sends under the approval.
+    async fn send<C, CFut>(
+        &self,
+        request: DispatchRequest<'_>,
+        recheck: Option<C>,
+        provider: &RunProvider,
+        options: &SendOptions,
+    ) -> Result<Dispatched<CommandReceipt>, DispatchError>
+    where
+        C: FnOnce() -> CFut,
+        CFut: Future<Output = Result<Value, String>>,
+    {
+        let args = self.args;
         // With a queue, it is asked again once the key is claimed (M2).
         // And the log is read again once the key is claimed, after this dispatch is
         // logged as begun: of two dispatchers of one approval, one sends (A2, A3).
-        let work = async {
-            match &review {
-                Some(review) => {
-                    let guarded = send_once::review::dispatch::StillWanted {
-                        inner: &provider,
-                        review,
-                        by: send_once::review::dispatch::StillWantedBy::Outside {
-                            key: &args.key,
-                            payload_hash: &payload_hash,
-                        },
-                    };
-                    let once = approval::OneSend {
-                        inner: &guarded,
-                        ledger: &ledger,
-                        approval: &approval,
-                        by: by_or_default(None),
-                    };
-                    approval::dispatch_with(&ledger, request, recheck, &once, &options).await
-                }
-                None => {
-                    let once = approval::OneSend {
-                        inner: &provider,
-                        ledger: &ledger,
-                        approval: &approval,
-                        by: by_or_default(None),
-                    };
-                    approval::dispatch_with(&ledger, request, recheck, &once, &options).await
-                }
+        match self.review {
+            Some(review) => {
+                let guarded = send_once::review::dispatch::StillWanted {
+                    inner: provider,
+                    review,
+                    by: send_once::review::dispatch::StillWantedBy::Outside {
+                        key: &args.key,
+                        payload_hash: self.payload_hash,
+                    },
+                };
+                let once = approval::OneSend {
+                    inner: &guarded,
+                    ledger: self.ledger,
+                    approval: self.approval,
+                    by: by_or_default(None),
+                };
+                approval::dispatch_with(self.ledger, request, recheck, &once, options).await
             }
-        };
-        let dispatched = match super::interrupt::unless_signalled(work).await {
-            Ok(dispatched) => dispatched,
-            Err(signal) => {
-                return super::interrupt::report(&ledger, &args.ledger, key, before, signal).await;
+            None => {
+                let once = approval::OneSend {
+                    inner: provider,
+                    ledger: self.ledger,
+                    approval: self.approval,
+                    by: by_or_default(None),
+                };
+                approval::dispatch_with(self.ledger, request, recheck, &once, options).await
             }
-        };
-        if let Ok(Dispatched::Ledger(outcome)) = &dispatched {
-            let (changed, what) = match outcome {
-                Outcome::Duplicate { .. } => (DecisionOutcome::Unchanged, "duplicate"),
-                Outcome::Sent { .. } => (DecisionOutcome::Changed, "sent"),
-                Outcome::Confirmed { .. } => (DecisionOutcome::Changed, "confirmed"),
-                Outcome::Unknown { .. } => (DecisionOutcome::Changed, "unknown"),
-                // Stopped before the send because the queue closed the draft: the
-                // dispatch was refused, and nothing went out (L1).
-                Outcome::Failed { error, .. }
-                    if send_once::approval::stopped_before_send(error) =>
-                {
-                    (DecisionOutcome::Refused, "not sent")
-                }
-                Outcome::Failed { .. } => (DecisionOutcome::Changed, "failed"),
-            };
-            let decision =
-                outside_dispatch_decision(&args.key, &approval, at_now(), changed, what, None);
-            log_decision(&ledger, &args.ledger, &decision).await;
         }
+    }
+
+    /// Logs what a dispatch that reached the ledger came to.
+    async fn log_outcome(&self, dispatched: &Result<Dispatched<CommandReceipt>, DispatchError>) {
+        let Ok(Dispatched::Ledger(outcome)) = dispatched else {
+            return;
+        };
+        let (changed, what) = match outcome {
+            Outcome::Duplicate { .. } => (DecisionOutcome::Unchanged, "duplicate"),
+            Outcome::Sent { .. } => (DecisionOutcome::Changed, "sent"),
+            Outcome::Confirmed { .. } => (DecisionOutcome::Changed, "confirmed"),
+            Outcome::Unknown { .. } => (DecisionOutcome::Changed, "unknown"),
+            // Stopped before the send because the queue closed the draft: the
+            // dispatch was refused, and nothing went out (L1).
+            Outcome::Failed { error, .. } if send_once::approval::stopped_before_send(error) => {
+                (DecisionOutcome::Refused, "not sent")
+            }
+            Outcome::Failed { .. } => (DecisionOutcome::Changed, "failed"),
+        };
+        let decision = outside_dispatch_decision(
+            &self.args.key,
+            self.approval,
+            self.now(),
+            changed,
+            what,
+            None,
+        );
+        log_decision(self.ledger, &self.args.ledger, &decision).await;
+    }
+
+    /// Reports the dispatch: the send's outcome, or why the approval did not hold.
+    async fn report(
+        &self,
+        dispatched: Result<Dispatched<CommandReceipt>, DispatchError>,
+        provider: &RunProvider,
+        gates: Gates,
+    ) -> Exit {
+        let args = self.args;
+        let key = args.key.as_str();
+        let started = || super::run::Started {
+            not_started: provider.not_started(),
+            returned: provider.returned(),
+        };
         match dispatched {
             Ok(Dispatched::Ledger(outcome)) => report(
                 &args.ledger,
                 args.json,
                 key,
                 Ok(outcome),
-                super::run::Started {
-                    not_started: provider.not_started(),
-                    returned: provider.returned(),
-                },
-                gates.at(&ledger),
+                started(),
+                gates.at(self.ledger),
             ),
-            Ok(refused) => {
-                if let Some(decision) = send_once::review::dispatch::refusal_decision(
-                    &refused,
-                    Subject::Key(key.to_owned()),
-                    None,
-                    at_now(),
-                ) {
-                    log_decision(&ledger, &args.ledger, &decision).await;
-                }
-                if args.json
-                    && let Some(json) = refused.refusal_json()
-                {
-                    print_json(&json);
-                }
-                fail(Exit::Refused, refusal_text(&refused, key))
-            }
+            Ok(refused) => self.report_refused(&refused).await,
             Err(DispatchError::Approval(ApprovalError::RecheckFailed(reason))) => fail(
                 Exit::Refused,
                 format!(
@@ -272,17 +366,33 @@ pub fn dispatch_approval(args: &DispatchArgs) -> Exit {
                 args.json,
                 key,
                 Err(e),
-                super::run::Started {
-                    not_started: provider.not_started(),
-                    returned: provider.returned(),
-                },
-                gates.at(&ledger),
+                started(),
+                gates.at(self.ledger),
             ),
             // A kind of error this binary does not know may have come after the send:
             // a person must check (exit 3), the safe direction.
             Err(other) => fail(Exit::Unknown, other),
         }
-    })
+    }
+
+    /// An approval that did not hold: logged, and said why.
+    async fn report_refused(&self, refused: &Dispatched<CommandReceipt>) -> Exit {
+        let key = self.args.key.as_str();
+        if let Some(decision) = send_once::review::dispatch::refusal_decision(
+            refused,
+            Subject::Key(key.to_owned()),
+            None,
+            self.now(),
+        ) {
+            log_decision(self.ledger, &self.args.ledger, &decision).await;
+        }
+        if self.args.json
+            && let Some(json) = refused.refusal_json()
+        {
+            print_json(&json);
+        }
+        fail(Exit::Refused, refusal_text(refused, key))
+    }
 }
 
 fn refusal_text<R>(refused: &Dispatched<R>, key: &str) -> String {

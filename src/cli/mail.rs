@@ -12,8 +12,8 @@ use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::{Ledger, LedgerLocation, StoreError};
 use send_once::open::Open;
 use send_once::provider::{
-    DEFAULT_CHECK_TIMEOUT, DEFAULT_WINDOW_HOURS, Limit, Mail, MailOutcome, Mailer, message_id,
-    message_json, send_mail_once_unless, split_command,
+    DEFAULT_CHECK_TIMEOUT, DEFAULT_WINDOW_HOURS, Limit, Mail, MailOutcome, Mailer, SentMessage,
+    message_id, message_json, send_mail_once_unless, split_command,
 };
 use send_once::review::store::QueueStore;
 use send_once::text::visible_inline;
@@ -189,114 +189,194 @@ async fn mail_planned(args: &MailArgs, plan: Plan) -> Exit {
 
 fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOutcome) -> Exit {
     let key = args.key.as_str();
+    let (exit, message) = match verdict(ledger, key, mail, &outcome) {
+        Ok(verdict) => verdict,
+        Err(problem) => return fail_with(Exit::Refused, problem),
+    };
+    if args.json {
+        print_json(&Value::Object(outcome_json(key, mail, &outcome)));
+    } else if let Some(line) = stdout_line(key, mail, &outcome) {
+        print_stdout(&line);
+    }
+    note(message);
+    exit
+}
+
+/// The exit code and the message for an outcome; the refusal, for one the Sent folder
+/// refused.
+fn verdict(
+    ledger: &LedgerLocation,
+    key: &str,
+    mail: &Mail,
+    outcome: &MailOutcome,
+) -> Result<(Exit, String), Problem> {
     let shown_key = visible_inline(key);
     let to = visible_inline(mail.to());
-    let subject = visible_inline(mail.subject());
+    Ok(match outcome {
+        MailOutcome::AlreadySent { entry } => (
+            Exit::Ok,
+            format!(
+                "{shown_key} was already sent{}{}; not sent again",
+                entry
+                    .get("sentAt")
+                    .or(entry.get("updatedAt"))
+                    .and_then(Value::as_str)
+                    .map(|at| format!(" at {}", visible_inline(at)))
+                    .unwrap_or_default(),
+                entry
+                    .provider_id()
+                    .map(|id| format!(" (message id {})", visible_inline(id)))
+                    .unwrap_or_default()
+            ),
+        ),
+        MailOutcome::Pending { entry } => (
+            Exit::Unknown,
+            format!(
+                "{shown_key} has been pending since {} (attempt {}): an earlier attempt may have gone out, so the mailer was not run.\n{}",
+                visible_inline(entry.claimed_at()),
+                entry.attempts(),
+                resolve_hint(ledger, key, entry)
+            ),
+        ),
+        MailOutcome::InSent { message } => return Err(in_sent(key, mail, message)),
+        MailOutcome::CannotCheck { why } => return Err(cannot_check(key, why)),
+        MailOutcome::WouldSend { .. } => (
+            Exit::Ok,
+            "dry run: the ledger and Sent both allow it; nothing claimed, nothing sent".into(),
+        ),
+        MailOutcome::Sent { message_id, .. } => (
+            Exit::Ok,
+            format!(
+                "sent {shown_key} to {to} (message id {})",
+                visible_inline(message_id)
+            ),
+        ),
+        MailOutcome::Confirmed {
+            message, ambiguity, ..
+        } => (
+            Exit::Ok,
+            format!(
+                "the send's answer was ambiguous ({}), but Sent shows it landed: {}; recorded as sent, not retried",
+                visible_inline(ambiguity),
+                message.describe()
+            ),
+        ),
+        MailOutcome::Failed { why, .. } => (Exit::Failed, failed_message(why)),
+        MailOutcome::Unknown { entry, why } => (
+            Exit::Unknown,
+            format!(
+                "{}.\nThe mail may or may not have gone out. It stays pending and a rerun will not send it.\n{}",
+                visible_inline(why),
+                resolve_hint(ledger, key, entry)
+            ),
+        ),
+        _ => (Exit::Refused, "an outcome this binary does not know".into()),
+    })
+}
+
+/// How to settle a mail whose fate is unknown: the commands to paste.
+fn resolve_hint(ledger: &LedgerLocation, key: &str, entry: &send_once::ledger::Entry) -> String {
+    format!(
+        "Check Sent, then record what happened:\n{}",
+        super::output::settle_commands(
+            &ledger.as_argument(),
+            key,
+            entry.attempts(),
+            Some(entry.claimed_at()),
+            " --provider-id ID"
+        )
+    )
+}
+
+/// Sent already has a message like this one: refused, nothing claimed.
+fn in_sent(key: &str, mail: &Mail, message: &SentMessage) -> Problem {
+    Problem::new(
+        Kind::Refused,
+        format!(
+            "refusing: Sent already has a message to {} with this subject in the last {}h: {}; not sent, nothing claimed",
+            visible_inline(mail.to()),
+            mail.window_hours(),
+            message.describe()
+        ),
+    )
+    .with("key", Some(key))
+    .with("gate", Some("sent-folder"))
+    .with("found", Some(message_json(message)))
+}
+
+/// Sent could not be searched: refused, nothing claimed.
+fn cannot_check(key: &str, why: &str) -> Problem {
+    Problem::new(
+        Kind::Refused,
+        format!(
+            "refusing: cannot verify what already happened ({}); not sent, nothing claimed",
+            visible_inline(why)
+        ),
+    )
+    .with("key", Some(key))
+    .with("gate", Some("sent-folder"))
+}
+
+/// A mail recorded as failed: rejected by the mailer, or stopped before it was asked.
+fn failed_message(why: &str) -> String {
+    // Stopped before the mailer was asked (the queue's no): say so (Q2w).
+    let stopped = why.ends_with(send_once::approval::NOT_SENT);
+    if stopped {
+        format!(
+            "not sent: {}. The mailer was not asked; recorded as failed.",
+            visible_inline(why.trim_end_matches(send_once::approval::NOT_SENT))
+        )
+    } else {
+        format!(
+            "the mailer rejected it: {}. Recorded as failed; a rerun may send it.",
+            visible_inline(why)
+        )
+    }
+}
+
+/// What an outcome prints on stdout without --json: what a dry run would send, or the
+/// message id sent.
+fn stdout_line(key: &str, mail: &Mail, outcome: &MailOutcome) -> Option<String> {
+    match outcome {
+        MailOutcome::WouldSend { attempt } => Some(format!(
+            "would send {} (attempt {attempt}) to {}, subject \"{}\", {} bytes of body\n",
+            visible_inline(key),
+            visible_inline(mail.to()),
+            visible_inline(mail.subject()),
+            mail.body_bytes()
+        )),
+        MailOutcome::Sent { message_id, .. } => Some(format!("{}\n", visible_inline(message_id))),
+        MailOutcome::Confirmed { entry, .. } => entry
+            .provider_id()
+            .map(|id| format!("{}\n", visible_inline(id))),
+        _ => None,
+    }
+}
+
+/// The outcome for --json.
+fn outcome_json(key: &str, mail: &Mail, outcome: &MailOutcome) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert("outcome".into(), outcome.name().into());
     out.insert("key".into(), key.into());
     out.insert("to".into(), mail.to().into());
     out.insert("subject".into(), mail.subject().into());
     out.insert("rfc822MessageId".into(), message_id(key).into());
-    let resolve_hint = |entry: &send_once::ledger::Entry| {
-        format!(
-            "Check Sent, then record what happened:\n{}",
-            super::output::settle_commands(
-                &ledger.as_argument(),
-                key,
-                entry.attempts(),
-                Some(entry.claimed_at()),
-                " --provider-id ID"
-            )
-        )
-    };
-    let (exit, message) = match &outcome {
+    match outcome {
         MailOutcome::AlreadySent { entry } => {
             out.insert("messageId".into(), entry.provider_id().into());
             out.insert("entry".into(), entry.to_value());
-            (
-                Exit::Ok,
-                format!(
-                    "{shown_key} was already sent{}{}; not sent again",
-                    entry
-                        .get("sentAt")
-                        .or(entry.get("updatedAt"))
-                        .and_then(Value::as_str)
-                        .map(|at| format!(" at {}", visible_inline(at)))
-                        .unwrap_or_default(),
-                    entry
-                        .provider_id()
-                        .map(|id| format!(" (message id {})", visible_inline(id)))
-                        .unwrap_or_default()
-                ),
-            )
         }
         MailOutcome::Pending { entry } => {
             out.insert("entry".into(), entry.to_value());
-            (
-                Exit::Unknown,
-                format!(
-                    "{shown_key} has been pending since {} (attempt {}): an earlier attempt may have gone out, so the mailer was not run.\n{}",
-                    visible_inline(entry.claimed_at()),
-                    entry.attempts(),
-                    resolve_hint(entry)
-                ),
-            )
-        }
-        MailOutcome::InSent { message } => {
-            let problem = Problem::new(
-                Kind::Refused,
-                format!(
-                    "refusing: Sent already has a message to {to} with this subject in the last {}h: {}; not sent, nothing claimed",
-                    mail.window_hours(),
-                    message.describe()
-                ),
-            )
-            .with("key", Some(key))
-            .with("gate", Some("sent-folder"))
-            .with("found", Some(message_json(message)));
-            return fail_with(Exit::Refused, problem);
-        }
-        MailOutcome::CannotCheck { why } => {
-            let problem = Problem::new(
-                Kind::Refused,
-                format!(
-                    "refusing: cannot verify what already happened ({}); not sent, nothing claimed",
-                    visible_inline(why)
-                ),
-            )
-            .with("key", Some(key))
-            .with("gate", Some("sent-folder"));
-            return fail_with(Exit::Refused, problem);
         }
         MailOutcome::WouldSend { attempt } => {
             out.insert("attempt".into(), (*attempt).into());
             out.insert("bodyBytes".into(), mail.body_bytes().into());
             out.insert("bodySha256".into(), mail.body_sha256().into());
-            if !args.json {
-                print_stdout(&format!(
-                    "would send {shown_key} (attempt {attempt}) to {to}, subject \"{subject}\", {} bytes of body\n",
-                    mail.body_bytes()
-                ));
-            }
-            (
-                Exit::Ok,
-                "dry run: the ledger and Sent both allow it; nothing claimed, nothing sent".into(),
-            )
         }
         MailOutcome::Sent { entry, message_id } => {
             out.insert("messageId".into(), message_id.clone().into());
             out.insert("entry".into(), entry.to_value());
-            if !args.json {
-                print_stdout(&format!("{}\n", visible_inline(message_id)));
-            }
-            (
-                Exit::Ok,
-                format!(
-                    "sent {shown_key} to {to} (message id {})",
-                    visible_inline(message_id)
-                ),
-            )
         }
         MailOutcome::Confirmed {
             entry,
@@ -307,57 +387,12 @@ fn report(args: &MailArgs, ledger: &LedgerLocation, mail: &Mail, outcome: MailOu
             out.insert("foundInSent".into(), message_json(message));
             out.insert("ambiguity".into(), ambiguity.clone().into());
             out.insert("entry".into(), entry.to_value());
-            if !args.json
-                && let Some(id) = entry.provider_id()
-            {
-                print_stdout(&format!("{}\n", visible_inline(id)));
-            }
-            (
-                Exit::Ok,
-                format!(
-                    "the send's answer was ambiguous ({}), but Sent shows it landed: {}; recorded as sent, not retried",
-                    visible_inline(ambiguity),
-                    message.describe()
-                ),
-            )
         }
-        MailOutcome::Failed { entry, why } => {
+        MailOutcome::Failed { entry, why } | MailOutcome::Unknown { entry, why } => {
             out.insert("error".into(), why.clone().into());
             out.insert("entry".into(), entry.to_value());
-            // Stopped before the mailer was asked (the queue's no): say so (Q2w).
-            let stopped = why.ends_with(send_once::approval::NOT_SENT);
-            (
-                Exit::Failed,
-                if stopped {
-                    format!(
-                        "not sent: {}. The mailer was not asked; recorded as failed.",
-                        visible_inline(why.trim_end_matches(send_once::approval::NOT_SENT))
-                    )
-                } else {
-                    format!(
-                        "the mailer rejected it: {}. Recorded as failed; a rerun may send it.",
-                        visible_inline(why)
-                    )
-                },
-            )
         }
-        MailOutcome::Unknown { entry, why } => {
-            out.insert("error".into(), why.clone().into());
-            out.insert("entry".into(), entry.to_value());
-            (
-                Exit::Unknown,
-                format!(
-                    "{}.\nThe mail may or may not have gone out. It stays pending and a rerun will not send it.\n{}",
-                    visible_inline(why),
-                    resolve_hint(entry)
-                ),
-            )
-        }
-        _ => (Exit::Refused, "an outcome this binary does not know".into()),
-    };
-    if args.json {
-        print_json(&Value::Object(out));
+        _ => {}
     }
-    note(message);
-    exit
+    out
 }

@@ -405,19 +405,7 @@ fn seen_revision(text: Option<&str>) -> Result<Option<i64>, String> {
 
 fn edit(args: &EditArgs) -> Exit {
     // Everything the edit needs is read and checked before the ledger is opened.
-    let checked = check_by(args.by.as_deref())
-        .and_then(|()| seen_revision(args.seen_revision.as_deref()))
-        .and_then(|seen| {
-            let payload = read_text_arg(&args.payload, "payload")?;
-            canonical::parse_json(&payload).map_err(|e| {
-                format!(
-                    "the payload {} is not JSON: {e}; nothing was changed",
-                    display_path(&args.payload)
-                )
-            })?;
-            Ok((seen, payload))
-        });
-    let (seen, payload) = match checked {
+    let (seen, payload) = match edit_inputs(args) {
         Ok(checked) => checked,
         Err(message) => return fail(Exit::Refused, message),
     };
@@ -430,22 +418,7 @@ fn edit(args: &EditArgs) -> Exit {
         seen_revision: seen,
         seen_version: None,
     };
-    let runtime = match super::runtime() {
-        Ok(rt) => rt,
-        Err(exit) => return exit,
-    };
-    let done = runtime.block_on(async {
-        let (review, _store) = open_review(&args.ledger, Access::ReadWrite)?;
-        match review.edit(request).await {
-            Ok(edited) => {
-                // The draft as it is now, for its diff; the edit is written either way.
-                let draft = review.draft(args.id).await.ok();
-                Ok((edited, draft))
-            }
-            Err(e) => Err(edit_refused(e, args, &payload)),
-        }
-    });
-    let (edited, draft) = match done {
+    let (edited, draft) = match write_edit(args, request, &payload) {
         Ok(done) => done,
         Err(exit) => return exit,
     };
@@ -472,59 +445,153 @@ fn edit(args: &EditArgs) -> Exit {
             payload_hash,
             voided,
         } => {
-            if args.json {
-                let diff = draft.as_ref().and_then(|d| {
-                    let before = d.revision_of(from)?;
-                    let after = d.revision_of(revision)?;
-                    Some(review::diff::payload_diff(
-                        from,
-                        &before.payload,
-                        revision,
-                        &after.payload,
-                    ))
-                });
-                let mut out = Map::new();
-                out.insert("id".into(), id.into());
-                out.insert("key".into(), key.into());
-                out.insert("changed".into(), true.into());
-                out.insert("revision".into(), revision.into());
-                out.insert("fromRevision".into(), from.into());
-                out.insert("state".into(), state.as_str().into());
-                out.insert("by".into(), by.clone().into());
-                out.insert("payloadHash".into(), payload_hash.into());
-                out.insert(
-                    "diff".into(),
-                    serde_json::to_value(&diff).unwrap_or(Value::Null),
-                );
-                if !voided.is_empty() {
-                    out.insert("voided".into(), voided.clone().into());
-                }
-                print_json(&Value::Object(out));
-                if let Some(text) = voided_text(&voided, from) {
-                    note(format!("draft {id}: {text}"));
-                }
-                return Exit::Ok;
-            }
-            let after = if state == DraftState::Approved {
-                " (its approval was for an earlier revision, so it needs approving again)"
-            } else {
-                ""
+            let revised = RevisedDraft {
+                id,
+                from,
+                revision,
+                state,
+                payload_hash,
+                voided,
+                by,
+                key,
+                draft: draft.as_ref(),
             };
-            let mut out = format!(
-                "Draft {id}: revision {revision} by {}, needs approval{after}.\n",
-                visible_inline(by.as_deref().unwrap_or("?"))
-            );
-            if let Some(text) = voided_text(&voided, from) {
-                out.push_str(&format!("{}{}.\n", text[..1].to_uppercase(), &text[1..]));
+            if args.json {
+                revised.print_json();
+            } else {
+                revised.print_text();
             }
-            if let Some(diff) = draft.as_ref().and_then(|d| diff_text(d, from, revision)) {
-                out.push_str(&format!("changed since revision {from} ({}):\n", diff.0));
-                out.push_str(&diff.1);
-            }
-            print_stdout(&out);
         }
     }
     Exit::Ok
+}
+
+/// The revision the edit starts from and the new payload's text, checked: the
+/// person's name, `--seen-revision`, and a payload that is JSON.
+fn edit_inputs(args: &EditArgs) -> Result<(Option<i64>, String), String> {
+    check_by(args.by.as_deref())?;
+    let seen = seen_revision(args.seen_revision.as_deref())?;
+    let payload = read_text_arg(&args.payload, "payload")?;
+    canonical::parse_json(&payload).map_err(|e| {
+        format!(
+            "the payload {} is not JSON: {e}; nothing was changed",
+            display_path(&args.payload)
+        )
+    })?;
+    Ok((seen, payload))
+}
+
+/// Writes the edit, and reads the draft as it is now, for its diff (the edit is
+/// written either way); the refusal when the queue will not take it.
+fn write_edit(
+    args: &EditArgs,
+    request: review::Edit,
+    payload: &str,
+) -> Result<(review::Edited, Option<Draft>), Exit> {
+    let runtime = super::runtime()?;
+    runtime.block_on(async {
+        let (review, _store) = open_review(&args.ledger, Access::ReadWrite)?;
+        match review.edit(request).await {
+            Ok(edited) => {
+                let draft = review.draft(args.id).await.ok();
+                Ok((edited, draft))
+            }
+            Err(e) => Err(edit_refused(e, args, payload)),
+        }
+    })
+}
+
+/// A new revision an edit made, as `draft edit` reports it.
+struct RevisedDraft<'a> {
+    id: i64,
+    from: i64,
+    revision: i64,
+    state: DraftState,
+    payload_hash: String,
+    /// The approvals it voided.
+    voided: Vec<String>,
+    by: Option<String>,
+    key: Option<String>,
+    /// The draft as it is now, when it could be read.
+    draft: Option<&'a Draft>,
+}
+
+impl RevisedDraft<'_> {
+    /// The revision as JSON, with its diff; the voided approvals as a note.
+    fn print_json(self) {
+        let RevisedDraft {
+            id,
+            from,
+            revision,
+            state,
+            payload_hash,
+            voided,
+            by,
+            key,
+            draft,
+        } = self;
+        let diff = draft.and_then(|d| {
+            let before = d.revision_of(from)?;
+            let after = d.revision_of(revision)?;
+            Some(review::diff::payload_diff(
+                from,
+                &before.payload,
+                revision,
+                &after.payload,
+            ))
+        });
+        let mut out = Map::new();
+        out.insert("id".into(), id.into());
+        out.insert("key".into(), key.into());
+        out.insert("changed".into(), true.into());
+        out.insert("revision".into(), revision.into());
+        out.insert("fromRevision".into(), from.into());
+        out.insert("state".into(), state.as_str().into());
+        out.insert("by".into(), by.into());
+        out.insert("payloadHash".into(), payload_hash.into());
+        out.insert(
+            "diff".into(),
+            serde_json::to_value(&diff).unwrap_or(Value::Null),
+        );
+        if !voided.is_empty() {
+            out.insert("voided".into(), voided.clone().into());
+        }
+        print_json(&Value::Object(out));
+        if let Some(text) = voided_text(&voided, from) {
+            note(format!("draft {id}: {text}"));
+        }
+    }
+
+    /// The revision in words, the approvals it voided, and its diff.
+    fn print_text(self) {
+        let RevisedDraft {
+            id,
+            from,
+            revision,
+            state,
+            voided,
+            by,
+            draft,
+            ..
+        } = self;
+        let after = if state == DraftState::Approved {
+            " (its approval was for an earlier revision, so it needs approving again)"
+        } else {
+            ""
+        };
+        let mut out = format!(
+            "Draft {id}: revision {revision} by {}, needs approval{after}.\n",
+            visible_inline(by.as_deref().unwrap_or("?"))
+        );
+        if let Some(text) = voided_text(&voided, from) {
+            out.push_str(&format!("{}{}.\n", text[..1].to_uppercase(), &text[1..]));
+        }
+        if let Some(diff) = draft.and_then(|d| diff_text(d, from, revision)) {
+            out.push_str(&format!("changed since revision {from} ({}):\n", diff.0));
+            out.push_str(&diff.1);
+        }
+        print_stdout(&out);
+    }
 }
 
 /// An edit the queue refused, as an exit code and a message; when the draft moved on

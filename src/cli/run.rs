@@ -374,7 +374,6 @@ impl Gates {
     }
 }
 
-/// Tells what the ledger did with a send, with the exit code for it.
 /// A send that returned but could not be recorded: what it gave back (its stdout, its
 /// provider id) is passed on and named, since it is what settles the send once the
 /// ledger can be written again.
@@ -437,6 +436,7 @@ fn warn_if_late(entry: &send_once::ledger::Entry) {
     }
 }
 
+/// Tells what the ledger did with a send, with the exit code for it.
 pub fn report(
     ledger: &LedgerLocation,
     json: bool,
@@ -460,159 +460,199 @@ pub fn report(
     if json {
         print_json(&outcome_json(key, &outcome));
     }
-    let how_to_settle = |entry: &send_once::ledger::Entry| {
-        format!(
-            "Check with the provider, then record what happened:\n{}",
-            super::output::settle_commands(
-                &ledger.as_argument(),
-                key,
-                entry.attempts(),
-                Some(entry.claimed_at()),
-                ""
-            )
-        )
-    };
     match outcome {
-        Outcome::Sent { result, entry } => {
-            if !json {
-                print_command_stdout(result.stdout());
-            }
-            for said in result.notes() {
-                note(said);
-            }
-            if let Some(Value::Object(takeover)) = entry.get("takeover") {
-                note(format!(
-                    "{key}: attempt {} (claimed at {}) was stale and the verify command found no record of it, so it was sent again as attempt {}",
-                    takeover.get("attempt").map(jsjson_text).unwrap_or_default(),
-                    takeover
-                        .get("claimedAt")
-                        .and_then(Value::as_str)
-                        .map(visible)
-                        .unwrap_or_default(),
-                    entry.attempts()
-                ));
-            }
-            warn_if_late(&entry);
-            Exit::Ok
-        }
-        Outcome::Duplicate { entry } => {
-            // What the first send returned when it was kept (--keep-result), else
-            // the provider id: all the ledger has.
-            if !json {
-                print_kept(&entry);
-            }
-            note(format!(
-                "{key} was already sent{}{}; not sent again",
-                entry
-                    .get("sentAt")
-                    .and_then(Value::as_str)
-                    .map(|at| format!(" at {}", visible(at)))
-                    .unwrap_or_default(),
-                entry
-                    .provider_id()
-                    .map(|id| format!(" (provider id {})", visible(id)))
-                    .unwrap_or_default(),
-            ));
-            Exit::Ok
-        }
+        Outcome::Sent { result, entry } => report_sent(key, json, &result, &entry),
+        Outcome::Duplicate { entry } => report_duplicate(key, json, &entry),
         Outcome::Confirmed {
             entry,
             gate,
             id_problem,
-        } => {
-            if !json {
-                print_kept(&entry);
-            }
-            if let Some(problem) = id_problem {
-                note(format!("{}: {}", gate.command_name(), visible(&problem)));
-            }
-            let found = entry
-                .provider_id()
-                .map(|id| format!(" (provider id {})", visible(id)))
-                .unwrap_or_default();
-            note(match gate {
-                CheckKind::Precheck => format!(
-                    "{key} is already in the provider's records{found}: the precheck found it, so it is recorded as sent and was not sent"
-                ),
-                CheckKind::Verify => format!(
-                    "{key} is in the provider's records{found}: the verify command found it, so it is recorded as sent and was not sent again"
-                ),
-            });
-            Exit::Ok
-        }
+        } => report_confirmed(key, json, &entry, gate, id_problem),
         Outcome::Unknown {
             entry,
             error,
             checked,
         } => {
-            let what = match &error {
-                // Nothing recorded for its attempt yet: another process may be sending
-                // it right now, and "failed" would let it go twice.
-                None if entry.error().is_none() && !entry.uncertain() => format!(
-                    "{key} is pending: attempt {} (claimed at {}) has recorded no end, so it may still be sending, or the process sending it died. It was not sent again. Wait for it (--wait D), or check with the provider before resolving it: marking it failed while it is still sending can send it twice.",
-                    entry.attempts(),
-                    visible(entry.claimed_at())
-                ),
-                None => format!(
-                    "{key} has been pending since {} (attempt {}): an earlier attempt may have reached the provider, so it was not sent again.",
-                    visible(entry.claimed_at()),
-                    entry.attempts()
-                ),
-                Some(error) => format!(
-                    "{}\nThe send may or may not have gone out. It stays pending and will not be sent again on its own.",
-                    visible(error.message())
-                ),
-            };
-            let asked = match (&checked, error.is_some()) {
-                (None, _) => String::new(),
-                (Some(CheckAnswer::NotThere), true) => "\nThe verify command found no record of it yet; right after a send that proves nothing (a provider's records can lag).".to_owned(),
-                (Some(CheckAnswer::NotThere), false) => {
-                    let now = gates
-                        .now_ms
-                        .unwrap_or_else(|| super::ledger_arg::clock()());
-                    let standing = claimer::running(&entry, now);
-                    if gates.stale_after && standing.known_to_run() {
-                        format!(
-                            "\nThe verify command found no record of it, but it is not taken over: {}; --stale-after cannot shorten that.",
-                            standing.describe()
-                        )
-                    } else if gates.stale_after {
-                        "\nThe verify command found no record of it, but the claim is younger than --stale-after, so it is not taken over yet.".to_owned()
-                    } else {
-                        "\nThe verify command found no record of it. With --stale-after D, a claim older than D that verify cannot find is sent again.".to_owned()
-                    }
-                }
-                (Some(CheckAnswer::Inconclusive { why }), _) => {
-                    format!("\nThe verify command could not tell: {why}.")
-                }
-                (Some(CheckAnswer::Happened { .. }), _) => format!(
-                    "\nThe verify command found it, but {key} was changed by someone else first; it is now {}.",
-                    entry.status()
-                ),
-            };
-            let settle = how_to_settle(&entry);
+            let what = why_pending(key, &entry, error.as_ref());
+            let asked = what_verify_said(key, &entry, checked.as_ref(), error.is_some(), gates);
+            let settle = how_to_settle(ledger, key, &entry);
             fail(Exit::Unknown, format!("{what}{asked}\n{settle}"))
         }
-        Outcome::Failed { error, .. } => match not_started {
-            Some(message) => fail(Exit::Refused, visible(&message)),
-            // A dispatch's guard stopped it before the send (its draft closed or
-            // revised meanwhile, its approval gone out elsewhere): nothing went out,
-            // and what stopped it keeps it from going.
-            None if send_once::approval::stopped_before_send(&error) => fail(
-                Exit::Failed,
-                format!(
-                    "{}. It is recorded as failed; nothing went out, and it is not sent while that holds.",
-                    visible(error.message())
-                ),
+        Outcome::Failed { error, .. } => report_failed(not_started, &error),
+    }
+}
+
+/// Sent now: the command's stdout (without --json), its notes, and whether it was
+/// sent again over a stale claim or returned late.
+fn report_sent(key: &str, json: bool, result: &CommandReceipt, entry: &Entry) -> Exit {
+    if !json {
+        print_command_stdout(result.stdout());
+    }
+    for said in result.notes() {
+        note(said);
+    }
+    if let Some(Value::Object(takeover)) = entry.get("takeover") {
+        note(format!(
+            "{key}: attempt {} (claimed at {}) was stale and the verify command found no record of it, so it was sent again as attempt {}",
+            takeover.get("attempt").map(jsjson_text).unwrap_or_default(),
+            takeover
+                .get("claimedAt")
+                .and_then(Value::as_str)
+                .map(visible)
+                .unwrap_or_default(),
+            entry.attempts()
+        ));
+    }
+    warn_if_late(entry);
+    Exit::Ok
+}
+
+/// Sent before: not sent again.
+fn report_duplicate(key: &str, json: bool, entry: &Entry) -> Exit {
+    // What the first send returned when it was kept (--keep-result), else
+    // the provider id: all the ledger has.
+    if !json {
+        print_kept(entry);
+    }
+    note(format!(
+        "{key} was already sent{}{}; not sent again",
+        entry
+            .get("sentAt")
+            .and_then(Value::as_str)
+            .map(|at| format!(" at {}", visible(at)))
+            .unwrap_or_default(),
+        entry
+            .provider_id()
+            .map(|id| format!(" (provider id {})", visible(id)))
+            .unwrap_or_default(),
+    ));
+    Exit::Ok
+}
+
+/// Found in the provider's records by a check: recorded as sent, not sent.
+fn report_confirmed(
+    key: &str,
+    json: bool,
+    entry: &Entry,
+    gate: CheckKind,
+    id_problem: Option<String>,
+) -> Exit {
+    if !json {
+        print_kept(entry);
+    }
+    if let Some(problem) = id_problem {
+        note(format!("{}: {}", gate.command_name(), visible(&problem)));
+    }
+    let found = entry
+        .provider_id()
+        .map(|id| format!(" (provider id {})", visible(id)))
+        .unwrap_or_default();
+    note(match gate {
+        CheckKind::Precheck => format!(
+            "{key} is already in the provider's records{found}: the precheck found it, so it is recorded as sent and was not sent"
+        ),
+        CheckKind::Verify => format!(
+            "{key} is in the provider's records{found}: the verify command found it, so it is recorded as sent and was not sent again"
+        ),
+    });
+    Exit::Ok
+}
+
+/// Why a send whose fate is unknown stays pending, and was not sent again.
+fn why_pending(key: &str, entry: &Entry, error: Option<&SendError>) -> String {
+    match error {
+        // Nothing recorded for its attempt yet: another process may be sending
+        // it right now, and "failed" would let it go twice.
+        None if entry.error().is_none() && !entry.uncertain() => format!(
+            "{key} is pending: attempt {} (claimed at {}) has recorded no end, so it may still be sending, or the process sending it died. It was not sent again. Wait for it (--wait D), or check with the provider before resolving it: marking it failed while it is still sending can send it twice.",
+            entry.attempts(),
+            visible(entry.claimed_at())
+        ),
+        None => format!(
+            "{key} has been pending since {} (attempt {}): an earlier attempt may have reached the provider, so it was not sent again.",
+            visible(entry.claimed_at()),
+            entry.attempts()
+        ),
+        Some(error) => format!(
+            "{}\nThe send may or may not have gone out. It stays pending and will not be sent again on its own.",
+            visible(error.message())
+        ),
+    }
+}
+
+/// What the verify command said of a pending send, if it was asked ("" if not).
+fn what_verify_said(
+    key: &str,
+    entry: &Entry,
+    checked: Option<&CheckAnswer>,
+    send_failed: bool,
+    gates: Gates,
+) -> String {
+    match (checked, send_failed) {
+        (None, _) => String::new(),
+        (Some(CheckAnswer::NotThere), true) => "\nThe verify command found no record of it yet; right after a send that proves nothing (a provider's records can lag).".to_owned(),
+        (Some(CheckAnswer::NotThere), false) => why_not_taken_over(entry, gates),
+        (Some(CheckAnswer::Inconclusive { why }), _) => {
+            format!("\nThe verify command could not tell: {why}.")
+        }
+        (Some(CheckAnswer::Happened { .. }), _) => format!(
+            "\nThe verify command found it, but {key} was changed by someone else first; it is now {}.",
+            entry.status()
+        ),
+    }
+}
+
+/// Why a claim the verify command found no record of was not sent again.
+fn why_not_taken_over(entry: &Entry, gates: Gates) -> String {
+    let now = gates.now_ms.unwrap_or_else(|| super::ledger_arg::clock()());
+    let standing = claimer::running(entry, now);
+    if gates.stale_after && standing.known_to_run() {
+        format!(
+            "\nThe verify command found no record of it, but it is not taken over: {}; --stale-after cannot shorten that.",
+            standing.describe()
+        )
+    } else if gates.stale_after {
+        "\nThe verify command found no record of it, but the claim is younger than --stale-after, so it is not taken over yet.".to_owned()
+    } else {
+        "\nThe verify command found no record of it. With --stale-after D, a claim older than D that verify cannot find is sent again.".to_owned()
+    }
+}
+
+/// How to settle a send whose fate is unknown: the commands to paste.
+fn how_to_settle(ledger: &LedgerLocation, key: &str, entry: &Entry) -> String {
+    format!(
+        "Check with the provider, then record what happened:\n{}",
+        super::output::settle_commands(
+            &ledger.as_argument(),
+            key,
+            entry.attempts(),
+            Some(entry.claimed_at()),
+            ""
+        )
+    )
+}
+
+/// A send that failed, or never started.
+fn report_failed(not_started: Option<String>, error: &SendError) -> Exit {
+    match not_started {
+        Some(message) => fail(Exit::Refused, visible(&message)),
+        // A dispatch's guard stopped it before the send (its draft closed or
+        // revised meanwhile, its approval gone out elsewhere): nothing went out,
+        // and what stopped it keeps it from going.
+        None if send_once::approval::stopped_before_send(error) => fail(
+            Exit::Failed,
+            format!(
+                "{}. It is recorded as failed; nothing went out, and it is not sent while that holds.",
+                visible(error.message())
             ),
-            None => fail(
-                Exit::Failed,
-                format!(
-                    "the send failed: {}. It is recorded as failed; the next run may send it.",
-                    visible(error.message())
-                ),
+        ),
+        None => fail(
+            Exit::Failed,
+            format!(
+                "the send failed: {}. It is recorded as failed; the next run may send it.",
+                visible(error.message())
             ),
-        },
+        ),
     }
 }
 

@@ -12,6 +12,7 @@ use send_once::approval::Ttl;
 use send_once::ledger::Access;
 use send_once::ledger::{LedgerLocation, duration, jsjson};
 use send_once::review::drift::DriftStatus;
+use send_once::review::quorum::Tally;
 use send_once::review::{Draft, DraftState, Verdict};
 use send_once::text::visible_inline;
 use serde_json::{Map, Value};
@@ -96,23 +97,49 @@ pub fn reject(args: &RejectArgs) -> Exit {
 }
 
 pub fn approve(args: &ApproveArgs) -> Exit {
-    // A bad ttl, name or --out is refused before anything is read or written.
+    let (ttl, out_file) = match approve_flags(args) {
+        Ok(flags) => flags,
+        Err(exit) => return exit,
+    };
+    let draft = match cast_approval(args, ttl) {
+        Ok(draft) => draft,
+        Err(exit) => return exit,
+    };
+    if draft.suspicious() {
+        note(format!(
+            "draft {} holds control, escape, bidi or invisible characters; check it with send-once draft show",
+            draft.id
+        ));
+    }
+    let now = clock()();
+    if draft.needs_quorum() && !report_votes(args, &draft, now) {
+        return Exit::Ok;
+    }
+    warn_if_drifted(&draft);
+    hand_out_approval(args, &draft, out_file)
+}
+
+/// The approval's time to live and the --out file made ready, or the refusal.
+/// A bad ttl, name or --out is refused before anything is read or written.
+fn approve_flags(args: &ApproveArgs) -> Result<(Ttl, Option<out_file::PendingFile>), Exit> {
     if let Err(message) = duration_flag("--ttl", &args.ttl).and(check_by(args.by.as_deref())) {
-        return fail(Exit::Refused, message);
+        return Err(fail(Exit::Refused, message));
     }
     let ttl = Ttl::Text(args.ttl.clone());
     if let Err(e) = ttl.millis() {
-        return fail(Exit::Refused, e);
+        return Err(fail(Exit::Refused, e));
     }
-    let out_file = match args
+    let out_file = args
         .out
         .as_deref()
         .map(|out| out_file::prepare("--out", out))
-    {
-        None => None,
-        Some(Ok(pending)) => Some(pending),
-        Some(Err(message)) => return fail(Exit::Refused, message),
-    };
+        .transpose()
+        .map_err(|message| fail(Exit::Refused, message))?;
+    Ok((ttl, out_file))
+}
+
+/// Records the approval of the revision the person read, and gives back the draft.
+fn cast_approval(args: &ApproveArgs, ttl: Ttl) -> Result<Draft, Exit> {
     let by = by_or_default(args.by.as_deref());
     // A person approves what they saw: the revision is pinned, named by --revision once
     // the draft has several (an agent's resubmission can replace the payload between
@@ -136,84 +163,88 @@ pub fn approve(args: &ApproveArgs) -> Exit {
             .await
             .map(Ok)
     });
-    let draft = match decided {
-        Ok(Ok(d)) => d,
-        Ok(Err(revisions)) => {
-            return fail(
-                Exit::Refused,
-                format!(
-                    "draft {} has {revisions} revisions: name the one you read with --revision (the current one is {revisions}; send-once draft show {} prints it)",
-                    args.id, args.id
-                ),
-            );
-        }
-        Err(exit) => return exit,
-    };
-    if draft.suspicious() {
-        note(format!(
-            "draft {} holds control, escape, bidi or invisible characters; check it with send-once draft show",
-            draft.id
-        ));
+    match decided {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err(revisions)) => Err(fail(
+            Exit::Refused,
+            format!(
+                "draft {} has {revisions} revisions: name the one you read with --revision (the current one is {revisions}; send-once draft show {} prints it)",
+                args.id, args.id
+            ),
+        )),
+        Err(exit) => Err(exit),
     }
-    let now = clock()();
-    if draft.needs_quorum() {
-        let tally = draft.tally(now);
-        let names: Vec<String> = tally
-            .names()
-            .iter()
-            .map(|n| visible_inline(n).into_owned())
-            .collect();
-        if !tally.complete {
-            // A vote short of the number: recorded, and no approval exists yet, so
-            // none is printed or written.
-            if args.json {
-                let mut out = Map::new();
-                out.insert("id".into(), draft.id.into());
-                out.insert("revision".into(), draft.revision.into());
-                out.insert("approval".into(), Value::Null);
-                out.insert(
-                    "quorum".into(),
-                    draft.quorum_json(now).unwrap_or(Value::Null),
-                );
-                print_json(&Value::Object(out));
-            }
-            // The vote this call cast is the draft's newest.
-            let holds = draft
-                .quorum
-                .votes
-                .iter()
-                .max_by_key(|v| v.version)
-                .and_then(|v| v.expires_at.as_deref())
-                .map(|until| {
-                    format!("; your approval holds until {until} (--ttl), and the approval the last one makes expires no later")
-                })
-                .unwrap_or_default();
-            note(format!(
-                "draft {}: your approval is recorded, {} of revision {} ({}); {} before it can be sent, so there is no approval JSON yet{holds}{}",
-                draft.id,
-                tally.label(),
-                draft.revision,
-                names.join(", "),
-                match tally.missing() {
-                    1 => "one more person must approve it".to_owned(),
-                    n => format!("{n} more people must approve it"),
-                },
-                if args.out.is_some() {
-                    " (nothing was written to --out)"
-                } else {
-                    ""
-                }
-            ));
-            return Exit::Ok;
-        }
-        note(format!(
-            "draft {}: approved {} of {} by {}",
-            draft.id,
-            tally.votes.len(),
-            tally.required,
-            names.join(", ")
-        ));
+}
+
+/// Says how the votes of a draft that needs several stand; true once they are enough
+/// for an approval.
+fn report_votes(args: &ApproveArgs, draft: &Draft, now: i64) -> bool {
+    let tally = draft.tally(now);
+    let names: Vec<String> = tally
+        .names()
+        .iter()
+        .map(|n| visible_inline(n).into_owned())
+        .collect();
+    if !tally.complete {
+        report_vote_short(args, draft, &tally, &names, now);
+        return false;
     }
+    note(format!(
+        "draft {}: approved {} of {} by {}",
+        draft.id,
+        tally.votes.len(),
+        tally.required,
+        names.join(", ")
+    ));
+    true
+}
+
+/// A vote short of the number: recorded, and no approval exists yet, so none is
+/// printed or written.
+fn report_vote_short(args: &ApproveArgs, draft: &Draft, tally: &Tally, names: &[String], now: i64) {
+    if args.json {
+        let mut out = Map::new();
+        out.insert("id".into(), draft.id.into());
+        out.insert("revision".into(), draft.revision.into());
+        out.insert("approval".into(), Value::Null);
+        out.insert(
+            "quorum".into(),
+            draft.quorum_json(now).unwrap_or(Value::Null),
+        );
+        print_json(&Value::Object(out));
+    }
+    // The vote this call cast is the draft's newest.
+    let holds = draft
+        .quorum
+        .votes
+        .iter()
+        .max_by_key(|v| v.version)
+        .and_then(|v| v.expires_at.as_deref())
+        .map(|until| {
+            format!("; your approval holds until {until} (--ttl), and the approval the last one makes expires no later")
+        })
+        .unwrap_or_default();
+    note(format!(
+        "draft {}: your approval is recorded, {} of revision {} ({}); {} before it can be sent, so there is no approval JSON yet{holds}{}",
+        draft.id,
+        tally.label(),
+        draft.revision,
+        names.join(", "),
+        match tally.missing() {
+            1 => "one more person must approve it".to_owned(),
+            n => format!("{n} more people must approve it"),
+        },
+        if args.out.is_some() {
+            " (nothing was written to --out)"
+        } else {
+            ""
+        }
+    ));
+}
+
+/// Facts that moved (or could not be checked) since submission: the approval is made,
+/// and dispatch will refuse it until they match again.
+fn warn_if_drifted(draft: &Draft) {
     let drift = draft.drift();
     if matches!(
         drift.status,
@@ -225,6 +256,14 @@ pub fn approve(args: &ApproveArgs) -> Exit {
             visible_inline(&drift.summary())
         ));
     }
+}
+
+/// The approval JSON: written to --out (and printed with --json), else printed.
+fn hand_out_approval(
+    args: &ApproveArgs,
+    draft: &Draft,
+    out_file: Option<out_file::PendingFile>,
+) -> Exit {
     let approval = draft.approval.clone().unwrap_or(Value::Null);
     let text = format!("{}\n", jsjson::stringify_pretty(&approval));
     match (out_file, &args.out) {

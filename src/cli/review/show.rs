@@ -8,7 +8,7 @@ use crate::cli::{Exit, print_json, print_stdout};
 use send_once::ledger::Access;
 use send_once::ledger::{Decision, canonical, duration, jsjson};
 use send_once::review::drift::DriftStatus;
-use send_once::review::{self, Draft, DraftState};
+use send_once::review::{self, Draft, DraftState, Revision};
 use send_once::text::visible_inline;
 use serde_json::{Map, Value};
 
@@ -98,39 +98,60 @@ pub(super) fn show(args: &DraftShowArgs) -> Exit {
         };
     let now = clock()();
     if args.json {
-        let mut out = match draft.to_json(now) {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        let revisions: Vec<Value> = draft
-            .revisions
-            .iter()
-            .map(|r| {
-                let mut rev = Map::new();
-                rev.insert("revision".into(), r.revision.into());
-                rev.insert(
-                    "payload".into(),
-                    canonical::parse_json(&r.payload).map_or(Value::Null, |v| v.to_serde()),
-                );
-                rev.insert("payloadHash".into(), r.payload_hash.clone().into());
-                rev.insert("facts".into(), Value::Object(r.facts.clone()));
-                rev.insert("submittedAt".into(), r.submitted_at.clone().into());
-                rev.insert("submittedBy".into(), r.submitted_by.clone().into());
-                Value::Object(rev)
-            })
-            .collect();
-        out.insert("revisionList".into(), Value::Array(revisions));
-        out.insert(
-            "decisions".into(),
-            Value::Array(decisions.iter().map(Decision::to_value).collect()),
-        );
-        // The decision that put the draft where it is (its approval, rejection or
-        // withdrawal), by its hash in the chain.
-        out.insert("decisionHash".into(), decision_hash.into());
-        print_json(&Value::Object(out));
+        print_json(&draft_json(&draft, &decisions, decision_hash, now));
         return Exit::Ok;
     }
     let mut out = String::new();
+    push_heading(&mut out, &draft, now);
+    push_sent(&mut out, &draft);
+    push_standing(&mut out, &draft, now);
+    push_decided(&mut out, &draft);
+    push_payload(&mut out, &draft);
+    push_facts_and_decisions(&mut out, &draft, &decisions);
+    print_stdout(&out);
+    Exit::Ok
+}
+
+/// The draft for `--json`: as the queue lists it, with its revisions, its decisions and
+/// the hash of the decision that put it where it is.
+fn draft_json(
+    draft: &Draft,
+    decisions: &[Decision],
+    decision_hash: Option<String>,
+    now: i64,
+) -> Value {
+    let mut out = match draft.to_json(now) {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    let revisions: Vec<Value> = draft.revisions.iter().map(revision_json).collect();
+    out.insert("revisionList".into(), Value::Array(revisions));
+    out.insert(
+        "decisions".into(),
+        Value::Array(decisions.iter().map(Decision::to_value).collect()),
+    );
+    // The decision that put the draft where it is (its approval, rejection or
+    // withdrawal), by its hash in the chain.
+    out.insert("decisionHash".into(), decision_hash.into());
+    Value::Object(out)
+}
+
+fn revision_json(r: &Revision) -> Value {
+    let mut rev = Map::new();
+    rev.insert("revision".into(), r.revision.into());
+    rev.insert(
+        "payload".into(),
+        canonical::parse_json(&r.payload).map_or(Value::Null, |v| v.to_serde()),
+    );
+    rev.insert("payloadHash".into(), r.payload_hash.clone().into());
+    rev.insert("facts".into(), Value::Object(r.facts.clone()));
+    rev.insert("submittedAt".into(), r.submitted_at.clone().into());
+    rev.insert("submittedBy".into(), r.submitted_by.clone().into());
+    Value::Object(rev)
+}
+
+/// Its id and state, and its key.
+fn push_heading(out: &mut String, draft: &Draft, now: i64) {
     let state = if draft.sent_elsewhere() || draft.approval_expired(now) {
         draft.state_label(now)
     } else if let (Some(partial), false) = (draft.quorum_label(now), draft.edited_after_approval())
@@ -141,6 +162,10 @@ pub(super) fn show(args: &DraftShowArgs) -> Exit {
     };
     out.push_str(&format!("draft {}  {}\n", draft.id, state));
     out.push_str(&format!("key       {}\n", visible_inline(&draft.key)));
+}
+
+/// Whether the ledger has its key as sent when the draft itself would not say so.
+fn push_sent(out: &mut String, draft: &Draft) {
     if let Some(sent) = draft
         .ledger_sent
         .as_ref()
@@ -172,7 +197,11 @@ pub(super) fn show(args: &DraftShowArgs) -> Exit {
             draft.state.as_str()
         ));
     }
-    if let Some(line) = approval_line(&draft, now) {
+}
+
+/// Its approval and the approvals still wanted, its meta and its recheck command.
+fn push_standing(out: &mut String, draft: &Draft, now: i64) {
+    if let Some(line) = approval_line(draft, now) {
         out.push_str(&format!("approval  {}\n", visible_inline(&line)));
     }
     if draft.state.is_open()
@@ -199,6 +228,10 @@ pub(super) fn show(args: &DraftShowArgs) -> Exit {
             visible_inline(&shell_words::join(recheck))
         ));
     }
+}
+
+/// Who decided it, when, and why.
+fn push_decided(out: &mut String, draft: &Draft) {
     if draft.state == DraftState::Dispatched {
         out.push_str(&format!("decided   dispatched at {}", draft.updated_at));
         if let (Some(by), Some(at)) = (&draft.decided_by, &draft.decided_at) {
@@ -218,6 +251,11 @@ pub(super) fn show(args: &DraftShowArgs) -> Exit {
                 .unwrap_or_default()
         ));
     }
+}
+
+/// Its revisions, the current payload, and what changed since the approved revision
+/// and since the one before.
+fn push_payload(out: &mut String, draft: &Draft) {
     if draft.suspicious() {
         out.push_str("WARNING   the payload holds control, escape, bidi or invisible characters (shown as marks below)\n");
     }
@@ -240,34 +278,36 @@ pub(super) fn show(args: &DraftShowArgs) -> Exit {
         .approved_revision
         .filter(|_| draft.edited_after_approval());
     if let Some(from) = approved
-        && let Some((summary, lines)) = diff_text(&draft, from, draft.revision)
+        && let Some((summary, lines)) = diff_text(draft, from, draft.revision)
     {
         out.push_str(&format!(
             "\nchanged since the approved revision {from} ({summary}):\n"
         ));
         out.push_str(&lines);
     }
-    if let Some((summary, lines)) = diff_text(&draft, draft.revision - 1, draft.revision) {
+    if let Some((summary, lines)) = diff_text(draft, draft.revision - 1, draft.revision) {
         out.push_str(&format!(
             "\nchanged since revision {} ({summary}):\n",
             draft.revision - 1
         ));
         out.push_str(&lines);
     }
+}
+
+/// Its facts then and now, and its history of decisions.
+fn push_facts_and_decisions(out: &mut String, draft: &Draft, decisions: &[Decision]) {
     out.push_str(&format!(
         "\nfacts: {}\n",
         visible_inline(&draft.drift().summary())
     ));
-    out.push_str(&fact_table(&draft));
+    out.push_str(&fact_table(draft));
     if !decisions.is_empty() {
         out.push_str("\ndecisions:\n");
-        for d in &decisions {
+        for d in decisions {
             let line = format!("#{} {} {}", d.id.unwrap_or_default(), d.at, d.summary("->"));
             out.push_str(&format!("  {}\n", visible_inline(&line)));
         }
     }
-    print_stdout(&out);
-    Exit::Ok
 }
 
 /// Who approved the draft and how long the approval holds: "approved by X at T,
