@@ -22,6 +22,7 @@ mod postgres;
 pub mod quorum;
 pub mod recheck;
 pub mod render;
+mod sql;
 mod sqlite;
 pub mod store;
 pub mod submissions;

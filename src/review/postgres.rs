@@ -5,22 +5,19 @@
 //! channel in its transaction, so another reviewer's screen hears of it at once.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_postgres::Row;
 
-use super::drift::LatestFacts;
-use super::quorum::{NewVote, Policy, Quorum, Vote};
+use super::quorum::{NewVote, Policy, Vote};
+use super::sql::{
+    self, BASE_DRAFT_COLUMNS, DRAFT_COLUMN_COUNT, QueueRow, REVISION_COLUMNS, VOTE_COLUMNS,
+    prefixed,
+};
 use super::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
 use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
 use crate::ledger::postgres::{PostgresStore, insert_decision_in};
 use crate::ledger::{Decision, StoreError};
-
-const BASE_DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
-     d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
-     d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
-     d.outcome";
-const DRAFT_COLUMN_COUNT: usize = 21;
-const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version, v.expires_at";
+use std::convert::Infallible;
 
 /// The draft columns to select, the quorum's last (NULLs on a ledger without them).
 fn draft_columns(quorum: bool) -> String {
@@ -30,17 +27,6 @@ fn draft_columns(quorum: bool) -> String {
         "NULL::bigint, NULL::boolean"
     };
     format!("{BASE_DRAFT_COLUMNS}, {extra}")
-}
-
-fn vote_from_row(row: &Row, at: usize) -> Vote {
-    Vote {
-        revision: row.get(at),
-        round: row.get(at + 1),
-        by: row.get(at + 2),
-        at: row.get(at + 3),
-        version: row.get(at + 4),
-        expires_at: row.get(at + 5),
-    }
 }
 
 /// Inserts `rev` as revision `revision` of draft `id`, in the caller's transaction.
@@ -157,7 +143,6 @@ async fn insert_vote(
     .await?;
     Ok(())
 }
-const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
 
 impl PostgresStore {
     /// Whether the ledger has the quorum's columns and tables: one read without
@@ -685,75 +670,48 @@ impl QueueStore for PostgresStore {
     }
 }
 
-/// The revision columns with a table prefix, for joins.
-fn prefixed(table: &str) -> String {
-    REVISION_COLUMNS
-        .split(", ")
-        .map(|c| format!("{table}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn json_column(row: &Row, i: usize) -> Option<Value> {
-    let text: Option<String> = row.get(i);
-    text.and_then(|t| serde_json::from_str(&t).ok())
-}
-
-fn object_column(row: &Row, i: usize) -> Option<Map<String, Value>> {
-    match json_column(row, i) {
-        Some(Value::Object(map)) => Some(map),
-        _ => None,
+/// Postgres reads a column as its declared type (a mismatch panics, as `Row::get`
+/// does), so reading cannot fail here.
+impl QueueRow for Row {
+    type Error = Infallible;
+    fn int(&self, i: usize) -> Result<i64, Infallible> {
+        Ok(self.get(i))
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Infallible> {
+        Ok(self.get(i))
+    }
+    fn text(&self, i: usize) -> Result<String, Infallible> {
+        Ok(self.get(i))
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Infallible> {
+        Ok(self.get(i))
+    }
+    fn approvals_required(&self, i: usize) -> Result<i64, Infallible> {
+        Ok(super::quorum::stored_approvals(
+            self.get::<_, Option<i64>>(i),
+        ))
+    }
+    fn self_approval(&self, i: usize) -> Result<bool, Infallible> {
+        Ok(self.get::<_, Option<bool>>(i).unwrap_or(true))
     }
 }
 
 fn draft_from_row(row: &Row) -> Draft {
-    let state: String = row.get(2);
-    Draft {
-        id: row.get(0),
-        key: row.get(1),
-        state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
-        revision: row.get(3),
-        version: row.get(4),
-        created_at: row.get(5),
-        updated_at: row.get(6),
-        submitted_by: row.get(7),
-        recheck: json_column(row, 8).and_then(|v| serde_json::from_value(v).ok()),
-        meta: object_column(row, 9),
-        approval: json_column(row, 10),
-        approved_revision: row.get(11),
-        decided_by: row.get(12),
-        decided_at: row.get(13),
-        reason: row.get(14),
-        latest: LatestFacts {
-            facts: object_column(row, 15),
-            checked_at: row.get(16),
-            error: row.get(17),
-        },
-        outcome: json_column(row, 18),
-        revisions: Vec::new(),
-        ledger_sent: None,
-        quorum: Quorum {
-            required: super::quorum::stored_approvals(row.get::<_, Option<i64>>(19)),
-            self_approval: row.get::<_, Option<bool>>(20).unwrap_or(true),
-            votes: Vec::new(),
-        },
-    }
+    let Ok(draft) = sql::draft_from_row(row);
+    draft
 }
 
 fn ledger_sent_column(row: &Row, i: usize) -> Option<LedgerSent> {
-    let entry: Option<String> = row.get(i);
-    entry.as_deref().map(LedgerSent::from_entry_json)
+    let Ok(sent) = sql::ledger_sent_column(row, i);
+    sent
 }
 
-/// A revision from six columns starting at `at`; None when the join found none.
 fn revision_from_row(row: &Row, at: usize) -> Option<Revision> {
-    let revision: Option<i64> = row.get(at);
-    Some(Revision {
-        revision: revision?,
-        payload: row.get(at + 1),
-        payload_hash: row.get(at + 2),
-        facts: object_column(row, at + 3).unwrap_or_default(),
-        submitted_at: row.get(at + 4),
-        submitted_by: row.get(at + 5),
-    })
+    let Ok(revision) = sql::revision_from_row(row, at);
+    revision
+}
+
+fn vote_from_row(row: &Row, at: usize) -> Vote {
+    let Ok(vote) = sql::vote_from_row(row, at);
+    vote
 }

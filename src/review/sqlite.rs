@@ -5,21 +5,17 @@
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::drift::LatestFacts;
-use super::quorum::{NewVote, Policy, Quorum, Vote};
+use super::quorum::{NewVote, Policy};
+use super::sql::{
+    BASE_DRAFT_COLUMNS, DRAFT_COLUMN_COUNT, QueueRow, REVISION_COLUMNS, VOTE_COLUMNS,
+    draft_from_row, ledger_sent_column, prefixed, revision_from_row, vote_from_row,
+};
 use super::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
-use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
+use super::{Draft, DraftState, Revision, Submitted};
 use crate::ledger::sqlite::{SqliteStore, insert_decision};
 use crate::ledger::{Decision, StoreError};
-
-const BASE_DRAFT_COLUMNS: &str = "d.id, d.key, d.state, d.revision, d.version, d.created_at, \
-     d.updated_at, d.submitted_by, d.recheck, d.meta, d.approval, d.approved_revision, \
-     d.decided_by, d.decided_at, d.reason, d.latest_facts, d.facts_checked_at, d.facts_error, \
-     d.outcome";
-const DRAFT_COLUMN_COUNT: usize = 21;
-const VOTE_COLUMNS: &str = "v.revision, v.round, v.approver, v.at, v.version, v.expires_at";
 
 /// Whether the file has the quorum's columns and tables: a ledger read without
 /// migrating may predate them, and then every draft needs one approval, by anyone.
@@ -41,17 +37,6 @@ fn draft_columns(quorum: bool) -> String {
         "NULL, NULL"
     };
     format!("{BASE_DRAFT_COLUMNS}, {extra}")
-}
-
-fn vote_from_row(row: &Row, at: usize) -> rusqlite::Result<Vote> {
-    Ok(Vote {
-        revision: row.get(at)?,
-        round: row.get(at + 1)?,
-        by: row.get(at + 2)?,
-        at: row.get(at + 3)?,
-        version: row.get(at + 4)?,
-        expires_at: row.get(at + 5)?,
-    })
 }
 
 /// Who voted in the latest round of revision `revision` of draft `id`, oldest first,
@@ -131,7 +116,6 @@ fn insert_vote(
     ])?;
     Ok(())
 }
-const REVISION_COLUMNS: &str = "revision, payload, payload_hash, facts, submitted_at, submitted_by";
 
 /// The ledger entry of a draft's key, selected beside the draft: sent or not at all.
 const SENT_ENTRY_JOIN: &str = "LEFT JOIN send_once e ON e.key = d.key AND e.status = 'sent'";
@@ -536,83 +520,6 @@ impl QueueStore for SqliteStore {
     }
 }
 
-/// The revision columns with a table prefix, for joins.
-fn prefixed(table: &str) -> String {
-    REVISION_COLUMNS
-        .split(", ")
-        .map(|c| format!("{table}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn json_column(row: &Row, i: usize) -> rusqlite::Result<Option<Value>> {
-    let text: Option<String> = row.get(i)?;
-    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
-}
-
-fn object_column(row: &Row, i: usize) -> rusqlite::Result<Option<Map<String, Value>>> {
-    Ok(match json_column(row, i)? {
-        Some(Value::Object(map)) => Some(map),
-        _ => None,
-    })
-}
-
-fn draft_from_row(row: &Row) -> rusqlite::Result<Draft> {
-    let state: String = row.get(2)?;
-    Ok(Draft {
-        id: row.get(0)?,
-        key: row.get(1)?,
-        state: DraftState::parse(&state).unwrap_or(DraftState::Queued),
-        revision: row.get(3)?,
-        version: row.get(4)?,
-        created_at: row.get(5)?,
-        updated_at: row.get(6)?,
-        submitted_by: row.get(7)?,
-        recheck: json_column(row, 8)?.and_then(|v| serde_json::from_value(v).ok()),
-        meta: object_column(row, 9)?,
-        approval: json_column(row, 10)?,
-        approved_revision: row.get(11)?,
-        decided_by: row.get(12)?,
-        decided_at: row.get(13)?,
-        reason: row.get(14)?,
-        latest: LatestFacts {
-            facts: object_column(row, 15)?,
-            checked_at: row.get(16)?,
-            error: row.get(17)?,
-        },
-        outcome: json_column(row, 18)?,
-        revisions: Vec::new(),
-        ledger_sent: None,
-        quorum: Quorum {
-            required: super::quorum::stored_approvals(stored_integer(row, 19)?),
-            self_approval: super::quorum::stored_self_approval(stored_integer(row, 20)?),
-            votes: Vec::new(),
-        },
-    })
-}
-
-/// What the ledger says of a sent key, from the joined entry column; None when the
-/// join found no sent entry.
-fn ledger_sent_column(row: &Row, i: usize) -> rusqlite::Result<Option<LedgerSent>> {
-    let entry: Option<String> = row.get(i)?;
-    Ok(entry.as_deref().map(LedgerSent::from_entry_json))
-}
-
-/// A revision from six columns starting at `at`; None when the join found none.
-fn revision_from_row(row: &Row, at: usize) -> rusqlite::Result<Option<Revision>> {
-    let Some(revision) = row.get::<_, Option<i64>>(at)? else {
-        return Ok(None);
-    };
-    Ok(Some(Revision {
-        revision,
-        payload: row.get(at + 1)?,
-        payload_hash: row.get(at + 2)?,
-        facts: object_column(row, at + 3)?.unwrap_or_default(),
-        submitted_at: row.get(at + 4)?,
-        submitted_by: row.get(at + 5)?,
-    }))
-}
-
 fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Result<Option<Draft>> {
     let quorum = has_quorum(conn)?;
     let Some(mut draft) = conn
@@ -651,4 +558,28 @@ fn load_draft(conn: &Connection, id: i64, all_revisions: bool) -> rusqlite::Resu
         }
     }
     Ok(Some(draft))
+}
+
+impl QueueRow for Row<'_> {
+    type Error = rusqlite::Error;
+    fn int(&self, i: usize) -> rusqlite::Result<i64> {
+        self.get(i)
+    }
+    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(i)
+    }
+    fn text(&self, i: usize) -> rusqlite::Result<String> {
+        self.get(i)
+    }
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        self.get(i)
+    }
+    fn approvals_required(&self, i: usize) -> rusqlite::Result<i64> {
+        Ok(super::quorum::stored_approvals(stored_integer(self, i)?))
+    }
+    fn self_approval(&self, i: usize) -> rusqlite::Result<bool> {
+        Ok(super::quorum::stored_self_approval(stored_integer(
+            self, i,
+        )?))
+    }
 }
