@@ -56,7 +56,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags};
 use send_once::ledger::Access;
 use send_once::ledger::canonical::hash_payload_text;
-use send_once::ledger::sqlite::SqliteStore;
+use send_once::stores::sqlite::SqliteStore;
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::json;

@@ -30,7 +30,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use send_once::ledger::sqlite::SCHEMA_VERSION;
+use send_once::stores::sqlite::SCHEMA_VERSION;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 

@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::time;
 use send_once::ledger::{Ledger, Outcome};
+use send_once::stores::sqlite::SqliteStore;
 
 mod common;
 

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
+use send_once::stores::sqlite::SqliteStore;
 use sha2::{Digest, Sha256};
 
 use common::{BIN, START_MS, iso, median, ms, thousands};

@@ -16,7 +16,7 @@
 //! use std::sync::Arc;
 //!
 //! use send_once::ledger::key::{Window, send_key};
-//! use send_once::ledger::sqlite::SqliteStore;
+//! use send_once::stores::sqlite::SqliteStore;
 //! use send_once::ledger::{Access, Ledger, Outcome, ResolveDetails, Seen, SendError, Status};
 //!
 //! #[tokio::main]
@@ -93,7 +93,7 @@
 //! use serde_json::Map;
 //! use tokio::sync::Mutex;
 //!
-//! use send_once::ledger::sqlite::SqliteStore;
+//! use send_once::stores::sqlite::SqliteStore;
 //! use send_once::ledger::{Access, Entry, Ledger, Outcome, SendContext, SendError};
 //! use send_once::provider::{CheckAnswer, CheckKind, Provider, SendOptions, message_id};
 //!
@@ -171,10 +171,10 @@
 //!
 //! | store | for | shared with Node |
 //! |---|---|---|
-//! | [`SqliteStore`](ledger::sqlite::SqliteStore) | the default: a file, many processes, the review queue and decision log | its `send_once` table |
-//! | [`JsonlStore`](ledger::jsonl::JsonlStore) | the Node library's JSON Lines file, with its lock file | the file itself |
-//! | `PostgresStore` (`ledger::postgres`, the `postgres` feature) | a fleet on one server: entries, the review queue and the decision log in one database | its table |
-//! | [`MemoryStore`](ledger::memory::MemoryStore) | tests: forgotten on exit | no |
+//! | [`SqliteStore`](stores::sqlite::SqliteStore) | the default: a file, many processes, the review queue and decision log | its `send_once` table |
+//! | [`JsonlStore`](stores::jsonl::JsonlStore) | the Node library's JSON Lines file, with its lock file | the file itself |
+//! | `PostgresStore` (`stores::postgres`, the `postgres` feature) | a fleet on one server: entries, the review queue and the decision log in one database | its table |
+//! | [`MemoryStore`](stores::memory::MemoryStore) | tests: forgotten on exit | no |
 //!
 //! [`LedgerLocation`] names one from a path or a URL the way the
 //! CLI does (`postgres://…` is Postgres, `*.jsonl` JSON Lines, anything else SQLite),
@@ -216,6 +216,7 @@ pub mod open;
 pub mod procs;
 pub mod provider;
 pub mod review;
+pub mod stores;
 pub mod text;
 // The binary's full-screen TUI: public only so the binary (src/cli) and the tests
 // (tests/ui/) can reach `App` and the views. It is not part of the library's API: it

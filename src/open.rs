@@ -10,10 +10,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::ledger::jsonl::JsonlStore;
-use crate::ledger::sqlite::SqliteStore;
 use crate::ledger::{Access, LedgerLocation, Store, StoreError};
 use crate::review::store::QueueStore;
+use crate::stores::jsonl::JsonlStore;
+use crate::stores::sqlite::SqliteStore;
 
 /// Opening a [`LedgerLocation`]: checked, then made into its stores.
 pub trait Open {
@@ -158,7 +158,7 @@ fn dangling_of_one_kind(
     }
     // The file the whole chain of links leads to is the one a store would make
     // (`ledger -> current -> 2026-12.jsonl`), not the first link's target (E3).
-    let target = crate::ledger::jsonl::identity::resolve_file(path);
+    let target = crate::stores::jsonl::identity::resolve_file(path);
     if LedgerLocation::new(&target).kind() == location.kind() {
         return Ok(());
     }
@@ -207,7 +207,7 @@ fn opened(
         }),
         #[cfg(feature = "postgres")]
         LedgerLocation::Postgres(url) => {
-            let store = Arc::new(crate::ledger::postgres::PostgresStore::open(url, access)?);
+            let store = Arc::new(crate::stores::postgres::PostgresStore::open(url, access)?);
             Ok(OpenedLedger {
                 store: store.clone(),
                 queue: Some(store),

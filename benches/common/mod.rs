@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, SecondsFormat};
 use rusqlite::{Connection, params};
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
+use send_once::stores::sqlite::SqliteStore;
 use sha2::{Digest, Sha256};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_send-once");

@@ -8,7 +8,6 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use send_once::ledger::Access;
-use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::{Ledger, LedgerLocation, StoreError};
 use send_once::open::Open;
 use send_once::provider::{
@@ -16,6 +15,7 @@ use send_once::provider::{
     message_id, message_json, send_mail_once_unless, split_command,
 };
 use send_once::review::store::QueueStore;
+use send_once::stores::memory::MemoryStore;
 use send_once::text::visible_inline;
 
 use super::ledger_arg::{clock, ledger_or_default, ledger_over, ledger_to_create};

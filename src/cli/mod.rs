@@ -168,7 +168,7 @@ pub fn main() -> ExitCode {
     // log subscriber, whatever SEND_ONCE_LOG says.
     if !matches!(cli.command, Command::Tui(_)) {
         log::init(cli.log_format);
-        send_once::ledger::postgres::on_weak_durability(|warning| {
+        send_once::stores::postgres::on_weak_durability(|warning| {
             eprintln!("warning: {}", send_once::text::visible(warning));
         });
     }

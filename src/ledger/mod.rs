@@ -23,16 +23,11 @@ pub mod entry;
 mod error;
 mod gated;
 pub mod history;
-pub mod jsonl;
 pub mod key;
 pub mod location;
-pub mod memory;
 mod outcome;
-#[cfg(feature = "postgres")]
-pub mod postgres;
 pub mod provider;
 mod resolve;
-pub mod sqlite;
 pub mod store;
 mod verified;
 pub use audit::{Audit, placed_in_time};

@@ -536,8 +536,8 @@ pub fn gc_removes(query: &GcQuery, entry: &Entry) -> bool {
             .is_some_and(|at| at < query.updated_before_ms)
 }
 
-/// Where entries are kept: SQLite ([`super::sqlite::SqliteStore`]), the Node JSON
-/// Lines file ([`super::jsonl::JsonlStore`]), memory ([`super::memory::MemoryStore`]),
+/// Where entries are kept: SQLite ([`crate::stores::sqlite::SqliteStore`]), the Node JSON
+/// Lines file ([`crate::stores::jsonl::JsonlStore`]), memory ([`crate::stores::memory::MemoryStore`]),
 /// or your own.
 ///
 /// The at-most-once guarantee rests on two methods: `claim` must be an atomic

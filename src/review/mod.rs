@@ -17,13 +17,9 @@ pub mod drift;
 mod error;
 pub mod history;
 mod judge;
-#[cfg(feature = "postgres")]
-mod postgres;
 pub mod quorum;
 pub mod recheck;
 pub mod render;
-mod sql;
-mod sqlite;
 pub mod store;
 pub mod submissions;
 pub use error::ReviewError;

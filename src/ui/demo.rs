@@ -740,9 +740,9 @@ impl Seeder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::sqlite::SqliteStore;
     use crate::review::DraftState;
     use crate::review::drift::DriftStatus;
+    use crate::stores::sqlite::SqliteStore;
 
     const MINUTE: f64 = 60_000.0;
 

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Store, StoreError};
+use send_once::stores::sqlite::SqliteStore;
 
 use crate::harness;
 use crate::harness::tmux::{self, Term};

@@ -64,7 +64,7 @@ fn a_held_json_lines_lock_names_its_holder() {
     );
     expect_exit(&o, 3, "seed an unknown send");
     // This test's own process holds it: alive, on this host, taken just now.
-    let host = send_once::ledger::jsonl::hostname();
+    let host = send_once::stores::jsonl::hostname();
     let pid = std::process::id();
     let at = send_once::ledger::time::now_millis();
     let lock = serde_json::json!({"pid": pid, "host": host, "token": "t", "at": at});

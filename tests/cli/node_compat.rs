@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Ledger, ResolveDetails, Status};
+use send_once::stores::sqlite::SqliteStore;
 
 use crate::harness::*;
 

@@ -239,7 +239,7 @@ fn setup(kind: Kind, id: &str) -> Setup {
 /// winning.
 fn write_sqlite_ledger(jsonl: &str, db: &Path) {
     use send_once::ledger::Access;
-    use send_once::ledger::sqlite::SqliteStore;
+    use send_once::stores::sqlite::SqliteStore;
     drop(SqliteStore::open(db, Access::Create).expect("create SQLite ledger"));
     let mut conn = rusqlite::Connection::open(db).expect("open SQLite ledger");
     conn.busy_timeout(Duration::from_secs(10)).unwrap();

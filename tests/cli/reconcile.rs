@@ -765,9 +765,9 @@ impl send_once::provider::Provider for Answers {
 
 #[tokio::test]
 async fn the_library_reconciles_a_memory_store() {
-    use send_once::ledger::memory::MemoryStore;
     use send_once::ledger::{Entry, Ledger, Status};
     use send_once::provider::reconcile::{Action, NotThere, ReconcileOptions, reconcile};
+    use send_once::stores::memory::MemoryStore;
     // k-gone's attempt ended uncertain; k-running's has recorded no end, so "not
     // there" does not mark it failed: it may still be sending (finding H7).
     let ended = Entry::from_json(

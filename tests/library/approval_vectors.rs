@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use send_once::approval::{self, DispatchRequest, Dispatched, Ttl};
 use send_once::ledger::canonical::JsValue;
-use send_once::ledger::memory::MemoryStore;
 use send_once::ledger::{Entry, Ledger, Outcome, SendError, jsjson, time};
+use send_once::stores::memory::MemoryStore;
 use serde_json::{Value, json};
 
 fn load(name: &str) -> Value {

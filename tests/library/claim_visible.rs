@@ -1,7 +1,7 @@
 //! A claim is in the ledger file, for anyone who opens it, before the send starts,
 //! and stays so while the WAL is checkpointed off the commit path.
 //!
-//! The checkpointer thread (src/ledger/sqlite.rs) moves work off the claim's commit;
+//! The checkpointer thread (src/stores/sqlite.rs) moves work off the claim's commit;
 //! these tests read the ledger with a connection of their own (in this process, and
 //! from another process started as the send command) at the moment the send starts,
 //! across enough sends for the log to be checkpointed and restarted many times.
@@ -9,8 +9,8 @@
 use std::process::Command;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Access, Ledger, Outcome};
+use send_once::stores::sqlite::SqliteStore;
 
 const BIN: &str = env!("CARGO_BIN_EXE_send-once");
 

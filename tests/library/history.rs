@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use pretty_assertions::assert_eq;
 use send_once::ledger::Access;
 use send_once::ledger::history::{HistoryEvent, HistoryKind, HistorySource, entry_history};
-use send_once::ledger::jsonl::JsonlStore;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{
     Clock, Decision, DecisionOutcome, DecisionQuery, Ledger, LedgerError, ResolveDetails,
     SendError, Status, Store, time,
 };
 use send_once::review::history::draft_history;
+use send_once::stores::jsonl::JsonlStore;
+use send_once::stores::sqlite::SqliteStore;
 use serde_json::json;
 
 use crate::harness;

@@ -12,13 +12,13 @@ use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use send_once::ledger::key::BadKey;
-use send_once::ledger::memory::MemoryStore;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Access, LedgerLocation};
 use send_once::ledger::{
     Clock, Durability, Entry, Ledger, LedgerError, ListFilter, Outcome, ResolveDetails,
     SendContext, SendError, Status, Store, StoreError,
 };
+use send_once::stores::memory::MemoryStore;
+use send_once::stores::sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::Barrier;
@@ -1245,8 +1245,8 @@ mod group_commit {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
 
-    use send_once::ledger::sqlite::SqliteStore;
     use send_once::ledger::{Access, Ledger, SendError, Status, Store};
+    use send_once::stores::sqlite::SqliteStore;
 
     const SENDERS: usize = 16;
     const KEYS: usize = 64;
@@ -1344,8 +1344,8 @@ fn found_it(id: &str) -> send_once::provider::CheckAnswer {
 /// find it, does not; `even_if_found` goes against it and is recorded.
 #[tokio::test]
 async fn a_recorded_verify_that_found_the_attempt_stands_against_marking_it_failed() {
-    use send_once::ledger::jsonl::JsonlStore;
     use send_once::provider::CheckAnswer;
+    use send_once::stores::jsonl::JsonlStore;
     let dir = TempDir::new().unwrap();
     let stores: Vec<(&str, Arc<dyn Store>)> = vec![
         ("sqlite", Arc::new(open_sqlite(&dir))),

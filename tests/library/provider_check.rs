@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Entry, Ledger, Outcome, Receipt, SendContext, SendError, canonical, lone};
 use send_once::provider::{
     CheckAnswer, CheckCommand, CheckKind, CommandProvider, CommandSendError, Limit, OptionsError,
     Provider, SendOptions, message_id, split_command,
 };
+use send_once::stores::sqlite::SqliteStore;
 use serde_json::{Map, Value, json};
 
 use crate::harness;

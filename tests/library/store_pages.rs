@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use pretty_assertions::assert_eq;
 use send_once::ledger::Access;
-use send_once::ledger::jsonl::JsonlStore;
 use send_once::ledger::location::PostgresUrl;
-use send_once::ledger::memory::MemoryStore;
-use send_once::ledger::postgres::PostgresStore;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::ledger::{Durability, Entry, GcQuery, PageQuery, Status, Store, time};
+use send_once::stores::jsonl::JsonlStore;
+use send_once::stores::memory::MemoryStore;
+use send_once::stores::postgres::PostgresStore;
+use send_once::stores::sqlite::SqliteStore;
 use tempfile::TempDir;
 
 use crate::harness::pg;
@@ -357,9 +357,9 @@ async fn a_search_looks_in_meta_error_and_provider_id_on_every_store() {
 /// large file) was once taken to be 1970-01-01, because the last claim time kept
 /// started as an empty spelling with 0 ms, and the page put it before older claims.
 mod unreadable_claim_time {
-    use send_once::ledger::jsonl::JsonlStore;
-    use send_once::ledger::memory::MemoryStore;
     use send_once::ledger::{Access, Entry, PageQuery, Store};
+    use send_once::stores::jsonl::JsonlStore;
+    use send_once::stores::memory::MemoryStore;
 
     const LINES: [&str; 3] = [
         r#"{"key":"empty-first","status":"pending","claimedAt":""}"#,

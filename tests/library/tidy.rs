@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("approvals", &["approval"]),
     ("the review queue", &["review"]),
     ("providers", &["provider"]),
+    ("the stores", &["stores"]),
     ("the opener", &["open"]),
     ("the terminal UI", &["ui"]),
     ("the command line", &["cli", "main"]),

@@ -90,7 +90,7 @@ fn found(key: &str, status: &'static str) -> Option<(String, &'static str)> {
 
 /// Not JSON, so Node skips it; but a whole line that names a key and a claim, which
 /// send-once reads as that key's unknown state (pending), so that a damaged claim never
-/// hides a send (see `src/ledger/jsonl/damaged.rs`).
+/// hides a send (see `src/stores/jsonl/damaged.rs`).
 fn damaged(key: &str) -> Option<(String, &'static str)> {
     found(key, "pending")
 }

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use rusqlite::{Connection, params};
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
+use send_once::stores::sqlite::SqliteStore;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_send-once");

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use send_once::ledger::Access;
 use send_once::ledger::location::PostgresUrl;
-use send_once::ledger::postgres::PostgresStore;
 use send_once::review::QueueStore;
+use send_once::stores::postgres::PostgresStore;
 
 use crate::harness::pg;
 

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use send_once::ledger::Access;
-use send_once::ledger::sqlite::SqliteStore;
 use send_once::review::QueueStore;
+use send_once::stores::sqlite::SqliteStore;
 
 async fn fresh() -> Option<super::Fixture> {
     let dir = tempfile::tempdir().expect("a temporary directory");

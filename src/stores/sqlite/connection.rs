@@ -127,7 +127,7 @@ pub(super) fn prepare_file(path: &Path, access: Access) -> Result<(), StoreError
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .open(crate::ledger::jsonl::identity::resolve_file(path));
+                .open(crate::stores::jsonl::identity::resolve_file(path));
             match created {
                 Ok(_) => {}
                 // Another process created it first: it is theirs to initialise, and

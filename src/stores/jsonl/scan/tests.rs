@@ -1,6 +1,6 @@
 use super::*;
 
-use super::super::line::{Line, classify_carefully};
+use crate::stores::jsonl::line::{Line, classify_carefully};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 

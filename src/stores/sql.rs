@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use super::draft::{Draft, DraftState, LedgerSent, Revision};
-use super::drift::LatestFacts;
-use super::quorum::{Quorum, Vote};
+use crate::review::drift::LatestFacts;
+use crate::review::quorum::{Quorum, Vote};
+use crate::review::{Draft, DraftState, LedgerSent, Revision};
 
 /// The draft's columns, in the order [`draft_from_row`] reads them; the quorum's two
 /// come after (see each store's `draft_columns`).

@@ -19,11 +19,11 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use super::chain;
-use super::decision::{Decision, Link};
-use super::entry::{Entry, Status};
-use super::location::LedgerLocation;
-use super::store::{
+use crate::ledger::chain;
+use crate::ledger::decision::{Decision, Link};
+use crate::ledger::entry::{Entry, Status};
+use crate::ledger::location::LedgerLocation;
+use crate::ledger::store::{
     Access, Census, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError,
     UnreadableRow, gc_removes,
 };
@@ -457,7 +457,7 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn decision_refs(&self) -> Result<Vec<super::chain::DecisionRef>, StoreError> {
+    async fn decision_refs(&self) -> Result<Vec<crate::ledger::chain::DecisionRef>, StoreError> {
         self.read(|conn| {
             let mut refs = Vec::new();
             if has_column(conn, "send_once_drafts", "decision_hash")? {
@@ -468,7 +468,7 @@ impl Store for SqliteStore {
                      ORDER BY id",
                 )?;
                 for row in drafts.query_map([], |r| {
-                    Ok(super::chain::DecisionRef {
+                    Ok(crate::ledger::chain::DecisionRef {
                         draft: r.get(0)?,
                         vote: None,
                         hash: r.get(1)?,
@@ -486,9 +486,9 @@ impl Store for SqliteStore {
                      FROM send_once_votes ORDER BY draft_id, version",
                 )?;
                 for row in votes.query_map([], |r| {
-                    Ok(super::chain::DecisionRef {
+                    Ok(crate::ledger::chain::DecisionRef {
                         draft: r.get(0)?,
-                        vote: Some(super::chain::VoteRef {
+                        vote: Some(crate::ledger::chain::VoteRef {
                             revision: r.get(1)?,
                             approver: r.get(2)?,
                             expires_at: r.get(4)?,
@@ -507,7 +507,7 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn revision_rows(&self) -> Result<Vec<super::chain::RevisionRow>, StoreError> {
+    async fn revision_rows(&self) -> Result<Vec<crate::ledger::chain::RevisionRow>, StoreError> {
         self.read(|conn| {
             if !has_column(conn, "send_once_drafts", "approvals_required")? {
                 return Ok(Vec::new());
@@ -519,7 +519,7 @@ impl Store for SqliteStore {
             )?;
             let rows = rows
                 .query_map([], |r| {
-                    Ok(super::chain::RevisionRow::read(
+                    Ok(crate::ledger::chain::RevisionRow::read(
                         r.get(0)?,
                         r.get(1)?,
                         match r.get::<_, rusqlite::types::Value>(2)? {
@@ -538,7 +538,7 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn policy_refs(&self) -> Result<Vec<super::chain::PolicyRef>, StoreError> {
+    async fn policy_refs(&self) -> Result<Vec<crate::ledger::chain::PolicyRef>, StoreError> {
         self.read(|conn| {
             if !has_table(conn, "send_once_policy")? {
                 return Ok(Vec::new());
@@ -555,7 +555,7 @@ impl Store for SqliteStore {
                         Ok(rusqlite::types::Value::Integer(n)) => Some(n),
                         _ => None,
                     };
-                    Ok(super::chain::PolicyRef {
+                    Ok(crate::ledger::chain::PolicyRef {
                         channel: (!channel.is_empty()).then_some(channel),
                         approvals: whole(1),
                         self_approval: whole(2) == Some(1),
@@ -696,7 +696,7 @@ fn another_name(path: &Path) -> Option<String> {
             metadata.nlink()
         ));
     }
-    super::jsonl::identity::mounted_over(path)
+    crate::stores::jsonl::identity::mounted_over(path)
         .then(|| "a file mounted over another name (a bind mount of the file)".to_owned())
 }
 
@@ -969,6 +969,7 @@ fn ledger_at(path: &Path) -> LedgerLocation {
 #[cfg(test)]
 mod batch_tests;
 mod connection;
+mod queue;
 mod schema;
 use connection::connect;
 use connection::{

@@ -12,6 +12,7 @@
 
 mod schema;
 pub use schema::SCHEMA_VERSION;
+mod queue;
 mod settings;
 mod tls;
 mod writes;
@@ -30,10 +31,10 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Transaction};
 
-use super::decision::{Decision, Link};
-use super::entry::{Entry, Status};
-use super::location::{LedgerLocation, PostgresUrl};
-use super::store::{
+use crate::ledger::decision::{Decision, Link};
+use crate::ledger::entry::{Entry, Status};
+use crate::ledger::location::{LedgerLocation, PostgresUrl};
+use crate::ledger::store::{
     Access, Census, CommitDurability, DecisionQuery, Durability, GcQuery, ListFilter, PageQuery,
     StoreError, UnreadableRow, gc_removes, page_matches,
 };
@@ -549,7 +550,7 @@ fn ascii_lower(expr: &str) -> String {
 }
 
 #[async_trait]
-impl super::store::Store for PostgresStore {
+impl crate::ledger::store::Store for PostgresStore {
     fn clock_offset_ms(&self) -> i64 {
         self.clock_offset.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -572,7 +573,7 @@ impl super::store::Store for PostgresStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
-        let column = super::lone::lossy(key);
+        let column = crate::ledger::lone::lossy(key);
         let rows = self.read(&self.sql.get, &[&column.as_ref()]).await?;
         rows.first()
             .map(|r| self.parse_entry(key, r.get(0)))
@@ -749,7 +750,7 @@ impl super::store::Store for PostgresStore {
         .await
     }
 
-    async fn revision_rows(&self) -> Result<Vec<super::chain::RevisionRow>, StoreError> {
+    async fn revision_rows(&self) -> Result<Vec<crate::ledger::chain::RevisionRow>, StoreError> {
         if self.schema_version().await? < 5 {
             return Ok(Vec::new());
         }
@@ -767,7 +768,7 @@ impl super::store::Store for PostgresStore {
         Ok(rows
             .iter()
             .map(|r| {
-                super::chain::RevisionRow::read(
+                crate::ledger::chain::RevisionRow::read(
                     r.get(0),
                     r.get(1),
                     // NULL is a draft from before numbers: one approver.
@@ -779,7 +780,7 @@ impl super::store::Store for PostgresStore {
             .collect())
     }
 
-    async fn policy_refs(&self) -> Result<Vec<super::chain::PolicyRef>, StoreError> {
+    async fn policy_refs(&self) -> Result<Vec<crate::ledger::chain::PolicyRef>, StoreError> {
         if self.schema_version().await? < 5 {
             return Ok(Vec::new());
         }
@@ -796,7 +797,7 @@ impl super::store::Store for PostgresStore {
             .iter()
             .map(|r| {
                 let channel: String = r.get(0);
-                super::chain::PolicyRef {
+                crate::ledger::chain::PolicyRef {
                     channel: (!channel.is_empty()).then_some(channel),
                     approvals: Some(r.get(1)),
                     self_approval: r.get(2),
@@ -807,7 +808,7 @@ impl super::store::Store for PostgresStore {
             .collect())
     }
 
-    async fn decision_refs(&self) -> Result<Vec<super::chain::DecisionRef>, StoreError> {
+    async fn decision_refs(&self) -> Result<Vec<crate::ledger::chain::DecisionRef>, StoreError> {
         let version = self.schema_version().await?;
         let t = &self.table;
         let mut refs = Vec::new();
@@ -823,7 +824,7 @@ impl super::store::Store for PostgresStore {
                 )
                 .await?;
             refs.extend(drafts.iter().map(|r| {
-                super::chain::DecisionRef {
+                crate::ledger::chain::DecisionRef {
                     draft: r.get(0),
                     vote: None,
                     hash: r.get(1),
@@ -851,9 +852,9 @@ impl super::store::Store for PostgresStore {
                     &[],
                 )
                 .await?;
-            refs.extend(votes.iter().map(|r| super::chain::DecisionRef {
+            refs.extend(votes.iter().map(|r| crate::ledger::chain::DecisionRef {
                 draft: r.get(0),
-                vote: Some(super::chain::VoteRef {
+                vote: Some(crate::ledger::chain::VoteRef {
                     revision: r.get(1),
                     approver: r.get(2),
                     expires_at: r.get(4),

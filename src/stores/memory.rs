@@ -6,9 +6,11 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::decision::Decision;
-use super::entry::Entry;
-use super::store::{Durability, GcQuery, ListFilter, Store, StoreError, gc_removes, same_claim};
+use crate::ledger::decision::Decision;
+use crate::ledger::entry::Entry;
+use crate::ledger::store::{
+    Durability, GcQuery, ListFilter, Store, StoreError, gc_removes, same_claim,
+};
 
 /// A [`Store`] in memory, with a decision log, for tests and examples. Nothing
 /// survives the process, so it gives at most once only within it.
@@ -94,10 +96,10 @@ impl Store for MemoryStore {
 
     async fn append_decision(&self, decision: &Decision) -> Result<(), StoreError> {
         let mut log = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
-        let head = super::chain::Head::of(&log);
+        let head = crate::ledger::chain::Head::of(&log);
         let next = log.last().and_then(|d| d.id).unwrap_or_default() + 1;
         let ids: Vec<i64> = (next..).take(head.ids_needed()).collect();
-        log.extend(super::chain::to_append(&head, decision, &ids));
+        log.extend(crate::ledger::chain::to_append(&head, decision, &ids));
         Ok(())
     }
 

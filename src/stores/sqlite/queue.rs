@@ -1,5 +1,5 @@
 //! The review queue in an SQLite ledger: the drafts and revisions tables that the
-//! ledger's migrations make (`ledger::sqlite`), written through the ledger's single
+//! ledger's migrations make (`stores::sqlite`), written through the ledger's single
 //! writer, so a queue write may share a batch (and a transaction, each in its own
 //! savepoint) with the ledger's own writes.
 
@@ -7,15 +7,15 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 
-use super::quorum::{NewVote, Policy};
-use super::sql::{
+use crate::ledger::{Decision, StoreError};
+use crate::review::quorum::{NewVote, Policy};
+use crate::review::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
+use crate::review::{Draft, DraftState, Revision, Submitted};
+use crate::stores::sql::{
     BASE_DRAFT_COLUMNS, DRAFT_COLUMN_COUNT, QueueRow, REVISION_COLUMNS, VOTE_COLUMNS,
     draft_from_row, ledger_sent_column, prefixed, revision_from_row, vote_from_row,
 };
-use super::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
-use super::{Draft, DraftState, Revision, Submitted};
-use crate::ledger::sqlite::{SqliteStore, insert_decision};
-use crate::ledger::{Decision, StoreError};
+use crate::stores::sqlite::{SqliteStore, insert_decision};
 
 /// Whether the file has the quorum's columns and tables: a ledger read without
 /// migrating may predate them, and then every draft needs one approval, by anyone.
@@ -87,7 +87,7 @@ fn current_revision(conn: &Connection, id: i64) -> rusqlite::Result<CurrentRevis
             by: r.get(2)?,
             recheck: r.get(3)?,
             meta: r.get(4)?,
-            required: super::quorum::stored_approvals(stored_integer(r, 5)?),
+            required: crate::review::quorum::stored_approvals(stored_integer(r, 5)?),
         })
     })
 }
@@ -417,7 +417,7 @@ impl QueueStore for SqliteStore {
                 let channel: String = r.get(0)?;
                 Ok(Policy {
                     channel: (!channel.is_empty()).then_some(channel),
-                    approvals: super::quorum::stored_approvals(Some(
+                    approvals: crate::review::quorum::stored_approvals(Some(
                         stored_integer(r, 1)?.unwrap_or(i64::MAX),
                     )),
                     self_approval: stored_integer(r, 2)? == Some(1),
@@ -575,10 +575,12 @@ impl QueueRow for Row<'_> {
         self.get(i)
     }
     fn approvals_required(&self, i: usize) -> rusqlite::Result<i64> {
-        Ok(super::quorum::stored_approvals(stored_integer(self, i)?))
+        Ok(crate::review::quorum::stored_approvals(stored_integer(
+            self, i,
+        )?))
     }
     fn self_approval(&self, i: usize) -> rusqlite::Result<bool> {
-        Ok(super::quorum::stored_self_approval(stored_integer(
+        Ok(crate::review::quorum::stored_self_approval(stored_integer(
             self, i,
         )?))
     }

@@ -1,5 +1,5 @@
 //! The review queue in a Postgres ledger: the drafts and revisions tables the ledger's
-//! migrations make (`ledger::postgres`), beside the entries, so a draft is read with
+//! migrations make (`stores::postgres`), beside the entries, so a draft is read with
 //! what the ledger holds for its key and a decision is logged in the transaction that
 //! makes it. Every write that a person makes sends a notification to the ledger's
 //! channel in its transaction, so another reviewer's screen hears of it at once.
@@ -8,15 +8,15 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio_postgres::Row;
 
-use super::quorum::{NewVote, Policy, Vote};
-use super::sql::{
+use crate::ledger::{Decision, StoreError};
+use crate::review::quorum::{NewVote, Policy, Vote};
+use crate::review::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
+use crate::review::{Draft, DraftState, LedgerSent, Revision, Submitted};
+use crate::stores::postgres::{PostgresStore, insert_decision_in};
+use crate::stores::sql::{
     self, BASE_DRAFT_COLUMNS, DRAFT_COLUMN_COUNT, QueueRow, REVISION_COLUMNS, VOTE_COLUMNS,
     prefixed,
 };
-use super::store::{CurrentRevision, DraftChange, NewRevision, QueueStore};
-use super::{Draft, DraftState, LedgerSent, Revision, Submitted};
-use crate::ledger::postgres::{PostgresStore, insert_decision_in};
-use crate::ledger::{Decision, StoreError};
 use std::convert::Infallible;
 
 /// The draft columns to select, the quorum's last (NULLs on a ledger without them).
@@ -112,7 +112,7 @@ async fn current_revision(
         by: row.get(2),
         recheck: row.get(3),
         meta: row.get(4),
-        required: super::quorum::stored_approvals(Some(row.get(5))),
+        required: crate::review::quorum::stored_approvals(Some(row.get(5))),
     })
 }
 
@@ -556,7 +556,7 @@ impl QueueStore for PostgresStore {
                 let channel: String = r.get(0);
                 Policy {
                     channel: (!channel.is_empty()).then_some(channel),
-                    approvals: super::quorum::stored_approvals(Some(r.get(1))),
+                    approvals: crate::review::quorum::stored_approvals(Some(r.get(1))),
                     self_approval: r.get(2),
                     set_at: r.get(3),
                     set_by: r.get(4),
@@ -687,7 +687,7 @@ impl QueueRow for Row {
         Ok(self.get(i))
     }
     fn approvals_required(&self, i: usize) -> Result<i64, Infallible> {
-        Ok(super::quorum::stored_approvals(
+        Ok(crate::review::quorum::stored_approvals(
             self.get::<_, Option<i64>>(i),
         ))
     }

@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::decision::Decision;
-use super::entry::{Entry, Status};
-use super::location::LedgerLocation;
-use super::store::Access;
-use super::store::{
+use crate::ledger::decision::Decision;
+use crate::ledger::entry::{Entry, Status};
+use crate::ledger::location::LedgerLocation;
+use crate::ledger::store::Access;
+use crate::ledger::store::{
     Census, Durability, GcQuery, ListFilter, PageQuery, Store, StoreError, page_matches,
 };
 
