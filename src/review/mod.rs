@@ -594,52 +594,17 @@ impl Review {
             seen_revision,
             seen_version,
         } = edit;
-        let parsed = canonical::parse_json(&payload)
-            .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
-        if let Some(name) = duplicate_name(&payload) {
-            return Err(ReviewError::DuplicateName(name));
-        }
-        if let Some(number) = inexact_number(&payload) {
-            return Err(ReviewError::InexactNumber(number));
-        }
+        let parsed = parse_edited_payload(&payload)?;
         let draft = self.head(id).await?;
         let current = draft.current().ok_or(ReviewError::NoDraft(id))?.clone();
-        let hash = canonical::hash_payload(&parsed);
-        let at = self.iso_now();
-        let mut detail = Map::new();
-        detail.insert("key".into(), draft.key.clone().into());
-        detail.insert("revision".into(), draft.revision.into());
-        detail.insert("fromRevision".into(), draft.revision.into());
-        detail.insert(
-            "payloadHashBefore".into(),
-            current.payload_hash.clone().into(),
-        );
-        detail.insert("from".into(), draft.state.as_str().into());
-        for field in ["to", "intent"] {
-            if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
-                detail.insert(field.into(), text.clone().into());
-            }
-        }
-        let decision = |outcome, detail: &Map<String, Value>| Decision {
-            id: None,
-            at: at.clone(),
-            by: by.clone(),
-            action: DecisionAction::Edit,
-            subject: Subject::Draft(id),
-            note: note.clone(),
-            outcome,
-            detail: Value::Object(detail.clone()),
-            link: None,
+        let log = EditLog {
+            id,
+            hash: canonical::hash_payload(&parsed),
+            at: self.iso_now(),
+            by,
+            note,
         };
-        let refuse = async |base: &Map<String, Value>, reason: String| -> Result<(), ReviewError> {
-            let mut refused = base.clone();
-            refused.insert("payloadHashAfter".into(), hash.clone().into());
-            refused.insert("reason".into(), reason.into());
-            self.store
-                .append_decision(&decision(DecisionOutcome::Refused, &refused))
-                .await?;
-            Ok(())
-        };
+        let detail = edit_detail(&draft, &current);
         if let Some(asked) = seen_revision
             && asked > draft.revision
         {
@@ -657,21 +622,9 @@ impl Review {
                 seen_revision.unwrap_or(draft.revision),
                 seen_version,
             );
-            // Logged against the revision the edit began from, not the one that came
-            // in meanwhile (whose hash is not what the reviewer edited).
-            let mut seen_detail = detail.clone();
-            if let Some(seen) = seen_revision {
-                seen_detail.insert("revision".into(), seen.into());
-                seen_detail.insert("fromRevision".into(), seen.into());
-                if seen != draft.revision {
-                    seen_detail.remove("payloadHashBefore");
-                }
-            }
-            refuse(
-                &seen_detail,
-                format!("changed since the edit began: {what}"),
-            )
-            .await?;
+            let seen_detail = detail_as_seen(&detail, &draft, seen_revision);
+            let reason = format!("changed since the edit began: {what}");
+            log.refuse(&*self.store, &seen_detail, reason).await?;
             return Err(ReviewError::EditedMeanwhile {
                 id,
                 what,
@@ -679,49 +632,31 @@ impl Review {
             });
         }
         if !draft.state.is_open() {
-            refuse(&detail, format!("the draft is {}", draft.state.as_str())).await?;
+            let reason = format!("the draft is {}", draft.state.as_str());
+            log.refuse(&*self.store, &detail, reason).await?;
             return Err(ReviewError::closed(&draft, "edited"));
         }
-        if hash == current.payload_hash {
+        if log.hash == current.payload_hash {
             return Ok(Edited::Unchanged {
                 id,
                 revision: draft.revision,
             });
         }
-        // Approvals of the edited revision short of its number do not carry over:
-        // they approved another payload. The compare-and-set below makes this exact.
-        let tally = draft.tally(self.now());
-        let voided: Vec<String> = if draft.needs_quorum() && !tally.complete {
-            tally.votes.iter().map(|v| v.by.clone()).collect()
-        } else {
-            Vec::new()
-        };
+        let voided = self.voided_by_edit(&draft);
         let mut changed = detail.clone();
         changed.insert("toRevision".into(), (draft.revision + 1).into());
-        changed.insert("payloadHashAfter".into(), hash.clone().into());
+        changed.insert("payloadHashAfter".into(), log.hash.clone().into());
         if !voided.is_empty() {
             changed.insert("voidedApprovals".into(), voided.clone().into());
         }
-        let revision = NewRevision {
-            key: draft.key.clone(),
-            payload,
-            payload_hash: hash.clone(),
-            facts: Value::Object(current.facts.clone()).to_string(),
-            recheck: None,
-            meta: None,
-            by: by.clone(),
-            at: at.clone(),
-            required: draft.quorum.required,
-            self_approval: draft.quorum.self_approval,
-            raise: false,
-        };
+        let revision = edited_revision(&draft, &current, payload, &log);
         let written = self
             .store
             .edit_draft(
                 id,
                 draft.version,
                 &revision,
-                &decision(DecisionOutcome::Changed, &changed),
+                &log.decision(DecisionOutcome::Changed, &changed),
             )
             .await?;
         if let Some(submitted) = written {
@@ -730,19 +665,32 @@ impl Review {
                 from: draft.revision,
                 revision: submitted.revision,
                 state: submitted.state,
-                payload_hash: hash,
+                payload_hash: log.hash,
                 voided,
             });
         }
         // Someone changed it between our read and our write: say who, log ours.
         let now = self.head(id).await?;
         let what = what_changed(&now, draft.revision, Some(draft.version));
-        refuse(&detail, format!("someone changed the draft first: {what}")).await?;
+        let reason = format!("someone changed the draft first: {what}");
+        log.refuse(&*self.store, &detail, reason).await?;
         Err(ReviewError::EditedMeanwhile {
             id,
             what,
             revision: now.revision,
         })
+    }
+
+    /// Who approved the edited revision toward an approval short of its number.
+    /// Approvals of the edited revision short of its number do not carry over: they
+    /// approved another payload. The edit's compare-and-set makes this exact.
+    fn voided_by_edit(&self, draft: &Draft) -> Vec<String> {
+        let tally = draft.tally(self.now());
+        if draft.needs_quorum() && !tally.complete {
+            tally.votes.iter().map(|v| v.by.clone()).collect()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Marks a draft dispatched, with what the ledger said, if its current revision is
@@ -776,6 +724,122 @@ impl Review {
             .store
             .decisions(Some(&Subject::Draft(id).text()))
             .await?)
+    }
+}
+
+/// An edited payload as JSON, refused when it is not JSON, names a field twice or
+/// holds a number JSON cannot keep exactly.
+fn parse_edited_payload(payload: &str) -> Result<canonical::JsValue, ReviewError> {
+    let parsed =
+        canonical::parse_json(payload).map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+    if let Some(name) = duplicate_name(payload) {
+        return Err(ReviewError::DuplicateName(name));
+    }
+    if let Some(number) = inexact_number(payload) {
+        return Err(ReviewError::InexactNumber(number));
+    }
+    Ok(parsed)
+}
+
+/// What an edit's decision, changed or refused, says of the draft it edits.
+fn edit_detail(draft: &Draft, current: &Revision) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert("key".into(), draft.key.clone().into());
+    detail.insert("revision".into(), draft.revision.into());
+    detail.insert("fromRevision".into(), draft.revision.into());
+    detail.insert(
+        "payloadHashBefore".into(),
+        current.payload_hash.clone().into(),
+    );
+    detail.insert("from".into(), draft.state.as_str().into());
+    for field in ["to", "intent"] {
+        if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
+            detail.insert(field.into(), text.clone().into());
+        }
+    }
+    detail
+}
+
+/// An edit refused as stale is logged against the revision the edit began from, not
+/// the one that came in meanwhile (whose hash is not what the reviewer edited).
+fn detail_as_seen(
+    detail: &Map<String, Value>,
+    draft: &Draft,
+    seen_revision: Option<i64>,
+) -> Map<String, Value> {
+    let mut seen_detail = detail.clone();
+    if let Some(seen) = seen_revision {
+        seen_detail.insert("revision".into(), seen.into());
+        seen_detail.insert("fromRevision".into(), seen.into());
+        if seen != draft.revision {
+            seen_detail.remove("payloadHashBefore");
+        }
+    }
+    seen_detail
+}
+
+/// The revision an edit becomes: the edited payload, authored by the editor, with the
+/// current revision's facts snapshot.
+fn edited_revision(
+    draft: &Draft,
+    current: &Revision,
+    payload: String,
+    log: &EditLog,
+) -> NewRevision {
+    NewRevision {
+        key: draft.key.clone(),
+        payload,
+        payload_hash: log.hash.clone(),
+        facts: Value::Object(current.facts.clone()).to_string(),
+        recheck: None,
+        meta: None,
+        by: log.by.clone(),
+        at: log.at.clone(),
+        required: draft.quorum.required,
+        self_approval: draft.quorum.self_approval,
+        raise: false,
+    }
+}
+
+/// What an edit's `edit` decisions in the log share: the draft, when, by whom, why,
+/// and the edited payload's hash.
+struct EditLog {
+    id: i64,
+    hash: String,
+    at: String,
+    by: Option<String>,
+    note: Option<String>,
+}
+
+impl EditLog {
+    fn decision(&self, outcome: DecisionOutcome, detail: &Map<String, Value>) -> Decision {
+        Decision {
+            id: None,
+            at: self.at.clone(),
+            by: self.by.clone(),
+            action: DecisionAction::Edit,
+            subject: Subject::Draft(self.id),
+            note: self.note.clone(),
+            outcome,
+            detail: Value::Object(detail.clone()),
+            link: None,
+        }
+    }
+
+    /// Logs the edit as refused, for `reason`.
+    async fn refuse(
+        &self,
+        store: &dyn QueueStore,
+        base: &Map<String, Value>,
+        reason: String,
+    ) -> Result<(), ReviewError> {
+        let mut refused = base.clone();
+        refused.insert("payloadHashAfter".into(), self.hash.clone().into());
+        refused.insert("reason".into(), reason.into());
+        store
+            .append_decision(&self.decision(DecisionOutcome::Refused, &refused))
+            .await?;
+        Ok(())
     }
 }
 
