@@ -469,16 +469,11 @@ impl Review {
         };
         let mut draft = load(id).await?;
         let mut seen = seen_version;
-        let logged = |at: &str, outcome, detail: Map<String, Value>| Decision {
-            id: None,
-            at: at.to_owned(),
-            by: by.clone(),
-            action: verdict.action(),
-            subject: Subject::Draft(id),
-            note: note.clone(),
-            outcome,
-            detail: Value::Object(detail),
-            link: None,
+        let log = VerdictLog {
+            id,
+            verdict: &verdict,
+            by: &by,
+            note: &note,
         };
         // Approvers of one revision race only with each other's votes: a loser whose
         // draft changed by votes alone is judged again on what it is now (so each is
@@ -496,60 +491,11 @@ impl Review {
                 by: by.as_deref(),
                 note: note.as_deref(),
                 seen_version: seen,
-                send_failed: draft.state == DraftState::Dispatched
-                    && self
-                        .store
-                        .get(&draft.key)
-                        .await?
-                        .is_some_and(|e| e.status() == crate::ledger::Status::Failed),
+                send_failed: self.send_failed(&draft).await?,
             };
-            let (won, detail, mine) = match judge(&draft, &asked, now_ms, &at)? {
-                Judged::Refused { detail, error } => {
-                    self.store
-                        .append_decision(&logged(&at, DecisionOutcome::Refused, detail))
-                        .await?;
-                    return Err(error);
-                }
-                Judged::Change { change, detail } => {
-                    let won = self
-                        .store
-                        .decide_draft(
-                            &change,
-                            &logged(&at, DecisionOutcome::Changed, detail.clone()),
-                        )
-                        .await?;
-                    (won, detail, None)
-                }
-                Judged::Vote {
-                    vote,
-                    version,
-                    detail,
-                } => {
-                    let won = self
-                        .store
-                        .add_vote(
-                            id,
-                            version,
-                            &vote,
-                            &logged(&at, DecisionOutcome::Changed, detail.clone()),
-                        )
-                        .await?;
-                    // What this vote made, not what later votes made of the draft: a
-                    // vote short of the number is never told of an approval.
-                    let mut mine = draft.clone();
-                    mine.version = version + 1;
-                    mine.updated_at = vote.at.clone();
-                    mine.quorum.votes.push(quorum::Vote {
-                        revision: vote.revision,
-                        round: vote.round,
-                        by: vote.by,
-                        at: vote.at,
-                        version: version + 1,
-                        expires_at: vote.expires_at,
-                    });
-                    (won, detail, Some(mine))
-                }
-            };
+            let judged = judge(&draft, &asked, now_ms, &at)?;
+            let Written { won, detail, mine } =
+                self.write_judged(judged, &draft, &log, &at).await?;
             if won {
                 return match mine {
                     Some(mine) => Ok(mine),
@@ -569,9 +515,72 @@ impl Review {
             let mut refused = detail;
             refused.insert("reason".into(), "someone changed the draft first".into());
             self.store
-                .append_decision(&logged(&at, DecisionOutcome::Refused, refused))
+                .append_decision(&log.entry(&at, DecisionOutcome::Refused, refused))
                 .await?;
             return Err(lost_race(&draft, &now));
+        }
+    }
+
+    /// Whether a dispatched draft's send failed, as its ledger entry says.
+    async fn send_failed(&self, draft: &Draft) -> Result<bool, ReviewError> {
+        Ok(draft.state == DraftState::Dispatched
+            && self
+                .store
+                .get(&draft.key)
+                .await?
+                .is_some_and(|e| e.status() == crate::ledger::Status::Failed))
+    }
+
+    /// Applies what [`judge`] made of a decision on `draft` by compare-and-set, and
+    /// logs it; a refusal is logged and is the error.
+    async fn write_judged(
+        &self,
+        judged: Judged,
+        draft: &Draft,
+        log: &VerdictLog<'_>,
+        at: &str,
+    ) -> Result<Written, ReviewError> {
+        match judged {
+            Judged::Refused { detail, error } => {
+                self.store
+                    .append_decision(&log.entry(at, DecisionOutcome::Refused, detail))
+                    .await?;
+                Err(error)
+            }
+            Judged::Change { change, detail } => {
+                let won = self
+                    .store
+                    .decide_draft(
+                        &change,
+                        &log.entry(at, DecisionOutcome::Changed, detail.clone()),
+                    )
+                    .await?;
+                Ok(Written {
+                    won,
+                    detail,
+                    mine: None,
+                })
+            }
+            Judged::Vote {
+                vote,
+                version,
+                detail,
+            } => {
+                let won = self
+                    .store
+                    .add_vote(
+                        log.id,
+                        version,
+                        &vote,
+                        &log.entry(at, DecisionOutcome::Changed, detail.clone()),
+                    )
+                    .await?;
+                Ok(Written {
+                    won,
+                    detail,
+                    mine: Some(with_vote(draft, vote, version)),
+                })
+            }
         }
     }
 
@@ -725,6 +734,55 @@ impl Review {
             .decisions(Some(&Subject::Draft(id).text()))
             .await?)
     }
+}
+
+/// What this vote made, not what later votes made of the draft: a vote short of the
+/// number is never told of an approval. `version` is the one it was judged on.
+fn with_vote(draft: &Draft, vote: NewVote, version: i64) -> Draft {
+    let mut mine = draft.clone();
+    mine.version = version + 1;
+    mine.updated_at = vote.at.clone();
+    mine.quorum.votes.push(quorum::Vote {
+        revision: vote.revision,
+        round: vote.round,
+        by: vote.by,
+        at: vote.at,
+        version: version + 1,
+        expires_at: vote.expires_at,
+    });
+    mine
+}
+
+/// What a decision's entries in the log share: the draft, the verdict, by whom, why.
+struct VerdictLog<'a> {
+    id: i64,
+    verdict: &'a Verdict,
+    by: &'a Option<String>,
+    note: &'a Option<String>,
+}
+
+impl VerdictLog<'_> {
+    fn entry(&self, at: &str, outcome: DecisionOutcome, detail: Map<String, Value>) -> Decision {
+        Decision {
+            id: None,
+            at: at.to_owned(),
+            by: self.by.clone(),
+            action: self.verdict.action(),
+            subject: Subject::Draft(self.id),
+            note: self.note.clone(),
+            outcome,
+            detail: Value::Object(detail),
+            link: None,
+        }
+    }
+}
+
+/// A judged decision as written: whether it won its compare-and-set, its detail for
+/// the log, and, for a vote, the draft as that vote made it.
+struct Written {
+    won: bool,
+    detail: Map<String, Value>,
+    mine: Option<Draft>,
 }
 
 /// An edited payload as JSON, refused when it is not JSON, names a field twice or
