@@ -636,13 +636,6 @@ fn check_one(
     last: Option<(i64, Option<&str>)>,
     unchained: &[Decision],
 ) -> Option<Break> {
-    let broken = |problem, message: String| {
-        Some(Break {
-            id,
-            problem,
-            message,
-        })
-    };
     if let Some(first) = unchained.first()
         && d.action != Action::Genesis
     {
@@ -656,44 +649,12 @@ fn check_one(
         });
     }
     if hash_of(d, id, link.prev_hash.as_deref()) != link.hash {
-        // Where did its content come from? The same content at another id gives its
-        // stored hash: it was moved or swapped, not edited.
-        let moved = log
-            .iter()
-            .filter_map(|other| other.id)
-            .filter(|other| *other != id)
-            .find(|other| hash_of(d, *other, link.prev_hash.as_deref()) == link.hash);
-        return match moved {
-            Some(from) => broken(
-                Problem::Moved,
-                format!(
-                    "decision {id}: it holds what was written as decision {from} (rows swapped or moved)"
-                ),
-            ),
-            None => broken(
-                Problem::ContentChanged,
-                format!(
-                    "decision {id}: its content no longer matches its hash (its note, detail or another field was changed after it was written)"
-                ),
-            ),
-        };
+        return Some(content_break(log, d, id, link));
     }
-    if d.action == Action::Genesis {
-        let pinned = d.detail.get("unchained").and_then(Value::as_u64);
-        let hash = d.detail.get("unchainedHash").and_then(Value::as_str);
-        if pinned != Some(unchained.len() as u64)
-            || hash != Some(unchained_hash(unchained).as_str())
-        {
-            return broken(
-                Problem::PinnedChanged,
-                format!(
-                    "decision {id}: this genesis pinned {} decision{} written before the chain, and they no longer match (one changed, removed or added: {} found)",
-                    pinned.unwrap_or_default(),
-                    if pinned == Some(1) { "" } else { "s" },
-                    unchained.len()
-                ),
-            );
-        }
+    if d.action == Action::Genesis
+        && let Some(broken) = pinned_break(d, id, unchained)
+    {
+        return Some(broken);
     }
     let expected = match (unchained.is_empty(), last) {
         // A genesis follows what it pins, and links to the chain before them.
@@ -704,7 +665,69 @@ fn check_one(
     if link.prev_hash.as_deref() == expected {
         return None;
     }
-    let before = last.map(|(before, _)| before);
+    Some(link_break(
+        log,
+        id,
+        last.map(|(before, _)| before),
+        unchained,
+    ))
+}
+
+/// What happened to decision `d`, whose content no longer gives its stored hash.
+fn content_break(log: &[Decision], d: &Decision, id: i64, link: &Link) -> Break {
+    // Where did its content come from? The same content at another id gives its
+    // stored hash: it was moved or swapped, not edited.
+    let moved = log
+        .iter()
+        .filter_map(|other| other.id)
+        .filter(|other| *other != id)
+        .find(|other| hash_of(d, *other, link.prev_hash.as_deref()) == link.hash);
+    match moved {
+        Some(from) => Break {
+            id,
+            problem: Problem::Moved,
+            message: format!(
+                "decision {id}: it holds what was written as decision {from} (rows swapped or moved)"
+            ),
+        },
+        None => Break {
+            id,
+            problem: Problem::ContentChanged,
+            message: format!(
+                "decision {id}: its content no longer matches its hash (its note, detail or another field was changed after it was written)"
+            ),
+        },
+    }
+}
+
+/// A genesis whose pins no longer match the decisions written before the chain.
+fn pinned_break(d: &Decision, id: i64, unchained: &[Decision]) -> Option<Break> {
+    let pinned = d.detail.get("unchained").and_then(Value::as_u64);
+    let hash = d.detail.get("unchainedHash").and_then(Value::as_str);
+    if pinned == Some(unchained.len() as u64) && hash == Some(unchained_hash(unchained).as_str()) {
+        return None;
+    }
+    Some(Break {
+        id,
+        problem: Problem::PinnedChanged,
+        message: format!(
+            "decision {id}: this genesis pinned {} decision{} written before the chain, and they no longer match (one changed, removed or added: {} found)",
+            pinned.unwrap_or_default(),
+            if pinned == Some(1) { "" } else { "s" },
+            unchained.len()
+        ),
+    })
+}
+
+/// Why decision `id`'s prev_hash is not the hash it should follow: the decision
+/// `before` it (the last chained one, if any) was moved, decisions between are
+/// missing, or the link was rewritten.
+fn link_break(log: &[Decision], id: i64, before: Option<i64>, unchained: &[Decision]) -> Break {
+    let broken = |problem, message: String| Break {
+        id,
+        problem,
+        message,
+    };
     // A skipped id found further on was moved, not removed.
     let later = before.and_then(|before| {
         log.iter()

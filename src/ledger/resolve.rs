@@ -6,7 +6,7 @@ use super::entry::{Entry, Status};
 use super::error::LedgerError;
 use super::outcome::SendError;
 use super::store::Durability;
-use super::{Ledger, MAX_ROUNDS};
+use super::{Found, Ledger, MAX_ROUNDS};
 use serde_json::{Map, Value};
 
 /// True when the decision would change nothing on `current`: settling to the status
@@ -373,19 +373,7 @@ impl Ledger {
                 return Err(LedgerError::NotFound(key.to_owned()));
             };
             let at = self.iso_now();
-            let mut detail = Map::new();
-            detail.insert("from".into(), current.status().as_str().into());
-            // Every decision names the attempt it is about.
-            detail.insert("attempt".into(), current.attempts().into());
-            if let Some(asked) = asked {
-                detail.insert("status".into(), asked.as_str().into());
-            }
-            // Who and what it was, so the log reads without looking the key up.
-            for field in ["to", "intent"] {
-                if let Some(Value::String(text)) = current.meta().and_then(|m| m.get(field)) {
-                    detail.insert(field.into(), text.clone().into());
-                }
-            }
+            let mut detail = settle_detail(&current, asked);
             // What let a later attempt be claimed, for a refusal about an earlier one.
             let decided = match &details.seen {
                 Some(seen) if seen.attempts.is_some_and(|n| current.attempts() > n) => {
@@ -403,24 +391,7 @@ impl Ledger {
             let judged = match &details.seen {
                 Some(seen) if !seen.matches(&current) && !judge_unchanged(&judge, &current) => {
                     detail.insert("seen".into(), describe_seen(seen).into());
-                    Judged::Refused {
-                        reason: "changed since it was shown",
-                        error: LedgerError::ChangedSinceSeen {
-                            key: key.to_owned(),
-                            seen: describe_seen(seen),
-                            // Its claim time is told by the change, when it matters.
-                            now: describe_seen(&Seen {
-                                claimed_at: None,
-                                ..Seen::entry(&current)
-                            }),
-                            change: crate::text::visible_inline(&change_since(
-                                seen,
-                                &current,
-                                decided.clone(),
-                            ))
-                            .into_owned(),
-                        },
-                    }
+                    changed_since_seen(key, seen, &current, decided.clone())
                 }
                 _ => judge(&current, &mut detail),
             };
@@ -432,21 +403,9 @@ impl Ledger {
             {
                 detail.insert("evenIfFound".into(), true.into());
             }
-            let judged = match (judged, found) {
-                (Judged::Change, Some(found)) if details.even_if_found => {
-                    detail.insert("found".into(), found.describe().into());
-                    detail.insert("evenIfFound".into(), true.into());
-                    Judged::Change
-                }
-                (Judged::Change, Some(found)) => Judged::Refused {
-                    reason: "a verify found it at the provider",
-                    error: LedgerError::FoundByVerify {
-                        key: key.to_owned(),
-                        attempt: current.attempts(),
-                        found,
-                    },
-                },
-                (judged, _) => judged,
+            let judged = match found {
+                Some(found) => against_finding(judged, found, key, &current, details, &mut detail),
+                None => judged,
             };
             let decision = |outcome, detail: Map<String, Value>| Decision {
                 id: None,
@@ -507,5 +466,68 @@ impl Ledger {
         };
         let by = last.by.as_deref().unwrap_or("someone");
         Some(format!("{by}'s {action} at {}", last.at))
+    }
+}
+
+/// What every decision of a settling says of the entry as read.
+fn settle_detail(current: &Entry, asked: Option<Status>) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert("from".into(), current.status().as_str().into());
+    // Every decision names the attempt it is about.
+    detail.insert("attempt".into(), current.attempts().into());
+    if let Some(asked) = asked {
+        detail.insert("status".into(), asked.as_str().into());
+    }
+    // Who and what it was, so the log reads without looking the key up.
+    for field in ["to", "intent"] {
+        if let Some(Value::String(text)) = current.meta().and_then(|m| m.get(field)) {
+            detail.insert(field.into(), text.clone().into());
+        }
+    }
+    detail
+}
+
+/// A decision refused because the entry is not what the person was shown.
+fn changed_since_seen(key: &str, seen: &Seen, current: &Entry, decided: Option<String>) -> Judged {
+    Judged::Refused {
+        reason: "changed since it was shown",
+        error: LedgerError::ChangedSinceSeen {
+            key: key.to_owned(),
+            seen: describe_seen(seen),
+            // Its claim time is told by the change, when it matters.
+            now: describe_seen(&Seen {
+                claimed_at: None,
+                ..Seen::entry(current)
+            }),
+            change: crate::text::visible_inline(&change_since(seen, current, decided)).into_owned(),
+        },
+    }
+}
+
+/// A change judged on an attempt a verify found at the provider: refused, unless the
+/// person said to go even so (which the log keeps, with the finding).
+fn against_finding(
+    judged: Judged,
+    found: Found,
+    key: &str,
+    current: &Entry,
+    details: &ResolveDetails,
+    detail: &mut Map<String, Value>,
+) -> Judged {
+    match judged {
+        Judged::Change if details.even_if_found => {
+            detail.insert("found".into(), found.describe().into());
+            detail.insert("evenIfFound".into(), true.into());
+            Judged::Change
+        }
+        Judged::Change => Judged::Refused {
+            reason: "a verify found it at the provider",
+            error: LedgerError::FoundByVerify {
+                key: key.to_owned(),
+                attempt: current.attempts(),
+                found,
+            },
+        },
+        judged => judged,
     }
 }

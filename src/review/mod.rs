@@ -466,16 +466,11 @@ impl Review {
         };
         let mut draft = load(id).await?;
         let mut seen = seen_version;
-        let logged = |at: &str, outcome, detail: Map<String, Value>| Decision {
-            id: None,
-            at: at.to_owned(),
-            by: by.clone(),
-            action: verdict.action(),
-            subject: Subject::Draft(id),
-            note: note.clone(),
-            outcome,
-            detail: Value::Object(detail),
-            link: None,
+        let log = VerdictLog {
+            id,
+            verdict: &verdict,
+            by: &by,
+            note: &note,
         };
         // Approvers of one revision race only with each other's votes: a loser whose
         // draft changed by votes alone is judged again on what it is now (so each is
@@ -493,60 +488,11 @@ impl Review {
                 by: by.as_deref(),
                 note: note.as_deref(),
                 seen_version: seen,
-                send_failed: draft.state == DraftState::Dispatched
-                    && self
-                        .store
-                        .get(&draft.key)
-                        .await?
-                        .is_some_and(|e| e.status() == crate::ledger::Status::Failed),
+                send_failed: self.send_failed(&draft).await?,
             };
-            let (won, detail, mine) = match judge(&draft, &asked, now_ms, &at)? {
-                Judged::Refused { detail, error } => {
-                    self.store
-                        .append_decision(&logged(&at, DecisionOutcome::Refused, detail))
-                        .await?;
-                    return Err(error);
-                }
-                Judged::Change { change, detail } => {
-                    let won = self
-                        .store
-                        .decide_draft(
-                            &change,
-                            &logged(&at, DecisionOutcome::Changed, detail.clone()),
-                        )
-                        .await?;
-                    (won, detail, None)
-                }
-                Judged::Vote {
-                    vote,
-                    version,
-                    detail,
-                } => {
-                    let won = self
-                        .store
-                        .add_vote(
-                            id,
-                            version,
-                            &vote,
-                            &logged(&at, DecisionOutcome::Changed, detail.clone()),
-                        )
-                        .await?;
-                    // What this vote made, not what later votes made of the draft: a
-                    // vote short of the number is never told of an approval.
-                    let mut mine = draft.clone();
-                    mine.version = version + 1;
-                    mine.updated_at = vote.at.clone();
-                    mine.quorum.votes.push(quorum::Vote {
-                        revision: vote.revision,
-                        round: vote.round,
-                        by: vote.by,
-                        at: vote.at,
-                        version: version + 1,
-                        expires_at: vote.expires_at,
-                    });
-                    (won, detail, Some(mine))
-                }
-            };
+            let judged = judge(&draft, &asked, now_ms, &at)?;
+            let Written { won, detail, mine } =
+                self.write_judged(judged, &draft, &log, &at).await?;
             if won {
                 return match mine {
                     Some(mine) => Ok(mine),
@@ -566,9 +512,72 @@ impl Review {
             let mut refused = detail;
             refused.insert("reason".into(), "someone changed the draft first".into());
             self.store
-                .append_decision(&logged(&at, DecisionOutcome::Refused, refused))
+                .append_decision(&log.entry(&at, DecisionOutcome::Refused, refused))
                 .await?;
             return Err(lost_race(&draft, &now));
+        }
+    }
+
+    /// Whether a dispatched draft's send failed, as its ledger entry says.
+    async fn send_failed(&self, draft: &Draft) -> Result<bool, ReviewError> {
+        Ok(draft.state == DraftState::Dispatched
+            && self
+                .store
+                .get(&draft.key)
+                .await?
+                .is_some_and(|e| e.status() == crate::ledger::Status::Failed))
+    }
+
+    /// Applies what [`judge`] made of a decision on `draft` by compare-and-set, and
+    /// logs it; a refusal is logged and is the error.
+    async fn write_judged(
+        &self,
+        judged: Judged,
+        draft: &Draft,
+        log: &VerdictLog<'_>,
+        at: &str,
+    ) -> Result<Written, ReviewError> {
+        match judged {
+            Judged::Refused { detail, error } => {
+                self.store
+                    .append_decision(&log.entry(at, DecisionOutcome::Refused, detail))
+                    .await?;
+                Err(error)
+            }
+            Judged::Change { change, detail } => {
+                let won = self
+                    .store
+                    .decide_draft(
+                        &change,
+                        &log.entry(at, DecisionOutcome::Changed, detail.clone()),
+                    )
+                    .await?;
+                Ok(Written {
+                    won,
+                    detail,
+                    mine: None,
+                })
+            }
+            Judged::Vote {
+                vote,
+                version,
+                detail,
+            } => {
+                let won = self
+                    .store
+                    .add_vote(
+                        log.id,
+                        version,
+                        &vote,
+                        &log.entry(at, DecisionOutcome::Changed, detail.clone()),
+                    )
+                    .await?;
+                Ok(Written {
+                    won,
+                    detail,
+                    mine: Some(with_vote(draft, vote, version)),
+                })
+            }
         }
     }
 
@@ -591,52 +600,17 @@ impl Review {
             seen_revision,
             seen_version,
         } = edit;
-        let parsed = canonical::parse_json(&payload)
-            .map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
-        if let Some(name) = duplicate_name(&payload) {
-            return Err(ReviewError::DuplicateName(name));
-        }
-        if let Some(number) = inexact_number(&payload) {
-            return Err(ReviewError::InexactNumber(number));
-        }
+        let parsed = parse_edited_payload(&payload)?;
         let draft = self.head(id).await?;
         let current = draft.current().ok_or(ReviewError::NoDraft(id))?.clone();
-        let hash = canonical::hash_payload(&parsed);
-        let at = self.iso_now();
-        let mut detail = Map::new();
-        detail.insert("key".into(), draft.key.clone().into());
-        detail.insert("revision".into(), draft.revision.into());
-        detail.insert("fromRevision".into(), draft.revision.into());
-        detail.insert(
-            "payloadHashBefore".into(),
-            current.payload_hash.clone().into(),
-        );
-        detail.insert("from".into(), draft.state.as_str().into());
-        for field in ["to", "intent"] {
-            if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
-                detail.insert(field.into(), text.clone().into());
-            }
-        }
-        let decision = |outcome, detail: &Map<String, Value>| Decision {
-            id: None,
-            at: at.clone(),
-            by: by.clone(),
-            action: DecisionAction::Edit,
-            subject: Subject::Draft(id),
-            note: note.clone(),
-            outcome,
-            detail: Value::Object(detail.clone()),
-            link: None,
+        let log = EditLog {
+            id,
+            hash: canonical::hash_payload(&parsed),
+            at: self.iso_now(),
+            by,
+            note,
         };
-        let refuse = async |base: &Map<String, Value>, reason: String| -> Result<(), ReviewError> {
-            let mut refused = base.clone();
-            refused.insert("payloadHashAfter".into(), hash.clone().into());
-            refused.insert("reason".into(), reason.into());
-            self.store
-                .append_decision(&decision(DecisionOutcome::Refused, &refused))
-                .await?;
-            Ok(())
-        };
+        let detail = edit_detail(&draft, &current);
         if let Some(asked) = seen_revision
             && asked > draft.revision
         {
@@ -654,21 +628,9 @@ impl Review {
                 seen_revision.unwrap_or(draft.revision),
                 seen_version,
             );
-            // Logged against the revision the edit began from, not the one that came
-            // in meanwhile (whose hash is not what the reviewer edited).
-            let mut seen_detail = detail.clone();
-            if let Some(seen) = seen_revision {
-                seen_detail.insert("revision".into(), seen.into());
-                seen_detail.insert("fromRevision".into(), seen.into());
-                if seen != draft.revision {
-                    seen_detail.remove("payloadHashBefore");
-                }
-            }
-            refuse(
-                &seen_detail,
-                format!("changed since the edit began: {what}"),
-            )
-            .await?;
+            let seen_detail = detail_as_seen(&detail, &draft, seen_revision);
+            let reason = format!("changed since the edit began: {what}");
+            log.refuse(&*self.store, &seen_detail, reason).await?;
             return Err(ReviewError::EditedMeanwhile {
                 id,
                 what,
@@ -676,49 +638,31 @@ impl Review {
             });
         }
         if !draft.state.is_open() {
-            refuse(&detail, format!("the draft is {}", draft.state.as_str())).await?;
+            let reason = format!("the draft is {}", draft.state.as_str());
+            log.refuse(&*self.store, &detail, reason).await?;
             return Err(ReviewError::closed(&draft, "edited"));
         }
-        if hash == current.payload_hash {
+        if log.hash == current.payload_hash {
             return Ok(Edited::Unchanged {
                 id,
                 revision: draft.revision,
             });
         }
-        // Approvals of the edited revision short of its number do not carry over:
-        // they approved another payload. The compare-and-set below makes this exact.
-        let tally = draft.tally(self.now());
-        let voided: Vec<String> = if draft.needs_quorum() && !tally.complete {
-            tally.votes.iter().map(|v| v.by.clone()).collect()
-        } else {
-            Vec::new()
-        };
+        let voided = self.voided_by_edit(&draft);
         let mut changed = detail.clone();
         changed.insert("toRevision".into(), (draft.revision + 1).into());
-        changed.insert("payloadHashAfter".into(), hash.clone().into());
+        changed.insert("payloadHashAfter".into(), log.hash.clone().into());
         if !voided.is_empty() {
             changed.insert("voidedApprovals".into(), voided.clone().into());
         }
-        let revision = NewRevision {
-            key: draft.key.clone(),
-            payload,
-            payload_hash: hash.clone(),
-            facts: Value::Object(current.facts.clone()).to_string(),
-            recheck: None,
-            meta: None,
-            by: by.clone(),
-            at: at.clone(),
-            required: draft.quorum.required,
-            self_approval: draft.quorum.self_approval,
-            raise: false,
-        };
+        let revision = edited_revision(&draft, &current, payload, &log);
         let written = self
             .store
             .edit_draft(
                 id,
                 draft.version,
                 &revision,
-                &decision(DecisionOutcome::Changed, &changed),
+                &log.decision(DecisionOutcome::Changed, &changed),
             )
             .await?;
         if let Some(submitted) = written {
@@ -727,19 +671,32 @@ impl Review {
                 from: draft.revision,
                 revision: submitted.revision,
                 state: submitted.state,
-                payload_hash: hash,
+                payload_hash: log.hash,
                 voided,
             });
         }
         // Someone changed it between our read and our write: say who, log ours.
         let now = self.head(id).await?;
         let what = what_changed(&now, draft.revision, Some(draft.version));
-        refuse(&detail, format!("someone changed the draft first: {what}")).await?;
+        let reason = format!("someone changed the draft first: {what}");
+        log.refuse(&*self.store, &detail, reason).await?;
         Err(ReviewError::EditedMeanwhile {
             id,
             what,
             revision: now.revision,
         })
+    }
+
+    /// Who approved the edited revision toward an approval short of its number.
+    /// Approvals of the edited revision short of its number do not carry over: they
+    /// approved another payload. The edit's compare-and-set makes this exact.
+    fn voided_by_edit(&self, draft: &Draft) -> Vec<String> {
+        let tally = draft.tally(self.now());
+        if draft.needs_quorum() && !tally.complete {
+            tally.votes.iter().map(|v| v.by.clone()).collect()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Marks a draft dispatched, with what the ledger said, if its current revision is
@@ -773,6 +730,171 @@ impl Review {
             .store
             .decisions(Some(&Subject::Draft(id).text()))
             .await?)
+    }
+}
+
+/// What this vote made, not what later votes made of the draft: a vote short of the
+/// number is never told of an approval. `version` is the one it was judged on.
+fn with_vote(draft: &Draft, vote: NewVote, version: i64) -> Draft {
+    let mut mine = draft.clone();
+    mine.version = version + 1;
+    mine.updated_at = vote.at.clone();
+    mine.quorum.votes.push(quorum::Vote {
+        revision: vote.revision,
+        round: vote.round,
+        by: vote.by,
+        at: vote.at,
+        version: version + 1,
+        expires_at: vote.expires_at,
+    });
+    mine
+}
+
+/// What a decision's entries in the log share: the draft, the verdict, by whom, why.
+struct VerdictLog<'a> {
+    id: i64,
+    verdict: &'a Verdict,
+    by: &'a Option<String>,
+    note: &'a Option<String>,
+}
+
+impl VerdictLog<'_> {
+    fn entry(&self, at: &str, outcome: DecisionOutcome, detail: Map<String, Value>) -> Decision {
+        Decision {
+            id: None,
+            at: at.to_owned(),
+            by: self.by.clone(),
+            action: self.verdict.action(),
+            subject: Subject::Draft(self.id),
+            note: self.note.clone(),
+            outcome,
+            detail: Value::Object(detail),
+            link: None,
+        }
+    }
+}
+
+/// A judged decision as written: whether it won its compare-and-set, its detail for
+/// the log, and, for a vote, the draft as that vote made it.
+struct Written {
+    won: bool,
+    detail: Map<String, Value>,
+    mine: Option<Draft>,
+}
+
+/// An edited payload as JSON, refused when it is not JSON, names a field twice or
+/// holds a number JSON cannot keep exactly.
+fn parse_edited_payload(payload: &str) -> Result<canonical::JsValue, ReviewError> {
+    let parsed =
+        canonical::parse_json(payload).map_err(|e| ReviewError::PayloadNotJson(e.to_string()))?;
+    if let Some(name) = duplicate_name(payload) {
+        return Err(ReviewError::DuplicateName(name));
+    }
+    if let Some(number) = inexact_number(payload) {
+        return Err(ReviewError::InexactNumber(number));
+    }
+    Ok(parsed)
+}
+
+/// What an edit's decision, changed or refused, says of the draft it edits.
+fn edit_detail(draft: &Draft, current: &Revision) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert("key".into(), draft.key.clone().into());
+    detail.insert("revision".into(), draft.revision.into());
+    detail.insert("fromRevision".into(), draft.revision.into());
+    detail.insert(
+        "payloadHashBefore".into(),
+        current.payload_hash.clone().into(),
+    );
+    detail.insert("from".into(), draft.state.as_str().into());
+    for field in ["to", "intent"] {
+        if let Some(Value::String(text)) = draft.meta.as_ref().and_then(|m| m.get(field)) {
+            detail.insert(field.into(), text.clone().into());
+        }
+    }
+    detail
+}
+
+/// An edit refused as stale is logged against the revision the edit began from, not
+/// the one that came in meanwhile (whose hash is not what the reviewer edited).
+fn detail_as_seen(
+    detail: &Map<String, Value>,
+    draft: &Draft,
+    seen_revision: Option<i64>,
+) -> Map<String, Value> {
+    let mut seen_detail = detail.clone();
+    if let Some(seen) = seen_revision {
+        seen_detail.insert("revision".into(), seen.into());
+        seen_detail.insert("fromRevision".into(), seen.into());
+        if seen != draft.revision {
+            seen_detail.remove("payloadHashBefore");
+        }
+    }
+    seen_detail
+}
+
+/// The revision an edit becomes: the edited payload, authored by the editor, with the
+/// current revision's facts snapshot.
+fn edited_revision(
+    draft: &Draft,
+    current: &Revision,
+    payload: String,
+    log: &EditLog,
+) -> NewRevision {
+    NewRevision {
+        key: draft.key.clone(),
+        payload,
+        payload_hash: log.hash.clone(),
+        facts: Value::Object(current.facts.clone()).to_string(),
+        recheck: None,
+        meta: None,
+        by: log.by.clone(),
+        at: log.at.clone(),
+        required: draft.quorum.required,
+        self_approval: draft.quorum.self_approval,
+        raise: false,
+    }
+}
+
+/// What an edit's `edit` decisions in the log share: the draft, when, by whom, why,
+/// and the edited payload's hash.
+struct EditLog {
+    id: i64,
+    hash: String,
+    at: String,
+    by: Option<String>,
+    note: Option<String>,
+}
+
+impl EditLog {
+    fn decision(&self, outcome: DecisionOutcome, detail: &Map<String, Value>) -> Decision {
+        Decision {
+            id: None,
+            at: self.at.clone(),
+            by: self.by.clone(),
+            action: DecisionAction::Edit,
+            subject: Subject::Draft(self.id),
+            note: self.note.clone(),
+            outcome,
+            detail: Value::Object(detail.clone()),
+            link: None,
+        }
+    }
+
+    /// Logs the edit as refused, for `reason`.
+    async fn refuse(
+        &self,
+        store: &dyn QueueStore,
+        base: &Map<String, Value>,
+        reason: String,
+    ) -> Result<(), ReviewError> {
+        let mut refused = base.clone();
+        refused.insert("payloadHashAfter".into(), self.hash.clone().into());
+        refused.insert("reason".into(), reason.into());
+        store
+            .append_decision(&self.decision(DecisionOutcome::Refused, &refused))
+            .await?;
+        Ok(())
     }
 }
 

@@ -202,30 +202,19 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     let asked_to_end = Arc::new(AtomicUsize::new(0));
     let mut signals = watch_signals(&asked_to_end)?;
 
-    let mut guard =
+    let guard =
         terminal::TerminalGuard::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
     let size = guard.terminal.size().map_err(|e| e.to_string())?;
     let theme = theme::Theme::from_env();
-    let mut app = App::new(Options {
-        ledger_label: options.ledger.to_string(),
-        by: options.by.clone(),
-        older_than_ms: options.older_than_ms,
-        no_queue,
-        now: (options.clock)(),
-    })
-    .with_start(options.start.clone())
-    .with_verify(options.verify.clone());
-    app.size = (size.width, size.height);
-    app.writes_refused = current.get().backend.writes_refused.clone();
+    let app = new_app(&options, no_queue, &current, (size.width, size.height));
 
     spawn_input(tx.clone());
     Watcher::spawn(current.clone(), Arc::clone(&options), tx.clone());
 
     let hooks = TestHooks::from_env();
     let started = std::time::Instant::now();
-    let mut in_flight = Loads::default();
     let (done_tx, mut done_rx) = unbounded_channel::<LoadSlot>();
-    let mut runner = Runner {
+    let runner = Runner {
         current,
         path: options.file_path(),
         tx: tx.clone(),
@@ -233,114 +222,38 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
         shown: 0,
         clock: Arc::clone(&options.clock),
     };
-    for effect in app.start() {
-        runner.run(effect, 0, &mut in_flight);
-    }
-    if let Some(hung_up) = draw_unless_hung_up(&mut guard, &mut app, &theme)? {
-        drop(guard);
+    let mut screen = Screen {
+        guard,
+        app,
+        theme,
+        runner,
+        in_flight: Loads::default(),
+        asked_to_end,
+    };
+    screen.start();
+    if let Some(hung_up) = screen.draw()? {
+        drop(screen);
         return Ok(hung_up);
     }
     hooks.after_first_draw()?;
     let mut ended = Ended::Quit;
     let mut failed = None;
-    'ui: loop {
+    loop {
         tokio::select! {
             Some(number) = signals.recv() => {
                 ended = Ended::Signal(number);
                 break;
             }
             Some(slot) = done_rx.recv() => {
-                in_flight.running.remove(&slot);
-                // Asked for again while it ran: its answer may predate what was asked
-                // about (a change someone made meanwhile), so it runs once more.
-                if let Some((effect, shown)) = in_flight.again.remove(&slot) {
-                    runner.run(effect, shown, &mut in_flight);
-                }
+                screen.load_done(slot);
                 continue;
             }
             action = rx.recv() => {
                 let Some(action) = action else { break };
-                // A terminal that hung up without a SIGHUP reaching us (tmux killed
-                // under a parent that ignores it) leaves crossterm's reader spinning
-                // on the dead tty (crossterm-rs/crossterm#793): the UI ends as on a
-                // SIGHUP instead of living on as an orphan.
-                if matches!(action, Action::Tick(_)) && terminal::hung_up() {
-                    ended = Ended::Signal(libc::SIGHUP);
-                    break;
-                }
-                let mut resized = matches!(action, Action::Resize(..));
-                let mut effects = Vec::new();
-                runner.update(&mut app, action, &mut effects);
-                // Take in everything already waiting before drawing once, but not past
-                // a resize: what follows it meets the screen drawn at the new size, so
-                // no key acts on a form the person cannot see yet.
-                while !resized && let Ok(more) = rx.try_recv() {
-                    resized = matches!(more, Action::Resize(..));
-                    runner.update(&mut app, more, &mut effects);
-                }
-                if let Some(effect) = app.history_effect() {
-                    effects.push((effect, runner.shown));
-                }
-                for (effect, shown) in effects {
-                    match effect {
-                        // These use the terminal itself, so they run here, in order.
-                        Effect::Page { text, .. } => {
-                            let result = tokio::task::block_in_place(|| {
-                                terminal::run_pager(&mut guard, &text)
-                            });
-                            app.update(Action::Done(Outcome::Paged(result)));
-                        }
-                        Effect::Edit {
-                            id,
-                            revision,
-                            version,
-                            text,
-                        } => {
-                            let run = tokio::task::block_in_place(|| {
-                                editor::run_editor(&mut guard, id, &text)
-                            });
-                            let asked = asked_to_end.load(Ordering::SeqCst);
-                            if asked != 0 {
-                                // Asked to end while the editor was open: what was saved
-                                // is not sent now (nobody is there to see the answer),
-                                // but kept in a file named at exit. The editor's exit
-                                // status does not matter: a SIGHUP may have ended it.
-                                if let Some(saved) = run.changed(&text) {
-                                    let _ = keep_file(id, &String::from_utf8_lossy(saved));
-                                }
-                                ended = Ended::Signal(asked as i32);
-                                break 'ui;
-                            }
-                            let more = app.update(Action::EditorClosed {
-                                id,
-                                revision,
-                                version,
-                                result: run.result(),
-                            });
-                            for effect in more {
-                                runner.run(effect, shown, &mut in_flight);
-                            }
-                        }
-                        Effect::Copy { what, text } => {
-                            let outcome = match terminal::copy_to_clipboard(&mut guard, &text) {
-                                Ok(()) => Outcome::Copied { what },
-                                Err(why) => Outcome::Refused {
-                                    subject: what,
-                                    why: format!("Could not copy: {why}"),
-                                },
-                            };
-                            app.update(Action::Done(outcome));
-                        }
-                        effect => runner.run(effect, shown, &mut in_flight),
-                    }
-                }
-                if app.quit {
-                    break;
-                }
-                match draw_unless_hung_up(&mut guard, &mut app, &theme) {
+                match screen.take_in(action, &mut rx) {
                     Ok(None) => {}
-                    Ok(Some(hung_up)) => {
-                        ended = hung_up;
+                    Ok(Some(end)) => {
+                        ended = end;
                         break;
                     }
                     Err(e) => {
@@ -348,8 +261,8 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
                         break;
                     }
                 }
-                if hooks.exit_when_loaded && app.loaded() {
-                    drop(guard);
+                if hooks.exit_when_loaded && screen.app.loaded() {
+                    drop(screen);
                     eprintln!(
                         "send-once: first full frame after {} ms",
                         started.elapsed().as_millis()
@@ -359,19 +272,209 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
             }
         }
     }
-    // Edits kept only in memory (not JSON, a ledger that could not take them) go to
-    // files before the terminal is given back, and every file an edit is kept in is
-    // named after, where the shell shows it.
-    for (id, kept) in app.unsaved_edits() {
-        if kept_file_of(id, &kept.text).is_none() {
-            let _ = keep_file(id, &kept.text);
-        }
-    }
+    screen.keep_unsaved_edits();
+    let Screen { guard, .. } = screen;
     drop(guard);
     name_kept_files();
     match failed {
         Some(e) => Err(e),
         None => Ok(ended),
+    }
+}
+
+/// The app as the UI starts it, at the terminal's size.
+fn new_app(
+    options: &UiOptions,
+    no_queue: Option<String>,
+    current: &Current,
+    size: (u16, u16),
+) -> App {
+    let mut app = App::new(Options {
+        ledger_label: options.ledger.to_string(),
+        by: options.by.clone(),
+        older_than_ms: options.older_than_ms,
+        no_queue,
+        now: (options.clock)(),
+    })
+    .with_start(options.start.clone())
+    .with_verify(options.verify.clone());
+    app.size = size;
+    app.writes_refused = current.get().backend.writes_refused.clone();
+    app
+}
+
+/// What an [`Effect::Edit`] asks for: the payload's text to open in the editor, and
+/// the draft's revision and version it was opened at.
+struct EditAsked {
+    id: i64,
+    revision: i64,
+    version: i64,
+    text: String,
+}
+
+/// What the event loop works on: the terminal, the app, and what runs its effects.
+struct Screen {
+    guard: terminal::TerminalGuard,
+    app: App,
+    theme: theme::Theme,
+    runner: Runner,
+    in_flight: Loads,
+    /// Set by a signal's handler (see [`watch_signals`]).
+    asked_to_end: Arc<AtomicUsize>,
+}
+
+impl Screen {
+    /// Runs the effects the app asks for as it starts.
+    fn start(&mut self) {
+        for effect in self.app.start() {
+            self.runner.run(effect, 0, &mut self.in_flight);
+        }
+    }
+
+    /// See [`draw_unless_hung_up`].
+    fn draw(&mut self) -> Result<Option<Ended>, String> {
+        draw_unless_hung_up(&mut self.guard, &mut self.app, &self.theme)
+    }
+
+    fn load_done(&mut self, slot: LoadSlot) {
+        self.in_flight.running.remove(&slot);
+        // Asked for again while it ran: its answer may predate what was asked
+        // about (a change someone made meanwhile), so it runs once more.
+        if let Some((effect, shown)) = self.in_flight.again.remove(&slot) {
+            self.runner.run(effect, shown, &mut self.in_flight);
+        }
+    }
+
+    /// Hands `action`, and everything already waiting after it, to the app, runs what
+    /// it asks for and draws once. Says how the UI ends if it does.
+    fn take_in(
+        &mut self,
+        action: Action,
+        rx: &mut UnboundedReceiver<Action>,
+    ) -> Result<Option<Ended>, String> {
+        // A terminal that hung up without a SIGHUP reaching us (tmux killed
+        // under a parent that ignores it) leaves crossterm's reader spinning
+        // on the dead tty (crossterm-rs/crossterm#793): the UI ends as on a
+        // SIGHUP instead of living on as an orphan.
+        if matches!(action, Action::Tick(_)) && terminal::hung_up() {
+            return Ok(Some(Ended::Signal(libc::SIGHUP)));
+        }
+        let effects = self.update_with_waiting(action, rx);
+        if let Some(ended) = self.run_effects(effects) {
+            return Ok(Some(ended));
+        }
+        if self.app.quit {
+            return Ok(Some(Ended::Quit));
+        }
+        self.draw()
+    }
+
+    fn update_with_waiting(
+        &mut self,
+        action: Action,
+        rx: &mut UnboundedReceiver<Action>,
+    ) -> Vec<(Effect, u64)> {
+        let mut resized = matches!(action, Action::Resize(..));
+        let mut effects = Vec::new();
+        self.runner.update(&mut self.app, action, &mut effects);
+        // Take in everything already waiting before drawing once, but not past
+        // a resize: what follows it meets the screen drawn at the new size, so
+        // no key acts on a form the person cannot see yet.
+        while !resized && let Ok(more) = rx.try_recv() {
+            resized = matches!(more, Action::Resize(..));
+            self.runner.update(&mut self.app, more, &mut effects);
+        }
+        if let Some(effect) = self.app.history_effect() {
+            effects.push((effect, self.runner.shown));
+        }
+        effects
+    }
+
+    /// Runs `effects` in order; says how the UI ends if it was asked to end while the
+    /// editor was open.
+    fn run_effects(&mut self, effects: Vec<(Effect, u64)>) -> Option<Ended> {
+        for (effect, shown) in effects {
+            match effect {
+                // These use the terminal itself, so they run here, in order.
+                Effect::Page { text, .. } => {
+                    let result =
+                        tokio::task::block_in_place(|| terminal::run_pager(&mut self.guard, &text));
+                    self.app.update(Action::Done(Outcome::Paged(result)));
+                }
+                Effect::Edit {
+                    id,
+                    revision,
+                    version,
+                    text,
+                } => {
+                    let edit = EditAsked {
+                        id,
+                        revision,
+                        version,
+                        text,
+                    };
+                    if let Some(ended) = self.edit(edit, shown) {
+                        return Some(ended);
+                    }
+                }
+                Effect::Copy { what, text } => {
+                    let outcome = match terminal::copy_to_clipboard(&mut self.guard, &text) {
+                        Ok(()) => Outcome::Copied { what },
+                        Err(why) => Outcome::Refused {
+                            subject: what,
+                            why: format!("Could not copy: {why}"),
+                        },
+                    };
+                    self.app.update(Action::Done(outcome));
+                }
+                effect => self.runner.run(effect, shown, &mut self.in_flight),
+            }
+        }
+        None
+    }
+
+    /// Opens the editor on a payload and hands what it closed with to the app; says
+    /// how the UI ends if it was asked to end meanwhile.
+    fn edit(&mut self, edit: EditAsked, shown: u64) -> Option<Ended> {
+        let EditAsked {
+            id,
+            revision,
+            version,
+            text,
+        } = edit;
+        let run = tokio::task::block_in_place(|| editor::run_editor(&mut self.guard, id, &text));
+        let asked = self.asked_to_end.load(Ordering::SeqCst);
+        if asked != 0 {
+            // Asked to end while the editor was open: what was saved
+            // is not sent now (nobody is there to see the answer),
+            // but kept in a file named at exit. The editor's exit
+            // status does not matter: a SIGHUP may have ended it.
+            if let Some(saved) = run.changed(&text) {
+                let _ = keep_file(id, &String::from_utf8_lossy(saved));
+            }
+            return Some(Ended::Signal(asked as i32));
+        }
+        let more = self.app.update(Action::EditorClosed {
+            id,
+            revision,
+            version,
+            result: run.result(),
+        });
+        for effect in more {
+            self.runner.run(effect, shown, &mut self.in_flight);
+        }
+        None
+    }
+
+    /// Edits kept only in memory (not JSON, a ledger that could not take them) go to
+    /// files before the terminal is given back, and every file an edit is kept in is
+    /// named after, where the shell shows it.
+    fn keep_unsaved_edits(&self) {
+        for (id, kept) in self.app.unsaved_edits() {
+            if kept_file_of(id, &kept.text).is_none() {
+                let _ = keep_file(id, &kept.text);
+            }
+        }
     }
 }
 

@@ -145,18 +145,7 @@ impl App {
         }
         let view = self.view;
         let rows = self.row_count(view);
-        if matches!(
-            command,
-            Command::Up
-                | Command::Down
-                | Command::PageUp
-                | Command::PageDown
-                | Command::Top
-                | Command::Bottom
-                | Command::NextView
-                | Command::PreviousView
-                | Command::Show(_)
-        ) {
+        if Self::moves_selection(command) {
             self.detail_scroll = 0;
             self.diff_base = None;
         }
@@ -175,15 +164,7 @@ impl App {
                 *s = s.saturating_sub(1);
             }
             Command::Down => return self.move_down(1, rows),
-            Command::PageUp => {
-                let by = self.page_rows();
-                let s = &mut self.state_mut(view).selected;
-                *s = s.saturating_sub(by);
-                let at_top = *s == 0;
-                if view == View::Ledger && at_top && self.ledger_offset > 0 {
-                    return self.turn_ledger_page(false);
-                }
-            }
+            Command::PageUp => return self.page_up(),
             Command::PageDown => return self.move_down(self.page_rows(), rows),
             Command::Top => self.state_mut(view).selected = 0,
             Command::Bottom => self.state_mut(view).selected = rows.saturating_sub(1),
@@ -192,37 +173,11 @@ impl App {
             Command::Filter => {
                 self.filter_input = Some(Input::new(self.filter(view).to_owned()));
             }
-            Command::Back => {
-                let state = self.state_mut(view);
-                if !state.marked.is_empty() {
-                    let n = state.marked.len();
-                    state.marked.clear();
-                    self.say(&format!("Cleared {n} mark(s)."), true);
-                } else if !state.filter.is_empty() {
-                    return self.set_filter(String::new());
-                }
-            }
+            Command::Back => return self.clear_marks_or_filter(),
             Command::ToggleMark => self.toggle_mark(),
             Command::MarkAll => self.mark_all(),
-            Command::Sort => {
-                let state = self.state_mut(view);
-                state.sort = state.sort.next();
-                state.selected = 0;
-                let label = state.sort.label_for(view);
-                self.say(&format!("Sorted {label}."), true);
-            }
-            Command::CycleStatus => {
-                self.ledger_status = match self.ledger_status {
-                    None => Some(Status::Pending),
-                    Some(Status::Pending) => Some(Status::Sent),
-                    Some(Status::Sent) => Some(Status::Failed),
-                    Some(Status::Failed) => None,
-                };
-                self.ledger_offset = 0;
-                self.state_mut(view).selected = 0;
-                self.ledger = Loaded::Loading;
-                return vec![Effect::LoadLedger(self.ledger_query())];
-            }
+            Command::Sort => self.next_sort(),
+            Command::CycleStatus => return self.cycle_status(),
             Command::Approve if self.no_queue.is_some() => {
                 self.say(
                     "This ledger has no review queue (it is a JSON Lines file).",
@@ -231,23 +186,7 @@ impl App {
             }
             Command::Approve => self.open_approve(),
             Command::Reject => self.open_reject(),
-            Command::Recheck => match self.selected_draft() {
-                Some(draft) if draft.recheck.is_some() => {
-                    let id = draft.id;
-                    self.say(&format!("Rechecking the facts of draft {id}…"), true);
-                    return vec![Effect::Recheck { id }];
-                }
-                Some(draft) => {
-                    let id = draft.id;
-                    self.say(
-                        &format!(
-                            "Draft {id} has no recheck command; its facts can be pushed with send-once draft facts."
-                        ),
-                        false,
-                    );
-                }
-                None => self.say("No draft selected.", false),
-            },
+            Command::Recheck => return self.recheck_selected(),
             Command::MarkSent if self.view == View::Ledger => self.open_sent_from_ledger(),
             Command::MarkSent | Command::MarkFailed => {
                 let status = if command == Command::MarkSent {
@@ -265,6 +204,97 @@ impl App {
             Command::Page => return self.page(),
             Command::OlderDiffBase => return self.move_diff_base(true),
             Command::NewerDiffBase => return self.move_diff_base(false),
+        }
+        Vec::new()
+    }
+
+    /// Whether `command` moves the selection or the view, which starts the detail pane
+    /// afresh (at its top, with no diff base).
+    fn moves_selection(command: Command) -> bool {
+        matches!(
+            command,
+            Command::Up
+                | Command::Down
+                | Command::PageUp
+                | Command::PageDown
+                | Command::Top
+                | Command::Bottom
+                | Command::NextView
+                | Command::PreviousView
+                | Command::Show(_)
+        )
+    }
+
+    /// A page up; at the top of a ledger page past the first, the page before.
+    fn page_up(&mut self) -> Vec<Effect> {
+        let view = self.view;
+        let by = self.page_rows();
+        let s = &mut self.state_mut(view).selected;
+        *s = s.saturating_sub(by);
+        let at_top = *s == 0;
+        if view == View::Ledger && at_top && self.ledger_offset > 0 {
+            return self.turn_ledger_page(false);
+        }
+        Vec::new()
+    }
+
+    /// Esc: clears the view's marks, else its filter.
+    fn clear_marks_or_filter(&mut self) -> Vec<Effect> {
+        let state = self.state_mut(self.view);
+        if !state.marked.is_empty() {
+            let n = state.marked.len();
+            state.marked.clear();
+            self.say(&format!("Cleared {n} mark(s)."), true);
+        } else if !state.filter.is_empty() {
+            return self.set_filter(String::new());
+        }
+        Vec::new()
+    }
+
+    /// Sorts the view by the next order, from its first row.
+    fn next_sort(&mut self) {
+        let view = self.view;
+        let state = self.state_mut(view);
+        state.sort = state.sort.next();
+        state.selected = 0;
+        let label = state.sort.label_for(view);
+        self.say(&format!("Sorted {label}."), true);
+    }
+
+    /// Shows the ledger's entries of the next status (all, pending, sent, failed),
+    /// loaded afresh from the first page.
+    fn cycle_status(&mut self) -> Vec<Effect> {
+        self.ledger_status = match self.ledger_status {
+            None => Some(Status::Pending),
+            Some(Status::Pending) => Some(Status::Sent),
+            Some(Status::Sent) => Some(Status::Failed),
+            Some(Status::Failed) => None,
+        };
+        self.ledger_offset = 0;
+        let view = self.view;
+        self.state_mut(view).selected = 0;
+        self.ledger = Loaded::Loading;
+        vec![Effect::LoadLedger(self.ledger_query())]
+    }
+
+    /// Runs the selected draft's recheck command, or says why not.
+    fn recheck_selected(&mut self) -> Vec<Effect> {
+        match self.selected_draft() {
+            Some(draft) if draft.recheck.is_some() => {
+                let id = draft.id;
+                self.say(&format!("Rechecking the facts of draft {id}…"), true);
+                return vec![Effect::Recheck { id }];
+            }
+            Some(draft) => {
+                let id = draft.id;
+                self.say(
+                    &format!(
+                        "Draft {id} has no recheck command; its facts can be pushed with send-once draft facts."
+                    ),
+                    false,
+                );
+            }
+            None => self.say("No draft selected.", false),
         }
         Vec::new()
     }

@@ -76,17 +76,7 @@ impl App {
                 } else {
                     ""
                 },
-                if voided.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; voided {} approval{} ({}) of revision {}",
-                        voided.len(),
-                        if voided.len() == 1 { "" } else { "s" },
-                        crate::text::visible_inline(&voided.join(", ")),
-                        revision - 1
-                    )
-                }
+                voided_words(voided, *revision)
             ),
             Outcome::EditUnchanged { id, revision } => format!(
                 "No change: the payload is draft {id}'s revision {revision} as it was; nothing was written."
@@ -98,76 +88,9 @@ impl App {
             Outcome::Paged(Ok(())) => "Back from the pager.".into(),
             Outcome::Paged(Err(why)) => format!("Pager: {why}. The screen is back."),
             Outcome::Copied { what } => format!("Copied the {what} to the clipboard."),
-            Outcome::Batch(items) => {
-                let done = items.iter().filter(|o| o.ok()).count();
-                let verb = match items.first() {
-                    Some(Outcome::Rejected { .. }) => "Rejected".to_owned(),
-                    Some(Outcome::Resolved { status, .. }) => format!("Marked {}", status.as_str()),
-                    _ => match items.iter().find_map(|o| match o {
-                        Outcome::Resolved { status, .. } => Some(*status),
-                        _ => None,
-                    }) {
-                        Some(status) => format!("Marked {}", status.as_str()),
-                        None if items.iter().any(|o| matches!(o, Outcome::Rejected { .. })) => {
-                            "Rejected".to_owned()
-                        }
-                        None => "Done".to_owned(),
-                    },
-                };
-                let mut text = format!("{verb}: {done} of {}.", items.len());
-                // The same reason for several (a full disk, a replaced ledger) is said
-                // once, with how many it stopped; each other reason names its item.
-                let mut reasons: Vec<(String, Vec<String>)> = Vec::new();
-                for item in items {
-                    let (subject, why) = match item {
-                        Outcome::Refused { subject, why } => (subject, why),
-                        Outcome::FoundElsewhere { key, why, .. } => (key, why),
-                        _ => continue,
-                    };
-                    {
-                        let why = why.trim_end_matches('.').to_owned();
-                        match reasons.iter_mut().find(|(w, _)| *w == why) {
-                            Some((_, subjects)) => subjects.push(short_key(subject)),
-                            None => reasons.push((why, vec![short_key(subject)])),
-                        }
-                    }
-                }
-                let refused: usize = reasons.iter().map(|(_, s)| s.len()).sum();
-                let refused_total = refused;
-                if refused > 0 {
-                    let parts: Vec<String> = reasons
-                        .into_iter()
-                        .map(|(why, subjects)| {
-                            if subjects.len() > 1 && subjects.len() == refused_total {
-                                format!("all for one reason: {why}")
-                            } else if subjects.len() > 1 {
-                                format!("{} of them: {why}", subjects.len())
-                            } else if why.contains(subjects[0].as_str()) {
-                                why
-                            } else {
-                                format!("{}: {why}", subjects[0])
-                            }
-                        })
-                        .collect();
-                    // The status line holds a few lines: past a few reasons, the
-                    // Decisions view (4) has each refusal, with who decided first.
-                    let shown = parts.len().min(BATCH_REASONS_SHOWN);
-                    let rest = parts.len() - shown;
-                    let more = if rest > 0 {
-                        format!("; and {rest} more reasons, each in view 4 (Decisions)")
-                    } else {
-                        String::new()
-                    };
-                    text.push_str(&format!(
-                        " Refused {refused}: {}{more}.",
-                        parts[..shown].join("; ")
-                    ));
-                }
-                text
-            }
+            Outcome::Batch(items) => batch_words(items),
         }
     }
-
     /// After a list arrived: keep every selection in range, and apply where the UI
     /// was asked to open, once what it needs has arrived.
     /// Whether the log just loaded needs its chain checked now: the first load, a new
@@ -193,4 +116,102 @@ impl App {
             None
         }
     }
+}
+
+/// The approvals an edit voided, as the status line adds them to the edit's words;
+/// nothing when none were.
+fn voided_words(voided: &[String], revision: i64) -> String {
+    if voided.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; voided {} approval{} ({}) of revision {}",
+            voided.len(),
+            if voided.len() == 1 { "" } else { "s" },
+            crate::text::visible_inline(&voided.join(", ")),
+            revision - 1
+        )
+    }
+}
+
+/// What came of a batch: how many of how many were done, and why the rest were refused.
+fn batch_words(items: &[Outcome]) -> String {
+    let done = items.iter().filter(|o| o.ok()).count();
+    let mut text = format!("{}: {done} of {}.", batch_verb(items), items.len());
+    let reasons = batch_reasons(items);
+    let refused: usize = reasons.iter().map(|(_, s)| s.len()).sum();
+    if refused > 0 {
+        text.push_str(&refused_words(reasons, refused));
+    }
+    text
+}
+
+/// What a batch did, as its words begin.
+fn batch_verb(items: &[Outcome]) -> String {
+    match items.first() {
+        Some(Outcome::Rejected { .. }) => "Rejected".to_owned(),
+        Some(Outcome::Resolved { status, .. }) => format!("Marked {}", status.as_str()),
+        _ => match items.iter().find_map(|o| match o {
+            Outcome::Resolved { status, .. } => Some(*status),
+            _ => None,
+        }) {
+            Some(status) => format!("Marked {}", status.as_str()),
+            None if items.iter().any(|o| matches!(o, Outcome::Rejected { .. })) => {
+                "Rejected".to_owned()
+            }
+            None => "Done".to_owned(),
+        },
+    }
+}
+
+/// Each reason a batch's items were refused for, with the items (short keys) it
+/// stopped, in the order first met.
+fn batch_reasons(items: &[Outcome]) -> Vec<(String, Vec<String>)> {
+    // The same reason for several (a full disk, a replaced ledger) is said
+    // once, with how many it stopped; each other reason names its item.
+    let mut reasons: Vec<(String, Vec<String>)> = Vec::new();
+    for item in items {
+        let (subject, why) = match item {
+            Outcome::Refused { subject, why } => (subject, why),
+            Outcome::FoundElsewhere { key, why, .. } => (key, why),
+            _ => continue,
+        };
+        {
+            let why = why.trim_end_matches('.').to_owned();
+            match reasons.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, subjects)) => subjects.push(short_key(subject)),
+                None => reasons.push((why, vec![short_key(subject)])),
+            }
+        }
+    }
+    reasons
+}
+
+/// The words a batch's refusals add: `refused` of its items, for `reasons`.
+fn refused_words(reasons: Vec<(String, Vec<String>)>, refused: usize) -> String {
+    let refused_total = refused;
+    let parts: Vec<String> = reasons
+        .into_iter()
+        .map(|(why, subjects)| {
+            if subjects.len() > 1 && subjects.len() == refused_total {
+                format!("all for one reason: {why}")
+            } else if subjects.len() > 1 {
+                format!("{} of them: {why}", subjects.len())
+            } else if why.contains(subjects[0].as_str()) {
+                why
+            } else {
+                format!("{}: {why}", subjects[0])
+            }
+        })
+        .collect();
+    // The status line holds a few lines: past a few reasons, the
+    // Decisions view (4) has each refusal, with who decided first.
+    let shown = parts.len().min(BATCH_REASONS_SHOWN);
+    let rest = parts.len() - shown;
+    let more = if rest > 0 {
+        format!("; and {rest} more reasons, each in view 4 (Decisions)")
+    } else {
+        String::new()
+    };
+    format!(" Refused {refused}: {}{more}.", parts[..shown].join("; "))
 }

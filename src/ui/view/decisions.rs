@@ -90,54 +90,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         draw_message(frame, area, &title, &placeholder(&app.decisions, empty));
         return;
     };
-    // Borders and the selection mark take 4 columns, the time 12, the action and the
-    // outcome 10 each; the subject (a short key is 13) keeps at least 13, and who
-    // gets what is left, 6 to 16.
-    let room = usize::from(list.width)
-        .saturating_sub(4 + 12 + 10 + 10 + 13)
-        .clamp(6, 20);
-    // The subject takes 30 columns, or three fifths of what a wide pane has left,
-    // the note the rest (N10).
-    let rest = usize::from(list.width).saturating_sub(4 + 12 + room + 1 + 10 + 15);
-    let subject_width = (rest * 3 / 5).max(30);
-    let row_at = |i: usize| {
-        let d = &decisions[i];
-        // Month, day and minute: a shift spans midnight.
-        let at =
-            d.at.get(5..16)
-                .map_or_else(|| d.at.clone(), |t| t.replace('T', " "));
-        Row {
-            line: Line::from(vec![
-                Span::styled(format!("{} ", safe(&at)), theme.dim()),
-                Span::raw(format!(
-                    "{:<room$} ",
-                    clip(&safe(d.by.as_deref().unwrap_or("?")), room)
-                )),
-                Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
-                Span::styled(
-                    format!("{:<14} ", clip(&safe(&outcome_text(d)), 14)),
-                    outcome_style(theme, d.outcome),
-                ),
-                Span::raw(format!(
-                    "{:<subject_width$} ",
-                    clip(&safe(&subject_text(app, d)), subject_width)
-                )),
-                // A verify has no note: what it answered is what the row is for.
-                Span::styled(
-                    match (&d.action, d.note.as_deref()) {
-                        (DecisionAction::Verify, None) => safe(
-                            d.summary("→")
-                                .split_once(": ")
-                                .map_or("", |(_, answer)| answer),
-                        ),
-                        (_, note) => safe(note.unwrap_or("")),
-                    },
-                    theme.dim(),
-                ),
-            ]),
-            marked: None,
-        }
-    };
+    let columns = Columns::in_width(list.width);
+    let row_at = |i: usize| decision_row(app, theme, decisions[i], &columns);
     // A row of column names under the top border (N10): the list is drawn a row
     // lower, and its top border replaced by the outer one.
     let headed = list.height > 4;
@@ -168,59 +122,149 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         title,
     );
     if headed {
-        let inner = usize::from(list.width.saturating_sub(2));
-        let names = format!(
-            "  {:<12}{:<room$} {:<10}{:<15}{:<subject_width$} note",
-            "when", "who", "action", "outcome", "subject"
-        );
-        let names = clip(&names, inner);
-        let header = format!("│{names:<inner$}│");
-        frame.render_widget(
-            ratatui::widgets::Paragraph::new(Line::from(Span::styled(header, theme.dim()))),
-            Rect {
-                height: 1,
-                ..rows_area
-            },
-        );
+        draw_column_names(frame, theme, list, rows_area, &columns);
     }
     draw_chain_line(frame, app, theme, list);
     if let Some(decision) = decisions.get(state.selected) {
-        let mut lines = Vec::new();
-        if let Some(broken) = app.chain.ready().and_then(|r| r.broken.as_ref()) {
-            lines.push(Line::from(Span::styled(
-                format!("chain BROKEN at {}", safe(&broken.message)),
-                theme.badge_warn(),
-            )));
-            lines.push(Line::from(""));
-        }
-        lines.extend([
-            Line::from(Span::styled(
-                format!(
-                    "#{} {}",
-                    decision.id.unwrap_or_default(),
-                    safe(&decision.at)
-                ),
-                theme.title(),
-            )),
-            Line::from(safe(&decision.summary("→"))),
-            Line::from(format!(
-                "subject {} · {}",
-                safe(&decision.subject.text()),
-                safe(&subject_text(app, decision))
-            )),
-        ]);
-        if let Value::Object(detail) = &decision.detail {
-            lines.push(Line::from(""));
-            for (k, v) in detail {
-                lines.push(Line::from(format!(
-                    "{}: {}",
-                    safe(k),
-                    safe(&crate::ui::page::value_text(v))
-                )));
-            }
-        }
+        let lines = detail_lines(app, theme, decision);
         draw_scrolled(frame, theme, detail, " Decision ", lines, app.detail_scroll);
     }
+}
+
+/// The widths of the list's columns that vary with the pane: who, and the subject.
+struct Columns {
+    who: usize,
+    subject: usize,
+}
+
+impl Columns {
+    fn in_width(width: u16) -> Columns {
+        // Borders and the selection mark take 4 columns, the time 12, the action and the
+        // outcome 10 each; the subject (a short key is 13) keeps at least 13, and who
+        // gets what is left, 6 to 16.
+        let room = usize::from(width)
+            .saturating_sub(4 + 12 + 10 + 10 + 13)
+            .clamp(6, 20);
+        // The subject takes 30 columns, or three fifths of what a wide pane has left,
+        // the note the rest (N10).
+        let rest = usize::from(width).saturating_sub(4 + 12 + room + 1 + 10 + 15);
+        let subject_width = (rest * 3 / 5).max(30);
+        Columns {
+            who: room,
+            subject: subject_width,
+        }
+    }
+}
+
+/// One decision's row in the list: when, who, action, outcome, subject, note.
+fn decision_row(app: &App, theme: &Theme, d: &Decision, columns: &Columns) -> Row<'static> {
+    let Columns {
+        who: room,
+        subject: subject_width,
+    } = *columns;
+    // Month, day and minute: a shift spans midnight.
+    let at =
+        d.at.get(5..16)
+            .map_or_else(|| d.at.clone(), |t| t.replace('T', " "));
+    Row {
+        line: Line::from(vec![
+            Span::styled(format!("{} ", safe(&at)), theme.dim()),
+            Span::raw(format!(
+                "{:<room$} ",
+                clip(&safe(d.by.as_deref().unwrap_or("?")), room)
+            )),
+            Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
+            Span::styled(
+                format!("{:<14} ", clip(&safe(&outcome_text(d)), 14)),
+                outcome_style(theme, d.outcome),
+            ),
+            Span::raw(format!(
+                "{:<subject_width$} ",
+                clip(&safe(&subject_text(app, d)), subject_width)
+            )),
+            // A verify has no note: what it answered is what the row is for.
+            Span::styled(
+                match (&d.action, d.note.as_deref()) {
+                    (DecisionAction::Verify, None) => safe(
+                        d.summary("→")
+                            .split_once(": ")
+                            .map_or("", |(_, answer)| answer),
+                    ),
+                    (_, note) => safe(note.unwrap_or("")),
+                },
+                theme.dim(),
+            ),
+        ]),
+        marked: None,
+    }
+}
+
+/// The column names, on the row under the list's top border.
+fn draw_column_names(
+    frame: &mut Frame,
+    theme: &Theme,
+    list: Rect,
+    rows_area: Rect,
+    columns: &Columns,
+) {
+    let Columns {
+        who: room,
+        subject: subject_width,
+    } = *columns;
+    let inner = usize::from(list.width.saturating_sub(2));
+    let names = format!(
+        "  {:<12}{:<room$} {:<10}{:<15}{:<subject_width$} note",
+        "when", "who", "action", "outcome", "subject"
+    );
+    let names = clip(&names, inner);
+    let header = format!("│{names:<inner$}│");
+    frame.render_widget(
+        ratatui::widgets::Paragraph::new(Line::from(Span::styled(header, theme.dim()))),
+        Rect {
+            height: 1,
+            ..rows_area
+        },
+    );
+}
+
+/// The selected decision in full, for the detail pane: a broken chain first, then
+/// the decision, what it is about, and every field of its detail.
+fn detail_lines(app: &App, theme: &Theme, decision: &Decision) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    if let Some(broken) = app.chain.ready().and_then(|r| r.broken.as_ref()) {
+        lines.push(Line::from(Span::styled(
+            format!("chain BROKEN at {}", safe(&broken.message)),
+            theme.badge_warn(),
+        )));
+        lines.push(Line::from(""));
+    }
+    lines.extend([
+        Line::from(Span::styled(
+            format!(
+                "#{} {}",
+                decision.id.unwrap_or_default(),
+                safe(&decision.at)
+            ),
+            theme.title(),
+        )),
+        Line::from(safe(&decision.summary("→"))),
+        Line::from(format!(
+            "subject {} · {}",
+            safe(&decision.subject.text()),
+            safe(&subject_text(app, decision))
+        )),
+    ]);
+    if let Value::Object(detail) = &decision.detail {
+        lines.push(Line::from(""));
+        for (k, v) in detail {
+            lines.push(Line::from(format!(
+                "{}: {}",
+                safe(k),
+                safe(&crate::ui::page::value_text(v))
+            )));
+        }
+    }
+    lines
 }
 
 /// What verifying the hash chain found, on the list's bottom border at the left
