@@ -281,3 +281,26 @@ pub fn parse_limit(text: &str, flag: &str) -> Result<std::time::Duration, super:
         .map(|limit| limit.after)
         .map_err(|message| super::fail(super::Exit::Refused, message))
 }
+
+/// `[LEDGER] ID`: a draft of a ledger's review queue, as every command about one draft
+/// takes it. clap counts the positionals; [`DraftTarget::settle`] reads them.
+#[derive(clap::Args, Debug)]
+pub struct DraftTarget {
+    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    positionals: Vec<OsString>,
+    /// The ledger, once settled.
+    #[arg(skip = unsettled())]
+    pub ledger: LedgerLocation,
+    /// The draft's id, once settled.
+    #[arg(skip)]
+    pub id: i64,
+}
+
+impl DraftTarget {
+    /// Reads the ledger and the id from the positionals clap counted.
+    pub fn settle(&mut self) -> Result<(), String> {
+        (self.ledger, self.id) = settle_id(&self.positionals)?;
+        Ok(())
+    }
+}

@@ -245,9 +245,9 @@ impl Command {
             Command::Show(a) => a.settle(),
             Command::Reset(a) => a.settle(),
             Command::Draft(d) => d.settle(),
-            Command::Approve(a) => a.settle(),
-            Command::Reject(a) => a.settle(),
-            Command::Approval(a) => a.settle(),
+            Command::Approve(a) => a.draft.settle(),
+            Command::Reject(a) => a.draft.settle(),
+            Command::Approval(a) => a.draft.settle(),
             Command::Dispatch(a) => a.settle(),
             _ => Ok(()),
         }

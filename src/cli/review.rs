@@ -8,7 +8,6 @@ use approve::decide_and_report;
 pub use approve::{approval, approvals, approve, reject};
 pub use send::dispatch;
 use show::{diff_text, fact_table};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -21,7 +20,7 @@ use send_once::text::visible_inline;
 
 use super::keys::{KeyChoice, parse_meta};
 use super::ledger_arg::{
-    by_or_default, check_by, clock, ledger_to_create, parse_limit, settle_id, unsettled,
+    DraftTarget, by_or_default, check_by, clock, ledger_to_create, parse_limit,
 };
 use super::output::fail_with;
 use super::queue_arg::{open_review, review_problem, with_review};
@@ -61,73 +60,16 @@ Exit codes:
   1  no such draft
   2  refused or could not run";
 
-/// `[LEDGER] ID`, by their count.
-impl FactsArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl RecheckArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl WithdrawArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl DraftShowArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl EditArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl ApproveArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl RejectArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
-impl ApprovalArgs {
-    pub fn settle(&mut self) -> Result<(), String> {
-        (self.ledger, self.id) = settle_id(&self.positionals)?;
-        Ok(())
-    }
-}
-
 impl DraftCommand {
     /// Reads the positionals clap left for counting.
     pub fn settle(&mut self) -> Result<(), String> {
         match self {
             DraftCommand::Submit(_) => Ok(()),
-            DraftCommand::Facts(a) => a.settle(),
-            DraftCommand::Recheck(a) => a.settle(),
-            DraftCommand::Withdraw(a) => a.settle(),
-            DraftCommand::Show(a) => a.settle(),
-            DraftCommand::Edit(a) => a.settle(),
+            DraftCommand::Facts(a) => a.draft.settle(),
+            DraftCommand::Recheck(a) => a.draft.settle(),
+            DraftCommand::Withdraw(a) => a.draft.settle(),
+            DraftCommand::Show(a) => a.draft.settle(),
+            DraftCommand::Edit(a) => a.draft.settle(),
         }
     }
 
@@ -176,13 +118,8 @@ pub struct SubmitArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once draft facts [LEDGER] <ID> [OPTIONS]")]
 pub struct FactsArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// The latest facts, a JSON object file (or -)
     #[arg(long, required = true)]
     pub facts: PathBuf,
@@ -194,13 +131,8 @@ pub struct FactsArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once draft recheck [LEDGER] <ID> [OPTIONS]")]
 pub struct RecheckArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// Kill the recheck command after this long
     #[arg(long, default_value = "30s", allow_hyphen_values = true)]
     pub timeout: String,
@@ -212,13 +144,8 @@ pub struct RecheckArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once draft withdraw [LEDGER] <ID> [OPTIONS]")]
 pub struct WithdrawArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// Who withdraws it (default: $SEND_ONCE_USER, else the current user)
     #[arg(long)]
     pub by: Option<String>,
@@ -233,13 +160,8 @@ pub struct WithdrawArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once draft show [LEDGER] <ID> [OPTIONS]")]
 pub struct DraftShowArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// Print the draft, its revisions and decisions as JSON
     #[arg(long)]
     pub json: bool,
@@ -248,13 +170,8 @@ pub struct DraftShowArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once draft edit [LEDGER] <ID> --payload <FILE> [OPTIONS]")]
 pub struct EditArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// The edited payload, a JSON file (or - for stdin)
     #[arg(long, required = true)]
     pub payload: PathBuf,
@@ -286,13 +203,8 @@ pub struct ApprovalsArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once approve [LEDGER] <ID> [OPTIONS]")]
 pub struct ApproveArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// How long the approval holds (30m, 12h, 2d); toward a draft that needs several approvers, how long your approval counts: unmet by then it lapses, and the approval the last one makes expires at the earliest of its approvers' limits
     #[arg(long, default_value = "12h", allow_hyphen_values = true)]
     pub ttl: String,
@@ -317,13 +229,8 @@ pub struct ApproveArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once reject [LEDGER] <ID> [OPTIONS]")]
 pub struct RejectArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// Why it must not go out
     #[arg(long, required = true)]
     pub reason: String,
@@ -338,13 +245,8 @@ pub struct RejectArgs {
 #[derive(Args, Debug)]
 #[command(override_usage = "send-once approval [LEDGER] <ID> [OPTIONS]")]
 pub struct ApprovalArgs {
-    /// [LEDGER] ID: the ledger, SQLite (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory), and the draft's id
-    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
-    positionals: Vec<OsString>,
-    #[arg(skip = unsettled())]
-    pub ledger: LedgerLocation,
-    #[arg(skip)]
-    pub id: i64,
+    #[command(flatten)]
+    pub draft: DraftTarget,
     /// Print the approval JSON (the default)
     #[arg(long)]
     pub json: bool,
@@ -411,7 +313,7 @@ fn edit(args: &EditArgs) -> Exit {
     };
     let by = by_or_default(args.by.as_deref());
     let request = review::Edit {
-        id: args.id,
+        id: args.draft.id,
         payload: payload.clone(),
         by: by.clone(),
         note: args.note.clone(),
@@ -490,10 +392,10 @@ fn write_edit(
 ) -> Result<(review::Edited, Option<Draft>), Exit> {
     let runtime = super::runtime()?;
     runtime.block_on(async {
-        let (review, _store) = open_review(&args.ledger, Access::ReadWrite)?;
+        let (review, _store) = open_review(&args.draft.ledger, Access::ReadWrite)?;
         match review.edit(request).await {
             Ok(edited) => {
-                let draft = review.draft(args.id).await.ok();
+                let draft = review.draft(args.draft.id).await.ok();
                 Ok((edited, draft))
             }
             Err(e) => Err(edit_refused(e, args, payload)),
@@ -607,7 +509,7 @@ fn edit_refused(e: ReviewError, args: &EditArgs, payload: &str) -> Exit {
         return fail_with(exit, problem);
     }
     let (kept, path) = if args.payload.as_os_str() == "-" {
-        match send_once::ui::editor::keep_edit(args.id, payload) {
+        match send_once::ui::editor::keep_edit(args.draft.id, payload) {
             Ok(path) => (
                 format!("your edit is kept in {}", path.display()),
                 Some(path.display().to_string()),
@@ -799,10 +701,10 @@ fn facts(args: &FactsArgs) -> Exit {
         Ok(f) => f,
         Err(message) => return fail(Exit::Refused, message),
     };
-    let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
-        review.head(args.id).await?;
-        review.record_facts(args.id, facts).await?;
-        review.draft(args.id).await
+    let draft = match with_review(&args.draft.ledger, Access::ReadWrite, async |review| {
+        review.head(args.draft.id).await?;
+        review.record_facts(args.draft.id, facts).await?;
+        review.draft(args.draft.id).await
     }) {
         Ok(d) => d,
         Err(exit) => return exit,
@@ -816,16 +718,16 @@ fn recheck(args: &RecheckArgs) -> Exit {
         Ok(t) => t,
         Err(exit) => return exit,
     };
-    let draft = match with_review(&args.ledger, Access::ReadWrite, async |review| {
-        let head = review.head(args.id).await?;
+    let draft = match with_review(&args.draft.ledger, Access::ReadWrite, async |review| {
+        let head = review.head(args.draft.id).await?;
         if head.recheck.is_none() {
             return Err(ReviewError::CouldNotCheck(format!(
                 "draft {} has no recheck command (push facts with send-once draft facts)",
-                args.id
+                args.draft.id
             )));
         }
-        review.recheck(args.id, timeout).await?;
-        review.draft(args.id).await
+        review.recheck(args.draft.id, timeout).await?;
+        review.draft(args.draft.id).await
     }) {
         Ok(d) => d,
         Err(exit) => return exit,
@@ -847,8 +749,8 @@ fn print_drift(draft: &Draft, json: bool) {
 
 fn withdraw(args: &WithdrawArgs) -> Exit {
     decide_and_report(
-        &args.ledger,
-        args.id,
+        &args.draft.ledger,
+        args.draft.id,
         Verdict::Withdraw,
         args.by.clone(),
         args.note.clone(),

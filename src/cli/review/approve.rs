@@ -85,8 +85,8 @@ pub fn reject(args: &RejectArgs) -> Exit {
         return fail(Exit::Refused, "--reason must say why");
     }
     decide_and_report(
-        &args.ledger,
-        args.id,
+        &args.draft.ledger,
+        args.draft.id,
         Verdict::Reject {
             reason: args.reason.clone(),
         },
@@ -146,10 +146,10 @@ fn cast_approval(args: &ApproveArgs, ttl: Ttl) -> Result<Draft, Exit> {
     // a reviewer's read and this command), else the one there is, so a revision added
     // meanwhile is refused rather than approved unseen (H10).
     // Err(revisions) when none is named and the draft has several.
-    let decided = with_review(&args.ledger, Access::ReadWrite, async |review| {
+    let decided = with_review(&args.draft.ledger, Access::ReadWrite, async |review| {
         let revision = match args.revision {
             Some(named) => named,
-            None => match review.draft(args.id).await?.revision {
+            None => match review.draft(args.draft.id).await?.revision {
                 several if several > 1 => return Ok(Err(several)),
                 one => one,
             },
@@ -159,7 +159,7 @@ fn cast_approval(args: &ApproveArgs, ttl: Ttl) -> Result<Draft, Exit> {
             revision: Some(revision),
         };
         review
-            .decide(args.id, verdict, by, args.note.clone())
+            .decide(args.draft.id, verdict, by, args.note.clone())
             .await
             .map(Ok)
     });
@@ -169,7 +169,7 @@ fn cast_approval(args: &ApproveArgs, ttl: Ttl) -> Result<Draft, Exit> {
             Exit::Refused,
             format!(
                 "draft {} has {revisions} revisions: name the one you read with --revision (the current one is {revisions}; send-once draft show {} prints it)",
-                args.id, args.id
+                args.draft.id, args.draft.id
             ),
         )),
         Err(exit) => Err(exit),
@@ -275,7 +275,7 @@ fn hand_out_approval(
                         "draft {} is approved, but the approval could not be written to {}: {e}; nothing was left there. Print it with: send-once approval {} {}",
                         draft.id,
                         out.display(),
-                        args.ledger,
+                        args.draft.ledger,
                         draft.id
                     ),
                 );
@@ -297,8 +297,8 @@ fn hand_out_approval(
 }
 
 pub fn approval(args: &ApprovalArgs) -> Exit {
-    let draft = match with_review(&args.ledger, Access::ReadOnly, async |review| {
-        review.head(args.id).await
+    let draft = match with_review(&args.draft.ledger, Access::ReadOnly, async |review| {
+        review.head(args.draft.id).await
     }) {
         Ok(d) => d,
         Err(exit) => return exit,

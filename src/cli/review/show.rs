@@ -87,10 +87,10 @@ pub(super) fn diff_text(draft: &Draft, from: i64, to: i64) -> Option<(String, St
 
 pub(super) fn show(args: &DraftShowArgs) -> Exit {
     let (draft, decisions, decision_hash) =
-        match with_review(&args.ledger, Access::ReadOnly, async |review| {
-            let draft = review.draft(args.id).await?;
-            let decisions = review.decisions(args.id).await?;
-            let hash = review.decision_hash(args.id).await?;
+        match with_review(&args.draft.ledger, Access::ReadOnly, async |review| {
+            let draft = review.draft(args.draft.id).await?;
+            let decisions = review.decisions(args.draft.id).await?;
+            let hash = review.decision_hash(args.draft.id).await?;
             Ok((draft, decisions, hash))
         }) {
             Ok(found) => found,
