@@ -118,7 +118,7 @@ enum Command {
     /// A removed key has no record left, so a later run for it sends again: choose a
     /// duration longer than anything might retry.
     Gc(entries::GcArgs),
-    /// Print the decision log: every resolve, reset, approve, reject, withdraw, edit and policy, and each send a provider check confirmed or took over, with who, when and what came of it; `decisions verify` checks its hash chain.
+    /// Print the decision log: every resolve, reset, submit, approve, reject, withdraw, edit and policy, each verify answer, and each send a provider check confirmed or took over, with who, when and what came of it; `decisions verify` checks its hash chain.
     Decisions(entries::DecisionsArgs),
     /// The review queue: submit drafts, edit them, push or recheck their facts, withdraw, show.
     #[command(subcommand)]

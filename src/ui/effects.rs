@@ -619,7 +619,7 @@ fn sent_again_hint(
         .map(|id| format!(" --provider-id {}", quote(id)))
         .unwrap_or_default();
     format!(
-        " You were recording it sent: the next run sends it again. Press 3 (it is shown there) and s records it sent, filled in with verify's answer. In a shell: send-once resolve {} {} sent --expect failed{id}",
+        " You were recording it sent: the next run sends it again. Press 3 (it is shown there) and s records it sent (with verify's answer filled in, when v found it). In a shell: send-once resolve {} {} sent --expect failed{id}",
         quote(&backend.label),
         quote(key)
     )
