@@ -210,6 +210,10 @@
 
 pub mod approval;
 pub mod command;
+// The operator's configuration (`config.toml`: verify commands per channel), read by the
+// screen and the command line alike; above the providers it names.
+#[cfg(feature = "tui")]
+pub mod config;
 pub mod js;
 pub mod ledger;
 pub mod open;

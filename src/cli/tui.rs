@@ -5,11 +5,11 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
+use send_once::config::{self, VerifyCommand, VerifySetup};
 use send_once::ledger::Access;
 use send_once::ledger::LedgerLocation;
 use send_once::open::Open;
 use send_once::provider::split_command;
-use send_once::ui::config::{self, VerifyCommand, VerifySetup};
 use send_once::ui::{self, UiOptions};
 
 use super::ledger_arg::{by_or_default, check_by, clock, duration_flag, ledger_or_default};

@@ -12,9 +12,9 @@ use crossterm::event::KeyEventKind;
 use tui_input::Input;
 
 use super::action::{Action, Effect, Gone};
-use super::config::VerifySetup;
 use super::keymap::View;
 use super::layout::{MIN_HEIGHT, MIN_WIDTH, Shape};
+use crate::config::VerifySetup;
 use crate::ledger::decision::Decision;
 use crate::ledger::{Census, Entry, PageQuery, Status, UnreadableRow, time};
 use crate::review::Draft;

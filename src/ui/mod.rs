@@ -8,7 +8,6 @@
 
 pub mod action;
 pub mod app;
-pub mod config;
 pub mod demo;
 pub mod editor;
 mod effects;
@@ -54,7 +53,7 @@ pub struct UiOptions {
     /// Where to open (`--view`, `--key`).
     pub start: app::Start,
     /// The verify commands `v` runs (`--verify`, the config file), never the ledger's.
-    pub verify: config::VerifySetup,
+    pub verify: crate::config::VerifySetup,
 }
 
 impl UiOptions {

@@ -31,7 +31,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the review queue", &["review"]),
     ("providers", &["provider"]),
     ("the stores", &["stores"]),
-    ("the opener", &["open"]),
+    ("the opener and the configuration", &["open", "config"]),
     ("the terminal UI", &["ui"]),
     ("the command line", &["cli", "main"]),
 ];
