@@ -1,5 +1,6 @@
 //! The house rules, read from the source: arrows between modules only run down the
-//! layers below, and no two files import each other round a circle. In the manner of
+//! layers below, no two files import each other round a circle, and each file and
+//! function stays a room of one job (at most about 1,000 and 120 lines). In the manner of
 //! rust-analyzer's `tidy.rs`: a test over `src/**/*.rs` that names both ends of an
 //! arrow that breaks a rule.
 //!
@@ -505,6 +506,120 @@ fn the_reader_finds_what_an_import_is_and_nothing_else() {
             "crate::ledger::decision::Action",
             "crate::ledger::decision::Subject",
             "super::dispatch::queued",
+        ]
+    );
+}
+
+/// Rooms of one job: a source file holds about 1,000 lines at most, a function about
+/// 120 (ARCHITECTURE.md). Past that, a file's parts become child modules and a
+/// function's steps functions of their own.
+const MAX_FILE_LINES: usize = 1_000;
+const MAX_FUNCTION_LINES: usize = 120;
+
+/// Files allowed past [`MAX_FILE_LINES`] because they are tables of data, not code.
+const DATA_TABLES: &[&str] = &[];
+
+/// The non-test functions of `text` and their lengths in lines, the signature's line
+/// to the closing brace's. A function ends at the first line after it that is a `}` at
+/// the indentation its `fn` line has, as rustfmt lays every file out; a `#[cfg(test)]`
+/// module is skipped whole, the same way.
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let closes = |l: &str, at: usize| l.trim_end() == format!("{}}}", " ".repeat(at));
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]")
+            && lines.get(i + 1).is_some_and(|next| {
+                next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{')
+            })
+        {
+            let at = indent(lines[i + 1]);
+            i += 2;
+            while i < lines.len() && !closes(lines[i], at) {
+                i += 1;
+            }
+        } else if let Some(name) = fn_name(trimmed)
+            && !line.trim_end().ends_with(';')
+        {
+            let at = indent(line);
+            let start = i;
+            while i < lines.len() && !closes(lines[i], at) {
+                i += 1;
+            }
+            found.push((name, start + 1, i - start + 1));
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The name of the function a line declares, if it declares one.
+fn fn_name(trimmed: &str) -> Option<String> {
+    let mut rest = trimmed;
+    for prefix in [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+    ] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    for prefix in ["const ", "async ", "unsafe "] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    let name = rest.strip_prefix("fn ")?;
+    let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    Some(name[..end].to_owned())
+}
+
+#[test]
+fn every_file_and_function_is_a_room_of_one_job() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    for file in sources() {
+        let text = std::fs::read_to_string(root.join(&file.path)).expect("a source file");
+        let lines = text.lines().count();
+        if lines > MAX_FILE_LINES && !DATA_TABLES.contains(&file.path.as_str()) {
+            problems.push(format!(
+                "{} has {lines} lines (at most {MAX_FILE_LINES}): make its parts child modules",
+                file.path
+            ));
+        }
+        // A file of tests is the tests' room, held to its topic, not to this.
+        if file.path.ends_with("tests.rs") {
+            continue;
+        }
+        for (name, at, length) in function_lengths(&text) {
+            if length > MAX_FUNCTION_LINES {
+                problems.push(format!(
+                    "{}:{at} fn {name} has {length} lines (at most {MAX_FUNCTION_LINES}): make its steps functions",
+                    file.path
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "rooms of one job:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_measure_finds_each_function_and_skips_the_tests() {
+    let text = "fn short() {\n    one();\n}\n\npub(crate) async fn longer(\n    a: u8,\n) -> u8 {\n    if a > 1 {\n        a\n    } else {\n        0\n    }\n}\n\n#[cfg(test)]\nmod tests {\n    fn in_tests() {\n    }\n}\n\nimpl X {\n    pub fn method(&self) {\n        x();\n    }\n    fn declared(&self);\n}\n";
+    assert_eq!(
+        function_lengths(text),
+        vec![
+            ("short".to_owned(), 1, 3),
+            ("longer".to_owned(), 5, 9),
+            ("method".to_owned(), 22, 3),
         ]
     );
 }
