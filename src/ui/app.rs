@@ -296,13 +296,13 @@ impl App {
     }
 
     /// The banner as drawn, mark included, its text made visible.
-    pub fn banner_text(&self) -> Option<String> {
+    fn banner_text(&self) -> Option<String> {
         self.banner()
             .map(|text| format!("✗ {}", crate::text::visible_inline(&text)))
     }
 
     /// The status line's text as drawn, mark included, made visible.
-    pub fn status_text(&self) -> Option<String> {
+    fn status_text(&self) -> Option<String> {
         self.status
             .as_ref()
             .map(|s| format!("✓ {}", crate::text::visible_inline(&s.text)))

@@ -23,10 +23,8 @@ use super::keymap::{self, View};
 use super::theme::Theme;
 use crate::ledger::{duration, time};
 
-pub use super::layout::{FrameAreas, Hit, MIN_HEIGHT, MIN_WIDTH};
-use super::layout::{body_areas, frame_areas, list_start, rows_in_view};
+use super::layout::{MIN_HEIGHT, MIN_WIDTH, body_areas, frame_areas, list_start, rows_in_view};
 use super::page::value_text;
-pub use super::page::{draft_text, entry_text};
 
 /// Untrusted text, made visible, on one line.
 fn safe(text: &str) -> String {
@@ -55,9 +53,11 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), rect);
         return;
     }
-    let areas = frame_areas(&app.shape(), area);
+    // One shape per frame: it formats the status and banner and counts the rows.
+    let shape = app.shape();
+    let areas = frame_areas(&shape, area);
     draw_header(frame, app, theme, areas.header);
-    if let Some(text) = app.banner_text() {
+    if let Some(text) = shape.banner.as_deref() {
         frame.render_widget(
             Paragraph::new(text)
                 .style(theme.alert())
@@ -65,7 +65,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
             areas.banner,
         );
     }
-    let panes = body_areas(&app.shape(), areas.body);
+    let panes = body_areas(&shape, areas.body);
     match app.view {
         View::Approvals => approvals::draw(frame, app, theme, areas.body, panes),
         View::Unknown => unknown::draw(frame, app, theme, areas.body, panes),
