@@ -216,4 +216,16 @@ mod tests {
         assert_eq!(to_std(1500.0), Duration::from_millis(1500));
         assert_eq!(to_std(10.5), Duration::from_micros(10_500));
     }
+
+    #[test]
+    fn whole_milliseconds_round_a_fraction_up_and_saturate() {
+        assert_eq!(whole_ms(300_000.0), 300_000);
+        assert_eq!(whole_ms(0.5), 1);
+        assert_eq!(whole_ms(1000.5), 1001);
+        assert_eq!(whole_ms(0.0), 0);
+        assert_eq!(whole_ms(-5.0), 0);
+        assert_eq!(whole_ms(f64::NAN), 0);
+        assert_eq!(whole_ms(f64::INFINITY), i64::MAX);
+        assert_eq!(whole_ms(1e300), i64::MAX);
+    }
 }
