@@ -256,8 +256,7 @@ impl<P> OneSend<'_, P> {
     /// Logs the dispatch of `key` as begun, and says why it may not go on, if it may
     /// not.
     async fn begin(&self, key: &str, attempt: u64) -> Option<String> {
-        let at = time::iso_from_millis(self.ledger.now())
-            .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned());
+        let at = self.ledger.iso_now();
         let mut begun = dispatch_decision(
             key,
             self.approval,

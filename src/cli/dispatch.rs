@@ -204,8 +204,7 @@ struct OutsideRun<'a> {
 
 impl OutsideRun<'_> {
     fn now(&self) -> String {
-        send_once::ledger::time::iso_from_millis(self.ledger.now())
-            .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+        self.ledger.iso_now()
     }
 
     /// Why the approval may not go out, before anything is claimed.

@@ -20,6 +20,12 @@ pub fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// `ms` as ISO 8601, or the epoch when `ms` is outside what a JavaScript `Date` can
+/// print: a clock that far off is broken, and the epoch is a visible sign of it.
+pub fn iso_or_epoch(ms: i64) -> String {
+    iso_from_millis(ms).unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+}
+
 /// `new Date(ms).toISOString()`: `"2026-09-27T12:00:00.000Z"`, with years outside
 /// 0..=9999 as six digits and a sign (`"+010000-01-01T00:00:00.000Z"`,
 /// `"-000001-01-01T00:00:00.000Z"`). `None` where `toISOString` would throw.

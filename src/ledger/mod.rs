@@ -121,11 +121,9 @@ impl Ledger {
             .map_or(std::time::Duration::ZERO, std::time::Duration::from_millis)
     }
 
-    fn iso_now(&self) -> String {
-        let ms = self.now();
-        // The clock is the system's or a test's; one outside the ±275,000-year range
-        // Date can print is a broken clock, and the epoch is a visible sign of it.
-        time::iso_from_millis(ms).unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+    /// The ledger's clock as ISO 8601 (the epoch for a clock a `Date` cannot print).
+    pub fn iso_now(&self) -> String {
+        time::iso_or_epoch(self.now())
     }
 
     /// Runs `send` at most once for `key`. See the module documentation for the rules.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::approval::{self, DispatchError, DispatchRequest, Dispatched};
+use crate::approval::{self, DispatchError, DispatchRequest, Dispatched, NOT_SENT};
 use crate::ledger::canonical::{self, JsValue};
 use crate::ledger::decision::{Action, Subject};
 use crate::ledger::provider::{CheckAnswer, Provider, SendOptions};
@@ -345,13 +345,6 @@ pub fn refusal_decision<R>(
     })
 }
 
-/// How a send the queue stopped ends its reason (the one marker of a send refused
-/// after its claim, [`approval::NOT_SENT`]).
-const NOT_SENT: &str = approval::NOT_SENT;
-
-/// What a draft's dispatch outcome says while its send has not returned.
-pub const DISPATCH_BEGUN: &str = "begun";
-
 /// What the queue is asked again once the key is claimed, just before the send.
 pub enum StillWantedBy<'a> {
     /// A draft dispatched by id, at the revision its approval is for: sent unless
@@ -465,7 +458,7 @@ impl<P> StillWanted<'_, P> {
         door: Option<&str>,
     ) -> Result<bool, ReviewError> {
         let mut begun = serde_json::Map::new();
-        begun.insert("outcome".into(), DISPATCH_BEGUN.into());
+        begun.insert("outcome".into(), approval::BEGUN.into());
         begun.insert("attempt".into(), attempt.into());
         if let Some(door) = door {
             begun.insert("door".into(), door.into());

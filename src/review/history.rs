@@ -69,11 +69,11 @@ pub fn draft_history(draft: &Draft, decisions: &[Decision]) -> Vec<HistoryEvent>
             .map(|r| format!(" revision {r}"))
             .unwrap_or_default();
         let outside = field(outcome, "door").is_some();
-        let text = if said == crate::review::dispatch::DISPATCH_BEGUN && outside {
+        let text = if said == crate::approval::BEGUN && outside {
             format!(
                 "dispatched{which} through an approval made elsewhere (dispatch KEY --approval): the ledger's entry for its key says how it went"
             )
-        } else if said == crate::review::dispatch::DISPATCH_BEGUN {
+        } else if said == crate::approval::BEGUN {
             format!(
                 "dispatched{which}: its send began and never came back to say how it went (the dispatch was stopped); the ledger's entry for its key says what is known"
             )

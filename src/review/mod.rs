@@ -181,7 +181,7 @@ impl Review {
     }
 
     fn iso_now(&self) -> String {
-        time::iso_from_millis(self.now()).unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+        time::iso_or_epoch(self.now())
     }
 
     /// Queues a draft, or adds a revision to the open draft for the same key.
