@@ -137,8 +137,7 @@ pub fn hit(shape: &Shape, column: u16, row: u16) -> Hit {
         return Hit::Elsewhere;
     }
     let mut inner = Block::default().borders(Borders::ALL).inner(list);
-    // The Decisions list has a row of column names first (decisions::draw).
-    if shape.view == View::Decisions && list.height > 4 {
+    if has_column_names(shape.view, list) {
         inner.y += 1;
         inner.height -= 1;
     }
@@ -166,4 +165,11 @@ pub fn list_start(selected: usize, height: usize) -> usize {
     } else {
         0
     }
+}
+
+/// Whether a view's list has a row of column names under its top border, which its
+/// rows start below: the Decisions list, when it has room for one (`decisions::draw`
+/// draws it, and a click counts rows from under it).
+pub fn has_column_names(view: View, list: Rect) -> bool {
+    view == View::Decisions && list.height > 4
 }

@@ -15,10 +15,20 @@ use tui_input::backend::crossterm::EventHandler;
 
 impl App {
     pub(super) fn mouse(&mut self, kind: MouseEventKind, column: u16, row: u16) -> Vec<Effect> {
-        let hit = layout::hit(&self.shape(), column, row);
-        match (kind, hit) {
+        // Only a left click and the wheel do anything: a pointer moving over the screen
+        // (reported with every motion) does not lay the frame out.
+        if !matches!(
+            kind,
+            MouseEventKind::Down(MouseButton::Left)
+                | MouseEventKind::ScrollDown
+                | MouseEventKind::ScrollUp
+        ) {
+            return Vec::new();
+        }
+        let shape = self.shape();
+        match (kind, layout::hit(&shape, column, row)) {
             (MouseEventKind::Down(MouseButton::Left), Hit::Row(i)) => {
-                if i < self.row_count(self.view) {
+                if i < shape.rows {
                     self.state_mut(self.view).selected = i;
                     self.detail_scroll = 0;
                     self.diff_base = None;

@@ -94,7 +94,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
     let row_at = |i: usize| decision_row(app, theme, decisions[i], &columns);
     // A row of column names under the top border (N10): the list is drawn a row
     // lower, and its top border replaced by the outer one.
-    let headed = list.height > 4;
+    let headed = crate::ui::layout::has_column_names(View::Decisions, list);
     let rows_area = if headed {
         Rect {
             y: list.y + 1,
@@ -139,16 +139,17 @@ struct Columns {
 
 impl Columns {
     fn in_width(width: u16) -> Columns {
-        // Borders and the selection mark take 4 columns, the time 12, the action and the
-        // outcome 10 each; the subject (a short key is 13) keeps at least 13, and who
-        // gets what is left, 6 to 16.
+        // Borders and the selection mark take 4 columns, the time 12, the action 10 and
+        // the outcome 15 (as `decision_row` writes them); the subject (a short key is 13)
+        // keeps at least 13 and its space, and who gets what is left, 6 to 20.
+        const FIXED: usize = 4 + 12 + 10 + 15;
         let room = usize::from(width)
-            .saturating_sub(4 + 12 + 10 + 10 + 13)
+            .saturating_sub(FIXED + 1 + 14)
             .clamp(6, 20);
         // The subject takes 30 columns, or three fifths of what a wide pane has left,
-        // the note the rest (N10).
-        let rest = usize::from(width).saturating_sub(4 + 12 + room + 1 + 10 + 15);
-        let subject_width = (rest * 3 / 5).max(30);
+        // but never more than the row has: the note gets the rest (N10).
+        let rest = usize::from(width).saturating_sub(FIXED + room + 1);
+        let subject_width = (rest * 3 / 5).max(30).min(rest.saturating_sub(1)).max(13);
         Columns {
             who: room,
             subject: subject_width,
