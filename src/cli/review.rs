@@ -595,6 +595,9 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
         meta,
         by: by_or_default(args.by.as_deref()),
         approvals,
+        // A job that reruns revises its own draft, whoever wrote its current revision:
+        // the command line's behaviour since the queue began. The MCP tool names it.
+        base: send_once::review::Base::Current,
     })
 }
 

@@ -52,6 +52,21 @@ pub enum ReviewError {
         /// ": \"why\"" when a reason was given, else empty.
         reason: String,
     },
+    /// A submission that may not revise the open draft's current revision
+    /// ([`Base`](super::Base)): someone else wrote it, or it is not the one named.
+    #[error(
+        "draft {id} is at revision {revision}{by}, and this submission builds on {base}; read it and submit again naming revision {revision} as the one you build on, so that nobody's edit is replaced unread. Nothing was queued"
+    )]
+    NotBuiltOn {
+        /// The open draft.
+        id: i64,
+        /// Its current revision.
+        revision: i64,
+        /// " (by NAME)" when its author is known, else empty.
+        by: String,
+        /// "revision N" as named, or what was assumed when none was.
+        base: String,
+    },
     /// A name twice in one object: a reviewer and a provider could see different
     /// payloads.
     #[error(

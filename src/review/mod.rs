@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 use crate::ledger::{Clock, Decision, DecisionAction, DecisionOutcome, Subject, canonical, time};
 pub use draft::{Draft, DraftState, LedgerSent, Revision, duplicate_name, inexact_number};
 pub use quorum::{NewVote, Policy, Quorum, Tally, Vote};
-pub use store::{DraftChange, NewRevision, QueueStore};
+pub use store::{Base, DraftChange, NewRevision, QueueStore};
 
 /// What an agent or job submits for review.
 #[derive(Clone, Debug, Default)]
@@ -55,6 +55,8 @@ pub struct Submission {
     /// ledger's policy for its channel, else 1. A policy is a floor: asking for fewer
     /// is refused. On a revision of an open draft it can raise the draft's number.
     pub approvals: Option<i64>,
+    /// Which revision of an open draft it may revise ([`Base`]).
+    pub base: Base,
 }
 
 /// Where a submission went.
@@ -77,6 +79,9 @@ pub struct Submitted {
     /// The submission repeated the open draft's current revision, so nothing was
     /// written: `revision` is that revision, and its votes stand.
     pub unchanged: bool,
+    /// The open draft is at a revision the submission did not build on ([`Base`]), so
+    /// nothing was written: `revision` is that revision, written by this one.
+    pub behind: Option<Option<String>>,
 }
 
 impl Submitted {
@@ -90,6 +95,23 @@ impl Submitted {
             voided: Vec::new(),
             required,
             unchanged: true,
+            behind: None,
+        }
+    }
+
+    /// What a submission comes to that may not revise open draft `id` ([`Base`]), at
+    /// `revision`, written by `by`: nothing was written.
+    pub fn behind(
+        id: i64,
+        revision: i64,
+        state: &str,
+        by: Option<String>,
+        required: i64,
+    ) -> Submitted {
+        Submitted {
+            behind: Some(by),
+            unchanged: false,
+            ..Submitted::unchanged(id, revision, state, required)
         }
     }
 }
@@ -268,8 +290,24 @@ impl Review {
             required: rule.required,
             self_approval: rule.self_approval,
             raise: submission.approvals.is_some(),
+            base: submission.base,
         };
-        Ok(self.store.add_revision(&revision).await?)
+        let submitted = self.store.add_revision(&revision).await?;
+        if let Some(by) = &submitted.behind {
+            return Err(ReviewError::NotBuiltOn {
+                id: submitted.id,
+                revision: submitted.revision,
+                by: by
+                    .as_deref()
+                    .map(|by| format!(" (by {})", crate::text::visible_inline(by)))
+                    .unwrap_or_default(),
+                base: match submission.base {
+                    Base::Named(Some(base)) => format!("revision {base}"),
+                    _ => "none of its revisions (it named none, and the current one is not the submitter's)".to_owned(),
+                },
+            });
+        }
+        Ok(submitted)
     }
 
     /// The ledger's entry for `key` (the queue and the entries are one store): after a
@@ -375,6 +413,23 @@ impl Review {
     /// revisions: everything a list row needs, in one query.
     pub async fn queue(&self) -> Result<Vec<Draft>, ReviewError> {
         Ok(self.store.open_drafts().await?)
+    }
+
+    /// The newest `limit` drafts (each with its current revision), newest first; only
+    /// those in `state` when it is given.
+    pub async fn recent(
+        &self,
+        state: Option<DraftState>,
+        limit: i64,
+    ) -> Result<Vec<Draft>, ReviewError> {
+        let mut drafts = Vec::new();
+        for id in self.store.recent_draft_ids(state, limit).await? {
+            // A draft deleted between the two reads is not listed.
+            if let Some(draft) = self.store.load_draft(id, false).await? {
+                drafts.push(draft);
+            }
+        }
+        Ok(drafts)
     }
 
     /// Records the latest facts (pushed by `draft facts`, or read by a recheck).
@@ -853,6 +908,7 @@ fn edited_revision(
         required: draft.quorum.required,
         self_approval: draft.quorum.self_approval,
         raise: false,
+        base: Base::Current,
     }
 }
 

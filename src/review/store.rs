@@ -39,6 +39,21 @@ pub struct NewRevision {
     /// On a revision of an open draft: raise its number to `required` if lower (it is
     /// never lowered).
     pub raise: bool,
+    /// Which of an open draft's revisions it may revise.
+    pub base: Base,
+}
+
+/// Which revision of an open draft a submission may revise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Base {
+    /// Whichever is current: a job that reruns revises its own draft.
+    #[default]
+    Current,
+    /// The one it names (`Some`), or, when it names none, only a revision its own
+    /// submitter wrote: an agent that resubmits never silently replaces a reviewer's
+    /// edit it has not read (shift-2 K9). A submission that does not hold is not
+    /// written ([`Submitted::behind`](super::Submitted::behind)).
+    Named(Option<i64>),
 }
 
 impl NewRevision {
@@ -101,6 +116,19 @@ impl NewRevision {
             && (self.meta.is_none() || self.meta == current.meta)
             && !(self.raise && self.required > current.required)
     }
+
+    /// Whether this submission may not revise an open draft at `revision`, whose
+    /// current revision is `current` ([`Base`]).
+    pub fn behind(&self, revision: i64, current: &CurrentRevision) -> bool {
+        match self.base {
+            Base::Current => false,
+            Base::Named(Some(base)) => base != revision,
+            Base::Named(None) => match (&self.by, &current.by) {
+                (Some(a), Some(b)) => !super::quorum::same_person(a, b),
+                (a, b) => a != b,
+            },
+        }
+    }
 }
 
 /// A decision's change to a draft, applied only if the draft is still at `version`.
@@ -151,6 +179,14 @@ pub trait QueueStore: Store {
     /// The ids of every draft ever submitted under `key`, open or closed, oldest first
     /// (one key has at most one open draft; closed ones stay).
     async fn draft_ids_for_key(&self, key: &str) -> Result<Vec<i64>, StoreError>;
+
+    /// The ids of the newest `limit` drafts, newest first; only those in `state` (as
+    /// stored: `queued`, `approved`, …) when it is given.
+    async fn recent_draft_ids(
+        &self,
+        state: Option<DraftState>,
+        limit: i64,
+    ) -> Result<Vec<i64>, StoreError>;
 
     /// The ids of every draft with a revision whose payload hashes to `payload_hash`,
     /// under any key, oldest first. An approval names a payload and a key is only

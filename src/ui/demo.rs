@@ -501,6 +501,7 @@ impl Seeder {
                         )),
                         by: Some(by.clone().unwrap_or_else(|| draft.by.clone())),
                         approvals: *approvals,
+                        base: Default::default(),
                     })
                     .await
                     .map_err(|e| e.to_string())?;

@@ -192,6 +192,10 @@ impl QueueStore for PostgresStore {
                         if rev.repeats(&current) {
                             return Ok(Submitted::unchanged(id, revision, &state, current.required));
                         }
+                        if rev.behind(revision, &current) {
+                            let by = current.by.clone();
+                            return Ok(Submitted::behind(id, revision, &state, by, current.required));
+                        }
                         let voided = open_votes(tx, &t, id, revision).await?;
                         tx.execute(
                             &format!(
@@ -256,6 +260,7 @@ impl QueueStore for PostgresStore {
                     voided,
                     required: required.unwrap_or(1),
                     unchanged: false,
+                    behind: None,
                 })
             })
         })
@@ -498,6 +503,7 @@ impl QueueStore for PostgresStore {
                     voided: Vec::new(),
                     required: required.unwrap_or(1),
                     unchanged: false,
+                    behind: None,
                 }))
             })
         })
@@ -601,6 +607,25 @@ impl QueueStore for PostgresStore {
             .read(
                 &format!("SELECT id FROM {t}_drafts WHERE key = $1 ORDER BY id"),
                 &[&key],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+    }
+
+    async fn recent_draft_ids(
+        &self,
+        state: Option<DraftState>,
+        limit: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let t = self.table();
+        let state = state.map(DraftState::as_str);
+        let rows = self
+            .read(
+                &format!(
+                    "SELECT id FROM {t}_drafts WHERE $1::text IS NULL OR state = $1 \
+                     ORDER BY id DESC LIMIT $2"
+                ),
+                &[&state, &limit],
             )
             .await?;
         Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())

@@ -160,6 +160,10 @@ impl QueueStore for SqliteStore {
                     if rev.repeats(&current) {
                         return Ok(Submitted::unchanged(id, revision, &state, current.required));
                     }
+                    if rev.behind(revision, &current) {
+                        let by = current.by.clone();
+                        return Ok(Submitted::behind(id, revision, &state, by, current.required));
+                    }
                     let voided = open_votes(conn, id, revision)?;
                     conn.prepare_cached(
                         "UPDATE send_once_drafts SET revision = ?2, version = version + 1, \
@@ -211,6 +215,7 @@ impl QueueStore for SqliteStore {
                 voided,
                 required: required.unwrap_or(1),
                 unchanged: false,
+                behind: None,
             })
         })
         .await
@@ -374,6 +379,7 @@ impl QueueStore for SqliteStore {
                 voided: Vec::new(),
                 required: required.unwrap_or(1),
                 unchanged: false,
+                behind: None,
             }))
         })
         .await
@@ -459,6 +465,23 @@ impl QueueStore for SqliteStore {
             let mut statement =
                 conn.prepare_cached("SELECT id FROM send_once_drafts WHERE key = ?1 ORDER BY id")?;
             let ids = statement.query_map([&key], |row| row.get::<_, i64>(0))?;
+            ids.collect::<rusqlite::Result<Vec<i64>>>()
+        })
+        .await
+    }
+
+    async fn recent_draft_ids(
+        &self,
+        state: Option<DraftState>,
+        limit: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let state = state.map(DraftState::as_str);
+        self.read_with(move |conn| {
+            let mut statement = conn.prepare_cached(
+                "SELECT id FROM send_once_drafts WHERE ?1 IS NULL OR state = ?1 \
+                 ORDER BY id DESC LIMIT ?2",
+            )?;
+            let ids = statement.query_map(params![state, limit], |row| row.get::<_, i64>(0))?;
             ids.collect::<rusqlite::Result<Vec<i64>>>()
         })
         .await
