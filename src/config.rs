@@ -257,61 +257,69 @@ fn read_config_file(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The `[verify]` table of the file at `path`, each command split, with what could not
-/// be used of it. A missing file is an empty table, unless it was named by
-/// `SEND_ONCE_CONFIG` (then the name is wrong, and that is said).
-fn read_table(path: &Path, named: bool) -> Result<Table, String> {
+/// The text of a file the operator wrote that names commands to run (config.toml, an
+/// MCP policy), or why it is not taken: not a regular file, too large, writable by
+/// others (whoever can write it chooses what runs: as ssh does with its config, only
+/// the user or root may own it, and only its owner may write it), or not UTF-8.
+pub fn read_operators_file(path: &Path) -> std::io::Result<Result<String, String>> {
     use std::os::unix::fs::PermissionsExt;
-    let text = match read_config_file(path) {
+    let bytes = match read_config_file(path) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => {
-            return Ok(Table::default());
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "{CONFIG_ENV} names it, but there is no such file; no verify command is read from it"
-            ));
-        }
-        Err(e) => {
-            return Err(format!(
-                "cannot be read ({e}); no verify command is read from it"
-            ));
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(e),
+        Err(e) => return Ok(Err(format!("cannot be read ({e})"))),
     };
-    // Whoever can write this file chooses what runs when an operator presses `v`: as
-    // ssh does with its config, only the user (or root) may own it, and only its
-    // owner may write it.
     if let Ok(meta) = std::fs::metadata(path) {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: geteuid has no preconditions and touches no memory.
         let me = unsafe { libc::geteuid() };
         if meta.permissions().mode() & 0o022 != 0 {
-            return Err(
-                "others can write to it (group or world), so they could name any command; no verify command is read from it (chmod go-w it)"
+            return Ok(Err(
+                "others can write to it (group or world), so they could name any command (chmod go-w it)"
                     .to_owned(),
-            );
-        }
-        if meta.uid() != me && meta.uid() != 0 {
-            return Err(format!(
-                "it belongs to another user (uid {}), who could name any command; no verify command is read from it",
-                meta.uid()
             ));
         }
+        if meta.uid() != me && meta.uid() != 0 {
+            return Ok(Err(format!(
+                "it belongs to another user (uid {}), who could name any command",
+                meta.uid()
+            )));
+        }
     }
-    let text = String::from_utf8(text)
-        .map_err(|_| "is not UTF-8 text; no verify command is read from it".to_owned())?;
+    Ok(String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned()))
+}
+
+/// A TOML error as a person reads it: what is wrong and on which line.
+pub fn toml_problem(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim_end_matches('.').to_owned();
+    let at = e
+        .span()
+        .map(|span| {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!(" at line {line}")
+        })
+        .unwrap_or_default();
+    format!("not valid{at}: {}", visible_inline(&message))
+}
+
+/// The `[verify]` table of the file at `path`, each command split, with what could not
+/// be used of it. A missing file is an empty table, unless it was named by
+/// `SEND_ONCE_CONFIG` (then the name is wrong, and that is said).
+fn read_table(path: &Path, named: bool) -> Result<Table, String> {
+    const NONE_READ: &str = "; no verify command is read from it";
+    let text = match read_operators_file(path) {
+        Ok(Ok(text)) => text,
+        Ok(Err(why)) => return Err(format!("{why}{NONE_READ}")),
+        Err(_) if !named => return Ok(Table::default()),
+        Err(_) => {
+            return Err(format!(
+                "{CONFIG_ENV} names it, but there is no such file{NONE_READ}"
+            ));
+        }
+    };
     let parsed: ConfigFile = toml::from_str(&text).map_err(|e| {
-        let message = e.message().trim_end_matches('.').to_owned();
-        let at = e
-            .span()
-            .map(|span| {
-                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                format!(" at line {line}")
-            })
-            .unwrap_or_default();
         format!(
-            "not valid TOML{at}: {}; no verify command is read from it",
-            visible_inline(&message)
+            "{}{NONE_READ}",
+            toml_problem(&text, &e).replacen("not valid", "not valid TOML", 1)
         )
     })?;
     let mut table = BTreeMap::new();
