@@ -29,7 +29,7 @@ for arg in "$@"; do
   esac
 done
 if [ ${#benches[@]} -eq 0 ]; then
-  benches=(durable_once postgres reconcile audit approvals tui)
+  benches=(durable_once postgres reconcile audit approvals tui mcp)
 fi
 
 out=target/figures
@@ -42,6 +42,10 @@ bench_binary() {
 
 for bench in "${benches[@]}"; do
   echo "== $bench" >&2
+  if [ $saved = 0 ] && [ "$bench" = mcp ]; then
+    # The proxy's bench calls the fake upstream, an example cargo bench does not build.
+    cargo build --release --example mcp_upstream >&2
+  fi
   if [ $saved = 0 ]; then
     cargo bench --bench "$bench" 2>&1 | tee "$out/$bench.txt" >&2
     sed -n "/<!-- figures:$bench begin -->/,/<!-- figures:$bench end -->/p" "$out/$bench.txt" \

@@ -212,10 +212,13 @@ pub mod approval;
 pub mod command;
 // The operator's configuration (`config.toml`: verify commands per channel), read by the
 // screen and the command line alike; above the providers it names.
-#[cfg(feature = "tui")]
+#[cfg(any(feature = "tui", feature = "mcp"))]
 pub mod config;
 pub mod js;
 pub mod ledger;
+// Agents over MCP: `send-once mcp`, a server for agents that propose sends.
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod open;
 pub mod procs;
 pub mod provider;

@@ -173,7 +173,8 @@ fn replace(text: &str, line_breaks: bool, suspicious: impl Fn(char) -> bool) -> 
 
 /// Who a send goes to and what it is for, as every list shows it ("ana@example.com ·
 /// renewal"), from the `to` and `intent` fields of a meta or a decision's detail:
-/// either alone when the other is missing or empty, none when both are.
+/// either alone when the other is missing or empty, none when both are; a call through
+/// the MCP proxy adds its `upstream/tool` ("ana@example.com · Invoice · gmail/send_email").
 pub fn who_and_what(fields: Option<&serde_json::Map<String, serde_json::Value>>) -> Option<String> {
     let field = |name: &str| {
         fields
@@ -181,11 +182,18 @@ pub fn who_and_what(fields: Option<&serde_json::Map<String, serde_json::Value>>)
             .and_then(serde_json::Value::as_str)
             .filter(|s| !s.is_empty())
     };
-    match (field("to"), field("intent")) {
-        (Some(to), Some(intent)) => Some(format!("{to} · {intent}")),
-        (Some(one), None) | (None, Some(one)) => Some(one.to_owned()),
-        (None, None) => None,
-    }
+    // A call through the MCP proxy also says which tool of which server it was; its
+    // intent, when the policy names none, is the tool's name, said once.
+    let via = match (field("upstream"), field("tool")) {
+        (Some(upstream), Some(tool)) => Some(format!("{upstream}/{tool}")),
+        _ => None,
+    };
+    let intent = field("intent").filter(|intent| via.is_none() || Some(*intent) != field("tool"));
+    let parts: Vec<&str> = [field("to"), intent, via.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 #[cfg(test)]

@@ -14,17 +14,27 @@ use super::{Exit, display_path, fail, print_json, print_stdout, read_text_arg};
 #[derive(Args, Debug)]
 pub struct KeyArgs {
     /// Where it goes: email, sms, slack, webhook... (case does not matter)
-    #[arg(long)]
-    pub channel: String,
+    #[arg(long, required_unless_present = "policy", conflicts_with = "policy")]
+    pub channel: Option<String>,
     /// Who it goes to (e-mail addresses are lower-cased, phone numbers reduced to digits)
-    #[arg(long)]
-    pub to: String,
+    #[arg(long, required_unless_present = "policy", conflicts_with = "policy")]
+    pub to: Option<String>,
     /// What it is for, stable across runs (case matters)
-    #[arg(long)]
-    pub intent: String,
+    #[arg(long, required_unless_present = "policy", conflicts_with = "policy")]
+    pub intent: Option<String>,
     /// Lets the same intent go out again in a new window (a day, a billing period)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "policy")]
     pub window: Option<String>,
+    /// Instead: the key of a tool call through `send-once mcp proxy`, under this policy
+    /// file (with --tool and --args)
+    #[arg(long, requires_all = ["tool", "args"])]
+    pub policy: Option<PathBuf>,
+    /// The tool called (with --policy)
+    #[arg(long, requires = "policy")]
+    pub tool: Option<String>,
+    /// The call's arguments, a JSON object (with --policy)
+    #[arg(long, requires = "policy", value_name = "JSON")]
+    pub args: Option<String>,
     /// Print {"key", "preimage"} as JSON
     #[arg(long)]
     pub json: bool,
@@ -148,12 +158,13 @@ pub fn key_of(
 }
 
 pub fn key(args: &KeyArgs) -> Exit {
-    let derived = key_of(
-        &args.channel,
-        &args.to,
-        &args.intent,
-        args.window.as_deref(),
-    );
+    let derived = match (&args.policy, &args.channel, &args.to, &args.intent) {
+        (Some(policy), ..) => call_key_of(policy, args),
+        (None, Some(channel), Some(to), Some(intent)) => {
+            key_of(channel, to, intent, args.window.as_deref())
+        }
+        _ => Err("give --channel, --to and --intent, or --policy, --tool and --args".into()),
+    };
     match derived {
         Err(e) => fail(Exit::Refused, e),
         Ok(derived) if args.json => {
@@ -168,6 +179,32 @@ pub fn key(args: &KeyArgs) -> Exit {
             Exit::Ok
         }
     }
+}
+
+/// The key `send-once mcp proxy` gives a call of `--tool` with `--args` under the
+/// policy `path`, now (its window, when the tool's rule has one, is the current one).
+fn call_key_of(path: &std::path::Path, args: &KeyArgs) -> Result<DerivedKey, String> {
+    let policy = send_once::mcp::policy::Policy::load(path)?;
+    let tool = args.tool.as_deref().unwrap_or_default();
+    let text = args.args.as_deref().unwrap_or_default();
+    let arguments = match canonical::parse_json(text).map(|v| v.to_serde()) {
+        Ok(Value::Object(arguments)) => arguments,
+        Ok(other) => {
+            return Err(format!(
+                "--args must be a JSON object (the call's arguments), got {}",
+                jsjson::json_kind(&other)
+            ));
+        }
+        Err(e) => return Err(format!("--args is not JSON: {e}")),
+    };
+    let rule = policy.rule(tool);
+    let now = super::ledger_arg::clock()();
+    send_once::mcp::call_key::call_key(&policy.upstream, tool, &arguments, &rule, now).map(|k| {
+        DerivedKey {
+            key: k.key,
+            preimage: k.preimage,
+        }
+    })
 }
 
 #[derive(Args, Debug)]

@@ -12,6 +12,7 @@ mod keys;
 mod ledger_arg;
 mod log;
 mod mail;
+mod mcp;
 mod out_file;
 mod output;
 mod policy;
@@ -149,6 +150,8 @@ enum Command {
     /// Send one e-mail at most once through a Gmail mailer, behind the ledger and a Sent-folder check (the Gmail wrapper's drop-in).
     #[command(after_help = mail::MAIL_EXIT_CODES)]
     Mail(mail::MailArgs),
+    /// Serve the review queue to agents over MCP (stdio): they submit drafts and ask what became of them; only a person approves.
+    Mcp(mcp::McpArgs),
     /// Print a shell completion script.
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff), or write one page per command with --dir.
@@ -197,6 +200,7 @@ pub fn main() -> ExitCode {
         Command::Init(args) => init::init(&args),
         Command::Run(args) => run::run(args),
         Command::Mail(args) => mail::mail(&args),
+        Command::Mcp(args) => mcp::mcp(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
     };
@@ -276,7 +280,7 @@ impl Command {
             Command::Init(a) => a.json,
             Command::Run(a) => a.json,
             Command::Mail(a) => a.json,
-            Command::Tui(_) | Command::Completions(_) | Command::Man(_) => false,
+            Command::Tui(_) | Command::Mcp(_) | Command::Completions(_) | Command::Man(_) => false,
         }
     }
 }

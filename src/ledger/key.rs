@@ -207,7 +207,9 @@ pub fn check_key_fields(
     }
 }
 
-fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> {
+/// One field a key is derived from (`channel`, `to`, `intent` or `window`), checked
+/// as [`check_key_fields`] checks it.
+pub fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> {
     let refuse = |problem| Err(BadKeyField { field, problem });
     let leading = value.chars().take_while(|&c| is_js_whitespace(c)).count();
     let trimmed = js_trim(value);

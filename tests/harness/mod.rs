@@ -1,10 +1,13 @@
 //! The one harness of every test binary: the binary and its output, waits with a
 //! deadline, fixtures, the skip rule (`skip`), the tmux terminal (`tmux`), the private
-//! PostgreSQL cluster (`pg`, `pg_cli`). Each binary's `main.rs` includes it with
+//! PostgreSQL cluster (`pg`, `pg_cli`), the real MCP clients and servers (`interop`).
+//! Each binary's `main.rs` includes it with
 //! `#[path = "../harness/mod.rs"] #[macro_use] mod harness;` before its own modules.
 #![allow(dead_code)]
 
 pub mod clock;
+pub mod interop;
+pub mod mcp;
 pub mod pg;
 pub mod pg_cli;
 pub mod queue;

@@ -33,6 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("providers", &["provider"]),
     ("the stores", &["stores"]),
     ("the opener and the configuration", &["open", "config"]),
+    ("agents over MCP", &["mcp"]),
     ("the terminal UI", &["ui"]),
     ("the command line", &["cli", "main"]),
 ];

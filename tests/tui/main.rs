@@ -12,6 +12,7 @@ mod chain;
 mod edit;
 mod faults;
 mod hangup;
+mod mcp_hold;
 mod pager;
 mod postgres;
 mod quorum;

@@ -99,6 +99,10 @@ async fn dispatch_draft(args: &DispatchArgs, send: SendPlan) -> Exit {
 /// whose approval the decision log does not back.
 fn ready_or_refused(args: &DispatchArgs, prepared: Prepared) -> Result<ReadyDispatch, Exit> {
     match prepared {
+        Prepared::Ready(ready) if held_by_proxy(ready.draft()).is_some() => Err(fail(
+            Exit::Refused,
+            held_by_proxy(ready.draft()).unwrap_or_default(),
+        )),
         Prepared::Ready(ready) => Ok(ready),
         Prepared::Closed(draft) => Err(fail(
             Exit::Refused,
@@ -253,4 +257,20 @@ pub(super) fn refusal_text<R>(
         .into_owned(),
         Dispatched::Ledger(_) => String::new(),
     }
+}
+
+/// Why a draft the MCP proxy held is not sent from here: its call goes to the
+/// proxy's upstream, and only the proxy makes it (when the agent asks again).
+fn held_by_proxy(draft: &Draft) -> Option<String> {
+    use send_once::mcp::proxy::hold::{HELD_BY, PROXY};
+    let meta = draft.meta.as_ref()?;
+    let field = |name: &str| meta.get(name).and_then(Value::as_str);
+    (field(HELD_BY) == Some(PROXY)).then(|| {
+        format!(
+            "draft {} is a tool call held by send-once mcp proxy (upstream {}, tool {}); only the proxy makes it, when the agent calls it again or asks its status tool. Nothing was sent",
+            draft.id,
+            visible_inline(field("upstream").unwrap_or("?")),
+            visible_inline(field("tool").unwrap_or("?"))
+        )
+    })
 }

@@ -1,0 +1,220 @@
+//! What `send-once mcp proxy` adds to a tool call.
+//!
+//! One agent (rmcp's client) calls the fake upstream (`examples/mcp_upstream.rs`)
+//! straight and through the proxy, in turns, a slice at a time, so both see the same
+//! disk and the same machine; the ledger's own `once()` with a no-op send on the same
+//! disk is the cost of one durable claim. Measured per call, the median of each round:
+//!
+//! - a `once` call through the proxy (claimed, forwarded, recorded with its result)
+//!   against the same call straight to the upstream: the proxy's overhead, as a
+//!   ratio to one durable claim (target: at most 1.1, one claim's cost plus 10 %);
+//! - a `pass` call through the proxy against the same call straight (target: at most
+//!   1.1x at the median).
+//!
+//! ```sh
+//! cargo build --release --example mcp_upstream
+//! cargo bench --bench mcp -- [--dir DIR] [--calls N] [--rounds R]
+//! ```
+//!
+//! DIR defaults to target/bench-mcp, on the checkout's disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use send_once::ledger::{Access, Ledger};
+use send_once::stores::sqlite::SqliteStore;
+use serde_json::json;
+
+mod common;
+
+/// Calls per slice: each measure takes this many in turn with the others.
+const SLICE: usize = 20;
+const OVERHEAD_TARGET: f64 = 1.1;
+const PASS_TARGET: f64 = 1.1;
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+fn main() {
+    let mut dir = PathBuf::from("target/bench-mcp");
+    let mut calls: usize = 200;
+    let mut rounds: usize = 5;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--dir" => dir = PathBuf::from(args.next().expect("--dir needs a path")),
+            "--calls" => calls = args.next().and_then(|n| n.parse().ok()).expect("--calls N"),
+            "--rounds" => {
+                rounds = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--rounds R")
+            }
+            "--bench" => {}
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let fake = PathBuf::from("target/release/examples/mcp_upstream");
+    assert!(
+        fake.is_file(),
+        "build the fake upstream first: cargo build --release --example mcp_upstream"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(measure(&dir, &fake, calls, rounds));
+}
+
+async fn connect(program: &Path, args: &[&str], log: &Path) -> Client {
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).env("FAKE_UPSTREAM_LOG", log);
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("bench", "1"),
+    )
+    .serve(TokioChildProcess::new(command).unwrap())
+    .await
+    .unwrap()
+}
+
+fn arguments(line: String) -> JsonObject {
+    json!({"line": line}).as_object().unwrap().clone()
+}
+
+/// Milliseconds per call of `tool` with a fresh line each time.
+async fn slice(client: &Client, tool: &'static str, tag: &str, start: usize) -> Duration {
+    let began = Instant::now();
+    for n in start..start + SLICE {
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(arguments(format!("{tag}-{n}")));
+        let result = client.call_tool(params).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
+    }
+    began.elapsed()
+}
+
+async fn ledger_slice(ledger: &Ledger, start: usize) -> Duration {
+    let began = Instant::now();
+    for n in start..start + SLICE {
+        ledger
+            .once(&format!("bench-{n}"), None, async |_| {
+                Ok::<_, send_once::SendError>(())
+            })
+            .await
+            .unwrap();
+    }
+    began.elapsed()
+}
+
+struct Round {
+    direct_once: f64,
+    proxied_once: f64,
+    claim: f64,
+    direct_pass: f64,
+    proxied_pass: f64,
+}
+
+async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "upstream = \"fake\"\n[default]\nmode = \"pass\"\n[tools.append]\nmode = \"once\"\n",
+    )
+    .unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_send-once"));
+    let ledger_path = dir.join("proxy.db");
+    let direct = connect(fake, &[], &dir.join("direct.log")).await;
+    let proxied = connect(
+        bin,
+        &[
+            "mcp",
+            "proxy",
+            ledger_path.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--",
+            fake.to_str().unwrap(),
+        ],
+        &dir.join("proxied.log"),
+    )
+    .await;
+    let store = SqliteStore::open(&dir.join("own.db"), Access::Create).unwrap();
+    let ledger = Ledger::new(Arc::new(store));
+    let per_call = |d: Duration| d.as_secs_f64() * 1000.0 / SLICE as f64;
+    let mut results = Vec::new();
+    let mut next = 0;
+    // Round 0 warms the processes, the ledgers and the disk up, and is not counted.
+    for round in 0..=rounds {
+        let (mut a, mut b, mut c, mut d, mut e) = (vec![], vec![], vec![], vec![], vec![]);
+        for _ in 0..calls.div_ceil(SLICE) {
+            a.push(per_call(slice(&direct, "append", "direct", next).await));
+            b.push(per_call(slice(&proxied, "append", "proxied", next).await));
+            c.push(per_call(ledger_slice(&ledger, next).await));
+            d.push(per_call(slice(&direct, "echo", "direct", next).await));
+            e.push(per_call(slice(&proxied, "echo", "proxied", next).await));
+            next += SLICE;
+        }
+        let measured = Round {
+            direct_once: common::median(&mut a),
+            proxied_once: common::median(&mut b),
+            claim: common::median(&mut c),
+            direct_pass: common::median(&mut d),
+            proxied_pass: common::median(&mut e),
+        };
+        if round > 0 {
+            results.push(measured);
+        }
+        common::round_done(round, rounds);
+    }
+    let _ = direct.cancel().await;
+    let _ = proxied.cancel().await;
+    report(&results, calls);
+}
+
+fn report(rounds: &[Round], calls: usize) {
+    let column = |f: &dyn Fn(&Round) -> f64| -> (f64, f64, f64) {
+        let mut values: Vec<f64> = rounds.iter().map(f).collect();
+        let (low, high) = common::min_max(&values);
+        (common::median(&mut values), low, high)
+    };
+    let overhead = column(&|r| (r.proxied_once - r.direct_once) / r.claim);
+    let pass = column(&|r| r.proxied_pass / r.direct_pass);
+    let ms = |f: &dyn Fn(&Round) -> f64| column(f).0;
+    let mut body = format!(
+        "Median of {} rounds; each round takes every measure in turns, {SLICE} calls at a time, {calls} calls each.\n\n",
+        rounds.len()
+    );
+    body.push_str("| measure | median | range | target | verdict |\n|---|---|---|---|---|\n");
+    body.push_str(&format!(
+        "| a `once` call: what the proxy adds, per durable claim (the ledger's own `once()`) | {:.2} | {:.2}–{:.2} | ≤ {OVERHEAD_TARGET} | {} |\n",
+        overhead.0,
+        overhead.1,
+        overhead.2,
+        common::verdict(overhead.0 <= OVERHEAD_TARGET)
+    ));
+    body.push_str(&format!(
+        "| a `pass` call through the proxy, vs straight | {:.2}x | {:.2}x–{:.2}x | ≤ {PASS_TARGET}x | {} |\n",
+        pass.0,
+        pass.1,
+        pass.2,
+        common::verdict(pass.0 <= PASS_TARGET)
+    ));
+    body.push_str(&format!(
+        "| per call (median, ms): `once` straight / through the proxy; the ledger's `once()`; `pass` straight / through the proxy | {:.3} / {:.3}; {:.3}; {:.3} / {:.3} | | | |\n",
+        ms(&|r| r.direct_once),
+        ms(&|r| r.proxied_once),
+        ms(&|r| r.claim),
+        ms(&|r| r.direct_pass),
+        ms(&|r| r.proxied_pass)
+    ));
+    common::print_figures("mcp", "cargo bench --bench mcp", &body);
+}

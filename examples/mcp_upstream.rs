@@ -1,0 +1,154 @@
+//! A fake upstream MCP server for the proxy's tests (`tests/mcp/`), written with rmcp
+//! as a real one would be. Its tools append a line to the file named by
+//! `$FAKE_UPSTREAM_LOG` (one line per time a tool acted), so a test counts what
+//! happened by counting lines; some answer slowly, die before or after acting, or
+//! answer with `isError`.
+//!
+//! ```sh
+//! FAKE_UPSTREAM_LOG=/tmp/acted cargo run --example mcp_upstream
+//! ```
+
+use std::io::Write;
+use std::time::Duration;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{ProgressNotificationParam, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+struct Fake {
+    tool_router: ToolRouter<Fake>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Line {
+    /// The line to append.
+    line: String,
+    /// Who it is for (a recipient argument for keys).
+    #[serde(default)]
+    #[allow(dead_code)]
+    to: Option<String>,
+    /// Seconds to wait before acting.
+    #[serde(default)]
+    seconds: Option<f64>,
+    /// A volatile argument, left out of keys by the policies.
+    #[serde(default)]
+    #[allow(dead_code)]
+    request_id: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Acted {
+    /// The line appended.
+    written: String,
+    /// Which line of the file it is (1 for the first).
+    id: String,
+}
+
+fn append(line: &str) -> Acted {
+    let path = std::env::var("FAKE_UPSTREAM_LOG").expect("FAKE_UPSTREAM_LOG names the file");
+    // A test that ended before a slow call acted has removed its directory: nothing
+    // to write to, and nobody to tell.
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = file.write_all(format!("{line}\n").as_bytes());
+    }
+    let count = std::fs::read_to_string(&path).map_or(0, |t| t.lines().count());
+    Acted {
+        written: line.to_owned(),
+        id: format!("line-{count}"),
+    }
+}
+
+async fn wait(seconds: Option<f64>) {
+    if let Some(s) = seconds {
+        tokio::time::sleep(Duration::from_secs_f64(s)).await;
+    }
+}
+
+#[tool_router(router = tool_router)]
+impl Fake {
+    #[tool(description = "Append a line (acts once per call).")]
+    async fn append(&self, Parameters(args): Parameters<Line>) -> Json<Acted> {
+        wait(args.seconds).await;
+        Json(append(&args.line))
+    }
+
+    #[tool(description = "Append a line, telling progress first.")]
+    async fn append_with_progress(
+        &self,
+        Parameters(args): Parameters<Line>,
+        context: RequestContext<RoleServer>,
+    ) -> Json<Acted> {
+        if let Some(token) = context.meta.get_progress_token() {
+            for step in 1..=3 {
+                let progress = ProgressNotificationParam::new(token.clone(), f64::from(step));
+                let _ = context.peer.notify_progress(progress).await;
+            }
+        }
+        wait(args.seconds).await;
+        Json(append(&args.line))
+    }
+
+    #[tool(description = "Append a line, then die without answering.")]
+    async fn die_after(&self, Parameters(args): Parameters<Line>) -> Json<Acted> {
+        wait(args.seconds).await;
+        append(&args.line);
+        std::process::exit(3)
+    }
+
+    #[tool(description = "Die without acting or answering.")]
+    async fn die_before(&self, Parameters(args): Parameters<Line>) -> Json<Acted> {
+        wait(args.seconds).await;
+        std::process::exit(3)
+    }
+
+    #[tool(description = "Answer with isError without acting.")]
+    async fn refuse(&self, Parameters(args): Parameters<Line>) -> Result<Json<Acted>, String> {
+        Err(format!("refused to write {}", args.line))
+    }
+
+    #[tool(
+        description = "Answer with the line (never acts).",
+        annotations(read_only_hint = true)
+    )]
+    async fn echo(&self, Parameters(args): Parameters<Line>) -> String {
+        args.line
+    }
+
+    #[tool(
+        description = "Read the log (never acts).",
+        annotations(read_only_hint = true)
+    )]
+    async fn read_log(&self) -> String {
+        let path = std::env::var("FAKE_UPSTREAM_LOG").unwrap_or_default();
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Fake {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info.name = "fake-upstream".into();
+        info
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let fake = Fake {
+        tool_router: Fake::tool_router(),
+    };
+    let service = fake
+        .serve(rmcp::transport::stdio())
+        .await
+        .expect("the session starts");
+    let _ = service.waiting().await;
+}

@@ -1,0 +1,196 @@
+//! `send-once mcp`: the review queue as an MCP server over stdio, for agents that
+//! propose sends (send_once::mcp::agent); and `send-once mcp proxy`: the ledger in
+//! front of any MCP server (send_once::mcp::proxy).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use rmcp::ServiceExt;
+use send_once::LedgerLocation;
+use send_once::ledger::Access;
+use send_once::mcp::agent::AgentServer;
+use send_once::mcp::policy::{Mode, Policy};
+use send_once::mcp::proxy::upstream::{Downstream, Upstream};
+use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL};
+use send_once::open::Open;
+use send_once::review::Review;
+use send_once::text::visible_inline;
+
+use super::ledger_arg::{clock, ledger_over, ledger_to_create, parse_limit};
+use super::{Exit, fail};
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
+    /// The ledger, SQLite or Postgres: it keeps the review queue (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory)
+    pub ledger: Option<LedgerLocation>,
+    /// Who submits the drafts (default: the name the MCP client gives when it connects)
+    #[arg(long)]
+    pub by: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Put the ledger in front of an MCP server: each tool call passes, is made at most once, or waits for a person, as the policy says.
+    Proxy(ProxyArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(override_usage = "send-once mcp proxy [LEDGER] --policy FILE [OPTIONS] -- CMD [ARGS]...")]
+pub struct ProxyArgs {
+    /// The ledger the calls are claimed in (default: $SEND_ONCE_LEDGER, else send-once/ledger.db in the data directory); holding calls needs SQLite or Postgres
+    pub ledger: Option<LedgerLocation>,
+    /// The policy: the upstream's name, and per tool pass, once or hold (TOML; see docs/mcp.md)
+    #[arg(long, required = true)]
+    pub policy: PathBuf,
+    /// How long a call may take upstream when its rule sets no timeout; past it, the call is unknown
+    #[arg(long, default_value = "5m", allow_hyphen_values = true)]
+    pub timeout: String,
+    /// The name of the proxy's own tool that reports held calls
+    #[arg(long, default_value = STATUS_TOOL)]
+    pub status_tool: String,
+    /// Let a tool the policy does not name pass when the upstream marks it read-only (readOnlyHint); the upstream's hints are not trusted otherwise
+    #[arg(long)]
+    pub trust_annotations: bool,
+    /// Who submits held calls (default: the name the MCP client gives when it connects)
+    #[arg(long)]
+    pub by: Option<String>,
+    /// The upstream MCP server's command line, after --
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub fn mcp(args: &McpArgs) -> Exit {
+    if let Some(McpCommand::Proxy(proxy)) = &args.command {
+        return self::proxy(proxy);
+    }
+    if let Err(message) = check_by(args.by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
+    let location = match queue_ledger(args.ledger.as_ref(), "send-once mcp") {
+        Ok(location) => location,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let runtime = match super::runtime() {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    // An agent's first draft creates the ledger, as `draft submit` does.
+    let store = match location.open_queue(Access::Create) {
+        Ok(store) => store,
+        Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
+    };
+    let server = AgentServer::new(Review::new(store, clock()), args.by.clone());
+    let served = runtime.block_on(async {
+        let service = server.serve(rmcp::transport::stdio()).await?;
+        service.waiting().await?;
+        Ok::<(), Box<dyn std::error::Error>>(())
+    });
+    match served {
+        Ok(()) => Exit::Ok,
+        Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),
+    }
+}
+
+fn check_by(by: Option<&str>) -> Result<(), String> {
+    match by {
+        Some(by) if by.trim().is_empty() => Err(format!(
+            "--by {by:?} names nobody: give the agent's name, or leave it out to use the name its MCP client gives"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The ledger, refused when it is JSON Lines: it keeps no review queue.
+fn queue_ledger(given: Option<&LedgerLocation>, what: &str) -> Result<LedgerLocation, String> {
+    let location = ledger_to_create(given)?;
+    if let LedgerLocation::Jsonl(path) = &location {
+        return Err(format!(
+            "{what} needs a ledger that keeps a review queue (an SQLite file or Postgres): {} is JSON Lines, which keeps none",
+            visible_inline(&path.display().to_string())
+        ));
+    }
+    Ok(location)
+}
+
+fn proxy(args: &ProxyArgs) -> Exit {
+    if let Err(message) = check_by(args.by.as_deref()) {
+        return fail(Exit::Refused, message);
+    }
+    let policy = match Policy::load(&args.policy) {
+        Ok(policy) => policy,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let timeout = match parse_limit(&args.timeout, "--timeout") {
+        Ok(t) => t,
+        Err(exit) => return exit,
+    };
+    let holds = policy.default == Mode::Hold || policy.tools.values().any(|r| r.mode == Mode::Hold);
+    let location = if holds {
+        queue_ledger(args.ledger.as_ref(), "a policy that holds calls")
+    } else {
+        ledger_to_create(args.ledger.as_ref())
+    };
+    let location = match location {
+        Ok(location) => location,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let opened = match location.open(Access::Create) {
+        Ok(opened) => opened,
+        Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
+    };
+    let runtime = match super::runtime() {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    let config = ProxyConfig {
+        policy,
+        ledger: Arc::new(ledger_over(opened.store)),
+        review: opened
+            .queue
+            .map(|queue| Arc::new(Review::new(queue, clock()))),
+        ledger_name: location.inline(),
+        timeout,
+        status_tool: args.status_tool.clone(),
+        trust_annotations: args.trust_annotations,
+        by: args.by.clone(),
+    };
+    runtime.block_on(serve_proxy(config, &args.command, timeout))
+}
+
+async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration) -> Exit {
+    let downstream = Downstream::default();
+    let upstream = match Upstream::start(command, downstream.clone()).await {
+        Ok(upstream) => upstream,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let server = ProxyServer::new(config, upstream, downstream);
+    if let Err(message) = server.check_tools() {
+        return fail(Exit::Refused, message);
+    }
+    let in_flight = server.in_flight();
+    let keep_upstream = server.upstream();
+    let served = async {
+        let service = server.serve(rmcp::transport::stdio()).await?;
+        service.waiting().await?;
+        Ok::<(), Box<dyn std::error::Error>>(())
+    };
+    let ended = served.await;
+    // The agent is gone: calls already forwarded finish (and are recorded) within
+    // their limit; one still open after it stays in flight, then unknown.
+    if !in_flight
+        .settled(timeout.min(Duration::from_secs(60)))
+        .await
+    {
+        super::note("calls still in flight when the agent left are recorded as unknown if they do not finish".to_owned());
+    }
+    drop(keep_upstream);
+    match ended {
+        Ok(()) => Exit::Ok,
+        Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),
+    }
+}

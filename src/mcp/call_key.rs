@@ -1,0 +1,112 @@
+//! The key of a tool call through the proxy: what makes two calls "the same send".
+//!
+//! `sha256` of the canonical JSON (the Node library's canonical form) of
+//! `["mcp", upstream, tool, arguments, window start or null]`, where the arguments
+//! leave out the policy's `exclude` and the recipient argument is normalised as
+//! `--to` is. Neither `_meta` nor a session or request id is in it, so a reconnect or
+//! a restarted agent makes the same key. A look-alike spelling of the recipient or of
+//! an intent argument is refused, never a second key.
+
+use serde_json::{Map, Value};
+
+use super::policy::ToolRule;
+use crate::js::canonical::{canonical_json_of, sha256_hex};
+use crate::ledger::key::{check_key_field, normalise_recipient};
+
+/// A call's key, and what it was made of.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallKey {
+    /// The send key.
+    pub key: String,
+    /// The exact text hashed.
+    pub preimage: String,
+    /// The recipient, as the call gave it (for the rows a person reads).
+    pub to: Option<String>,
+    /// The intent arguments' values, joined (for the rows a person reads).
+    pub intent: Option<String>,
+    /// The start of the window the call falls in (ISO 8601 UTC), when the rule has one.
+    pub window: Option<String>,
+}
+
+/// The key of a call of `tool` on `upstream` with `arguments`, under `rule`, at
+/// `now_ms` (milliseconds since the epoch; it only places the call in its window).
+pub fn call_key(
+    upstream: &str,
+    tool: &str,
+    arguments: &Map<String, Value>,
+    rule: &ToolRule,
+    now_ms: i64,
+) -> Result<CallKey, String> {
+    let mut kept: Map<String, Value> = arguments
+        .iter()
+        .filter(|(name, _)| !rule.exclude.contains(name))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let intent = intent_text(arguments, &rule.intent)?;
+    let to = match &rule.to {
+        None => None,
+        Some(field) => match arguments.get(field) {
+            Some(Value::String(to)) => {
+                check_key_field("to", to)
+                    .map_err(|e| format!("argument {}: {}", quoted(field), e.problem))?;
+                kept.insert(field.clone(), Value::String(normalise_recipient(to)));
+                Some(to.clone())
+            }
+            Some(other) => {
+                return Err(format!(
+                    "argument {} names the recipient, and must be a string, not {}",
+                    quoted(field),
+                    crate::js::jsjson::json_kind(other)
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "argument {} (the recipient) is missing",
+                    quoted(field)
+                ));
+            }
+        },
+    };
+    let window = rule.window.map(|window| {
+        let width = i64::try_from(window.as_millis()).unwrap_or(i64::MAX).max(1);
+        crate::js::time::iso_or_epoch(now_ms.div_euclid(width) * width)
+    });
+    let preimage = canonical_json_of(&Value::Array(vec![
+        Value::from("mcp"),
+        Value::from(upstream),
+        Value::from(tool),
+        Value::Object(kept),
+        window.clone().map_or(Value::Null, Value::String),
+    ]));
+    Ok(CallKey {
+        key: sha256_hex(&preimage),
+        preimage,
+        to,
+        intent,
+        window,
+    })
+}
+
+/// The intent arguments' values (a string as it is, anything else as its JSON),
+/// joined with " · "; each string checked as `--intent` is.
+fn intent_text(
+    arguments: &Map<String, Value>,
+    fields: &[String],
+) -> Result<Option<String>, String> {
+    let mut parts = Vec::new();
+    for field in fields {
+        let text = match arguments.get(field) {
+            None => continue,
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => canonical_json_of(other),
+        };
+        check_key_field("intent", &text)
+            .map_err(|e| format!("argument {}: {}", quoted(field), e.problem))?;
+        parts.push(text);
+    }
+    Ok((!parts.is_empty()).then(|| parts.join(" · ")))
+}
+
+fn quoted(name: &str) -> String {
+    format!("`{}`", crate::text::visible_inline(name))
+}

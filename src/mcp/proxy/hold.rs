@@ -1,0 +1,343 @@
+//! The `hold` gate: a call becomes a draft in the review queue (its arguments the
+//! payload, its caller the submitter), and the agent is told it was held, never that
+//! it succeeded. The proxy's own status tool says what became of it and, once a person
+//! approved it, makes the call once, with the approved revision's arguments (a
+//! reviewer's edit is what goes upstream), through the same checks as `send-once
+//! dispatch` (expiry, the payload approved, facts, N of M). A held draft is sent only
+//! through the proxy: `send-once dispatch` refuses it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, Tool};
+use rmcp::service::RequestContext;
+use serde_json::{Map, Value, json};
+
+use super::once::{ForwardCall, answer, refusal};
+use super::{ProxyServer, entry_meta};
+use crate::approval::Dispatched;
+use crate::mcp::call_key::CallKey;
+use crate::mcp::policy::ToolRule;
+use crate::mcp::status::{DraftStatus, Standing};
+use crate::provider::SendOptions;
+use crate::review::dispatch::{Prepared, newest_draft};
+use crate::review::{Base, Draft, DraftState, Review, Submission};
+
+/// The meta field that marks a draft as a call held by the proxy, naming it.
+pub const HELD_BY: &str = "heldBy";
+
+/// What a held draft's `heldBy` says.
+pub const PROXY: &str = "send-once mcp proxy";
+
+/// How long a held call's facts recheck may take (a held call has none: its facts are
+/// what it was called with).
+const RECHECK: Duration = Duration::from_secs(30);
+
+/// The proxy's own tool, as `tools/list` shows it.
+pub fn status_tool(name: &str) -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "draftId": {"type": "integer", "description": "The held call's draft id, as the held answer gave it."},
+            "key": {"type": "string", "description": "Or the held call's key."}
+        },
+        "additionalProperties": false
+    });
+    let Value::Object(schema) = schema else {
+        unreachable!("a JSON object")
+    };
+    Tool::new(
+        name.to_owned(),
+        "What became of a call send-once held for a person's approval. Once approved, this makes the call (once, with the arguments the person approved) and returns its result; rejected, it says why. Give draftId or key from the held answer.",
+        Arc::new(schema),
+    )
+}
+
+/// A call the policy holds: queued as a draft, or, when its draft is decided, what
+/// the status tool says of it.
+pub async fn held(
+    server: &ProxyServer,
+    params: CallToolRequestParams,
+    rule: &ToolRule,
+    key: CallKey,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    let Some(review) = server.config.review.clone() else {
+        return Ok(refusal(
+            "send-once holds this call for a person, but its ledger keeps no review queue; it was not made".to_owned(),
+        ));
+    };
+    // A call of a tool the upstream does not have would be approved, then refused.
+    if !server.upstream.tools.iter().any(|t| t.name == params.name) {
+        return Ok(refusal(format!(
+            "the upstream {} has no tool named {}; nothing was held",
+            crate::text::visible_inline(&server.config.policy.upstream),
+            crate::text::visible_inline(&params.name)
+        )));
+    }
+    // The same call again is the same draft: say where it stands (and make it, once
+    // approved), instead of queueing it twice.
+    if let Some(id) = newest_draft(&review, &key.key).await.map_err(internal)?
+        && let Ok(draft) = review.head(id).await
+        && !matches!(draft.state, DraftState::Withdrawn)
+        && !failed_dispatch(&review, &draft).await
+    {
+        return status_of(server, &review, draft, context).await;
+    }
+    let arguments = params.arguments.clone().unwrap_or_default();
+    let mut meta = entry_meta(&server.config.policy.upstream, &params.name, rule, &key);
+    meta.insert(HELD_BY.into(), PROXY.into());
+    let submitter = server
+        .config
+        .by
+        .clone()
+        .or_else(|| context.client_info().map(|info| info.name));
+    let submission = Submission {
+        key: key.key.clone(),
+        payload: Value::Object(arguments).to_string(),
+        facts: Map::new(),
+        recheck: None,
+        meta: Some(meta),
+        by: submitter,
+        approvals: None,
+        base: Base::Current,
+    };
+    match review.submit(submission).await {
+        Ok(submitted) => Ok(held_answer(
+            &server.config.status_tool,
+            submitted.id,
+            &key.key,
+        )),
+        Err(e) => Ok(refusal(format!(
+            "send-once could not hold this call for review, and it was not made: {e}"
+        ))),
+    }
+}
+
+/// The status tool: what became of a held call, and the call itself once approved.
+pub async fn status(
+    server: &ProxyServer,
+    params: CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    let Some(review) = server.config.review.clone() else {
+        return Ok(refusal(
+            "this proxy's ledger keeps no review queue, so it holds no calls".to_owned(),
+        ));
+    };
+    let arguments = params.arguments.unwrap_or_default();
+    let id = match (arguments.get("draftId"), arguments.get("key")) {
+        (Some(Value::Number(n)), None) if n.as_i64().is_some() => n.as_i64(),
+        (None, Some(Value::String(key))) => newest_draft(&review, key).await.map_err(internal)?,
+        _ => {
+            return Ok(refusal(
+                "give draftId (a number) or key (a string), one of them, from the held answer"
+                    .to_owned(),
+            ));
+        }
+    };
+    let Some(draft) = id.and_then(|id| Some(id).filter(|id| *id > 0)) else {
+        return Ok(refusal("no call was held under that key".to_owned()));
+    };
+    let draft = match review.head(draft).await {
+        Ok(draft) => draft,
+        Err(e) => return Ok(refusal(e.to_string())),
+    };
+    if !ours(server, &draft) {
+        return Ok(refusal(format!(
+            "draft {} is not a call held by this proxy (upstream {})",
+            draft.id,
+            crate::text::visible_inline(&server.config.policy.upstream)
+        )));
+    }
+    status_of(server, &review, draft, context).await
+}
+
+/// Whether `draft` is a call this proxy held (its upstream's).
+fn ours(server: &ProxyServer, draft: &Draft) -> bool {
+    let meta = draft.meta.as_ref();
+    let field = |name: &str| meta.and_then(|m| m.get(name)).and_then(Value::as_str);
+    field(HELD_BY) == Some(PROXY)
+        && field("upstream") == Some(server.config.policy.upstream.as_str())
+}
+
+/// A dispatched draft whose send failed for certain: the call may be held again.
+async fn failed_dispatch(review: &Review, draft: &Draft) -> bool {
+    draft.state == DraftState::Dispatched
+        && review
+            .ledger_entry(&draft.key)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|e| e.status() == crate::ledger::Status::Failed)
+}
+
+async fn status_of(
+    server: &ProxyServer,
+    review: &Arc<Review>,
+    draft: Draft,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    let entry = review.ledger_entry(&draft.key).await.map_err(internal)?;
+    let status = DraftStatus::of(&draft, entry.as_ref(), review.now());
+    match status.state {
+        Standing::Approved | Standing::Dispatched => make(server, review, &draft, context).await,
+        Standing::Rejected => Ok(refusal(format!(
+            "A person rejected this call{}{}; it will not be made. Do not make it another way: tell the user why.",
+            draft
+                .decided_by
+                .as_deref()
+                .map(|by| format!(" ({by})"))
+                .unwrap_or_default(),
+            draft
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ))),
+        _ => Ok(still_held(&server.config.status_tool, &status)),
+    }
+}
+
+/// Makes an approved held call once, through the dispatch checks, and answers with
+/// its result; a dispatched one is answered by the ledger (its result again).
+async fn make(
+    server: &ProxyServer,
+    review: &Arc<Review>,
+    draft: &Draft,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    let ready = match review.prepare_dispatch(draft.id).await.map_err(internal)? {
+        Prepared::Ready(ready) => ready,
+        Prepared::Closed(draft) => {
+            return Ok(refusal(format!(
+                "This call's draft {} is {}; it will not be made.",
+                draft.id,
+                draft.state.as_str()
+            )));
+        }
+        Prepared::NotApproved(draft) => {
+            return Ok(refusal(format!(
+                "This call's draft {} is not approved; it was not made.",
+                draft.id
+            )));
+        }
+        Prepared::Unbacked { draft, why } => {
+            return Ok(refusal(format!(
+                "This call's draft {} will not be made: {why}",
+                draft.id
+            )));
+        }
+    };
+    let tool = draft
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("tool"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let arguments: Map<String, Value> = match serde_json::from_str(ready.payload()) {
+        Ok(Value::Object(arguments)) => arguments,
+        _ => {
+            return Ok(refusal(format!(
+                "draft {}'s payload is not the arguments of a call (a JSON object); it was not made",
+                draft.id
+            )));
+        }
+    };
+    let rule = server.config.policy.rule(&tool);
+    let limit = rule.timeout.unwrap_or(server.config.timeout);
+    let forward = ForwardCall::new(
+        server.upstream.peer().clone(),
+        CallToolRequestParams::new(tool).with_arguments(arguments),
+        Some(context.meta.clone()),
+        limit,
+        rule.error,
+    );
+    let options = match SendOptions::builder()
+        .meta(draft.meta.clone().unwrap_or_default())
+        .limit(limit)
+        .build()
+    {
+        Ok(options) => options,
+        Err(e) => return Ok(refusal(format!("This call was not made: {e}"))),
+    };
+    let guard = server.in_flight.start();
+    let ledger = Arc::clone(&server.config.ledger);
+    let review = Arc::clone(review);
+    let ledger_name = server.config.ledger_name.clone();
+    let key = draft.key.clone();
+    // As for `once`: an agent that gives up does not stop the call.
+    let task = tokio::spawn(async move {
+        let _guard = guard;
+        let dispatched = review
+            .dispatch(ready, &ledger, &forward, &options, RECHECK)
+            .await;
+        match dispatched {
+            Ok(done) => match done.dispatched {
+                Dispatched::Ledger(outcome) => {
+                    answer(outcome, &forward, &key, &ledger_name, ledger.now())
+                }
+                Dispatched::Expired { expires_at, .. } => Ok(refusal(format!(
+                    "The approval of this call ran out at {expires_at} before it was made; a person must approve it again. It was not made."
+                ))),
+                Dispatched::PayloadChanged { .. } => Ok(refusal(
+                    "The arguments are no longer the ones a person approved; it was not made."
+                        .to_owned(),
+                )),
+                Dispatched::StaleFacts { .. } => Ok(refusal(
+                    "The facts changed since a person approved this call; it was not made."
+                        .to_owned(),
+                )),
+            },
+            Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
+        }
+    });
+    tokio::select! {
+        answer = task => answer.unwrap_or_else(|e| Ok(refusal(format!("the proxy's call stopped: {e}")))),
+        () = context.ct.cancelled() => Err(ErrorData::internal_error(
+            "cancelled by the client; the call goes on and its answer is recorded", None)),
+    }
+}
+
+/// The answer to a call just held: an error to the model (never success, which it
+/// would report as done), with what to do next.
+fn held_answer(status_tool: &str, id: i64, key: &str) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "Held for a person's approval: this call was NOT made. Draft {id} waits for review. Call {status_tool} with {{\"draftId\": {id}}} to learn what became of it; once approved, that makes the call and returns its result. Do not report it as done."
+    ))]);
+    result.structured_content = Some(json!({"status": "held", "draftId": id, "key": key}));
+    result
+}
+
+/// A held call still waiting: where it stands.
+fn still_held(status_tool: &str, status: &DraftStatus) -> CallToolResult {
+    let id = status.draft_id;
+    let stands = match status.state {
+        Standing::EditedByReviewer => "was edited by a reviewer and waits for approval".to_owned(),
+        Standing::Expired => "was approved, but the approval ran out before the call was made: it needs approving again".to_owned(),
+        Standing::Withdrawn => "was withdrawn".to_owned(),
+        Standing::SentElsewhere => "is already recorded as done another way".to_owned(),
+        _ if status.approvals.needed > 1 => format!(
+            "waits for a person's review (approved by {} of {})",
+            status.approvals.approved, status.approvals.needed
+        ),
+        _ => "waits for a person's review".to_owned(),
+    };
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "Still held: this call was NOT made. Draft {id} {stands}. Call {status_tool} with {{\"draftId\": {id}}} again later; do not report it as done."
+    ))]);
+    result.structured_content = Some(json!({
+        "status": "held",
+        "draftId": status.draft_id,
+        "key": status.key,
+        "state": status.state,
+        "approvals": status.approvals,
+    }));
+    result
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
+}

@@ -1,0 +1,412 @@
+//! `send-once mcp proxy`: the ledger in front of any MCP server.
+//!
+//! The agent connects to the proxy; the proxy starts the upstream server, offers its
+//! tools (and resources and prompts) as its own, and gates each `tools/call` by the
+//! policy ([`super::policy`]): `pass` forwards it, `once` claims it in the ledger
+//! first ([`once`]), `hold` queues it as a draft for a person ([`hold`]). One tool is
+//! the proxy's own, `send_once_status`, which says what became of a held call and,
+//! once it is approved, makes it.
+
+pub mod hold;
+pub mod once;
+pub mod upstream;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use super::call_key::{CallKey, call_key};
+use super::policy::{Mode, Policy, ToolRule};
+use crate::ledger::Ledger;
+use crate::provider::SendOptions;
+use crate::review::Review;
+use once::{ForwardCall, refusal};
+use upstream::{Downstream, Forwarded, Upstream};
+
+/// The name of the proxy's own tool, unless `--status-tool` renames it.
+pub const STATUS_TOOL: &str = "send_once_status";
+
+/// What the proxy is told at start.
+pub struct ProxyConfig {
+    /// The policy, read and checked.
+    pub policy: Policy,
+    /// The ledger its `once` calls are claimed in.
+    pub ledger: Arc<Ledger>,
+    /// The review queue its `hold` calls wait in (None: the ledger keeps none, and the
+    /// policy holds nothing).
+    pub review: Option<Arc<Review>>,
+    /// How a person names the ledger in a command (redacted).
+    pub ledger_name: String,
+    /// How long a forwarded call may take when its rule sets no timeout.
+    pub timeout: Duration,
+    /// The name of the proxy's own status tool.
+    pub status_tool: String,
+    /// Whether the upstream's `readOnlyHint` lets a tool the policy does not name pass.
+    pub trust_annotations: bool,
+    /// Who submits held calls (else the client's name).
+    pub by: Option<String>,
+}
+
+/// The proxy, as the agent's MCP server.
+pub struct ProxyServer {
+    config: Arc<ProxyConfig>,
+    upstream: Arc<Upstream>,
+    downstream: Downstream,
+    in_flight: Arc<InFlight>,
+}
+
+/// Calls forwarded and not yet answered, so that shutdown lets them finish.
+#[derive(Default)]
+pub struct InFlight {
+    count: AtomicUsize,
+    done: Notify,
+}
+
+impl InFlight {
+    fn start(self: &Arc<Self>) -> InFlightGuard {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(Arc::clone(self))
+    }
+
+    /// Waits until no forwarded call is in flight, or `bound` passes; whether they all
+    /// finished.
+    pub async fn settled(&self, bound: Duration) -> bool {
+        let wait = async {
+            while self.count.load(Ordering::SeqCst) > 0 {
+                let notified = self.done.notified();
+                if self.count.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(bound, wait).await.is_ok()
+    }
+}
+
+struct InFlightGuard(Arc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::SeqCst);
+        self.0.done.notify_waiters();
+    }
+}
+
+impl ProxyServer {
+    /// A proxy for `upstream` (connected, with `downstream` its relay's target).
+    pub fn new(config: ProxyConfig, upstream: Upstream, downstream: Downstream) -> ProxyServer {
+        ProxyServer {
+            config: Arc::new(config),
+            upstream: Arc::new(upstream),
+            downstream,
+            in_flight: Arc::new(InFlight::default()),
+        }
+    }
+
+    /// The calls still in flight, for shutdown.
+    pub fn in_flight(&self) -> Arc<InFlight> {
+        Arc::clone(&self.in_flight)
+    }
+
+    /// The upstream's connection, held by whoever must keep it open after the agent
+    /// leaves, until the calls in flight are answered.
+    pub fn upstream(&self) -> Arc<Upstream> {
+        Arc::clone(&self.upstream)
+    }
+
+    /// Refuses to start when the upstream has a tool of the status tool's name: the
+    /// agent could not tell them apart.
+    pub fn check_tools(&self) -> Result<(), String> {
+        if self
+            .upstream
+            .tools
+            .iter()
+            .any(|t| t.name == self.config.status_tool.as_str())
+        {
+            return Err(format!(
+                "the upstream has a tool named {} too, which the proxy's own would hide; rename the proxy's with --status-tool",
+                crate::text::visible_inline(&self.config.status_tool)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The rule a call of `tool` is gated by: its own, or the default, which a trusted
+    /// `readOnlyHint` turns into `pass`.
+    fn rule(&self, tool: &str) -> ToolRule {
+        let mut rule = self.config.policy.rule(tool);
+        if self.config.trust_annotations
+            && !self.config.policy.tools.contains_key(tool)
+            && self.upstream.tools.iter().any(|t| {
+                t.name == tool
+                    && t.annotations
+                        .as_ref()
+                        .and_then(|a| a.read_only_hint)
+                        .unwrap_or(false)
+            })
+        {
+            rule.mode = Mode::Pass;
+        }
+        rule
+    }
+
+    fn remember(&self, context: &RequestContext<RoleServer>) {
+        let _ = self.downstream.set(context.peer.clone());
+    }
+
+    async fn pass(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        limit: Duration,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let _guard = self.in_flight.start();
+        match self
+            .upstream
+            .call(params, Some(context.meta.clone()), limit)
+            .await
+        {
+            Forwarded::Done(result) | Forwarded::ToolError(result) => Ok(result.into()),
+            Forwarded::NotRun(error) => Err(error),
+            Forwarded::Lost(why) => Ok(refusal(why).into()),
+        }
+    }
+
+    async fn once(
+        &self,
+        params: CallToolRequestParams,
+        rule: &ToolRule,
+        key: CallKey,
+        context: &RequestContext<RoleServer>,
+        limit: Duration,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let meta = entry_meta(&self.config.policy.upstream, &params.name, rule, &key);
+        let options = match SendOptions::builder().meta(meta).limit(limit).build() {
+            Ok(options) => options,
+            Err(e) => return Ok(refusal(format!("The call was not made: {e}")).into()),
+        };
+        let forward = ForwardCall::new(
+            self.upstream.peer().clone(),
+            params,
+            Some(context.meta.clone()),
+            limit,
+            rule.error,
+        );
+        let guard = self.in_flight.start();
+        let ledger = Arc::clone(&self.config.ledger);
+        let ledger_name = self.config.ledger_name.clone();
+        // Its own task: an agent that gives up (a client's 60-second timeout, a
+        // cancellation) does not stop the call, whose answer is still recorded.
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            once::once(ledger, key.key, forward, options, ledger_name).await
+        });
+        tokio::select! {
+            answer = task => match answer {
+                Ok(answer) => answer.map(Into::into),
+                Err(e) => Ok(refusal(format!("the proxy's call stopped: {e}")).into()),
+            },
+            () = context.ct.cancelled() => {
+                Err(ErrorData::internal_error("cancelled by the client; the call goes on and its answer is recorded", None))
+            }
+        }
+    }
+}
+
+/// The entry's meta for a call: the channel, recipient and intent a person reads, and
+/// the tool and upstream it was.
+pub fn entry_meta(
+    upstream: &str,
+    tool: &str,
+    rule: &ToolRule,
+    key: &CallKey,
+) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("channel".into(), rule.channel.clone().into());
+    if let Some(to) = &key.to {
+        meta.insert("to".into(), to.clone().into());
+    }
+    meta.insert(
+        "intent".into(),
+        key.intent.clone().unwrap_or_else(|| tool.to_owned()).into(),
+    );
+    if let Some(window) = &key.window {
+        meta.insert("window".into(), window.clone().into());
+    }
+    meta.insert("tool".into(), tool.into());
+    meta.insert("upstream".into(), upstream.into());
+    meta
+}
+
+impl ServerHandler for ProxyServer {
+    fn get_info(&self) -> ServerConfig {
+        let theirs = &self.upstream.info;
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        capabilities.resources = theirs.capabilities.resources.clone();
+        capabilities.prompts = theirs.capabilities.prompts.clone();
+        if let Some(tools) = &mut capabilities.tools {
+            tools.list_changed = theirs
+                .capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed);
+        }
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info.name = format!("send-once proxy for {}", self.config.policy.upstream);
+        info.server_info.version = env!("CARGO_PKG_VERSION").into();
+        info.instructions = Some(format!(
+            "{}Calls go through send-once: a call that sends is made at most once, and a call the operator holds waits for a person's approval (the answer says so; it is not done until {} says it was made).",
+            theirs
+                .instructions
+                .as_deref()
+                .map(|i| format!("{i}\n\n"))
+                .unwrap_or_default(),
+            self.config.status_tool
+        ));
+        info
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let _ = self.downstream.set(context.peer.clone());
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.remember(&context);
+        let mut tools: Vec<Tool> = match self.upstream.peer().list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                return Err(ErrorData::internal_error(
+                    format!("the upstream's tools/list failed: {e}"),
+                    None,
+                ));
+            }
+        };
+        tools.retain(|t| t.name != self.config.status_tool.as_str());
+        tools.push(hold::status_tool(&self.config.status_tool));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.remember(&context);
+        if params.name == self.config.status_tool.as_str() {
+            return hold::status(self, params, &context).await.map(Into::into);
+        }
+        let rule = self.rule(&params.name);
+        let limit = rule.timeout.unwrap_or(self.config.timeout);
+        if rule.mode == Mode::Pass {
+            return self.pass(params, &context, limit).await;
+        }
+        let arguments = params.arguments.clone().unwrap_or_default();
+        let key = match call_key(
+            &self.config.policy.upstream,
+            &params.name,
+            &arguments,
+            &rule,
+            self.config.ledger.now(),
+        ) {
+            Ok(key) => key,
+            Err(why) => {
+                return Ok(refusal(format!(
+                    "send-once refused the call, and it was not forwarded: {why}"
+                ))
+                .into());
+            }
+        };
+        match rule.mode {
+            Mode::Once => self.once(params, &rule, key, &context, limit).await,
+            _ => hold::held(self, params, &rule, key, &context)
+                .await
+                .map(Into::into),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.upstream
+            .peer()
+            .list_resources(request)
+            .await
+            .map_err(relayed)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.upstream
+            .peer()
+            .list_resource_templates(request)
+            .await
+            .map_err(relayed)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.upstream
+            .peer()
+            .read_resource(request)
+            .await
+            .map(Into::into)
+            .map_err(relayed)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.upstream
+            .peer()
+            .list_prompts(request)
+            .await
+            .map_err(relayed)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.upstream
+            .peer()
+            .get_prompt(request)
+            .await
+            .map(Into::into)
+            .map_err(relayed)
+    }
+}
+
+/// The upstream's answer to a relayed request, as the agent's error.
+fn relayed(e: rmcp::service::ServiceError) -> ErrorData {
+    match e {
+        rmcp::service::ServiceError::McpError(error) => error,
+        other => ErrorData::internal_error(format!("the upstream did not answer: {other}"), None),
+    }
+}

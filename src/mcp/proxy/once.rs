@@ -1,0 +1,262 @@
+//! The `once` gate: a call is claimed in the ledger under its key (with the proxy's
+//! limit, so every other process knows it may still be running), then forwarded. A
+//! final result is recorded as sent and kept, and a repeat gets it back as a replay;
+//! a lost answer is unknown, for a person to settle, and a repeat is refused until
+//! they do; a call the upstream refused before its tool ran is failed, and a repeat
+//! is forwarded as the next attempt.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, RequestMetaObject,
+};
+use rmcp::{Peer, RoleClient};
+use serde_json::{Map, Value};
+
+use super::upstream::{Forwarded, call};
+use crate::ledger::claimer;
+use crate::ledger::{Entry, Ledger, Outcome, Receipt, SendContext, SendError};
+use crate::mcp::policy::ErrorMeans;
+use crate::provider::{Provider, SendOptions};
+
+/// One call to forward, and what came back of it (kept for the agent: the upstream's
+/// own error or result, not only what the ledger records).
+pub struct ForwardCall {
+    upstream: Peer<RoleClient>,
+    params: CallToolRequestParams,
+    meta: Option<RequestMetaObject>,
+    limit: Duration,
+    error: ErrorMeans,
+    answer: Mutex<Option<Forwarded>>,
+}
+
+impl ForwardCall {
+    /// A call of `params` to `upstream`, limited to `limit`.
+    pub fn new(
+        upstream: Peer<RoleClient>,
+        params: CallToolRequestParams,
+        meta: Option<RequestMetaObject>,
+        limit: Duration,
+        error: ErrorMeans,
+    ) -> ForwardCall {
+        ForwardCall {
+            upstream,
+            params,
+            meta,
+            limit,
+            error,
+            answer: Mutex::new(None),
+        }
+    }
+
+    fn answer(&self) -> Option<Forwarded> {
+        self.answer.lock().ok()?.take()
+    }
+}
+
+/// A final result, as the ledger keeps it.
+pub struct ToolReceipt(pub CallToolResult);
+
+impl Receipt for ToolReceipt {
+    fn provider_id(&self) -> Option<String> {
+        let fields = self.0.structured_content.as_ref()?.as_object()?;
+        crate::provider::provider_id_in(fields).ok().flatten()
+    }
+
+    fn to_record(&self) -> Option<Value> {
+        serde_json::to_value(&self.0).ok()
+    }
+}
+
+#[async_trait]
+impl Provider for ForwardCall {
+    type Receipt = ToolReceipt;
+
+    async fn send(&self, context: SendContext) -> Result<ToolReceipt, SendError> {
+        // The claim recorded `limit` from its claim time: what is left of it is the
+        // upstream's, so no other process sees this attempt as over while it runs.
+        let left = self.limit.saturating_sub(context.waited);
+        let forwarded = call(&self.upstream, self.params.clone(), self.meta.clone(), left).await;
+        let verdict = match &forwarded {
+            Forwarded::Done(result) => Ok(ToolReceipt(result.clone())),
+            Forwarded::ToolError(result) if self.error == ErrorMeans::Failed => {
+                Err(SendError::definite(format!(
+                    "the tool answered with an error (isError), which the policy says means it did not act: {}",
+                    result_text(result)
+                )))
+            }
+            Forwarded::ToolError(result) => Err(SendError::uncertain(format!(
+                "the tool answered with an error (isError), which does not say whether it acted: {}",
+                result_text(result)
+            ))),
+            Forwarded::NotRun(error) => Err(SendError::definite(format!(
+                "the upstream refused the call before its tool ran: error {} ({})",
+                error.code.0,
+                crate::text::visible_inline(&error.message)
+            ))),
+            Forwarded::Lost(why) => Err(SendError::uncertain(why)),
+        };
+        if let Ok(mut answer) = self.answer.lock() {
+            *answer = Some(forwarded);
+        }
+        verdict
+    }
+}
+
+/// Runs a `once` call: claims `key`, forwards through `forward`, and turns the outcome
+/// into the agent's answer. `ledger_name` is how a person names the ledger in the
+/// command that settles an unknown call.
+pub async fn once(
+    ledger: Arc<Ledger>,
+    key: String,
+    forward: ForwardCall,
+    options: SendOptions,
+    ledger_name: String,
+) -> Result<CallToolResult, ErrorData> {
+    match ledger.once_with(&key, &forward, &options).await {
+        Ok(outcome) => answer(outcome, &forward, &key, &ledger_name, ledger.now()),
+        Err(e) => Ok(refusal(format!(
+            "The ledger refused the call, and it was not forwarded: {e}"
+        ))),
+    }
+}
+
+/// The agent's answer for what the ledger made of a forwarded call, at `now` (ms).
+pub fn answer(
+    outcome: Outcome<ToolReceipt>,
+    forward: &ForwardCall,
+    key: &str,
+    ledger_name: &str,
+    now: i64,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Outcome::Sent { result, entry } => Ok(with_meta(result.0, key, &entry, false)),
+        Outcome::Confirmed { entry, .. } | Outcome::Duplicate { entry } => Ok(replay(key, &entry)),
+        Outcome::Failed { entry, error } => match forward.answer() {
+            Some(Forwarded::NotRun(error)) => Err(error),
+            Some(Forwarded::ToolError(result)) => Ok(with_meta(result, key, &entry, false)),
+            _ => Ok(refusal(format!(
+                "The call failed and may be made again: {error}"
+            ))),
+        },
+        Outcome::Unknown {
+            entry,
+            error: Some(error),
+            ..
+        } => {
+            let settle = settle_hint(ledger_name, key);
+            match forward.answer() {
+                // The tool's own words, and what the ledger made of them.
+                Some(Forwarded::ToolError(mut result)) => {
+                    result.content.push(ContentBlock::text(format!(
+                        "send-once: the tool's error does not say whether it acted, so this call is recorded as unknown under key {key}; it will not be made again until a person settles it ({settle})."
+                    )));
+                    Ok(with_meta(result, key, &entry, false))
+                }
+                _ => Ok(with_status(
+                    refusal(format!(
+                        "Whether this call happened is unknown: {}. It is recorded as unknown under key {key} and will not be made again until a person settles it ({settle}). Do not retry it another way; tell the user it needs checking.",
+                        crate::text::visible_inline(&error.to_string())
+                    )),
+                    "unknown",
+                    key,
+                )),
+            }
+        }
+        Outcome::Unknown { entry, .. } => {
+            let running = claimer::running(&entry, now);
+            if running.may_still_run() {
+                Ok(with_status(
+                    refusal(format!(
+                        "This call is still in flight (key {key}): {}. Ask again later; it is not made twice.",
+                        running.describe()
+                    )),
+                    "in_flight",
+                    key,
+                ))
+            } else {
+                Ok(with_status(
+                    refusal(format!(
+                        "An earlier attempt of this call may or may not have happened, and it is recorded as unknown under key {key}; it will not be made again until a person settles it ({}). Do not retry it another way.",
+                        settle_hint(ledger_name, key)
+                    )),
+                    "unknown",
+                    key,
+                ))
+            }
+        }
+    }
+}
+
+/// How a person settles an unknown call.
+fn settle_hint(ledger: &str, key: &str) -> String {
+    format!(
+        "`send-once resolve {ledger} {key} sent` or `... failed`, after checking, or in the TUI's view 2"
+    )
+}
+
+/// The result the first call returned, marked as a replay.
+fn replay(key: &str, entry: &Entry) -> CallToolResult {
+    let kept = entry
+        .get("result")
+        .cloned()
+        .and_then(|r| serde_json::from_value::<CallToolResult>(r).ok());
+    match kept {
+        Some(result) => with_meta(result, key, entry, true),
+        None => with_meta(
+            CallToolResult::success(vec![ContentBlock::text(format!(
+                "This call was already made (key {key}){}; its result was not kept, so it is not shown. It was not made again.",
+                entry
+                    .get("sentAt")
+                    .and_then(Value::as_str)
+                    .map(|at| format!(" at {at}"))
+                    .unwrap_or_default()
+            ))]),
+            key,
+            entry,
+            true,
+        ),
+    }
+}
+
+/// `result` with what send-once did in its `_meta` (`send-once`: the key, the status,
+/// and whether it is a replay of the first call's result).
+fn with_meta(mut result: CallToolResult, key: &str, entry: &Entry, replay: bool) -> CallToolResult {
+    let mut ours = Map::new();
+    ours.insert("key".into(), key.into());
+    ours.insert("status".into(), entry.status().as_str().into());
+    ours.insert("replay".into(), replay.into());
+    if let Some(at) = entry.get("sentAt") {
+        ours.insert("sentAt".into(), at.clone());
+    }
+    let mut meta = result.meta.take().unwrap_or_default();
+    meta.0.insert("send-once".into(), Value::Object(ours));
+    result.meta = Some(meta);
+    result
+}
+
+/// `result` with `{status, key}` as its structured content, so an agent (or a test)
+/// reads what the proxy did without parsing its sentence.
+fn with_status(mut result: CallToolResult, status: &str, key: &str) -> CallToolResult {
+    result.structured_content = Some(serde_json::json!({"status": status, "key": key}));
+    result
+}
+
+/// An answer that is an error to the model (never success: it would report it done).
+pub fn refusal(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// A result's text contents, joined and made visible, for the ledger's record.
+pub fn result_text(result: &CallToolResult) -> String {
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    let joined = text.join(" ");
+    let short: String = joined.chars().take(500).collect();
+    crate::text::visible_inline(&short).into_owned()
+}

@@ -1,0 +1,202 @@
+//! The upstream MCP server the proxy stands in front of: started as a child process,
+//! spoken to as a client, its notifications (progress, changed lists) relayed to the
+//! agent, and each call's answer sorted by what it says about the tool having acted.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, ErrorCode, ErrorData, Implementation, ProgressNotificationParam,
+    RequestMetaObject, ServerPeerInfo, ServerResult, Tool,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt};
+
+/// Where the agent is, once it has connected: what the upstream tells the proxy is
+/// relayed there.
+pub type Downstream = Arc<OnceLock<Peer<RoleServer>>>;
+
+/// The proxy's client side: it relays the upstream's notifications to the agent.
+#[derive(Clone)]
+pub struct Relay {
+    downstream: Downstream,
+}
+
+impl ClientHandler for Relay {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // The agent's progress token was passed up as it was, so it is relayed as is.
+        if let Some(agent) = self.downstream.get() {
+            let _ = agent.notify_progress(params).await;
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(agent) = self.downstream.get() {
+            let _ = agent.notify_tool_list_changed().await;
+        }
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(agent) = self.downstream.get() {
+            let _ = agent.notify_resource_list_changed().await;
+        }
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(agent) = self.downstream.get() {
+            let _ = agent.notify_prompt_list_changed().await;
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("send-once-proxy", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// The upstream server, connected.
+pub struct Upstream {
+    service: RunningService<RoleClient, Relay>,
+    /// What it said of itself at `initialize`.
+    pub info: ServerPeerInfo,
+    /// Its tools, as it listed them at start.
+    pub tools: Vec<Tool>,
+}
+
+/// What became of a call forwarded upstream.
+#[derive(Debug)]
+pub enum Forwarded {
+    /// A final result (`isError` false).
+    Done(CallToolResult),
+    /// A final result with `isError` true: the tool says it failed, but it may have
+    /// acted before it did.
+    ToolError(CallToolResult),
+    /// A JSON-RPC error that means the tool never ran: no such tool, invalid
+    /// arguments.
+    NotRun(ErrorData),
+    /// No final answer: the upstream died, the transport closed, the limit passed, an
+    /// answer that is not final (input required, a task), or another JSON-RPC error.
+    /// Whether the tool acted is not known.
+    Lost(String),
+}
+
+impl Upstream {
+    /// Starts `command` (program and arguments) and connects to it; `downstream` is
+    /// where its notifications go once the agent is connected.
+    pub async fn start(command: &[String], downstream: Downstream) -> Result<Upstream, String> {
+        let (program, args) = command
+            .split_first()
+            .ok_or("no upstream command was given after --")?;
+        let mut child = tokio::process::Command::new(program);
+        child.args(args);
+        let transport = rmcp::transport::TokioChildProcess::new(child)
+            .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
+        let service = Relay { downstream }.serve(transport).await.map_err(|e| {
+            format!(
+                "the upstream {} did not start an MCP session: {e}",
+                shown(program)
+            )
+        })?;
+        let info = service
+            .peer_info()
+            .map(|info| (*info).clone())
+            .ok_or("the upstream gave no initialize result")?;
+        let tools = if info.capabilities.tools.is_some() {
+            service
+                .list_all_tools()
+                .await
+                .map_err(|e| format!("the upstream's tools/list failed: {e}"))?
+        } else {
+            Vec::new()
+        };
+        Ok(Upstream {
+            service,
+            info,
+            tools,
+        })
+    }
+
+    /// The connection, for the requests relayed as they are (lists, reads).
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// Forwards one call, waiting up to `limit`; `meta` is the agent's request meta
+    /// (its progress token), passed up so progress comes back to it.
+    pub async fn call(
+        &self,
+        params: CallToolRequestParams,
+        meta: Option<RequestMetaObject>,
+        limit: Duration,
+    ) -> Forwarded {
+        call(self.service.peer(), params, meta, limit).await
+    }
+
+    /// Ends the session and the upstream process.
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+/// [`Upstream::call`] on a connection.
+pub async fn call(
+    peer: &Peer<RoleClient>,
+    mut params: CallToolRequestParams,
+    meta: Option<RequestMetaObject>,
+    limit: Duration,
+) -> Forwarded {
+    params.meta = meta.clone();
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let mut options = PeerRequestOptions::with_timeout(limit);
+    if let Some(meta) = meta {
+        options = options.with_meta(meta);
+    }
+    let answer = match peer.send_request_with_option(request, options).await {
+        Ok(handle) => handle.await_response().await,
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok(ServerResult::CallToolResult(result)) if result.is_error == Some(true) => {
+            Forwarded::ToolError(result)
+        }
+        Ok(ServerResult::CallToolResult(result)) => Forwarded::Done(result),
+        Ok(ServerResult::InputRequiredResult(_)) => Forwarded::Lost(
+            "the upstream asked for more input (input_required), which the proxy does not relay yet; the call is not final".to_owned(),
+        ),
+        Ok(ServerResult::CreateTaskResult(_)) => Forwarded::Lost(
+            "the upstream answered with a task, which the proxy does not follow yet; the call is not final".to_owned(),
+        ),
+        Ok(_) => Forwarded::Lost("the upstream answered tools/call with something else than a result".to_owned()),
+        Err(ServiceError::McpError(error)) if never_ran(&error) => Forwarded::NotRun(error),
+        Err(ServiceError::McpError(error)) => Forwarded::Lost(format!(
+            "the upstream answered with error {} ({}), which does not say whether the tool acted",
+            error.code.0,
+            crate::text::visible_inline(&error.message)
+        )),
+        Err(ServiceError::Timeout { .. }) => Forwarded::Lost(format!(
+            "the upstream did not answer within {}",
+            crate::provider::Limit::new(limit).written
+        )),
+        Err(ServiceError::TransportClosed) => {
+            Forwarded::Lost("the upstream's connection closed (it may have died)".to_owned())
+        }
+        Err(e) => Forwarded::Lost(format!("the call did not complete: {e}")),
+    }
+}
+
+/// An error that says the call was refused before the tool ran: the method or the
+/// tool does not exist, or the arguments do not fit it.
+fn never_ran(error: &ErrorData) -> bool {
+    error.code == ErrorCode::METHOD_NOT_FOUND || error.code == ErrorCode::INVALID_PARAMS
+}
+
+fn shown(program: &str) -> String {
+    crate::text::visible_inline(program).into_owned()
+}

@@ -1,0 +1,322 @@
+//! `send-once mcp`: what an agent can do (submit, ask, list, withdraw its own, push
+//! facts) and what it cannot (approve, reject, replace a reviewer's edit unread, use a
+//! ledger without a review queue).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::mcp::{agent, call, ok, refused};
+use crate::harness::{expect_exit, json_stdout, send_once};
+
+fn invoice(subject: &str) -> Value {
+    json!({
+        "channel": "email",
+        "to": "Ana@Example.com",
+        "intent": "invoice reminder",
+        "window": "2026-12",
+        "payload": {"subject": subject, "amount": 120},
+        "facts": {"balance": 120}
+    })
+}
+
+/// `send-once ARGS` with the ledger put in place of `L`, as a person on shift runs it.
+fn cli(ledger: &Path, args: &[&str]) -> std::process::Output {
+    let all: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if *a == "L" {
+                ledger.to_str().unwrap()
+            } else {
+                a
+            }
+        })
+        .collect();
+    send_once(&all).output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_offers_the_queue_and_no_tool_that_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = agent("billing-agent", &dir.path().join("l.db")).await;
+    let info = client.peer_info().expect("the server's initialize result");
+    assert_eq!(info.server_info.as_ref().unwrap().name, "send-once");
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| {
+            assert!(t.output_schema.is_some(), "{} has an output schema", t.name);
+            t.name.to_string()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "draft_status",
+            "list_drafts",
+            "submit_draft",
+            "update_facts",
+            "withdraw_draft"
+        ]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_submission_is_a_draft_under_the_key_a_person_approves_and_the_agent_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let client = agent("billing-agent", &ledger).await;
+    let submitted = ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
+    assert_eq!(submitted["draftId"], 1);
+    assert_eq!(submitted["state"], "queued");
+    assert_eq!(submitted["approvalsNeeded"], 1);
+    // The key is the one `send-once key` makes: recipient normalised, window kept.
+    let key = send_once(&[
+        "key",
+        "--channel",
+        "email",
+        "--to",
+        "ana@example.com",
+        "--intent",
+        "invoice reminder",
+        "--window",
+        "2026-12",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(
+        submitted["key"].as_str().unwrap(),
+        String::from_utf8_lossy(&key.stdout).trim()
+    );
+    // The operator sees it, submitted by the client's name.
+    let queue = json_stdout(&cli(&ledger, &["approvals", "L", "--json"]), "approvals");
+    let drafts = queue
+        .as_array()
+        .or_else(|| queue["drafts"].as_array())
+        .unwrap();
+    assert_eq!(drafts[0]["submittedBy"], "billing-agent");
+    assert_eq!(drafts[0]["meta"]["to"], "Ana@Example.com");
+
+    let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
+    assert_eq!(status["state"], "pending_review");
+    assert!(
+        status["next"]
+            .as_str()
+            .unwrap()
+            .contains("has not been sent")
+    );
+
+    // A wait answers as soon as a person decides, not at its end.
+    let approver = {
+        let ledger = ledger.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            cli(&ledger, &["approve", "L", "1", "--by", "dana"])
+        })
+    };
+    let asked = Instant::now();
+    let status = ok(&call(
+        &client,
+        "draft_status",
+        json!({"draftId": 1, "waitSeconds": 30}),
+    )
+    .await);
+    expect_exit(&approver.join().unwrap(), 0, "approve");
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "the wait ended at the change"
+    );
+    assert_eq!(status["state"], "approved");
+    assert_eq!(status["decidedBy"], "dana");
+    // By key too.
+    let by_key = ok(&call(&client, "draft_status", json!({"key": submitted["key"]})).await);
+    assert_eq!(by_key["draftId"], 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_send_again_revises_its_draft_and_a_repeat_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = agent("billing-agent", &dir.path().join("l.db")).await;
+    let first = ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
+    let again = ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
+    assert_eq!(again["draftId"], first["draftId"]);
+    assert_eq!(again["unchanged"], true);
+    let revised = ok(&call(&client, "submit_draft", invoice("Invoice 7, corrected")).await);
+    assert_eq!(revised["draftId"], first["draftId"]);
+    assert_eq!(revised["revision"], 2);
+    assert_eq!(revised["newDraft"], false);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reviewers_edit_is_revised_only_by_a_submission_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let client = agent("billing-agent", &ledger).await;
+    ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, r#"{"subject":"Invoice 7 (14 days)","amount":120}"#).unwrap();
+    let edit = cli(
+        &ledger,
+        &[
+            "draft",
+            "edit",
+            "L",
+            "1",
+            "--payload",
+            edited.to_str().unwrap(),
+            "--by",
+            "dana",
+            "--seen-revision",
+            "1",
+        ],
+    );
+    expect_exit(&edit, 0, "draft edit");
+
+    let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
+    assert_eq!(status["state"], "edited_by_reviewer");
+    assert_eq!(status["editedBy"], "dana");
+
+    let unread = refused(&call(&client, "submit_draft", invoice("Invoice 7, 7 days")).await);
+    assert!(unread.contains("revision 2 (by dana)"), "{unread}");
+    assert!(unread.contains("Nothing was queued"), "{unread}");
+    let stale = refused(
+        &call(&client, "submit_draft", {
+            let mut a = invoice("Invoice 7, 7 days");
+            a["baseRevision"] = json!(1);
+            a
+        })
+        .await,
+    );
+    assert!(stale.contains("builds on revision 1"), "{stale}");
+    let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
+    assert_eq!(status["revision"], 2, "the edit stands");
+
+    let mut named = invoice("Invoice 7 (14 days), with the PO number");
+    named["baseRevision"] = json!(2);
+    let revised = ok(&call(&client, "submit_draft", named).await);
+    assert_eq!(revised["revision"], 3);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejection_reaches_the_agent_with_its_reason_and_the_key_stays_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let client = agent("billing-agent", &ledger).await;
+    ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
+    expect_exit(
+        &cli(
+            &ledger,
+            &[
+                "reject",
+                "L",
+                "1",
+                "--by",
+                "dana",
+                "--reason",
+                "paid yesterday",
+            ],
+        ),
+        0,
+        "reject",
+    );
+    let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
+    assert_eq!(status["state"], "rejected");
+    assert_eq!(status["reason"], "paid yesterday");
+    assert!(status["next"].as_str().unwrap().contains("never be sent"));
+    let again = refused(&call(&client, "submit_draft", invoice("Invoice 7 again")).await);
+    assert!(again.contains("rejected by dana"), "{again}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_withdraws_and_updates_only_its_own_drafts() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let billing = agent("billing-agent", &ledger).await;
+    let other = agent("support-agent", &ledger).await;
+    ok(&call(&billing, "submit_draft", invoice("Invoice 7")).await);
+    let not_theirs = refused(&call(&other, "withdraw_draft", json!({"draftId": 1})).await);
+    assert!(
+        not_theirs.contains("submitted by billing-agent"),
+        "{not_theirs}"
+    );
+    let not_theirs = refused(
+        &call(
+            &other,
+            "update_facts",
+            json!({"draftId": 1, "facts": {"balance": 0}}),
+        )
+        .await,
+    );
+    assert!(not_theirs.contains("not by you"), "{not_theirs}");
+
+    let updated = ok(&call(
+        &billing,
+        "update_facts",
+        json!({"draftId": 1, "facts": {"balance": 0}}),
+    )
+    .await);
+    assert_eq!(updated["state"], "pending_review");
+    let shown = json_stdout(
+        &cli(&ledger, &["draft", "show", "L", "1", "--json"]),
+        "draft show",
+    );
+    assert_eq!(shown["drift"]["changed"], 1, "{shown}");
+
+    let withdrawn = ok(&call(&billing, "withdraw_draft", json!({"draftId": 1})).await);
+    assert_eq!(withdrawn["state"], "withdrawn");
+    let listed = ok(&call(&other, "list_drafts", json!({"state": "withdrawn"})).await);
+    assert_eq!(listed["drafts"][0]["draftId"], 1);
+    let none = ok(&call(&other, "list_drafts", json!({"state": "queued"})).await);
+    assert_eq!(none["drafts"], json!([]));
+    billing.cancel().await.unwrap();
+    other.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_arguments_are_named_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let client = agent("billing-agent", &ledger).await;
+    let typo = refused(&call(&client, "draft_status", json!({"draftID": 1})).await);
+    assert!(typo.contains("unknown field `draftID`"), "{typo}");
+    let neither = refused(&call(&client, "draft_status", json!({})).await);
+    assert!(neither.contains("give draftId or key"), "{neither}");
+    // A look-alike recipient (a Cyrillic а) would be a second key for one person.
+    let mut look_alike = invoice("Invoice 7");
+    look_alike["to"] = json!("\u{0430}na@example.com");
+    let refused_key = refused(&call(&client, "submit_draft", look_alike).await);
+    assert!(refused_key.contains("to"), "{refused_key}");
+    let mut channel = invoice("Invoice 7");
+    channel["meta"] = json!({"channel": "sms"});
+    let refused_meta = refused(&call(&client, "submit_draft", channel).await);
+    assert!(refused_meta.contains("meta's channel"), "{refused_meta}");
+    let state = refused(&call(&client, "list_drafts", json!({"state": "done"})).await);
+    assert!(state.contains("not a draft state"), "{state}");
+    let listed = ok(&call(&client, "list_drafts", json!({})).await);
+    assert_eq!(listed["drafts"], json!([]), "nothing was queued");
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn a_ledger_without_a_review_queue_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("sends.jsonl");
+    let out = send_once(&["mcp", ledger.to_str().unwrap()])
+        .output()
+        .unwrap();
+    expect_exit(&out, 2, "mcp on JSON Lines");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("keeps a review queue"), "{err}");
+    assert!(!ledger.exists(), "nothing was made");
+    let out = send_once(&["mcp", "--by", " "]).output().unwrap();
+    expect_exit(&out, 2, "mcp --by blank");
+}

@@ -1,0 +1,549 @@
+//! `send-once mcp proxy` in front of a fake upstream (`examples/mcp_upstream.rs`,
+//! written with rmcp) whose tools append a line to a file each time they act: a call
+//! made twice, from two proxies, or from eight at once acts once; a lost answer is
+//! unknown until a person settles it; a held call is made once a person approved it,
+//! with the arguments they approved.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::mcp::{Client, call, connect_with, fake_upstream, ok, refused, text};
+use crate::harness::{expect_exit, json_stdout, send_once, wait_until};
+
+const POLICY: &str = r#"
+upstream = "fake"
+[default]
+mode = "hold"
+[tools.append]
+mode = "once"
+to = "to"
+exclude = ["request_id", "seconds"]
+timeout = "2s"
+[tools.append_with_progress]
+mode = "once"
+[tools.die_after]
+mode = "once"
+[tools.refuse]
+mode = "once"
+[tools.read_log]
+mode = "pass"
+"#;
+
+/// `append` held for a person instead.
+const HOLD: &str = r#"
+upstream = "fake"
+[default]
+mode = "once"
+[tools.append]
+mode = "hold"
+to = "to"
+"#;
+
+/// A ledger, a policy, the fake's log, and proxies started on them.
+struct Bench {
+    dir: tempfile::TempDir,
+    fake: PathBuf,
+}
+
+impl Bench {
+    fn new(policy: &str) -> Option<Bench> {
+        let fake = fake_upstream()?;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        std::fs::write(&path, policy).unwrap();
+        Some(Bench { dir, fake })
+    }
+
+    fn ledger(&self) -> PathBuf {
+        self.dir.path().join("l.db")
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("acted.log")
+    }
+
+    /// The lines the upstream's tools wrote: one per time a tool acted.
+    fn acted(&self) -> Vec<String> {
+        std::fs::read_to_string(self.log())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    async fn proxy(&self, agent: &str, extra: &[&str]) -> Client {
+        let ledger = self.ledger();
+        let policy = self.dir.path().join("policy.toml");
+        let mut args = vec![
+            "mcp",
+            "proxy",
+            ledger.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", self.fake.to_str().unwrap()]);
+        connect_with(agent, &args, &[("FAKE_UPSTREAM_LOG", &self.log())]).await
+    }
+
+    /// `send-once ARGS` with the ledger in place of `L`.
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        let ledger = self.ledger();
+        let all: Vec<&str> = args
+            .iter()
+            .map(|a| {
+                if *a == "L" {
+                    ledger.to_str().unwrap()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        send_once(&all).output().unwrap()
+    }
+}
+
+fn meta_of(result: &rmcp::model::CallToolResult) -> Value {
+    result
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("send-once").cloned())
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_once_call_made_twice_acts_once_and_the_second_gets_the_first_result() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let args = json!({"line": "hello ana", "to": "Ana@Example.com", "request_id": "r1"});
+    let first = call(&agent, "append", args.clone()).await;
+    assert_eq!(ok(&first)["written"], "hello ana");
+    assert_eq!(meta_of(&first)["replay"], false);
+    // The same call with another volatile id: the same key.
+    let again = call(
+        &agent,
+        "append",
+        json!({"line": "hello ana", "to": "ana@example.com", "request_id": "r2"}),
+    )
+    .await;
+    assert_eq!(ok(&again), ok(&first), "the first call's result again");
+    assert_eq!(meta_of(&again)["replay"], true);
+    assert_eq!(bench.acted(), ["hello ana"]);
+    // A second proxy process on the same ledger: still once.
+    agent.cancel().await.unwrap();
+    let other = bench.proxy("other-agent", &[]).await;
+    let replayed = call(&other, "append", args).await;
+    assert_eq!(meta_of(&replayed)["replay"], true);
+    assert_eq!(bench.acted(), ["hello ana"]);
+    // The entry says what and where, for the operator.
+    let key = meta_of(&first)["key"].as_str().unwrap().to_owned();
+    let shown = json_stdout(&bench.cli(&["show", "L", &key, "--json"]), "show");
+    let entry = shown.get("entry").unwrap_or(&shown);
+    assert_eq!(entry["meta"]["tool"], "append", "{shown}");
+    assert_eq!(entry["meta"]["upstream"], "fake");
+    assert_eq!(entry["meta"]["to"], "Ana@Example.com");
+    other.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eight_agents_making_the_same_call_at_once_make_it_once() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let bench = std::sync::Arc::new(bench);
+    let mut runs = Vec::new();
+    for n in 0..8 {
+        let bench = std::sync::Arc::clone(&bench);
+        runs.push(tokio::spawn(async move {
+            let agent = bench.proxy(&format!("agent-{n}"), &[]).await;
+            let args = json!({"line": "pay 10", "to": "ana@example.com", "seconds": 1});
+            let answer = call(&agent, "append", args).await;
+            agent.cancel().await.unwrap();
+            answer
+        }));
+    }
+    let mut made = 0;
+    for run in runs {
+        let answer = run.await.unwrap();
+        if answer.is_error == Some(true) {
+            let said = answer.structured_content.clone().unwrap_or_default();
+            assert!(
+                ["in_flight"].contains(&said["status"].as_str().unwrap_or_default()),
+                "{}",
+                text(&answer)
+            );
+        } else if meta_of(&answer)["replay"] == false {
+            made += 1;
+        }
+    }
+    assert_eq!(made, 1, "one agent's call was made");
+    assert_eq!(bench.acted(), ["pay 10"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_past_its_limit_is_unknown_refused_again_until_a_person_settles_it() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let slow = json!({"line": "late", "to": "ana@example.com", "seconds": 5});
+    let lost = call(&agent, "append", slow).await;
+    let said = lost.structured_content.clone().unwrap();
+    assert_eq!(said["status"], "unknown", "{}", text(&lost));
+    assert!(text(&lost).contains("send-once resolve"), "{}", text(&lost));
+    let key = said["key"].as_str().unwrap().to_owned();
+    let quick = json!({"line": "late", "to": "ana@example.com", "seconds": 0});
+    let again = call(&agent, "append", quick.clone()).await;
+    assert_eq!(again.structured_content.unwrap()["status"], "unknown");
+    // The operator's audit lists it with its tool, upstream and recipient.
+    let audit = bench.cli(&["audit", "L", "--json"]);
+    let listed: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let unknown = &listed["unknown"][0];
+    assert_eq!(unknown["key"], key.as_str(), "{listed}");
+    assert_eq!(unknown["meta"]["tool"], "append", "{listed}");
+    assert_eq!(unknown["meta"]["upstream"], "fake", "{listed}");
+    assert_eq!(unknown["meta"]["to"], "ana@example.com", "{listed}");
+    // A person checked: it did not happen. The next call is made.
+    expect_exit(
+        &bench.cli(&[
+            "resolve",
+            "L",
+            &key,
+            "failed",
+            "--by",
+            "ops",
+            "--note",
+            "checked the outbox",
+        ]),
+        0,
+        "resolve failed",
+    );
+    let made = call(&agent, "append", quick).await;
+    assert_eq!(ok(&made)["written"], "late");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_dies_mid_call_leaves_the_call_unknown() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let died = call(&agent, "die_after", json!({"line": "maybe"})).await;
+    assert_eq!(
+        died.structured_content.clone().unwrap()["status"],
+        "unknown",
+        "{}",
+        text(&died)
+    );
+    assert_eq!(bench.acted(), ["maybe"], "it acted before it died");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_error_is_unknown_unless_the_policy_says_failed_and_a_refused_call_may_be_made_again()
+ {
+    let Some(bench) = Bench::new(&format!(
+        "{POLICY}\n[tools.refuse_failed]\nmode = \"once\"\nerror = \"failed\"\n"
+    )) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let error = call(&agent, "refuse", json!({"line": "x"})).await;
+    assert!(refused(&error).contains("refused to write x"));
+    assert!(
+        text(&error).contains("recorded as unknown"),
+        "{}",
+        text(&error)
+    );
+    // An unknown tool: the upstream says it never ran, so it is failed, not unknown.
+    let missing = agent
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("no_such_tool")
+                .with_arguments(json!({"line": "x"}).as_object().unwrap().clone()),
+        )
+        .await;
+    assert!(missing.is_err() || missing.as_ref().unwrap().is_error == Some(true));
+    let again = agent
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("no_such_tool")
+                .with_arguments(json!({"line": "x"}).as_object().unwrap().clone()),
+        )
+        .await;
+    let again_text = match &again {
+        Ok(result) => text(result),
+        Err(e) => e.to_string(),
+    };
+    assert!(!again_text.contains("recorded as unknown"), "{again_text}");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pass_tool_is_forwarded_every_time_and_progress_comes_back() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    call(
+        &agent,
+        "append",
+        json!({"line": "one", "to": "a@example.com"}),
+    )
+    .await;
+    for _ in 0..2 {
+        let read = call(&agent, "read_log", json!({})).await;
+        assert!(text(&read).contains("one"), "{}", text(&read));
+    }
+    let tools: Vec<String> = agent
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(tools.contains(&"send_once_status".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"append".to_owned()));
+    agent.cancel().await.unwrap();
+}
+
+fn proxy_pid(ledger: &Path) -> Option<u32> {
+    let needle = format!("mcp\0proxy\0{}\0", ledger.display());
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|d| {
+        let pid: u32 = d.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(d.path().join("cmdline")).ok()?;
+        String::from_utf8_lossy(&cmdline)
+            .contains(&needle)
+            .then_some(pid)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_killed_mid_call_leaves_the_call_pending_never_lost() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let pid = proxy_pid(&bench.ledger()).expect("the proxy's process");
+    let slow = tokio::spawn(async move {
+        let args = json!({"line": "cut", "to": "ana@example.com", "seconds": 1.5});
+        let _ = agent
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("append")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await;
+    });
+    wait_until("the call is claimed", Duration::from_secs(10), || {
+        let audit = bench.cli(&["ls", "L", "--json"]);
+        String::from_utf8_lossy(&audit.stdout).contains("pending")
+    });
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let _ = slow.await;
+    let audit = bench.cli(&["audit", "L", "--json"]);
+    let listed: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let unknown = &listed["unknown"][0];
+    assert_eq!(
+        unknown["meta"]["tool"], "append",
+        "the claim stays, unknown: {listed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approved() {
+    let Some(bench) = Bench::new(HOLD) else {
+        return;
+    };
+    let agent = bench.proxy("billing-agent", &[]).await;
+    let args = json!({"line": "pay 10", "to": "ana@example.com"});
+    let held = call(&agent, "append", args.clone()).await;
+    let said = held.structured_content.clone().unwrap();
+    assert_eq!(said["status"], "held", "{}", text(&held));
+    assert!(text(&held).contains("NOT made"));
+    assert_eq!(said["draftId"], 1);
+    assert!(bench.acted().is_empty());
+    // Asking again is the same draft, still held.
+    let again = call(&agent, "append", args.clone()).await;
+    assert_eq!(again.structured_content.unwrap()["draftId"], 1);
+
+    // A reviewer edits it and another approves the edit.
+    let edited = bench.dir.path().join("edited.json");
+    std::fs::write(&edited, r#"{"line":"pay 12","to":"ana@example.com"}"#).unwrap();
+    expect_exit(
+        &bench.cli(&[
+            "draft",
+            "edit",
+            "L",
+            "1",
+            "--payload",
+            edited.to_str().unwrap(),
+            "--seen-revision",
+            "1",
+            "--by",
+            "dana",
+        ]),
+        0,
+        "draft edit",
+    );
+    expect_exit(
+        &bench.cli(&["approve", "L", "1", "--revision", "2", "--by", "erin"]),
+        0,
+        "approve",
+    );
+    // Only the proxy makes it.
+    let dispatch = bench.cli(&["dispatch", "L", "1", "--", "true"]);
+    expect_exit(&dispatch, 2, "dispatch of a held call");
+    assert!(String::from_utf8_lossy(&dispatch.stderr).contains("send-once mcp proxy"));
+
+    let made = call(&agent, "send_once_status", json!({"draftId": 1})).await;
+    assert_eq!(
+        ok(&made)["written"],
+        "pay 12",
+        "the approved arguments went upstream"
+    );
+    let repeat = call(&agent, "append", args).await;
+    assert_eq!(ok(&repeat)["written"], "pay 12");
+    assert_eq!(meta_of(&repeat)["replay"], true);
+    assert_eq!(bench.acted(), ["pay 12"]);
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_held_call_says_why_and_two_of_two_hold_until_both_approve() {
+    let Some(bench) = Bench::new(HOLD) else {
+        return;
+    };
+    let agent = bench.proxy("billing-agent", &[]).await;
+    call(
+        &agent,
+        "append",
+        json!({"line": "wire 500", "to": "bob@example.com"}),
+    )
+    .await;
+    expect_exit(
+        &bench.cli(&[
+            "reject",
+            "L",
+            "1",
+            "--by",
+            "dana",
+            "--reason",
+            "not this month",
+        ]),
+        0,
+        "reject",
+    );
+    let no = call(&agent, "send_once_status", json!({"draftId": 1})).await;
+    assert!(refused(&no).contains("not this month"), "{}", text(&no));
+
+    expect_exit(
+        &bench.cli(&[
+            "policy",
+            "L",
+            "--approvals",
+            "2",
+            "--channel",
+            "mcp:fake",
+            "--by",
+            "ops",
+        ]),
+        0,
+        "policy",
+    );
+    let held = call(
+        &agent,
+        "append",
+        json!({"line": "wire 200", "to": "bob@example.com"}),
+    )
+    .await;
+    let id = held.structured_content.unwrap()["draftId"]
+        .as_i64()
+        .unwrap();
+    let id = id.to_string();
+    expect_exit(
+        &bench.cli(&["approve", "L", &id, "--by", "erin"]),
+        0,
+        "first approval",
+    );
+    let one = call(
+        &agent,
+        "send_once_status",
+        json!({"draftId": id.parse::<i64>().unwrap()}),
+    )
+    .await;
+    assert!(refused(&one).contains("1 of 2"), "{}", text(&one));
+    assert!(bench.acted().is_empty());
+    expect_exit(
+        &bench.cli(&["approve", "L", &id, "--by", "frank"]),
+        0,
+        "second approval",
+    );
+    let made = call(
+        &agent,
+        "send_once_status",
+        json!({"draftId": id.parse::<i64>().unwrap()}),
+    )
+    .await;
+    assert_eq!(ok(&made)["written"], "wire 200");
+    assert_eq!(bench.acted(), ["wire 200"]);
+    agent.cancel().await.unwrap();
+}
+
+#[test]
+fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
+    let Some(bench) = Bench::new("upstream = \"fake\"\n") else {
+        return;
+    };
+    let policy = bench.dir.path().join("policy.toml");
+    let out = send_once(&[
+        "mcp",
+        "proxy",
+        bench.ledger().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--",
+        bench.fake.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "a policy without [default]");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no [default]"));
+
+    std::fs::write(&policy, POLICY).unwrap();
+    let out = send_once(&[
+        "mcp",
+        "proxy",
+        bench.ledger().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--status-tool",
+        "append",
+        "--",
+        bench.fake.to_str().unwrap(),
+    ])
+    .env("FAKE_UPSTREAM_LOG", bench.log())
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "a status tool named like an upstream tool");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--status-tool"));
+
+    let jsonl = bench.dir.path().join("l.jsonl");
+    let out = send_once(&[
+        "mcp",
+        "proxy",
+        jsonl.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--",
+        bench.fake.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "a policy that holds on JSON Lines");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("review queue"));
+}
