@@ -38,6 +38,32 @@ struct ConfigFile {
     verify: BTreeMap<String, String>,
 }
 
+/// The `[send]` table of the config file at `path`: the send command per channel that
+/// `send-once mcp`'s `dispatch_draft` runs (an agent never names one). A missing file
+/// is an empty table.
+pub fn send_commands(path: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+    #[derive(Deserialize)]
+    struct SendTable {
+        #[serde(default)]
+        send: BTreeMap<String, String>,
+    }
+    let text = match read_operators_file(path) {
+        Ok(Ok(text)) => text,
+        Ok(Err(why)) => return Err(format!("config {} {why}", shown(path))),
+        Err(_) => return Ok(BTreeMap::new()),
+    };
+    let table: SendTable = toml::from_str(&text)
+        .map_err(|e| format!("config {}: {}", shown(path), toml_problem(&text, &e)))?;
+    table
+        .send
+        .into_iter()
+        .map(|(channel, line)| {
+            let argv = split_command(&format!("send.{}", toml_key(&channel)), &line)?;
+            Ok((crate::review::quorum::normalise_channel(&channel), argv))
+        })
+        .collect()
+}
+
 /// Where the config file is: `$SEND_ONCE_CONFIG` when set, else `config.toml` in the
 /// user's config directory; `None` when there is no home to look in.
 pub fn config_path() -> Option<PathBuf> {

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use rmcp::ServiceExt;
 use send_once::LedgerLocation;
 use send_once::ledger::Access;
-use send_once::mcp::agent::AgentServer;
+use send_once::mcp::agent::{AgentServer, SendCommands};
 use send_once::mcp::policy::{Mode, Policy};
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
 use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL};
@@ -31,6 +31,9 @@ pub struct McpArgs {
     /// Who submits the drafts (default: the name the MCP client gives when it connects)
     #[arg(long)]
     pub by: Option<String>,
+    /// CHANNEL=CMD: offer dispatch_draft, sending an approved draft of CHANNEL through CMD (split as a shell would; repeatable; also the config file's [send] table)
+    #[arg(long, value_name = "CHANNEL=CMD")]
+    pub send: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -84,7 +87,12 @@ pub fn mcp(args: &McpArgs) -> Exit {
         Ok(store) => store,
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
-    let server = AgentServer::new(Review::new(store, clock()), args.by.clone());
+    let send = match send_commands(&args.send) {
+        Ok(send) => send,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let ledger = ledger_over(store.clone());
+    let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
     let served = runtime.block_on(async {
         let service = server.serve(rmcp::transport::stdio()).await?;
         service.waiting().await?;
@@ -94,6 +102,29 @@ pub fn mcp(args: &McpArgs) -> Exit {
         Ok(()) => Exit::Ok,
         Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),
     }
+}
+
+/// The send commands `dispatch_draft` may run: the config file's `[send]` table, then
+/// each `--send CHANNEL=CMD` over it.
+fn send_commands(flags: &[String]) -> Result<SendCommands, String> {
+    let mut commands = match send_once::config::config_path() {
+        Some(path) => send_once::config::send_commands(&path)?,
+        None => Default::default(),
+    };
+    for flag in flags {
+        let Some((channel, command)) = flag.split_once('=') else {
+            return Err(format!(
+                "--send {} is not CHANNEL=CMD (say email='mailer --send')",
+                visible_inline(flag)
+            ));
+        };
+        if channel.trim().is_empty() {
+            return Err(format!("--send {} names no channel", visible_inline(flag)));
+        }
+        let argv = send_once::provider::split_command("--send", command)?;
+        commands.insert(send_once::review::quorum::normalise_channel(channel), argv);
+    }
+    Ok(SendCommands(commands))
 }
 
 fn check_by(by: Option<&str>) -> Result<(), String> {

@@ -19,7 +19,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod dispatch;
+
+pub use dispatch::{DispatchAnswer, DispatchDraft, SendCommands};
+
 use super::status::DraftStatus;
+use crate::ledger::Ledger;
 use crate::ledger::key::{self, Window};
 use crate::review::quorum::{normalise_channel, same_person};
 use crate::review::{Base, Draft, DraftState, Review, ReviewError, Submission, Verdict};
@@ -41,7 +46,9 @@ const MAX_LIST: i64 = 100;
 /// The MCP server an agent talks to: the ledger's review queue, and who submits.
 pub struct AgentServer {
     review: Arc<Review>,
+    ledger: Arc<Ledger>,
     by: Option<String>,
+    send: SendCommands,
     tool_router: ToolRouter<AgentServer>,
 }
 
@@ -159,14 +166,43 @@ pub struct UpdateFacts {
 
 #[tool_router(router = tool_router)]
 impl AgentServer {
-    /// A server over `review`, whose drafts are submitted by `by`, else by the name
-    /// the client gives when it connects.
-    pub fn new(review: Review, by: Option<String>) -> AgentServer {
+    /// A server over `review` (and `ledger`, the same store), whose drafts are
+    /// submitted by `by`, else by the name the client gives when it connects.
+    /// `dispatch_draft` is offered only when the operator gave `send` commands.
+    pub fn new(
+        review: Review,
+        ledger: Ledger,
+        by: Option<String>,
+        send: SendCommands,
+    ) -> AgentServer {
+        let mut tool_router = Self::tool_router();
+        if send.0.is_empty() {
+            tool_router.remove_route("dispatch_draft");
+        }
         AgentServer {
             review: Arc::new(review),
+            ledger: Arc::new(ledger),
             by,
-            tool_router: Self::tool_router(),
+            send,
+            tool_router,
         }
+    }
+
+    #[tool(
+        description = "Send an approved draft, once, through the send command the operator configured for its channel. Refused when it is not approved, its approval ran out, its payload or facts changed since, or it was rejected. Asking again answers from the ledger: it is never sent twice.",
+        annotations(
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn dispatch_draft(
+        &self,
+        Parameters(args): Parameters<DispatchDraft>,
+    ) -> Result<Json<DispatchAnswer>, String> {
+        dispatch::dispatch(&self.review, &self.ledger, &self.send, args.draft_id)
+            .await
+            .map(Json)
     }
 
     #[tool(

@@ -320,3 +320,63 @@ fn a_ledger_without_a_review_queue_is_refused_at_start() {
     let out = send_once(&["mcp", "--by", " "]).output().unwrap();
     expect_exit(&out, 2, "mcp --by blank");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approved_draft_is_dispatched_once_through_the_operators_command_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let sent = dir.path().join("sent.log");
+    let send = format!(
+        "email=sh -c 'cat >> {}; echo; echo {{\\\"id\\\":\\\"m-1\\\"}}'",
+        sent.display()
+    );
+    let client = crate::harness::mcp::connect(
+        "billing-agent",
+        &["mcp", ledger.to_str().unwrap(), "--send", &send],
+    )
+    .await;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"dispatch_draft".to_owned()), "{names:?}");
+    ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
+    let early = refused(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
+    assert!(early.contains("not approved"), "{early}");
+    assert!(!sent.exists());
+    expect_exit(
+        &cli(&ledger, &["approve", "L", "1", "--by", "dana"]),
+        0,
+        "approve",
+    );
+    let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
+    assert_eq!(done["outcome"], "sent", "{done}");
+    assert_eq!(done["providerId"], "m-1");
+    let again = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
+    assert_eq!(again["outcome"], "already_sent", "{again}");
+    let written = std::fs::read_to_string(&sent).unwrap();
+    assert_eq!(written.matches("Invoice 7").count(), 1, "{written}");
+    let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
+    assert_eq!(status["state"], "dispatched");
+    assert_eq!(status["ledger"]["status"], "sent");
+
+    // Another channel has no command here: the operator dispatches it.
+    let mut sms = invoice("reminder");
+    sms["channel"] = json!("sms");
+    sms["to"] = json!("+44 7700 900123");
+    ok(&call(&client, "submit_draft", sms).await);
+    expect_exit(
+        &cli(&ledger, &["approve", "L", "2", "--by", "dana"]),
+        0,
+        "approve",
+    );
+    let none = refused(&call(&client, "dispatch_draft", json!({"draftId": 2})).await);
+    assert!(
+        none.contains("no send command is configured for channel sms"),
+        "{none}"
+    );
+    client.cancel().await.unwrap();
+}

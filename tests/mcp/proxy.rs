@@ -141,6 +141,20 @@ async fn a_once_call_made_twice_acts_once_and_the_second_gets_the_first_result()
     assert_eq!(bench.acted(), ["hello ana"]);
     // The entry says what and where, for the operator.
     let key = meta_of(&first)["key"].as_str().unwrap().to_owned();
+    // `send-once key` computes it from the policy and the arguments.
+    let policy = bench.dir.path().join("policy.toml");
+    let computed = send_once(&[
+        "key",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--tool",
+        "append",
+        "--args",
+        r#"{"to":"ANA@example.com","line":"hello ana","request_id":"r9"}"#,
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(String::from_utf8_lossy(&computed.stdout).trim(), key);
     let shown = json_stdout(&bench.cli(&["show", "L", &key, "--json"]), "show");
     let entry = shown.get("entry").unwrap_or(&shown);
     assert_eq!(entry["meta"]["tool"], "append", "{shown}");
@@ -245,41 +259,199 @@ async fn an_upstream_that_dies_mid_call_leaves_the_call_unknown() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_tool_error_is_unknown_unless_the_policy_says_failed_and_a_refused_call_may_be_made_again()
- {
-    let Some(bench) = Bench::new(&format!(
-        "{POLICY}\n[tools.refuse_failed]\nmode = \"once\"\nerror = \"failed\"\n"
-    )) else {
+async fn a_verify_command_settles_a_lost_answer_as_made() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    // The check protocol: exit 0 with the provider's record (a JSON object) when the
+    // call happened, 1 when it did not.
+    let verify = bench.dir.path().join("verify.sh");
+    std::fs::write(
+        &verify,
+        "grep -qx maybe \"$FAKE_UPSTREAM_LOG\" && echo '{\"line\":\"maybe\"}' || exit 1\n",
+    )
+    .unwrap();
+    let policy = POLICY.replace(
+        "[tools.die_after]\nmode = \"once\"\n",
+        &format!(
+            "[tools.die_after]\nmode = \"once\"\nverify = \"sh {}\"\n",
+            verify.display()
+        ),
+    );
+    std::fs::write(bench.dir.path().join("policy.toml"), policy).unwrap();
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let made = call(&agent, "die_after", json!({"line": "maybe"})).await;
+    assert!(
+        text(&made).contains("found that it happened"),
+        "{}",
+        text(&made)
+    );
+    assert_eq!(meta_of(&made)["status"], "sent");
+    assert_eq!(bench.acted(), ["maybe"]);
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_is_error_answer_is_unknown_unless_the_policy_says_it_means_failed() {
+    let Some(bench) = Bench::new(POLICY) else {
         return;
     };
     let agent = bench.proxy("mailer-agent", &[]).await;
     let error = call(&agent, "refuse", json!({"line": "x"})).await;
-    assert!(refused(&error).contains("refused to write x"));
+    assert!(
+        refused(&error).contains("refused to write x"),
+        "the tool's words"
+    );
     assert!(
         text(&error).contains("recorded as unknown"),
         "{}",
         text(&error)
     );
-    // An unknown tool: the upstream says it never ran, so it is failed, not unknown.
-    let missing = agent
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("no_such_tool")
-                .with_arguments(json!({"line": "x"}).as_object().unwrap().clone()),
-        )
-        .await;
-    assert!(missing.is_err() || missing.as_ref().unwrap().is_error == Some(true));
-    let again = agent
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("no_such_tool")
-                .with_arguments(json!({"line": "x"}).as_object().unwrap().clone()),
-        )
-        .await;
-    let again_text = match &again {
-        Ok(result) => text(result),
-        Err(e) => e.to_string(),
-    };
-    assert!(!again_text.contains("recorded as unknown"), "{again_text}");
+    assert_eq!(meta_of(&error)["status"], "pending");
+    let again = call(&agent, "refuse", json!({"line": "x"})).await;
+    assert_eq!(again.structured_content.unwrap()["status"], "unknown");
     agent.cancel().await.unwrap();
+
+    let failed = Bench::new(&POLICY.replace(
+        "[tools.refuse]\nmode = \"once\"\n",
+        "[tools.refuse]\nmode = \"once\"\nerror = \"failed\"\n",
+    ))
+    .unwrap();
+    let agent = failed.proxy("mailer-agent", &[]).await;
+    for attempt in 1..=2 {
+        let error = call(&agent, "refuse", json!({"line": "x"})).await;
+        assert!(refused(&error).contains("refused to write x"));
+        assert_eq!(meta_of(&error)["status"], "failed", "attempt {attempt}");
+    }
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_the_upstream_refused_before_it_ran_is_failed_and_may_be_made_again() {
+    let Some(bench) = Bench::new(&POLICY.replace("mode = \"hold\"", "mode = \"once\"")) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    for _ in 0..2 {
+        let answer = agent
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("no_such_tool")
+                    .with_arguments(json!({"line": "x"}).as_object().unwrap().clone()),
+            )
+            .await;
+        let said = answer
+            .expect_err("the upstream's own error, relayed")
+            .to_string();
+        assert!(said.contains("tool not found"), "{said}");
+    }
+    let listed = json_stdout(&bench.cli(&["ls", "L", "--json"]), "ls");
+    let listed = listed
+        .as_array()
+        .or_else(|| listed["entries"].as_array())
+        .unwrap()
+        .clone();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["status"], "failed", "{listed:?}");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_gives_up_does_not_stop_the_call_and_its_retry_gets_the_result() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let args = json!({"line": "slow", "to": "ana@example.com", "seconds": 1.0});
+    let params = rmcp::model::CallToolRequestParams::new("append")
+        .with_arguments(args.as_object().unwrap().clone());
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = agent
+        .peer()
+        .send_request_with_option(
+            request,
+            PeerRequestOptions::with_timeout(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap();
+    assert!(handle.await_response().await.is_err(), "the agent gave up");
+    wait_until("the call is made anyway", Duration::from_secs(10), || {
+        bench.acted() == ["slow"]
+    });
+    let replay = call(&agent, "append", args).await;
+    assert_eq!(ok(&replay)["written"], "slow");
+    assert_eq!(meta_of(&replay)["replay"], true);
+    assert_eq!(bench.acted(), ["slow"]);
+    agent.cancel().await.unwrap();
+}
+
+#[derive(Clone, Default)]
+struct Listener(std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.progress);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_upstreams_progress_reaches_the_agent_through_the_proxy() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{NumberOrString, ProgressToken, RequestMetaObject};
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let policy = bench.dir.path().join("policy.toml");
+    let mut command = tokio::process::Command::new(crate::harness::bin());
+    command
+        .args(["mcp", "proxy", bench.ledger().to_str().unwrap(), "--policy"])
+        .arg(&policy)
+        .arg("--")
+        .arg(&bench.fake)
+        .env("FAKE_UPSTREAM_LOG", bench.log());
+    let listener = Listener::default();
+    let agent = listener
+        .clone()
+        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let mut params = rmcp::model::CallToolRequestParams::new("append_with_progress")
+        .with_arguments(json!({"line": "p"}).as_object().unwrap().clone());
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::String("tok-1".into()),
+    )));
+    let result = agent.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    // Relayed in order: a notification overtaken by a later one is dropped, never
+    // relayed after it (progress only increases).
+    wait_until(
+        "the last progress came back",
+        Duration::from_secs(5),
+        || listener.0.lock().unwrap().last() == Some(&3.0),
+    );
+    let seen = listener.0.lock().unwrap().clone();
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_hint_lets_an_unnamed_tool_pass_only_when_trusted() {
+    let Some(bench) = Bench::new("upstream = \"fake\"\n[default]\nmode = \"hold\"\n") else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let held = call(&agent, "echo", json!({"line": "hi"})).await;
+    assert_eq!(held.structured_content.unwrap()["status"], "held");
+    agent.cancel().await.unwrap();
+    let trusting = bench.proxy("mailer-agent", &["--trust-annotations"]).await;
+    let passed = call(&trusting, "echo", json!({"line": "hi"})).await;
+    assert_eq!(text(&passed), "hi");
+    trusting.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

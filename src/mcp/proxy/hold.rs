@@ -254,10 +254,12 @@ async fn make(
         Some(context.meta.clone()),
         limit,
         rule.error,
-    );
+    )
+    .verified_by(rule.verify.clone());
     let options = match SendOptions::builder()
         .meta(draft.meta.clone().unwrap_or_default())
         .limit(limit)
+        .verify(rule.verify.is_some())
         .build()
     {
         Ok(options) => options,

@@ -193,7 +193,11 @@ impl ProxyServer {
         limit: Duration,
     ) -> Result<CallToolResponse, ErrorData> {
         let meta = entry_meta(&self.config.policy.upstream, &params.name, rule, &key);
-        let options = match SendOptions::builder().meta(meta).limit(limit).build() {
+        let options = SendOptions::builder()
+            .meta(meta)
+            .limit(limit)
+            .verify(rule.verify.is_some());
+        let options = match options.build() {
             Ok(options) => options,
             Err(e) => return Ok(refusal(format!("The call was not made: {e}")).into()),
         };
@@ -203,7 +207,8 @@ impl ProxyServer {
             Some(context.meta.clone()),
             limit,
             rule.error,
-        );
+        )
+        .verified_by(rule.verify.clone());
         let guard = self.in_flight.start();
         let ledger = Arc::clone(&self.config.ledger);
         let ledger_name = self.config.ledger_name.clone();

@@ -19,7 +19,9 @@ use super::upstream::{Forwarded, call};
 use crate::ledger::claimer;
 use crate::ledger::{Entry, Ledger, Outcome, Receipt, SendContext, SendError};
 use crate::mcp::policy::ErrorMeans;
-use crate::provider::{Provider, SendOptions};
+use crate::provider::{
+    CheckAnswer, CheckCommand, CheckKind, DEFAULT_CHECK_TIMEOUT, Limit, Provider, SendOptions,
+};
 
 /// One call to forward, and what came back of it (kept for the agent: the upstream's
 /// own error or result, not only what the ledger records).
@@ -29,6 +31,7 @@ pub struct ForwardCall {
     meta: Option<RequestMetaObject>,
     limit: Duration,
     error: ErrorMeans,
+    verify: Option<Vec<String>>,
     answer: Mutex<Option<Forwarded>>,
 }
 
@@ -47,8 +50,17 @@ impl ForwardCall {
             meta,
             limit,
             error,
+            verify: None,
             answer: Mutex::new(None),
         }
+    }
+
+    /// The same call, with the rule's verify command: asked, as `run --verify` asks
+    /// its own, after an uncertain answer and about a call left pending, whether the
+    /// upstream acted (it reads the entry as JSON on stdin).
+    pub fn verified_by(mut self, verify: Option<Vec<String>>) -> ForwardCall {
+        self.verify = verify;
+        self
     }
 
     fn answer(&self) -> Option<Forwarded> {
@@ -103,6 +115,20 @@ impl Provider for ForwardCall {
         }
         verdict
     }
+
+    async fn verify(&self, entry: &Entry) -> CheckAnswer {
+        let Some(argv) = &self.verify else {
+            return CheckAnswer::inconclusive("the policy names no verify command for this tool");
+        };
+        CheckCommand {
+            kind: CheckKind::Verify,
+            argv,
+            timeout: &Limit::new(DEFAULT_CHECK_TIMEOUT),
+            echo_stderr: false,
+        }
+        .ask(entry)
+        .await
+    }
 }
 
 /// Runs a `once` call: claims `key`, forwards through `forward`, and turns the outcome
@@ -133,7 +159,16 @@ pub fn answer(
 ) -> Result<CallToolResult, ErrorData> {
     match outcome {
         Outcome::Sent { result, entry } => Ok(with_meta(result.0, key, &entry, false)),
-        Outcome::Confirmed { entry, .. } | Outcome::Duplicate { entry } => Ok(replay(key, &entry)),
+        Outcome::Duplicate { entry } => Ok(replay(key, &entry)),
+        // The upstream's answer was lost, and the verify command found the call made.
+        Outcome::Confirmed { entry, .. } => Ok(with_meta(
+            CallToolResult::success(vec![ContentBlock::text(format!(
+                "This call was made (key {key}): its answer was lost, and the policy's verify command found that it happened. Its result is not known here; it will not be made again."
+            ))]),
+            key,
+            &entry,
+            false,
+        )),
         Outcome::Failed { entry, error } => match forward.answer() {
             Some(Forwarded::NotRun(error)) => Err(error),
             Some(Forwarded::ToolError(result)) => Ok(with_meta(result, key, &entry, false)),
@@ -144,9 +179,18 @@ pub fn answer(
         Outcome::Unknown {
             entry,
             error: Some(error),
-            ..
+            checked,
         } => {
             let settle = settle_hint(ledger_name, key);
+            let checked = match checked {
+                Some(CheckAnswer::Inconclusive { why }) => {
+                    format!(" The verify command could not say: {why}.")
+                }
+                Some(CheckAnswer::NotThere) => {
+                    " The verify command found no record of it yet, which right after a call proves nothing.".to_owned()
+                }
+                _ => String::new(),
+            };
             match forward.answer() {
                 // The tool's own words, and what the ledger made of them.
                 Some(Forwarded::ToolError(mut result)) => {
@@ -157,7 +201,7 @@ pub fn answer(
                 }
                 _ => Ok(with_status(
                     refusal(format!(
-                        "Whether this call happened is unknown: {}. It is recorded as unknown under key {key} and will not be made again until a person settles it ({settle}). Do not retry it another way; tell the user it needs checking.",
+                        "Whether this call happened is unknown: {}.{checked} It is recorded as unknown under key {key} and will not be made again until a person settles it ({settle}). Do not retry it another way; tell the user it needs checking.",
                         crate::text::visible_inline(&error.to_string())
                     )),
                     "unknown",

@@ -2,12 +2,13 @@
 //! spoken to as a client, its notifications (progress, changed lists) relayed to the
 //! agent, and each call's answer sorted by what it says about the tool having acted.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, ErrorCode, ErrorData, Implementation, ProgressNotificationParam,
+    ClientRequest, ErrorCode, ErrorData, Implementation, ProgressNotificationParam, ProgressToken,
     RequestMetaObject, ServerPeerInfo, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
@@ -21,7 +22,14 @@ pub type Downstream = Arc<OnceLock<Peer<RoleServer>>>;
 #[derive(Clone)]
 pub struct Relay {
     downstream: Downstream,
+    /// The last progress relayed per token: notifications are handled concurrently,
+    /// and progress must only increase, so one that arrives after a later one is
+    /// dropped rather than relayed out of order.
+    progressed: Arc<Mutex<HashMap<ProgressToken, f64>>>,
 }
+
+/// How many tokens' progress is remembered before the oldest calls' are forgotten.
+const PROGRESS_TOKENS: usize = 1024;
 
 impl ClientHandler for Relay {
     async fn on_progress(
@@ -30,7 +38,21 @@ impl ClientHandler for Relay {
         _context: NotificationContext<RoleClient>,
     ) {
         // The agent's progress token was passed up as it was, so it is relayed as is.
-        if let Some(agent) = self.downstream.get() {
+        let newer = match self.progressed.lock() {
+            Ok(mut seen) => {
+                if seen.len() >= PROGRESS_TOKENS {
+                    seen.clear();
+                }
+                let last = seen
+                    .entry(params.progress_token.clone())
+                    .or_insert(f64::MIN);
+                let newer = params.progress > *last;
+                *last = last.max(params.progress);
+                newer
+            }
+            Err(_) => true,
+        };
+        if newer && let Some(agent) = self.downstream.get() {
             let _ = agent.notify_progress(params).await;
         }
     }
@@ -98,7 +120,11 @@ impl Upstream {
         child.args(args);
         let transport = rmcp::transport::TokioChildProcess::new(child)
             .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
-        let service = Relay { downstream }.serve(transport).await.map_err(|e| {
+        let relay = Relay {
+            downstream,
+            progressed: Arc::default(),
+        };
+        let service = relay.serve(transport).await.map_err(|e| {
             format!(
                 "the upstream {} did not start an MCP session: {e}",
                 shown(program)

@@ -1,0 +1,169 @@
+//! `dispatch_draft`: an approved draft sent once, through the send command the
+//! operator configured for its channel (`--send CHANNEL=CMD`, or the config file's
+//! `[send]` table), never one the agent or the ledger names. The same refusals as
+//! `send-once dispatch`, in the same order; a repeat answers from the ledger.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::approval::Dispatched;
+use crate::ledger::{Ledger, Outcome};
+use crate::provider::{CommandProvider, Limit, SendOptions};
+use crate::review::Review;
+use crate::review::dispatch::Prepared;
+use crate::review::quorum::normalise_channel;
+
+/// How long a send command may run (its claim records it).
+const SEND_LIMIT: Duration = Duration::from_secs(300);
+
+/// How long the draft's recheck command may take.
+const RECHECK_LIMIT: Duration = Duration::from_secs(30);
+
+/// `dispatch_draft`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DispatchDraft {
+    /// The approved draft to send.
+    pub draft_id: i64,
+}
+
+/// What a dispatch came to.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchAnswer {
+    /// The draft.
+    pub draft_id: i64,
+    /// Its send key.
+    pub key: String,
+    /// `sent`, `already_sent` (a repeat: nothing was sent now), `unknown` (it may or
+    /// may not have gone out: a person settles it) or `failed` (it did not go out).
+    pub outcome: String,
+    /// The provider's id for the send, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    /// Why it failed or is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What to do now, in a sentence.
+    pub next: String,
+}
+
+/// The send commands the operator configured, by channel (normalised).
+#[derive(Clone, Debug, Default)]
+pub struct SendCommands(pub BTreeMap<String, Vec<String>>);
+
+impl SendCommands {
+    /// The command for `channel`, if the operator configured one.
+    pub fn for_channel(&self, channel: &str) -> Option<&Vec<String>> {
+        self.0.get(&normalise_channel(channel))
+    }
+}
+
+/// Sends draft `id` through the command configured for its channel.
+pub async fn dispatch(
+    review: &Arc<Review>,
+    ledger: &Ledger,
+    commands: &SendCommands,
+    id: i64,
+) -> Result<DispatchAnswer, String> {
+    let head = review.head(id).await.map_err(|e| e.to_string())?;
+    let channel = head
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("channel"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let Some(command) = commands.for_channel(&channel) else {
+        return Err(format!(
+            "no send command is configured for channel {} here, so draft {id} is dispatched by the operator, not by this tool",
+            crate::text::visible_inline(&channel)
+        ));
+    };
+    let ready = match review
+        .prepare_dispatch(id)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        Prepared::Ready(ready) => ready,
+        Prepared::Closed(draft) => {
+            return Err(format!(
+                "draft {id} is {}; it will not be sent",
+                draft.state.as_str()
+            ));
+        }
+        Prepared::NotApproved(_) => {
+            return Err(format!(
+                "draft {id} is not approved by a person yet; it was not sent"
+            ));
+        }
+        Prepared::Unbacked { why, .. } => {
+            return Err(format!("draft {id} will not be sent: {why}"));
+        }
+    };
+    let mut provider = CommandProvider::new(command.clone());
+    provider.payload = Some(ready.payload().as_bytes().to_vec());
+    provider.send_timeout = Some(Limit::new(SEND_LIMIT));
+    let options = SendOptions::builder()
+        .meta(head.meta.clone().unwrap_or_default())
+        .limit(SEND_LIMIT)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let done = review
+        .dispatch(ready, ledger, &provider, &options, RECHECK_LIMIT)
+        .await
+        .map_err(|e| format!("draft {id} was not sent: {e}"))?;
+    let answer =
+        |outcome: &str, entry: &crate::ledger::Entry, error: Option<String>, next: String| {
+            DispatchAnswer {
+                draft_id: id,
+                key: head.key.clone(),
+                outcome: outcome.to_owned(),
+                provider_id: entry
+                    .get("providerId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                error: error.map(|e| crate::text::visible_inline(&e).into_owned()),
+                next,
+            }
+        };
+    match done.dispatched {
+        Dispatched::Ledger(Outcome::Sent { entry, .. } | Outcome::Confirmed { entry, .. }) => Ok(
+            answer("sent", &entry, None, format!("Draft {id} was sent.")),
+        ),
+        Dispatched::Ledger(Outcome::Duplicate { entry }) => Ok(answer(
+            "already_sent",
+            &entry,
+            None,
+            format!("Draft {id} had already been sent; nothing was sent now."),
+        )),
+        Dispatched::Ledger(Outcome::Unknown { entry, error, .. }) => Ok(answer(
+            "unknown",
+            &entry,
+            error.map(|e| e.to_string()),
+            format!(
+                "Whether draft {id} went out is unknown; a person settles it. Do not send it another way."
+            ),
+        )),
+        Dispatched::Ledger(Outcome::Failed { entry, error }) => Ok(answer(
+            "failed",
+            &entry,
+            Some(error.to_string()),
+            format!("Draft {id} was not sent: the send failed."),
+        )),
+        Dispatched::Expired { expires_at, .. } => Err(format!(
+            "draft {id}'s approval ran out at {expires_at}; a person must approve it again. Nothing was sent"
+        )),
+        Dispatched::PayloadChanged { .. } => Err(format!(
+            "draft {id}'s payload is not the one approved; nothing was sent"
+        )),
+        Dispatched::StaleFacts { .. } => Err(format!(
+            "the facts draft {id} relied on changed since it was approved; nothing was sent"
+        )),
+    }
+}
