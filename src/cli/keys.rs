@@ -199,12 +199,12 @@ fn call_key_of(path: &std::path::Path, args: &KeyArgs) -> Result<DerivedKey, Str
     };
     let rule = policy.rule(tool);
     let now = super::ledger_arg::clock()();
-    send_once::mcp::call_key::call_key(&policy.upstream, tool, &arguments, &rule, now).map(|k| {
-        DerivedKey {
+    send_once::mcp::call_key::call_key(&policy.upstream, tool, &arguments, &rule, now, None).map(
+        |k| DerivedKey {
             key: k.key,
             preimage: k.preimage,
-        }
-    })
+        },
+    )
 }
 
 #[derive(Args, Debug)]

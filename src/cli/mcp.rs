@@ -152,10 +152,35 @@ fn proxy(args: &ProxyArgs) -> Exit {
     if let Err(message) = check_by(args.by.as_deref()) {
         return fail(Exit::Refused, message);
     }
+    // MCP's tool names: 1 to 128 of A-Z, a-z, 0-9, _, - and .
+    let name = &args.status_tool;
+    if name.is_empty()
+        || name.len() > 128
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return fail(
+            Exit::Refused,
+            format!(
+                "--status-tool {} is not a tool name (1 to 128 letters, digits, _, - or .)",
+                visible_inline(&format!("{name:?}"))
+            ),
+        );
+    }
     let policy = match Policy::load(&args.policy) {
         Ok(policy) => policy,
         Err(message) => return fail(Exit::Refused, message),
     };
+    if policy.tools.contains_key(name) {
+        return fail(
+            Exit::Refused,
+            format!(
+                "the policy has a rule for {}, the proxy's own status tool, which never applies; remove it or rename the tool with --status-tool",
+                visible_inline(name)
+            ),
+        );
+    }
     let timeout = match parse_limit(&args.timeout, "--timeout") {
         Ok(t) => t,
         Err(exit) => return exit,
@@ -190,7 +215,11 @@ fn proxy(args: &ProxyArgs) -> Exit {
         trust_annotations: args.trust_annotations,
         by: args.by.clone(),
     };
-    runtime.block_on(serve_proxy(config, &args.command, timeout))
+    let exit = runtime.block_on(serve_proxy(config, &args.command, timeout));
+    // Stopped by a signal or by the upstream's exit, the thread reading stdin is still
+    // blocked there: the runtime does not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    exit
 }
 
 async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration) -> Exit {
@@ -205,12 +234,41 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
     }
     let in_flight = server.in_flight();
     let keep_upstream = server.upstream();
-    let served = async {
-        let service = server.serve(rmcp::transport::stdio()).await?;
-        service.waiting().await?;
-        Ok::<(), Box<dyn std::error::Error>>(())
+    let service = match server.serve(rmcp::transport::stdio()).await {
+        Ok(service) => service,
+        Err(e) => return fail(Exit::Refused, format!("the MCP session did not start: {e}")),
     };
-    let ended = served.await;
+    // A signal, or the upstream's exit, ends the session as the agent's leaving does:
+    // calls in flight finish and are recorded below, and the upstream is stopped with
+    // the proxy instead of left running on its own.
+    let stop = service.cancellation_token();
+    let upstream = std::sync::Arc::clone(&keep_upstream);
+    let watch = tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let gone = async {
+            while !upstream.peer().is_transport_closed() {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        };
+        let why = tokio::select! {
+            _ = tokio::signal::ctrl_c() => "interrupted",
+            Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => "terminated",
+            () = gone => "the upstream server exited",
+        };
+        stop.cancel();
+        why
+    });
+    let ended = service.waiting().await;
+    let stopped = if watch.is_finished() {
+        watch.await.ok()
+    } else {
+        watch.abort();
+        None
+    };
+    if let Some(why) = stopped {
+        super::note(format!("stopping: {why}"));
+    }
     // The agent is gone: calls already forwarded finish (and are recorded) within
     // their limit; one still open after it stays in flight, then unknown.
     if !in_flight
@@ -221,7 +279,7 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
     }
     drop(keep_upstream);
     match ended {
-        Ok(()) => Exit::Ok,
+        Ok(_) => Exit::Ok,
         Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),
     }
 }

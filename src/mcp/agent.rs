@@ -120,7 +120,7 @@ pub struct StatusQuery {
     /// Wait up to this many seconds (at most 50) for the draft to change before
     /// answering; it answers as soon as it does.
     #[serde(default)]
-    pub wait_seconds: Option<u64>,
+    pub wait_seconds: Option<f64>,
 }
 
 /// `list_drafts`' arguments.
@@ -259,7 +259,13 @@ impl AgentServer {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<DraftStatus>, String> {
         let id = self.draft_id(&query).await?;
-        let wait = Duration::from_secs(query.wait_seconds.unwrap_or(0).min(MAX_WAIT_SECONDS));
+        let seconds = query.wait_seconds.unwrap_or(0.0);
+        if !seconds.is_finite() || seconds < 0.0 {
+            return Err(format!(
+                "waitSeconds {seconds} is not a number of seconds from 0 to {MAX_WAIT_SECONDS}"
+            ));
+        }
+        let wait = Duration::from_secs_f64(seconds.min(MAX_WAIT_SECONDS as f64));
         let first = self.status(id).await?;
         if wait.is_zero() {
             return Ok(Json(first.1));
@@ -460,6 +466,15 @@ fn submission(args: SubmitDraft, by: Option<String>) -> Result<Submission, Strin
     let key = key::send_key(&args.channel, &args.to, &args.intent, window.as_ref())
         .map_err(|e| e.to_string())?;
     let mut meta = args.meta.unwrap_or_default();
+    // The proxy's marks on a call it held: a draft submitted here must not pass for one.
+    if let Some(reserved) = ["heldBy", "upstream", "tool"]
+        .iter()
+        .find(|f| meta.contains_key(**f))
+    {
+        return Err(format!(
+            "meta's {reserved} is reserved for calls held by send-once mcp proxy; leave it out"
+        ));
+    }
     if let Some(claimed) = meta.get("channel")
         && claimed.as_str().map(normalise_channel) != Some(normalise_channel(&args.channel))
     {

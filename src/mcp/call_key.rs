@@ -2,8 +2,10 @@
 //!
 //! `sha256` of the canonical JSON (the Node library's canonical form) of
 //! `["mcp", upstream, tool, arguments, window start or null]`, where the arguments
-//! leave out the policy's `exclude` and the recipient argument is normalised as
-//! `--to` is. Neither `_meta` nor a session or request id is in it, so a reconnect or
+//! leave out the policy's `exclude`, any that are null (as if absent) and, when the
+//! tool's input schema lists its properties and allows no others, any it does not
+//! declare (an upstream ignores them, so a nonce there must not make a second call);
+//! the recipient argument is normalised as `--to` is. Neither `_meta` nor a session or request id is in it, so a reconnect or
 //! a restarted agent makes the same key. A look-alike spelling of the recipient or of
 //! an intent argument is refused, never a second key.
 
@@ -29,17 +31,23 @@ pub struct CallKey {
 }
 
 /// The key of a call of `tool` on `upstream` with `arguments`, under `rule`, at
-/// `now_ms` (milliseconds since the epoch; it only places the call in its window).
+/// `now_ms` (milliseconds since the epoch; it only places the call in its window);
+/// `declared` is what the tool's input schema declares, when it allows nothing else.
 pub fn call_key(
     upstream: &str,
     tool: &str,
     arguments: &Map<String, Value>,
     rule: &ToolRule,
     now_ms: i64,
+    declared: Option<&[String]>,
 ) -> Result<CallKey, String> {
     let mut kept: Map<String, Value> = arguments
         .iter()
-        .filter(|(name, _)| !rule.exclude.contains(name))
+        .filter(|(name, value)| {
+            !rule.exclude.contains(name)
+                && !value.is_null()
+                && declared.is_none_or(|names| names.contains(name))
+        })
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect();
     let intent = intent_text(arguments, &rule.intent)?;
@@ -109,4 +117,72 @@ fn intent_text(
 
 fn quoted(name: &str) -> String {
     format!("`{}`", crate::text::visible_inline(name))
+}
+
+/// The properties a tool's input schema declares, when it lists them and allows no
+/// others (`additionalProperties` absent or false: most servers ignore what they do
+/// not declare); None when it allows any.
+pub fn declared_properties(schema: &Map<String, Value>) -> Option<Vec<String>> {
+    let properties = schema.get("properties")?.as_object()?;
+    match schema.get("additionalProperties") {
+        None | Some(Value::Bool(false)) => Some(properties.keys().cloned().collect()),
+        Some(_) => None,
+    }
+}
+
+/// Whether `arguments` can be what the tool's input schema asks for: every required
+/// property there, and each declared one of the JSON type it names. A call that
+/// cannot is refused before it is claimed: the upstream would refuse it without
+/// acting, and many answer that with `isError`, which would leave it unknown.
+pub fn check_arguments(
+    schema: &Map<String, Value>,
+    arguments: &Map<String, Value>,
+) -> Result<(), String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    for name in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = name.as_str()
+            && arguments.get(name).is_none_or(Value::is_null)
+        {
+            return Err(format!("argument {} is required by the tool", quoted(name)));
+        }
+    }
+    for (name, value) in arguments {
+        let Some(wanted) = properties
+            .and_then(|p| p.get(name))
+            .and_then(|p| p.get("type"))
+        else {
+            continue;
+        };
+        let kinds: Vec<&str> = match wanted {
+            Value::String(kind) => vec![kind.as_str()],
+            Value::Array(kinds) => kinds.iter().filter_map(Value::as_str).collect(),
+            _ => continue,
+        };
+        let fits = |kind: &str| match kind {
+            "string" => value.is_string(),
+            "number" => value.is_number(),
+            "integer" => {
+                value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            "boolean" => value.is_boolean(),
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "null" => value.is_null(),
+            _ => true,
+        };
+        if !kinds.iter().any(|k| fits(k)) {
+            return Err(format!(
+                "argument {} is {}, and the tool takes {}",
+                quoted(name),
+                crate::js::jsjson::json_kind(value),
+                kinds.join(" or ")
+            ));
+        }
+    }
+    Ok(())
 }

@@ -176,7 +176,7 @@ fn next_step(draft: &Draft, state: Standing, ledger: Option<&LedgerState>) -> St
             draft.revision, draft.revision
         ),
         Standing::Approved => format!(
-            "Draft {id} is approved and not yet sent: it goes out when it is dispatched (dispatch_draft where the operator allows it, else by the operator)."
+            "Draft {id} is approved and not yet sent: it goes out when it is dispatched (by the operator, or with dispatch_draft where this server offers that tool)."
         ),
         Standing::Expired => format!(
             "Draft {id}'s approval ran out before it was sent: it needs approving again, by a person. It has not been sent."

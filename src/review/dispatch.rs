@@ -602,6 +602,13 @@ impl ReadyDispatch {
     pub fn payload(&self) -> &str {
         &self.payload_text
     }
+
+    /// The same dispatch, with `meta` kept with the entry instead of the draft's: the
+    /// MCP proxy's, naming who the approved revision goes to after a reviewer's edit.
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> ReadyDispatch {
+        self.draft.meta = Some(meta);
+        self
+    }
 }
 
 /// What a dispatch came to.

@@ -299,6 +299,19 @@ async fn bad_arguments_are_named_and_change_nothing() {
     channel["meta"] = json!({"channel": "sms"});
     let refused_meta = refused(&call(&client, "submit_draft", channel).await);
     assert!(refused_meta.contains("meta's channel"), "{refused_meta}");
+    let mut marked = invoice("Invoice 7");
+    marked["meta"] = json!({"heldBy": "send-once mcp proxy", "tool": "append"});
+    let reserved = refused(&call(&client, "submit_draft", marked).await);
+    assert!(reserved.contains("reserved"), "{reserved}");
+    let negative = refused(
+        &call(
+            &client,
+            "draft_status",
+            json!({"draftId": 1, "waitSeconds": -1}),
+        )
+        .await,
+    );
+    assert!(negative.contains("waitSeconds"), "{negative}");
     let state = refused(&call(&client, "list_drafts", json!({"state": "done"})).await);
     assert!(state.contains("not a draft state"), "{state}");
     let listed = ok(&call(&client, "list_drafts", json!({})).await);

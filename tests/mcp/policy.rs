@@ -113,6 +113,7 @@ fn the_same_call_is_one_key_whatever_is_excluded_or_however_the_recipient_is_cas
         &args(json!({"to": "Ana@Example.com", "subject": "Invoice", "request_id": "r1"})),
         &rule,
         day + 1000,
+        None,
     )
     .unwrap();
     let two = call_key(
@@ -121,6 +122,7 @@ fn the_same_call_is_one_key_whatever_is_excluded_or_however_the_recipient_is_cas
         &args(json!({"request_id": "r2", "subject": "Invoice", "to": "ana@example.com"})),
         &rule,
         day + 80_000_000,
+        None,
     )
     .unwrap();
     assert_eq!(one.key, two.key);
@@ -138,6 +140,7 @@ fn the_same_call_is_one_key_whatever_is_excluded_or_however_the_recipient_is_cas
         &args(json!({"to": "ana@example.com", "subject": "Invoice"})),
         &rule,
         day + 86_400_000,
+        None,
     )
     .unwrap();
     assert_ne!(tomorrow.key, one.key);
@@ -148,6 +151,7 @@ fn the_same_call_is_one_key_whatever_is_excluded_or_however_the_recipient_is_cas
         &args(json!({"amount": 5})),
         &policy.rule("wire_money"),
         day,
+        None,
     )
     .unwrap();
     assert_eq!(
@@ -172,7 +176,15 @@ fn a_look_alike_recipient_or_intent_is_refused_never_a_second_key() {
         (json!({"to": 7, "subject": "Invoice"}), "must be a string"),
         (json!({"subject": "Invoice"}), "is missing"),
     ] {
-        let why = call_key("gmail", "send_email", &args(arguments.clone()), &rule, 0).unwrap_err();
+        let why = call_key(
+            "gmail",
+            "send_email",
+            &args(arguments.clone()),
+            &rule,
+            0,
+            None,
+        )
+        .unwrap_err();
         assert!(why.contains(expected), "{arguments}: {why}");
     }
 }

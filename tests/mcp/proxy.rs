@@ -544,7 +544,8 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
 
     // A reviewer edits it and another approves the edit.
     let edited = bench.dir.path().join("edited.json");
-    std::fs::write(&edited, r#"{"line":"pay 12","to":"ana@example.com"}"#).unwrap();
+    // The reviewer also corrects who it goes to.
+    std::fs::write(&edited, r#"{"line":"pay 12","to":"carol@example.com"}"#).unwrap();
     expect_exit(
         &bench.cli(&[
             "draft",
@@ -581,7 +582,142 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
     assert_eq!(ok(&repeat)["written"], "pay 12");
     assert_eq!(meta_of(&repeat)["replay"], true);
     assert_eq!(bench.acted(), ["pay 12"]);
+    // The entry names the recipient approved, whom an operator would check.
+    let key = meta_of(&made)["key"].as_str().unwrap().to_owned();
+    let shown = json_stdout(&bench.cli(&["show", "L", &key, "--json"]), "show");
+    let entry = shown.get("entry").unwrap_or(&shown);
+    assert_eq!(entry["meta"]["to"], "carol@example.com", "{shown}");
     agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draft_marked_as_a_held_call_but_not_made_by_the_proxy_is_never_made() {
+    let Some(bench) = Bench::new(HOLD) else {
+        return;
+    };
+    let ledger = bench.ledger();
+    let payload = bench.dir.path().join("p.json");
+    std::fs::write(&payload, r#"{"line":"PWNED","to":"mallory@example.com"}"#).unwrap();
+    let forged = send_once(&[
+        "draft",
+        "submit",
+        ledger.to_str().unwrap(),
+        "--key",
+        "looks-held",
+        "--payload",
+        payload.to_str().unwrap(),
+        "--meta",
+        r#"{"heldBy":"send-once mcp proxy","upstream":"fake","tool":"append","channel":"mcp:fake"}"#,
+        "--by",
+        "mallory",
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&forged, 0, "draft submit");
+    expect_exit(
+        &bench.cli(&["approve", "L", "1", "--by", "rita"]),
+        0,
+        "approve",
+    );
+    let agent = bench.proxy("other-agent", &[]).await;
+    let refused_forged = call(&agent, "send_once_status", json!({"draftId": 1})).await;
+    assert!(
+        refused(&refused_forged).contains("not a call held by this proxy"),
+        "{}",
+        text(&refused_forged)
+    );
+    assert!(bench.acted().is_empty());
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_the_tool_does_not_declare_or_leaves_null_is_not_part_of_the_key() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    call(
+        &agent,
+        "append",
+        json!({"line": "x", "to": "bob@example.com"}),
+    )
+    .await;
+    for extra in [json!({"nonce": "1"}), json!({"cc": null})] {
+        let mut args = json!({"line": "x", "to": "bob@example.com"});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let again = call(&agent, "append", args).await;
+        assert_eq!(meta_of(&again)["replay"], true, "{}", text(&again));
+    }
+    assert_eq!(bench.acted(), ["x"]);
+    // Arguments the tool cannot take are refused before anything is claimed.
+    let missing = call(&agent, "append", json!({"to": "bob@example.com"})).await;
+    assert!(
+        refused(&missing).contains("`line` is required"),
+        "{}",
+        text(&missing)
+    );
+    let wrong = call(
+        &agent,
+        "append",
+        json!({"line": 5, "to": "bob@example.com"}),
+    )
+    .await;
+    assert!(refused(&wrong).contains("takes string"), "{}", text(&wrong));
+    let listed = json_stdout(&bench.cli(&["ls", "L", "--json"]), "ls");
+    let listed = listed
+        .as_array()
+        .or_else(|| listed["entries"].as_array())
+        .unwrap()
+        .len();
+    assert_eq!(listed, 1, "nothing claimed for the refused calls");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminated_proxy_lets_its_call_finish_and_an_exited_upstream_stops_the_proxy() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let pid = proxy_pid(&bench.ledger()).expect("the proxy's process");
+    let slow = tokio::spawn(async move {
+        let args = json!({"line": "term", "to": "ana@example.com", "seconds": 1.0});
+        let _ = agent
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("append")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await;
+    });
+    wait_until("the call is claimed", Duration::from_secs(10), || {
+        String::from_utf8_lossy(&bench.cli(&["ls", "L", "--json"]).stdout).contains("pending")
+    });
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let _ = slow.await;
+    crate::harness::wait_ended("the proxy", pid, Duration::from_secs(20));
+    let listed = json_stdout(&bench.cli(&["ls", "L", "--json"]), "ls");
+    assert!(
+        listed.to_string().contains("\"sent\""),
+        "recorded, not left unknown: {listed}"
+    );
+    assert_eq!(bench.acted(), ["term"]);
+
+    // The upstream dies: the proxy stops, and no later call is claimed as unknown.
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let pid = proxy_pid(&bench.ledger()).expect("the proxy's process");
+    let died = call(&agent, "die_after", json!({"line": "d"})).await;
+    assert_eq!(died.structured_content.unwrap()["status"], "unknown");
+    crate::harness::wait_ended("the proxy after its upstream", pid, Duration::from_secs(20));
+    let audit = bench.cli(&["audit", "L", "--json"]);
+    let audit: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(
+        audit["unknown"].as_array().map(Vec::len),
+        Some(1),
+        "{audit}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -703,6 +839,47 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
     .unwrap();
     expect_exit(&out, 2, "a status tool named like an upstream tool");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--status-tool"));
+
+    for (flag, expected) in [
+        ("", "is not a tool name"),
+        ("send\u{1b}[2J", "is not a tool name"),
+    ] {
+        let out = send_once(&[
+            "mcp",
+            "proxy",
+            bench.ledger().to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--status-tool",
+            flag,
+            "--",
+            bench.fake.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+        expect_exit(&out, 2, "a status tool that is no tool name");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected) && !err.contains('\u{1b}'), "{err}");
+    }
+    std::fs::write(
+        &policy,
+        format!("{POLICY}[tools.send_once_status]\nmode = \"pass\"\n"),
+    )
+    .unwrap();
+    let out = send_once(&[
+        "mcp",
+        "proxy",
+        bench.ledger().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--",
+        bench.fake.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "a rule for the status tool");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never applies"));
+    std::fs::write(&policy, POLICY).unwrap();
 
     let jsonl = bench.dir.path().join("l.jsonl");
     let out = send_once(&[

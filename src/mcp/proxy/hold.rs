@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::once::{ForwardCall, answer, refusal};
 use super::{ProxyServer, entry_meta};
 use crate::approval::Dispatched;
-use crate::mcp::call_key::CallKey;
+use crate::mcp::call_key::{CallKey, call_key};
 use crate::mcp::policy::ToolRule;
 use crate::mcp::status::{DraftStatus, Standing};
 use crate::provider::SendOptions;
@@ -78,10 +78,11 @@ pub async fn held(
     }
     // The same call again is the same draft: say where it stands (and make it, once
     // approved), instead of queueing it twice.
+    // A dispatched draft whose send failed is made again under its approval, as
+    // `send_once_status` (and `send-once dispatch`) would: the same answer by either way.
     if let Some(id) = newest_draft(&review, &key.key).await.map_err(internal)?
         && let Ok(draft) = review.head(id).await
         && !matches!(draft.state, DraftState::Withdrawn)
-        && !failed_dispatch(&review, &draft).await
     {
         return status_of(server, &review, draft, context).await;
     }
@@ -144,7 +145,7 @@ pub async fn status(
         Ok(draft) => draft,
         Err(e) => return Ok(refusal(e.to_string())),
     };
-    if !ours(server, &draft) {
+    if !ours(server, &review, &draft).await {
         return Ok(refusal(format!(
             "draft {} is not a call held by this proxy (upstream {})",
             draft.id,
@@ -154,23 +155,44 @@ pub async fn status(
     status_of(server, &review, draft, context).await
 }
 
-/// Whether `draft` is a call this proxy held (its upstream's).
-fn ours(server: &ProxyServer, draft: &Draft) -> bool {
+/// Whether `draft` is a call this proxy held: marked so, for its upstream, on the
+/// channel its tool's rule gives (whose approval policy it was held under), and keyed
+/// as the proxy keys that call. A draft submitted another way (`send-once mcp`,
+/// `draft submit --meta`) cannot carry a key made from a call's arguments by
+/// accident, so the marks alone never make a call.
+async fn ours(server: &ProxyServer, review: &Review, draft: &Draft) -> bool {
     let meta = draft.meta.as_ref();
     let field = |name: &str| meta.and_then(|m| m.get(name)).and_then(Value::as_str);
-    field(HELD_BY) == Some(PROXY)
-        && field("upstream") == Some(server.config.policy.upstream.as_str())
-}
-
-/// A dispatched draft whose send failed for certain: the call may be held again.
-async fn failed_dispatch(review: &Review, draft: &Draft) -> bool {
-    draft.state == DraftState::Dispatched
-        && review
-            .ledger_entry(&draft.key)
-            .await
-            .ok()
-            .flatten()
-            .is_some_and(|e| e.status() == crate::ledger::Status::Failed)
+    let (Some(PROXY), Some(upstream), Some(tool)) =
+        (field(HELD_BY), field("upstream"), field("tool"))
+    else {
+        return false;
+    };
+    let rule = server.config.policy.rule(tool);
+    if upstream != server.config.policy.upstream
+        || field("channel").map(crate::review::quorum::normalise_channel)
+            != Some(crate::review::quorum::normalise_channel(&rule.channel))
+    {
+        return false;
+    }
+    // The first revision is the call as the agent made it; the key was made from it,
+    // in the window its meta names.
+    let Ok(full) = review.draft(draft.id).await else {
+        return false;
+    };
+    let Some(Ok(Value::Object(arguments))) = full
+        .revisions
+        .first()
+        .map(|r| serde_json::from_str::<Value>(&r.payload))
+    else {
+        return false;
+    };
+    let at = field("window")
+        .and_then(crate::js::time::parse_date)
+        .unwrap_or_else(|| review.now());
+    let declared = server.declared(tool);
+    call_key(upstream, tool, &arguments, &rule, at, declared.as_deref())
+        .is_ok_and(|key| key.key == draft.key)
 }
 
 async fn status_of(
@@ -248,6 +270,26 @@ async fn make(
     };
     let rule = server.config.policy.rule(&tool);
     let limit = rule.timeout.unwrap_or(server.config.timeout);
+    // A reviewer may have changed who it goes to: the entry names the recipient of
+    // the arguments approved, which is what an operator checks if it ends unknown.
+    let mut meta = draft.meta.clone().unwrap_or_default();
+    if let Ok(approved) = call_key(
+        &server.config.policy.upstream,
+        &tool,
+        &arguments,
+        &rule,
+        review.now(),
+        None,
+    ) {
+        let fresh = entry_meta(&server.config.policy.upstream, &tool, &rule, &approved);
+        for field in ["to", "intent"] {
+            match fresh.get(field) {
+                Some(value) => meta.insert(field.into(), value.clone()),
+                None => meta.remove(field),
+            };
+        }
+    }
+    let ready = ready.with_meta(meta.clone());
     let forward = ForwardCall::new(
         server.upstream.peer().clone(),
         CallToolRequestParams::new(tool).with_arguments(arguments),
@@ -257,7 +299,7 @@ async fn make(
     )
     .verified_by(rule.verify.clone());
     let options = match SendOptions::builder()
-        .meta(draft.meta.clone().unwrap_or_default())
+        .meta(meta)
         .limit(limit)
         .verify(rule.verify.is_some())
         .build()

@@ -162,6 +162,12 @@ impl ProxyServer {
         rule
     }
 
+    /// What `tool`'s input schema declares, when it allows nothing else.
+    pub fn declared(&self, tool: &str) -> Option<Vec<String>> {
+        let found = self.upstream.tools.iter().find(|t| t.name == tool)?;
+        super::call_key::declared_properties(&found.input_schema)
+    }
+
     fn remember(&self, context: &RequestContext<RoleServer>) {
         let _ = self.downstream.set(context.peer.clone());
     }
@@ -181,6 +187,10 @@ impl ProxyServer {
             Forwarded::Done(result) | Forwarded::ToolError(result) => Ok(result.into()),
             Forwarded::NotRun(error) => Err(error),
             Forwarded::Lost(why) => Ok(refusal(why).into()),
+            Forwarded::Gone => Ok(refusal(
+                "the upstream server has exited, so the call was not sent; the proxy must be restarted".to_owned(),
+            )
+            .into()),
         }
     }
 
@@ -322,12 +332,22 @@ impl ServerHandler for ProxyServer {
             return self.pass(params, &context, limit).await;
         }
         let arguments = params.arguments.clone().unwrap_or_default();
+        if let Some(tool) = self.upstream.tools.iter().find(|t| t.name == params.name)
+            && let Err(why) = super::call_key::check_arguments(&tool.input_schema, &arguments)
+        {
+            return Ok(refusal(format!(
+                "send-once refused the call, and it was not forwarded: {why}"
+            ))
+            .into());
+        }
+        let declared = self.declared(&params.name);
         let key = match call_key(
             &self.config.policy.upstream,
             &params.name,
             &arguments,
             &rule,
             self.config.ledger.now(),
+            declared.as_deref(),
         ) {
             Ok(key) => key,
             Err(why) => {

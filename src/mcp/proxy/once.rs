@@ -109,6 +109,9 @@ impl Provider for ForwardCall {
                 crate::text::visible_inline(&error.message)
             ))),
             Forwarded::Lost(why) => Err(SendError::uncertain(why)),
+            Forwarded::Gone => Err(SendError::definite(
+                "the upstream server has exited, so the call was not sent; the proxy must be restarted",
+            )),
         };
         if let Ok(mut answer) = self.answer.lock() {
             *answer = Some(forwarded);

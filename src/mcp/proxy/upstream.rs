@@ -107,6 +107,8 @@ pub enum Forwarded {
     /// answer that is not final (input required, a task), or another JSON-RPC error.
     /// Whether the tool acted is not known.
     Lost(String),
+    /// The upstream had already exited: the call was never sent.
+    Gone,
 }
 
 impl Upstream {
@@ -178,6 +180,10 @@ pub async fn call(
     meta: Option<RequestMetaObject>,
     limit: Duration,
 ) -> Forwarded {
+    // An upstream that has exited cannot have been reached: nothing was sent.
+    if peer.is_transport_closed() {
+        return Forwarded::Gone;
+    }
     params.meta = meta.clone();
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let mut options = PeerRequestOptions::with_timeout(limit);
@@ -186,7 +192,8 @@ pub async fn call(
     }
     let answer = match peer.send_request_with_option(request, options).await {
         Ok(handle) => handle.await_response().await,
-        Err(e) => Err(e),
+        // Not handed to the transport: the upstream never saw it.
+        Err(_) => return Forwarded::Gone,
     };
     match answer {
         Ok(ServerResult::CallToolResult(result)) if result.is_error == Some(true) => {
