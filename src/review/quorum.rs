@@ -236,7 +236,14 @@ pub fn identity(name: &str) -> String {
     // Lower-casing can make a look-alike of its own (a capital whose small form is in
     // the confusables), so the map runs again.
     let mapped_again: String = skeleton(&letters(&mapped.to_lowercase())).collect();
-    letters(&mapped_again.to_lowercase()).nfkc().collect()
+    // The map takes a capital I to l, which a lower-case i is not: `RITA` would be
+    // `rlta`, another person than `rita`. An i is counted as the l it may stand for,
+    // so `rita`, `RITA` and `rIta` are one person (and `ali` is `all`: two people
+    // whose names differ only there tell themselves apart another way).
+    letters(&mapped_again.to_lowercase())
+        .nfkc()
+        .map(|c| if c == 'i' { 'l' } else { c })
+        .collect()
 }
 
 /// The person a name names, without what says where or as what they act: a trailing
@@ -571,6 +578,20 @@ mod tests {
             "Dana+ops@example.com (on call)",
         ] {
             assert_eq!(identity(spelling), identity("dana"), "{spelling:?}");
+        }
+        // A capital I is mapped to l by the confusable map, before the fold: `RITA` must
+        // still be `rita`, and `Ian` still `lan` (hostile MCP round, L5).
+        for (a, b) in [
+            ("RITA", "rita"),
+            ("Rita", "r\u{456}ta"),
+            ("IAN", "ian"),
+            ("Ian", "lan"),
+        ] {
+            assert_eq!(identity(a), identity(b), "{a:?} {b:?}");
+        }
+        for letter in 'a'..='z' {
+            let upper = letter.to_ascii_uppercase().to_string();
+            assert_eq!(identity(&upper), identity(&letter.to_string()), "{letter}");
         }
         for other in ["sam", "dan", "danna", "\u{3b4}\u{3ac}\u{3bd}\u{3b1}"] {
             assert_ne!(identity(other), identity("dana"), "{other:?}");

@@ -376,9 +376,16 @@ async fn an_agent_that_gives_up_does_not_stop_the_call_and_its_retry_gets_the_re
         .await
         .unwrap();
     assert!(handle.await_response().await.is_err(), "the agent gave up");
-    wait_until("the call is made anyway", Duration::from_secs(10), || {
-        bench.acted() == ["slow"]
-    });
+    // The call is made anyway, and its answer recorded (the line comes first).
+    wait_until(
+        "the call is made and recorded",
+        Duration::from_secs(10),
+        || {
+            bench.acted() == ["slow"]
+                && String::from_utf8_lossy(&bench.cli(&["ls", "L", "--json"]).stdout)
+                    .contains("\"sent\"")
+        },
+    );
     let replay = call(&agent, "append", args).await;
     assert_eq!(ok(&replay)["written"], "slow");
     assert_eq!(meta_of(&replay)["replay"], true);
