@@ -221,6 +221,9 @@ impl AgentServer {
         let by = self.submitter(&context);
         let submission = submission(args, by)?;
         let key = submission.key.clone();
+        if let Base::Named(Some(base)) = submission.base {
+            self.open_draft_at(&key, base).await?;
+        }
         let submitted = self
             .review
             .submit(submission)
@@ -359,6 +362,30 @@ impl AgentServer {
         self.by
             .clone()
             .or_else(|| context.client_info().map(|info| info.name))
+    }
+
+    /// Refuses a `baseRevision` that names a revision of no open draft: there is
+    /// nothing to build on, and a new draft would be made as if it were a revision.
+    async fn open_draft_at(&self, key: &str, base: i64) -> Result<(), String> {
+        let newest = crate::review::dispatch::newest_draft(&self.review, key)
+            .await
+            .map_err(text)?;
+        let open = match newest {
+            Some(id) => {
+                Some(self.review.head(id).await.map_err(text)?).filter(|d| d.state.is_open())
+            }
+            None => None,
+        };
+        match open {
+            Some(draft) if base <= draft.revision && base >= 1 => Ok(()),
+            Some(draft) => Err(format!(
+                "baseRevision {base} is not a revision of draft {} (it is at revision {})",
+                draft.id, draft.revision
+            )),
+            None => Err(format!(
+                "baseRevision {base} names a revision, but this key has no open draft to build on; leave baseRevision out to submit a new draft"
+            )),
+        }
     }
 
     async fn draft_id(&self, query: &StatusQuery) -> Result<i64, String> {

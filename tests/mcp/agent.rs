@@ -198,6 +198,11 @@ async fn a_reviewers_edit_is_revised_only_by_a_submission_that_names_it() {
     let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
     assert_eq!(status["revision"], 2, "the edit stands");
 
+    let mut other_key = invoice("another send");
+    other_key["intent"] = json!("another reminder");
+    other_key["baseRevision"] = json!(5);
+    let nothing = refused(&call(&client, "submit_draft", other_key).await);
+    assert!(nothing.contains("no open draft to build on"), "{nothing}");
     let mut named = invoice("Invoice 7 (14 days), with the PO number");
     named["baseRevision"] = json!(2);
     let revised = ok(&call(&client, "submit_draft", named).await);
