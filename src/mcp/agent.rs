@@ -235,8 +235,15 @@ impl AgentServer {
                 submitted.id
             )
         } else {
+            // A revision of an approved draft keeps the draft's state, but not its
+            // approval, which was for the revision before.
+            let again = if submitted.state == crate::review::DraftState::Approved {
+                " Its approval was for an earlier revision: a person must approve this one."
+            } else {
+                ""
+            };
             format!(
-                "Draft {} waits for a person's review; it has not been sent. Ask draft_status with draftId {} (waitSeconds waits for a decision); do not report it as sent.",
+                "Draft {} waits for a person's review; it has not been sent.{again} Ask draft_status with draftId {} (waitSeconds waits for a decision); do not report it as sent.",
                 submitted.id, submitted.id
             )
         };

@@ -2,10 +2,9 @@
 //!
 //! `sha256` of the canonical JSON (the Node library's canonical form) of
 //! `["mcp", upstream, tool, arguments, window start or null]`, where the arguments
-//! leave out the policy's `exclude`, any that are null (as if absent) and, when the
-//! tool's input schema lists its properties and allows no others, any it does not
-//! declare (an upstream ignores them, so a nonce there must not make a second call);
-//! the recipient argument is normalised as `--to` is. Neither `_meta` nor a session or request id is in it, so a reconnect or
+//! leave out the policy's `exclude`, all but its `key` when it names some, any that
+//! are null (as if absent) and, when the tool's input schema forbids others, any it
+//! does not declare; the recipient argument is normalised as `--to` is. Neither `_meta` nor a session or request id is in it, so a reconnect or
 //! a restarted agent makes the same key. A look-alike spelling of the recipient or of
 //! an intent argument is refused, never a second key.
 
@@ -45,6 +44,7 @@ pub fn call_key(
         .iter()
         .filter(|(name, value)| {
             !rule.exclude.contains(name)
+                && (rule.key.is_empty() || rule.key.contains(name))
                 && !value.is_null()
                 && declared.is_none_or(|names| names.contains(name))
         })
@@ -119,15 +119,16 @@ fn quoted(name: &str) -> String {
     format!("`{}`", crate::text::visible_inline(name))
 }
 
-/// The properties a tool's input schema declares, when it lists them and allows no
-/// others (`additionalProperties` absent or false: most servers ignore what they do
-/// not declare); None when it allows any.
+/// The properties a tool's input schema declares, when it allows no others
+/// (`additionalProperties: false`, and no `patternProperties`); None when it may take
+/// more. A schema that does not forbid them may use them, so they stay in the key:
+/// two calls that differ there may be two sends (list volatile ones in the policy's
+/// `exclude`, or the ones that matter in its `key`).
 pub fn declared_properties(schema: &Map<String, Value>) -> Option<Vec<String>> {
     let properties = schema.get("properties")?.as_object()?;
-    match schema.get("additionalProperties") {
-        None | Some(Value::Bool(false)) => Some(properties.keys().cloned().collect()),
-        Some(_) => None,
-    }
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false))
+        && !schema.contains_key("patternProperties");
+    closed.then(|| properties.keys().cloned().collect())
 }
 
 /// Whether `arguments` can be what the tool's input schema asks for: every required

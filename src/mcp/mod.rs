@@ -12,6 +12,7 @@
 
 pub mod agent;
 pub mod call_key;
+pub mod held;
 pub mod policy;
 pub mod proxy;
 pub mod status;

@@ -12,6 +12,7 @@
 //! to = "to"                # the argument that names the recipient
 //! intent = ["subject"]     # arguments that make the intent readable
 //! exclude = ["request_id"] # top-level arguments left out of the key
+//! key = ["to", "subject"]  # or: the only arguments that make the key
 //! window = "1d"            # the same call may happen again in a new window
 //! timeout = "5m"           # how long the proxy waits for the upstream
 //! error = "failed"         # an isError result is a failed send (default: unknown)
@@ -77,6 +78,8 @@ pub struct ToolRule {
     pub intent: Vec<String>,
     /// Top-level arguments left out of the key.
     pub exclude: Vec<String>,
+    /// When not empty, the only top-level arguments that make the key.
+    pub key: Vec<String>,
     /// The window after which the same call may happen again.
     pub window: Option<Duration>,
     /// How long the proxy waits for the upstream; None takes `--timeout`.
@@ -123,6 +126,8 @@ struct ToolTable {
     intent: Vec<String>,
     #[serde(default)]
     exclude: Vec<String>,
+    #[serde(default)]
+    key: Vec<String>,
     window: Option<String>,
     timeout: Option<String>,
     error: Option<ErrorMeans>,
@@ -135,7 +140,7 @@ impl Policy {
         let shown = visible_inline(&path.display().to_string()).into_owned();
         let text = match crate::config::read_operators_file(path) {
             Ok(Ok(text)) => text,
-            Ok(Err(why)) => return Err(format!("the policy {shown} {why}")),
+            Ok(Err(why)) => return Err(format!("the policy {shown} is refused: {why}")),
             Err(e) => return Err(format!("the policy {shown} cannot be read: {e}")),
         };
         Policy::parse(&text).map_err(|why| format!("the policy {shown} is {why}"))
@@ -196,6 +201,7 @@ impl Policy {
             to: None,
             intent: Vec::new(),
             exclude: Vec::new(),
+            key: Vec::new(),
             window: None,
             timeout: None,
             error: ErrorMeans::Unknown,
@@ -240,16 +246,17 @@ fn tool_rule(upstream: &str, name: &str, table: ToolTable) -> Result<ToolRule, S
         .intent
         .iter()
         .chain(&table.exclude)
+        .chain(&table.key)
         .chain(&table.to)
         .find(|f| f.trim().is_empty())
     {
         return Err(format!("names an empty argument {field:?}"));
     }
     if let Some(to) = &table.to
-        && table.exclude.contains(to)
+        && (table.exclude.contains(to) || !(table.key.is_empty() || table.key.contains(to)))
     {
         return Err(format!(
-            "excludes its recipient argument {to:?} from the key"
+            "leaves its recipient argument {to:?} out of the key"
         ));
     }
     let channel = table.channel.unwrap_or_else(|| format!("mcp:{upstream}"));
@@ -261,6 +268,7 @@ fn tool_rule(upstream: &str, name: &str, table: ToolTable) -> Result<ToolRule, S
         to: table.to,
         intent: table.intent,
         exclude: table.exclude,
+        key: table.key,
         window: duration("window", table.window)?,
         timeout: duration("timeout", table.timeout)?,
         error: table.error.unwrap_or_default(),

@@ -175,6 +175,9 @@ fn next_step(draft: &Draft, state: Standing, ledger: Option<&LedgerState>) -> St
             "A reviewer edited draft {id}: revision {} is theirs and waits for approval. Read it before anything else; to revise it, submit with baseRevision {}.",
             draft.revision, draft.revision
         ),
+        Standing::Approved if crate::mcp::held::held_by_proxy(draft).is_some() => format!(
+            "Draft {id} is a call held by send-once mcp proxy and is approved: call the tool again through the proxy (or its status tool) to make it."
+        ),
         Standing::Approved => format!(
             "Draft {id} is approved and not yet sent: it goes out when it is dispatched (by the operator, or with dispatch_draft where this server offers that tool)."
         ),

@@ -72,7 +72,7 @@ fn a_policy_without_upstream_or_default_or_with_a_typo_is_refused_with_its_line(
         ),
         (
             "upstream = \"gmail\"\n[default]\nmode = \"hold\"\n[tools.x]\nmode = \"once\"\nto = \"to\"\nexclude = [\"to\"]\n",
-            "excludes its recipient",
+            "leaves its recipient argument",
         ),
         (
             "upstream = \"gm\u{200b}ail\"\n[default]\nmode = \"hold\"\n",
@@ -187,4 +187,67 @@ fn a_look_alike_recipient_or_intent_is_refused_never_a_second_key() {
         .unwrap_err();
         assert!(why.contains(expected), "{arguments}: {why}");
     }
+}
+
+#[test]
+fn only_a_schema_that_forbids_other_arguments_drops_them_from_the_key() {
+    use send_once::mcp::call_key::declared_properties;
+    let open = json!({"type": "object", "properties": {"to": {"type": "string"}}});
+    assert_eq!(declared_properties(open.as_object().unwrap()), None);
+    let patterned = json!({"type": "object", "properties": {"to": {}},
+        "additionalProperties": false, "patternProperties": {"^x-": {}}});
+    assert_eq!(declared_properties(patterned.as_object().unwrap()), None);
+    let closed = json!({"type": "object", "properties": {"to": {}}, "additionalProperties": false});
+    assert_eq!(
+        declared_properties(closed.as_object().unwrap()),
+        Some(vec!["to".to_owned()])
+    );
+
+    // Two calls that differ in an argument the schema may use are two sends.
+    let policy = Policy::parse("upstream = \"u\"\n[default]\nmode = \"once\"\n").unwrap();
+    let rule = policy.rule("pay");
+    let ten = call_key(
+        "u",
+        "pay",
+        &args(json!({"to": "a", "amount": 10})),
+        &rule,
+        0,
+        None,
+    )
+    .unwrap();
+    let twenty = call_key(
+        "u",
+        "pay",
+        &args(json!({"to": "a", "amount": 20})),
+        &rule,
+        0,
+        None,
+    )
+    .unwrap();
+    assert_ne!(ten.key, twenty.key);
+    // A rule's `key` names the only arguments that make it.
+    let keyed = Policy::parse(
+        "upstream = \"u\"\n[default]\nmode = \"once\"\n[tools.pay]\nmode = \"once\"\nkey = [\"to\", \"amount\"]\n",
+    )
+    .unwrap();
+    let rule = keyed.rule("pay");
+    let plain = call_key(
+        "u",
+        "pay",
+        &args(json!({"to": "a", "amount": 10})),
+        &rule,
+        0,
+        None,
+    )
+    .unwrap();
+    let nonce = call_key(
+        "u",
+        "pay",
+        &args(json!({"to": "a", "amount": 10, "nonce": "x"})),
+        &rule,
+        0,
+        None,
+    )
+    .unwrap();
+    assert_eq!(plain.key, nonce.key);
 }

@@ -292,6 +292,46 @@ async fn a_verify_command_settles_a_lost_answer_as_made() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_call_a_person_settled_as_sent_is_said_to_be_made_without_a_result() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let died = call(&agent, "die_after", json!({"line": "gone"})).await;
+    let key = died.structured_content.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    agent.cancel().await.unwrap();
+    expect_exit(
+        &bench.cli(&[
+            "resolve",
+            "L",
+            &key,
+            "sent",
+            "--by",
+            "ops",
+            "--note",
+            "in the log",
+        ]),
+        0,
+        "resolve sent",
+    );
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let again = call(&agent, "die_after", json!({"line": "gone"})).await;
+    // No result to give a tool with an output schema: an error whose words say it WAS
+    // made (a success without structured content is refused by clients).
+    assert!(
+        refused(&again).contains("WAS already made"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(meta_of(&again)["replay"], true);
+    assert_eq!(bench.acted(), ["gone"]);
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_is_error_answer_is_unknown_unless_the_policy_says_it_means_failed() {
     let Some(bench) = Bench::new(POLICY) else {
         return;
@@ -579,6 +619,24 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
     expect_exit(&dispatch, 2, "dispatch of a held call");
     assert!(String::from_utf8_lossy(&dispatch.stderr).contains("send-once mcp proxy"));
 
+    // Nor does send-once mcp's dispatch_draft, whatever send command it was given.
+    let other = crate::harness::mcp::connect(
+        "another-agent",
+        &[
+            "mcp",
+            bench.ledger().to_str().unwrap(),
+            "--send",
+            "mcp:fake=true",
+        ],
+    )
+    .await;
+    let not_here = refused(&call(&other, "dispatch_draft", json!({"draftId": 1})).await);
+    assert!(
+        not_here.contains("held by send-once mcp proxy"),
+        "{not_here}"
+    );
+    other.cancel().await.unwrap();
+
     let made = call(&agent, "send_once_status", json!({"draftId": 1})).await;
     assert_eq!(
         ok(&made)["written"],
@@ -638,8 +696,13 @@ async fn a_draft_marked_as_a_held_call_but_not_made_by_the_proxy_is_never_made()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn what_the_tool_does_not_declare_or_leaves_null_is_not_part_of_the_key() {
-    let Some(bench) = Bench::new(POLICY) else {
+async fn what_the_policy_leaves_out_or_a_null_is_not_part_of_the_key() {
+    // The fake's schema does not forbid other arguments, so it may use them: a nonce
+    // makes another call unless the policy names the arguments that make the key.
+    let Some(bench) = Bench::new(&POLICY.replace(
+        "exclude = [\"request_id\", \"seconds\"]",
+        "key = [\"line\", \"to\"]",
+    )) else {
         return;
     };
     let agent = bench.proxy("mailer-agent", &[]).await;

@@ -9,6 +9,7 @@ use crate::cli::{Exit, fail, note, print_json};
 use send_once::approval::{ApprovalError, DispatchError, Dispatched};
 use send_once::ledger::Access;
 use send_once::ledger::LedgerLocation;
+use send_once::mcp::held::held_by_proxy;
 use send_once::provider::{CommandProvider, CommandReceipt, SendOptions};
 use send_once::review::Draft;
 use send_once::review::dispatch::{DraftDispatch, Prepared, ReadyDispatch};
@@ -257,20 +258,4 @@ pub(super) fn refusal_text<R>(
         .into_owned(),
         Dispatched::Ledger(_) => String::new(),
     }
-}
-
-/// Why a draft the MCP proxy held is not sent from here: its call goes to the
-/// proxy's upstream, and only the proxy makes it (when the agent asks again).
-fn held_by_proxy(draft: &Draft) -> Option<String> {
-    use send_once::mcp::proxy::hold::{HELD_BY, PROXY};
-    let meta = draft.meta.as_ref()?;
-    let field = |name: &str| meta.get(name).and_then(Value::as_str);
-    (field(HELD_BY) == Some(PROXY)).then(|| {
-        format!(
-            "draft {} is a tool call held by send-once mcp proxy (upstream {}, tool {}); only the proxy makes it, when the agent calls it again or asks its status tool. Nothing was sent",
-            draft.id,
-            visible_inline(field("upstream").unwrap_or("?")),
-            visible_inline(field("tool").unwrap_or("?"))
-        )
-    })
 }

@@ -40,8 +40,9 @@ pub struct DispatchAnswer {
     pub draft_id: i64,
     /// Its send key.
     pub key: String,
-    /// `sent`, `already_sent` (a repeat: nothing was sent now), `unknown` (it may or
-    /// may not have gone out: a person settles it) or `failed` (it did not go out).
+    /// `sent`, `already_sent` (a repeat: nothing was sent now), `in_flight` (another
+    /// dispatch is sending it now), `unknown` (it may or may not have gone out: a
+    /// person settles it) or `failed` (it did not go out).
     pub outcome: String,
     /// The provider's id for the send, when it gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -72,6 +73,9 @@ pub async fn dispatch(
     id: i64,
 ) -> Result<DispatchAnswer, String> {
     let head = review.head(id).await.map_err(|e| e.to_string())?;
+    if let Some(why) = crate::mcp::held::held_by_proxy(&head) {
+        return Err(why);
+    }
     let channel = head
         .meta
         .as_ref()
@@ -141,6 +145,16 @@ pub async fn dispatch(
             &entry,
             None,
             format!("Draft {id} had already been sent; nothing was sent now."),
+        )),
+        Dispatched::Ledger(Outcome::Unknown {
+            entry, error: None, ..
+        }) if crate::ledger::claimer::running(&entry, ledger.now()).may_still_run() => Ok(answer(
+            "in_flight",
+            &entry,
+            None,
+            format!(
+                "Draft {id} is being sent right now by another dispatch; ask draft_status in a moment. It is not sent twice."
+            ),
         )),
         Dispatched::Ledger(Outcome::Unknown { entry, error, .. }) => Ok(answer(
             "unknown",

@@ -24,11 +24,7 @@ use crate::provider::SendOptions;
 use crate::review::dispatch::{Prepared, newest_draft};
 use crate::review::{Base, Draft, DraftState, Review, Submission};
 
-/// The meta field that marks a draft as a call held by the proxy, naming it.
-pub const HELD_BY: &str = "heldBy";
-
-/// What a held draft's `heldBy` says.
-pub const PROXY: &str = "send-once mcp proxy";
+pub use crate::mcp::held::{HELD_BY, PROXY, held_by_proxy};
 
 /// How long a held call's facts recheck may take (a held call has none: its facts are
 /// what it was called with).
@@ -341,7 +337,7 @@ async fn make(
     tokio::select! {
         answer = task => answer.unwrap_or_else(|e| Ok(refusal(format!("the proxy's call stopped: {e}")))),
         () = context.ct.cancelled() => Err(ErrorData::internal_error(
-            "cancelled by the client; the call goes on and its answer is recorded", None)),
+            "the request was cancelled (by the client, or the proxy is stopping); the call goes on, and its answer is recorded: ask again for it", None)),
     }
 }
 

@@ -234,7 +234,7 @@ impl ProxyServer {
                 Err(e) => Ok(refusal(format!("the proxy's call stopped: {e}")).into()),
             },
             () = context.ct.cancelled() => {
-                Err(ErrorData::internal_error("cancelled by the client; the call goes on and its answer is recorded", None))
+                Err(ErrorData::internal_error("the request was cancelled (by the client, or the proxy is stopping); the call goes on, and its answer is recorded: ask again for it", None))
             }
         }
     }
@@ -262,8 +262,20 @@ pub fn entry_meta(
     }
     meta.insert("tool".into(), tool.into());
     meta.insert("upstream".into(), upstream.into());
+    // What made it this call, shortened: without a policy's intent, a person who
+    // settles an unknown call tells it from the tool's other calls by these.
+    let arguments: String = key.preimage.chars().take(ARGUMENTS_SHOWN).collect();
+    let cut = if arguments.len() < key.preimage.len() {
+        "…"
+    } else {
+        ""
+    };
+    meta.insert("call".into(), format!("{arguments}{cut}").into());
     meta
 }
+
+/// How much of a call's key text an entry keeps for a person to read.
+const ARGUMENTS_SHOWN: usize = 300;
 
 impl ServerHandler for ProxyServer {
     fn get_info(&self) -> ServerConfig {

@@ -164,8 +164,10 @@ pub fn answer(
         Outcome::Sent { result, entry } => Ok(with_meta(result.0, key, &entry, false)),
         Outcome::Duplicate { entry } => Ok(replay(key, &entry)),
         // The upstream's answer was lost, and the verify command found the call made.
+        // Marked as an error only because there is no result to give: a tool with an
+        // output schema must answer success with structured content, which is gone.
         Outcome::Confirmed { entry, .. } => Ok(with_meta(
-            CallToolResult::success(vec![ContentBlock::text(format!(
+            CallToolResult::error(vec![ContentBlock::text(format!(
                 "This call was made (key {key}): its answer was lost, and the policy's verify command found that it happened. Its result is not known here; it will not be made again."
             ))]),
             key,
@@ -252,9 +254,12 @@ fn replay(key: &str, entry: &Entry) -> CallToolResult {
         .and_then(|r| serde_json::from_value::<CallToolResult>(r).ok());
     match kept {
         Some(result) => with_meta(result, key, entry, true),
+        // Made, but by an attempt whose result was not kept (a person's `resolve sent`,
+        // a verify's word): an error only because there is no result to give, which a
+        // client checks against the tool's output schema; the words say it was made.
         None => with_meta(
-            CallToolResult::success(vec![ContentBlock::text(format!(
-                "This call was already made (key {key}){}; its result was not kept, so it is not shown. It was not made again.",
+            CallToolResult::error(vec![ContentBlock::text(format!(
+                "This call WAS already made (key {key}){}; its result was not kept, so it is not shown. It was not made again: do not make it another way.",
                 entry
                     .get("sentAt")
                     .and_then(Value::as_str)

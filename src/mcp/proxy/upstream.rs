@@ -119,7 +119,10 @@ impl Upstream {
             .split_first()
             .ok_or("no upstream command was given after --")?;
         let mut child = tokio::process::Command::new(program);
-        child.args(args);
+        // A process group of its own: a Ctrl-C or a signal to the agent's whole group
+        // reaches the proxy, which lets calls in flight finish, and not the upstream,
+        // which the proxy stops after them.
+        child.args(args).process_group(0);
         let transport = rmcp::transport::TokioChildProcess::new(child)
             .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
         let relay = Relay {

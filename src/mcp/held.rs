@@ -1,0 +1,29 @@
+//! The marks of a tool call the MCP proxy held for a person: the meta field that
+//! names the proxy, and the refusal every other door gives such a draft. Below both
+//! the proxy (which makes the marks) and the queue's MCP tools (which refuse them).
+
+use serde_json::Value;
+
+use crate::review::Draft;
+
+/// The meta field that marks a draft as a call held by the proxy, naming it.
+pub const HELD_BY: &str = "heldBy";
+
+/// What a held draft's `heldBy` says.
+pub const PROXY: &str = "send-once mcp proxy";
+
+/// Why a draft the proxy held is not sent by another door (`send-once dispatch`,
+/// `dispatch_draft`): its call goes to the proxy's upstream, and only the proxy makes
+/// it, when the agent calls it again or asks the status tool. None for any other draft.
+pub fn held_by_proxy(draft: &Draft) -> Option<String> {
+    let meta = draft.meta.as_ref()?;
+    let field = |name: &str| meta.get(name).and_then(Value::as_str);
+    (field(HELD_BY) == Some(PROXY)).then(|| {
+        format!(
+            "draft {} is a tool call held by send-once mcp proxy (upstream {}, tool {}); only the proxy makes it, when the agent calls it again or asks its status tool. Nothing was sent",
+            draft.id,
+            crate::text::visible_inline(field("upstream").unwrap_or("?")),
+            crate::text::visible_inline(field("tool").unwrap_or("?"))
+        )
+    })
+}
