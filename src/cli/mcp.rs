@@ -11,12 +11,14 @@ use rmcp::ServiceExt;
 use send_once::LedgerLocation;
 use send_once::ledger::Access;
 use send_once::mcp::agent::{AgentServer, SendCommands};
+use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
 use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL};
 use send_once::open::Open;
 use send_once::review::Review;
 use send_once::text::visible_inline;
+use std::future::Future;
 
 use super::ledger_arg::{clock, ledger_over, ledger_to_create, parse_limit};
 use super::{Exit, fail};
@@ -93,15 +95,15 @@ pub fn mcp(args: &McpArgs) -> Exit {
     };
     let ledger = ledger_over(store.clone());
     let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
-    let served = runtime.block_on(async {
-        let service = server.serve(rmcp::transport::stdio()).await?;
-        service.waiting().await?;
-        Ok::<(), Box<dyn std::error::Error>>(())
-    });
-    match served {
-        Ok(()) => Exit::Ok,
-        Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),
-    }
+    let in_flight = server.in_flight();
+    let exit = runtime.block_on(serve_until_stopped(
+        server,
+        in_flight,
+        std::future::pending(),
+        Duration::from_secs(60),
+    ));
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    exit
 }
 
 /// The send commands `dispatch_draft` may run: the config file's `[send]` table, then
@@ -234,27 +236,46 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
     }
     let in_flight = server.in_flight();
     let keep_upstream = server.upstream();
+    let upstream = std::sync::Arc::clone(&keep_upstream);
+    let gone = async move {
+        while !upstream.peer().is_transport_closed() {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        "the upstream server exited"
+    };
+    let exit = serve_until_stopped(
+        server,
+        in_flight,
+        gone,
+        timeout.min(Duration::from_secs(60)),
+    )
+    .await;
+    // Only now, the calls in flight answered, is the upstream stopped.
+    drop(keep_upstream);
+    exit
+}
+
+/// Serves `server` on stdio until the agent leaves, a SIGINT or SIGTERM comes, or
+/// `gone` says why the server cannot go on; then lets the work in flight (forwarded
+/// calls, dispatches) finish within `bound`, and says what is left.
+async fn serve_until_stopped<S: rmcp::ServerHandler>(
+    server: S,
+    in_flight: Arc<InFlight>,
+    gone: impl Future<Output = &'static str> + Send + 'static,
+    bound: Duration,
+) -> Exit {
     let service = match server.serve(rmcp::transport::stdio()).await {
         Ok(service) => service,
         Err(e) => return fail(Exit::Refused, format!("the MCP session did not start: {e}")),
     };
-    // A signal, or the upstream's exit, ends the session as the agent's leaving does:
-    // calls in flight finish and are recorded below, and the upstream is stopped with
-    // the proxy instead of left running on its own.
     let stop = service.cancellation_token();
-    let upstream = std::sync::Arc::clone(&keep_upstream);
     let watch = tokio::spawn(async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let gone = async {
-            while !upstream.peer().is_transport_closed() {
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        };
         let why = tokio::select! {
             _ = tokio::signal::ctrl_c() => "interrupted",
             Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => "terminated",
-            () = gone => "the upstream server exited",
+            why = gone => why,
         };
         stop.cancel();
         why
@@ -269,15 +290,11 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
     if let Some(why) = stopped {
         super::note(format!("stopping: {why}"));
     }
-    // The agent is gone: calls already forwarded finish (and are recorded) within
-    // their limit; one still open after it stays in flight, then unknown.
-    if !in_flight
-        .settled(timeout.min(Duration::from_secs(60)))
-        .await
-    {
-        super::note("calls still in flight when the agent left are recorded as unknown if they do not finish".to_owned());
+    // Calls already forwarded finish (and are recorded) within the bound; one still
+    // open after it stays in flight until its limit, then unknown.
+    if !in_flight.settled(bound).await {
+        super::note("work still in flight when the session ended is recorded as unknown if it does not finish".to_owned());
     }
-    drop(keep_upstream);
     match ended {
         Ok(_) => Exit::Ok,
         Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),

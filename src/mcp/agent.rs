@@ -49,6 +49,7 @@ pub struct AgentServer {
     ledger: Arc<Ledger>,
     by: Option<String>,
     send: SendCommands,
+    in_flight: Arc<super::in_flight::InFlight>,
     tool_router: ToolRouter<AgentServer>,
 }
 
@@ -184,8 +185,14 @@ impl AgentServer {
             ledger: Arc::new(ledger),
             by,
             send,
+            in_flight: Arc::default(),
             tool_router,
         }
+    }
+
+    /// The dispatches still running, for shutdown.
+    pub fn in_flight(&self) -> Arc<super::in_flight::InFlight> {
+        Arc::clone(&self.in_flight)
     }
 
     #[tool(
@@ -200,9 +207,22 @@ impl AgentServer {
         &self,
         Parameters(args): Parameters<DispatchDraft>,
     ) -> Result<Json<DispatchAnswer>, String> {
-        dispatch::dispatch(&self.review, &self.ledger, &self.send, args.draft_id)
-            .await
-            .map(Json)
+        let guard = self.in_flight.start();
+        let (review, ledger, send) = (
+            Arc::clone(&self.review),
+            Arc::clone(&self.ledger),
+            self.send.clone(),
+        );
+        // Its own task: a client that gives up, or a session that ends, does not cut
+        // the send in half; shutdown waits for it (`in_flight`).
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            dispatch::dispatch(&review, &ledger, &send, args.draft_id).await
+        });
+        match task.await {
+            Ok(answer) => answer.map(Json),
+            Err(e) => Err(format!("the dispatch stopped: {e}")),
+        }
     }
 
     #[tool(

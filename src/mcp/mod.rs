@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod call_key;
 pub mod held;
+pub mod in_flight;
 pub mod policy;
 pub mod proxy;
 pub mod status;

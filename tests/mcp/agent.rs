@@ -398,3 +398,49 @@ async fn an_approved_draft_is_dispatched_once_through_the_operators_command_only
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dispatch_in_flight_when_the_agent_leaves_is_finished_and_recorded() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let sent = dir.path().join("sent.log");
+    let send = format!(
+        "email=sh -c 'sleep 1; cat >> {}; echo; echo {{\\\"id\\\":\\\"m-2\\\"}}'",
+        sent.display()
+    );
+    let client = crate::harness::mcp::connect(
+        "billing-agent",
+        &["mcp", ledger.to_str().unwrap(), "--send", &send],
+    )
+    .await;
+    ok(&call(&client, "submit_draft", invoice("Invoice 8")).await);
+    expect_exit(
+        &cli(&ledger, &["approve", "L", "1", "--by", "dana"]),
+        0,
+        "approve",
+    );
+    let params = CallToolRequestParams::new("dispatch_draft")
+        .with_arguments(json!({"draftId": 1}).as_object().unwrap().clone());
+    let handle = client
+        .peer()
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::with_timeout(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap();
+    assert!(handle.await_response().await.is_err(), "the agent gave up");
+    client.cancel().await.unwrap();
+    crate::harness::wait_until(
+        "the send finished and was recorded",
+        Duration::from_secs(15),
+        || {
+            String::from_utf8_lossy(&cli(&ledger, &["ls", "L", "--json"]).stdout)
+                .contains("\"sent\"")
+        },
+    );
+    let written = std::fs::read_to_string(&sent).unwrap();
+    assert_eq!(written.matches("Invoice 8").count(), 1, "{written}");
+}

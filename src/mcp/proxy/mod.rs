@@ -12,7 +12,6 @@ pub mod once;
 pub mod upstream;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -24,9 +23,9 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Map, Value};
-use tokio::sync::Notify;
 
 use super::call_key::{CallKey, call_key};
+use super::in_flight::InFlight;
 use super::policy::{Mode, Policy, ToolRule};
 use crate::ledger::Ledger;
 use crate::provider::SendOptions;
@@ -64,44 +63,6 @@ pub struct ProxyServer {
     upstream: Arc<Upstream>,
     downstream: Downstream,
     in_flight: Arc<InFlight>,
-}
-
-/// Calls forwarded and not yet answered, so that shutdown lets them finish.
-#[derive(Default)]
-pub struct InFlight {
-    count: AtomicUsize,
-    done: Notify,
-}
-
-impl InFlight {
-    fn start(self: &Arc<Self>) -> InFlightGuard {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(Arc::clone(self))
-    }
-
-    /// Waits until no forwarded call is in flight, or `bound` passes; whether they all
-    /// finished.
-    pub async fn settled(&self, bound: Duration) -> bool {
-        let wait = async {
-            while self.count.load(Ordering::SeqCst) > 0 {
-                let notified = self.done.notified();
-                if self.count.load(Ordering::SeqCst) == 0 {
-                    break;
-                }
-                notified.await;
-            }
-        };
-        tokio::time::timeout(bound, wait).await.is_ok()
-    }
-}
-
-struct InFlightGuard(Arc<InFlight>);
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::SeqCst);
-        self.0.done.notify_waiters();
-    }
 }
 
 impl ProxyServer {
