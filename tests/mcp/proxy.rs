@@ -791,6 +791,54 @@ async fn a_terminated_proxy_lets_its_call_finish_and_an_exited_upstream_stops_th
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_held_call_that_failed_after_its_approval_ran_out_is_held_again() {
+    let Some(bench) = Bench::new(&format!("{HOLD}[tools.die_before]\nmode = \"hold\"\n")) else {
+        return;
+    };
+    let agent = bench.proxy("billing-agent", &[]).await;
+    let args = json!({"line": "retry me"});
+    let held = call(&agent, "die_before", args.clone()).await;
+    assert_eq!(held.structured_content.unwrap()["draftId"], 1);
+    expect_exit(
+        &bench.cli(&["approve", "L", "1", "--by", "rita", "--ttl", "2s"]),
+        0,
+        "approve",
+    );
+    let lost = call(&agent, "send_once_status", json!({"draftId": 1})).await;
+    let key = lost.structured_content.clone().unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(lost.structured_content.unwrap()["status"], "unknown");
+    expect_exit(
+        &bench.cli(&[
+            "resolve",
+            "L",
+            &key,
+            "failed",
+            "--by",
+            "ops",
+            "--note",
+            "not in the outbox",
+        ]),
+        0,
+        "resolve failed",
+    );
+    // Its approval runs out.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // The upstream died with the call, and the proxy with it: the agent starts another.
+    let agent = bench.proxy("billing-agent", &[]).await;
+    let again = call(&agent, "die_before", args).await;
+    let said = again.structured_content.unwrap();
+    assert_eq!(said["status"], "held", "{said}");
+    assert_eq!(
+        said["draftId"], 2,
+        "a new draft for a person to approve again"
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_rejected_held_call_says_why_and_two_of_two_hold_until_both_approve() {
     let Some(bench) = Bench::new(HOLD) else {
         return;

@@ -79,6 +79,7 @@ pub async fn held(
     if let Some(id) = newest_draft(&review, &key.key).await.map_err(internal)?
         && let Ok(draft) = review.head(id).await
         && !matches!(draft.state, DraftState::Withdrawn)
+        && !spent(&review, &draft).await
     {
         return status_of(server, &review, draft, context).await;
     }
@@ -189,6 +190,23 @@ async fn ours(server: &ProxyServer, review: &Review, draft: &Draft) -> bool {
     let declared = server.declared(tool);
     call_key(upstream, tool, &arguments, &rule, at, declared.as_deref())
         .is_ok_and(|key| key.key == draft.key)
+}
+
+/// A dispatched draft whose send failed (a person resolved it so) and whose approval
+/// has run out since: it can be neither made nor approved again, so the call is held
+/// anew, for a person to approve again (second MCP round, N5).
+async fn spent(review: &Review, draft: &Draft) -> bool {
+    let expired = draft
+        .expires_at()
+        .is_none_or(|at| crate::js::time::parse_date(at).is_none_or(|at| at <= review.now()));
+    draft.state == DraftState::Dispatched
+        && expired
+        && review
+            .ledger_entry(&draft.key)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|e| e.status() == crate::ledger::Status::Failed)
 }
 
 async fn status_of(
