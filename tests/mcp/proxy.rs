@@ -467,8 +467,16 @@ async fn the_upstreams_progress_reaches_the_agent_through_the_proxy() {
         .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
         .await
         .unwrap();
+    // The tool works a moment after its progress, as a real one does: a client drops
+    // progress that comes after the request's answer (the spec lets it), and the
+    // proxy relays notifications as they are handled, not in one line with answers.
     let mut params = rmcp::model::CallToolRequestParams::new("append_with_progress")
-        .with_arguments(json!({"line": "p"}).as_object().unwrap().clone());
+        .with_arguments(
+            json!({"line": "p", "seconds": 0.5})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
     params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
         NumberOrString::String("tok-1".into()),
     )));
