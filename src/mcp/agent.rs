@@ -348,9 +348,7 @@ impl AgentServer {
         Parameters(args): Parameters<WithdrawDraft>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<DraftStatus>, String> {
-        let by = self.submitter(&context);
-        let draft = self.review.head(args.draft_id).await.map_err(text)?;
-        own(&draft, by.as_deref())?;
+        let by = self.own_draft(args.draft_id, &context).await?;
         self.review
             .decide(args.draft_id, Verdict::Withdraw, by, args.note)
             .await
@@ -371,9 +369,7 @@ impl AgentServer {
         Parameters(args): Parameters<UpdateFacts>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<DraftStatus>, String> {
-        let by = self.submitter(&context);
-        let draft = self.review.head(args.draft_id).await.map_err(text)?;
-        own(&draft, by.as_deref())?;
+        self.own_draft(args.draft_id, &context).await?;
         self.review
             .record_facts(args.draft_id, args.facts)
             .await
@@ -413,6 +409,18 @@ impl AgentServer {
                 "baseRevision {base} names a revision, but this key has no open draft to build on; leave baseRevision out to submit a new draft"
             )),
         }
+    }
+
+    /// Who is asking, when draft `id` is theirs to change: only its submitter is.
+    async fn own_draft(
+        &self,
+        id: i64,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<String>, String> {
+        let by = self.submitter(context);
+        let draft = self.review.head(id).await.map_err(text)?;
+        own(&draft, by.as_deref())?;
+        Ok(by)
     }
 
     async fn draft_id(&self, query: &StatusQuery) -> Result<i64, String> {

@@ -24,6 +24,17 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_send-once"))
 }
 
+/// `send-once ARGS` run to its end, with `ledger` in place of each `L`: a command
+/// as a person on shift types it against the test's ledger.
+pub fn on_ledger(ledger: &Path, args: &[&str]) -> Output {
+    let ledger = ledger.to_str().expect("a UTF-8 path");
+    let all: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "L" { ledger } else { a })
+        .collect();
+    send_once(&all).output().expect("send-once runs")
+}
+
 pub fn send_once(args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
     cmd.args(args);

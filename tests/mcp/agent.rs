@@ -23,17 +23,7 @@ fn invoice(subject: &str) -> Value {
 
 /// `send-once ARGS` with the ledger put in place of `L`, as a person on shift runs it.
 fn cli(ledger: &Path, args: &[&str]) -> std::process::Output {
-    let all: Vec<&str> = args
-        .iter()
-        .map(|a| {
-            if *a == "L" {
-                ledger.to_str().unwrap()
-            } else {
-                a
-            }
-        })
-        .collect();
-    send_once(&all).output().unwrap()
+    crate::harness::on_ledger(ledger, args)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -90,18 +90,7 @@ impl Bench {
 
     /// `send-once ARGS` with the ledger in place of `L`.
     fn cli(&self, args: &[&str]) -> std::process::Output {
-        let ledger = self.ledger();
-        let all: Vec<&str> = args
-            .iter()
-            .map(|a| {
-                if *a == "L" {
-                    ledger.to_str().unwrap()
-                } else {
-                    a
-                }
-            })
-            .collect();
-        send_once(&all).output().unwrap()
+        crate::harness::on_ledger(&self.ledger(), args)
     }
 }
 

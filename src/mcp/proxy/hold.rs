@@ -352,11 +352,7 @@ async fn make(
             Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
         }
     });
-    tokio::select! {
-        answer = task => answer.unwrap_or_else(|e| Ok(refusal(format!("the proxy's call stopped: {e}")))),
-        () = context.ct.cancelled() => Err(ErrorData::internal_error(
-            "the request was cancelled (by the client, or the proxy is stopping); the call goes on, and its answer is recorded: ask again for it", None)),
-    }
+    super::once::answered_or_left(task, context).await
 }
 
 /// The answer to a call just held: an error to the model (never success, which it

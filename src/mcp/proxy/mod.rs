@@ -189,15 +189,7 @@ impl ProxyServer {
             let _guard = guard;
             once::once(ledger, key.key, forward, options, ledger_name).await
         });
-        tokio::select! {
-            answer = task => match answer {
-                Ok(answer) => answer.map(Into::into),
-                Err(e) => Ok(refusal(format!("the proxy's call stopped: {e}")).into()),
-            },
-            () = context.ct.cancelled() => {
-                Err(ErrorData::internal_error("the request was cancelled (by the client, or the proxy is stopping); the call goes on, and its answer is recorded: ask again for it", None))
-            }
-        }
+        once::answered_or_left(task, context).await.map(Into::into)
     }
 }
 

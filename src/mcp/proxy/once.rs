@@ -312,3 +312,19 @@ pub fn result_text(result: &CallToolResult) -> String {
     let short: String = joined.chars().take(500).collect();
     crate::text::visible_inline(&short).into_owned()
 }
+
+/// The answer of a call running in a task of its own, or, when the agent's request is
+/// cancelled first (it gave up, or the proxy is stopping), an error saying the call
+/// goes on: the task is left running, and records what comes.
+pub async fn answered_or_left(
+    task: tokio::task::JoinHandle<Result<CallToolResult, ErrorData>>,
+    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    tokio::select! {
+        answer = task => answer.unwrap_or_else(|e| Ok(refusal(format!("the proxy's call stopped: {e}")))),
+        () = context.ct.cancelled() => Err(ErrorData::internal_error(
+            "the request was cancelled (by the client, or the proxy is stopping); the call goes on, and its answer is recorded: ask again for it",
+            None,
+        )),
+    }
+}
