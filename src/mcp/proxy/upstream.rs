@@ -3,7 +3,7 @@
 //! agent, and each call's answer sorted by what it says about the tool having acted.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -25,7 +25,7 @@ pub struct Relay {
     /// The last progress relayed per token: notifications are handled concurrently,
     /// and progress must only increase, so one that arrives after a later one is
     /// dropped rather than relayed out of order.
-    progressed: Arc<Mutex<HashMap<ProgressToken, f64>>>,
+    progressed: Arc<tokio::sync::Mutex<HashMap<ProgressToken, f64>>>,
 }
 
 /// How many tokens' progress is remembered before the oldest calls' are forgotten.
@@ -38,22 +38,20 @@ impl ClientHandler for Relay {
         _context: NotificationContext<RoleClient>,
     ) {
         // The agent's progress token was passed up as it was, so it is relayed as is.
-        let newer = match self.progressed.lock() {
-            Ok(mut seen) => {
-                if seen.len() >= PROGRESS_TOKENS {
-                    seen.clear();
-                }
-                let last = seen
-                    .entry(params.progress_token.clone())
-                    .or_insert(f64::MIN);
-                let newer = params.progress > *last;
-                *last = last.max(params.progress);
-                newer
+        // The check and the send under one lock: two relays racing could otherwise
+        // both pass the check and reach the agent in the other order.
+        let mut seen = self.progressed.lock().await;
+        if seen.len() >= PROGRESS_TOKENS {
+            seen.clear();
+        }
+        let last = seen
+            .entry(params.progress_token.clone())
+            .or_insert(f64::MIN);
+        if params.progress > *last {
+            *last = params.progress;
+            if let Some(agent) = self.downstream.get() {
+                let _ = agent.notify_progress(params).await;
             }
-            Err(_) => true,
-        };
-        if newer && let Some(agent) = self.downstream.get() {
-            let _ = agent.notify_progress(params).await;
         }
     }
 
