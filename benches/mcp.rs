@@ -9,7 +9,10 @@
 //!   against the same call straight to the upstream: the proxy's overhead, as a
 //!   ratio to one durable claim (target: at most 1.1, one claim's cost plus 10 %);
 //! - a `pass` call through the proxy against the same call straight (target: at most
-//!   1.1x at the median).
+//!   1.1x at the median);
+//! - the same call through a byte relay: a process that copies the agent's bytes to
+//!   the upstream and back and does nothing else, the least that any proxy in a process
+//!   of its own adds, so that the proxy's `pass` reads against a floor as well.
 //!
 //! ```sh
 //! cargo build --release --example mcp_upstream
@@ -41,7 +44,14 @@ const PASS_TARGET: f64 = 1.1;
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
+/// Set in the bench's own environment when it is started again as the byte relay.
+const RELAY: &str = "SEND_ONCE_BENCH_RELAY";
+
 fn main() {
+    if std::env::var_os(RELAY).is_some() {
+        relay();
+        return;
+    }
     let mut dir = PathBuf::from("target/bench-mcp");
     let mut calls: usize = 200;
     let mut rounds: usize = 5;
@@ -86,6 +96,49 @@ async fn connect(program: &Path, args: &[&str], log: &Path) -> Client {
     .unwrap()
 }
 
+/// Starts the command after `--` and copies standard input to it and its output back,
+/// bytes as they come, on two threads: the floor of any proxy process.
+fn relay() {
+    use std::io::{Read, Write};
+    let command: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+    let mut child = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the relay's upstream starts");
+    let copy = |mut from: Box<dyn Read + Send>, mut to: Box<dyn Write + Send>| {
+        std::thread::spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                match from.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if to
+                            .write_all(&buffer[..n])
+                            .and_then(|()| to.flush())
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let up = copy(
+        Box::new(std::io::stdin()),
+        Box::new(child.stdin.take().unwrap()),
+    );
+    let down = copy(
+        Box::new(child.stdout.take().unwrap()),
+        Box::new(std::io::stdout()),
+    );
+    let _ = up.join();
+    let _ = down.join();
+    let _ = child.wait();
+}
+
 fn arguments(line: String) -> JsonObject {
     json!({"line": line}).as_object().unwrap().clone()
 }
@@ -121,6 +174,7 @@ struct Round {
     claim: f64,
     direct_pass: f64,
     proxied_pass: f64,
+    relayed_pass: f64,
 }
 
 async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
@@ -147,6 +201,20 @@ async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
         &dir.join("proxied.log"),
     )
     .await;
+    let relayed = {
+        let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+        command
+            .args(["--", fake.to_str().unwrap()])
+            .env(RELAY, "1")
+            .env("FAKE_UPSTREAM_LOG", dir.join("relayed.log"));
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("bench", "1"),
+        )
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap()
+    };
     let store = SqliteStore::open(&dir.join("own.db"), Access::Create).unwrap();
     let ledger = Ledger::new(Arc::new(store));
     let per_call = |d: Duration| d.as_secs_f64() * 1000.0 / SLICE as f64;
@@ -154,13 +222,15 @@ async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
     let mut next = 0;
     // Round 0 warms the processes, the ledgers and the disk up, and is not counted.
     for round in 0..=rounds {
-        let (mut a, mut b, mut c, mut d, mut e) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut a, mut b, mut c, mut d, mut e, mut f) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
         for _ in 0..calls.div_ceil(SLICE) {
             a.push(per_call(slice(&direct, "append", "direct", next).await));
             b.push(per_call(slice(&proxied, "append", "proxied", next).await));
             c.push(per_call(ledger_slice(&ledger, next).await));
             d.push(per_call(slice(&direct, "echo", "direct", next).await));
             e.push(per_call(slice(&proxied, "echo", "proxied", next).await));
+            f.push(per_call(slice(&relayed, "echo", "relayed", next).await));
             next += SLICE;
         }
         let measured = Round {
@@ -169,6 +239,7 @@ async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
             claim: common::median(&mut c),
             direct_pass: common::median(&mut d),
             proxied_pass: common::median(&mut e),
+            relayed_pass: common::median(&mut f),
         };
         if round > 0 {
             results.push(measured);
@@ -177,6 +248,7 @@ async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
     }
     let _ = direct.cancel().await;
     let _ = proxied.cancel().await;
+    let _ = relayed.cancel().await;
     report(&results, calls);
 }
 
@@ -188,6 +260,8 @@ fn report(rounds: &[Round], calls: usize) {
     };
     let overhead = column(&|r| (r.proxied_once - r.direct_once) / r.claim);
     let pass = column(&|r| r.proxied_pass / r.direct_pass);
+    let floor = column(&|r| r.relayed_pass / r.direct_pass);
+    let over_floor = column(&|r| r.proxied_pass / r.relayed_pass);
     let ms = |f: &dyn Fn(&Round) -> f64| column(f).0;
     let mut body = format!(
         "Median of {} rounds; each round takes every measure in turns, {SLICE} calls at a time, {calls} calls each.\n\n",
@@ -209,11 +283,20 @@ fn report(rounds: &[Round], calls: usize) {
         common::verdict(pass.0 <= PASS_TARGET)
     ));
     body.push_str(&format!(
-        "| per call (median, ms): `once` straight / through the proxy; the ledger's `once()`; `pass` straight / through the proxy | {:.3} / {:.3}; {:.3}; {:.3} / {:.3} | | | |\n",
+        "| the same call through a byte relay (the floor of any proxy process), vs straight | {:.2}x | {:.2}x–{:.2}x | | |\n",
+        floor.0, floor.1, floor.2
+    ));
+    body.push_str(&format!(
+        "| a `pass` call through the proxy, vs through the byte relay | {:.2}x | {:.2}x–{:.2}x | | |\n",
+        over_floor.0, over_floor.1, over_floor.2
+    ));
+    body.push_str(&format!(
+        "| per call (median, ms): `once` straight / through the proxy; the ledger's `once()`; `pass` straight / through the relay / through the proxy | {:.3} / {:.3}; {:.3}; {:.3} / {:.3} / {:.3} | | | |\n",
         ms(&|r| r.direct_once),
         ms(&|r| r.proxied_once),
         ms(&|r| r.claim),
         ms(&|r| r.direct_pass),
+        ms(&|r| r.relayed_pass),
         ms(&|r| r.proxied_pass)
     ));
     common::print_figures("mcp", "cargo bench --bench mcp", &body);

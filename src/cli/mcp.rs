@@ -264,18 +264,28 @@ async fn serve_until_stopped<S: rmcp::ServerHandler>(
     gone: impl Future<Output = &'static str> + Send + 'static,
     bound: Duration,
 ) -> Exit {
-    let service = match server.serve(rmcp::transport::stdio()).await {
+    let (reader, writer, _blocking_again) = send_once::mcp::stdio::transport();
+    let service = match server.serve((reader, writer)).await {
         Ok(service) => service,
         Err(e) => return fail(Exit::Refused, format!("the MCP session did not start: {e}")),
     };
     let stop = service.cancellation_token();
+    let answering = Arc::clone(&in_flight);
     let watch = tokio::spawn(async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let why = tokio::select! {
             _ = tokio::signal::ctrl_c() => "interrupted",
             Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => "terminated",
-            why = gone => why,
+            why = gone => {
+                // The calls the upstream took with it are answered first (unknown,
+                // recorded), so that the agent hears what became of them instead of
+                // a closed connection. They end at once, the transport being closed;
+                // the pause lets their answers out before the session stops.
+                answering.settled(bound).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                why
+            }
         };
         stop.cancel();
         why

@@ -90,6 +90,21 @@ impl Ledger {
         // One deadline for the whole call: a wait that follows one attempt into the
         // next never waits longer than asked.
         let wait_until = options.wait().map(|limit| Instant::now() + limit);
+        // A key never seen is the common case: claiming it straight away saves a read
+        // (a round trip to the store) on every first send. The claim only inserts, so
+        // a key that exists loses it and is read below, as before. A precheck must be
+        // asked before any claim, so it keeps the read first.
+        if !options.precheck() {
+            // The claim's time is the server's on a server: reach it first.
+            self.store.ready().await?;
+            let meta = options
+                .meta()
+                .map_or(Value::Null, |m| Value::Object(m.clone()));
+            let claim = self.new_claim(key, 1, meta, options.limit());
+            if self.store.claim(&claim).await? {
+                return self.send_and_check(claim, provider, options).await;
+            }
+        }
         for _ in 0..MAX_ROUNDS {
             // Step 1: what the ledger has decides what is asked.
             let claimable = match self.store.get(key).await? {

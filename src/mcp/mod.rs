@@ -17,3 +17,4 @@ pub mod in_flight;
 pub mod policy;
 pub mod proxy;
 pub mod status;
+pub mod stdio;

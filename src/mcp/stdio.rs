@@ -1,0 +1,127 @@
+//! Standard input and output as the MCP session's transport, read and written on the
+//! runtime's own event loop where the descriptors allow it.
+//!
+//! `tokio::io::stdin()` reads on a blocking thread: every message an agent sends is
+//! handed from that thread to the runtime and back, which on two cores made the
+//! proxy's extra hop cost as much as the whole call straight to the upstream. The
+//! descriptors an MCP client gives its server are a pipe (Python, Rust) or a socket
+//! (Node's libuv), and both can be polled. Anything else (a file, a terminal) keeps
+//! tokio's blocking reader and writer.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::pin::Pin;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// What the session reads the agent's messages from.
+pub type Reader = Pin<Box<dyn AsyncRead + Send>>;
+/// What the session writes its answers to.
+pub type Writer = Pin<Box<dyn AsyncWrite + Send>>;
+
+/// The session's reader and writer, and a guard that puts the descriptors back in
+/// blocking mode when dropped (the mode is shared with whoever else holds them, such
+/// as a shell that started the server). Call it inside the runtime.
+pub fn transport() -> (Reader, Writer, BlockingAgain) {
+    let reader: Reader = match polled(io::stdin().as_fd()) {
+        Some(Polled::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+            Ok(pipe) => Box::pin(pipe),
+            Err(_) => Box::pin(tokio::io::stdin()),
+        },
+        Some(Polled::Socket(fd)) => match socket(fd) {
+            Ok(socket) => Box::pin(socket),
+            Err(_) => Box::pin(tokio::io::stdin()),
+        },
+        None => Box::pin(tokio::io::stdin()),
+    };
+    // Non-blocking mode belongs to the open pipe, not the descriptor: when standard
+    // error is the same pipe (`2>&1`), a note written to it could fail with "would
+    // block" in the middle of a session, so output stays on tokio's writer.
+    let shared_with_stderr = same_file(io::stdout().as_fd(), io::stderr().as_fd());
+    let stdout = if shared_with_stderr {
+        None
+    } else {
+        polled(io::stdout().as_fd())
+    };
+    let writer: Writer = match stdout {
+        Some(Polled::Pipe(fd)) => match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
+            Ok(pipe) => Box::pin(pipe),
+            Err(_) => Box::pin(tokio::io::stdout()),
+        },
+        Some(Polled::Socket(fd)) => match socket(fd) {
+            Ok(socket) => Box::pin(socket),
+            Err(_) => Box::pin(tokio::io::stdout()),
+        },
+        None => Box::pin(tokio::io::stdout()),
+    };
+    (reader, writer, BlockingAgain)
+}
+
+enum Polled {
+    Pipe(OwnedFd),
+    Socket(OwnedFd),
+}
+
+/// A duplicate of `fd` when it is a pipe or a socket (so that fd 0 and 1 stay open
+/// for the rest of the process), else `None`.
+fn polled(fd: BorrowedFd<'_>) -> Option<Polled> {
+    let kind = std::fs::File::from(fd.try_clone_to_owned().ok()?)
+        .metadata()
+        .ok()?
+        .file_type();
+    let owned = fd.try_clone_to_owned().ok()?;
+    if kind.is_fifo() {
+        Some(Polled::Pipe(owned))
+    } else if kind.is_socket() {
+        Some(Polled::Socket(owned))
+    } else {
+        None
+    }
+}
+
+fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let identity = |fd: BorrowedFd<'_>| {
+        let meta = std::fs::File::from(fd.try_clone_to_owned().ok()?)
+            .metadata()
+            .ok()?;
+        Some((meta.dev(), meta.ino()))
+    };
+    matches!((identity(a), identity(b)), (Some(x), Some(y)) if x == y)
+}
+
+fn socket(fd: OwnedFd) -> io::Result<tokio::net::UnixStream> {
+    let socket = std::os::unix::net::UnixStream::from(fd);
+    socket.set_nonblocking(true)?;
+    tokio::net::UnixStream::from_std(socket)
+}
+
+/// Clears `O_NONBLOCK` on standard input and output when dropped.
+pub struct BlockingAgain;
+
+impl Drop for BlockingAgain {
+    fn drop(&mut self) {
+        for fd in [io::stdin().as_fd(), io::stdout().as_fd()] {
+            let _ = blocking(fd);
+        }
+    }
+}
+
+fn blocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this process holds open (fd 0 or 1), reading and
+    // writing only its status flags.
+    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if flags & libc::O_NONBLOCK != 0 {
+        // SAFETY: as above.
+        if unsafe { libc::fcntl(raw, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
