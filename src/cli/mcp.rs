@@ -13,6 +13,7 @@ use send_once::ledger::Access;
 use send_once::mcp::agent::{AgentServer, SendCommands};
 use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
+use send_once::mcp::proxy::lane::Lane;
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
 use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL};
 use send_once::open::Open;
@@ -96,12 +97,17 @@ pub fn mcp(args: &McpArgs) -> Exit {
     let ledger = ledger_over(store.clone());
     let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
     let in_flight = server.in_flight();
-    let exit = runtime.block_on(serve_until_stopped(
-        server,
-        in_flight,
-        std::future::pending(),
-        Duration::from_secs(60),
-    ));
+    let exit = runtime.block_on(async {
+        let (agent_in, agent_out, _blocking_again) = send_once::mcp::stdio::transport();
+        serve_until_stopped(
+            server,
+            (agent_in, agent_out),
+            in_flight,
+            std::future::pending(),
+            Duration::from_secs(60),
+        )
+        .await
+    });
     runtime.shutdown_timeout(Duration::from_millis(200));
     exit
 }
@@ -226,7 +232,20 @@ fn proxy(args: &ProxyArgs) -> Exit {
 
 async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration) -> Exit {
     let downstream = Downstream::default();
-    let upstream = match Upstream::start(command, downstream.clone()).await {
+    let started = match Upstream::spawn(command) {
+        Ok(started) => started,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let (agent_in, agent_out, _blocking_again) = send_once::mcp::stdio::transport();
+    let (lane, ends) = Lane::start(agent_in, agent_out, started.input, started.output);
+    let upstream = match Upstream::connect(
+        started.process,
+        &started.program,
+        ends.client,
+        downstream.clone(),
+    )
+    .await
+    {
         Ok(upstream) => upstream,
         Err(message) => return fail(Exit::Refused, message),
     };
@@ -235,6 +254,7 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
         return fail(Exit::Refused, message);
     }
     let in_flight = server.in_flight();
+    lane.open(server.passes(), std::sync::Arc::clone(&in_flight));
     let keep_upstream = server.upstream();
     let upstream = std::sync::Arc::clone(&keep_upstream);
     let gone = async move {
@@ -245,11 +265,14 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
     };
     let exit = serve_until_stopped(
         server,
+        tokio::io::split(ends.server),
         in_flight,
         gone,
         timeout.min(Duration::from_secs(60)),
     )
     .await;
+    // What is still on its way to the agent is written before the process ends.
+    lane.flushed(Duration::from_secs(1)).await;
     // Only now, the calls in flight answered, is the upstream stopped.
     drop(keep_upstream);
     exit
@@ -258,14 +281,18 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
 /// Serves `server` on stdio until the agent leaves, a SIGINT or SIGTERM comes, or
 /// `gone` says why the server cannot go on; then lets the work in flight (forwarded
 /// calls, dispatches) finish within `bound`, and says what is left.
-async fn serve_until_stopped<S: rmcp::ServerHandler>(
+async fn serve_until_stopped<S: rmcp::ServerHandler, R, W>(
     server: S,
+    transport: (R, W),
     in_flight: Arc<InFlight>,
     gone: impl Future<Output = &'static str> + Send + 'static,
     bound: Duration,
-) -> Exit {
-    let (reader, writer, _blocking_again) = send_once::mcp::stdio::transport();
-    let service = match server.serve((reader, writer)).await {
+) -> Exit
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let service = match server.serve(transport).await {
         Ok(service) => service,
         Err(e) => return fail(Exit::Refused, format!("the MCP session did not start: {e}")),
     };

@@ -8,5 +8,6 @@ mod harness;
 
 mod agent;
 mod interop;
+mod lane;
 mod policy;
 mod proxy;

@@ -42,13 +42,13 @@ to = "to"
 "#;
 
 /// A ledger, a policy, the fake's log, and proxies started on them.
-struct Bench {
-    dir: tempfile::TempDir,
-    fake: PathBuf,
+pub(crate) struct Bench {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) fake: PathBuf,
 }
 
 impl Bench {
-    fn new(policy: &str) -> Option<Bench> {
+    pub(crate) fn new(policy: &str) -> Option<Bench> {
         let fake = fake_upstream()?;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("policy.toml");
@@ -56,16 +56,16 @@ impl Bench {
         Some(Bench { dir, fake })
     }
 
-    fn ledger(&self) -> PathBuf {
+    pub(crate) fn ledger(&self) -> PathBuf {
         self.dir.path().join("l.db")
     }
 
-    fn log(&self) -> PathBuf {
+    pub(crate) fn log(&self) -> PathBuf {
         self.dir.path().join("acted.log")
     }
 
     /// The lines the upstream's tools wrote: one per time a tool acted.
-    fn acted(&self) -> Vec<String> {
+    pub(crate) fn acted(&self) -> Vec<String> {
         std::fs::read_to_string(self.log())
             .unwrap_or_default()
             .lines()
@@ -73,7 +73,7 @@ impl Bench {
             .collect()
     }
 
-    async fn proxy(&self, agent: &str, extra: &[&str]) -> Client {
+    pub(crate) async fn proxy(&self, agent: &str, extra: &[&str]) -> Client {
         let ledger = self.ledger();
         let policy = self.dir.path().join("policy.toml");
         let mut args = vec![
@@ -89,7 +89,7 @@ impl Bench {
     }
 
     /// `send-once ARGS` with the ledger in place of `L`.
-    fn cli(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn cli(&self, args: &[&str]) -> std::process::Output {
         crate::harness::on_ledger(&self.ledger(), args)
     }
 }

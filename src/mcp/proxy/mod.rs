@@ -8,6 +8,7 @@
 //! once it is approved, makes it.
 
 pub mod hold;
+pub mod lane;
 pub mod once;
 pub mod upstream;
 
@@ -107,20 +108,21 @@ impl ProxyServer {
     /// The rule a call of `tool` is gated by: its own, or the default, which a trusted
     /// `readOnlyHint` turns into `pass`.
     fn rule(&self, tool: &str) -> ToolRule {
-        let mut rule = self.config.policy.rule(tool);
-        if self.config.trust_annotations
-            && !self.config.policy.tools.contains_key(tool)
-            && self.upstream.tools.iter().any(|t| {
-                t.name == tool
-                    && t.annotations
-                        .as_ref()
-                        .and_then(|a| a.read_only_hint)
-                        .unwrap_or(false)
-            })
-        {
-            rule.mode = Mode::Pass;
-        }
-        rule
+        rule(&self.config, &self.upstream.tools, tool)
+    }
+
+    /// Which calls the lane may take straight to the upstream (those that pass, never
+    /// the proxy's own tool), with each one's limit.
+    pub fn passes(&self) -> lane::Passes {
+        let config = Arc::clone(&self.config);
+        let tools = self.upstream.tools.clone();
+        Box::new(move |tool: &str| {
+            if tool == config.status_tool.as_str() {
+                return None;
+            }
+            let rule = rule(&config, &tools, tool);
+            (rule.mode == Mode::Pass).then(|| rule.timeout.unwrap_or(config.timeout))
+        })
     }
 
     /// What `tool`'s input schema declares, when it allows nothing else.
@@ -191,6 +193,24 @@ impl ProxyServer {
         });
         once::answered_or_left(task, context).await.map(Into::into)
     }
+}
+
+/// The rule a call of `tool` is gated by, among the upstream's `tools`.
+fn rule(config: &ProxyConfig, tools: &[Tool], tool: &str) -> ToolRule {
+    let mut rule = config.policy.rule(tool);
+    if config.trust_annotations
+        && !config.policy.tools.contains_key(tool)
+        && tools.iter().any(|t| {
+            t.name == tool
+                && t.annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false)
+        })
+    {
+        rule.mode = Mode::Pass;
+    }
+    rule
 }
 
 /// The entry's meta for a call: the channel, recipient and intent a person reads, and

@@ -84,10 +84,24 @@ impl ClientHandler for Relay {
 /// The upstream server, connected.
 pub struct Upstream {
     service: RunningService<RoleClient, Relay>,
+    /// Killed when the proxy lets go of it, after the calls in flight are answered.
+    _process: tokio::process::Child,
     /// What it said of itself at `initialize`.
     pub info: ServerPeerInfo,
     /// Its tools, as it listed them at start.
     pub tools: Vec<Tool>,
+}
+
+/// An upstream process just started.
+pub struct Started {
+    /// The process.
+    pub process: tokio::process::Child,
+    /// Its standard input.
+    pub input: tokio::process::ChildStdin,
+    /// Its standard output.
+    pub output: tokio::process::ChildStdout,
+    /// The program, as the command line named it.
+    pub program: String,
 }
 
 /// What became of a call forwarded upstream.
@@ -110,9 +124,9 @@ pub enum Forwarded {
 }
 
 impl Upstream {
-    /// Starts `command` (program and arguments) and connects to it; `downstream` is
-    /// where its notifications go once the agent is connected.
-    pub async fn start(command: &[String], downstream: Downstream) -> Result<Upstream, String> {
+    /// Starts `command` (program and arguments), its standard input and output piped
+    /// to the proxy: the process, and what to write to it and read from it.
+    pub fn spawn(command: &[String]) -> Result<Started, String> {
         let (program, args) = command
             .split_first()
             .ok_or("no upstream command was given after --")?;
@@ -120,14 +134,43 @@ impl Upstream {
         // A process group of its own: a Ctrl-C or a signal to the agent's whole group
         // reaches the proxy, which lets calls in flight finish, and not the upstream,
         // which the proxy stops after them.
-        child.args(args).process_group(0);
-        let transport = rmcp::transport::TokioChildProcess::new(child)
+        child
+            .args(args)
+            .process_group(0)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut process = child
+            .spawn()
             .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
+        let (Some(input), Some(output)) = (process.stdin.take(), process.stdout.take()) else {
+            return Err(format!(
+                "cannot start the upstream {}: its pipes were not made",
+                shown(program)
+            ));
+        };
+        Ok(Started {
+            process,
+            input,
+            output,
+            program: program.clone(),
+        })
+    }
+
+    /// Connects to the upstream `process` through `pipe` (its pipes, beneath the
+    /// proxy's lane); `downstream` is where its notifications go once the agent is
+    /// connected.
+    pub async fn connect(
+        process: tokio::process::Child,
+        program: &str,
+        pipe: tokio::io::DuplexStream,
+        downstream: Downstream,
+    ) -> Result<Upstream, String> {
         let relay = Relay {
             downstream,
             progressed: Arc::default(),
         };
-        let service = relay.serve(transport).await.map_err(|e| {
+        let service = relay.serve(tokio::io::split(pipe)).await.map_err(|e| {
             format!(
                 "the upstream {} did not start an MCP session: {e}",
                 shown(program)
@@ -147,6 +190,7 @@ impl Upstream {
         };
         Ok(Upstream {
             service,
+            _process: process,
             info,
             tools,
         })

@@ -1,0 +1,376 @@
+//! The fast lane: a `pass` call goes from the agent's pipe to the upstream's as the
+//! line it is, with only its id changed, and its answer comes back the same way.
+//!
+//! Everything else (the session's start, lists, reads, `once` and `hold` calls, the
+//! proxy's own tool, notifications) goes through rmcp's server and client as before:
+//! the lane sits on the pipes beneath them and hands each line either to rmcp or
+//! across. Decoding a message into rmcp's types and encoding it again, on each side,
+//! cost a `pass` call as much as the whole call straight to the upstream; the lane
+//! reads a line's method and tool and nothing more, and rewrites only what must be
+//! rewritten. The id must be: the proxy's rmcp client numbers its own requests on
+//! the same pipe, and an agent's id could be one of those numbers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::pin::Pin;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+
+use super::once::refusal;
+use crate::mcp::in_flight::{InFlight, InFlightGuard};
+
+/// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
+/// ids are numbers), then a counter.
+const OURS: &str = "send-once-pass-";
+
+/// How much a pipe beneath rmcp holds before its writer waits.
+const PIPE: usize = 1 << 16;
+
+/// Which tools' calls take the lane, and how long each may take: `Some(limit)` for a
+/// tool whose calls pass, `None` for the rest (they go through rmcp).
+pub type Passes = Box<dyn Fn(&str) -> Option<Duration> + Send + Sync>;
+
+/// The lane between the agent's pipes, the upstream's, and rmcp's server and client.
+pub struct Lane {
+    to_agent: Writer,
+    to_upstream: Writer,
+    passes: OnceLock<Passes>,
+    in_flight: OnceLock<Arc<InFlight>>,
+    /// Set once the agent has said `notifications/initialized`: before that, every
+    /// line goes to rmcp, which runs the session's start.
+    started: AtomicBool,
+    /// Set when the upstream's output has ended: a call is then answered at once.
+    upstream_gone: AtomicBool,
+    next: AtomicU64,
+    waiting: Mutex<HashMap<u64, Waiting>>,
+}
+
+/// A pipe that several tasks write whole lines to, one at a time. Each writes its own
+/// line rather than handing it to a writer task: a hand-off per message was a good part
+/// of what the lane is there to save.
+type Writer = Arc<tokio::sync::Mutex<Pin<Box<dyn AsyncWrite + Send>>>>;
+
+async fn write_line(writer: &Writer, line: &[u8]) -> bool {
+    let mut out = writer.lock().await;
+    out.write_all(line).await.is_ok() && out.flush().await.is_ok()
+}
+
+/// A call forwarded by the lane and not yet answered.
+struct Waiting {
+    /// The agent's id, as it wrote it.
+    id: Value,
+    timer: tokio::task::AbortHandle,
+    _in_flight: Option<InFlightGuard>,
+}
+
+/// The ends rmcp is given: its server's toward the agent, its client's toward the
+/// upstream.
+pub struct Ends {
+    /// For the proxy's rmcp server.
+    pub server: DuplexStream,
+    /// For the proxy's rmcp client.
+    pub client: DuplexStream,
+}
+
+/// What a line is, read no further than the lane needs.
+#[derive(Deserialize)]
+struct Peek {
+    method: Option<String>,
+    id: Option<Value>,
+    params: Option<PeekParams>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams {
+    name: Option<String>,
+    #[serde(rename = "requestId")]
+    request_id: Option<Value>,
+}
+
+impl Lane {
+    /// Starts the lane on the agent's `agent_in`/`agent_out` and the upstream's
+    /// `upstream_in`/`upstream_out`, and gives back the lane and the ends for rmcp.
+    /// Until [`Lane::open`] is called, every line goes through rmcp.
+    pub fn start(
+        agent_in: impl AsyncRead + Send + Unpin + 'static,
+        agent_out: impl AsyncWrite + Send + 'static,
+        upstream_in: impl AsyncWrite + Send + 'static,
+        upstream_out: impl AsyncRead + Send + Unpin + 'static,
+    ) -> (Arc<Lane>, Ends) {
+        let to_agent: Writer = Arc::new(tokio::sync::Mutex::new(Box::pin(agent_out)));
+        let to_upstream: Writer = Arc::new(tokio::sync::Mutex::new(Box::pin(upstream_in)));
+        let lane = Arc::new(Lane {
+            to_agent: Arc::clone(&to_agent),
+            to_upstream: Arc::clone(&to_upstream),
+            passes: OnceLock::new(),
+            in_flight: OnceLock::new(),
+            started: AtomicBool::new(false),
+            upstream_gone: AtomicBool::new(false),
+            next: AtomicU64::new(0),
+            waiting: Mutex::new(HashMap::new()),
+        });
+        let (server, server_side) = tokio::io::duplex(PIPE);
+        let (client, client_side) = tokio::io::duplex(PIPE);
+        let (server_out, server_in) = tokio::io::split(server_side);
+        let (client_out, client_in) = tokio::io::split(client_side);
+        tokio::spawn(lines_to(server_out, to_agent));
+        tokio::spawn(lines_to(client_out, to_upstream));
+        tokio::spawn(Arc::clone(&lane).from_agent(agent_in, server_in));
+        tokio::spawn(Arc::clone(&lane).from_upstream(upstream_out, client_in));
+        (lane, Ends { server, client })
+    }
+
+    /// Waits, at most `bound`, until the line being written to the agent is written.
+    pub async fn flushed(&self, bound: Duration) {
+        let _ = tokio::time::timeout(bound, async {
+            let _ = self.to_agent.lock().await.flush().await;
+        })
+        .await;
+    }
+
+    /// Lets `pass` calls take the lane, as `passes` says, counting them in `in_flight`
+    /// so that shutdown waits for them.
+    pub fn open(&self, passes: Passes, in_flight: Arc<InFlight>) {
+        let _ = self.passes.set(passes);
+        let _ = self.in_flight.set(in_flight);
+    }
+
+    async fn from_agent(
+        self: Arc<Self>,
+        agent_in: impl AsyncRead + Unpin,
+        mut server_in: impl AsyncWrite + Unpin,
+    ) {
+        let mut reader = BufReader::new(agent_in);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if self.take_from_agent(&line).await {
+                continue;
+            }
+            if server_in.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        // The agent has left: rmcp's server sees the end, and the session ends.
+        let _ = server_in.shutdown().await;
+    }
+
+    async fn from_upstream(
+        self: Arc<Self>,
+        upstream_out: impl AsyncRead + Unpin,
+        mut client_in: impl AsyncWrite + Unpin,
+    ) {
+        let mut reader = BufReader::new(upstream_out);
+        let mut line = Vec::new();
+        let mut to_client = true;
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if self.take_from_upstream(&line).await {
+                continue;
+            }
+            // rmcp's client may have stopped reading (the session is ending): the
+            // lane's own answers still come through.
+            if to_client && client_in.write_all(&line).await.is_err() {
+                to_client = false;
+            }
+        }
+        self.upstream_gone.store(true, Ordering::SeqCst);
+        let lost: Vec<Waiting> = match self.waiting.lock() {
+            Ok(mut waiting) => waiting.drain().map(|(_, w)| w).collect(),
+            Err(_) => Vec::new(),
+        };
+        for waiting in lost {
+            waiting.timer.abort();
+            self.answer(
+                &waiting.id,
+                "the upstream's connection closed (it may have died)".to_owned(),
+            )
+            .await;
+        }
+        let _ = client_in.shutdown().await;
+    }
+
+    /// Whether the lane took this line from the agent (a `pass` call, or the
+    /// cancellation of one).
+    async fn take_from_agent(self: &Arc<Self>, line: &[u8]) -> bool {
+        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
+            return false;
+        };
+        match peek.method.as_deref() {
+            Some("notifications/initialized") => {
+                // Handed to rmcp all the same; what follows may take the lane.
+                self.started.store(true, Ordering::SeqCst);
+                false
+            }
+            Some("tools/call") if self.started.load(Ordering::SeqCst) => {
+                let (Some(id), Some(name)) = (peek.id, peek.params.and_then(|p| p.name)) else {
+                    return false;
+                };
+                let Some(limit) = self.passes.get().and_then(|passes| passes(&name)) else {
+                    return false;
+                };
+                self.forward(line, id, limit).await
+            }
+            Some("notifications/cancelled") => {
+                let Some(theirs) = peek.params.and_then(|p| p.request_id) else {
+                    return false;
+                };
+                let Some(ours) = self.ours(&theirs) else {
+                    return false;
+                };
+                if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
+                    message["params"]["requestId"] = Value::String(format!("{OURS}{ours}"));
+                    send(&self.to_upstream, &message).await;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sends a `pass` call upstream under an id of the lane's, or answers it at once
+    /// when the upstream has gone. False only if the line is not the call it seemed.
+    async fn forward(self: &Arc<Self>, line: &[u8], id: Value, limit: Duration) -> bool {
+        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+            return false;
+        };
+        if self.upstream_gone.load(Ordering::SeqCst) {
+            self.answer(
+                &id,
+                "the upstream server has exited, so the call was not sent; the proxy must be restarted".to_owned(),
+            )
+            .await;
+            return true;
+        }
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        message["id"] = Value::String(format!("{OURS}{number}"));
+        let lane = Arc::downgrade(self);
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            if let Some(lane) = lane.upgrade() {
+                lane.gave_up(number, limit).await;
+            }
+        })
+        .abort_handle();
+        let in_flight = self.in_flight.get().map(|f| f.start());
+        if let Ok(mut waiting) = self.waiting.lock() {
+            waiting.insert(
+                number,
+                Waiting {
+                    id,
+                    timer,
+                    _in_flight: in_flight,
+                },
+            );
+        }
+        send(&self.to_upstream, &message).await;
+        true
+    }
+
+    /// The call `number` was not answered within `limit`: the agent is told, and the
+    /// upstream is asked to stop it.
+    async fn gave_up(&self, number: u64, limit: Duration) {
+        let Some(waiting) = self.waiting.lock().ok().and_then(|mut w| w.remove(&number)) else {
+            return;
+        };
+        let cancel = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": format!("{OURS}{number}"), "reason": "the proxy's limit passed"},
+        });
+        send(&self.to_upstream, &cancel).await;
+        self.answer(
+            &waiting.id,
+            format!(
+                "the upstream did not answer within {}",
+                crate::provider::Limit::new(limit).written
+            ),
+        )
+        .await;
+    }
+
+    /// Whether the lane took this line from the upstream: the answer to one of its
+    /// calls, sent on to the agent under the agent's id.
+    async fn take_from_upstream(&self, line: &[u8]) -> bool {
+        // Only an answer to the lane's call has an id of the lane's, a string: an rmcp
+        // line is taken no further than this.
+        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
+            return false;
+        };
+        if peek.method.is_some() {
+            return false;
+        }
+        let Some(number) = peek
+            .id
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|id| id.strip_prefix(OURS))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            return false;
+        };
+        let Some(waiting) = self.waiting.lock().ok().and_then(|mut w| w.remove(&number)) else {
+            // Answered already (the limit passed): the answer has no one to go to.
+            return true;
+        };
+        waiting.timer.abort();
+        if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
+            message["id"] = waiting.id;
+            send(&self.to_agent, &message).await;
+        }
+        true
+    }
+
+    /// The lane's number for the agent's request `id`, if it is one of the lane's.
+    fn ours(&self, id: &Value) -> Option<u64> {
+        let waiting = self.waiting.lock().ok()?;
+        waiting
+            .iter()
+            .find(|(_, w)| &w.id == id)
+            .map(|(number, _)| *number)
+    }
+
+    /// Answers the agent's call `id` with an error result saying `why`: the call's
+    /// fate is the proxy's to tell, as on rmcp's path.
+    async fn answer(&self, id: &Value, why: String) {
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": refusal(why)});
+        send(&self.to_agent, &message).await;
+    }
+}
+
+/// Writes `message` to `writer` as one line.
+async fn send(writer: &Writer, message: &Value) {
+    if let Ok(mut line) = serde_json::to_vec(message) {
+        line.push(b'\n');
+        write_line(writer, &line).await;
+    }
+}
+
+/// Writes rmcp's lines from `from` to `to`, each whole.
+async fn lines_to(from: impl AsyncRead + Unpin, to: Writer) {
+    let mut reader = BufReader::new(from);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if !write_line(&to, &line).await {
+                    break;
+                }
+            }
+        }
+    }
+}
