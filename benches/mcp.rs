@@ -168,10 +168,57 @@ async fn ledger_slice(ledger: &Ledger, start: usize) -> Duration {
     began.elapsed()
 }
 
+/// The ledger's own `once()` writing what the proxy writes for a `once` call: its
+/// entry's meta (channel, intent, tool, upstream, the call's arguments) and the tool's
+/// whole result, kept for a replay. The same two transactions as a bare `once()`,
+/// with bigger rows.
+async fn ledger_slice_as_the_proxy(ledger: &Ledger, start: usize) -> Duration {
+    let began = Instant::now();
+    for n in start..start + SLICE {
+        let line = format!("proxied-{n}");
+        let meta = json!({
+            "channel": "mcp:fake",
+            "intent": "append",
+            "tool": "append",
+            "upstream": "fake",
+            "call": format!("[\"mcp\",\"fake\",\"append\",{{\"line\":\"{line}\"}},null]"),
+        });
+        let result = json!({
+            "content": [{"type": "text", "text": format!("{{\"written\":\"{line}\",\"id\":\"line-{n}\"}}")}],
+            "structuredContent": {"written": line, "id": format!("line-{n}")},
+            "isError": false,
+        });
+        ledger
+            .once_within(
+                &format!("as-proxy-{n}"),
+                meta.as_object().cloned(),
+                Some(Duration::from_secs(300)),
+                async |_| Ok::<_, send_once::SendError>(Kept(result)),
+            )
+            .await
+            .unwrap();
+    }
+    began.elapsed()
+}
+
+/// A receipt that keeps a tool's result, as the proxy's does.
+struct Kept(serde_json::Value);
+
+impl send_once::ledger::Receipt for Kept {
+    fn provider_id(&self) -> Option<String> {
+        None
+    }
+
+    fn to_record(&self) -> Option<serde_json::Value> {
+        Some(self.0.clone())
+    }
+}
+
 struct Round {
     direct_once: f64,
     proxied_once: f64,
     claim: f64,
+    claim_as_proxy: f64,
     direct_pass: f64,
     proxied_pass: f64,
     relayed_pass: f64,
@@ -222,12 +269,13 @@ async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
     let mut next = 0;
     // Round 0 warms the processes, the ledgers and the disk up, and is not counted.
     for round in 0..=rounds {
-        let (mut a, mut b, mut c, mut d, mut e, mut f) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut a, mut b, mut c, mut d, mut e, mut f, mut g) =
+            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
         for _ in 0..calls.div_ceil(SLICE) {
             a.push(per_call(slice(&direct, "append", "direct", next).await));
             b.push(per_call(slice(&proxied, "append", "proxied", next).await));
             c.push(per_call(ledger_slice(&ledger, next).await));
+            g.push(per_call(ledger_slice_as_the_proxy(&ledger, next).await));
             d.push(per_call(slice(&direct, "echo", "direct", next).await));
             e.push(per_call(slice(&proxied, "echo", "proxied", next).await));
             f.push(per_call(slice(&relayed, "echo", "relayed", next).await));
@@ -237,6 +285,7 @@ async fn measure(dir: &Path, fake: &Path, calls: usize, rounds: usize) {
             direct_once: common::median(&mut a),
             proxied_once: common::median(&mut b),
             claim: common::median(&mut c),
+            claim_as_proxy: common::median(&mut g),
             direct_pass: common::median(&mut d),
             proxied_pass: common::median(&mut e),
             relayed_pass: common::median(&mut f),
@@ -262,6 +311,8 @@ fn report(rounds: &[Round], calls: usize) {
     let pass = column(&|r| r.proxied_pass / r.direct_pass);
     let floor = column(&|r| r.relayed_pass / r.direct_pass);
     let over_floor = column(&|r| r.proxied_pass / r.relayed_pass);
+    let as_proxy = column(&|r| r.claim_as_proxy / r.claim);
+    let beyond_store = column(&|r| (r.proxied_once - r.direct_once - r.claim_as_proxy) / r.claim);
     let ms = |f: &dyn Fn(&Round) -> f64| column(f).0;
     let mut body = format!(
         "Median of {} rounds; each round takes every measure in turns, {SLICE} calls at a time, {calls} calls each.\n\n",
@@ -283,6 +334,14 @@ fn report(rounds: &[Round], calls: usize) {
         common::verdict(pass.0 <= PASS_TARGET)
     ));
     body.push_str(&format!(
+        "| the ledger's own `once()` writing what the proxy writes (its meta, the whole result), per bare `once()` | {:.2} | {:.2}–{:.2} | | |\n",
+        as_proxy.0, as_proxy.1, as_proxy.2
+    ));
+    body.push_str(&format!(
+        "| what the proxy adds to a `once` call beyond those writes, per bare `once()` | {:.2} | {:.2}–{:.2} | | |\n",
+        beyond_store.0, beyond_store.1, beyond_store.2
+    ));
+    body.push_str(&format!(
         "| the same call through a byte relay (the floor of any proxy process), vs straight | {:.2}x | {:.2}x–{:.2}x | | |\n",
         floor.0, floor.1, floor.2
     ));
@@ -291,10 +350,11 @@ fn report(rounds: &[Round], calls: usize) {
         over_floor.0, over_floor.1, over_floor.2
     ));
     body.push_str(&format!(
-        "| per call (median, ms): `once` straight / through the proxy; the ledger's `once()`; `pass` straight / through the relay / through the proxy | {:.3} / {:.3}; {:.3}; {:.3} / {:.3} / {:.3} | | | |\n",
+        "| per call (median, ms): `once` straight / through the proxy; the ledger's `once()`, bare / as the proxy writes; `pass` straight / through the relay / through the proxy | {:.3} / {:.3}; {:.3} / {:.3}; {:.3} / {:.3} / {:.3} | | | |\n",
         ms(&|r| r.direct_once),
         ms(&|r| r.proxied_once),
         ms(&|r| r.claim),
+        ms(&|r| r.claim_as_proxy),
         ms(&|r| r.direct_pass),
         ms(&|r| r.relayed_pass),
         ms(&|r| r.proxied_pass)
