@@ -18,7 +18,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::pin::Pin;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
 
 use super::once::refusal;
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
@@ -29,6 +31,11 @@ const OURS: &str = "send-once-pass-";
 
 /// How much a pipe beneath rmcp holds before its writer waits.
 const PIPE: usize = 1 << 16;
+
+/// The longest line read, as rmcp bounds its own: a longer one is dropped (and read
+/// to its end without being kept), so that a peer cannot make the proxy hold an
+/// endless line in memory.
+const LONGEST_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
 /// Which tools' calls take the lane, and how long each may take: `Some(limit)` for a
 /// tool whose calls pass, `None` for the rest (they go through rmcp).
@@ -147,10 +154,10 @@ impl Lane {
         let mut reader = BufReader::new(agent_in);
         let mut line = Vec::new();
         loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+            match read_line(&mut reader, &mut line).await {
+                Read::End => break,
+                Read::TooLong => continue,
+                Read::Line => {}
             }
             if self.take_from_agent(&line).await {
                 continue;
@@ -172,10 +179,10 @@ impl Lane {
         let mut line = Vec::new();
         let mut to_client = true;
         loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+            match read_line(&mut reader, &mut line).await {
+                Read::End => break,
+                Read::TooLong => continue,
+                Read::Line => {}
             }
             if self.take_from_upstream(&line).await {
                 continue;
@@ -363,14 +370,104 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Writer) {
     let mut reader = BufReader::new(from);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
+        match read_line(&mut reader, &mut line).await {
+            Read::End => break,
+            Read::TooLong => continue,
+            Read::Line => {
                 if !write_line(&to, &line).await {
                     break;
                 }
             }
         }
+    }
+}
+
+/// What [`read_line`] read.
+#[derive(Debug, PartialEq)]
+enum Read {
+    /// A line, in the buffer, with its newline (or without, at the end).
+    Line,
+    /// A line longer than [`LONGEST_LINE`], read to its end and dropped.
+    TooLong,
+    /// The end of the input, or an error reading it.
+    End,
+}
+
+/// Reads one line into `line` (cleared first), never holding more than
+/// [`LONGEST_LINE`] of it: `read_until` could not be bounded, since it returns only
+/// at a newline.
+async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), line: &mut Vec<u8>) -> Read {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = match reader.fill_buf().await {
+            Ok(available) => available,
+            Err(_) => return Read::End,
+        };
+        if available.is_empty() {
+            return match (too_long, line.is_empty()) {
+                (true, _) => Read::TooLong,
+                (false, true) => Read::End,
+                (false, false) => Read::Line,
+            };
+        }
+        let newline = memchr(available);
+        let take = newline.map_or(available.len(), |at| at + 1);
+        if !too_long && line.len() + take > LONGEST_LINE {
+            too_long = true;
+            line.clear();
+        }
+        if !too_long {
+            line.extend_from_slice(&available[..take]);
+        }
+        reader.consume(take);
+        if newline.is_some() {
+            return if too_long { Read::TooLong } else { Read::Line };
+        }
+    }
+}
+
+fn memchr(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines_of(input: Vec<u8>) -> Vec<(Read, Vec<u8>)> {
+        let mut reader = BufReader::new(std::io::Cursor::new(input));
+        let mut line = Vec::new();
+        let mut read = Vec::new();
+        loop {
+            let what = read_line(&mut reader, &mut line).await;
+            if what == Read::End {
+                return read;
+            }
+            read.push((what, line.clone()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_too_long_is_dropped_whole_and_the_next_one_read() {
+        let mut input = vec![b'x'; LONGEST_LINE + 10];
+        input.extend_from_slice(b"\n{\"a\":1}\n{\"b\":2}");
+        let read = lines_of(input).await;
+        assert_eq!(read.len(), 3);
+        assert_eq!(read[0].0, Read::TooLong);
+        assert!(read[0].1.is_empty(), "nothing of the long line is kept");
+        assert_eq!(read[1], (Read::Line, b"{\"a\":1}\n".to_vec()));
+        // The last line, without its newline, is a line all the same.
+        assert_eq!(read[2], (Read::Line, b"{\"b\":2}".to_vec()));
+    }
+
+    #[tokio::test]
+    async fn a_line_of_the_longest_length_is_kept() {
+        let mut input = vec![b'y'; LONGEST_LINE - 1];
+        input.push(b'\n');
+        let read = lines_of(input).await;
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].0, Read::Line);
+        assert_eq!(read[0].1.len(), LONGEST_LINE);
     }
 }
