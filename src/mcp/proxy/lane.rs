@@ -10,12 +10,14 @@
 //! rewritten. The id must be: the proxy's rmcp client numbers its own requests on
 //! the same pipe, and an agent's id could be one of those numbers.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::pin::Pin;
 use tokio::io::{
@@ -68,8 +70,10 @@ async fn write_line(writer: &Writer, line: &[u8]) -> bool {
 
 /// A call forwarded by the lane and not yet answered.
 struct Waiting {
-    /// The agent's id, as it wrote it.
+    /// The agent's id.
     id: Value,
+    /// The agent's id, as it wrote it.
+    raw_id: Box<[u8]>,
     timer: tokio::task::AbortHandle,
     _in_flight: Option<InFlightGuard>,
 }
@@ -83,19 +87,55 @@ pub struct Ends {
     pub client: DuplexStream,
 }
 
-/// What a line is, read no further than the lane needs.
+/// What a line is, read no further than the lane needs. The id is kept as the text
+/// it is in the line, so that it can be replaced there without decoding the message
+/// and encoding it again (a duplicate field makes the line not a `Peek`, so the id
+/// found is the only one).
 #[derive(Deserialize)]
-struct Peek {
-    method: Option<String>,
-    id: Option<Value>,
-    params: Option<PeekParams>,
+struct Peek<'a> {
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    params: Option<PeekParams<'a>>,
 }
 
 #[derive(Deserialize)]
-struct PeekParams {
-    name: Option<String>,
-    #[serde(rename = "requestId")]
-    request_id: Option<Value>,
+struct PeekParams<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(rename = "requestId", borrow)]
+    request_id: Option<&'a RawValue>,
+}
+
+/// `line` with `part` replaced by `with`, ending in a newline; `None` if `part` is not
+/// a slice of `line` (serde_json borrows a raw value from the line it reads, so it is).
+fn spliced(line: &[u8], part: &RawValue, with: &[u8]) -> Option<Vec<u8>> {
+    let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    let end = start.checked_add(part.get().len())?;
+    if end > line.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(line.len() + with.len() + 1);
+    out.extend_from_slice(&line[..start]);
+    out.extend_from_slice(with);
+    out.extend_from_slice(&line[end..]);
+    if out.last() != Some(&b'\n') {
+        out.push(b'\n');
+    }
+    Some(out)
+}
+
+/// Whether `id` is one JSON-RPC allows a request: a string or a number.
+fn request_id(id: &RawValue) -> bool {
+    matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+}
+
+/// The lane's number in `id`, if it is one of the lane's ids.
+fn lane_number(id: &RawValue) -> Option<u64> {
+    let id: Cow<'_, str> = serde_json::from_str(id.get()).ok()?;
+    id.strip_prefix(OURS)?.parse().ok()
 }
 
 impl Lane {
@@ -225,6 +265,9 @@ impl Lane {
                 let (Some(id), Some(name)) = (peek.id, peek.params.and_then(|p| p.name)) else {
                     return false;
                 };
+                if !request_id(id) {
+                    return false;
+                }
                 let Some(limit) = self.passes.get().and_then(|passes| passes(&name)) else {
                     return false;
                 };
@@ -232,6 +275,9 @@ impl Lane {
             }
             Some("notifications/cancelled") => {
                 let Some(theirs) = peek.params.and_then(|p| p.request_id) else {
+                    return false;
+                };
+                let Ok(theirs) = serde_json::from_str::<Value>(theirs.get()) else {
                     return false;
                 };
                 let Some(ours) = self.ours(&theirs) else {
@@ -249,8 +295,8 @@ impl Lane {
 
     /// Sends a `pass` call upstream under an id of the lane's, or answers it at once
     /// when the upstream has gone. False only if the line is not the call it seemed.
-    async fn forward(self: &Arc<Self>, line: &[u8], id: Value, limit: Duration) -> bool {
-        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+    async fn forward(self: &Arc<Self>, line: &[u8], raw_id: &RawValue, limit: Duration) -> bool {
+        let Ok(id) = serde_json::from_str::<Value>(raw_id.get()) else {
             return false;
         };
         if self.upstream_gone.load(Ordering::SeqCst) {
@@ -262,7 +308,10 @@ impl Lane {
             return true;
         }
         let number = self.next.fetch_add(1, Ordering::Relaxed);
-        message["id"] = Value::String(format!("{OURS}{number}"));
+        let Some(message) = spliced(line, raw_id, format!("\"{OURS}{number}\"").as_bytes())
+        else {
+            return false;
+        };
         let lane = Arc::downgrade(self);
         let timer = tokio::spawn(async move {
             tokio::time::sleep(limit).await;
@@ -276,13 +325,14 @@ impl Lane {
             waiting.insert(
                 number,
                 Waiting {
+                    raw_id: raw_id.get().as_bytes().into(),
                     id,
                     timer,
                     _in_flight: in_flight,
                 },
             );
         }
-        send(&self.to_upstream, &message).await;
+        write_line(&self.to_upstream, &message).await;
         true
     }
 
@@ -319,13 +369,10 @@ impl Lane {
         if peek.method.is_some() {
             return false;
         }
-        let Some(number) = peek
-            .id
-            .as_ref()
-            .and_then(Value::as_str)
-            .and_then(|id| id.strip_prefix(OURS))
-            .and_then(|n| n.parse::<u64>().ok())
-        else {
+        let Some(raw_id) = peek.id else {
+            return false;
+        };
+        let Some(number) = lane_number(raw_id) else {
             return false;
         };
         let Some(waiting) = self.waiting.lock().ok().and_then(|mut w| w.remove(&number)) else {
@@ -333,9 +380,8 @@ impl Lane {
             return true;
         };
         waiting.timer.abort();
-        if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
-            message["id"] = waiting.id;
-            send(&self.to_agent, &message).await;
+        if let Some(message) = spliced(line, raw_id, &waiting.raw_id) {
+            write_line(&self.to_agent, &message).await;
         }
         true
     }
@@ -446,6 +492,48 @@ mod tests {
             }
             read.push((what, line.clone()));
         }
+    }
+
+    fn renamed(line: &str, with: &str) -> Option<String> {
+        let peek: Peek = serde_json::from_str(line).ok()?;
+        let id = peek.id?;
+        request_id(id).then_some(())?;
+        String::from_utf8(spliced(line.as_bytes(), id, with.as_bytes())?).ok()
+    }
+
+    #[test]
+    fn only_the_top_level_id_is_renamed_wherever_it_stands() {
+        assert_eq!(
+            renamed(
+                r#"{"params":{"id":7,"name":"x"},"id":7,"jsonrpc":"2.0","method":"tools/call"}"#,
+                r#""send-once-pass-0""#
+            )
+            .unwrap(),
+            "{\"params\":{\"id\":7,\"name\":\"x\"},\"id\":\"send-once-pass-0\",\"jsonrpc\":\"2.0\",\"method\":\"tools/call\"}\n"
+        );
+        // Spaces, an escaped string id, CRLF: the id's own text is what is replaced.
+        assert_eq!(
+            renamed("{ \"id\" : \"a\\u0062\" , \"method\":\"tools/call\"}\r\n", "5").unwrap(),
+            "{ \"id\" : 5 , \"method\":\"tools/call\"}\r\n"
+        );
+    }
+
+    #[test]
+    fn a_line_with_two_ids_or_an_id_a_request_cannot_have_is_not_renamed() {
+        assert_eq!(renamed(r#"{"id":1,"id":2,"method":"tools/call"}"#, "9"), None);
+        for id in ["null", "{}", "[1]", "true"] {
+            assert_eq!(renamed(&format!(r#"{{"id":{id},"method":"m"}}"#), "9"), None, "{id}");
+        }
+    }
+
+    #[test]
+    fn only_the_lanes_own_ids_are_taken_back() {
+        let number = |id: &str| lane_number(&RawValue::from_string(id.to_owned()).unwrap());
+        assert_eq!(number(r#""send-once-pass-12""#), Some(12));
+        assert_eq!(number(r#""send-once-pass-\u0031""#), Some(1));
+        assert_eq!(number("12"), None);
+        assert_eq!(number(r#""send-once-pass-""#), None);
+        assert_eq!(number(r#""other-1""#), None);
     }
 
     #[tokio::test]
