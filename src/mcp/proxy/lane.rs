@@ -308,8 +308,7 @@ impl Lane {
             return true;
         }
         let number = self.next.fetch_add(1, Ordering::Relaxed);
-        let Some(message) = spliced(line, raw_id, format!("\"{OURS}{number}\"").as_bytes())
-        else {
+        let Some(message) = spliced(line, raw_id, format!("\"{OURS}{number}\"").as_bytes()) else {
             return false;
         };
         let lane = Arc::downgrade(self);
@@ -513,16 +512,27 @@ mod tests {
         );
         // Spaces, an escaped string id, CRLF: the id's own text is what is replaced.
         assert_eq!(
-            renamed("{ \"id\" : \"a\\u0062\" , \"method\":\"tools/call\"}\r\n", "5").unwrap(),
+            renamed(
+                "{ \"id\" : \"a\\u0062\" , \"method\":\"tools/call\"}\r\n",
+                "5"
+            )
+            .unwrap(),
             "{ \"id\" : 5 , \"method\":\"tools/call\"}\r\n"
         );
     }
 
     #[test]
     fn a_line_with_two_ids_or_an_id_a_request_cannot_have_is_not_renamed() {
-        assert_eq!(renamed(r#"{"id":1,"id":2,"method":"tools/call"}"#, "9"), None);
+        assert_eq!(
+            renamed(r#"{"id":1,"id":2,"method":"tools/call"}"#, "9"),
+            None
+        );
         for id in ["null", "{}", "[1]", "true"] {
-            assert_eq!(renamed(&format!(r#"{{"id":{id},"method":"m"}}"#), "9"), None, "{id}");
+            assert_eq!(
+                renamed(&format!(r#"{{"id":{id},"method":"m"}}"#), "9"),
+                None,
+                "{id}"
+            );
         }
     }
 

@@ -115,13 +115,25 @@ impl ProxyServer {
     /// the proxy's own tool), with each one's limit.
     pub fn passes(&self) -> lane::Passes {
         let config = Arc::clone(&self.config);
-        let tools = self.upstream.tools.clone();
+        fn limit(config: &ProxyConfig, rule: ToolRule) -> Option<Duration> {
+            (rule.mode == Mode::Pass).then(|| rule.timeout.unwrap_or(config.timeout))
+        }
+        // Decided once per tool the upstream listed, not per call; a name it did not
+        // list is looked up when it comes.
+        let listed: std::collections::HashMap<String, Option<Duration>> = self
+            .upstream
+            .tools
+            .iter()
+            .map(|t| (t.name.to_string(), limit(&config, self.rule(&t.name))))
+            .collect();
         Box::new(move |tool: &str| {
-            if tool == config.status_tool.as_str() {
+            if tool == config.status_tool {
                 return None;
             }
-            let rule = rule(&config, &tools, tool);
-            (rule.mode == Mode::Pass).then(|| rule.timeout.unwrap_or(config.timeout))
+            match listed.get(tool) {
+                Some(passes) => *passes,
+                None => limit(&config, rule(&config, &[], tool)),
+            }
         })
     }
 
