@@ -254,7 +254,8 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
         return fail(Exit::Refused, message);
     }
     let in_flight = server.in_flight();
-    lane.open(server.passes(), std::sync::Arc::clone(&in_flight));
+    let bound = timeout.min(Duration::from_secs(60));
+    lane.open(server.passes(), std::sync::Arc::clone(&in_flight), bound);
     let keep_upstream = server.upstream();
     let upstream = std::sync::Arc::clone(&keep_upstream);
     let gone = async move {
@@ -268,14 +269,28 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
         tokio::io::split(ends.server),
         in_flight,
         gone,
-        timeout.min(Duration::from_secs(60)),
+        bound,
     )
     .await;
-    // What is still on its way to the agent is written before the process ends.
-    lane.flushed(Duration::from_secs(1)).await;
+    // What is still on its way to the agent is written before the process ends, and a
+    // call still unanswered is told so.
+    lane.flushed(
+        Duration::from_secs(5),
+        "the proxy stopped before the upstream answered, so whether the call happened is not known",
+    )
+    .await;
     // Only now, the calls in flight answered, is the upstream stopped.
     drop(keep_upstream);
     exit
+}
+
+/// The next SIGINT or SIGTERM, named.
+async fn stop_signal() -> &'static str {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted",
+        Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => "terminated",
+    }
 }
 
 /// Serves `server` on stdio until the agent leaves, a SIGINT or SIGTERM comes, or
@@ -299,11 +314,8 @@ where
     let stop = service.cancellation_token();
     let answering = Arc::clone(&in_flight);
     let watch = tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let why = tokio::select! {
-            _ = tokio::signal::ctrl_c() => "interrupted",
-            Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => "terminated",
+            why = stop_signal() => why,
             why = gone => {
                 // The calls the upstream took with it are answered first (unknown,
                 // recorded), so that the agent hears what became of them instead of
@@ -328,8 +340,16 @@ where
         super::note(format!("stopping: {why}"));
     }
     // Calls already forwarded finish (and are recorded) within the bound; one still
-    // open after it stays in flight until its limit, then unknown.
-    if !in_flight.settled(bound).await {
+    // open after it stays in flight until its limit, then unknown. A signal now (a
+    // second one, or the first after the agent left) means: do not wait.
+    let settled = tokio::select! {
+        settled = in_flight.settled(bound) => settled,
+        why = stop_signal() => {
+            super::note(format!("{why} again: stopping without waiting for the calls in flight"));
+            false
+        }
+    };
+    if !settled {
         super::note("work still in flight when the session ended is recorded as unknown if it does not finish".to_owned());
     }
     match ended {

@@ -24,7 +24,16 @@ pub type Writer = Pin<Box<dyn AsyncWrite + Send>>;
 /// blocking mode when dropped (the mode is shared with whoever else holds them, such
 /// as a shell that started the server). Call it inside the runtime.
 pub fn transport() -> (Reader, Writer, BlockingAgain) {
-    let reader: Reader = match polled(io::stdin().as_fd()) {
+    // Non-blocking mode belongs to the open pipe or socket, not the descriptor: when
+    // standard error is the same one (`2>&1`, or one socket for all three), a note
+    // written to it could fail with "would block" in the middle of a session, so that
+    // side stays on tokio's blocking reader or writer.
+    let stdin = if same_file(io::stdin().as_fd(), io::stderr().as_fd()) {
+        None
+    } else {
+        polled(io::stdin().as_fd())
+    };
+    let reader: Reader = match stdin {
         Some(Polled::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
             Ok(pipe) => Box::pin(pipe),
             Err(_) => Box::pin(tokio::io::stdin()),
@@ -35,11 +44,7 @@ pub fn transport() -> (Reader, Writer, BlockingAgain) {
         },
         None => Box::pin(tokio::io::stdin()),
     };
-    // Non-blocking mode belongs to the open pipe, not the descriptor: when standard
-    // error is the same pipe (`2>&1`), a note written to it could fail with "would
-    // block" in the middle of a session, so output stays on tokio's writer.
-    let shared_with_stderr = same_file(io::stdout().as_fd(), io::stderr().as_fd());
-    let stdout = if shared_with_stderr {
+    let stdout = if same_file(io::stdout().as_fd(), io::stderr().as_fd()) {
         None
     } else {
         polled(io::stdout().as_fd())

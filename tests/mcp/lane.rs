@@ -83,3 +83,184 @@ async fn a_pass_call_past_its_limit_is_answered_then_and_not_left_waiting() {
     let next = call(&agent, "echo", json!({"line": "still here"})).await;
     assert_eq!(text(&next), "still here");
 }
+
+/// The proxy on `bench` driven by hand, a JSON line at a time, as an agent that
+/// closes its side early or writes what rmcp's client would not.
+struct Raw {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<serde_json::Value>,
+    /// Held, the agent reads nothing: the proxy's writes fill the pipe and wait.
+    reading: std::sync::Arc<std::sync::Mutex<()>>,
+}
+
+impl Raw {
+    fn start(bench: &Bench, extra: &[&str]) -> Raw {
+        use std::io::BufRead;
+        let policy = bench.dir.path().join("policy.toml");
+        let mut child = std::process::Command::new(crate::harness::bin())
+            .args(["mcp", "proxy", bench.ledger().to_str().unwrap(), "--policy"])
+            .arg(&policy)
+            .args(extra)
+            .arg("--")
+            .arg(&bench.fake)
+            .env("FAKE_UPSTREAM_LOG", bench.log())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        let reading = std::sync::Arc::new(std::sync::Mutex::new(()));
+        let allowed = std::sync::Arc::clone(&reading);
+        std::thread::spawn(move || {
+            let mut out = out.lines();
+            loop {
+                drop(allowed.lock().unwrap());
+                let Some(Ok(line)) = out.next() else { return };
+                let _ = tx.send(serde_json::from_str(&line).expect("a JSON line"));
+            }
+        });
+        let mut raw = Raw {
+            child,
+            lines,
+            reading,
+        };
+        raw.send(
+            json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw-agent", "version": "1"}}}),
+        );
+        raw.next(Duration::from_secs(20))
+            .expect("the initialize answer");
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, message: serde_json::Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").unwrap();
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}));
+    }
+
+    fn next(&self, within: Duration) -> Option<serde_json::Value> {
+        self.lines.recv_timeout(within).ok()
+    }
+
+    fn close(&mut self) {
+        drop(self.child.stdin.take());
+    }
+
+    /// Whether the proxy exited within `limit`.
+    fn exited_within(&mut self, limit: Duration) -> bool {
+        let began = Instant::now();
+        while began.elapsed() < limit {
+            if self.child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_agent_that_reads_late_and_closes_its_side_still_gets_every_answer() {
+    let Some(bench) = Bench::new(&format!(
+        "{PASS}[tools.append_with_progress]\nmode = \"once\"\n"
+    )) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // Calls through the lane, through rmcp (a list, and a once call), and slow ones,
+    // all asked while the agent reads nothing, so that the answers (more than a pipe
+    // holds) wait on it; then it closes its side, and only then reads.
+    let paused = std::sync::Arc::clone(&raw.reading);
+    let not_reading = paused.lock().unwrap();
+    let long = "x".repeat(2500);
+    for n in 0..60u64 {
+        match n % 4 {
+            0 => raw.send(json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"})),
+            1 => raw.call(
+                n,
+                "append",
+                json!({"line": format!("slow {n}"), "seconds": 0.3}),
+            ),
+            2 => raw.call(
+                n,
+                "append_with_progress",
+                json!({"line": format!("once {n}")}),
+            ),
+            _ => raw.call(n, "echo", json!({"line": format!("{long} {n}")})),
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    raw.close();
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(not_reading);
+    let mut answered = std::collections::BTreeSet::new();
+    while let Some(answer) = raw.next(Duration::from_secs(20)) {
+        // Notifications (progress, changed lists) have no id.
+        if let Some(id) = answer.get("id") {
+            answered.insert(id.as_u64().expect("an id the agent gave"));
+        }
+    }
+    assert_eq!(answered.len(), 60, "answered: {answered:?}");
+    assert!(raw.exited_within(Duration::from_secs(10)));
+    assert_eq!(bench.acted().len(), 30);
+}
+
+#[test]
+fn a_cancelled_pass_call_is_forgotten_and_does_not_hold_the_proxy_open() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
+    // A call the agent gives up on: the proxy forwards the cancellation and expects
+    // nothing more for it.
+    raw.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "append_with_progress", "arguments": {"line": "slow", "seconds": 20}}}));
+    std::thread::sleep(Duration::from_millis(300));
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 8, "reason": "the user gave up"}}),
+    );
+    raw.close();
+    assert!(
+        raw.exited_within(Duration::from_secs(10)),
+        "the proxy waited for a call the agent had cancelled"
+    );
+    if let Some(answer) = raw.next(Duration::from_millis(200)) {
+        assert_ne!(
+            answer["id"], 8,
+            "a cancelled call is not answered: {answer}"
+        );
+    }
+}
+
+#[test]
+fn a_call_that_is_not_json_rpc_two_is_answered_by_rmcp_not_sent_upstream() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    raw.send(json!({"id": 12, "method": "tools/call",
+        "params": {"name": "append", "arguments": {"line": "x"}}}));
+    let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    raw.close();
+    assert!(raw.exited_within(Duration::from_secs(10)));
+    assert!(bench.acted().is_empty(), "nothing was made");
+}

@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -56,6 +56,18 @@ pub struct Lane {
     upstream_gone: AtomicBool,
     next: AtomicU64,
     waiting: Mutex<HashMap<u64, Waiting>>,
+    /// Requests handed to rmcp's server and not yet answered: an agent that closes its
+    /// side may still be reading, and gets their answers before the session ends.
+    asked_of_rmcp: AtomicUsize,
+    /// Told when a lane call or a request to rmcp is answered.
+    answered: tokio::sync::Notify,
+    /// How long an agent that has closed its side waits for the answers it is owed.
+    drain: OnceLock<Duration>,
+    /// Told when a write to the agent fails: no one reads the answers any more, so
+    /// no more calls are taken.
+    agent_gone: tokio::sync::Notify,
+    /// The task writing rmcp's answers to the agent, until rmcp's server has stopped.
+    from_server: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// A pipe that several tasks write whole lines to, one at a time. Each writes its own
@@ -94,11 +106,15 @@ pub struct Ends {
 #[derive(Deserialize)]
 struct Peek<'a> {
     #[serde(borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow)]
     method: Option<Cow<'a, str>>,
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
     params: Option<PeekParams<'a>>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -159,12 +175,20 @@ impl Lane {
             upstream_gone: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
+            asked_of_rmcp: AtomicUsize::new(0),
+            answered: tokio::sync::Notify::new(),
+            drain: OnceLock::new(),
+            agent_gone: tokio::sync::Notify::new(),
+            from_server: Mutex::new(None),
         });
         let (server, server_side) = tokio::io::duplex(PIPE);
         let (client, client_side) = tokio::io::duplex(PIPE);
         let (server_out, server_in) = tokio::io::split(server_side);
         let (client_out, client_in) = tokio::io::split(client_side);
-        tokio::spawn(lines_to(server_out, to_agent));
+        let from_server = tokio::spawn(Arc::clone(&lane).from_server(server_out));
+        if let Ok(mut slot) = lane.from_server.lock() {
+            *slot = Some(from_server);
+        }
         tokio::spawn(lines_to(client_out, to_upstream));
         tokio::spawn(Arc::clone(&lane).from_agent(agent_in, server_in));
         tokio::spawn(Arc::clone(&lane).from_upstream(upstream_out, client_in));
@@ -172,18 +196,95 @@ impl Lane {
     }
 
     /// Waits, at most `bound`, until the line being written to the agent is written.
-    pub async fn flushed(&self, bound: Duration) {
-        let _ = tokio::time::timeout(bound, async {
+    /// Waits, at most `bound`, until everything rmcp's server wrote (it has stopped)
+    /// and every lane answer has reached the agent; a lane call still unanswered then
+    /// is answered with `why`, so that no call is left without a word.
+    pub async fn flushed(&self, bound: Duration, why: &str) {
+        let from_server = self
+            .from_server
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take());
+        let deadline = tokio::time::Instant::now() + bound;
+        let _ = tokio::time::timeout_at(deadline, async {
+            if let Some(task) = from_server {
+                let _ = task.await;
+            }
+        })
+        .await;
+        let left: Vec<Waiting> = match self.waiting.lock() {
+            Ok(mut waiting) => waiting.drain().map(|(_, w)| w).collect(),
+            Err(_) => Vec::new(),
+        };
+        let _ = tokio::time::timeout_at(deadline, async {
+            for call in left {
+                call.timer.abort();
+                self.answer(&call.id, why.to_owned()).await;
+            }
             let _ = self.to_agent.lock().await.flush().await;
         })
         .await;
     }
 
     /// Lets `pass` calls take the lane, as `passes` says, counting them in `in_flight`
-    /// so that shutdown waits for them.
-    pub fn open(&self, passes: Passes, in_flight: Arc<InFlight>) {
+    /// so that shutdown waits for them; an agent that closes its side gets what it is
+    /// owed for up to `drain` before the session ends.
+    pub fn open(&self, passes: Passes, in_flight: Arc<InFlight>, drain: Duration) {
         let _ = self.passes.set(passes);
         let _ = self.in_flight.set(in_flight);
+        let _ = self.drain.set(drain);
+    }
+
+    /// Whether nothing the agent asked is unanswered.
+    fn all_answered(&self) -> bool {
+        self.asked_of_rmcp.load(Ordering::SeqCst) == 0
+            && self.waiting.lock().map(|w| w.is_empty()).unwrap_or(true)
+    }
+
+    /// Waits until nothing the agent asked is unanswered, at most the drain bound.
+    async fn answered_all(&self) {
+        let Some(bound) = self.drain.get().copied() else {
+            return;
+        };
+        let _ = tokio::time::timeout(bound, async {
+            loop {
+                let answered = self.answered.notified();
+                if self.all_answered() {
+                    return;
+                }
+                answered.await;
+            }
+        })
+        .await;
+    }
+
+    /// Writes rmcp's server's lines to the agent, counting its answers.
+    async fn from_server(self: Arc<Self>, server_out: impl AsyncRead + Unpin) {
+        let mut reader = BufReader::new(server_out);
+        let mut line = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut line).await {
+                Read::End => break,
+                Read::TooLong => continue,
+                Read::Line => {}
+            }
+            let written = write_line(&self.to_agent, &line).await;
+            // An answer has an id, or is an error about a request too broken to have
+            // one: either way, one request fewer is waiting.
+            if let Ok(peek) = serde_json::from_slice::<Peek>(&line)
+                && peek.method.is_none()
+                && (peek.id.is_some() || peek.error.is_some())
+            {
+                let _ = self
+                    .asked_of_rmcp
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+                self.answered.notify_waiters();
+            }
+            if !written {
+                self.agent_gone.notify_one();
+                break;
+            }
+        }
     }
 
     async fn from_agent(
@@ -193,8 +294,18 @@ impl Lane {
     ) {
         let mut reader = BufReader::new(agent_in);
         let mut line = Vec::new();
+        let gone = self.agent_gone.notified();
+        tokio::pin!(gone);
+        let mut reading = true;
         loop {
-            match read_line(&mut reader, &mut line).await {
+            let read = tokio::select! {
+                read = read_line(&mut reader, &mut line) => read,
+                () = &mut gone => {
+                    reading = false;
+                    break;
+                }
+            };
+            match read {
                 Read::End => break,
                 Read::TooLong => continue,
                 Read::Line => {}
@@ -202,11 +313,21 @@ impl Lane {
             if self.take_from_agent(&line).await {
                 continue;
             }
+            if let Ok(peek) = serde_json::from_slice::<Peek>(&line)
+                && peek.method.is_some()
+                && peek.id.is_some()
+            {
+                self.asked_of_rmcp.fetch_add(1, Ordering::SeqCst);
+            }
             if server_in.write_all(&line).await.is_err() {
                 break;
             }
         }
-        // The agent has left: rmcp's server sees the end, and the session ends.
+        // The agent has closed its side, and may still be reading: what it asked is
+        // answered first. Then rmcp's server sees the end, and the session ends.
+        if reading {
+            self.answered_all().await;
+        }
         let _ = server_in.shutdown().await;
     }
 
@@ -262,6 +383,11 @@ impl Lane {
                 false
             }
             Some("tools/call") if self.started.load(Ordering::SeqCst) => {
+                // Only a well-formed request takes the lane: rmcp answers the rest as
+                // it always has, where an upstream might drop it unanswered.
+                if peek.jsonrpc.as_deref() != Some("2.0") {
+                    return false;
+                }
                 let (Some(id), Some(name)) = (peek.id, peek.params.and_then(|p| p.name)) else {
                     return false;
                 };
@@ -280,7 +406,9 @@ impl Lane {
                 let Ok(theirs) = serde_json::from_str::<Value>(theirs.get()) else {
                     return false;
                 };
-                let Some(ours) = self.ours(&theirs) else {
+                // The agent expects no answer now (the protocol says so): the call is
+                // forgotten here, and an answer that still comes is dropped.
+                let Some(ours) = self.forget(&theirs) else {
                     return false;
                 };
                 if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
@@ -379,34 +507,48 @@ impl Lane {
             return true;
         };
         waiting.timer.abort();
-        if let Some(message) = spliced(line, raw_id, &waiting.raw_id) {
-            write_line(&self.to_agent, &message).await;
+        if let Some(message) = spliced(line, raw_id, &waiting.raw_id)
+            && !write_line(&self.to_agent, &message).await
+        {
+            self.agent_gone.notify_one();
         }
+        self.answered.notify_waiters();
         true
     }
 
-    /// The lane's number for the agent's request `id`, if it is one of the lane's.
-    fn ours(&self, id: &Value) -> Option<u64> {
-        let waiting = self.waiting.lock().ok()?;
-        waiting
+    /// Forgets the lane's call that the agent's request `id` is, and gives its number.
+    fn forget(&self, id: &Value) -> Option<u64> {
+        let mut waiting = self.waiting.lock().ok()?;
+        let number = waiting
             .iter()
             .find(|(_, w)| &w.id == id)
-            .map(|(number, _)| *number)
+            .map(|(number, _)| *number)?;
+        if let Some(call) = waiting.remove(&number) {
+            call.timer.abort();
+        }
+        self.answered.notify_waiters();
+        Some(number)
     }
 
     /// Answers the agent's call `id` with an error result saying `why`: the call's
     /// fate is the proxy's to tell, as on rmcp's path.
     async fn answer(&self, id: &Value, why: String) {
         let message = json!({"jsonrpc": "2.0", "id": id, "result": refusal(why)});
-        send(&self.to_agent, &message).await;
+        if !send(&self.to_agent, &message).await {
+            self.agent_gone.notify_one();
+        }
+        self.answered.notify_waiters();
     }
 }
 
-/// Writes `message` to `writer` as one line.
-async fn send(writer: &Writer, message: &Value) {
-    if let Ok(mut line) = serde_json::to_vec(message) {
-        line.push(b'\n');
-        write_line(writer, &line).await;
+/// Writes `message` to `writer` as one line; whether it was written.
+async fn send(writer: &Writer, message: &Value) -> bool {
+    match serde_json::to_vec(message) {
+        Ok(mut line) => {
+            line.push(b'\n');
+            write_line(writer, &line).await
+        }
+        Err(_) => true,
     }
 }
 
