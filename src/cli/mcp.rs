@@ -81,6 +81,11 @@ pub fn mcp(args: &McpArgs) -> Exit {
         Ok(location) => location,
         Err(message) => return fail(Exit::Refused, message),
     };
+    // Checked before the ledger is opened: a refusal at start creates nothing.
+    let send = match send_commands(&args.send) {
+        Ok(send) => send,
+        Err(message) => return fail(Exit::Refused, message),
+    };
     let runtime = match super::runtime() {
         Ok(rt) => rt,
         Err(exit) => return exit,
@@ -89,10 +94,6 @@ pub fn mcp(args: &McpArgs) -> Exit {
     let store = match location.open_queue(Access::Create) {
         Ok(store) => store,
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
-    };
-    let send = match send_commands(&args.send) {
-        Ok(send) => send,
-        Err(message) => return fail(Exit::Refused, message),
     };
     let ledger = ledger_over(store.clone());
     let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);

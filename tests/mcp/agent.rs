@@ -434,3 +434,130 @@ async fn a_dispatch_in_flight_when_the_agent_leaves_is_finished_and_recorded() {
     let written = std::fs::read_to_string(&sent).unwrap();
     assert_eq!(written.matches("Invoice 8").count(), 1, "{written}");
 }
+
+/// A shell command that appends its input to `log` and answers with the id `id`.
+fn appending_to(log: &Path, id: &str) -> String {
+    format!(
+        "sh -c 'cat >> {}; echo; echo {{\\\"id\\\":\\\"{id}\\\"}}'",
+        log.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_files_send_table_offers_dispatch_and_a_flag_given_over_it_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let by_config = dir.path().join("by-config.log");
+    let by_flag = dir.path().join("by-flag.log");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[send]\nemail = {:?}\nsms = {:?}\n",
+            appending_to(&by_config, "c-1"),
+            appending_to(&by_config, "c-2")
+        ),
+    )
+    .unwrap();
+    // The config file alone: both channels can be dispatched by the agent.
+    let client = crate::harness::mcp::connect_with(
+        "billing-agent",
+        &["mcp", ledger.to_str().unwrap()],
+        &[("SEND_ONCE_CONFIG", &config)],
+    )
+    .await;
+    ok(&call(&client, "submit_draft", invoice("Invoice 8")).await);
+    expect_exit(
+        &cli(&ledger, &["approve", "L", "1", "--by", "dana"]),
+        0,
+        "approve",
+    );
+    let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
+    assert_eq!(done["providerId"], "c-1", "{done}");
+    client.cancel().await.unwrap();
+
+    // A flag for email over the file: the flag's command sends email; sms keeps the
+    // file's.
+    let flag = format!("email={}", appending_to(&by_flag, "f-1"));
+    let client = crate::harness::mcp::connect_with(
+        "billing-agent",
+        &["mcp", ledger.to_str().unwrap(), "--send", &flag],
+        &[("SEND_ONCE_CONFIG", &config)],
+    )
+    .await;
+    let mut next_month = invoice("Invoice 9");
+    next_month["window"] = json!("2027-01");
+    ok(&call(&client, "submit_draft", next_month).await);
+    expect_exit(
+        &cli(&ledger, &["approve", "L", "2", "--by", "dana"]),
+        0,
+        "approve",
+    );
+    let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 2})).await);
+    assert_eq!(done["providerId"], "f-1", "{done}");
+    let by_config = std::fs::read_to_string(&by_config).unwrap();
+    let by_flag = std::fs::read_to_string(&by_flag).unwrap();
+    assert!(by_config.contains("Invoice 8") && !by_config.contains("Invoice 9"));
+    assert!(by_flag.contains("Invoice 9") && !by_flag.contains("Invoice 8"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_send_command_no_agent_can_dispatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = agent("billing-agent", &dir.path().join("l.db")).await;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(!names.contains(&"dispatch_draft".to_owned()), "{names:?}");
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn a_send_command_that_cannot_be_used_is_refused_at_start_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let ledger = ledger.to_str().unwrap();
+    let refused_with = |args: &[&str], config: Option<&Path>, expected: &str| {
+        let mut command = send_once(args);
+        command
+            .env_remove("SEND_ONCE_LEDGER")
+            .env_remove("SEND_ONCE_CONFIG")
+            .stdin(std::process::Stdio::null());
+        if let Some(config) = config {
+            command.env("SEND_ONCE_CONFIG", config);
+        }
+        let out = command.output().unwrap();
+        expect_exit(&out, 2, expected);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains(expected), "{args:?}: {said}");
+    };
+    refused_with(
+        &["mcp", ledger, "--send", "mailer --send"],
+        None,
+        "is not CHANNEL=CMD",
+    );
+    refused_with(
+        &["mcp", ledger, "--send", "=mailer"],
+        None,
+        "names no channel",
+    );
+    refused_with(
+        &["mcp", ledger, "--send", "email=mailer 'unclosed"],
+        None,
+        "--send",
+    );
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[send]\nemail = \"mailer 'unclosed\"\n").unwrap();
+    refused_with(&["mcp", ledger], Some(&config), "send.email");
+    std::fs::write(&config, "[send]\nemail = \"mailer\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+    refused_with(&["mcp", ledger], Some(&config), "others can write to it");
+    // Nothing was started, so no ledger was made.
+    assert!(!Path::new(ledger).exists());
+}

@@ -264,3 +264,49 @@ fn a_call_that_is_not_json_rpc_two_is_answered_by_rmcp_not_sent_upstream() {
     assert!(raw.exited_within(Duration::from_secs(10)));
     assert!(bench.acted().is_empty(), "nothing was made");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_proxys_timeout_flag_limits_a_call_whose_rule_sets_none() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let agent = bench.proxy("reader-agent", &["--timeout", "1s"]).await;
+    let began = Instant::now();
+    let answer = call(
+        &agent,
+        "append_with_progress",
+        json!({"line": "slow", "seconds": 5}),
+    )
+    .await;
+    let said = refused(&answer);
+    assert!(said.contains("did not answer within 1s"), "{said}");
+    assert!(
+        began.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
+fn a_timeout_that_is_not_a_duration_is_refused_at_start() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let policy = bench.dir.path().join("policy.toml");
+    let out = crate::harness::send_once(&["mcp", "proxy", bench.ledger().to_str().unwrap()])
+        .args([
+            "--policy",
+            policy.to_str().unwrap(),
+            "--timeout",
+            "soon",
+            "--",
+        ])
+        .arg(&bench.fake)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    crate::harness::expect_exit(&out, 2, "a timeout of soon");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("soon"), "{said}");
+    assert!(!bench.ledger().exists(), "nothing was created");
+}
