@@ -15,7 +15,7 @@ use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
 use send_once::mcp::proxy::lane::Lane;
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
-use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL};
+use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL, check_status_tool};
 use send_once::open::Open;
 use send_once::review::Review;
 use send_once::text::visible_inline;
@@ -204,13 +204,19 @@ fn proxy(args: &ProxyArgs) -> Exit {
         Ok(location) => location,
         Err(message) => return fail(Exit::Refused, message),
     };
-    let opened = match location.open(Access::Create) {
-        Ok(opened) => opened,
-        Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
-    };
     let runtime = match super::runtime() {
         Ok(rt) => rt,
         Err(exit) => return exit,
+    };
+    // The upstream first: one that does not start, or has a tool of the status tool's
+    // name, is refused before the ledger is created.
+    let started = match runtime.block_on(start_upstream(&args.command, &args.status_tool)) {
+        Ok(started) => started,
+        Err(message) => return fail(Exit::Refused, message),
+    };
+    let opened = match location.open(Access::Create) {
+        Ok(opened) => opened,
+        Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
     let config = ProxyConfig {
         policy,
@@ -224,36 +230,53 @@ fn proxy(args: &ProxyArgs) -> Exit {
         trust_annotations: args.trust_annotations,
         by: args.by.clone(),
     };
-    let exit = runtime.block_on(serve_proxy(config, &args.command, timeout));
+    let exit = runtime.block_on(serve_proxy(config, started, timeout));
     // Stopped by a signal or by the upstream's exit, the thread reading stdin is still
     // blocked there: the runtime does not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     exit
 }
 
-async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration) -> Exit {
+/// The upstream, started and connected, and the lane between it and the agent.
+struct Started {
+    upstream: Upstream,
+    downstream: Downstream,
+    lane: Arc<Lane>,
+    server_end: tokio::io::DuplexStream,
+    _blocking_again: send_once::mcp::stdio::BlockingAgain,
+}
+
+async fn start_upstream(command: &[String], status_tool: &str) -> Result<Started, String> {
     let downstream = Downstream::default();
-    let started = match Upstream::spawn(command) {
-        Ok(started) => started,
-        Err(message) => return fail(Exit::Refused, message),
-    };
-    let (agent_in, agent_out, _blocking_again) = send_once::mcp::stdio::transport();
+    let started = Upstream::spawn(command)?;
+    let (agent_in, agent_out, blocking_again) = send_once::mcp::stdio::transport();
     let (lane, ends) = Lane::start(agent_in, agent_out, started.input, started.output);
-    let upstream = match Upstream::connect(
+    let upstream = Upstream::connect(
         started.process,
         &started.program,
         ends.client,
         downstream.clone(),
     )
-    .await
-    {
-        Ok(upstream) => upstream,
-        Err(message) => return fail(Exit::Refused, message),
-    };
+    .await?;
+    check_status_tool(&upstream, status_tool)?;
+    Ok(Started {
+        upstream,
+        downstream,
+        lane,
+        server_end: ends.server,
+        _blocking_again: blocking_again,
+    })
+}
+
+async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -> Exit {
+    let Started {
+        upstream,
+        downstream,
+        lane,
+        server_end,
+        _blocking_again,
+    } = started;
     let server = ProxyServer::new(config, upstream, downstream);
-    if let Err(message) = server.check_tools() {
-        return fail(Exit::Refused, message);
-    }
     let in_flight = server.in_flight();
     let bound = timeout.min(Duration::from_secs(60));
     lane.open(server.passes(), std::sync::Arc::clone(&in_flight), bound);
@@ -265,14 +288,8 @@ async fn serve_proxy(config: ProxyConfig, command: &[String], timeout: Duration)
         }
         "the upstream server exited"
     };
-    let exit = serve_until_stopped(
-        server,
-        tokio::io::split(ends.server),
-        in_flight,
-        gone,
-        bound,
-    )
-    .await;
+    let exit =
+        serve_until_stopped(server, tokio::io::split(server_end), in_flight, gone, bound).await;
     // What is still on its way to the agent is written before the process ends, and a
     // call still unanswered is told so.
     lane.flushed(

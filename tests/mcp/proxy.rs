@@ -963,6 +963,26 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
     .unwrap();
     expect_exit(&out, 2, "a status tool named like an upstream tool");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--status-tool"));
+    // Refused once the upstream is up, before the ledger is created.
+    assert!(!bench.ledger().exists(), "a refusal creates no ledger");
+
+    let missing = bench.dir.path().join("no-such-server");
+    let out = send_once(&[
+        "mcp",
+        "proxy",
+        bench.ledger().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--",
+        missing.to_str().unwrap(),
+    ])
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "an upstream that does not start");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start the upstream"), "{err}");
+    assert!(!bench.ledger().exists(), "a refusal creates no ledger");
 
     for (flag, expected) in [
         ("", "is not a tool name"),

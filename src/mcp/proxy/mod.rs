@@ -88,23 +88,6 @@ impl ProxyServer {
         Arc::clone(&self.upstream)
     }
 
-    /// Refuses to start when the upstream has a tool of the status tool's name: the
-    /// agent could not tell them apart.
-    pub fn check_tools(&self) -> Result<(), String> {
-        if self
-            .upstream
-            .tools
-            .iter()
-            .any(|t| t.name == self.config.status_tool.as_str())
-        {
-            return Err(format!(
-                "the upstream has a tool named {} too, which the proxy's own would hide; rename the proxy's with --status-tool",
-                crate::text::visible_inline(&self.config.status_tool)
-            ));
-        }
-        Ok(())
-    }
-
     /// The rule a call of `tool` is gated by: its own, or the default, which a trusted
     /// `readOnlyHint` turns into `pass`.
     fn rule(&self, tool: &str) -> ToolRule {
@@ -205,6 +188,18 @@ impl ProxyServer {
         });
         once::answered_or_left(task, context).await.map(Into::into)
     }
+}
+
+/// Refuses to start when the upstream has a tool named `status_tool`: the agent could
+/// not tell it from the proxy's own.
+pub fn check_status_tool(upstream: &Upstream, status_tool: &str) -> Result<(), String> {
+    if upstream.tools.iter().any(|t| t.name == status_tool) {
+        return Err(format!(
+            "the upstream has a tool named {} too, which the proxy's own would hide; rename the proxy's with --status-tool",
+            crate::text::visible_inline(status_tool)
+        ));
+    }
+    Ok(())
 }
 
 /// The rule a call of `tool` is gated by, among the upstream's `tools`.
