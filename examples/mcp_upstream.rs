@@ -2,7 +2,8 @@
 //! as a real one would be. Its tools append a line to the file named by
 //! `$FAKE_UPSTREAM_LOG` (one line per time a tool acted), so a test counts what
 //! happened by counting lines; some answer slowly, die before or after acting, or
-//! answer with `isError`.
+//! answer with `isError`. It also offers one resource (the log, `log://acted`) and
+//! one prompt (`summarise`), so that the proxy's relay of both is tested.
 //!
 //! ```sh
 //! FAKE_UPSTREAM_LOG=/tmp/acted cargo run --example mcp_upstream
@@ -13,7 +14,12 @@ use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
-use rmcp::model::{ProgressNotificationParam, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
+    ListResourcesResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig,
+};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
@@ -135,11 +141,76 @@ impl Fake {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fake {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        );
         info.server_info.name = "fake-upstream".into();
         info
     }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(LOG_URI, "acted").with_description("What the tools did, a line each"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != LOG_URI {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        let path = std::env::var("FAKE_UPSTREAM_LOG").unwrap_or_default();
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, LOG_URI)]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            "summarise",
+            Some("Summarise a topic"),
+            Some(vec![PromptArgument::new("topic").with_required(true)]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let topic = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("topic"))
+            .and_then(|t| t.as_str())
+            .ok_or_else(|| ErrorData::invalid_params("summarise needs a topic", None))?;
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            format!("Summarise {topic}."),
+        )])
+        .into())
+    }
 }
+
+/// The fake's one resource: its log.
+const LOG_URI: &str = "log://acted";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

@@ -1040,3 +1040,54 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
     expect_exit(&out, 2, "a policy that holds on JSON Lines");
     assert!(String::from_utf8_lossy(&out.stderr).contains("review queue"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_upstreams_resources_and_prompts_reach_the_agent_as_they_are() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let agent = bench.proxy("reader-agent", &[]).await;
+    let offered = agent.peer_info().expect("the proxy's initialize answer");
+    assert!(offered.capabilities.resources.is_some(), "{offered:?}");
+    assert!(offered.capabilities.prompts.is_some(), "{offered:?}");
+    // Something for the resource to show: a call the ledger gates.
+    ok(&call(
+        &agent,
+        "append",
+        json!({"line": "for the log", "to": "ana@example.com"}),
+    )
+    .await);
+
+    let resources = agent.list_all_resources().await.unwrap();
+    assert_eq!(resources.len(), 1, "{resources:?}");
+    assert_eq!(resources[0].uri, "log://acted");
+    let read = agent
+        .read_resource(ReadResourceRequestParams::new("log://acted"))
+        .await
+        .unwrap();
+    let shown = serde_json::to_string(&read).unwrap();
+    assert!(shown.contains("for the log"), "{shown}");
+    // The upstream's own error comes back as it said it.
+    let missing = agent
+        .read_resource(ReadResourceRequestParams::new("log://other"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("no resource log://other"), "{missing}");
+
+    let prompts = agent.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(prompts[0].name, "summarise");
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("topic".into(), json!("the outbox"));
+    let prompt = agent
+        .get_prompt(GetPromptRequestParams::new("summarise").with_arguments(arguments))
+        .await
+        .unwrap();
+    let shown = serde_json::to_string(&prompt).unwrap();
+    assert!(shown.contains("Summarise the outbox."), "{shown}");
+    // Reading and prompting act on nothing: the one line is the gated call's.
+    assert_eq!(bench.acted(), ["for the log"]);
+    agent.cancel().await.unwrap();
+}
