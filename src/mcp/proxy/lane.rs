@@ -268,13 +268,27 @@ impl Lane {
                 Read::TooLong => continue,
                 Read::Line => {}
             }
-            let written = write_line(&self.to_agent, &line).await;
+            let peek = serde_json::from_slice::<Peek>(&line).ok();
+            let answer = peek
+                .as_ref()
+                .is_some_and(|p| p.method.is_none() && (p.id.is_some() || p.error.is_some()));
+            // rmcp leaves the id out of its answer to a request too broken to have one;
+            // JSON-RPC 2.0 says it is null there, and a client may look for it.
+            let without_id = peek
+                .as_ref()
+                .is_some_and(|p| p.method.is_none() && p.id.is_none() && p.error.is_some());
+            let written = if without_id
+                && let Ok(mut message) = serde_json::from_slice::<Value>(&line)
+                && let Some(fields) = message.as_object_mut()
+            {
+                fields.insert("id".to_owned(), Value::Null);
+                send(&self.to_agent, &message).await
+            } else {
+                write_line(&self.to_agent, &line).await
+            };
             // An answer has an id, or is an error about a request too broken to have
             // one: either way, one request fewer is waiting.
-            if let Ok(peek) = serde_json::from_slice::<Peek>(&line)
-                && peek.method.is_none()
-                && (peek.id.is_some() || peek.error.is_some())
-            {
+            if answer {
                 let _ = self
                     .asked_of_rmcp
                     .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
