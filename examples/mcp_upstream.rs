@@ -2,12 +2,18 @@
 //! as a real one would be. Its tools append a line to the file named by
 //! `$FAKE_UPSTREAM_LOG` (one line per time a tool acted), so a test counts what
 //! happened by counting lines; some answer slowly, die before or after acting, or
-//! answer with `isError`. It also offers one resource (the log, `log://acted`) and
-//! one prompt (`summarise`), so that the proxy's relay of both is tested.
+//! answer with `isError`. It also offers one resource (the log, `log://acted`), to
+//! which a client may subscribe, one prompt (`summarise`, whose topic it completes),
+//! and log messages once a client sets a level, so that the proxy's relay of all of
+//! them is tested.
 //!
 //! ```sh
 //! FAKE_UPSTREAM_LOG=/tmp/acted cargo run --example mcp_upstream
 //! ```
+
+// Logging and resources/subscribe are MCP 2025-11-25's, the version clients negotiate
+// today; rmcp marks them deprecated for what comes after (SEP-2577).
+#![allow(deprecated)]
 
 use std::io::Write;
 use std::time::Duration;
@@ -15,10 +21,12 @@ use std::time::Duration;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
-    ListResourcesResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, ServerConfig,
+    CompleteRequestParams, CompleteResult, CompletionInfo, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ListPromptsResult, ListResourcesResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, Prompt,
+    PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam, Role,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -27,6 +35,9 @@ use serde::{Deserialize, Serialize};
 
 struct Fake {
     tool_router: ToolRouter<Fake>,
+    /// Whether the client subscribed to the log, and asked for log messages.
+    subscribed: std::sync::atomic::AtomicBool,
+    logging: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -81,9 +92,26 @@ async fn wait(seconds: Option<f64>) {
 #[tool_router(router = tool_router)]
 impl Fake {
     #[tool(description = "Append a line (acts once per call).")]
-    async fn append(&self, Parameters(args): Parameters<Line>) -> Json<Acted> {
+    async fn append(
+        &self,
+        Parameters(args): Parameters<Line>,
+        context: RequestContext<RoleServer>,
+    ) -> Json<Acted> {
+        use std::sync::atomic::Ordering;
         wait(args.seconds).await;
-        Json(append(&args.line))
+        let acted = append(&args.line);
+        if self.logging.load(Ordering::SeqCst) {
+            let said = LoggingMessageNotificationParam::new(
+                LoggingLevel::Info,
+                serde_json::json!(format!("appended {}", args.line)),
+            );
+            let _ = context.peer.notify_logging_message(said).await;
+        }
+        if self.subscribed.load(Ordering::SeqCst) {
+            let changed = ResourceUpdatedNotificationParam::new(LOG_URI);
+            let _ = context.peer.notify_resource_updated(changed).await;
+        }
+        Json(acted)
     }
 
     #[tool(description = "Append a line, telling progress first.")]
@@ -145,7 +173,10 @@ impl ServerHandler for Fake {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_prompts()
+                .enable_completions()
+                .enable_logging()
                 .build(),
         );
         info.server_info.name = "fake-upstream".into();
@@ -176,6 +207,47 @@ impl ServerHandler for Fake {
         let path = std::env::var("FAKE_UPSTREAM_LOG").unwrap_or_default();
         let text = std::fs::read_to_string(path).unwrap_or_default();
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, LOG_URI)]).into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if request.uri != LOG_URI {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        self.subscribed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.logging
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let values = ["the inbox", "the outbox"]
+            .into_iter()
+            .filter(|topic| topic.starts_with(&request.argument.value))
+            .map(str::to_owned)
+            .collect();
+        let completion =
+            CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
+        Ok(CompleteResult::new(completion))
     }
 
     async fn list_prompts(
@@ -216,6 +288,8 @@ const LOG_URI: &str = "log://acted";
 async fn main() {
     let fake = Fake {
         tool_router: Fake::tool_router(),
+        subscribed: Default::default(),
+        logging: Default::default(),
     };
     let service = fake
         .serve(rmcp::transport::stdio())

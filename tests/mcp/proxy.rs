@@ -1091,3 +1091,113 @@ async fn the_upstreams_resources_and_prompts_reach_the_agent_as_they_are() {
     assert_eq!(bench.acted(), ["for the log"]);
     agent.cancel().await.unwrap();
 }
+
+/// An agent that keeps what the upstream tells it through the proxy, unasked.
+#[derive(Clone, Default)]
+struct Watcher(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+#[allow(deprecated)]
+impl rmcp::ClientHandler for Watcher {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("updated {}", params.uri));
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(format!("log {}", params.data));
+    }
+}
+
+// Subscriptions and logging are MCP 2025-11-25's, what agents negotiate today; rmcp
+// marks them deprecated for later versions (SEP-2577).
+#[allow(deprecated)]
+#[tokio::test(flavor = "current_thread")]
+async fn subscriptions_completions_and_logging_go_through_the_proxy() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{
+        ArgumentInfo, CompleteRequestParams, LoggingLevel, Reference, SetLevelRequestParams,
+        SubscribeRequestParams,
+    };
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let policy = bench.dir.path().join("policy.toml");
+    let mut command = tokio::process::Command::new(crate::harness::bin());
+    command
+        .args(["mcp", "proxy", bench.ledger().to_str().unwrap(), "--policy"])
+        .arg(&policy)
+        .arg("--")
+        .arg(&bench.fake)
+        .env("FAKE_UPSTREAM_LOG", bench.log());
+    let watcher = Watcher::default();
+    let agent = watcher
+        .clone()
+        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let offered = agent.peer_info().expect("the proxy's initialize answer");
+    assert!(offered.capabilities.completions.is_some(), "{offered:?}");
+    assert!(offered.capabilities.logging.is_some(), "{offered:?}");
+
+    let completed = agent
+        .complete(CompleteRequestParams::new(
+            Reference::for_prompt("summarise"),
+            ArgumentInfo::new("topic", "the o"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(completed.completion.values, ["the outbox"]);
+
+    agent
+        .subscribe(SubscribeRequestParams::new("log://acted"))
+        .await
+        .unwrap();
+    agent
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+        .await
+        .unwrap();
+    let refused = agent
+        .subscribe(SubscribeRequestParams::new("log://other"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("no resource log://other"), "{refused}");
+
+    // A call the ledger gates: the upstream says what it did, and that its log changed.
+    let arguments = json!({"line": "watched", "to": "ana@example.com"});
+    let made = agent
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("append")
+                .with_arguments(arguments.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    ok(&made);
+    let told = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let told = watcher.0.lock().unwrap().clone();
+            if told.len() >= 2 {
+                return told;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| watcher.0.lock().unwrap().clone());
+    assert!(
+        told.contains(&"log \"appended watched\"".to_owned()),
+        "{told:?}"
+    );
+    assert!(told.contains(&"updated log://acted".to_owned()), "{told:?}");
+    agent.cancel().await.unwrap();
+}

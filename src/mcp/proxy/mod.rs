@@ -16,10 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -263,6 +264,8 @@ impl ServerHandler for ProxyServer {
         let mut capabilities = ServerCapabilities::builder().enable_tools().build();
         capabilities.resources = theirs.capabilities.resources.clone();
         capabilities.prompts = theirs.capabilities.prompts.clone();
+        capabilities.completions = theirs.capabilities.completions.clone();
+        capabilities.logging = theirs.capabilities.logging.clone();
         if let Some(tools) = &mut capabilities.tools {
             tools.list_changed = theirs
                 .capabilities
@@ -391,6 +394,59 @@ impl ServerHandler for ProxyServer {
             .read_resource(request)
             .await
             .map(Into::into)
+            .map_err(relayed)
+    }
+
+    // Subscriptions and logging are MCP 2025-11-25's, what agents negotiate today;
+    // rmcp marks them deprecated for later versions (SEP-2577).
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.upstream
+            .peer()
+            .subscribe(request)
+            .await
+            .map_err(relayed)
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.upstream
+            .peer()
+            .unsubscribe(request)
+            .await
+            .map_err(relayed)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.upstream
+            .peer()
+            .set_level(request)
+            .await
+            .map_err(relayed)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.upstream
+            .peer()
+            .complete(request)
+            .await
             .map_err(relayed)
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     ClientRequest, ErrorCode, ErrorData, Implementation, ProgressNotificationParam, ProgressToken,
-    RequestMetaObject, ServerPeerInfo, ServerResult, Tool,
+    RequestMetaObject, ResourceUpdatedNotificationParam, ServerPeerInfo, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt};
@@ -52,6 +52,27 @@ impl ClientHandler for Relay {
             if let Some(agent) = self.downstream.get() {
                 let _ = agent.notify_progress(params).await;
             }
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(agent) = self.downstream.get() {
+            let _ = agent.notify_logging_message(params).await;
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(agent) = self.downstream.get() {
+            let _ = agent.notify_resource_updated(params).await;
         }
     }
 
