@@ -105,7 +105,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
             (agent_in, agent_out),
             in_flight,
             std::future::pending(),
-            Duration::from_secs(60),
+            || Duration::from_secs(60),
         )
         .await
     });
@@ -237,6 +237,9 @@ fn proxy(args: &ProxyArgs) -> Exit {
     exit
 }
 
+/// How long the upstream has to answer `initialize` and list its tools.
+const UPSTREAM_START: Duration = Duration::from_secs(30);
+
 /// The upstream, started and connected, and the lane between it and the agent.
 struct Started {
     upstream: Upstream,
@@ -251,13 +254,24 @@ async fn start_upstream(command: &[String], status_tool: &str) -> Result<Started
     let started = Upstream::spawn(command)?;
     let (agent_in, agent_out, blocking_again) = send_once::mcp::stdio::transport();
     let (lane, ends) = Lane::start(agent_in, agent_out, started.input, started.output);
-    let upstream = Upstream::connect(
-        started.process,
-        &started.program,
-        ends.client,
-        downstream.clone(),
+    // An upstream that never answers `initialize` would hold the proxy forever.
+    let upstream = tokio::time::timeout(
+        UPSTREAM_START,
+        Upstream::connect(
+            started.process,
+            &started.program,
+            ends.client,
+            downstream.clone(),
+        ),
     )
-    .await?;
+    .await
+    .map_err(|_| {
+        format!(
+            "the upstream {} did not start an MCP session within {} s",
+            visible_inline(&started.program),
+            UPSTREAM_START.as_secs()
+        )
+    })??;
     check_status_tool(&upstream, status_tool)?;
     Ok(Started {
         upstream,
@@ -288,8 +302,13 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         }
         "the upstream server exited"
     };
-    let exit =
-        serve_until_stopped(server, tokio::io::split(server_end), in_flight, gone, bound).await;
+    let exit = serve_until_stopped(server, tokio::io::split(server_end), in_flight, gone, {
+        // One bound from the agent's leaving to the end: the lane's wait for the
+        // answers it is owed counts against the wait for calls in flight.
+        let lane = Arc::clone(&lane);
+        move || lane.left_of(bound)
+    })
+    .await;
     // What is still on its way to the agent is written before the process ends, and a
     // call still unanswered is told so.
     lane.flushed(
@@ -319,7 +338,7 @@ async fn serve_until_stopped<S: rmcp::ServerHandler, R, W>(
     transport: (R, W),
     in_flight: Arc<InFlight>,
     gone: impl Future<Output = &'static str> + Send + 'static,
-    bound: Duration,
+    bound: impl Fn() -> Duration + Send + Sync + 'static,
 ) -> Exit
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
@@ -331,6 +350,8 @@ where
     };
     let stop = service.cancellation_token();
     let answering = Arc::clone(&in_flight);
+    let bound = Arc::new(bound);
+    let bound_then = Arc::clone(&bound);
     let watch = tokio::spawn(async move {
         let why = tokio::select! {
             why = stop_signal() => why,
@@ -339,7 +360,7 @@ where
                 // recorded), so that the agent hears what became of them instead of
                 // a closed connection. They end at once, the transport being closed;
                 // the pause lets their answers out before the session stops.
-                answering.settled(bound).await;
+                answering.settled(bound_then()).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 why
             }
@@ -361,7 +382,7 @@ where
     // open after it stays in flight until its limit, then unknown. A signal now (a
     // second one, or the first after the agent left) means: do not wait.
     let settled = tokio::select! {
-        settled = in_flight.settled(bound) => settled,
+        settled = in_flight.settled(bound()) => settled,
         why = stop_signal() => {
             super::note(format!("{why} again: stopping without waiting for the calls in flight"));
             false

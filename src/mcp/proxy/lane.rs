@@ -63,6 +63,8 @@ pub struct Lane {
     answered: tokio::sync::Notify,
     /// How long an agent that has closed its side waits for the answers it is owed.
     drain: OnceLock<Duration>,
+    /// When the agent closed its side.
+    closed_at: OnceLock<tokio::time::Instant>,
     /// Told when a write to the agent fails: no one reads the answers any more, so
     /// no more calls are taken.
     agent_gone: tokio::sync::Notify,
@@ -115,6 +117,8 @@ struct Peek<'a> {
     params: Option<PeekParams<'a>>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -178,6 +182,7 @@ impl Lane {
             asked_of_rmcp: AtomicUsize::new(0),
             answered: tokio::sync::Notify::new(),
             drain: OnceLock::new(),
+            closed_at: OnceLock::new(),
             agent_gone: tokio::sync::Notify::new(),
             from_server: Mutex::new(None),
         });
@@ -233,6 +238,15 @@ impl Lane {
         let _ = self.passes.set(passes);
         let _ = self.in_flight.set(in_flight);
         let _ = self.drain.set(drain);
+    }
+
+    /// What is left of `bound` since the agent closed its side (all of it while the
+    /// agent is there): the wait for its answers and for the calls in flight share it.
+    pub fn left_of(&self, bound: Duration) -> Duration {
+        match self.closed_at.get() {
+            Some(at) => bound.saturating_sub(at.elapsed()),
+            None => bound,
+        }
     }
 
     /// Whether nothing the agent asked is unanswered.
@@ -339,6 +353,7 @@ impl Lane {
         }
         // The agent has closed its side, and may still be reading: what it asked is
         // answered first. Then rmcp's server sees the end, and the session ends.
+        let _ = self.closed_at.set(tokio::time::Instant::now());
         if reading {
             self.answered_all().await;
         }
@@ -399,7 +414,10 @@ impl Lane {
             Some("tools/call") if self.started.load(Ordering::SeqCst) => {
                 // Only a well-formed request takes the lane: rmcp answers the rest as
                 // it always has, where an upstream might drop it unanswered.
-                if peek.jsonrpc.as_deref() != Some("2.0") {
+                if peek.jsonrpc.as_deref() != Some("2.0")
+                    || peek.result.is_some()
+                    || peek.error.is_some()
+                {
                     return false;
                 }
                 let (Some(id), Some(name)) = (peek.id, peek.params.and_then(|p| p.name)) else {
