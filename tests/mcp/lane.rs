@@ -263,8 +263,10 @@ fn a_call_that_is_not_json_rpc_two_is_answered_by_rmcp_not_sent_upstream() {
     // JSON-RPC 2.0: an error about a request whose id could not be read has a null id.
     assert_eq!(answer.get("id"), Some(&serde_json::Value::Null), "{answer}");
     // A request that carries an answer's fields too is not one rmcp takes either.
-    raw.send(json!({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "result": {},
-        "params": {"name": "append", "arguments": {"line": "x"}}}));
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "result": {},
+        "params": {"name": "append", "arguments": {"line": "x"}}}),
+    );
     let answer = raw.next(Duration::from_secs(20)).expect("an answer");
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
     raw.close();
