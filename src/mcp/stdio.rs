@@ -10,7 +10,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::pin::Pin;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -28,39 +28,26 @@ pub fn transport() -> (Reader, Writer, BlockingAgain) {
     // standard error is the same one (`2>&1`, or one socket for all three), a note
     // written to it could fail with "would block" in the middle of a session, so that
     // side stays on tokio's blocking reader or writer.
-    let stdin = if same_file(io::stdin().as_fd(), io::stderr().as_fd()) {
-        None
-    } else {
-        polled(io::stdin().as_fd())
+    let stderr = described(io::stderr().as_fd()).map(|(_, meta)| (meta.dev(), meta.ino()));
+    let reader: Option<Reader> = match polled(io::stdin().as_fd(), stderr) {
+        Some(Polled::Pipe(fd)) => tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+            .ok()
+            .map(|pipe| Box::pin(pipe) as Reader),
+        Some(Polled::Socket(fd)) => socket(fd).ok().map(|s| Box::pin(s) as Reader),
+        None => None,
     };
-    let reader: Reader = match stdin {
-        Some(Polled::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
-            Ok(pipe) => Box::pin(pipe),
-            Err(_) => Box::pin(tokio::io::stdin()),
-        },
-        Some(Polled::Socket(fd)) => match socket(fd) {
-            Ok(socket) => Box::pin(socket),
-            Err(_) => Box::pin(tokio::io::stdin()),
-        },
-        None => Box::pin(tokio::io::stdin()),
+    let writer: Option<Writer> = match polled(io::stdout().as_fd(), stderr) {
+        Some(Polled::Pipe(fd)) => tokio::net::unix::pipe::Sender::from_owned_fd(fd)
+            .ok()
+            .map(|pipe| Box::pin(pipe) as Writer),
+        Some(Polled::Socket(fd)) => socket(fd).ok().map(|s| Box::pin(s) as Writer),
+        None => None,
     };
-    let stdout = if same_file(io::stdout().as_fd(), io::stderr().as_fd()) {
-        None
-    } else {
-        polled(io::stdout().as_fd())
-    };
-    let writer: Writer = match stdout {
-        Some(Polled::Pipe(fd)) => match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
-            Ok(pipe) => Box::pin(pipe),
-            Err(_) => Box::pin(tokio::io::stdout()),
-        },
-        Some(Polled::Socket(fd)) => match socket(fd) {
-            Ok(socket) => Box::pin(socket),
-            Err(_) => Box::pin(tokio::io::stdout()),
-        },
-        None => Box::pin(tokio::io::stdout()),
-    };
-    (reader, writer, BlockingAgain)
+    (
+        reader.unwrap_or_else(|| Box::pin(tokio::io::stdin())),
+        writer.unwrap_or_else(|| Box::pin(tokio::io::stdout())),
+        BlockingAgain,
+    )
 }
 
 enum Polled {
@@ -68,14 +55,22 @@ enum Polled {
     Socket(OwnedFd),
 }
 
-/// A duplicate of `fd` when it is a pipe or a socket (so that fd 0 and 1 stay open
-/// for the rest of the process), else `None`.
-fn polled(fd: BorrowedFd<'_>) -> Option<Polled> {
-    let kind = std::fs::File::from(fd.try_clone_to_owned().ok()?)
-        .metadata()
-        .ok()?
-        .file_type();
-    let owned = fd.try_clone_to_owned().ok()?;
+/// A duplicate of `fd` (so that fd 0 and 1 stay open for the rest of the process),
+/// and what it is.
+fn described(fd: BorrowedFd<'_>) -> Option<(OwnedFd, std::fs::Metadata)> {
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let meta = file.metadata().ok()?;
+    Some((file.into(), meta))
+}
+
+/// A duplicate of `fd` when it is a pipe or a socket other than `stderr` (its device
+/// and inode), else `None`.
+fn polled(fd: BorrowedFd<'_>, stderr: Option<(u64, u64)>) -> Option<Polled> {
+    let (owned, meta) = described(fd)?;
+    if stderr == Some((meta.dev(), meta.ino())) {
+        return None;
+    }
+    let kind = meta.file_type();
     if kind.is_fifo() {
         Some(Polled::Pipe(owned))
     } else if kind.is_socket() {
@@ -83,17 +78,6 @@ fn polled(fd: BorrowedFd<'_>) -> Option<Polled> {
     } else {
         None
     }
-}
-
-fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let identity = |fd: BorrowedFd<'_>| {
-        let meta = std::fs::File::from(fd.try_clone_to_owned().ok()?)
-            .metadata()
-            .ok()?;
-        Some((meta.dev(), meta.ino()))
-    };
-    matches!((identity(a), identity(b)), (Some(x), Some(y)) if x == y)
 }
 
 fn socket(fd: OwnedFd) -> io::Result<tokio::net::UnixStream> {

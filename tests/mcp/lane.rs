@@ -96,13 +96,8 @@ struct Raw {
 impl Raw {
     fn start(bench: &Bench, extra: &[&str]) -> Raw {
         use std::io::BufRead;
-        let policy = bench.dir.path().join("policy.toml");
         let mut child = std::process::Command::new(crate::harness::bin())
-            .args(["mcp", "proxy", bench.ledger().to_str().unwrap(), "--policy"])
-            .arg(&policy)
-            .args(extra)
-            .arg("--")
-            .arg(&bench.fake)
+            .args(bench.proxy_args(extra))
             .env("FAKE_UPSTREAM_LOG", bench.log())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -301,16 +296,8 @@ fn a_timeout_that_is_not_a_duration_is_refused_at_start() {
     let Some(bench) = Bench::new(PASS) else {
         return;
     };
-    let policy = bench.dir.path().join("policy.toml");
-    let out = crate::harness::send_once(&["mcp", "proxy", bench.ledger().to_str().unwrap()])
-        .args([
-            "--policy",
-            policy.to_str().unwrap(),
-            "--timeout",
-            "soon",
-            "--",
-        ])
-        .arg(&bench.fake)
+    let out = std::process::Command::new(crate::harness::bin())
+        .args(bench.proxy_args(&["--timeout", "soon"]))
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

@@ -73,19 +73,38 @@ impl Bench {
             .collect()
     }
 
+    /// `mcp proxy` on the ledger and policy, with `extra` options, in front of the fake.
+    pub(crate) fn proxy_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = vec!["mcp".into(), "proxy".into()];
+        args.push(self.ledger().to_str().unwrap().into());
+        args.push("--policy".into());
+        args.push(self.dir.path().join("policy.toml").to_str().unwrap().into());
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args.push("--".into());
+        args.push(self.fake.to_str().unwrap().into());
+        args
+    }
+
     pub(crate) async fn proxy(&self, agent: &str, extra: &[&str]) -> Client {
-        let ledger = self.ledger();
-        let policy = self.dir.path().join("policy.toml");
-        let mut args = vec![
-            "mcp",
-            "proxy",
-            ledger.to_str().unwrap(),
-            "--policy",
-            policy.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", self.fake.to_str().unwrap()]);
+        let args = self.proxy_args(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         connect_with(agent, &args, &[("FAKE_UPSTREAM_LOG", &self.log())]).await
+    }
+
+    /// The proxy, with `handler` as the agent that connects to it.
+    async fn proxy_for<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+    ) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+        use rmcp::ServiceExt;
+        let mut command = tokio::process::Command::new(crate::harness::bin());
+        command
+            .args(self.proxy_args(&[]))
+            .env("FAKE_UPSTREAM_LOG", self.log());
+        handler
+            .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
+            .await
+            .unwrap()
     }
 
     /// `send-once ARGS` with the ledger in place of `L`.
@@ -440,25 +459,12 @@ impl rmcp::ClientHandler for Listener {
 // would be the test's reordering, not the proxy's.
 #[tokio::test(flavor = "current_thread")]
 async fn the_upstreams_progress_reaches_the_agent_through_the_proxy() {
-    use rmcp::ServiceExt;
     use rmcp::model::{NumberOrString, ProgressToken, RequestMetaObject};
     let Some(bench) = Bench::new(POLICY) else {
         return;
     };
-    let policy = bench.dir.path().join("policy.toml");
-    let mut command = tokio::process::Command::new(crate::harness::bin());
-    command
-        .args(["mcp", "proxy", bench.ledger().to_str().unwrap(), "--policy"])
-        .arg(&policy)
-        .arg("--")
-        .arg(&bench.fake)
-        .env("FAKE_UPSTREAM_LOG", bench.log());
     let listener = Listener::default();
-    let agent = listener
-        .clone()
-        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
-        .await
-        .unwrap();
+    let agent = bench.proxy_for(listener.clone()).await;
     // The tool works a moment after its progress, as a real one does: a client drops
     // progress that comes after the request's answer (the spec lets it), and the
     // proxy relays notifications as they are handled, not in one line with answers.
@@ -1123,7 +1129,6 @@ impl rmcp::ClientHandler for Watcher {
 #[allow(deprecated)]
 #[tokio::test(flavor = "current_thread")]
 async fn subscriptions_completions_and_logging_go_through_the_proxy() {
-    use rmcp::ServiceExt;
     use rmcp::model::{
         ArgumentInfo, CompleteRequestParams, LoggingLevel, Reference, SetLevelRequestParams,
         SubscribeRequestParams,
@@ -1131,20 +1136,8 @@ async fn subscriptions_completions_and_logging_go_through_the_proxy() {
     let Some(bench) = Bench::new(POLICY) else {
         return;
     };
-    let policy = bench.dir.path().join("policy.toml");
-    let mut command = tokio::process::Command::new(crate::harness::bin());
-    command
-        .args(["mcp", "proxy", bench.ledger().to_str().unwrap(), "--policy"])
-        .arg(&policy)
-        .arg("--")
-        .arg(&bench.fake)
-        .env("FAKE_UPSTREAM_LOG", bench.log());
     let watcher = Watcher::default();
-    let agent = watcher
-        .clone()
-        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
-        .await
-        .unwrap();
+    let agent = bench.proxy_for(watcher.clone()).await;
     let offered = agent.peer_info().expect("the proxy's initialize answer");
     assert!(offered.capabilities.completions.is_some(), "{offered:?}");
     assert!(offered.capabilities.logging.is_some(), "{offered:?}");

@@ -92,6 +92,14 @@ struct Waiting {
     _in_flight: Option<InFlightGuard>,
 }
 
+impl Drop for Waiting {
+    /// A call done with, however it ended, needs its timer no more. (The timer that
+    /// gives up on it drops it last thing, when stopping itself no longer matters.)
+    fn drop(&mut self) {
+        self.timer.abort();
+    }
+}
+
 /// The ends rmcp is given: its server's toward the agent, its client's toward the
 /// upstream.
 pub struct Ends {
@@ -200,7 +208,6 @@ impl Lane {
         (lane, Ends { server, client })
     }
 
-    /// Waits, at most `bound`, until the line being written to the agent is written.
     /// Waits, at most `bound`, until everything rmcp's server wrote (it has stopped)
     /// and every lane answer has reached the agent; a lane call still unanswered then
     /// is answered with `why`, so that no call is left without a word.
@@ -217,15 +224,8 @@ impl Lane {
             }
         })
         .await;
-        let left: Vec<Waiting> = match self.waiting.lock() {
-            Ok(mut waiting) => waiting.drain().map(|(_, w)| w).collect(),
-            Err(_) => Vec::new(),
-        };
         let _ = tokio::time::timeout_at(deadline, async {
-            for call in left {
-                call.timer.abort();
-                self.answer(&call.id, why.to_owned()).await;
-            }
+            self.answer_all_waiting(why).await;
             let _ = self.to_agent.lock().await.flush().await;
         })
         .await;
@@ -338,13 +338,16 @@ impl Lane {
                 Read::TooLong => continue,
                 Read::Line => {}
             }
-            if self.take_from_agent(&line).await {
+            let peek = serde_json::from_slice::<Peek>(&line).ok();
+            let request = peek
+                .as_ref()
+                .is_some_and(|p| p.method.is_some() && p.id.is_some());
+            if let Some(peek) = peek
+                && self.take_from_agent(&line, peek).await
+            {
                 continue;
             }
-            if let Ok(peek) = serde_json::from_slice::<Peek>(&line)
-                && peek.method.is_some()
-                && peek.id.is_some()
-            {
+            if request {
                 self.asked_of_rmcp.fetch_add(1, Ordering::SeqCst);
             }
             if server_in.write_all(&line).await.is_err() {
@@ -384,27 +387,14 @@ impl Lane {
             }
         }
         self.upstream_gone.store(true, Ordering::SeqCst);
-        let lost: Vec<Waiting> = match self.waiting.lock() {
-            Ok(mut waiting) => waiting.drain().map(|(_, w)| w).collect(),
-            Err(_) => Vec::new(),
-        };
-        for waiting in lost {
-            waiting.timer.abort();
-            self.answer(
-                &waiting.id,
-                "the upstream's connection closed (it may have died)".to_owned(),
-            )
+        self.answer_all_waiting("the upstream's connection closed (it may have died)")
             .await;
-        }
         let _ = client_in.shutdown().await;
     }
 
     /// Whether the lane took this line from the agent (a `pass` call, or the
     /// cancellation of one).
-    async fn take_from_agent(self: &Arc<Self>, line: &[u8]) -> bool {
-        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
-            return false;
-        };
+    async fn take_from_agent(self: &Arc<Self>, line: &[u8], peek: Peek<'_>) -> bool {
         match peek.method.as_deref() {
             Some("notifications/initialized") => {
                 // Handed to rmcp all the same; what follows may take the lane.
@@ -498,7 +488,7 @@ impl Lane {
     /// The call `number` was not answered within `limit`: the agent is told, and the
     /// upstream is asked to stop it.
     async fn gave_up(&self, number: u64, limit: Duration) {
-        let Some(waiting) = self.waiting.lock().ok().and_then(|mut w| w.remove(&number)) else {
+        let Some(waiting) = self.take_waiting(number) else {
             return;
         };
         let cancel = json!({
@@ -534,11 +524,10 @@ impl Lane {
         let Some(number) = lane_number(raw_id) else {
             return false;
         };
-        let Some(waiting) = self.waiting.lock().ok().and_then(|mut w| w.remove(&number)) else {
+        let Some(waiting) = self.take_waiting(number) else {
             // Answered already (the limit passed): the answer has no one to go to.
             return true;
         };
-        waiting.timer.abort();
         if let Some(message) = spliced(line, raw_id, &waiting.raw_id)
             && !write_line(&self.to_agent, &message).await
         {
@@ -548,16 +537,32 @@ impl Lane {
         true
     }
 
+    /// Takes the call `number` off the waiting list.
+    fn take_waiting(&self, number: u64) -> Option<Waiting> {
+        self.waiting.lock().ok()?.remove(&number)
+    }
+
+    /// Answers every call still waiting with `why`.
+    async fn answer_all_waiting(&self, why: &str) {
+        let left: Vec<Waiting> = match self.waiting.lock() {
+            Ok(mut waiting) => waiting.drain().map(|(_, w)| w).collect(),
+            Err(_) => Vec::new(),
+        };
+        for call in left {
+            self.answer(&call.id, why.to_owned()).await;
+        }
+    }
+
     /// Forgets the lane's call that the agent's request `id` is, and gives its number.
     fn forget(&self, id: &Value) -> Option<u64> {
-        let mut waiting = self.waiting.lock().ok()?;
-        let number = waiting
+        let number = self
+            .waiting
+            .lock()
+            .ok()?
             .iter()
             .find(|(_, w)| &w.id == id)
             .map(|(number, _)| *number)?;
-        if let Some(call) = waiting.remove(&number) {
-            call.timer.abort();
-        }
+        self.take_waiting(number);
         self.answered.notify_waiters();
         Some(number)
     }
@@ -630,7 +635,7 @@ async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), line: &mut Vec<u8>)
                 (false, false) => Read::Line,
             };
         }
-        let newline = memchr(available);
+        let newline = memchr::memchr(b'\n', available);
         let take = newline.map_or(available.len(), |at| at + 1);
         if !too_long && line.len() + take > LONGEST_LINE {
             too_long = true;
@@ -644,10 +649,6 @@ async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), line: &mut Vec<u8>)
             return if too_long { Read::TooLong } else { Read::Line };
         }
     }
-}
-
-fn memchr(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
 }
 
 #[cfg(test)]
