@@ -106,6 +106,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
             in_flight,
             std::future::pending(),
             || Duration::from_secs(60),
+            || {},
         )
         .await
     });
@@ -302,12 +303,23 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         }
         "the upstream server exited"
     };
-    let exit = serve_until_stopped(server, tokio::io::split(server_end), in_flight, gone, {
-        // One bound from the agent's leaving to the end: the lane's wait for the
-        // answers it is owed counts against the wait for calls in flight.
-        let lane = Arc::clone(&lane);
-        move || lane.left_of(bound)
-    })
+    let exit = serve_until_stopped(
+        server,
+        tokio::io::split(server_end),
+        in_flight,
+        gone,
+        {
+            // One bound from the agent's leaving to the end: the lane's wait for the
+            // answers it is owed counts against the wait for calls in flight.
+            let lane = Arc::clone(&lane);
+            move || lane.left_of(bound)
+        },
+        {
+            // rmcp's server reads no more calls once stopped; nor does the lane.
+            let lane = Arc::clone(&lane);
+            move || lane.stop()
+        },
+    )
     .await;
     // What is still on its way to the agent is written before the process ends, and a
     // call still unanswered is told so.
@@ -331,14 +343,16 @@ async fn stop_signal() -> &'static str {
 }
 
 /// Serves `server` on stdio until the agent leaves, a SIGINT or SIGTERM comes, or
-/// `gone` says why the server cannot go on; then lets the work in flight (forwarded
-/// calls, dispatches) finish within `bound`, and says what is left.
+/// `gone` says why the server cannot go on (then `stopping` is called); then lets the
+/// work in flight (forwarded calls, dispatches) finish within `bound`, and says what
+/// is left.
 async fn serve_until_stopped<S: rmcp::ServerHandler, R, W>(
     server: S,
     transport: (R, W),
     in_flight: Arc<InFlight>,
     gone: impl Future<Output = &'static str> + Send + 'static,
     bound: impl Fn() -> Duration + Send + Sync + 'static,
+    stopping: impl FnOnce() + Send + 'static,
 ) -> Exit
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
@@ -365,6 +379,7 @@ where
                 why
             }
         };
+        stopping();
         stop.cancel();
         why
     });

@@ -218,6 +218,81 @@ fn an_agent_that_reads_late_and_closes_its_side_still_gets_every_answer() {
 }
 
 #[test]
+fn an_agent_that_never_reads_still_has_every_call_the_upstream_made_recorded() {
+    let Some(bench) = Bench::new(
+        "upstream = \"fake\"\n[default]\nmode = \"pass\"\n[tools.append]\nmode = \"once\"\n",
+    ) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // Pass calls with long answers fill the agent's pipe; the once calls among them are
+    // made upstream all the same, and their answers must still be read and recorded
+    // although the agent reads none of them.
+    let paused = std::sync::Arc::clone(&raw.reading);
+    let _not_reading = paused.lock().unwrap();
+    let long = "x".repeat(2000);
+    for n in 1..=100u64 {
+        if n % 2 == 1 {
+            raw.call(n, "echo", json!({"line": format!("{n} {long}")}));
+        } else {
+            raw.call(n, "append", json!({"line": format!("once {n}")}));
+        }
+    }
+    crate::harness::wait_until(
+        "every once call the upstream made is recorded as sent",
+        Duration::from_secs(30),
+        || {
+            let audit = bench.cli(&["audit", "L", "--json"]);
+            serde_json::from_slice::<serde_json::Value>(&audit.stdout)
+                .is_ok_and(|audit| audit["counts"]["sent"] == 50)
+        },
+    );
+    assert_eq!(bench.acted().len(), 50);
+}
+
+#[test]
+fn a_pass_call_after_the_proxy_is_told_to_stop_is_not_made() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // A slow call keeps the proxy open while it stops.
+    raw.call(
+        1,
+        "append_with_progress",
+        json!({"line": "before", "seconds": 2}),
+    );
+    // (The fake writes its line when the call ends.)
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(300));
+    // The proxy may have closed its side already, refusing the line outright.
+    {
+        use std::io::Write;
+        let stdin = raw.child.stdin.as_mut().expect("stdin is open");
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "append", "arguments": {"line": "after"}}});
+        let _ = writeln!(stdin, "{call}");
+    }
+    assert!(raw.exited_within(Duration::from_secs(10)));
+    let answers: Vec<serde_json::Value> = std::iter::from_fn(|| raw.next(Duration::from_secs(1)))
+        .filter(|a| a.get("id").is_some())
+        .collect();
+    assert_eq!(
+        answers.len(),
+        1,
+        "the call in flight is answered: {answers:?}"
+    );
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(
+        bench.acted(),
+        vec!["before".to_owned()],
+        "nothing taken after the signal"
+    );
+}
+
+#[test]
 fn a_cancelled_pass_call_is_forgotten_and_does_not_hold_the_proxy_open() {
     let Some(bench) = Bench::new(PASS) else {
         return;

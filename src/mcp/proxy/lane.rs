@@ -19,12 +19,12 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use std::pin::Pin;
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
 };
 
 use super::once::refusal;
+use super::outbox::Outbox;
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
@@ -33,6 +33,11 @@ const OURS: &str = "send-once-pass-";
 
 /// How much a pipe beneath rmcp holds before its writer waits.
 const PIPE: usize = 1 << 16;
+
+/// How much may wait to be written to the agent or the upstream before the lane reads
+/// no more of the agent's calls: an agent that does not read its answers is made to
+/// wait, while the answers to what it already asked are still read and recorded.
+const ROOM: usize = 8 << 20;
 
 /// The longest line read, as rmcp bounds its own: a longer one is dropped (and read
 /// to its end without being kept), so that a peer cannot make the proxy hold an
@@ -45,8 +50,8 @@ pub type Passes = Box<dyn Fn(&str) -> Option<Duration> + Send + Sync>;
 
 /// The lane between the agent's pipes, the upstream's, and rmcp's server and client.
 pub struct Lane {
-    to_agent: Writer,
-    to_upstream: Writer,
+    to_agent: Arc<Outbox>,
+    to_upstream: Arc<Outbox>,
     passes: OnceLock<Passes>,
     in_flight: OnceLock<Arc<InFlight>>,
     /// Set once the agent has said `notifications/initialized`: before that, every
@@ -65,21 +70,11 @@ pub struct Lane {
     drain: OnceLock<Duration>,
     /// When the agent closed its side.
     closed_at: OnceLock<tokio::time::Instant>,
-    /// Told when a write to the agent fails: no one reads the answers any more, so
-    /// no more calls are taken.
-    agent_gone: tokio::sync::Notify,
+    /// Told when the session stops (a signal, the upstream's exit): the agent's
+    /// calls are read no more.
+    stopped: tokio::sync::Notify,
     /// The task writing rmcp's answers to the agent, until rmcp's server has stopped.
     from_server: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-/// A pipe that several tasks write whole lines to, one at a time. Each writes its own
-/// line rather than handing it to a writer task: a hand-off per message was a good part
-/// of what the lane is there to save.
-type Writer = Arc<tokio::sync::Mutex<Pin<Box<dyn AsyncWrite + Send>>>>;
-
-async fn write_line(writer: &Writer, line: &[u8]) -> bool {
-    let mut out = writer.lock().await;
-    out.write_all(line).await.is_ok() && out.flush().await.is_ok()
 }
 
 /// A call forwarded by the lane and not yet answered.
@@ -176,8 +171,8 @@ impl Lane {
         upstream_in: impl AsyncWrite + Send + 'static,
         upstream_out: impl AsyncRead + Send + Unpin + 'static,
     ) -> (Arc<Lane>, Ends) {
-        let to_agent: Writer = Arc::new(tokio::sync::Mutex::new(Box::pin(agent_out)));
-        let to_upstream: Writer = Arc::new(tokio::sync::Mutex::new(Box::pin(upstream_in)));
+        let to_agent = Outbox::new(agent_out);
+        let to_upstream = Outbox::new(upstream_in);
         let lane = Arc::new(Lane {
             to_agent: Arc::clone(&to_agent),
             to_upstream: Arc::clone(&to_upstream),
@@ -191,7 +186,7 @@ impl Lane {
             answered: tokio::sync::Notify::new(),
             drain: OnceLock::new(),
             closed_at: OnceLock::new(),
-            agent_gone: tokio::sync::Notify::new(),
+            stopped: tokio::sync::Notify::new(),
             from_server: Mutex::new(None),
         });
         let (server, server_side) = tokio::io::duplex(PIPE);
@@ -224,11 +219,14 @@ impl Lane {
             }
         })
         .await;
-        let _ = tokio::time::timeout_at(deadline, async {
-            self.answer_all_waiting(why).await;
-            let _ = self.to_agent.lock().await.flush().await;
-        })
-        .await;
+        self.answer_all_waiting(why);
+        let _ = tokio::time::timeout_at(deadline, self.to_agent.drained()).await;
+    }
+
+    /// Stops reading the agent's calls: the session is stopping. What was asked
+    /// already is still answered.
+    pub fn stop(&self) {
+        self.stopped.notify_one();
     }
 
     /// Lets `pass` calls take the lane, as `passes` says, counting them in `in_flight`
@@ -255,7 +253,8 @@ impl Lane {
             && self.waiting.lock().map(|w| w.is_empty()).unwrap_or(true)
     }
 
-    /// Waits until nothing the agent asked is unanswered, at most the drain bound.
+    /// Waits until everything the agent asked is answered and the answers written,
+    /// at most the drain bound.
     async fn answered_all(&self) {
         let Some(bound) = self.drain.get().copied() else {
             return;
@@ -264,10 +263,11 @@ impl Lane {
             loop {
                 let answered = self.answered.notified();
                 if self.all_answered() {
-                    return;
+                    break;
                 }
                 answered.await;
             }
+            self.to_agent.drained().await;
         })
         .await;
     }
@@ -296,9 +296,9 @@ impl Lane {
                 && let Some(fields) = message.as_object_mut()
             {
                 fields.insert("id".to_owned(), Value::Null);
-                send(&self.to_agent, &message).await
+                send(&self.to_agent, &message)
             } else {
-                write_line(&self.to_agent, &line).await
+                self.to_agent.push(std::mem::take(&mut line))
             };
             // An answer has an id, or is an error about a request too broken to have
             // one: either way, one request fewer is waiting.
@@ -309,7 +309,6 @@ impl Lane {
                 self.answered.notify_waiters();
             }
             if !written {
-                self.agent_gone.notify_one();
                 break;
             }
         }
@@ -322,13 +321,26 @@ impl Lane {
     ) {
         let mut reader = BufReader::new(agent_in);
         let mut line = Vec::new();
-        let gone = self.agent_gone.notified();
+        // No one reads the answers any more, or the session is stopping: no more
+        // calls are taken.
+        let gone = self.to_agent.failed();
         tokio::pin!(gone);
+        let stopped = self.stopped.notified();
+        tokio::pin!(stopped);
         let mut reading = true;
         loop {
             let read = tokio::select! {
-                read = read_line(&mut reader, &mut line) => read,
+                read = async {
+                    // A call is read only when there is room for its answer.
+                    self.to_agent.room(ROOM).await;
+                    self.to_upstream.room(ROOM).await;
+                    read_line(&mut reader, &mut line).await
+                } => read,
                 () = &mut gone => {
+                    reading = false;
+                    break;
+                }
+                () = &mut stopped => {
                     reading = false;
                     break;
                 }
@@ -377,7 +389,7 @@ impl Lane {
                 Read::TooLong => continue,
                 Read::Line => {}
             }
-            if self.take_from_upstream(&line).await {
+            if self.take_from_upstream(&line) {
                 continue;
             }
             // rmcp's client may have stopped reading (the session is ending): the
@@ -387,8 +399,7 @@ impl Lane {
             }
         }
         self.upstream_gone.store(true, Ordering::SeqCst);
-        self.answer_all_waiting("the upstream's connection closed (it may have died)")
-            .await;
+        self.answer_all_waiting("the upstream's connection closed (it may have died)");
         let _ = client_in.shutdown().await;
     }
 
@@ -419,7 +430,7 @@ impl Lane {
                 let Some(limit) = self.passes.get().and_then(|passes| passes(&name)) else {
                     return false;
                 };
-                self.forward(line, id, limit).await
+                self.forward(line, id, limit)
             }
             Some("notifications/cancelled") => {
                 let Some(theirs) = peek.params.and_then(|p| p.request_id) else {
@@ -435,7 +446,7 @@ impl Lane {
                 };
                 if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
                     message["params"]["requestId"] = Value::String(format!("{OURS}{ours}"));
-                    send(&self.to_upstream, &message).await;
+                    send(&self.to_upstream, &message);
                 }
                 true
             }
@@ -445,7 +456,7 @@ impl Lane {
 
     /// Sends a `pass` call upstream under an id of the lane's, or answers it at once
     /// when the upstream has gone. False only if the line is not the call it seemed.
-    async fn forward(self: &Arc<Self>, line: &[u8], raw_id: &RawValue, limit: Duration) -> bool {
+    fn forward(self: &Arc<Self>, line: &[u8], raw_id: &RawValue, limit: Duration) -> bool {
         let Ok(id) = serde_json::from_str::<Value>(raw_id.get()) else {
             return false;
         };
@@ -453,8 +464,7 @@ impl Lane {
             self.answer(
                 &id,
                 "the upstream server has exited, so the call was not sent; the proxy must be restarted".to_owned(),
-            )
-            .await;
+            );
             return true;
         }
         let number = self.next.fetch_add(1, Ordering::Relaxed);
@@ -465,7 +475,7 @@ impl Lane {
         let timer = tokio::spawn(async move {
             tokio::time::sleep(limit).await;
             if let Some(lane) = lane.upgrade() {
-                lane.gave_up(number, limit).await;
+                lane.gave_up(number, limit);
             }
         })
         .abort_handle();
@@ -481,13 +491,13 @@ impl Lane {
                 },
             );
         }
-        write_line(&self.to_upstream, &message).await;
+        self.to_upstream.push(message);
         true
     }
 
     /// The call `number` was not answered within `limit`: the agent is told, and the
     /// upstream is asked to stop it.
-    async fn gave_up(&self, number: u64, limit: Duration) {
+    fn gave_up(&self, number: u64, limit: Duration) {
         let Some(waiting) = self.take_waiting(number) else {
             return;
         };
@@ -496,20 +506,19 @@ impl Lane {
             "method": "notifications/cancelled",
             "params": {"requestId": format!("{OURS}{number}"), "reason": "the proxy's limit passed"},
         });
-        send(&self.to_upstream, &cancel).await;
+        send(&self.to_upstream, &cancel);
         self.answer(
             &waiting.id,
             format!(
                 "the upstream did not answer within {}",
                 crate::provider::Limit::new(limit).written
             ),
-        )
-        .await;
+        );
     }
 
     /// Whether the lane took this line from the upstream: the answer to one of its
     /// calls, sent on to the agent under the agent's id.
-    async fn take_from_upstream(&self, line: &[u8]) -> bool {
+    fn take_from_upstream(&self, line: &[u8]) -> bool {
         // Only an answer to the lane's call has an id of the lane's, a string: an rmcp
         // line is taken no further than this.
         let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
@@ -528,10 +537,8 @@ impl Lane {
             // Answered already (the limit passed): the answer has no one to go to.
             return true;
         };
-        if let Some(message) = spliced(line, raw_id, &waiting.raw_id)
-            && !write_line(&self.to_agent, &message).await
-        {
-            self.agent_gone.notify_one();
+        if let Some(message) = spliced(line, raw_id, &waiting.raw_id) {
+            self.to_agent.push(message);
         }
         self.answered.notify_waiters();
         true
@@ -543,13 +550,13 @@ impl Lane {
     }
 
     /// Answers every call still waiting with `why`.
-    async fn answer_all_waiting(&self, why: &str) {
+    fn answer_all_waiting(&self, why: &str) {
         let left: Vec<Waiting> = match self.waiting.lock() {
             Ok(mut waiting) => waiting.drain().map(|(_, w)| w).collect(),
             Err(_) => Vec::new(),
         };
         for call in left {
-            self.answer(&call.id, why.to_owned()).await;
+            self.answer(&call.id, why.to_owned());
         }
     }
 
@@ -569,28 +576,26 @@ impl Lane {
 
     /// Answers the agent's call `id` with an error result saying `why`: the call's
     /// fate is the proxy's to tell, as on rmcp's path.
-    async fn answer(&self, id: &Value, why: String) {
+    fn answer(&self, id: &Value, why: String) {
         let message = json!({"jsonrpc": "2.0", "id": id, "result": refusal(why)});
-        if !send(&self.to_agent, &message).await {
-            self.agent_gone.notify_one();
-        }
+        send(&self.to_agent, &message);
         self.answered.notify_waiters();
     }
 }
 
-/// Writes `message` to `writer` as one line; whether it was written.
-async fn send(writer: &Writer, message: &Value) -> bool {
+/// Gives `message` to `outbox` as one line; false once the outbox's reader has gone.
+fn send(outbox: &Arc<Outbox>, message: &Value) -> bool {
     match serde_json::to_vec(message) {
         Ok(mut line) => {
             line.push(b'\n');
-            write_line(writer, &line).await
+            outbox.push(line)
         }
         Err(_) => true,
     }
 }
 
-/// Writes rmcp's lines from `from` to `to`, each whole.
-async fn lines_to(from: impl AsyncRead + Unpin, to: Writer) {
+/// Gives rmcp's lines from `from` to `to`, each whole.
+async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
     let mut reader = BufReader::new(from);
     let mut line = Vec::new();
     loop {
@@ -598,7 +603,7 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Writer) {
             Read::End => break,
             Read::TooLong => continue,
             Read::Line => {
-                if !write_line(&to, &line).await {
+                if !to.push(std::mem::take(&mut line)) {
                     break;
                 }
             }

@@ -10,6 +10,7 @@
 pub mod hold;
 pub mod lane;
 pub mod once;
+pub mod outbox;
 pub mod upstream;
 
 use std::sync::Arc;

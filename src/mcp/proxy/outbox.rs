@@ -1,0 +1,235 @@
+//! A pipe the proxy writes whole lines to without waiting for its reader.
+//!
+//! The proxy reads the agent's calls and the upstream's answers on the one event loop
+//! that also writes to each of them. When a write waited for a reader who was not
+//! reading (an agent that never reads its answers), the task that made it stopped
+//! reading its own side too: the upstream's answers to calls it had made went
+//! unread, its pipes filled both ways, and those calls stayed pending in the ledger
+//! although they had been made. An outbox takes each line at once: what the pipe
+//! takes now is written on the spot (no hand-off in the usual case), and the rest
+//! waits, in order, for a task that writes it when the reader makes room. How much
+//! may wait is the caller's to bound, by not reading more work while it is full
+//! ([`Outbox::room`]).
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use tokio::io::AsyncWrite;
+use tokio::sync::Notify;
+
+/// Lines for one pipe, written in the order given.
+pub struct Outbox {
+    state: Mutex<State>,
+    /// Told whenever some of what waits was written, or writing failed.
+    progress: Notify,
+}
+
+struct State {
+    out: Pin<Box<dyn AsyncWrite + Send>>,
+    /// Lines not yet wholly written, the first perhaps in part.
+    queue: VecDeque<Vec<u8>>,
+    /// How much of the first line is written.
+    written: usize,
+    /// Bytes given and not yet written.
+    waiting: usize,
+    /// Whether something written has not been flushed.
+    unflushed: bool,
+    /// Whether a task is writing what waits (it clears this when it is done).
+    draining: bool,
+    /// Whether a write failed: the reader has gone, and nothing more is written.
+    failed: bool,
+}
+
+impl Outbox {
+    /// An outbox writing to `out`.
+    pub fn new(out: impl AsyncWrite + Send + 'static) -> Arc<Outbox> {
+        Arc::new(Outbox {
+            state: Mutex::new(State {
+                out: Box::pin(out),
+                queue: VecDeque::new(),
+                written: 0,
+                waiting: 0,
+                unflushed: false,
+                draining: false,
+                failed: false,
+            }),
+            progress: Notify::new(),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while writing leaves nothing half-updated that matters more than
+        // the lines themselves: carry on with what is there.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Gives `line` to be written after everything given before it; false once a
+    /// write has failed (the line is dropped: no one reads it).
+    pub fn push(self: &Arc<Self>, line: Vec<u8>) -> bool {
+        let mut state = self.state();
+        if state.failed {
+            return false;
+        }
+        state.waiting += line.len();
+        state.queue.push_back(line);
+        if state.draining {
+            return true;
+        }
+        // What the pipe takes now is written now. The no-op waker is never woken:
+        // if the pipe is full, the task below polls again with a waker of its own.
+        let written_now = state
+            .write(&mut Context::from_waker(Waker::noop()))
+            .is_ready();
+        let failed = state.failed;
+        if !written_now {
+            state.draining = true;
+            drop(state);
+            let outbox = Arc::clone(self);
+            tokio::spawn(async move {
+                std::future::poll_fn(|cx| outbox.drain(cx)).await;
+            });
+        } else {
+            drop(state);
+        }
+        self.progress.notify_waiters();
+        !failed
+    }
+
+    /// Writes what waits, as far as the pipe takes it.
+    fn drain(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.state();
+        let before = (state.waiting, state.failed);
+        let poll = state.write(cx);
+        if poll.is_ready() {
+            // Cleared under the lock: a line given after this is written by its giver.
+            state.draining = false;
+        }
+        let moved = (state.waiting, state.failed) != before || poll.is_ready();
+        drop(state);
+        if moved {
+            self.progress.notify_waiters();
+        }
+        poll
+    }
+
+    /// Bytes given and not yet written.
+    pub fn waiting(&self) -> usize {
+        self.state().waiting
+    }
+
+    /// Waits until fewer than `limit` bytes wait to be written, or writing failed.
+    pub async fn room(&self, limit: usize) {
+        self.until(|state| state.failed || state.waiting < limit)
+            .await;
+    }
+
+    /// Waits until everything given is written and flushed, or writing failed.
+    pub async fn drained(&self) {
+        self.until(|state| state.failed || !state.draining).await;
+    }
+
+    /// Waits until a write fails: the reader has gone.
+    pub async fn failed(&self) {
+        self.until(|state| state.failed).await;
+    }
+
+    async fn until(&self, done: impl Fn(&State) -> bool) {
+        loop {
+            let progress = self.progress.notified();
+            tokio::pin!(progress);
+            progress.as_mut().enable();
+            if done(&self.state()) {
+                return;
+            }
+            progress.await;
+        }
+    }
+}
+
+impl State {
+    /// Writes the queue out and flushes it; ready when nothing waits (or writing
+    /// failed), pending when the pipe is full.
+    fn write(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        while !self.failed {
+            let Some(line) = self.queue.front() else {
+                break;
+            };
+            match self.out.as_mut().poll_write(cx, &line[self.written..]) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Ok(0) | Err(_)) => self.fail(),
+                Poll::Ready(Ok(n)) => {
+                    self.written += n;
+                    self.waiting -= n;
+                    self.unflushed = true;
+                    if self.written == line.len() {
+                        self.queue.pop_front();
+                        self.written = 0;
+                    }
+                }
+            }
+        }
+        if self.unflushed && !self.failed {
+            match self.out.as_mut().poll_flush(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Ok(())) => self.unflushed = false,
+                Poll::Ready(Err(_)) => self.fail(),
+            }
+        }
+        Poll::Ready(())
+    }
+
+    fn fail(&mut self) {
+        self.failed = true;
+        self.queue.clear();
+        self.written = 0;
+        self.waiting = 0;
+        self.unflushed = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn lines_wait_for_a_reader_who_is_not_reading_and_arrive_whole_and_in_order() {
+        let (writer, mut reader) = tokio::io::duplex(64);
+        let outbox = Outbox::new(writer);
+        let lines: Vec<Vec<u8>> = (0..50)
+            .map(|n| format!("{n} {}\n", "x".repeat(n * 7)).into_bytes())
+            .collect();
+        for line in &lines {
+            assert!(outbox.push(line.clone()), "given without waiting");
+        }
+        assert!(outbox.waiting() > 0, "more than the pipe holds waits");
+        let mut read = vec![0; lines.iter().map(Vec::len).sum()];
+        reader.read_exact(&mut read).await.unwrap();
+        assert_eq!(read, lines.concat());
+        outbox.drained().await;
+        assert_eq!(outbox.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn room_is_made_as_the_reader_reads_and_a_gone_reader_fails_the_outbox() {
+        let (writer, mut reader) = tokio::io::duplex(16);
+        let outbox = Outbox::new(writer);
+        assert!(outbox.push(vec![b'a'; 100]));
+        let room = outbox.room(50);
+        tokio::pin!(room);
+        let still_full =
+            tokio::time::timeout(std::time::Duration::from_millis(50), room.as_mut()).await;
+        assert!(still_full.is_err(), "84 bytes wait");
+        let mut read = [0; 60];
+        reader.read_exact(&mut read).await.unwrap();
+        room.await;
+        drop(reader);
+        outbox.failed().await;
+        assert!(!outbox.push(b"after\n".to_vec()), "no one reads it");
+        outbox.drained().await;
+    }
+}
