@@ -298,7 +298,7 @@ impl Lane {
                 fields.insert("id".to_owned(), Value::Null);
                 send(&self.to_agent, &message)
             } else {
-                self.to_agent.push(std::mem::take(&mut line))
+                self.to_agent.push_slice(&line)
             };
             // An answer has an id, or is an error about a request too broken to have
             // one: either way, one request fewer is waiting.
@@ -603,7 +603,7 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
             Read::End => break,
             Read::TooLong => continue,
             Read::Line => {
-                if !to.push(std::mem::take(&mut line)) {
+                if !to.push_slice(&line) {
                     break;
                 }
             }

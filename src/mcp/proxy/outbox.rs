@@ -24,6 +24,9 @@ pub struct Outbox {
     state: Mutex<State>,
     /// Told whenever some of what waits was written, or writing failed.
     progress: Notify,
+    /// Told when writing fails. Apart from `progress`, which is told at every line:
+    /// whoever waits only for the reader to go is not woken by each line written.
+    failure: Notify,
 }
 
 struct State {
@@ -56,6 +59,7 @@ impl Outbox {
                 failed: false,
             }),
             progress: Notify::new(),
+            failure: Notify::new(),
         })
     }
 
@@ -70,22 +74,52 @@ impl Outbox {
     /// Gives `line` to be written after everything given before it; false once a
     /// write has failed (the line is dropped: no one reads it).
     pub fn push(self: &Arc<Self>, line: Vec<u8>) -> bool {
+        self.give(Line::Owned(line))
+    }
+
+    /// As [`Outbox::push`], copying `line` only if the pipe does not take it at once.
+    pub fn push_slice(self: &Arc<Self>, line: &[u8]) -> bool {
+        self.give(Line::Borrowed(line))
+    }
+
+    fn give(self: &Arc<Self>, line: Line<'_>) -> bool {
         let mut state = self.state();
         if state.failed {
             return false;
         }
-        state.waiting += line.len();
-        state.queue.push_back(line);
+        // What the pipe takes now is written now. The no-op waker is never woken:
+        // if the pipe is full, the task below polls again with a waker of its own.
+        let mut now = Context::from_waker(Waker::noop());
+        let written = if !state.draining && state.queue.is_empty() {
+            match state.write_slice(&mut now, line.as_ref()) {
+                Some(written) => written,
+                None => {
+                    drop(state);
+                    self.failure.notify_waiters();
+                    self.progress.notify_waiters();
+                    return false;
+                }
+            }
+        } else {
+            0
+        };
+        if written < line.as_ref().len() {
+            let rest = match line {
+                Line::Owned(line) if written == 0 => line,
+                line => line.as_ref()[written..].to_vec(),
+            };
+            state.waiting += rest.len();
+            state.queue.push_back(rest);
+        }
         if state.draining {
             return true;
         }
-        // What the pipe takes now is written now. The no-op waker is never woken:
-        // if the pipe is full, the task below polls again with a waker of its own.
-        let written_now = state
-            .write(&mut Context::from_waker(Waker::noop()))
-            .is_ready();
+        let ready = state.write(&mut now).is_ready();
         let failed = state.failed;
-        if !written_now {
+        if failed {
+            self.failure.notify_waiters();
+        }
+        if !ready {
             state.draining = true;
             drop(state);
             let outbox = Arc::clone(self);
@@ -109,7 +143,11 @@ impl Outbox {
             state.draining = false;
         }
         let moved = (state.waiting, state.failed) != before || poll.is_ready();
+        let failed_now = state.failed && !before.1;
         drop(state);
+        if failed_now {
+            self.failure.notify_waiters();
+        }
         if moved {
             self.progress.notify_waiters();
         }
@@ -123,23 +161,30 @@ impl Outbox {
 
     /// Waits until fewer than `limit` bytes wait to be written, or writing failed.
     pub async fn room(&self, limit: usize) {
-        self.until(|state| state.failed || state.waiting < limit)
-            .await;
+        if self.state().waiting < limit {
+            return;
+        }
+        self.until(&self.progress, |state| {
+            state.failed || state.waiting < limit
+        })
+        .await;
     }
 
     /// Waits until everything given is written and flushed, or writing failed.
     pub async fn drained(&self) {
-        self.until(|state| state.failed || !state.draining).await;
+        self.until(&self.progress, |state| state.failed || !state.draining)
+            .await;
     }
 
     /// Waits until a write fails: the reader has gone.
     pub async fn failed(&self) {
-        self.until(|state| state.failed).await;
+        self.until(&self.failure, |state| state.failed).await;
     }
 
-    async fn until(&self, done: impl Fn(&State) -> bool) {
+    /// Waits until `done` holds, looking again each time `told` is told.
+    async fn until(&self, told: &Notify, done: impl Fn(&State) -> bool) {
         loop {
-            let progress = self.progress.notified();
+            let progress = told.notified();
             tokio::pin!(progress);
             progress.as_mut().enable();
             if done(&self.state()) {
@@ -150,7 +195,42 @@ impl Outbox {
     }
 }
 
+/// A line given to the outbox: a borrowed one is copied only if it must wait.
+enum Line<'a> {
+    Owned(Vec<u8>),
+    Borrowed(&'a [u8]),
+}
+
+impl AsRef<[u8]> for Line<'_> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Line::Owned(line) => line,
+            Line::Borrowed(line) => line,
+        }
+    }
+}
+
 impl State {
+    /// Writes as much of `line` as the pipe takes now (nothing waits before it): how
+    /// much that was, or `None` if writing failed.
+    fn write_slice(&mut self, cx: &mut Context<'_>, line: &[u8]) -> Option<usize> {
+        let mut written = 0;
+        while written < line.len() {
+            match self.out.as_mut().poll_write(cx, &line[written..]) {
+                Poll::Pending => break,
+                Poll::Ready(Ok(0) | Err(_)) => {
+                    self.fail();
+                    return None;
+                }
+                Poll::Ready(Ok(n)) => {
+                    written += n;
+                    self.unflushed = true;
+                }
+            }
+        }
+        Some(written)
+    }
+
     /// Writes the queue out and flushes it; ready when nothing waits (or writing
     /// failed), pending when the pipe is full.
     fn write(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -203,8 +283,13 @@ mod tests {
         let lines: Vec<Vec<u8>> = (0..50)
             .map(|n| format!("{n} {}\n", "x".repeat(n * 7)).into_bytes())
             .collect();
-        for line in &lines {
-            assert!(outbox.push(line.clone()), "given without waiting");
+        for (n, line) in lines.iter().enumerate() {
+            let given = if n % 2 == 0 {
+                outbox.push(line.clone())
+            } else {
+                outbox.push_slice(line)
+            };
+            assert!(given, "given without waiting");
         }
         assert!(outbox.waiting() > 0, "more than the pipe holds waits");
         let mut read = vec![0; lines.iter().map(Vec::len).sum()];
