@@ -191,12 +191,9 @@ fn watch_signals(asked: &Arc<AtomicUsize>) -> Result<UnboundedReceiver<i32>, Str
 
 async fn run_async(options: UiOptions) -> Result<Ended, String> {
     let options = Arc::new(options);
-    let (backend, no_queue, file) = open_file(&options)?;
-    let current = Current::new(Opened {
-        backend,
-        file,
-        generation: 0,
-    });
+    let opened = open_file(&options)?;
+    let no_queue = opened.no_queue.clone();
+    let current = Current::new(Opened::first(opened));
     let (tx, mut rx) = unbounded_channel::<Action>();
     let asked_to_end = Arc::new(AtomicUsize::new(0));
     let mut signals = watch_signals(&asked_to_end)?;

@@ -74,17 +74,45 @@ pub(super) fn not_there(path: &Path, opened: Option<FileId>) -> Option<String> {
     }
 }
 
+/// A ledger opened, and which file it is.
+pub(super) struct OpenedFile {
+    pub(super) backend: Backend,
+    /// Why the review queue is not offered, if it is not.
+    pub(super) no_queue: Option<String>,
+    /// The file opened; None for a ledger that is not a file.
+    pub(super) file: Option<FileId>,
+    held: Option<Arc<std::fs::File>>,
+}
+
 /// Opens the ledger and says which file was opened. A path that named another file
 /// after the open than before it is refused rather than guessed at.
-pub(super) fn open_file(
-    options: &UiOptions,
-) -> Result<(Backend, Option<String>, Option<FileId>), String> {
+pub(super) fn open_file(options: &UiOptions) -> Result<OpenedFile, String> {
     if options.ledger.path().is_none() {
         let (backend, no_queue) = open(options).map_err(|e| e.to_string())?;
-        return Ok((backend, no_queue, None));
+        return Ok(OpenedFile {
+            backend,
+            no_queue,
+            file: None,
+            held: None,
+        });
     }
     let path = &options.file_path();
-    let before = look(path).ok().map(|l| l.id);
+    // A JSON Lines store opens its file only while it reads or writes. Once deleted,
+    // the file's inode could be given to the next file made at the path, which would
+    // then pass for the file opened: held open here, it cannot be. (An SQLite
+    // connection holds its own file open; a second descriptor of ours would cost it
+    // its locks when closed, POSIX locks being the process's, so none is held there.)
+    let held = match &options.ledger {
+        crate::ledger::LedgerLocation::Jsonl(_) => std::fs::File::open(path).ok().map(Arc::new),
+        _ => None,
+    };
+    let before = match &held {
+        Some(file) => file.metadata().ok().map(|meta| FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }),
+        None => look(path).ok().map(|l| l.id),
+    };
     let (backend, no_queue) = open(options).map_err(|e| e.to_string())?;
     let after = look(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if before != Some(after.id) {
@@ -93,7 +121,12 @@ pub(super) fn open_file(
             path.display()
         ));
     }
-    Ok((backend, no_queue, Some(after.id)))
+    Ok(OpenedFile {
+        backend,
+        no_queue,
+        file: Some(after.id),
+        held,
+    })
 }
 
 /// The ledger as opened, and which opening it is.
@@ -102,7 +135,21 @@ pub(super) struct Opened {
     pub(super) backend: Backend,
     /// The file opened; None for a ledger that is not a file.
     pub(super) file: Option<FileId>,
+    /// The file opened, kept open while it is the ledger (see [`open_file`]).
+    _held: Option<Arc<std::fs::File>>,
     pub(super) generation: u64,
+}
+
+impl Opened {
+    /// The first opening of the ledger.
+    pub(super) fn first(opened: OpenedFile) -> Opened {
+        Opened {
+            backend: opened.backend,
+            file: opened.file,
+            _held: opened.held,
+            generation: 0,
+        }
+    }
 }
 
 /// The ledger that effects run against; another file at the path, once opened,
@@ -286,10 +333,11 @@ impl Watcher {
             .await
             .unwrap_or_else(|e| Err(format!("could not open it: {e}")));
         match opened {
-            Ok((backend, _, file)) if file == Some(seen.id) => {
+            Ok(opened) if opened.file == Some(seen.id) => {
                 let old = self.current.replace(Opened {
-                    backend,
-                    file,
+                    backend: opened.backend,
+                    file: opened.file,
+                    _held: opened.held,
                     generation: generation + 1,
                 });
                 // Closing an SQLite store waits for its writer thread.
@@ -300,8 +348,8 @@ impl Watcher {
                 let _ = self.tx.send(Action::LedgerBack { reopened: true });
             }
             // It changed again while being opened: look again next tick.
-            Ok((backend, _, _)) => {
-                tokio::task::spawn_blocking(move || drop(backend));
+            Ok(opened) => {
+                tokio::task::spawn_blocking(move || drop(opened));
             }
             Err(why) => {
                 self.refused = Some(seen);

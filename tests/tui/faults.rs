@@ -259,6 +259,27 @@ fn mark_sent(term: &Term, key: &str) {
 }
 
 #[test]
+fn a_json_lines_ledger_deleted_and_written_again_at_once_is_another_file() {
+    require_tmux!();
+    let held = tempfile::tempdir().unwrap();
+    let dir = held.path();
+    unknown_send(dir, "ledger.jsonl", "j-1");
+    unknown_send(dir, "other.jsonl", "j-2");
+    let other = std::fs::read(dir.join("other.jsonl")).unwrap();
+    let term = Term::start(dir, "jsonl", (100, 30), &[], &tui("ledger.jsonl"));
+    term.wait_for_words("Unknown sends (1)");
+    // Deleted and made again at once: the file system is free to give the new file
+    // the old one's inode, and ext4 does. It is another file all the same.
+    std::fs::remove_file(dir.join("ledger.jsonl")).unwrap();
+    std::fs::write(dir.join("ledger.jsonl"), other).unwrap();
+    term.wait_for_words("✓ The ledger ledger.jsonl was replaced by another file, now opened");
+    term.press(&["2"]);
+    term.wait_for_words("j-2");
+    term.press(&["q"]);
+    assert_eq!(term.wait_exit(), 0);
+}
+
+#[test]
 fn an_sqlite_ledger_moved_away_refuses_decisions_until_another_is_back() {
     require_tmux!();
     let held = tempfile::tempdir().unwrap();
