@@ -56,6 +56,9 @@ pub struct ProxyArgs {
     /// How long a call may take upstream when its rule sets no timeout; past it, the call is unknown
     #[arg(long, default_value = "5m", allow_hyphen_values = true)]
     pub timeout: String,
+    /// How long the upstream has to start its MCP session (answer initialize and list its tools); `npx` fetching a package on first use may need longer
+    #[arg(long, default_value = "30s", allow_hyphen_values = true)]
+    pub start_timeout: String,
     /// The name of the proxy's own tool that reports held calls
     #[arg(long, default_value = STATUS_TOOL)]
     pub status_tool: String,
@@ -195,6 +198,10 @@ fn proxy(args: &ProxyArgs) -> Exit {
         Ok(t) => t,
         Err(exit) => return exit,
     };
+    let start_timeout = match parse_limit(&args.start_timeout, "--start-timeout") {
+        Ok(t) => t,
+        Err(exit) => return exit,
+    };
     let holds = policy.default == Mode::Hold || policy.tools.values().any(|r| r.mode == Mode::Hold);
     let location = if holds {
         queue_ledger(args.ledger.as_ref(), "a policy that holds calls")
@@ -211,7 +218,11 @@ fn proxy(args: &ProxyArgs) -> Exit {
     };
     // The upstream first: one that does not start, or has a tool of the status tool's
     // name, is refused before the ledger is created.
-    let started = match runtime.block_on(start_upstream(&args.command, &args.status_tool)) {
+    let started = match runtime.block_on(start_upstream(
+        &args.command,
+        &args.status_tool,
+        start_timeout,
+    )) {
         Ok(started) => started,
         Err(message) => return fail(Exit::Refused, message),
     };
@@ -238,9 +249,6 @@ fn proxy(args: &ProxyArgs) -> Exit {
     exit
 }
 
-/// How long the upstream has to answer `initialize` and list its tools.
-const UPSTREAM_START: Duration = Duration::from_secs(30);
-
 /// The upstream, started and connected, and the lane between it and the agent.
 struct Started {
     upstream: Upstream,
@@ -250,14 +258,18 @@ struct Started {
     _blocking_again: send_once::mcp::stdio::BlockingAgain,
 }
 
-async fn start_upstream(command: &[String], status_tool: &str) -> Result<Started, String> {
+async fn start_upstream(
+    command: &[String],
+    status_tool: &str,
+    within: Duration,
+) -> Result<Started, String> {
     let downstream = Downstream::default();
     let started = Upstream::spawn(command)?;
     let (agent_in, agent_out, blocking_again) = send_once::mcp::stdio::transport();
     let (lane, ends) = Lane::start(agent_in, agent_out, started.input, started.output);
     // An upstream that never answers `initialize` would hold the proxy forever.
     let upstream = tokio::time::timeout(
-        UPSTREAM_START,
+        within,
         Upstream::connect(
             started.process,
             &started.program,
@@ -268,9 +280,9 @@ async fn start_upstream(command: &[String], status_tool: &str) -> Result<Started
     .await
     .map_err(|_| {
         format!(
-            "the upstream {} did not start an MCP session within {} s",
+            "the upstream {} did not start an MCP session within {} (give it longer with --start-timeout)",
             visible_inline(&started.program),
-            UPSTREAM_START.as_secs()
+            send_once::provider::Limit::new(within).written
         )
     })??;
     check_status_tool(&upstream, status_tool)?;

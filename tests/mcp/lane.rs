@@ -95,13 +95,18 @@ struct Raw {
 
 impl Raw {
     fn start(bench: &Bench, extra: &[&str]) -> Raw {
+        Raw::start_with(bench, extra, std::process::Stdio::null())
+    }
+
+    /// As [`Raw::start`], the proxy's stderr going to `stderr`.
+    fn start_with(bench: &Bench, extra: &[&str], stderr: std::process::Stdio) -> Raw {
         use std::io::BufRead;
         let mut child = std::process::Command::new(crate::harness::bin())
             .args(bench.proxy_args(extra))
             .env("FAKE_UPSTREAM_LOG", bench.log())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let out = std::io::BufReader::new(child.stdout.take().unwrap());
@@ -290,6 +295,106 @@ fn a_pass_call_after_the_proxy_is_told_to_stop_is_not_made() {
         vec!["before".to_owned()],
         "nothing taken after the signal"
     );
+}
+
+#[test]
+fn a_second_signal_stops_at_once_and_a_call_left_is_told_so() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let stderr = bench.dir.path().join("proxy.err");
+    let mut raw = Raw::start_with(
+        &bench,
+        &["--timeout", "60s"],
+        std::fs::File::create(&stderr).unwrap().into(),
+    );
+    raw.call(
+        1,
+        "append_with_progress",
+        json!({"line": "slow pass", "seconds": 30}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let began = Instant::now();
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !raw.exited_within(Duration::from_millis(500)),
+        "the first signal waits for the call in flight"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    assert!(raw.exited_within(Duration::from_secs(10)));
+    assert!(
+        began.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        began.elapsed()
+    );
+    let answer = std::iter::from_fn(|| raw.next(Duration::from_secs(1)))
+        .find(|a| a.get("id").is_some())
+        .expect("the call left is answered");
+    assert_eq!(answer["id"], 1);
+    let said = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        said.contains("the proxy stopped before the upstream answered"),
+        "{answer}"
+    );
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        err.contains("terminated again: stopping without waiting for the calls in flight"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_agent_that_closes_the_proxys_output_has_no_more_calls_taken() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(crate::harness::bin())
+        .args(bench.proxy_args(&[]))
+        .env("FAKE_UPSTREAM_LOG", bench.log())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut said = |message: serde_json::Value| {
+        let _ = writeln!(stdin, "{message}");
+    };
+    said(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw-agent", "version": "1"}}}),
+    );
+    let mut output = std::io::BufReader::new(child.stdout.take().unwrap());
+    output.read_line(&mut String::new()).unwrap();
+    said(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // The agent stops reading for good: the proxy's next answer finds no reader.
+    drop(output);
+    said(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"line": "into the void"}}}));
+    std::thread::sleep(Duration::from_millis(500));
+    said(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "append", "arguments": {"line": "unread"}}}));
+    let began = Instant::now();
+    let exited = loop {
+        if child.try_wait().unwrap().is_some() {
+            break true;
+        }
+        if began.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.wait();
+    assert!(exited, "the proxy stops once no one reads it");
+    assert!(bench.acted().is_empty(), "{:?}", bench.acted());
 }
 
 #[test]

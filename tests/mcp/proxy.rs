@@ -990,6 +990,51 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
     assert!(err.contains("cannot start the upstream"), "{err}");
     assert!(!bench.ledger().exists(), "a refusal creates no ledger");
 
+    // A program that runs but never answers initialize is refused at the bound.
+    let began = std::time::Instant::now();
+    let out = send_once(&[
+        "mcp",
+        "proxy",
+        bench.ledger().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--start-timeout",
+        "1s",
+        "--",
+        "sleep",
+        "600",
+    ])
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "an upstream that never answers initialize");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did not start an MCP session within 1s") && err.contains("--start-timeout"),
+        "{err}"
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(!bench.ledger().exists(), "a refusal creates no ledger");
+    let out = send_once(&[
+        "mcp",
+        "proxy",
+        bench.ledger().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--start-timeout",
+        "soon",
+        "--",
+        bench.fake.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    expect_exit(&out, 2, "a start timeout that is not a duration");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--start-timeout"));
+
     for (flag, expected) in [
         ("", "is not a tool name"),
         ("send\u{1b}[2J", "is not a tool name"),
