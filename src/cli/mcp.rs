@@ -13,6 +13,7 @@ use send_once::ledger::Access;
 use send_once::mcp::agent::{AgentServer, SendCommands};
 use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
+use send_once::mcp::proxy::counted::Counted;
 use send_once::mcp::proxy::lane::Lane;
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
 use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL, check_status_tool};
@@ -306,7 +307,13 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
     let server = ProxyServer::new(config, upstream, downstream);
     let in_flight = server.in_flight();
     let bound = timeout.min(Duration::from_secs(60));
-    lane.open(server.passes(), std::sync::Arc::clone(&in_flight), bound);
+    let handling = Arc::new(InFlight::default());
+    lane.open(
+        server.passes(),
+        std::sync::Arc::clone(&in_flight),
+        Arc::clone(&handling),
+        bound,
+    );
     let keep_upstream = server.upstream();
     let upstream = std::sync::Arc::clone(&keep_upstream);
     let gone = async move {
@@ -316,7 +323,7 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         "the upstream server exited"
     };
     let exit = serve_until_stopped(
-        server,
+        Counted::new(server, handling),
         tokio::io::split(server_end),
         in_flight,
         gone,
@@ -358,7 +365,7 @@ async fn stop_signal() -> &'static str {
 /// `gone` says why the server cannot go on (then `stopping` is called); then lets the
 /// work in flight (forwarded calls, dispatches) finish within `bound`, and says what
 /// is left.
-async fn serve_until_stopped<S: rmcp::ServerHandler, R, W>(
+async fn serve_until_stopped<S: rmcp::Service<rmcp::RoleServer>, R, W>(
     server: S,
     transport: (R, W),
     in_flight: Arc<InFlight>,

@@ -22,6 +22,16 @@ impl InFlight {
         InFlightGuard(Arc::clone(self))
     }
 
+    /// How many are in flight.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Told when one finishes (enable it, then look at the count).
+    pub fn finished(&self) -> tokio::sync::futures::Notified<'_> {
+        self.done.notified()
+    }
+
     /// Waits until no forwarded call is in flight, or `bound` passes; whether they all
     /// finished.
     pub async fn settled(&self, bound: Duration) -> bool {

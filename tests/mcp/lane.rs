@@ -3,6 +3,7 @@
 //! on the same pipe. Each answer reaches the call it answers; a call is never left
 //! without one, whether the upstream dies or outlives the limit.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -118,7 +119,11 @@ impl Raw {
             loop {
                 drop(allowed.lock().unwrap());
                 let Some(Ok(line)) = out.next() else { return };
-                let _ = tx.send(serde_json::from_str(&line).expect("a JSON line"));
+                // A proxy killed mid-line leaves a torn last line: the end.
+                let Ok(message) = serde_json::from_str(&line) else {
+                    return;
+                };
+                let _ = tx.send(message);
             }
         });
         let mut raw = Raw {
@@ -253,6 +258,62 @@ fn an_agent_that_never_reads_still_has_every_call_the_upstream_made_recorded() {
         },
     );
     assert_eq!(bench.acted().len(), 50);
+}
+
+#[test]
+fn an_agent_that_never_reads_and_keeps_calling_is_made_to_wait_in_bounded_memory() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    // Calls through the lane with long answers, and small requests rmcp answers after
+    // asking the upstream: either way the proxy must stop reading them long before it
+    // holds them all.
+    let long = "x".repeat(1 << 20);
+    let echo = move |n: u64| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"line": long}}})
+    };
+    let list = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"});
+    type Request = Box<dyn Fn(u64) -> serde_json::Value + Send>;
+    let floods: [(&str, Request, usize); 2] = [
+        ("1 MB pass calls", Box::new(echo), 100),
+        ("tools/list requests", Box::new(list), 20_000),
+    ];
+    for (what, request, most) in floods {
+        let mut raw = Raw::start(&bench, &[]);
+        let paused = std::sync::Arc::clone(&raw.reading);
+        let _not_reading = paused.lock().unwrap();
+        let pid = raw.child.id();
+        let mut stdin = raw.child.stdin.take().unwrap();
+        let written = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&written);
+        std::thread::spawn(move || {
+            use std::io::Write;
+            for n in 1..=(most as u64 * 3) {
+                if writeln!(stdin, "{}", request(n)).is_err() {
+                    return;
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        std::thread::sleep(Duration::from_secs(4));
+        let taken = written.load(Ordering::SeqCst);
+        let resident = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap();
+        assert!(
+            taken < most,
+            "{what}: the proxy kept reading: {taken} taken"
+        );
+        assert!(
+            resident < 120 * 1024,
+            "{what}: the proxy holds {} MB after {taken}",
+            resident / 1024
+        );
+    }
 }
 
 #[test]

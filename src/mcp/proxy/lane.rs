@@ -34,10 +34,15 @@ const OURS: &str = "send-once-pass-";
 /// How much a pipe beneath rmcp holds before its writer waits.
 const PIPE: usize = 1 << 16;
 
-/// How much may wait to be written to the agent or the upstream before the lane reads
-/// no more of the agent's calls: an agent that does not read its answers is made to
-/// wait, while the answers to what it already asked are still read and recorded.
+/// How much may wait to be written to the agent or the upstream, with the lane's calls
+/// still at the upstream, before the lane reads no more of the agent's calls: an agent
+/// that does not read its answers is made to wait, while the answers to what it
+/// already asked are still read and recorded.
 const ROOM: usize = 8 << 20;
+
+/// How many of the lane's calls may be at the upstream at once before the lane reads
+/// no more of the agent's calls: a small call can have a large answer.
+const MOST_AT_ONCE: usize = 64;
 
 /// The longest line read, as rmcp bounds its own: a longer one is dropped (and read
 /// to its end without being kept), so that a peer cannot make the proxy hold an
@@ -54,6 +59,8 @@ pub struct Lane {
     to_upstream: Arc<Outbox>,
     passes: OnceLock<Passes>,
     in_flight: OnceLock<Arc<InFlight>>,
+    /// The requests rmcp's server is handling (see [`super::counted`]).
+    handling: OnceLock<Arc<InFlight>>,
     /// Set once the agent has said `notifications/initialized`: before that, every
     /// line goes to rmcp, which runs the session's start.
     started: AtomicBool,
@@ -61,6 +68,8 @@ pub struct Lane {
     upstream_gone: AtomicBool,
     next: AtomicU64,
     waiting: Mutex<HashMap<u64, Waiting>>,
+    /// The length of the lane's calls still waiting, all told.
+    waiting_bytes: Arc<AtomicUsize>,
     /// Requests handed to rmcp's server and not yet answered: an agent that closes its
     /// side may still be reading, and gets their answers before the session ends.
     asked_of_rmcp: AtomicUsize,
@@ -85,6 +94,9 @@ struct Waiting {
     raw_id: Box<[u8]>,
     timer: tokio::task::AbortHandle,
     _in_flight: Option<InFlightGuard>,
+    /// The call's length, counted in the lane's `waiting_bytes` until it is done with.
+    size: usize,
+    waiting_bytes: Arc<AtomicUsize>,
 }
 
 impl Drop for Waiting {
@@ -92,6 +104,7 @@ impl Drop for Waiting {
     /// gives up on it drops it last thing, when stopping itself no longer matters.)
     fn drop(&mut self) {
         self.timer.abort();
+        self.waiting_bytes.fetch_sub(self.size, Ordering::SeqCst);
     }
 }
 
@@ -178,10 +191,12 @@ impl Lane {
             to_upstream: Arc::clone(&to_upstream),
             passes: OnceLock::new(),
             in_flight: OnceLock::new(),
+            handling: OnceLock::new(),
             started: AtomicBool::new(false),
             upstream_gone: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
+            waiting_bytes: Arc::default(),
             asked_of_rmcp: AtomicUsize::new(0),
             answered: tokio::sync::Notify::new(),
             drain: OnceLock::new(),
@@ -231,10 +246,18 @@ impl Lane {
 
     /// Lets `pass` calls take the lane, as `passes` says, counting them in `in_flight`
     /// so that shutdown waits for them; an agent that closes its side gets what it is
-    /// owed for up to `drain` before the session ends.
-    pub fn open(&self, passes: Passes, in_flight: Arc<InFlight>, drain: Duration) {
+    /// owed for up to `drain` before the session ends. `handling` counts the requests
+    /// rmcp's server is handling, which take room as the lane's own calls do.
+    pub fn open(
+        &self,
+        passes: Passes,
+        in_flight: Arc<InFlight>,
+        handling: Arc<InFlight>,
+        drain: Duration,
+    ) {
         let _ = self.passes.set(passes);
         let _ = self.in_flight.set(in_flight);
+        let _ = self.handling.set(handling);
         let _ = self.drain.set(drain);
     }
 
@@ -245,6 +268,42 @@ impl Lane {
             Some(at) => bound.saturating_sub(at.elapsed()),
             None => bound,
         }
+    }
+
+    /// Waits until there is room for another call and its answer: see [`ROOM`] and
+    /// [`MOST_AT_ONCE`]. Returns at once when the agent has gone, whose calls are
+    /// read no more anyway.
+    async fn room_for_more(&self) {
+        let nothing = InFlight::default();
+        let handling = self.handling.get().map_or(&nothing, |h| &**h);
+        loop {
+            let answered = self.answered.notified();
+            let to_agent = self.to_agent.progressed();
+            let to_upstream = self.to_upstream.progressed();
+            let handled = handling.finished();
+            tokio::pin!(answered, to_agent, to_upstream, handled);
+            answered.as_mut().enable();
+            to_agent.as_mut().enable();
+            to_upstream.as_mut().enable();
+            handled.as_mut().enable();
+            if self.has_room(handling.count()) {
+                return;
+            }
+            tokio::select! {
+                () = answered => {}
+                () = to_agent => {}
+                () = to_upstream => {}
+                () = handled => {}
+            }
+        }
+    }
+
+    fn has_room(&self, handling: usize) -> bool {
+        let calls = self.waiting.lock().map(|w| w.len()).unwrap_or(0) + handling;
+        let bytes = self.to_agent.waiting()
+            + self.to_upstream.waiting()
+            + self.waiting_bytes.load(Ordering::SeqCst);
+        self.to_agent.has_failed() || (bytes < ROOM && calls < MOST_AT_ONCE)
     }
 
     /// Whether nothing the agent asked is unanswered.
@@ -331,9 +390,7 @@ impl Lane {
         loop {
             let read = tokio::select! {
                 read = async {
-                    // A call is read only when there is room for its answer.
-                    self.to_agent.room(ROOM).await;
-                    self.to_upstream.room(ROOM).await;
+                    self.room_for_more().await;
                     read_line(&mut reader, &mut line).await
                 } => read,
                 () = &mut gone => {
@@ -481,6 +538,8 @@ impl Lane {
         .abort_handle();
         let in_flight = self.in_flight.get().map(|f| f.start());
         if let Ok(mut waiting) = self.waiting.lock() {
+            self.waiting_bytes
+                .fetch_add(message.len(), Ordering::SeqCst);
             waiting.insert(
                 number,
                 Waiting {
@@ -488,6 +547,8 @@ impl Lane {
                     id,
                     timer,
                     _in_flight: in_flight,
+                    size: message.len(),
+                    waiting_bytes: Arc::clone(&self.waiting_bytes),
                 },
             );
         }

@@ -7,6 +7,7 @@
 //! the proxy's own, `send_once_status`, which says what became of a held call and,
 //! once it is approved, makes it.
 
+pub mod counted;
 pub mod hold;
 pub mod lane;
 pub mod once;
@@ -299,15 +300,7 @@ impl ServerHandler for ProxyServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.remember(&context);
-        let mut tools: Vec<Tool> = match self.upstream.peer().list_all_tools().await {
-            Ok(tools) => tools,
-            Err(e) => {
-                return Err(ErrorData::internal_error(
-                    format!("the upstream's tools/list failed: {e}"),
-                    None,
-                ));
-            }
-        };
+        let mut tools: Vec<Tool> = self.relay(self.upstream.peer().list_all_tools()).await?;
         tools.retain(|t| t.name != self.config.status_tool.as_str());
         tools.push(hold::status_tool(&self.config.status_tool));
         Ok(ListToolsResult::with_all_items(tools))
@@ -366,11 +359,8 @@ impl ServerHandler for ProxyServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.upstream
-            .peer()
-            .list_resources(request)
+        self.relay(self.upstream.peer().list_resources(request))
             .await
-            .map_err(relayed)
     }
 
     async fn list_resource_templates(
@@ -378,11 +368,8 @@ impl ServerHandler for ProxyServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.upstream
-            .peer()
-            .list_resource_templates(request)
+        self.relay(self.upstream.peer().list_resource_templates(request))
             .await
-            .map_err(relayed)
     }
 
     async fn read_resource(
@@ -390,12 +377,9 @@ impl ServerHandler for ProxyServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.upstream
-            .peer()
-            .read_resource(request)
+        self.relay(self.upstream.peer().read_resource(request))
             .await
             .map(Into::into)
-            .map_err(relayed)
     }
 
     // Subscriptions and logging are MCP 2025-11-25's, what agents negotiate today;
@@ -406,11 +390,7 @@ impl ServerHandler for ProxyServer {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.upstream
-            .peer()
-            .subscribe(request)
-            .await
-            .map_err(relayed)
+        self.relay(self.upstream.peer().subscribe(request)).await
     }
 
     #[allow(deprecated)]
@@ -419,11 +399,7 @@ impl ServerHandler for ProxyServer {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.upstream
-            .peer()
-            .unsubscribe(request)
-            .await
-            .map_err(relayed)
+        self.relay(self.upstream.peer().unsubscribe(request)).await
     }
 
     #[allow(deprecated)]
@@ -432,11 +408,7 @@ impl ServerHandler for ProxyServer {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.upstream
-            .peer()
-            .set_level(request)
-            .await
-            .map_err(relayed)
+        self.relay(self.upstream.peer().set_level(request)).await
     }
 
     async fn complete(
@@ -444,11 +416,7 @@ impl ServerHandler for ProxyServer {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.upstream
-            .peer()
-            .complete(request)
-            .await
-            .map_err(relayed)
+        self.relay(self.upstream.peer().complete(request)).await
     }
 
     async fn list_prompts(
@@ -456,11 +424,7 @@ impl ServerHandler for ProxyServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.upstream
-            .peer()
-            .list_prompts(request)
-            .await
-            .map_err(relayed)
+        self.relay(self.upstream.peer().list_prompts(request)).await
     }
 
     async fn get_prompt(
@@ -468,12 +432,31 @@ impl ServerHandler for ProxyServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.upstream
-            .peer()
-            .get_prompt(request)
+        self.relay(self.upstream.peer().get_prompt(request))
             .await
             .map(Into::into)
-            .map_err(relayed)
+    }
+}
+
+impl ProxyServer {
+    /// The upstream's answer to a request relayed as it is (a list, a read), or an
+    /// error once the proxy's limit has passed: an upstream that has stopped answering
+    /// must not hold the agent's request, nor the room it takes, for ever.
+    async fn relay<T>(
+        &self,
+        asked: impl Future<Output = Result<T, rmcp::service::ServiceError>>,
+    ) -> Result<T, ErrorData> {
+        let limit = self.config.timeout;
+        match tokio::time::timeout(limit, asked).await {
+            Ok(answer) => answer.map_err(relayed),
+            Err(_) => Err(ErrorData::internal_error(
+                format!(
+                    "the upstream did not answer within {}",
+                    crate::provider::Limit::new(limit).written
+                ),
+                None,
+            )),
+        }
     }
 }
 
