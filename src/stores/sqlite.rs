@@ -1,10 +1,10 @@
 //! The default store: one SQLite file, holding the Node library's `send_once` table so
 //! the Node `sqlStore` can share it.
 //!
-//! Writes go through one writer thread per store. It takes every write that is queued
-//! when it wakes, runs them in one `BEGIN IMMEDIATE` transaction and commits once, so
-//! concurrent callers share one fsync while each still waits for its own write to be on
-//! disk. Claims and human decisions commit with `synchronous=FULL`; recording a send's
+//! Writes go through one connection per store: on the caller's thread when it is
+//! idle, else through its writer thread, which runs every write queued when it wakes in
+//! one `BEGIN IMMEDIATE` transaction, so concurrent callers share one fsync while each
+//! still waits for its own write to be on disk. Claims and human decisions commit with `synchronous=FULL`; recording a send's
 //! completion commits with `synchronous=NORMAL` and reaches the disk with the next FULL
 //! commit or checkpoint, because losing it leaves the entry pending (unknown), never
 //! unsent.
@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
-use tokio::sync::oneshot;
 
 use crate::ledger::chain;
 use crate::ledger::decision::{Decision, Link};
@@ -42,7 +41,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct SqliteStore {
     path: PathBuf,
     /// None when opened read-only.
-    writer: Option<mpsc::Sender<WriteJob>>,
+    writer: Option<Writer>,
     /// Why a store without a writer refuses writes: asked to only read, or opened to
     /// look because the disk was full.
     no_writer_because_full: bool,
@@ -112,16 +111,18 @@ impl SqliteStore {
         let reader = connect(path)?;
         let (tx, rx) = mpsc::channel();
         let thread_path = path.to_owned();
+        let connection = WriterConn::shared(writer_conn);
+        let thread_connection = Arc::clone(&connection);
         let thread = std::thread::Builder::new()
             .name("send-once-sqlite-writer".into())
-            .spawn(move || run_writer(&thread_path, writer_conn, rx))
+            .spawn(move || run_writer(&thread_path, thread_connection, rx))
             .map_err(|source| StoreError::Io {
                 ledger: ledger_at(path),
                 source,
             })?;
         Ok(SqliteStore {
             path: path.to_owned(),
-            writer: Some(tx),
+            writer: Some(Writer::new(connection, tx)),
             no_writer_because_full: false,
             writer_thread: Some(thread),
             reader: Readers::new(for_reading(reader), {
@@ -186,21 +187,13 @@ impl SqliteStore {
     }
 
     async fn write_reply(&self, op: WriteOp, durability: Durability) -> Result<Reply, StoreError> {
-        let (reply, answer) = oneshot::channel();
         let Some(writer) = &self.writer else {
             if self.no_writer_because_full {
                 return Err(StoreError::DiskFull(ledger_at(&self.path)));
             }
             return Err(StoreError::ReadOnly(ledger_at(&self.path)));
         };
-        writer
-            .send(WriteJob {
-                op,
-                durability,
-                reply,
-            })
-            .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+        writer.write(&self.path, op, durability).await
     }
 
     async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
@@ -984,4 +977,6 @@ mod tests;
 mod writer;
 #[allow(unused_imports)]
 pub(crate) use writer::insert_decision;
-use writer::{Change, EntryRow, RemoveRow, Reply, Work, WriteJob, WriteOp, column_key, run_writer};
+use writer::{
+    Change, EntryRow, RemoveRow, Reply, Work, WriteOp, Writer, WriterConn, column_key, run_writer,
+};

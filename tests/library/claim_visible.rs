@@ -120,3 +120,51 @@ fn the_send_command_finds_its_claim_in_the_ledger() {
         assert_eq!(after.as_deref(), Some("sent"), "{key} after its send");
     }
 }
+
+/// A claim commits on the caller's thread when the ledger's connection is idle; while
+/// another process holds the write lock, it waits on the writer thread instead, so the
+/// caller's (here the only) runtime thread goes on running its other tasks.
+#[tokio::test(flavor = "current_thread")]
+async fn a_claim_waiting_for_another_process_lock_leaves_the_callers_thread_free() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let store = SqliteStore::open(&path, Access::Create).expect("open");
+    let ledger = std::sync::Arc::new(Ledger::new(std::sync::Arc::new(store)));
+    ledger
+        .once("before", None, |_| async {
+            Ok::<(), send_once::ledger::SendError>(())
+        })
+        .await
+        .expect("a claim while no one else writes");
+    let holder = Connection::open(&path).expect("a second connection");
+    holder
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let claiming = tokio::spawn({
+        let ledger = std::sync::Arc::clone(&ledger);
+        async move {
+            ledger
+                .once("while-locked", None, |_| async {
+                    Ok::<(), send_once::ledger::SendError>(())
+                })
+                .await
+        }
+    });
+    // Wakes on time only if the claim is not holding this thread in SQLite's busy wait
+    // (up to 10 s).
+    let began = std::time::Instant::now();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(2),
+        "the runtime's only thread was held for {:?}",
+        began.elapsed()
+    );
+    assert!(!claiming.is_finished(), "the claim waits for the lock");
+    holder.execute_batch("COMMIT").expect("let the lock go");
+    let outcome = claiming.await.expect("the task").expect("once");
+    assert!(matches!(outcome, Outcome::Sent { .. }), "{outcome:?}");
+    assert_eq!(
+        status_seen_by_another_connection(&path, "while-locked").as_deref(),
+        Some("sent")
+    );
+}

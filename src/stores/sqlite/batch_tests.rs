@@ -7,8 +7,9 @@
 //! commits with its own `synchronous` setting.
 
 use super::tests::new_ledger;
-use super::writer::commit_batch;
+use super::writer::{WriteJob, commit_batch};
 use super::*;
+use tokio::sync::oneshot;
 
 const AT: &str = "2026-09-27T10:00:00.000Z";
 
@@ -132,7 +133,9 @@ fn a_mixed_batch_answers_every_job_with_what_happened_to_it() {
         Durability::Lazy,
     );
     let writer_path = path.clone();
-    let writer = std::thread::spawn(move || run_writer(&writer_path, conn, jobs));
+    let writer = std::thread::spawn(move || {
+        run_writer(&writer_path, super::writer::WriterConn::shared(conn), jobs)
+    });
 
     assert_eq!(level(lazy_level), 1, "the lazy commit runs at NORMAL");
     assert_eq!(level(durable_level), 2, "the durable commit runs at FULL");
@@ -180,7 +183,9 @@ fn a_rolled_back_side_fails_all_of_its_own_writes_and_none_of_the_others() {
         );
         let lazy_rollback = queue(&tx, rollback(), Durability::Lazy);
         let writer_path = path.clone();
-        let writer = std::thread::spawn(move || run_writer(&writer_path, conn, jobs));
+        let writer = std::thread::spawn(move || {
+            run_writer(&writer_path, super::writer::WriterConn::shared(conn), jobs)
+        });
         assert!(
             failed(record),
             "a record rolled back is not answered a success"
@@ -207,7 +212,9 @@ fn a_rolled_back_side_fails_all_of_its_own_writes_and_none_of_the_others() {
             Durability::Lazy,
         );
         let writer_path = path.clone();
-        let writer = std::thread::spawn(move || run_writer(&writer_path, conn, jobs));
+        let writer = std::thread::spawn(move || {
+            run_writer(&writer_path, super::writer::WriterConn::shared(conn), jobs)
+        });
         assert_eq!(rows(record), 1);
         assert!(
             failed(claim_y),

@@ -1,8 +1,9 @@
 use super::connection::READ_CACHE_KIB;
-use super::writer::commit_batch;
+use super::writer::{WriteJob, commit_batch};
 use super::*;
 use crate::ledger::Status;
 use std::sync::Mutex;
+use tokio::sync::oneshot;
 
 #[test]
 fn a_read_while_the_first_reader_is_busy_runs_on_another_and_data_version_waits() {
@@ -227,7 +228,9 @@ fn a_lazy_write_is_answered_before_the_durable_commit_queued_beside_it() {
         })
         .unwrap();
     let writer_path = path.clone();
-    let writer = std::thread::spawn(move || run_writer(&writer_path, conn, jobs));
+    let writer = std::thread::spawn(move || {
+        run_writer(&writer_path, super::writer::WriterConn::shared(conn), jobs)
+    });
     let lazy = lazy_answer
         .blocking_recv()
         .unwrap()

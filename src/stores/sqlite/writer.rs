@@ -1,5 +1,8 @@
-//! The one writing connection, on a thread of its own: the jobs it is sent, batched into
-//! one transaction each (one fsync for many claims), and each write's SQL.
+//! The one writing connection: the jobs its thread is sent, batched into one
+//! transaction each (one fsync for many claims), and each write's SQL. A sender that
+//! finds the connection idle commits its own write on its own thread instead (see
+//! `SqliteStore::write_here`): the hand-off to the writer thread and back was most of
+//! what a sequential send cost beyond SQLite's own work.
 
 use super::connection::map_error_on;
 use super::decision_head;
@@ -10,7 +13,7 @@ use crate::ledger::store::{Durability, StoreError};
 use rusqlite::{Connection, params};
 use std::any::Any;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use tokio::sync::oneshot;
 
 /// Writes taken into one transaction at most, so one commit never grows without bound.
@@ -104,6 +107,18 @@ pub(super) struct RemoveRow {
     pub(super) updated_at: String,
 }
 
+impl AsRef<WriteOp> for WriteJob {
+    fn as_ref(&self) -> &WriteOp {
+        &self.op
+    }
+}
+
+impl AsRef<WriteOp> for WriteOp {
+    fn as_ref(&self) -> &WriteOp {
+        self
+    }
+}
+
 pub(super) struct WriteJob {
     pub(super) op: WriteOp,
     pub(super) durability: Durability,
@@ -112,9 +127,35 @@ pub(super) struct WriteJob {
     pub(super) reply: oneshot::Sender<Result<Reply, StoreError>>,
 }
 
-pub(super) fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
-    let mut synchronous_full: Option<bool> = None;
+/// The writing connection, and the `synchronous` setting it was last given.
+pub(super) struct WriterConn {
+    pub(super) conn: Connection,
+    pub(super) synchronous_full: Option<bool>,
+}
+
+/// The writing connection, shared by the writer thread and the senders that find it
+/// idle: whoever holds the lock is the one writer.
+pub(super) type SharedWriter = Arc<Mutex<WriterConn>>;
+
+impl WriterConn {
+    pub(super) fn shared(conn: Connection) -> SharedWriter {
+        Arc::new(Mutex::new(WriterConn {
+            conn,
+            synchronous_full: None,
+        }))
+    }
+}
+
+pub(super) fn run_writer(path: &Path, writer: SharedWriter, jobs: mpsc::Receiver<WriteJob>) {
     while let Ok(first) = jobs.recv() {
+        // A write panicking mid-transaction has been rolled back by SQLite when its
+        // statement was dropped; the connection is still the one writer.
+        let mut held = writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let WriterConn {
+            conn,
+            synchronous_full,
+        } = &mut *held;
+        let conn = &*conn;
         let mut batch = vec![first];
         take_queued(&jobs, &mut batch);
         // Lazy writes (a send's record) commit first, without an fsync, and return
@@ -128,14 +169,123 @@ pub(super) fn run_writer(path: &Path, conn: Connection, jobs: mpsc::Receiver<Wri
             let (now, lazy): (Vec<_>, Vec<_>) = batch
                 .into_iter()
                 .partition(|j| j.durability == Durability::Now);
-            commit_and_reply(path, &conn, lazy, false, &mut synchronous_full);
+            commit_and_reply(path, conn, lazy, false, synchronous_full);
             batch = now;
             // Whatever came in meanwhile shares the durable commit.
             take_queued(&jobs, &mut batch);
         }
         let want_full = batch.iter().any(|j| j.durability == Durability::Now);
-        commit_and_reply(path, &conn, batch, want_full, &mut synchronous_full);
+        commit_and_reply(path, conn, batch, want_full, synchronous_full);
     }
+}
+
+/// The writing side of a store: its connection, and its writer thread's queue.
+pub(super) struct Writer {
+    connection: SharedWriter,
+    jobs: mpsc::Sender<WriteJob>,
+    /// Writes asked for and not yet answered: only a write alone commits on its
+    /// caller's thread, so that concurrent ones still share the writer thread's fsyncs.
+    writing: std::sync::atomic::AtomicUsize,
+}
+
+impl Writer {
+    pub(super) fn new(connection: SharedWriter, jobs: mpsc::Sender<WriteJob>) -> Writer {
+        Writer {
+            connection,
+            jobs,
+            writing: Default::default(),
+        }
+    }
+
+    /// Commits `op`, on the caller's thread when it is the only write and the
+    /// connection is idle, else through the writer thread; answers once it is committed.
+    pub(super) async fn write(
+        &self,
+        path: &Path,
+        op: WriteOp,
+        durability: Durability,
+    ) -> Result<Reply, StoreError> {
+        let writing = Writing::start(&self.writing);
+        if writing.alone
+            && let Some(done) = write_here(&self.connection, path, &op, durability)
+        {
+            return done;
+        }
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(WriteJob {
+                op,
+                durability,
+                reply,
+            })
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// A write asked of the store, counted until it is answered.
+struct Writing<'a> {
+    count: &'a std::sync::atomic::AtomicUsize,
+    /// Whether no other write was waiting for its answer when this one was asked for.
+    alone: bool,
+}
+
+impl Writing<'_> {
+    fn start(count: &std::sync::atomic::AtomicUsize) -> Writing<'_> {
+        let before = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Writing {
+            count,
+            alone: before == 0,
+        }
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Commits `op` on the caller's thread when the writing connection is idle: the same transaction the writer thread would run for it alone,
+/// without the two hand-offs between threads (most of a sequential send's cost beyond
+/// SQLite's). None when the writer is busy (the write is then queued for it, and
+/// batched with the others), and when another process holds the ledger's write lock:
+/// that wait, up to the busy timeout, is the writer thread's, never the caller's.
+fn write_here(
+    connection: &SharedWriter,
+    path: &Path,
+    op: &WriteOp,
+    durability: Durability,
+) -> Option<Result<Reply, StoreError>> {
+    let mut held = match connection.try_lock() {
+        Ok(held) => held,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    let WriterConn {
+        conn,
+        synchronous_full,
+    } = &mut *held;
+    conn.busy_timeout(std::time::Duration::ZERO).ok()?;
+    let committed = commit_batch(conn, &[op], durability == Durability::Now, synchronous_full);
+    // Setting a timeout on an open connection cannot fail.
+    let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
+    let result = match committed {
+        Ok(mut results) => results.pop().unwrap_or(Err(rusqlite::Error::InvalidQuery)),
+        Err(e) => Err(e),
+    };
+    match result {
+        // Nothing was written: the writer thread waits for the lock instead.
+        Err(e) if is_busy(&e) && conn.is_autocommit() => None,
+        Err(e) => Some(Err(map_error_on(conn, path, e))),
+        Ok(reply) => Some(Ok(reply)),
+    }
+}
+
+/// Whether `e` is SQLite saying another connection holds the lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(failure, _)
+        if failure.code == rusqlite::ErrorCode::DatabaseBusy)
 }
 
 /// Adds the jobs already queued to `batch`, up to [`MAX_BATCH`].
@@ -180,7 +330,7 @@ pub(super) fn commit_and_reply(
 /// reports its error without undoing the others; a failing commit fails them all.
 pub(super) fn commit_batch(
     conn: &Connection,
-    batch: &[WriteJob],
+    batch: &[impl AsRef<WriteOp>],
     want_full: bool,
     synchronous_full: &mut Option<bool>,
 ) -> rusqlite::Result<Vec<rusqlite::Result<Reply>>> {
@@ -211,12 +361,12 @@ pub(super) fn commit_batch(
 
 pub(super) fn apply_each(
     conn: &Connection,
-    batch: &[WriteJob],
+    batch: &[impl AsRef<WriteOp>],
 ) -> rusqlite::Result<Vec<rusqlite::Result<Reply>>> {
     if let [job] = batch {
         // Alone in its transaction, a write needs no savepoint: when it fails, the
         // whole transaction is rolled back, which is the same thing.
-        return match apply(conn, &job.op) {
+        return match apply(conn, job.as_ref()) {
             Err(e) if conn.is_autocommit() => Err(e),
             Err(e) => {
                 conn.execute_batch("ROLLBACK")?;
@@ -228,7 +378,7 @@ pub(super) fn apply_each(
     let mut results = Vec::with_capacity(batch.len());
     for job in batch {
         conn.prepare_cached("SAVEPOINT job")?.execute([])?;
-        match apply(conn, &job.op) {
+        match apply(conn, job.as_ref()) {
             // SQLite rolls the whole transaction back itself after some failures (a
             // full disk, an I/O error): then nothing in the batch happened.
             Err(e) if conn.is_autocommit() => return Err(e),
