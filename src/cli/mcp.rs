@@ -349,6 +349,14 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
     .await;
     // Only now, the calls in flight answered, is the upstream stopped.
     drop(keep_upstream);
+    if let Some(why) = lane.agent_write_error() {
+        return fail(
+            Exit::Refused,
+            format!(
+                "the proxy's answers could not be written to its output ({why}), so the agent did not get them; what the ledger records still holds"
+            ),
+        );
+    }
     exit
 }
 

@@ -238,6 +238,12 @@ impl Lane {
         let _ = tokio::time::timeout_at(deadline, self.to_agent.drained()).await;
     }
 
+    /// Why the agent's answers could not be written, if it was not that the agent
+    /// closed its end (a full disk under a file, an I/O error).
+    pub fn agent_write_error(&self) -> Option<String> {
+        self.to_agent.write_error()
+    }
+
     /// Stops reading the agent's calls: the session is stopping. What was asked
     /// already is still answered.
     pub fn stop(&self) {

@@ -46,6 +46,8 @@ struct State {
     draining: bool,
     /// Whether a write failed: the reader has gone, and nothing more is written.
     failed: bool,
+    /// The error the failed write met (None: the pipe took nothing).
+    why: Option<std::io::Error>,
 }
 
 impl Outbox {
@@ -60,6 +62,7 @@ impl Outbox {
                 unflushed: false,
                 draining: false,
                 failed: false,
+                why: None,
             }),
             progress: Notify::new(),
             failure: Notify::new(),
@@ -183,6 +186,18 @@ impl Outbox {
         self.state().failed
     }
 
+    /// Why writing failed, if it did and it was not that the reader closed its end (a
+    /// full disk, an I/O error): something a person must be told.
+    pub fn write_error(&self) -> Option<String> {
+        let state = self.state();
+        match &state.why {
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => None,
+            Some(e) => Some(e.to_string()),
+            None if state.failed => Some("the output took nothing".to_owned()),
+            None => None,
+        }
+    }
+
     /// Waits until everything given is written and flushed, or writing failed.
     pub async fn drained(&self) {
         self.until(&self.progress, |state| state.failed || !state.draining)
@@ -231,8 +246,12 @@ impl State {
         while written < line.len() {
             match self.out.as_mut().poll_write(cx, &line[written..]) {
                 Poll::Pending => break,
-                Poll::Ready(Ok(0) | Err(_)) => {
-                    self.fail();
+                Poll::Ready(Ok(0)) => {
+                    self.fail(None);
+                    return None;
+                }
+                Poll::Ready(Err(e)) => {
+                    self.fail(Some(e));
                     return None;
                 }
                 Poll::Ready(Ok(n)) => {
@@ -253,7 +272,8 @@ impl State {
             };
             match self.out.as_mut().poll_write(cx, &line[self.written..]) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(0) | Err(_)) => self.fail(),
+                Poll::Ready(Ok(0)) => self.fail(None),
+                Poll::Ready(Err(e)) => self.fail(Some(e)),
                 Poll::Ready(Ok(n)) => {
                     self.written += n;
                     self.waiting -= n;
@@ -269,14 +289,15 @@ impl State {
             match self.out.as_mut().poll_flush(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(())) => self.unflushed = false,
-                Poll::Ready(Err(_)) => self.fail(),
+                Poll::Ready(Err(e)) => self.fail(Some(e)),
             }
         }
         Poll::Ready(())
     }
 
-    fn fail(&mut self) {
+    fn fail(&mut self, why: Option<std::io::Error>) {
         self.failed = true;
+        self.why = why;
         self.queue.clear();
         self.written = 0;
         self.waiting = 0;
