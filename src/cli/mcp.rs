@@ -110,7 +110,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
             in_flight,
             std::future::pending(),
             || Duration::from_secs(60),
-            || {},
+            || false,
         )
         .await
     });
@@ -334,9 +334,13 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
             move || lane.left_of(bound)
         },
         {
-            // rmcp's server reads no more calls once stopped; nor does the lane.
+            // The lane reads no more calls, lets those already read be answered
+            // (within the bound), then ends the session.
             let lane = Arc::clone(&lane);
-            move || lane.stop()
+            move || {
+                lane.stop();
+                true
+            }
         },
     )
     .await;
@@ -370,16 +374,19 @@ async fn stop_signal() -> &'static str {
 }
 
 /// Serves `server` on stdio until the agent leaves, a SIGINT or SIGTERM comes, or
-/// `gone` says why the server cannot go on (then `stopping` is called); then lets the
-/// work in flight (forwarded calls, dispatches) finish within `bound`, and says what
-/// is left.
+/// `gone` says why the server cannot go on; then lets the work in flight (forwarded
+/// calls, dispatches) finish within `bound`, and says what is left. `stopping` is
+/// called then; when it returns true, the transport reads no more requests and ends
+/// the session itself once those already read are answered (the proxy's lane), so the
+/// session is left to end, and their answers reach the agent. Otherwise (or at a
+/// second signal) the session is stopped at once.
 async fn serve_until_stopped<S: rmcp::Service<rmcp::RoleServer>, R, W>(
     server: S,
     transport: (R, W),
     in_flight: Arc<InFlight>,
     gone: impl Future<Output = &'static str> + Send + 'static,
     bound: impl Fn() -> Duration + Send + Sync + 'static,
-    stopping: impl FnOnce() + Send + 'static,
+    stopping: impl FnOnce() -> bool + Send + 'static,
 ) -> Exit
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
@@ -390,44 +397,39 @@ where
         Err(e) => return fail(Exit::Refused, format!("the MCP session did not start: {e}")),
     };
     let stop = service.cancellation_token();
-    let answering = Arc::clone(&in_flight);
-    let bound = Arc::new(bound);
-    let bound_then = Arc::clone(&bound);
-    let watch = tokio::spawn(async move {
-        let why = tokio::select! {
-            why = stop_signal() => why,
-            why = gone => {
-                // The calls the upstream took with it are answered first (unknown,
-                // recorded), so that the agent hears what became of them instead of
-                // a closed connection. They end at once, the transport being closed;
-                // the pause lets their answers out before the session stops.
-                answering.settled(bound_then()).await;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                why
+    let hurried = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watch = tokio::spawn({
+        let hurried = Arc::clone(&hurried);
+        async move {
+            let why = tokio::select! {
+                why = stop_signal() => why,
+                why = gone => why,
+            };
+            super::note(format!("stopping: {why}"));
+            if stopping() {
+                let why = stop_signal().await;
+                super::note(format!(
+                    "{why} again: stopping without waiting for the calls in flight"
+                ));
+                hurried.store(true, std::sync::atomic::Ordering::SeqCst);
             }
-        };
-        stopping();
-        stop.cancel();
-        why
+            stop.cancel();
+        }
     });
     let ended = service.waiting().await;
-    let stopped = if watch.is_finished() {
-        watch.await.ok()
-    } else {
-        watch.abort();
-        None
-    };
-    if let Some(why) = stopped {
-        super::note(format!("stopping: {why}"));
-    }
+    watch.abort();
     // Calls already forwarded finish (and are recorded) within the bound; one still
     // open after it stays in flight until its limit, then unknown. A signal now (a
     // second one, or the first after the agent left) means: do not wait.
-    let settled = tokio::select! {
-        settled = in_flight.settled(bound()) => settled,
-        why = stop_signal() => {
-            super::note(format!("{why} again: stopping without waiting for the calls in flight"));
-            false
+    let settled = if hurried.load(std::sync::atomic::Ordering::SeqCst) {
+        in_flight.count() == 0
+    } else {
+        tokio::select! {
+            settled = in_flight.settled(bound()) => settled,
+            why = stop_signal() => {
+                super::note(format!("{why} again: stopping without waiting for the calls in flight"));
+                false
+            }
         }
     };
     if !settled {

@@ -764,21 +764,34 @@ async fn a_terminated_proxy_lets_its_call_finish_and_an_exited_upstream_stops_th
     };
     let agent = bench.proxy("mailer-agent", &[]).await;
     let pid = proxy_pid(&bench.ledger()).expect("the proxy's process");
+    // Longer than rmcp gives a stopped session's answers (2 s): the proxy lets the
+    // session end by itself once the call is answered.
     let slow = tokio::spawn(async move {
-        let args = json!({"line": "term", "to": "ana@example.com", "seconds": 1.0});
-        let _ = agent
+        let args = json!({"line": "term", "seconds": 3.0});
+        agent
             .call_tool(
-                rmcp::model::CallToolRequestParams::new("append")
+                rmcp::model::CallToolRequestParams::new("append_with_progress")
                     .with_arguments(args.as_object().unwrap().clone()),
             )
-            .await;
+            .await
     });
     wait_until("the call is claimed", Duration::from_secs(10), || {
         String::from_utf8_lossy(&bench.cli(&["ls", "L", "--json"]).stdout).contains("pending")
     });
     // SAFETY: kill has no memory preconditions.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-    let _ = slow.await;
+    let answered = slow
+        .await
+        .unwrap()
+        .expect("the call in flight is answered, not cut off");
+    assert_eq!(
+        answered
+            .structured_content
+            .as_ref()
+            .map(|s| s["written"].clone()),
+        Some(json!("term")),
+        "{answered:?}"
+    );
     crate::harness::wait_ended("the proxy", pid, Duration::from_secs(20));
     let listed = json_stdout(&bench.cli(&["ls", "L", "--json"]), "ls");
     assert!(

@@ -245,7 +245,7 @@ impl Lane {
     }
 
     /// Stops reading the agent's calls: the session is stopping. What was asked
-    /// already is still answered.
+    /// already is answered first (within the drain bound), then the session ends.
     pub fn stop(&self) {
         self.stopped.notify_one();
     }
@@ -403,10 +403,7 @@ impl Lane {
                     reading = false;
                     break;
                 }
-                () = &mut stopped => {
-                    reading = false;
-                    break;
-                }
+                () = &mut stopped => break,
             };
             match read {
                 Read::End => break,
@@ -429,8 +426,9 @@ impl Lane {
                 break;
             }
         }
-        // The agent has closed its side, and may still be reading: what it asked is
-        // answered first. Then rmcp's server sees the end, and the session ends.
+        // The agent has closed its side (and may still be reading), or the session is
+        // stopping: what it asked is answered first. Then rmcp's server sees the end,
+        // and the session ends.
         let _ = self.closed_at.set(tokio::time::Instant::now());
         if reading {
             self.answered_all().await;
