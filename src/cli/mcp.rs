@@ -307,13 +307,7 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
     let server = ProxyServer::new(config, upstream, downstream);
     let in_flight = server.in_flight();
     let bound = timeout.min(Duration::from_secs(60));
-    let handling = Arc::new(InFlight::default());
-    lane.open(
-        server.passes(),
-        std::sync::Arc::clone(&in_flight),
-        Arc::clone(&handling),
-        bound,
-    );
+    lane.open(server.passes(), Arc::clone(&in_flight), bound);
     let keep_upstream = server.upstream();
     let upstream = std::sync::Arc::clone(&keep_upstream);
     let gone = async move {
@@ -323,7 +317,7 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         "the upstream server exited"
     };
     let exit = serve_until_stopped(
-        Counted::new(server, handling),
+        Counted::new(server, lane.handling()),
         tokio::io::split(server_end),
         in_flight,
         gone,
@@ -397,31 +391,34 @@ where
         Err(e) => return fail(Exit::Refused, format!("the MCP session did not start: {e}")),
     };
     let stop = service.cancellation_token();
-    let hurried = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watch = tokio::spawn({
-        let hurried = Arc::clone(&hurried);
-        async move {
-            let why = tokio::select! {
-                why = stop_signal() => why,
-                why = gone => why,
-            };
-            super::note(format!("stopping: {why}"));
-            if stopping() {
-                let why = stop_signal().await;
-                super::note(format!(
-                    "{why} again: stopping without waiting for the calls in flight"
-                ));
-                hurried.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-            stop.cancel();
+    // Whether the session was stopped at a second signal, when it ends that way.
+    let watch = tokio::spawn(async move {
+        let why = tokio::select! {
+            why = stop_signal() => why,
+            why = gone => why,
+        };
+        super::note(format!("stopping: {why}"));
+        let ends_by_itself = stopping();
+        if ends_by_itself {
+            let why = stop_signal().await;
+            super::note(format!(
+                "{why} again: stopping without waiting for the calls in flight"
+            ));
         }
+        stop.cancel();
+        ends_by_itself
     });
     let ended = service.waiting().await;
-    watch.abort();
+    let hurried = if watch.is_finished() {
+        watch.await.unwrap_or(false)
+    } else {
+        watch.abort();
+        false
+    };
     // Calls already forwarded finish (and are recorded) within the bound; one still
     // open after it stays in flight until its limit, then unknown. A signal now (a
     // second one, or the first after the agent left) means: do not wait.
-    let settled = if hurried.load(std::sync::atomic::Ordering::SeqCst) {
+    let settled = if hurried {
         in_flight.count() == 0
     } else {
         tokio::select! {

@@ -27,7 +27,7 @@ impl InFlight {
         self.count.load(Ordering::SeqCst)
     }
 
-    /// Told when one finishes (enable it, then look at the count).
+    /// Told when one finishes (take it, then look at the count).
     pub fn finished(&self) -> tokio::sync::futures::Notified<'_> {
         self.done.notified()
     }

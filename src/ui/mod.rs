@@ -193,7 +193,7 @@ async fn run_async(options: UiOptions) -> Result<Ended, String> {
     let options = Arc::new(options);
     let opened = open_file(&options)?;
     let no_queue = opened.no_queue.clone();
-    let current = Current::new(Opened::first(opened));
+    let current = Current::new(Opened::at(opened, 0));
     let (tx, mut rx) = unbounded_channel::<Action>();
     let asked_to_end = Arc::new(AtomicUsize::new(0));
     let mut signals = watch_signals(&asked_to_end)?;

@@ -31,13 +31,19 @@ struct Look {
     modified: (i64, i64),
 }
 
+impl FileId {
+    fn of(meta: &std::fs::Metadata) -> FileId {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+}
+
 fn look(path: &Path) -> std::io::Result<Look> {
     let meta = std::fs::metadata(path)?;
     Ok(Look {
-        id: FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        },
+        id: FileId::of(&meta),
         len: meta.len(),
         modified: (meta.mtime(), meta.mtime_nsec()),
     })
@@ -107,10 +113,7 @@ pub(super) fn open_file(options: &UiOptions) -> Result<OpenedFile, String> {
         _ => None,
     };
     let before = match &held {
-        Some(file) => file.metadata().ok().map(|meta| FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        }),
+        Some(file) => file.metadata().ok().map(|meta| FileId::of(&meta)),
         None => look(path).ok().map(|l| l.id),
     };
     let (backend, no_queue) = open(options).map_err(|e| e.to_string())?;
@@ -141,13 +144,13 @@ pub(super) struct Opened {
 }
 
 impl Opened {
-    /// The first opening of the ledger.
-    pub(super) fn first(opened: OpenedFile) -> Opened {
+    /// The ledger `opened`, as the UI's `generation`th opening (the first is 0).
+    pub(super) fn at(opened: OpenedFile, generation: u64) -> Opened {
         Opened {
             backend: opened.backend,
             file: opened.file,
             _held: opened.held,
-            generation: 0,
+            generation,
         }
     }
 }
@@ -334,12 +337,7 @@ impl Watcher {
             .unwrap_or_else(|e| Err(format!("could not open it: {e}")));
         match opened {
             Ok(opened) if opened.file == Some(seen.id) => {
-                let old = self.current.replace(Opened {
-                    backend: opened.backend,
-                    file: opened.file,
-                    _held: opened.held,
-                    generation: generation + 1,
-                });
+                let old = self.current.replace(Opened::at(opened, generation + 1));
                 // Closing an SQLite store waits for its writer thread.
                 tokio::task::spawn_blocking(move || drop(old));
                 self.reported = None;

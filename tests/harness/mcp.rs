@@ -47,6 +47,17 @@ pub async fn agent(name: &str, ledger: &Path) -> Client {
     connect(name, &["mcp", ledger.to_str().expect("a UTF-8 path")]).await
 }
 
+/// The names of the tools `client` is offered.
+pub async fn tool_names(client: &Client) -> Vec<String> {
+    client
+        .list_all_tools()
+        .await
+        .expect("tools/list answers")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
 /// Calls `tool` with `arguments` (a JSON object).
 pub async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
     let Value::Object(arguments) = arguments else {

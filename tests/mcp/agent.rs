@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::mcp::{agent, call, ok, refused};
+use crate::harness::mcp::{agent, call, ok, refused, tool_names};
 use crate::harness::{expect_exit, json_stdout, send_once};
 
 fn invoice(subject: &str) -> Value {
@@ -22,6 +22,15 @@ fn invoice(subject: &str) -> Value {
 }
 
 /// `send-once ARGS` with the ledger put in place of `L`, as a person on shift runs it.
+/// A person (dana) approves draft `id` from the command line.
+fn approve_as_dana(ledger: &Path, id: &str) {
+    expect_exit(
+        &cli(ledger, &["approve", "L", id, "--by", "dana"]),
+        0,
+        "approve",
+    );
+}
+
 fn cli(ledger: &Path, args: &[&str]) -> std::process::Output {
     crate::harness::on_ledger(ledger, args)
 }
@@ -343,23 +352,13 @@ async fn an_approved_draft_is_dispatched_once_through_the_operators_command_only
         &["mcp", ledger.to_str().unwrap(), "--send", &send],
     )
     .await;
-    let names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&client).await;
     assert!(names.contains(&"dispatch_draft".to_owned()), "{names:?}");
     ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
     let early = refused(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
     assert!(early.contains("not approved"), "{early}");
     assert!(!sent.exists());
-    expect_exit(
-        &cli(&ledger, &["approve", "L", "1", "--by", "dana"]),
-        0,
-        "approve",
-    );
+    approve_as_dana(&ledger, "1");
     let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
     assert_eq!(done["outcome"], "sent", "{done}");
     assert_eq!(done["providerId"], "m-1");
@@ -376,11 +375,7 @@ async fn an_approved_draft_is_dispatched_once_through_the_operators_command_only
     sms["channel"] = json!("sms");
     sms["to"] = json!("+44 7700 900123");
     ok(&call(&client, "submit_draft", sms).await);
-    expect_exit(
-        &cli(&ledger, &["approve", "L", "2", "--by", "dana"]),
-        0,
-        "approve",
-    );
+    approve_as_dana(&ledger, "2");
     let none = refused(&call(&client, "dispatch_draft", json!({"draftId": 2})).await);
     assert!(
         none.contains("no send command is configured for channel sms"),
@@ -406,11 +401,7 @@ async fn a_dispatch_in_flight_when_the_agent_leaves_is_finished_and_recorded() {
     )
     .await;
     ok(&call(&client, "submit_draft", invoice("Invoice 8")).await);
-    expect_exit(
-        &cli(&ledger, &["approve", "L", "1", "--by", "dana"]),
-        0,
-        "approve",
-    );
+    approve_as_dana(&ledger, "1");
     let params = CallToolRequestParams::new("dispatch_draft")
         .with_arguments(json!({"draftId": 1}).as_object().unwrap().clone());
     let handle = client
@@ -467,11 +458,7 @@ async fn the_config_files_send_table_offers_dispatch_and_a_flag_given_over_it_wi
     )
     .await;
     ok(&call(&client, "submit_draft", invoice("Invoice 8")).await);
-    expect_exit(
-        &cli(&ledger, &["approve", "L", "1", "--by", "dana"]),
-        0,
-        "approve",
-    );
+    approve_as_dana(&ledger, "1");
     let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
     assert_eq!(done["providerId"], "c-1", "{done}");
     client.cancel().await.unwrap();
@@ -488,11 +475,7 @@ async fn the_config_files_send_table_offers_dispatch_and_a_flag_given_over_it_wi
     let mut next_month = invoice("Invoice 9");
     next_month["window"] = json!("2027-01");
     ok(&call(&client, "submit_draft", next_month).await);
-    expect_exit(
-        &cli(&ledger, &["approve", "L", "2", "--by", "dana"]),
-        0,
-        "approve",
-    );
+    approve_as_dana(&ledger, "2");
     let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 2})).await);
     assert_eq!(done["providerId"], "f-1", "{done}");
     let by_config = std::fs::read_to_string(&by_config).unwrap();
@@ -506,13 +489,7 @@ async fn the_config_files_send_table_offers_dispatch_and_a_flag_given_over_it_wi
 async fn without_a_send_command_no_agent_can_dispatch() {
     let dir = tempfile::tempdir().unwrap();
     let client = agent("billing-agent", &dir.path().join("l.db")).await;
-    let names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&client).await;
     assert!(!names.contains(&"dispatch_draft".to_owned()), "{names:?}");
     client.cancel().await.unwrap();
 }

@@ -75,14 +75,35 @@ impl Bench {
 
     /// `mcp proxy` on the ledger and policy, with `extra` options, in front of the fake.
     pub(crate) fn proxy_args(&self, extra: &[&str]) -> Vec<String> {
-        let mut args: Vec<String> = vec!["mcp".into(), "proxy".into()];
-        args.push(self.ledger().to_str().unwrap().into());
-        args.push("--policy".into());
-        args.push(self.dir.path().join("policy.toml").to_str().unwrap().into());
-        args.extend(extra.iter().map(|a| (*a).to_owned()));
-        args.push("--".into());
-        args.push(self.fake.to_str().unwrap().into());
-        args
+        self.proxy_args_on(&self.ledger(), extra, &[self.fake.to_str().unwrap()])
+    }
+
+    /// `mcp proxy` on `ledger` and the policy, with `extra` options, in front of
+    /// `upstream` (a command line).
+    fn proxy_args_on(&self, ledger: &Path, extra: &[&str], upstream: &[&str]) -> Vec<String> {
+        let policy = self.dir.path().join("policy.toml");
+        let mut args = vec!["mcp", "proxy", ledger.to_str().unwrap()];
+        args.extend(["--policy", policy.to_str().unwrap()]);
+        args.extend(extra);
+        args.push("--");
+        args.extend(upstream);
+        args.into_iter().map(str::to_owned).collect()
+    }
+
+    /// [`Bench::proxy_args_on`] run to its end with no agent (its input empty), as a
+    /// proxy refused at start is.
+    pub(crate) fn run_proxy(
+        &self,
+        ledger: &Path,
+        extra: &[&str],
+        upstream: &[&str],
+    ) -> std::process::Output {
+        std::process::Command::new(crate::harness::bin())
+            .args(self.proxy_args_on(ledger, extra, upstream))
+            .env("FAKE_UPSTREAM_LOG", self.log())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
     }
 
     pub(crate) async fn proxy(&self, agent: &str, extra: &[&str]) -> Client {
@@ -529,13 +550,7 @@ async fn a_pass_tool_is_forwarded_every_time_and_progress_comes_back() {
         let read = call(&agent, "read_log", json!({})).await;
         assert!(text(&read).contains("one"), "{}", text(&read));
     }
-    let tools: Vec<String> = agent
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = crate::harness::mcp::tool_names(&agent).await;
     assert!(tools.contains(&"send_once_status".to_owned()), "{tools:?}");
     assert!(tools.contains(&"append".to_owned()));
     agent.cancel().await.unwrap();
@@ -950,54 +965,20 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
         return;
     };
     let policy = bench.dir.path().join("policy.toml");
-    let out = send_once(&[
-        "mcp",
-        "proxy",
-        bench.ledger().to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-        "--",
-        bench.fake.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    let fake = bench.fake.to_str().unwrap();
+    let out = bench.run_proxy(&bench.ledger(), &[], &[fake]);
     expect_exit(&out, 2, "a policy without [default]");
     assert!(String::from_utf8_lossy(&out.stderr).contains("no [default]"));
 
     std::fs::write(&policy, POLICY).unwrap();
-    let out = send_once(&[
-        "mcp",
-        "proxy",
-        bench.ledger().to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-        "--status-tool",
-        "append",
-        "--",
-        bench.fake.to_str().unwrap(),
-    ])
-    .env("FAKE_UPSTREAM_LOG", bench.log())
-    .stdin(std::process::Stdio::null())
-    .output()
-    .unwrap();
+    let out = bench.run_proxy(&bench.ledger(), &["--status-tool", "append"], &[fake]);
     expect_exit(&out, 2, "a status tool named like an upstream tool");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--status-tool"));
     // Refused once the upstream is up, before the ledger is created.
     assert!(!bench.ledger().exists(), "a refusal creates no ledger");
 
     let missing = bench.dir.path().join("no-such-server");
-    let out = send_once(&[
-        "mcp",
-        "proxy",
-        bench.ledger().to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-        "--",
-        missing.to_str().unwrap(),
-    ])
-    .stdin(std::process::Stdio::null())
-    .output()
-    .unwrap();
+    let out = bench.run_proxy(&bench.ledger(), &[], &[missing.to_str().unwrap()]);
     expect_exit(&out, 2, "an upstream that does not start");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot start the upstream"), "{err}");
@@ -1005,21 +986,11 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
 
     // A program that runs but never answers initialize is refused at the bound.
     let began = std::time::Instant::now();
-    let out = send_once(&[
-        "mcp",
-        "proxy",
-        bench.ledger().to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-        "--start-timeout",
-        "1s",
-        "--",
-        "sleep",
-        "600",
-    ])
-    .stdin(std::process::Stdio::null())
-    .output()
-    .unwrap();
+    let out = bench.run_proxy(
+        &bench.ledger(),
+        &["--start-timeout", "1s"],
+        &["sleep", "600"],
+    );
     expect_exit(&out, 2, "an upstream that never answers initialize");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1032,19 +1003,7 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
         began.elapsed()
     );
     assert!(!bench.ledger().exists(), "a refusal creates no ledger");
-    let out = send_once(&[
-        "mcp",
-        "proxy",
-        bench.ledger().to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-        "--start-timeout",
-        "soon",
-        "--",
-        bench.fake.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    let out = bench.run_proxy(&bench.ledger(), &["--start-timeout", "soon"], &[fake]);
     expect_exit(&out, 2, "a start timeout that is not a duration");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--start-timeout"));
 
@@ -1052,19 +1011,7 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
         ("", "is not a tool name"),
         ("send\u{1b}[2J", "is not a tool name"),
     ] {
-        let out = send_once(&[
-            "mcp",
-            "proxy",
-            bench.ledger().to_str().unwrap(),
-            "--policy",
-            policy.to_str().unwrap(),
-            "--status-tool",
-            flag,
-            "--",
-            bench.fake.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+        let out = bench.run_proxy(&bench.ledger(), &["--status-tool", flag], &[fake]);
         expect_exit(&out, 2, "a status tool that is no tool name");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(expected) && !err.contains('\u{1b}'), "{err}");
@@ -1074,33 +1021,13 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
         format!("{POLICY}[tools.send_once_status]\nmode = \"pass\"\n"),
     )
     .unwrap();
-    let out = send_once(&[
-        "mcp",
-        "proxy",
-        bench.ledger().to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-        "--",
-        bench.fake.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    let out = bench.run_proxy(&bench.ledger(), &[], &[fake]);
     expect_exit(&out, 2, "a rule for the status tool");
     assert!(String::from_utf8_lossy(&out.stderr).contains("never applies"));
     std::fs::write(&policy, POLICY).unwrap();
 
     let jsonl = bench.dir.path().join("l.jsonl");
-    let out = send_once(&[
-        "mcp",
-        "proxy",
-        jsonl.to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-        "--",
-        bench.fake.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    let out = bench.run_proxy(&jsonl, &[], &[fake]);
     expect_exit(&out, 2, "a policy that holds on JSON Lines");
     assert!(String::from_utf8_lossy(&out.stderr).contains("review queue"));
 }

@@ -60,7 +60,7 @@ pub struct Lane {
     passes: OnceLock<Passes>,
     in_flight: OnceLock<Arc<InFlight>>,
     /// The requests rmcp's server is handling (see [`super::counted`]).
-    handling: OnceLock<Arc<InFlight>>,
+    handling: Arc<InFlight>,
     /// Set once the agent has said `notifications/initialized`: before that, every
     /// line goes to rmcp, which runs the session's start.
     started: AtomicBool,
@@ -68,8 +68,6 @@ pub struct Lane {
     upstream_gone: AtomicBool,
     next: AtomicU64,
     waiting: Mutex<HashMap<u64, Waiting>>,
-    /// The length of the lane's calls still waiting, all told.
-    waiting_bytes: Arc<AtomicUsize>,
     /// Requests handed to rmcp's server and not yet answered: an agent that closes its
     /// side may still be reading, and gets their answers before the session ends.
     asked_of_rmcp: AtomicUsize,
@@ -94,9 +92,8 @@ struct Waiting {
     raw_id: Box<[u8]>,
     timer: tokio::task::AbortHandle,
     _in_flight: Option<InFlightGuard>,
-    /// The call's length, counted in the lane's `waiting_bytes` until it is done with.
+    /// The call's length: its answer will take about as much room.
     size: usize,
-    waiting_bytes: Arc<AtomicUsize>,
 }
 
 impl Drop for Waiting {
@@ -104,7 +101,6 @@ impl Drop for Waiting {
     /// gives up on it drops it last thing, when stopping itself no longer matters.)
     fn drop(&mut self) {
         self.timer.abort();
-        self.waiting_bytes.fetch_sub(self.size, Ordering::SeqCst);
     }
 }
 
@@ -191,12 +187,11 @@ impl Lane {
             to_upstream: Arc::clone(&to_upstream),
             passes: OnceLock::new(),
             in_flight: OnceLock::new(),
-            handling: OnceLock::new(),
+            handling: Arc::default(),
             started: AtomicBool::new(false),
             upstream_gone: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
-            waiting_bytes: Arc::default(),
             asked_of_rmcp: AtomicUsize::new(0),
             answered: tokio::sync::Notify::new(),
             drain: OnceLock::new(),
@@ -252,19 +247,17 @@ impl Lane {
 
     /// Lets `pass` calls take the lane, as `passes` says, counting them in `in_flight`
     /// so that shutdown waits for them; an agent that closes its side gets what it is
-    /// owed for up to `drain` before the session ends. `handling` counts the requests
-    /// rmcp's server is handling, which take room as the lane's own calls do.
-    pub fn open(
-        &self,
-        passes: Passes,
-        in_flight: Arc<InFlight>,
-        handling: Arc<InFlight>,
-        drain: Duration,
-    ) {
+    /// owed for up to `drain` before the session ends.
+    pub fn open(&self, passes: Passes, in_flight: Arc<InFlight>, drain: Duration) {
         let _ = self.passes.set(passes);
         let _ = self.in_flight.set(in_flight);
-        let _ = self.handling.set(handling);
         let _ = self.drain.set(drain);
+    }
+
+    /// Where the requests rmcp's server is handling are to be counted (by
+    /// [`super::counted::Counted`]): they take room as the lane's own calls do.
+    pub fn handling(&self) -> Arc<InFlight> {
+        Arc::clone(&self.handling)
     }
 
     /// What is left of `bound` since the agent closed its side (all of it while the
@@ -280,19 +273,17 @@ impl Lane {
     /// [`MOST_AT_ONCE`]. Returns at once when the agent has gone, whose calls are
     /// read no more anyway.
     async fn room_for_more(&self) {
-        let nothing = InFlight::default();
-        let handling = self.handling.get().map_or(&nothing, |h| &**h);
+        // The usual case, before every line: no waiting to set up.
+        if self.has_room() {
+            return;
+        }
         loop {
+            // Taken before the look, they hear whatever changes after it.
             let answered = self.answered.notified();
             let to_agent = self.to_agent.progressed();
             let to_upstream = self.to_upstream.progressed();
-            let handled = handling.finished();
-            tokio::pin!(answered, to_agent, to_upstream, handled);
-            answered.as_mut().enable();
-            to_agent.as_mut().enable();
-            to_upstream.as_mut().enable();
-            handled.as_mut().enable();
-            if self.has_room(handling.count()) {
+            let handled = self.handling.finished();
+            if self.has_room() {
                 return;
             }
             tokio::select! {
@@ -304,11 +295,14 @@ impl Lane {
         }
     }
 
-    fn has_room(&self, handling: usize) -> bool {
-        let calls = self.waiting.lock().map(|w| w.len()).unwrap_or(0) + handling;
-        let bytes = self.to_agent.waiting()
-            + self.to_upstream.waiting()
-            + self.waiting_bytes.load(Ordering::SeqCst);
+    fn has_room(&self) -> bool {
+        let (calls, owed) = self
+            .waiting
+            .lock()
+            .map(|w| (w.len(), w.values().map(|call| call.size).sum::<usize>()))
+            .unwrap_or_default();
+        let calls = calls + self.handling.count();
+        let bytes = self.to_agent.waiting() + self.to_upstream.waiting() + owed;
         self.to_agent.has_failed() || (bytes < ROOM && calls < MOST_AT_ONCE)
     }
 
@@ -542,8 +536,6 @@ impl Lane {
         .abort_handle();
         let in_flight = self.in_flight.get().map(|f| f.start());
         if let Ok(mut waiting) = self.waiting.lock() {
-            self.waiting_bytes
-                .fetch_add(message.len(), Ordering::SeqCst);
             waiting.insert(
                 number,
                 Waiting {
@@ -552,7 +544,6 @@ impl Lane {
                     timer,
                     _in_flight: in_flight,
                     size: message.len(),
-                    waiting_bytes: Arc::clone(&self.waiting_bytes),
                 },
             );
         }

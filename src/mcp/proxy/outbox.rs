@@ -8,8 +8,8 @@
 //! although they had been made. An outbox takes each line at once: what the pipe
 //! takes now is written on the spot (no hand-off in the usual case), and the rest
 //! waits, in order, for a task that writes it when the reader makes room. How much
-//! may wait is the caller's to bound, by not reading more work while it is full
-//! ([`Outbox::room`]).
+//! may wait is the caller's to bound, by reading no more work while [`Outbox::waiting`]
+//! is high (the lane's `room_for_more`).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -97,15 +97,16 @@ impl Outbox {
         // if the pipe is full, the task below polls again with a waker of its own.
         let mut now = Context::from_waker(Waker::noop());
         let written = if !state.draining && state.queue.is_empty() {
-            match state.write_slice(&mut now, line.as_ref()) {
-                Some(written) => written,
-                None => {
-                    drop(state);
-                    self.failure.notify_waiters();
-                    self.progress.notify_waiters();
-                    return false;
-                }
+            let (written, failed) = write_some(state.out.as_mut(), &mut now, line.as_ref());
+            state.unflushed |= written > 0;
+            if let Err(why) = failed {
+                state.fail(why);
+                drop(state);
+                self.failure.notify_waiters();
+                self.progress.notify_waiters();
+                return false;
             }
+            written
         } else {
             0
         };
@@ -176,7 +177,7 @@ impl Outbox {
         self.state().waiting
     }
 
-    /// Told when some of what waits is written, or writing fails (enable it, then look).
+    /// Told when some of what waits is written, or writing fails (take it, then look).
     pub fn progressed(&self) -> tokio::sync::futures::Notified<'_> {
         self.progress.notified()
     }
@@ -209,18 +210,37 @@ impl Outbox {
         self.until(&self.failure, |state| state.failed).await;
     }
 
-    /// Waits until `done` holds, looking again each time `told` is told.
+    /// Waits until `done` holds, looking again each time `told` is told. (A future
+    /// from `notified()` hears every `notify_waiters()` after it was made, polled or
+    /// not, so none is missed between the look and the wait.)
     async fn until(&self, told: &Notify, done: impl Fn(&State) -> bool) {
         loop {
-            let progress = told.notified();
-            tokio::pin!(progress);
-            progress.as_mut().enable();
+            let told = told.notified();
             if done(&self.state()) {
                 return;
             }
-            progress.await;
+            told.await;
         }
     }
+}
+
+/// Writes as much of `bytes` as `out` takes now: how much, and whether a write failed
+/// (with its error, or None when the pipe took nothing).
+fn write_some(
+    mut out: Pin<&mut (dyn AsyncWrite + Send)>,
+    cx: &mut Context<'_>,
+    bytes: &[u8],
+) -> (usize, Result<(), Option<std::io::Error>>) {
+    let mut written = 0;
+    while written < bytes.len() {
+        match out.as_mut().poll_write(cx, &bytes[written..]) {
+            Poll::Pending => break,
+            Poll::Ready(Ok(0)) => return (written, Err(None)),
+            Poll::Ready(Err(e)) => return (written, Err(Some(e))),
+            Poll::Ready(Ok(n)) => written += n,
+        }
+    }
+    (written, Ok(()))
 }
 
 /// A line given to the outbox: a borrowed one is copied only if it must wait.
@@ -239,30 +259,6 @@ impl AsRef<[u8]> for Line<'_> {
 }
 
 impl State {
-    /// Writes as much of `line` as the pipe takes now (nothing waits before it): how
-    /// much that was, or `None` if writing failed.
-    fn write_slice(&mut self, cx: &mut Context<'_>, line: &[u8]) -> Option<usize> {
-        let mut written = 0;
-        while written < line.len() {
-            match self.out.as_mut().poll_write(cx, &line[written..]) {
-                Poll::Pending => break,
-                Poll::Ready(Ok(0)) => {
-                    self.fail(None);
-                    return None;
-                }
-                Poll::Ready(Err(e)) => {
-                    self.fail(Some(e));
-                    return None;
-                }
-                Poll::Ready(Ok(n)) => {
-                    written += n;
-                    self.unflushed = true;
-                }
-            }
-        }
-        Some(written)
-    }
-
     /// Writes the queue out and flushes it; ready when nothing waits (or writing
     /// failed), pending when the pipe is full.
     fn write(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -270,19 +266,20 @@ impl State {
             let Some(line) = self.queue.front() else {
                 break;
             };
-            match self.out.as_mut().poll_write(cx, &line[self.written..]) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(0)) => self.fail(None),
-                Poll::Ready(Err(e)) => self.fail(Some(e)),
-                Poll::Ready(Ok(n)) => {
-                    self.written += n;
-                    self.waiting -= n;
-                    self.unflushed = true;
-                    if self.written == line.len() {
-                        self.queue.pop_front();
-                        self.written = 0;
-                    }
-                }
+            let (n, failed) = write_some(self.out.as_mut(), cx, &line[self.written..]);
+            let whole = self.written + n == line.len();
+            self.written += n;
+            self.waiting -= n;
+            self.unflushed |= n > 0;
+            if whole {
+                self.queue.pop_front();
+                self.written = 0;
+            }
+            match failed {
+                Err(why) => self.fail(why),
+                // The pipe is full: the waker given is woken when it has room.
+                Ok(()) if !whole => return Poll::Pending,
+                Ok(()) => {}
             }
         }
         if self.unflushed && !self.failed {
