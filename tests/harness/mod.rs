@@ -1,6 +1,7 @@
 //! The one harness of every test binary: the binary and its output, waits with a
 //! deadline, fixtures, the skip rule (`skip`), the tmux terminal (`tmux`), the private
-//! PostgreSQL cluster (`pg`, `pg_cli`), the real MCP clients and servers (`interop`).
+//! PostgreSQL cluster (`pg`, `pg_cli`), network namespaces (`netns`), the real MCP
+//! clients and servers (`interop`).
 //! Each binary's `main.rs` includes it with
 //! `#[path = "../harness/mod.rs"] #[macro_use] mod harness;` before its own modules.
 #![allow(dead_code)]
@@ -8,6 +9,7 @@
 pub mod clock;
 pub mod interop;
 pub mod mcp;
+pub mod netns;
 pub mod pg;
 pub mod pg_cli;
 pub mod queue;

@@ -11,16 +11,16 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Barrier};
 
 use crate::harness;
+use crate::harness::netns::{self, Namespace};
 use crate::harness::pg;
 use harness::{bin, code, stderr};
 
-/// Every namespace this test makes is named so, then the test process's pid.
-const PREFIX: &str = "so-pgnetns-";
+/// The tag in the names of the namespaces this test makes.
+const TAG: &str = "pg";
 const SENDERS_PER_NAMESPACE: usize = 8;
 const KEYS: usize = 40;
 
@@ -30,133 +30,11 @@ fn cannot_run(why: &str) {
     crate::harness::skip::missing(&format!("the network-namespace test cannot run ({why})"));
 }
 
-fn ip(args: &[&str]) -> Result<Output, String> {
-    let out = Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(format!(
-            "ip {} failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// A network namespace with one end of a veth pair in it and the other on the host, both
-/// up and addressed. Dropping it removes both (a panic unwinds through the drop too).
-struct Namespace {
-    name: String,
-    host_link: String,
-    host_addr: Ipv4Addr,
-    addr: Ipv4Addr,
-}
-
-impl Namespace {
-    /// `index` picks this process's second /30 for the second namespace.
-    fn make(index: u32, letter: char) -> Result<Namespace, String> {
-        let pid = std::process::id();
-        // 198.18.0.0/15 is set aside for network tests (RFC 2544): a /29 per test
-        // process, from its pid, so two runs at once do not share addresses.
-        let block = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + (pid % 16_384) * 8 + index * 4;
-        let name = format!("{PREFIX}{pid}-{letter}");
-        ip(&["netns", "add", &name])?;
-        // From here on the drop removes whatever was made.
-        let ns = Namespace {
-            host_link: format!("sopg{}{letter}", pid % 1_000_000),
-            name,
-            host_addr: Ipv4Addr::from(block + 1),
-            addr: Ipv4Addr::from(block + 2),
-        };
-        let inside = format!("{}i", ns.host_link);
-        let host_cidr = format!("{}/30", ns.host_addr);
-        let cidr = format!("{}/30", ns.addr);
-        ip(&[
-            "link",
-            "add",
-            &ns.host_link,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &inside,
-            "netns",
-            &ns.name,
-        ])?;
-        ip(&["addr", "add", &host_cidr, "dev", &ns.host_link])?;
-        ip(&["link", "set", &ns.host_link, "up"])?;
-        ip(&["-n", &ns.name, "addr", "add", &cidr, "dev", &inside])?;
-        ip(&["-n", &ns.name, "link", "set", &inside, "up"])?;
-        ip(&["-n", &ns.name, "link", "set", "lo", "up"])?;
-        Ok(ns)
-    }
-
-    /// `send-once ARGS` run inside this namespace.
-    fn send_once(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.name])
-            .arg(bin())
-            .args(args)
-            .stdin(Stdio::null());
-        cmd
-    }
-}
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        // Deleting the namespace ends the veth pair with it; the host end is removed
-        // first all the same, so nothing waits on the kernel to tear the namespace down.
-        let _ = ip(&["link", "del", &self.host_link]);
-        if let Err(e) = ip(&["netns", "del", &self.name]) {
-            eprintln!("pg_netns: could not remove namespace {}: {e}", self.name);
-        }
-    }
-}
-
-/// Namespaces left by a test process that no longer runs (killed with no unwinding).
-fn remove_leftovers() {
-    let Ok(out) = ip(&["netns", "list"]) else {
-        return;
-    };
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some(name) = line.split_whitespace().next() else {
-            continue;
-        };
-        let Some(pid) = name
-            .strip_prefix(PREFIX)
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let letter = name.rsplit('-').next().unwrap_or_default();
-            let _ = ip(&["link", "del", &format!("sopg{}{letter}", pid % 1_000_000)]);
-            let _ = ip(&["netns", "del", name]);
-        }
-    }
-}
-
-fn can_run_here() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root, so no network namespaces".into());
-    }
-    let has_ip = Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_ip {
-        return Err("no ip command (iproute2), so no network namespaces".into());
-    }
-    Ok(())
+/// `send-once ARGS` run inside `ns`.
+fn send_once(ns: &Namespace, args: &[&str]) -> std::process::Command {
+    let mut cmd = ns.command(bin());
+    cmd.args(args);
+    cmd
 }
 
 /// The server's log lines saying a connection came from `addr`.
@@ -168,11 +46,11 @@ fn connections_from(pg: &pg::PgCluster, addr: Ipv4Addr) -> usize {
 
 #[test]
 fn sixteen_senders_in_two_network_namespaces_send_each_key_exactly_once() {
-    if let Err(why) = can_run_here() {
+    if let Err(why) = netns::can_run_here() {
         return cannot_run(&why);
     }
-    remove_leftovers();
-    let made = Namespace::make(0, 'a').and_then(|a| Ok((a, Namespace::make(1, 'b')?)));
+    netns::remove_leftovers();
+    let made = Namespace::make(TAG, 0).and_then(|a| Ok((a, Namespace::make(TAG, 1)?)));
     let (a, b) = match made {
         Ok(pair) => pair,
         Err(why) => return cannot_run(&format!("cannot make network namespaces: {why}")),
@@ -190,8 +68,7 @@ fn sixteen_senders_in_two_network_namespaces_send_each_key_exactly_once() {
     // Inside a namespace the host's loopback is not there: a sender reaches the server
     // only over its link.
     for ns in [&a, &b] {
-        let out = ns
-            .send_once(&["audit", &pg.url(), "--json"])
+        let out = send_once(ns, &["audit", &pg.url(), "--json"])
             .output()
             .expect("ip netns exec runs");
         assert_eq!(
@@ -211,8 +88,7 @@ fn sixteen_senders_in_two_network_namespaces_send_each_key_exactly_once() {
         .iter()
         .map(|ns| pg.url_on(&ns.host_addr.to_string()))
         .collect();
-    let out = a
-        .send_once(&["init", &urls[0]])
+    let out = send_once(&a, &["init", &urls[0]])
         .output()
         .expect("ip netns exec runs");
     assert_eq!(code(&out), 0, "init from {}: {}", a.name, stderr(&out));
@@ -242,11 +118,13 @@ fn sixteen_senders_in_two_network_namespaces_send_each_key_exactly_once() {
                     (0..KEYS)
                         .map(|i| {
                             let key = &keys[(i + offset) % KEYS];
-                            let out = ns
-                                .send_once(&["run", url, "--key", key, "--", "sh", "-c", &record])
-                                .stdout(Stdio::null())
-                                .output()
-                                .expect("ip netns exec runs");
+                            let out = send_once(
+                                ns,
+                                &["run", url, "--key", key, "--", "sh", "-c", &record],
+                            )
+                            .stdout(Stdio::null())
+                            .output()
+                            .expect("ip netns exec runs");
                             (w, code(&out), stderr(&out))
                         })
                         .collect::<Vec<_>>()
