@@ -3,7 +3,7 @@
 # it; with --write, puts them into BENCHMARKS.md in place of what is there, so that it
 # shows exactly what was printed, with the date.
 #
-#   benches/figures.sh [--write] [BENCH ...]     (default: all of them; about 40 minutes)
+#   benches/figures.sh [--write] [BENCH ...]     (default: all of them; about 45 minutes)
 #   benches/figures.sh --write --saved [BENCH ...]   writes what the last run printed
 #                                                (target/figures/BENCH.md), runs nothing
 #
@@ -29,7 +29,7 @@ for arg in "$@"; do
   esac
 done
 if [ ${#benches[@]} -eq 0 ]; then
-  benches=(durable_once postgres reconcile audit approvals tui mcp)
+  benches=(durable_once postgres fleet reconcile audit approvals tui mcp)
 fi
 
 out=target/figures
