@@ -146,7 +146,7 @@ fn main() {
             tries += 1;
             noisy.repeated += 1;
             eprintln!(
-                "round {round}: the baseline moved {:.1}x between its first and last slice; measuring again",
+                "round {round}: the INSERT rate moved {:.1}x between its first and last tenth (or chunk); measuring again",
                 row.baseline_moved
             );
         };
@@ -1605,13 +1605,13 @@ fn print_figures(
         thousands(sends as u64 * 4),
         match (noisy.repeated, noisy.kept) {
             (0, _) => format!(
-                "No round was measured again (none whose INSERT rate moved more than {NOISY}x between its first and last slice)."
+                "No round was measured again (none whose INSERT rate moved more than {NOISY}x between its first tenth and its last, or its first chunk at 16 and its last)."
             ),
             (n, 0) => format!(
-                "{n} round(s) measured again, their INSERT rate having moved more than {NOISY}x between its first and last slice."
+                "{n} round(s) measured again, their INSERT rate having moved more than {NOISY}x between its first tenth and its last (or its first chunk at 16 and its last)."
             ),
             (n, kept) => format!(
-                "{n} round(s) measured again, their INSERT rate having moved more than {NOISY}x between its first and last slice; {kept} still moved that much after {REPEATS} tries and were kept."
+                "{n} round(s) measured again, their INSERT rate having moved more than {NOISY}x between its first tenth and its last (or its first chunk at 16 and its last); {kept} still moved that much after {REPEATS} tries and were kept."
             ),
         },
         match looked {
