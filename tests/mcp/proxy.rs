@@ -1179,3 +1179,65 @@ async fn subscriptions_completions_and_logging_go_through_the_proxy() {
     assert!(told.contains(&"updated log://acted".to_owned()), "{told:?}");
     agent.cancel().await.unwrap();
 }
+
+/// Every tool of tests/fixtures/mcp/not_final_upstream.py, held to `once`.
+const NOT_FINAL: &str = r#"
+upstream = "not-final"
+[default]
+mode = "once"
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
+    if !crate::harness::skip::have_tools(&[("python3", "python3")]) {
+        return;
+    }
+    let Some(bench) = Bench::new(NOT_FINAL) else {
+        return;
+    };
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mcp/not_final_upstream.py"
+    );
+    let args = bench.proxy_args_on(&bench.ledger(), &[], &["python3", script]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let agent = connect_with("tasks-agent", &args, &[("FAKE_UPSTREAM_LOG", &bench.log())]).await;
+    for (tool, why) in [
+        ("start_task", "answered with a task"),
+        ("needs_input", "asked for more input"),
+        // rmcp takes neither for a tool's result, and nor does the proxy.
+        ("old_task", "something else than a result"),
+        ("new_kind", "something else than a result"),
+    ] {
+        let first = call(&agent, tool, json!({"n": 1})).await;
+        let said = first.structured_content.clone().unwrap_or_default();
+        assert_eq!(said["status"], "unknown", "{tool}: {}", text(&first));
+        assert!(text(&first).contains(why), "{tool}: {}", text(&first));
+        // Asked again, it is not made again: a person must settle it first.
+        let again = call(&agent, tool, json!({"n": 1})).await;
+        assert_eq!(
+            again.structured_content.clone().unwrap_or_default()["status"],
+            "unknown",
+            "{tool}: {}",
+            text(&again)
+        );
+    }
+    assert_eq!(
+        bench.acted(),
+        ["start_task", "needs_input", "old_task", "new_kind"]
+    );
+    // None of them is recorded as sent, and each is listed for a person.
+    let audit = bench.cli(&["audit", "L", "--json"]);
+    let listed: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let unknown: Vec<&str> = listed["unknown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["meta"]["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(unknown.len(), 4, "{listed}");
+    for tool in ["start_task", "needs_input", "old_task", "new_kind"] {
+        assert!(unknown.contains(&tool), "{tool}: {listed}");
+    }
+    agent.cancel().await.unwrap();
+}
