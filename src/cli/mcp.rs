@@ -102,6 +102,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
     let ledger = ledger_over(store.clone());
     let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
     let in_flight = server.in_flight();
+    let notes = Notes::new();
     let exit = runtime.block_on(async {
         let (agent_in, agent_out, _blocking_again) = send_once::mcp::stdio::transport();
         serve_until_stopped(
@@ -111,10 +112,12 @@ pub fn mcp(args: &McpArgs) -> Exit {
             std::future::pending(),
             || Duration::from_secs(60),
             || false,
+            Arc::clone(&notes),
         )
         .await
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
+    notes.said();
     exit
 }
 
@@ -316,6 +319,7 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         }
         "the upstream server exited"
     };
+    let notes = Notes::new();
     let exit = serve_until_stopped(
         Counted::new(server, lane.handling()),
         tokio::io::split(server_end),
@@ -336,6 +340,7 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
                 true
             }
         },
+        Arc::clone(&notes),
     )
     .await;
     // What is still on its way to the agent is written before the process ends, and a
@@ -345,6 +350,7 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         "the proxy stopped before the upstream answered, so whether the call happened is not known",
     )
     .await;
+    notes.said();
     // Only now, the calls in flight answered, is the upstream stopped.
     drop(keep_upstream);
     if let Some(why) = lane.agent_write_error() {
@@ -356,6 +362,46 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         );
     }
     exit
+}
+
+/// What the session says on standard error while it runs. When standard error is the
+/// agent's own output (`2>&1`), a note written while an answer is being written would
+/// land inside that answer's line and break it; such notes wait until the session's
+/// output is written, and are said then.
+struct Notes {
+    held: Option<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Notes {
+    fn new() -> Arc<Notes> {
+        Arc::new(Notes {
+            held: send_once::mcp::stdio::stderr_is_stdout().then(Default::default),
+        })
+    }
+
+    fn say(&self, message: String) {
+        match &self.held {
+            Some(held) => held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(message),
+            None => super::note(message),
+        }
+    }
+
+    /// Says what waited: the session's output is written.
+    fn said(&self) {
+        if let Some(held) = &self.held {
+            let held = std::mem::take(
+                &mut *held
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            for message in held {
+                super::note(message);
+            }
+        }
+    }
 }
 
 /// The next SIGINT or SIGTERM, named.
@@ -381,6 +427,7 @@ async fn serve_until_stopped<S: rmcp::Service<rmcp::RoleServer>, R, W>(
     gone: impl Future<Output = &'static str> + Send + 'static,
     bound: impl Fn() -> Duration + Send + Sync + 'static,
     stopping: impl FnOnce() -> bool + Send + 'static,
+    notes: Arc<Notes>,
 ) -> Exit
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
@@ -392,16 +439,18 @@ where
     };
     let stop = service.cancellation_token();
     // Whether the session was stopped at a second signal, when it ends that way.
+    let said = Arc::clone(&notes);
     let watch = tokio::spawn(async move {
+        let notes = said;
         let why = tokio::select! {
             why = stop_signal() => why,
             why = gone => why,
         };
-        super::note(format!("stopping: {why}"));
+        notes.say(format!("stopping: {why}"));
         let ends_by_itself = stopping();
         if ends_by_itself {
             let why = stop_signal().await;
-            super::note(format!(
+            notes.say(format!(
                 "{why} again: stopping without waiting for the calls in flight"
             ));
         }
@@ -424,13 +473,13 @@ where
         tokio::select! {
             settled = in_flight.settled(bound()) => settled,
             why = stop_signal() => {
-                super::note(format!("{why} again: stopping without waiting for the calls in flight"));
+                notes.say(format!("{why} again: stopping without waiting for the calls in flight"));
                 false
             }
         }
     };
     if !settled {
-        super::note("work still in flight when the session ended is recorded as unknown if it does not finish".to_owned());
+        notes.say("work still in flight when the session ended is recorded as unknown if it does not finish".to_owned());
     }
     match ended {
         Ok(_) => Exit::Ok,

@@ -50,6 +50,17 @@ pub fn transport() -> (Reader, Writer, BlockingAgain) {
     )
 }
 
+/// Whether standard error is the open pipe, socket or file that standard output is
+/// (`2>&1`): then a note written while an answer is on its way could land inside the
+/// answer's line.
+pub fn stderr_is_stdout() -> bool {
+    let id = |fd: BorrowedFd<'_>| described(fd).map(|(_, meta)| (meta.dev(), meta.ino()));
+    match (id(io::stdout().as_fd()), id(io::stderr().as_fd())) {
+        (Some(out), Some(err)) => out == err,
+        _ => false,
+    }
+}
+
 enum Polled {
     Pipe(OwnedFd),
     Socket(OwnedFd),

@@ -587,3 +587,108 @@ fn a_timeout_that_is_not_a_duration_is_refused_at_start() {
     assert!(said.contains("soon"), "{said}");
     assert!(!bench.ledger().exists(), "nothing was created");
 }
+
+/// Both ends of a new pipe: (read, write).
+fn pipe() -> (std::fs::File, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given, which then
+    // belong to nothing else.
+    let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(made, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just made and are owned here alone.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    }
+}
+
+#[test]
+fn with_its_stderr_on_the_agents_pipe_the_proxy_says_nothing_inside_an_answer() {
+    use std::io::{BufRead, Write};
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    // One pipe for the proxy's output and its stderr, as `2>&1` makes.
+    let (read, write) = pipe();
+    let mut command = std::process::Command::new(crate::harness::bin());
+    command
+        .args(bench.proxy_args(&[]))
+        .env("FAKE_UPSTREAM_LOG", bench.log())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::from(write.try_clone().unwrap()))
+        .stderr(std::process::Stdio::from(write));
+    let mut child = command.spawn().unwrap();
+    // The Command holds the test's copies of the write end: gone with it, the
+    // reader sees the end when the proxy exits.
+    drop(command);
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let reading = std::sync::Arc::new(std::sync::Mutex::new(()));
+    let allowed = std::sync::Arc::clone(&reading);
+    std::thread::spawn(move || {
+        let mut read = std::io::BufReader::new(read);
+        loop {
+            drop(allowed.lock().unwrap());
+            let mut line = String::new();
+            match read.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    let _ = tx.send(line);
+                }
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut send = |message: serde_json::Value| writeln!(stdin, "{message}").unwrap();
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw-agent", "version": "1"}}}),
+    );
+    let first = lines.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert!(first.contains("\"id\":0"), "{first}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // The agent stops reading; an answer far longer than the pipe holds is being
+    // written when the proxy is told to stop, and says so.
+    let paused = std::sync::Arc::clone(&reading);
+    let not_reading = paused.lock().unwrap();
+    let long = "y".repeat(400_000);
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"line": long}}}));
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: kill with the pid of a child this test started and has not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_secs(1));
+    drop(not_reading);
+    let mut all = Vec::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(30)) {
+        all.push(line);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer = all
+        .iter()
+        .position(|line| line.contains("\"id\":1"))
+        .expect("the long call's answer");
+    for line in &all {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok()
+                || line.starts_with("send-once: "),
+            "a line that is neither a message nor a note, {} bytes: {}…",
+            line.len(),
+            line.chars().take(200).collect::<String>()
+        );
+    }
+    let answered: serde_json::Value = serde_json::from_str(&all[answer]).unwrap();
+    assert!(
+        answered.to_string().contains(&long),
+        "the answer came whole"
+    );
+    let note = all
+        .iter()
+        .position(|line| line.starts_with("send-once: stopping: terminated"))
+        .expect("the proxy said it was stopping");
+    assert!(note > answer, "{all:?}");
+}
