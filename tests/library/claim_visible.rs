@@ -1,10 +1,11 @@
 //! A claim is in the ledger file, for anyone who opens it, before the send starts,
-//! and stays so while the WAL is checkpointed off the commit path.
+//! and stays so while SQLite checkpoints the WAL and starts it again.
 //!
-//! The checkpointer thread (src/stores/sqlite.rs) moves work off the claim's commit;
-//! these tests read the ledger with a connection of their own (in this process, and
-//! from another process started as the send command) at the moment the send starts,
-//! across enough sends for the log to be checkpointed and restarted many times.
+//! A claim commits on the sender's own thread when the writer is idle, and through
+//! the writer thread otherwise (src/stores/sqlite/writer.rs); these tests read the
+//! ledger with a connection of their own (in this process, and from another process
+//! started as the send command) at the moment the send starts, across enough sends
+//! for the log to be checkpointed and restarted many times.
 
 use std::process::Command;
 
