@@ -28,7 +28,7 @@ pub fn transport() -> (Reader, Writer, BlockingAgain) {
     // standard error is the same one (`2>&1`, or one socket for all three), a note
     // written to it could fail with "would block" in the middle of a session, so that
     // side stays on tokio's blocking reader or writer.
-    let stderr = described(io::stderr().as_fd()).map(|(_, meta)| (meta.dev(), meta.ino()));
+    let stderr = identity(io::stderr().as_fd());
     let reader: Option<Reader> = match polled(io::stdin().as_fd(), stderr) {
         Some(Polled::Pipe(fd)) => tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
             .ok()
@@ -54,11 +54,18 @@ pub fn transport() -> (Reader, Writer, BlockingAgain) {
 /// (`2>&1`): then a note written while an answer is on its way could land inside the
 /// answer's line.
 pub fn stderr_is_stdout() -> bool {
-    let id = |fd: BorrowedFd<'_>| described(fd).map(|(_, meta)| (meta.dev(), meta.ino()));
-    match (id(io::stdout().as_fd()), id(io::stderr().as_fd())) {
+    match (
+        identity(io::stdout().as_fd()),
+        identity(io::stderr().as_fd()),
+    ) {
         (Some(out), Some(err)) => out == err,
         _ => false,
     }
+}
+
+/// What `fd` is open on, as its device and inode.
+fn identity(fd: BorrowedFd<'_>) -> Option<(u64, u64)> {
+    described(fd).map(|(_, meta)| (meta.dev(), meta.ino()))
 }
 
 enum Polled {
