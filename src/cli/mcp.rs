@@ -117,7 +117,8 @@ pub fn mcp(args: &McpArgs) -> Exit {
         .await
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
-    notes.said();
+    // rmcp's session has ended by closing its transport, which flushed the answers.
+    notes.said(true);
     exit
 }
 
@@ -350,7 +351,7 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         "the proxy stopped before the upstream answered, so whether the call happened is not known",
     )
     .await;
-    notes.said();
+    notes.said(lane.agent_output_written());
     // Only now, the calls in flight answered, is the upstream stopped.
     drop(keep_upstream);
     if let Some(why) = lane.agent_write_error() {
@@ -389,16 +390,28 @@ impl Notes {
         }
     }
 
-    /// Says what waited: the session's output is written.
-    fn said(&self) {
-        if let Some(held) = &self.held {
-            let held = std::mem::take(
-                &mut *held
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            );
-            for message in held {
-                super::note(message);
+    /// Says what waited, now that the session has ended. Only if `written` (the
+    /// session's output is all written: a note now would land inside an answer still
+    /// on its way otherwise), and only as far as the pipe takes it without waiting (an
+    /// agent that reads nothing would hold the process forever otherwise). What cannot
+    /// be said is dropped: the ledger holds what it told.
+    fn said(&self, written: bool) {
+        let Some(held) = &self.held else {
+            return;
+        };
+        let held = std::mem::take(
+            &mut *held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if !written {
+            return;
+        }
+        for message in held {
+            if !send_once::mcp::stdio::write_stderr_without_waiting(&super::output::note_text(
+                &message,
+            )) {
+                return;
             }
         }
     }
@@ -455,6 +468,17 @@ where
             ));
         }
         stop.cancel();
+        if !ends_by_itself {
+            // rmcp ends the session by flushing what it wrote, which waits for an agent
+            // that reads nothing forever; a second signal ends the process instead.
+            // (This task is stopped when the session ends first.)
+            let why = stop_signal().await;
+            notes.say(format!(
+                "{why} again: stopping without waiting for the calls in flight"
+            ));
+            notes.said(false);
+            std::process::exit(Exit::Ok as i32);
+        }
         ends_by_itself
     });
     let ended = service.waiting().await;

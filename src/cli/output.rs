@@ -157,12 +157,16 @@ pub fn print_command_stdout(bytes: &[u8]) {
 
 /// Tells the person something on stderr, made visible as stdout text is.
 pub fn note(message: impl std::fmt::Display) {
+    // Nowhere is left to report a failing stderr.
+    let _ = std::io::stderr().write_all(note_text(message).as_bytes());
+}
+
+/// A note's line as [`note`] writes it.
+pub fn note_text(message: impl std::fmt::Display) -> String {
     // Whatever quotes an argument back (a file that could not be read, say) must not
     // show a Postgres password the user typed.
     let message = super::ledger_arg::redact_given_urls(&message.to_string());
-    let text = format!("send-once: {message}\n");
-    // Nowhere is left to report a failing stderr.
-    let _ = std::io::stderr().write_all(visible(&text).as_bytes());
+    visible(&format!("send-once: {message}\n")).into_owned()
 }
 
 /// What kind of problem stopped a command, as `--json` names it in `error.kind`, so a

@@ -52,8 +52,13 @@ pub fn transport() -> (Reader, Writer, BlockingAgain) {
 
 /// Whether standard error is the open pipe, socket or file that standard output is
 /// (`2>&1`): then a note written while an answer is on its way could land inside the
-/// answer's line.
+/// answer's line. A terminal is not: no MCP client reads one, and a person at it
+/// should see at once that the server is stopping.
 pub fn stderr_is_stdout() -> bool {
+    use std::io::IsTerminal;
+    if io::stdout().is_terminal() {
+        return false;
+    }
     match (
         identity(io::stdout().as_fd()),
         identity(io::stderr().as_fd()),
@@ -61,6 +66,32 @@ pub fn stderr_is_stdout() -> bool {
         (Some(out), Some(err)) => out == err,
         _ => false,
     }
+}
+
+/// Writes `text` to standard error only if that takes no waiting: when standard error
+/// is the agent's pipe and the agent reads nothing, a blocking write would hold the
+/// process forever. A write of at most `PIPE_BUF` bytes to a pipe is whole or not at
+/// all, so a note is never cut either. False when it was not written.
+pub fn write_stderr_without_waiting(text: &str) -> bool {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let fd = io::stderr().as_fd().as_raw_fd();
+    // SAFETY: fcntl on fd 2, which this process holds open, reading its status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return false;
+    }
+    let was_blocking = flags & libc::O_NONBLOCK == 0;
+    // SAFETY: as above, adding only O_NONBLOCK; the flags are put back below.
+    if was_blocking && unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return false;
+    }
+    let written = io::stderr().lock().write_all(text.as_bytes()).is_ok();
+    if was_blocking {
+        // SAFETY: as above, putting back the flags read before.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+    }
+    written
 }
 
 /// What `fd` is open on, as its device and inode.

@@ -233,6 +233,11 @@ impl Lane {
         let _ = tokio::time::timeout_at(deadline, self.to_agent.drained()).await;
     }
 
+    /// Whether everything meant for the agent is written to its pipe.
+    pub fn agent_output_written(&self) -> bool {
+        self.to_agent.is_written()
+    }
+
     /// Why the agent's answers could not be written, if it was not that the agent
     /// closed its end (a full disk under a file, an I/O error).
     pub fn agent_write_error(&self) -> Option<String> {

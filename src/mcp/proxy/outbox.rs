@@ -172,6 +172,13 @@ impl Outbox {
         poll
     }
 
+    /// Whether everything given is written and flushed (or writing failed, and no
+    /// more will be).
+    pub fn is_written(&self) -> bool {
+        let state = self.state();
+        state.failed || (!state.draining && state.queue.is_empty() && !state.unflushed)
+    }
+
     /// Bytes given and not yet written.
     pub fn waiting(&self) -> usize {
         self.state().waiting
