@@ -15,9 +15,9 @@
 //!   runs its share of the senders as tokio tasks, each making library `once()` calls
 //!   with a no-op send, one after another: distinct keys, and one call in 8 on a key
 //!   the same task of every other namespace also tries (contested). A process starts
-//!   once all are connected and warmed up. The rate is `once()` calls answered per
-//!   second, all processes together; the claim latency is from the call to its send
-//!   starting. Every contested key tried must have been sent exactly once, counted
+//!   once all are connected and warmed up. The rate is sends made per second (a call
+//!   that finds its key sent by another namespace makes none, and is not counted), all
+//!   processes together; the claim latency is from the call to its send starting. Every contested key tried must have been sent exactly once, counted
 //!   from the send side (each process lists the keys its sends ran for).
 //! - **the baseline**: `pgbench` (the server's own tool) in the same namespaces with
 //!   the same number of clients, running a script of the statements a send makes, the
@@ -336,7 +336,7 @@ impl Baseline {
 }
 
 struct Sent {
-    /// `once()` calls answered a second, the processes' together.
+    /// Sends made a second (`once()` calls whose send ran), the processes' together.
     rate: f64,
     claim_p50_ms: f64,
     claim_p99_ms: f64,
@@ -410,7 +410,7 @@ impl Fleet<'_> {
             })
             .collect();
         let mut rate = 0.0;
-        let mut slices: Vec<f64> = Vec::new();
+        let mut slices: Option<Vec<f64>> = None;
         let mut latencies_us: Vec<f64> = Vec::new();
         for (prefix, child) in runs {
             let out = child.wait_with_output().expect("pgbench ran");
@@ -435,17 +435,16 @@ impl Fleet<'_> {
                 .filter_map(|tps| tps.strip_suffix(" tps"))
                 .filter_map(|tps| tps.parse().ok())
                 .collect();
-            if slices.len() < each.len() {
-                slices.resize(each.len(), 0.0);
-            }
-            for (sum, tps) in slices.iter_mut().zip(each) {
-                *sum += tps;
-            }
+            // Each second summed over the processes, as far as every one reported.
+            slices = Some(match slices {
+                None => each,
+                Some(sums) => sums.iter().zip(&each).map(|(a, b)| a + b).collect(),
+            });
             latencies_us.extend(take_logs(&self.work, &prefix));
         }
         Baseline {
             rate,
-            slices,
+            slices: slices.unwrap_or_default(),
             p50_ms: percentile(&mut latencies_us, 0.50) / 1000.0,
             p99_ms: percentile(&mut latencies_us, 0.99) / 1000.0,
         }
@@ -508,7 +507,7 @@ impl Fleet<'_> {
                 "a sender's calls failed: {:?}",
                 report.errors
             );
-            rate += report.calls as f64 / report.seconds;
+            rate += report.sends as f64 / report.seconds;
             claims_us.extend(report.claims_us.iter().map(|&us| us as f64));
             for key in report.contested_sent {
                 *sent_by.entry(key).or_default() += 1;
@@ -586,6 +585,8 @@ struct Orders {
 struct Report {
     /// `once()` calls answered.
     calls: usize,
+    /// Of those, the calls whose send ran.
+    sends: usize,
     /// From the go to the last call's answer.
     seconds: f64,
     /// Per send that ran: from the call to the send, in µs.
@@ -657,15 +658,16 @@ fn sender(args: &[String]) {
                             .await;
                         let mut report = report.lock().expect("the report");
                         report.calls += 1;
+                        // What counts is that the send ran, whatever the outcome says.
                         if let Some(took) = claimed {
+                            report.sends += 1;
                             report.claims_us.push(took.as_micros() as u64);
+                            if is_contested {
+                                report.contested_sent.push(key.clone());
+                            }
                         }
                         match outcome {
-                            Ok(Outcome::Sent { .. }) => {
-                                if is_contested {
-                                    report.contested_sent.push(key.clone());
-                                }
-                            }
+                            Ok(Outcome::Sent { .. }) => {}
                             // Another namespace's send of a contested key: done, or
                             // still in flight.
                             Ok(
@@ -718,9 +720,9 @@ fn report(
     not_sent: &str,
 ) -> String {
     let mut body = format!(
-        "One private cluster (fsync on), started by the bench; {where_from}. Each round measures pgbench and send-once at each sender count for {seconds} s each, in turns; rounds: {rounds} after a warm-up round, the ratio the median of the rounds' ratios (their range in brackets). The senders, pgbench and the server share this machine's cores alike. Rates are the processes' together; latencies are over all the round's calls.\n\n"
+        "One private cluster (fsync on), started by the bench; {where_from}. Each round measures pgbench and send-once at each sender count for {seconds} s each, in turns; rounds: {rounds} after a warm-up round, the ratio the median of the rounds' ratios (their range in brackets). The senders, pgbench and the server share this machine's cores alike. Rates are sends made a second, the processes' together (a call that finds its key sent by another namespace makes no send and is not counted; each pgbench transaction is one send); latencies are over all the round's sends.\n\n"
     );
-    body.push_str("| senders | pgbench, the same two statements | send-once `once()` | ratio | target | verdict | claim latency p50 / p99 (send-once) | script latency p50 / p99 (pgbench) |\n");
+    body.push_str("| senders | pgbench, the same two statements | send-once `once()`, sends made | ratio | target | verdict | claim latency p50 / p99 (send-once) | script latency p50 / p99 (pgbench) |\n");
     body.push_str("|---|---|---|---|---|---|---|---|\n");
     let mut exactly_once = Vec::new();
     for senders in SENDERS {

@@ -511,15 +511,16 @@ impl Sends {
             }
         }
         let rate = |d: Duration| sends as f64 / d.as_secs_f64();
-        (
-            rate(took[0]),
-            rate(took[1]),
-            rate(took[2]),
+        // Fewer than two tenths of a send each: nothing to compare.
+        let moved_by = if sends < 20 {
+            1.0
+        } else {
             moved(
                 tenth as f64 / first_tenth.as_secs_f64(),
                 tenth as f64 / last_tenth.as_secs_f64(),
-            ),
-        )
+            )
+        };
+        (rate(took[0]), rate(took[1]), rate(took[2]), moved_by)
     }
 
     /// The same with `senders` at once, in alternating chunks, each first in its turn:
