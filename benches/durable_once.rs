@@ -166,7 +166,7 @@ fn main() {
                 floor: rate(5),
             };
             // A tenth of the round at each end (one slice at least): a single slice of
-            // 50 fsyncs moves by more than 2x on its own here.
+            // 50 fsyncs can move by more than 2x on its own (a few slow fsyncs do it).
             let tenth = (slices / 10).max(1);
             let rate_of = |part: &[Duration]| {
                 (part.len() * SLICE) as f64 / part.iter().sum::<Duration>().as_secs_f64()
