@@ -124,10 +124,9 @@ fn main() {
         "round  4KiB overwrite+fsync/s  100B append+fsync/s  sequential/s  vs 4KiB  vs 100B  rusqlite alone/s  vs 4KiB  16 senders/s  vs seq  64 senders/s  vs seq"
     );
     let mut rows = Vec::new();
-    let (mut repeated, mut kept) = (0, 0);
+    let mut repeats = common::Repeats::default();
     for round in 0..rounds {
-        let mut tries = 0;
-        let row = loop {
+        let measure = |tries: usize| {
             let mut overwrite = Probe::new(&dir.join("overwrite-probe"), 4096);
             let mut append = Probe::new(&dir.join("append-probe"), 100);
             let mut timers = [Duration::ZERO; 6];
@@ -171,23 +170,17 @@ fn main() {
             let rate_of = |part: &[Duration]| {
                 (part.len() * SLICE) as f64 / part.iter().sum::<Duration>().as_secs_f64()
             };
-            let moved = moved(
+            let moved = common::moved(
                 rate_of(&baseline_slices[..tenth]),
                 rate_of(&baseline_slices[slices - tenth..]),
             );
-            if moved <= NOISY {
-                break row;
-            }
-            if tries == REPEATS {
-                kept += 1;
-                break row;
-            }
-            tries += 1;
-            repeated += 1;
+            (row, moved)
+        };
+        let (row, _) = repeats.measure(measure, |(_, moved)| *moved, |moved| {
             eprintln!(
                 "round {round}: the 4 KiB overwrite's rate moved {moved:.1}x between the first tenth of its slices and the last; measuring again"
-            );
-        };
+            )
+        });
         println!(
             "{round:>5}  {:>22.0}  {:>19.0}  {:>12.0}  {:>7.2}  {:>7.2}  {:>16.0}  {:>7.2}  {:>12.0}  {:>5.2}x  {:>12.0}  {:>5.2}x",
             row.overwrite,
@@ -204,22 +197,7 @@ fn main() {
         );
         rows.push(row);
     }
-    report(&rows, (repeated, kept));
-}
-
-/// A round whose baseline moved more than this between its first and last slice is
-/// measured again...
-const NOISY: f64 = 2.0;
-/// ...at most this many times.
-const REPEATS: usize = 3;
-
-/// How far a rate moved between two slices, as a factor >= 1.
-fn moved(first: f64, last: f64) -> f64 {
-    if first > 0.0 && last > 0.0 {
-        first.max(last) / first.min(last)
-    } else {
-        f64::INFINITY
-    }
+    report(&rows, repeats);
 }
 
 struct Round {
@@ -231,7 +209,8 @@ struct Round {
     floor: f64,
 }
 
-fn report(rows: &[Round], (repeated, kept): (usize, usize)) {
+fn report(rows: &[Round], repeats: common::Repeats) {
+    use common::{NOISY, REPEATS};
     use std::fmt::Write as _;
     let per = |f: fn(&Round) -> f64| -> Vec<f64> { rows.iter().map(f).collect() };
     let vs_overwrite = per(|r| r.sequential / r.overwrite);
@@ -245,7 +224,7 @@ fn report(rows: &[Round], (repeated, kept): (usize, usize)) {
         body,
         "Median of {} rounds; each round takes every measure in turns, {SLICE} operations at a time. {}\n",
         rows.len(),
-        match (repeated, kept) {
+        match (repeats.repeated, repeats.kept) {
             (0, _) => format!(
                 "No round was measured again (none whose 4 KiB overwrite rate moved more than {NOISY}x between the first tenth of its slices and the last)."
             ),

@@ -63,7 +63,7 @@ use send_once::ledger::{Access, Ledger, LedgerLocation, Outcome};
 use send_once::open::Open;
 use serde::{Deserialize, Serialize};
 
-use common::{median, min_max, thousands};
+use common::{NOISY, REPEATS, median, min_max, thousands};
 
 /// The argument that makes this binary one of the fleet's sender processes.
 const SENDER: &str = "--fleet-sender";
@@ -75,11 +75,6 @@ const CONTESTED_EVERY: usize = 8;
 const BASELINE_TABLE: &str = "fleet_baseline";
 /// The target: send-once's rate, per pgbench's.
 const TARGET: f64 = 0.8;
-/// A round whose baseline moved more than this between its first and last second is
-/// measured again...
-const NOISY: f64 = 2.0;
-/// ...at most this many times.
-const REPEATS: usize = 3;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -163,28 +158,22 @@ fn main() {
     };
 
     let mut measured: HashMap<usize, Vec<Pair>> = HashMap::new();
-    let mut repeated = 0;
-    let mut still_noisy = 0;
+    let mut repeats = common::Repeats::default();
     for round in 0..=rounds {
         let secs = if round == 0 { 1 } else { seconds };
         for (at, &senders) in SENDERS.iter().enumerate() {
-            let mut tries = 0;
-            let pair = loop {
-                let pgbench_first = (round + at + tries) % 2 == 0;
-                let pair = fleet.pair(round, tries, senders, secs, pgbench_first);
-                if round == 0 || pair.baseline.steady() {
-                    break pair;
-                }
-                if tries == REPEATS {
-                    still_noisy += 1;
-                    break pair;
-                }
-                tries += 1;
-                repeated += 1;
-                eprintln!(
-                    "round {round}, {senders} senders: pgbench moved {:.1}x between its first and last second; measuring again",
-                    pair.baseline.moved()
-                );
+            let measure = |tries: usize| {
+                let pgbench_first = (round + at + tries).is_multiple_of(2);
+                fleet.pair(round, tries, senders, secs, pgbench_first)
+            };
+            let pair = if round == 0 {
+                measure(0)
+            } else {
+                repeats.measure(measure, |pair| pair.baseline.moved(), |moved| {
+                    eprintln!(
+                        "round {round}, {senders} senders: pgbench moved {moved:.1}x between its first and last second; measuring again"
+                    )
+                })
             };
             if round > 0 {
                 println!(
@@ -207,7 +196,7 @@ fn main() {
         rounds,
         seconds,
         &where_from,
-        (repeated, still_noisy),
+        repeats,
         counted.trim(),
     );
     common::print_figures(
@@ -320,18 +309,13 @@ struct Baseline {
 }
 
 impl Baseline {
-    /// How far the rate moved between the first second and the last.
+    /// How far the rate moved between the first second and the last; with fewer than
+    /// two seconds reported (a run of a second), there is nothing to compare.
     fn moved(&self) -> f64 {
-        match (self.slices.first(), self.slices.last()) {
-            (Some(&first), Some(&last)) if first > 0.0 && last > 0.0 => {
-                first.max(last) / first.min(last)
-            }
-            _ => f64::INFINITY,
+        match self.slices[..] {
+            [first, .., last] => common::moved(first, last),
+            _ => 1.0,
         }
-    }
-
-    fn steady(&self) -> bool {
-        self.moved() <= NOISY
     }
 }
 
@@ -716,7 +700,7 @@ fn report(
     rounds: usize,
     seconds: u64,
     where_from: &str,
-    (repeated, still_noisy): (usize, usize),
+    repeats: common::Repeats,
     not_sent: &str,
 ) -> String {
     let mut body = format!(
@@ -772,9 +756,10 @@ fn report(
         "\nEntries not recorded as sent at the end (the server's count): {not_sent}.\n"
     ));
     body.push_str(&format!(
-        "\nNoisy rounds (pgbench moved more than {NOISY}x between its first and last second): {repeated} measured again{}.\n",
-        if still_noisy > 0 {
-            format!(", {still_noisy} still noisy after {REPEATS} tries and kept")
+        "\nNoisy rounds (pgbench moved more than {NOISY}x between its first and last second): {} measured again{}.\n",
+        repeats.repeated,
+        if repeats.kept > 0 {
+            format!(", {} still noisy after {REPEATS} tries and kept", repeats.kept)
         } else {
             String::new()
         }

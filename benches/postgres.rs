@@ -74,7 +74,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use common::{BIN, NOW_MS, Run, SPAN_MS, START_MS, median, min_max, ms, thousands};
+use common::{BIN, NOISY, NOW_MS, REPEATS, Run, SPAN_MS, START_MS, median, min_max, ms, thousands};
 
 const CONCURRENT: usize = 16;
 /// The Postgres store's pool (src/stores/postgres): at most this many of once()'s
@@ -83,11 +83,6 @@ const POOL: usize = 16;
 /// The most senders at once: once() tasks sharing the store, and connections running
 /// the floor's statements.
 const MANY: usize = 64;
-/// A round whose baseline moved more than this between its first and last slice is
-/// measured again...
-const NOISY: f64 = 2.0;
-/// ...at most this many times.
-const REPEATS: usize = 3;
 /// How many alternating chunks a round's concurrent sends are measured in.
 const CHUNKS_16: usize = 10;
 /// The audited ledger's table (`?table=`), apart from the one the sends go to.
@@ -129,26 +124,19 @@ fn main() {
     let url = cluster.url();
     let sends_table = runtime.block_on(Sends::prepare(&url));
     let mut table = Vec::new();
-    let mut noisy = Noisy::default();
+    let mut noisy = common::Repeats::default();
     for round in 0..=rounds {
         // The warm-up fills the pool and the prepared statements, and the caches.
         let n = if round == 0 { sends / 4 } else { sends };
-        let mut tries = 0;
-        let row = loop {
-            let row = runtime.block_on(sends_table.round(round * 10 + tries, n));
-            if round == 0 || row.baseline_moved <= NOISY {
-                break row;
-            }
-            if tries == REPEATS {
-                noisy.kept += 1;
-                break row;
-            }
-            tries += 1;
-            noisy.repeated += 1;
-            eprintln!(
-                "round {round}: the INSERT rate moved {:.1}x between its first and last tenth (or chunk); measuring again",
-                row.baseline_moved
-            );
+        let measure = |tries: usize| runtime.block_on(sends_table.round(round * 10 + tries, n));
+        let row = if round == 0 {
+            measure(0)
+        } else {
+            noisy.measure(measure, |row| row.baseline_moved, |moved| {
+                eprintln!(
+                    "round {round}: the INSERT rate moved {moved:.1}x between its first and last tenth (or chunk); measuring again"
+                )
+            })
         };
         if round > 0 {
             println!(
@@ -263,23 +251,6 @@ struct RoundRates {
     /// sequential sends and the last, or between its first chunk at 16 and its last,
     /// whichever is more.
     baseline_moved: f64,
-}
-
-/// Rounds measured again because the baseline moved, and rounds kept all the same
-/// after [`REPEATS`] tries.
-#[derive(Clone, Copy, Default)]
-struct Noisy {
-    repeated: usize,
-    kept: usize,
-}
-
-/// How far a rate moved between two slices, as a factor >= 1.
-fn moved(first: f64, last: f64) -> f64 {
-    if first > 0.0 && last > 0.0 {
-        first.max(last) / first.min(last)
-    } else {
-        f64::INFINITY
-    }
 }
 
 /// One concurrent measurement's rates.
@@ -515,7 +486,7 @@ impl Sends {
         let moved_by = if sends < 20 {
             1.0
         } else {
-            moved(
+            common::moved(
                 tenth as f64 / first_tenth.as_secs_f64(),
                 tenth as f64 / last_tenth.as_secs_f64(),
             )
@@ -558,7 +529,7 @@ impl Sends {
             once: rate(1),
             insert: (ways == 3).then(|| rate(2)),
             baseline_moved: match (insert_chunks.first(), insert_chunks.last()) {
-                (Some(&first), Some(&last)) => moved(first, last),
+                (Some(&first), Some(&last)) => common::moved(first, last),
                 _ => 1.0,
             },
         }
@@ -1405,7 +1376,7 @@ fn report(
     looked: Option<&(AuditLedger, AuditSamples, TuiSamples)>,
     sends: usize,
     rounds: usize,
-    noisy: Noisy,
+    noisy: common::Repeats,
 ) {
     let column = |f: fn(&RoundRates) -> f64| -> Vec<f64> { table.iter().map(f).collect() };
     let mut ratio_1 = column(|r| r.once_1 / r.insert_1);
@@ -1594,7 +1565,7 @@ fn print_figures(
     looked: Option<&(AuditLedger, AuditSamples, TuiSamples)>,
     sends: usize,
     rounds: usize,
-    noisy: Noisy,
+    noisy: common::Repeats,
 ) {
     use std::fmt::Write as _;
     let column = |f: fn(&RoundRates) -> f64| -> Vec<f64> { table.iter().map(f).collect() };

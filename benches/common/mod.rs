@@ -599,3 +599,57 @@ pub fn print_figures(name: &str, command: &str, body: &str) {
 pub fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "short" }
 }
+
+// ---------------------------------------------------------------------------------
+// Rounds whose baseline moved.
+
+/// A round whose baseline's rate moved more than this between its first slice and its
+/// last is measured again rather than averaged in...
+pub const NOISY: f64 = 2.0;
+/// ...at most this many times; then it is kept, and counted as kept.
+pub const REPEATS: usize = 3;
+
+/// How far a rate moved between two slices, as a factor >= 1.
+pub fn moved(first: f64, last: f64) -> f64 {
+    if first > 0.0 && last > 0.0 {
+        first.max(last) / first.min(last)
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Rounds measured again because their baseline moved, and rounds kept all the same
+/// after [`REPEATS`] tries, for the figures to say.
+#[derive(Clone, Copy, Default)]
+pub struct Repeats {
+    pub repeated: usize,
+    pub kept: usize,
+}
+
+impl Repeats {
+    /// `measure(try)`, again while how far its baseline moved (`moved` of what it
+    /// gave) is over [`NOISY`], [`REPEATS`] more times at most; `again(moved)` says
+    /// so on stderr before each try again.
+    pub fn measure<T>(
+        &mut self,
+        mut measure: impl FnMut(usize) -> T,
+        moved: impl Fn(&T) -> f64,
+        again: impl Fn(f64),
+    ) -> T {
+        let mut tries = 0;
+        loop {
+            let measured = measure(tries);
+            let by = moved(&measured);
+            if by <= NOISY {
+                return measured;
+            }
+            if tries == REPEATS {
+                self.kept += 1;
+                return measured;
+            }
+            tries += 1;
+            self.repeated += 1;
+            again(by);
+        }
+    }
+}
