@@ -538,3 +538,60 @@ fn a_send_command_that_cannot_be_used_is_refused_at_start_and_named() {
     // Nothing was started, so no ledger was made.
     assert!(!Path::new(ledger).exists());
 }
+
+/// An agent that stops reading while an answer is still being written holds the
+/// server in that write; the operator's second signal must still stop it (F4 of the
+/// review of session 34: it did not).
+#[test]
+fn a_second_signal_stops_the_server_while_an_answer_waits_for_an_agent_that_reads_nothing() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let err = dir.path().join("mcp.err");
+    let mut server = send_once(&["mcp", ledger.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut to_server = server.stdin.take().unwrap();
+    let mut from_server = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut say = |message: Value| writeln!(to_server, "{message}").unwrap();
+    say(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "still-agent", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    from_server.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":0"), "{line}");
+    say(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // An argument the tool does not know, named with 300 KB: the refusal names it, and
+    // is larger than a pipe holds.
+    let long_name = "x".repeat(300_000);
+    say(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "submit_draft", "arguments": {"channel": "email", "to": "a@example.com",
+        "intent": "long", "payload": {}, long_name: 1}}}),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = server.id();
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    assert!(
+        !crate::harness::ended_within(pid, Duration::from_secs(1)),
+        "the first signal waits for the answer to be read"
+    );
+    let began = Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    crate::harness::wait_child(
+        &mut server,
+        "the server's exit at a second signal",
+        Duration::from_secs(10),
+    );
+    assert!(began.elapsed() < Duration::from_secs(10));
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert!(said.contains("terminated again"), "{said}");
+    drop(from_server);
+}
