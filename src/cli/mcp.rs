@@ -25,6 +25,9 @@ use std::future::Future;
 use super::ledger_arg::{clock, ledger_over, ledger_to_create, parse_limit};
 use super::{Exit, fail};
 
+mod notes;
+use notes::Notes;
+
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct McpArgs {
@@ -363,58 +366,6 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         );
     }
     exit
-}
-
-/// What the session says on standard error while it runs. When standard error is the
-/// agent's own output (`2>&1`), a note written while an answer is being written would
-/// land inside that answer's line and break it; such notes wait until the session's
-/// output is written, and are said then.
-struct Notes {
-    held: Option<std::sync::Mutex<Vec<String>>>,
-}
-
-impl Notes {
-    fn new() -> Arc<Notes> {
-        Arc::new(Notes {
-            held: send_once::mcp::stdio::stderr_is_stdout().then(Default::default),
-        })
-    }
-
-    fn say(&self, message: String) {
-        match &self.held {
-            Some(held) => held
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(message),
-            None => super::note(message),
-        }
-    }
-
-    /// Says what waited, now that the session has ended. Only if `written` (the
-    /// session's output is all written: a note now would land inside an answer still
-    /// on its way otherwise), and only as far as the pipe takes it without waiting (an
-    /// agent that reads nothing would hold the process forever otherwise). What cannot
-    /// be said is dropped: the ledger holds what it told.
-    fn said(&self, written: bool) {
-        let Some(held) = &self.held else {
-            return;
-        };
-        let held = std::mem::take(
-            &mut *held
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        if !written {
-            return;
-        }
-        for message in held {
-            if !send_once::mcp::stdio::write_stderr_without_waiting(&super::output::note_text(
-                &message,
-            )) {
-                return;
-            }
-        }
-    }
 }
 
 /// The next SIGINT or SIGTERM, named.
