@@ -157,6 +157,17 @@ impl Fake {
     }
 
     #[tool(
+        description = "Write the line to standard error, then answer with it (never acts).",
+        annotations(read_only_hint = true)
+    )]
+    async fn say_on_stderr(&self, Parameters(args): Parameters<Line>) -> String {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{}", args.line);
+        let _ = stderr.flush();
+        args.line
+    }
+
+    #[tool(
         description = "Read the log (never acts).",
         annotations(read_only_hint = true)
     )]

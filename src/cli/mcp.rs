@@ -26,7 +26,11 @@ use super::ledger_arg::{clock, ledger_over, ledger_to_create, parse_limit};
 use super::{Exit, fail};
 
 mod notes;
-use notes::Notes;
+use notes::{Notes, Relayed};
+
+/// How long the proxy waits, once its upstream is stopped or has failed to start, for
+/// the rest of what the upstream wrote to its standard error.
+const UPSTREAM_LAST_WORDS: Duration = Duration::from_secs(1);
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -224,15 +228,26 @@ fn proxy(args: &ProxyArgs) -> Exit {
         Ok(rt) => rt,
         Err(exit) => return exit,
     };
+    // Made before the upstream starts, so that what it says on standard error while
+    // it starts (often why it cannot) is said too.
+    let notes = Notes::new();
     // The upstream first: one that does not start, or has a tool of the status tool's
     // name, is refused before the ledger is created.
     let started = match runtime.block_on(start_upstream(
         &args.command,
         &args.status_tool,
         start_timeout,
+        (&policy.upstream, &notes),
     )) {
         Ok(started) => started,
-        Err(message) => return fail(Exit::Refused, message),
+        Err((message, relayed)) => {
+            // What the upstream said about why it did not start comes first.
+            if let Some(relayed) = relayed {
+                relayed.ended_within(UPSTREAM_LAST_WORDS);
+            }
+            notes.said(true);
+            return fail(Exit::Refused, message);
+        }
     };
     let opened = match location.open(Access::Create) {
         Ok(opened) => opened,
@@ -250,10 +265,14 @@ fn proxy(args: &ProxyArgs) -> Exit {
         trust_annotations: args.trust_annotations,
         by: args.by.clone(),
     };
-    let exit = runtime.block_on(serve_proxy(config, started, timeout));
+    let (started, relayed) = started;
+    let exit = runtime.block_on(serve_proxy(config, started, timeout, notes));
     // Stopped by a signal or by the upstream's exit, the thread reading stdin is still
     // blocked there: the runtime does not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
+    // The upstream is stopped with the runtime's tasks: the last of what it wrote to
+    // its standard error is said before the proxy exits.
+    relayed.ended_within(UPSTREAM_LAST_WORDS);
     exit
 }
 
@@ -270,40 +289,57 @@ async fn start_upstream(
     command: &[String],
     status_tool: &str,
     within: Duration,
-) -> Result<Started, String> {
+    (upstream_name, notes): (&str, &Arc<Notes>),
+) -> Result<(Started, Relayed), (String, Option<Relayed>)> {
     let downstream = Downstream::default();
-    let started = Upstream::spawn(command)?;
+    let started = Upstream::spawn(command).map_err(|message| (message, None))?;
+    let relayed = notes.relay_upstream(upstream_name, started.errors);
     let (agent_in, agent_out, blocking_again) = send_once::mcp::stdio::transport();
     let (lane, ends) = Lane::start(agent_in, agent_out, started.input, started.output);
-    // An upstream that never answers `initialize` would hold the proxy forever.
-    let upstream = tokio::time::timeout(
-        within,
-        Upstream::connect(
-            started.process,
-            &started.program,
-            ends.client,
-            downstream.clone(),
-        ),
-    )
-    .await
-    .map_err(|_| {
-        format!(
-            "the upstream {} did not start an MCP session within {} (give it longer with --start-timeout)",
-            visible_inline(&started.program),
-            send_once::provider::Limit::new(within).written
+    let connected = async {
+        // An upstream that never answers `initialize` would hold the proxy forever.
+        let upstream = tokio::time::timeout(
+            within,
+            Upstream::connect(
+                started.process,
+                &started.program,
+                ends.client,
+                downstream.clone(),
+            ),
         )
-    })??;
-    check_status_tool(&upstream, status_tool)?;
-    Ok(Started {
-        upstream,
-        downstream,
-        lane,
-        server_end: ends.server,
-        _blocking_again: blocking_again,
-    })
+        .await
+        .map_err(|_| {
+            format!(
+                "the upstream {} did not start an MCP session within {} (give it longer with --start-timeout)",
+                visible_inline(&started.program),
+                send_once::provider::Limit::new(within).written
+            )
+        })??;
+        check_status_tool(&upstream, status_tool)?;
+        Ok(upstream)
+    };
+    // Refused, the upstream is stopped here (its process is dropped with the attempt).
+    match connected.await {
+        Ok(upstream) => Ok((
+            Started {
+                upstream,
+                downstream,
+                lane,
+                server_end: ends.server,
+                _blocking_again: blocking_again,
+            },
+            relayed,
+        )),
+        Err(message) => Err((message, Some(relayed))),
+    }
 }
 
-async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -> Exit {
+async fn serve_proxy(
+    config: ProxyConfig,
+    started: Started,
+    timeout: Duration,
+    notes: Arc<Notes>,
+) -> Exit {
     let Started {
         upstream,
         downstream,
@@ -323,7 +359,6 @@ async fn serve_proxy(config: ProxyConfig, started: Started, timeout: Duration) -
         }
         "the upstream server exited"
     };
-    let notes = Notes::new();
     let exit = serve_until_stopped(
         Counted::new(server, lane.handling()),
         tokio::io::split(server_end),

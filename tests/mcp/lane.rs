@@ -605,82 +605,123 @@ fn pipe() -> (std::fs::File, std::os::fd::OwnedFd) {
     }
 }
 
-#[test]
-fn with_its_stderr_on_the_agents_pipe_the_proxy_says_nothing_inside_an_answer() {
-    use std::io::{BufRead, Write};
-    let Some(bench) = Bench::new(PASS) else {
-        return;
-    };
-    // One pipe for the proxy's output and its stderr, as `2>&1` makes.
-    let (read, write) = pipe();
-    let mut command = std::process::Command::new(crate::harness::bin());
-    command
-        .args(bench.proxy_args(&[]))
-        .env("FAKE_UPSTREAM_LOG", bench.log())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::from(write.try_clone().unwrap()))
-        .stderr(std::process::Stdio::from(write));
-    let mut child = command.spawn().unwrap();
-    // The Command holds the test's copies of the write end: gone with it, the
-    // reader sees the end when the proxy exits.
-    drop(command);
-    let (tx, lines) = std::sync::mpsc::channel::<String>();
-    let reading = std::sync::Arc::new(std::sync::Mutex::new(()));
-    let allowed = std::sync::Arc::clone(&reading);
-    std::thread::spawn(move || {
-        let mut read = std::io::BufReader::new(read);
-        loop {
-            drop(allowed.lock().unwrap());
-            let mut line = String::new();
-            match read.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {
-                    let _ = tx.send(line);
+/// The proxy with its output and its stderr on one pipe, as `2>&1` makes, and an agent
+/// that reads every line of it (made to pause by holding `reading`).
+struct Joined {
+    child: std::process::Child,
+    /// The proxy's input; gone, the agent has left.
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    reading: std::sync::Arc<std::sync::Mutex<()>>,
+}
+
+impl Joined {
+    fn start(bench: &Bench) -> Joined {
+        use std::io::BufRead;
+        let (read, write) = pipe();
+        let mut command = std::process::Command::new(crate::harness::bin());
+        command
+            .args(bench.proxy_args(&[]))
+            .env("FAKE_UPSTREAM_LOG", bench.log())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::from(write.try_clone().unwrap()))
+            .stderr(std::process::Stdio::from(write));
+        let mut child = command.spawn().unwrap();
+        // The Command holds the test's copies of the write end: gone with it, the
+        // reader sees the end when the proxy exits.
+        drop(command);
+        let (tx, lines) = std::sync::mpsc::channel::<String>();
+        let reading = std::sync::Arc::new(std::sync::Mutex::new(()));
+        let allowed = std::sync::Arc::clone(&reading);
+        std::thread::spawn(move || {
+            let mut read = std::io::BufReader::new(read);
+            loop {
+                drop(allowed.lock().unwrap());
+                let mut line = String::new();
+                match read.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        let _ = tx.send(line);
+                    }
                 }
             }
-        }
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let mut send = |message: serde_json::Value| writeln!(stdin, "{message}").unwrap();
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw-agent", "version": "1"}}}),
-    );
-    let first = lines.recv_timeout(Duration::from_secs(20)).unwrap();
-    assert!(first.contains("\"id\":0"), "{first}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    // The agent stops reading; an answer far longer than the pipe holds is being
-    // written when the proxy is told to stop, and says so.
-    let paused = std::sync::Arc::clone(&reading);
-    let not_reading = paused.lock().unwrap();
-    let long = "y".repeat(400_000);
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"line": long}}}));
-    std::thread::sleep(Duration::from_secs(1));
-    // SAFETY: kill with the pid of a child this test started and has not reaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    std::thread::sleep(Duration::from_secs(1));
-    drop(not_reading);
-    let mut all = Vec::new();
-    while let Ok(line) = lines.recv_timeout(Duration::from_secs(30)) {
-        all.push(line);
+        });
+        let stdin = child.stdin.take();
+        let mut joined = Joined {
+            child,
+            stdin,
+            lines,
+            reading,
+        };
+        joined.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw-agent", "version": "1"}}}),
+        );
+        let first = joined.lines.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert!(first.contains("\"id\":0"), "{first}");
+        joined.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        joined
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    let answer = all
-        .iter()
-        .position(|line| line.contains("\"id\":1"))
-        .expect("the long call's answer");
-    for line in &all {
+
+    fn send(&mut self, message: serde_json::Value) {
+        use std::io::Write;
+        writeln!(
+            self.stdin.as_mut().expect("the agent is there"),
+            "{message}"
+        )
+        .unwrap();
+    }
+
+    /// Every line read until the proxy's output ends (30 s without one ends it too),
+    /// the proxy then stopped.
+    fn all_lines(mut self) -> Vec<String> {
+        let mut all = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(30)) {
+            all.push(line);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        all
+    }
+}
+
+/// Each of `all` is a message or a line `says` allows.
+fn each_a_message_or(all: &[String], says: impl Fn(&str) -> bool) {
+    for line in all {
         assert!(
-            serde_json::from_str::<serde_json::Value>(line).is_ok()
-                || line.starts_with("send-once: "),
+            serde_json::from_str::<serde_json::Value>(line).is_ok() || says(line),
             "a line that is neither a message nor a note, {} bytes: {}…",
             line.len(),
             line.chars().take(200).collect::<String>()
         );
     }
+}
+
+#[test]
+fn with_its_stderr_on_the_agents_pipe_the_proxy_says_nothing_inside_an_answer() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut joined = Joined::start(&bench);
+    // The agent stops reading; an answer far longer than the pipe holds is being
+    // written when the proxy is told to stop, and says so.
+    let paused = std::sync::Arc::clone(&joined.reading);
+    let not_reading = paused.lock().unwrap();
+    let long = "y".repeat(400_000);
+    joined.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"line": long}}}));
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: kill with the pid of a child this test started and has not reaped.
+    unsafe { libc::kill(joined.child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_secs(1));
+    drop(not_reading);
+    let all = joined.all_lines();
+    let answer = all
+        .iter()
+        .position(|line| line.contains("\"id\":1"))
+        .expect("the long call's answer");
+    each_a_message_or(&all, |line| line.starts_with("send-once: "));
     let answered: serde_json::Value = serde_json::from_str(&all[answer]).unwrap();
     assert!(
         answered.to_string().contains(&long),
@@ -691,4 +732,49 @@ fn with_its_stderr_on_the_agents_pipe_the_proxy_says_nothing_inside_an_answer() 
         .position(|line| line.starts_with("send-once: stopping: terminated"))
         .expect("the proxy said it was stopping");
     assert!(note > answer, "{all:?}");
+}
+
+/// The upstream's stderr was the proxy's, inherited: under `2>&1` what it wrote landed
+/// in the agent's messages (F3 of the review of session 34).
+#[test]
+fn with_its_stderr_on_the_agents_pipe_what_the_upstream_says_there_waits_for_the_answers() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut joined = Joined::start(&bench);
+    // An answer far longer than the pipe holds waits on it, cut, while the upstream
+    // writes a line to its stderr.
+    let paused = std::sync::Arc::clone(&joined.reading);
+    let not_reading = paused.lock().unwrap();
+    let long = "y".repeat(400_000);
+    joined.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"line": long}}}));
+    std::thread::sleep(Duration::from_millis(500));
+    joined.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "say_on_stderr", "arguments": {"line": "warming up \u{1b}[2J"}}}));
+    std::thread::sleep(Duration::from_millis(500));
+    drop(not_reading);
+    std::thread::sleep(Duration::from_millis(500));
+    // The agent leaves; the session ends.
+    joined.stdin = None;
+    let all = joined.all_lines();
+    each_a_message_or(&all, |line| {
+        line.starts_with("send-once: ") || line.starts_with("fake: ")
+    });
+    let answered = |id: u64| {
+        all.iter()
+            .position(|line| {
+                serde_json::from_str::<serde_json::Value>(line).is_ok_and(|m| m["id"] == id)
+            })
+            .unwrap_or_else(|| panic!("call {id} answered: {all:?}"))
+    };
+    let said = all
+        .iter()
+        .position(|line| line.starts_with("fake: warming up"))
+        .expect("what the upstream wrote is said");
+    assert!(said > answered(1) && said > answered(2), "{all:?}");
+    assert_eq!(
+        all[said], "fake: warming up ␛[2J\n",
+        "made visible, after the upstream's name"
+    );
 }

@@ -1032,6 +1032,34 @@ fn a_bad_policy_or_a_clashing_status_tool_is_refused_at_start() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("review queue"));
 }
 
+/// What an upstream says on its standard error passes through the proxy, after its
+/// name and made visible; when it cannot start, why comes before the refusal.
+#[test]
+fn an_upstream_that_cannot_start_is_heard_first_and_its_words_made_visible() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let out = bench.run_proxy(
+        &bench.ledger(),
+        &[],
+        &[
+            "sh",
+            "-c",
+            "printf 'GMAIL_TOKEN is not set \\033]0;owned\\007\\n' >&2; exit 3",
+        ],
+    );
+    expect_exit(&out, 2, "an upstream that exits at once");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(lines[0], "fake: GMAIL_TOKEN is not set ␛]0;owned␇");
+    assert!(
+        lines[1].starts_with("send-once: the upstream sh did not start an MCP session"),
+        "{err}"
+    );
+    assert!(!bench.ledger().exists(), "a refusal creates no ledger");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_upstreams_resources_and_prompts_reach_the_agent_as_they_are() {
     use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};

@@ -121,6 +121,10 @@ pub struct Started {
     pub input: tokio::process::ChildStdin,
     /// Its standard output.
     pub output: tokio::process::ChildStdout,
+    /// Its standard error: the proxy says what it writes (`cli::mcp::notes`), since
+    /// passed through as it is, it could reach a terminal raw, or cut an answer's line
+    /// where the proxy's stderr is the agent's own pipe.
+    pub errors: std::io::PipeReader,
     /// The program, as the command line named it.
     pub program: String,
 }
@@ -145,12 +149,16 @@ pub enum Forwarded {
 }
 
 impl Upstream {
-    /// Starts `command` (program and arguments), its standard input and output piped
-    /// to the proxy: the process, and what to write to it and read from it.
+    /// Starts `command` (program and arguments), its standard input, output and error
+    /// piped to the proxy: the process, and what to write to it and read from it.
     pub fn spawn(command: &[String]) -> Result<Started, String> {
         let (program, args) = command
             .split_first()
             .ok_or("no upstream command was given after --")?;
+        // A pipe of our own rather than tokio's: its reader is read by a thread with
+        // blocking reads (see `errors`).
+        let (errors, errors_in) = std::io::pipe()
+            .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
         let mut child = tokio::process::Command::new(program);
         // A process group of its own: a Ctrl-C or a signal to the agent's whole group
         // reaches the proxy, which lets calls in flight finish, and not the upstream,
@@ -160,10 +168,14 @@ impl Upstream {
             .process_group(0)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
+            .stderr(errors_in)
             .kill_on_drop(true);
         let mut process = child
             .spawn()
             .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
+        // The command holds the pipe's writing end until it is dropped: the reader
+        // sees the end only once the upstream's copy is the last.
+        drop(child);
         let (Some(input), Some(output)) = (process.stdin.take(), process.stdout.take()) else {
             return Err(format!(
                 "cannot start the upstream {}: its pipes were not made",
@@ -174,6 +186,7 @@ impl Upstream {
             process,
             input,
             output,
+            errors,
             program: program.clone(),
         })
     }
