@@ -5,7 +5,8 @@
 //! answer with `isError`. It also offers one resource (the log, `log://acted`), to
 //! which a client may subscribe, one prompt (`summarise`, whose topic it completes),
 //! and log messages once a client sets a level, so that the proxy's relay of all of
-//! them is tested.
+//! them is tested. It writes to its standard error when a tool asks
+//! (`say_on_stderr`), and as it ends when `$FAKE_UPSTREAM_BYE` is set.
 //!
 //! ```sh
 //! FAKE_UPSTREAM_LOG=/tmp/acted cargo run --example mcp_upstream
@@ -55,6 +56,15 @@ struct Line {
     #[serde(default)]
     #[allow(dead_code)]
     request_id: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Said {
+    /// The line to write to standard error.
+    line: String,
+    /// How many times (once when not given).
+    #[serde(default)]
+    times: Option<u32>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -160,9 +170,11 @@ impl Fake {
         description = "Write the line to standard error, then answer with it (never acts).",
         annotations(read_only_hint = true)
     )]
-    async fn say_on_stderr(&self, Parameters(args): Parameters<Line>) -> String {
+    async fn say_on_stderr(&self, Parameters(args): Parameters<Said>) -> String {
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{}", args.line);
+        for _ in 0..args.times.unwrap_or(1) {
+            let _ = writeln!(stderr, "{}", args.line);
+        }
         let _ = stderr.flush();
         args.line
     }
@@ -307,4 +319,8 @@ async fn main() {
         .await
         .expect("the session starts");
     let _ = service.waiting().await;
+    // Its input closed, a server may say something as it ends; a test asks for it.
+    if let Ok(bye) = std::env::var("FAKE_UPSTREAM_BYE") {
+        eprintln!("{bye}");
+    }
 }

@@ -28,9 +28,23 @@ use super::{Exit, fail};
 mod notes;
 use notes::{Notes, Relayed};
 
-/// How long the proxy waits, once its upstream is stopped or has failed to start, for
-/// the rest of what the upstream wrote to its standard error.
+/// How long the proxy gives its upstream, once its input is closed (or it failed to
+/// start), to end by itself and finish what it writes to its standard error.
 const UPSTREAM_LAST_WORDS: Duration = Duration::from_secs(1);
+
+/// The end of an upstream: what it writes to its standard error, and its process group.
+struct Ending {
+    relayed: Relayed,
+    _group: Option<send_once::mcp::proxy::upstream::Group>,
+}
+
+impl Ending {
+    /// Waits up to [`UPSTREAM_LAST_WORDS`] for the upstream's standard error to end
+    /// (it ends with the upstream, and whatever it started), then kills what is left.
+    fn end(self) {
+        self.relayed.ended_within(UPSTREAM_LAST_WORDS);
+    }
+}
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -240,10 +254,10 @@ fn proxy(args: &ProxyArgs) -> Exit {
         (&policy.upstream, &notes),
     )) {
         Ok(started) => started,
-        Err((message, relayed)) => {
+        Err((message, ending)) => {
             // What the upstream said about why it did not start comes first.
-            if let Some(relayed) = relayed {
-                relayed.ended_within(UPSTREAM_LAST_WORDS);
+            if let Some(ending) = ending {
+                ending.end();
             }
             notes.said(true);
             return fail(Exit::Refused, message);
@@ -265,14 +279,13 @@ fn proxy(args: &ProxyArgs) -> Exit {
         trust_annotations: args.trust_annotations,
         by: args.by.clone(),
     };
-    let (started, relayed) = started;
+    let (started, ending) = started;
     let exit = runtime.block_on(serve_proxy(config, started, timeout, notes));
     // Stopped by a signal or by the upstream's exit, the thread reading stdin is still
     // blocked there: the runtime does not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    // The upstream is stopped with the runtime's tasks: the last of what it wrote to
-    // its standard error is said before the proxy exits.
-    relayed.ended_within(UPSTREAM_LAST_WORDS);
+    // The runtime's tasks held the upstream's input: closed with them, it may end.
+    ending.end();
     exit
 }
 
@@ -290,10 +303,13 @@ async fn start_upstream(
     status_tool: &str,
     within: Duration,
     (upstream_name, notes): (&str, &Arc<Notes>),
-) -> Result<(Started, Relayed), (String, Option<Relayed>)> {
+) -> Result<(Started, Ending), (String, Option<Ending>)> {
     let downstream = Downstream::default();
     let started = Upstream::spawn(command).map_err(|message| (message, None))?;
-    let relayed = notes.relay_upstream(upstream_name, started.errors);
+    let ending = Ending {
+        relayed: notes.relay_upstream(upstream_name, started.errors),
+        _group: started.group,
+    };
     let (agent_in, agent_out, blocking_again) = send_once::mcp::stdio::transport();
     let (lane, ends) = Lane::start(agent_in, agent_out, started.input, started.output);
     let connected = async {
@@ -328,9 +344,9 @@ async fn start_upstream(
                 server_end: ends.server,
                 _blocking_again: blocking_again,
             },
-            relayed,
+            ending,
         )),
-        Err(message) => Err((message, Some(relayed))),
+        Err(message) => Err((message, Some(ending))),
     }
 }
 

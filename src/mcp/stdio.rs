@@ -68,30 +68,56 @@ pub fn stderr_is_stdout() -> bool {
     }
 }
 
-/// Writes `text` to standard error only if that takes no waiting: when standard error
-/// is the agent's pipe and the agent reads nothing, a blocking write would hold the
-/// process forever. A write of at most `PIPE_BUF` bytes to a pipe is whole or not at
-/// all, so a note is never cut either. False when it was not written.
-pub fn write_stderr_without_waiting(text: &str) -> bool {
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    let fd = io::stderr().as_fd().as_raw_fd();
-    // SAFETY: fcntl on fd 2, which this process holds open, reading its status flags.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return false;
+/// Writes `text` to standard error, waiting for it to take the text until `deadline`
+/// (`None`: as long as it takes). When standard error is the agent's pipe and the agent
+/// reads nothing, a plain write would hold the process forever, and one without any
+/// wait drops what a reading agent has not emptied from the pipe yet. The text goes a
+/// pipe's atomic size (`PIPE_BUF`, 4096 bytes on Linux) at a time, each once poll says
+/// the pipe has that much room, so that no write waits past the deadline; and straight
+/// to fd 2, not through std's lock, so that a write left waiting holds no other writer.
+/// False when the deadline came first (the rest is not written) or it cannot be written.
+pub fn write_stderr_until(text: &str, deadline: Option<std::time::Instant>) -> bool {
+    const PIPE_BUF: usize = 4096;
+    let mut rest = text.as_bytes();
+    while !rest.is_empty() {
+        let wait_ms = match deadline {
+            None => -1,
+            Some(deadline) => deadline
+                .saturating_duration_since(std::time::Instant::now())
+                .as_millis()
+                .min(i32::MAX as u128) as i32,
+        };
+        let mut ready = libc::pollfd {
+            fd: libc::STDERR_FILENO,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: poll on one pollfd that lives on this stack frame.
+        match unsafe { libc::poll(&mut ready, 1, wait_ms) } {
+            0 => return false,
+            n if n < 0 => {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return false;
+            }
+            _ if ready.revents & libc::POLLOUT == 0 => return false,
+            _ => {}
+        }
+        let chunk = &rest[..rest.len().min(PIPE_BUF)];
+        // SAFETY: write from a live slice of `chunk.len()` bytes to fd 2, which this
+        // process holds open.
+        let written =
+            unsafe { libc::write(libc::STDERR_FILENO, chunk.as_ptr().cast(), chunk.len()) };
+        if written < 0 {
+            match io::Error::last_os_error().kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                _ => return false,
+            }
+        }
+        rest = &rest[written as usize..];
     }
-    let was_blocking = flags & libc::O_NONBLOCK == 0;
-    // SAFETY: as above, adding only O_NONBLOCK; the flags are put back below.
-    if was_blocking && unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return false;
-    }
-    let written = io::stderr().lock().write_all(text.as_bytes()).is_ok();
-    if was_blocking {
-        // SAFETY: as above, putting back the flags read before.
-        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
-    }
-    written
+    true
 }
 
 /// What `fd` is open on, as its device and inode.

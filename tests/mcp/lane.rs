@@ -617,12 +617,18 @@ struct Joined {
 
 impl Joined {
     fn start(bench: &Bench) -> Joined {
+        Joined::start_with(bench, &[])
+    }
+
+    /// [`Joined::start`] with `env` for the upstream as well.
+    fn start_with(bench: &Bench, env: &[(&str, &str)]) -> Joined {
         use std::io::BufRead;
         let (read, write) = pipe();
         let mut command = std::process::Command::new(crate::harness::bin());
         command
             .args(bench.proxy_args(&[]))
             .env("FAKE_UPSTREAM_LOG", bench.log())
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::from(write.try_clone().unwrap()))
             .stderr(std::process::Stdio::from(write));
@@ -776,5 +782,45 @@ fn with_its_stderr_on_the_agents_pipe_what_the_upstream_says_there_waits_for_the
     assert_eq!(
         all[said], "fake: warming up ␛[2J\n",
         "made visible, after the upstream's name"
+    );
+}
+
+/// Under `2>&1`, what waited is said in full to an agent that reads it, however much
+/// more than a pipe holds: the proxy's own notes first, then the upstream's lines, then
+/// what the upstream said as its input closed (review of session 35, S1, S2 and S5:
+/// written without waiting, most of it was dropped, notes included, and the upstream
+/// was killed before it could end).
+#[test]
+fn with_its_stderr_on_the_agents_pipe_all_that_waited_reaches_an_agent_that_reads() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut joined = Joined::start_with(&bench, &[("FAKE_UPSTREAM_BYE", "input closed, ending")]);
+    // 5,000 lines of 106 bytes: eight times what a pipe holds.
+    let line = format!("log {}", "L".repeat(94));
+    joined.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "say_on_stderr", "arguments": {"line": line, "times": 5000}}}));
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: kill with the pid of a child this test started and has not reaped.
+    unsafe { libc::kill(joined.child.id() as i32, libc::SIGTERM) };
+    let all = joined.all_lines();
+    each_a_message_or(&all, |line| {
+        line.starts_with("send-once: ") || line.starts_with("fake: ")
+    });
+    let logged = all.iter().filter(|l| l.starts_with("fake: log ")).count();
+    assert_eq!(logged, 5000, "every line the upstream wrote");
+    let note = all
+        .iter()
+        .position(|l| l.starts_with("send-once: stopping: terminated"))
+        .expect("the proxy's own note");
+    let first_logged = all
+        .iter()
+        .position(|l| l.starts_with("fake: log "))
+        .unwrap();
+    assert!(note < first_logged, "the proxy's notes come first");
+    assert_eq!(
+        all.last().map(String::as_str),
+        Some("fake: input closed, ending\n"),
+        "the upstream ended by itself, and said so"
     );
 }

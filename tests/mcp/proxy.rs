@@ -1060,6 +1060,33 @@ fn an_upstream_that_cannot_start_is_heard_first_and_its_words_made_visible() {
     assert!(!bench.ledger().exists(), "a refusal creates no ledger");
 }
 
+/// What the upstream started ends with the proxy: its process group is killed once
+/// the upstream had its second to end (review of session 35, S6: a grandchild was
+/// left running).
+#[test]
+fn what_the_upstream_started_ends_with_the_proxy() {
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let pid_file = bench.dir.path().join("sleeper.pid");
+    let started = format!(
+        "sleep 300 & echo $! > {}; exec {}",
+        pid_file.display(),
+        bench.fake.display()
+    );
+    let out = bench.run_proxy(&bench.ledger(), &[], &["sh", "-c", &started]);
+    expect_exit(&out, 2, "a session no agent started");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        crate::harness::ended_within(pid, Duration::from_secs(5)),
+        "the upstream's own child still runs"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_upstreams_resources_and_prompts_reach_the_agent_as_they_are() {
     use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};

@@ -1,15 +1,24 @@
 //! What `send-once mcp` and the proxy say on standard error while a session runs: their
 //! own notes, and for the proxy what its upstream writes to its standard error.
 
-use std::io::{BufRead, Write};
+use std::collections::VecDeque;
+use std::io::BufRead;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
+use send_once::mcp::stdio::write_stderr_until;
 use send_once::text::visible;
 
-/// The most text held while standard error is the agent's pipe: an upstream that logs
-/// for hours would otherwise grow the proxy without bound. The proxy's own notes are
-/// few and always kept; the upstream's lines past this are counted and dropped.
+/// The most of the upstream's text held while standard error is the agent's pipe: an
+/// upstream that logs for hours would otherwise grow the proxy without bound. Its
+/// latest lines are kept (the ones that say how it ended), the earlier ones counted and
+/// dropped; the session's own notes are few and always kept.
 const HELD_LIMIT: usize = 1 << 20;
+
+/// How long what was held may take to be said once the session has ended, and how long
+/// one note may wait for standard error otherwise: an agent that reads its output takes
+/// it well within this, and one that reads nothing does not hold the process longer.
+const SAY_WITHIN: Duration = Duration::from_secs(5);
 
 /// The longest line of the upstream's standard error said whole: the rest of a longer
 /// one is read and dropped, so that one line without an end cannot fill the memory.
@@ -25,9 +34,12 @@ pub(super) struct Notes {
 
 #[derive(Default)]
 struct Held {
-    text: Vec<String>,
-    bytes: usize,
-    /// The upstream's lines dropped past [`HELD_LIMIT`].
+    /// The session's own notes: said first, since they say what became of calls.
+    notes: Vec<String>,
+    /// The upstream's latest lines, [`HELD_LIMIT`] bytes of them at most.
+    upstream: VecDeque<String>,
+    upstream_bytes: usize,
+    /// The upstream's earlier lines dropped past [`HELD_LIMIT`].
     dropped: usize,
     /// Once what was held has been said: whether the session's output was all
     /// written then (the upstream's later lines are said as they come) or not (they
@@ -45,12 +57,14 @@ impl Notes {
     pub(super) fn say(&self, message: String) {
         let text = crate::cli::output::note_text(&message);
         match &self.held {
-            Some(held) => {
-                let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
-                held.bytes += text.len();
-                held.text.push(text);
+            Some(held) => held
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .notes
+                .push(text),
+            None => {
+                write_stderr_until(&text, Some(Instant::now() + SAY_WITHIN));
             }
-            None => write_stderr(&text),
         }
     }
 
@@ -88,29 +102,38 @@ impl Notes {
     }
 
     fn said_by_upstream(&self, text: String) {
-        match &self.held {
-            Some(held) => {
-                let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(written) = held.said {
-                    if written {
-                        send_once::mcp::stdio::write_stderr_without_waiting(&text);
-                    }
-                } else if held.bytes + text.len() > HELD_LIMIT {
+        let Some(held) = &self.held else {
+            // Waiting as long as it takes holds this thread alone, and the upstream,
+            // as a standard error nobody reads held it before.
+            write_stderr_until(&text, None);
+            return;
+        };
+        let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+        match held.said {
+            Some(true) => {
+                write_stderr_until(&text, Some(Instant::now() + SAY_WITHIN));
+            }
+            Some(false) => {}
+            None => {
+                held.upstream_bytes += text.len();
+                held.upstream.push_back(text);
+                while held.upstream_bytes > HELD_LIMIT {
+                    let Some(earliest) = held.upstream.pop_front() else {
+                        break;
+                    };
+                    held.upstream_bytes -= earliest.len();
                     held.dropped += 1;
-                } else {
-                    held.bytes += text.len();
-                    held.text.push(text);
                 }
             }
-            None => write_stderr(&text),
         }
     }
 
-    /// Says what waited, now that the session has ended. Only if `written` (the
-    /// session's output is all written: a note now would land inside an answer still
-    /// on its way otherwise), and only as far as the pipe takes it without waiting (an
-    /// agent that reads nothing would hold the process forever otherwise). What cannot
-    /// be said is dropped: the ledger holds what it told.
+    /// Says what waited, now that the session has ended: the session's notes, then the
+    /// upstream's lines. Only if `written` (the session's output is all written: a note
+    /// now would land inside an answer still on its way otherwise), and only for as
+    /// long as [`SAY_WITHIN`] (an agent that reads nothing would hold the process
+    /// forever otherwise). What cannot be said is dropped: the ledger holds what it
+    /// told.
     pub(super) fn said(&self, written: bool) {
         let Some(held) = &self.held else {
             return;
@@ -123,18 +146,20 @@ impl Notes {
         if !written {
             return;
         }
-        if held.dropped > 0 {
-            let dropped = crate::cli::output::note_text(format!(
-                "{} more lines the upstream wrote to its standard error were dropped: with standard error on the agent's output they wait until the session ends, {} KiB at most",
+        let dropped = (held.dropped > 0).then(|| {
+            crate::cli::output::note_text(format!(
+                "the upstream wrote {} earlier lines to its standard error that were dropped: with standard error on the agent's output, its lines wait until the session ends, the latest {} KiB of them",
                 held.dropped,
                 HELD_LIMIT / 1024
-            ));
-            held.text.push(dropped);
-        }
-        // Said with the lock held, so that a line the upstream writes meanwhile
-        // comes after them.
-        for text in std::mem::take(&mut held.text) {
-            if !send_once::mcp::stdio::write_stderr_without_waiting(&text) {
+            ))
+        });
+        let until = Some(Instant::now() + SAY_WITHIN);
+        // Said with the lock held, so that a line the upstream writes meanwhile comes
+        // after them.
+        let notes = std::mem::take(&mut held.notes);
+        let upstream = std::mem::take(&mut held.upstream);
+        for text in notes.iter().chain(&dropped).chain(&upstream) {
+            if !write_stderr_until(text, until) {
                 return;
             }
         }
@@ -153,11 +178,6 @@ impl Relayed {
         // Its sender is dropped, never used: the wait ends at the thread's end.
         let _ = self.end.recv_timeout(limit);
     }
-}
-
-fn write_stderr(text: &str) {
-    // Nowhere is left to report a failing stderr.
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// Reads the next line of `from` into `line` (its end included), keeping `limit` bytes

@@ -125,8 +125,25 @@ pub struct Started {
     /// passed through as it is, it could reach a terminal raw, or cut an answer's line
     /// where the proxy's stderr is the agent's own pipe.
     pub errors: std::io::PipeReader,
+    /// Its process group, stopped when this is dropped.
+    pub group: Option<Group>,
     /// The program, as the command line named it.
     pub program: String,
+}
+
+/// The upstream's process group (it runs in one of its own): dropped, whatever is left
+/// of it is killed, the upstream and what it started (`npx` starts `node`, a shell
+/// its commands). Held until the proxy ends, so that the upstream first sees its input
+/// close and may end by itself, saying what it says then, as MCP's stdio shutdown
+/// asks.
+pub struct Group(i32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: killpg with a process group this process made for its child; one
+        // already gone answers ESRCH, which changes nothing.
+        unsafe { libc::killpg(self.0, libc::SIGKILL) };
+    }
 }
 
 /// What became of a call forwarded upstream.
@@ -168,8 +185,7 @@ impl Upstream {
             .process_group(0)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(errors_in)
-            .kill_on_drop(true);
+            .stderr(errors_in);
         let mut process = child
             .spawn()
             .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
@@ -182,7 +198,9 @@ impl Upstream {
                 shown(program)
             ));
         };
+        let group = process.id().map(|id| Group(id as i32));
         Ok(Started {
+            group,
             process,
             input,
             output,
