@@ -134,8 +134,9 @@ pub struct Started {
 /// The upstream's process group (it runs in one of its own): dropped, whatever is left
 /// of it is killed, the upstream and what it started (`npx` starts `node`, a shell
 /// its commands). Held until the proxy ends, so that the upstream first sees its input
-/// close and may end by itself, saying what it says then, as MCP's stdio shutdown
-/// asks.
+/// close and may end by itself, saying what it says then: the first step of MCP's
+/// stdio shutdown (the proxy kills at once what is left after its second, where MCP
+/// would send SIGTERM and wait again).
 pub struct Group(i32);
 
 impl Drop for Group {
