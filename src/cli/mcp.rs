@@ -406,7 +406,8 @@ async fn serve_proxy(
     )
     .await;
     notes.said(lane.agent_output_written());
-    // Only now, the calls in flight answered, is the upstream stopped.
+    // Only now, the calls in flight answered, is the upstream's session ended; the
+    // upstream itself ends once its input closes with the runtime (see `Ending`).
     drop(keep_upstream);
     if let Some(why) = lane.agent_write_error() {
         return fail(
@@ -417,6 +418,11 @@ async fn serve_proxy(
         );
     }
     exit
+}
+
+/// What the session says at a signal after the first (`why` names it).
+fn stopping_again(why: &str) -> String {
+    format!("{why} again: stopping without waiting for the calls in flight")
 }
 
 /// The next SIGINT or SIGTERM, named.
@@ -462,26 +468,25 @@ where
             why = gone => why,
         };
         notes.say(format!("stopping: {why}"));
-        let ends_by_itself = stopping();
-        if ends_by_itself {
-            let why = stop_signal().await;
-            notes.say(format!(
-                "{why} again: stopping without waiting for the calls in flight"
-            ));
+        // Kept to cancel the session at a second signal when it ends by itself.
+        let later = if stopping() {
+            Some(stop)
+        } else {
+            stop.cancel();
+            None
+        };
+        // A second signal hurries the end. A session that ends by itself is cancelled;
+        // one already cancelled may still be in rmcp's flush of what it wrote, which
+        // waits for an agent that reads nothing forever, so the process ends instead.
+        // (This task is stopped when the session ends first.)
+        let why = stop_signal().await;
+        notes.say(stopping_again(why));
+        if let Some(stop) = later {
+            stop.cancel();
+            return true;
         }
-        stop.cancel();
-        if !ends_by_itself {
-            // rmcp ends the session by flushing what it wrote, which waits for an agent
-            // that reads nothing forever; a second signal ends the process instead.
-            // (This task is stopped when the session ends first.)
-            let why = stop_signal().await;
-            notes.say(format!(
-                "{why} again: stopping without waiting for the calls in flight"
-            ));
-            notes.said(false);
-            std::process::exit(Exit::Ok as i32);
-        }
-        ends_by_itself
+        notes.said(false);
+        std::process::exit(Exit::Ok as i32);
     });
     let ended = service.waiting().await;
     let hurried = if watch.is_finished() {
@@ -499,7 +504,7 @@ where
         tokio::select! {
             settled = in_flight.settled(bound()) => settled,
             why = stop_signal() => {
-                notes.say(format!("{why} again: stopping without waiting for the calls in flight"));
+                notes.say(stopping_again(why));
                 false
             }
         }

@@ -679,6 +679,21 @@ impl Joined {
         .unwrap();
     }
 
+    /// Asks for an answer far longer than the pipe holds while the agent reads
+    /// nothing, so that the proxy is left writing it, cut; runs `meanwhile` half a
+    /// second later, then reads again. The long line asked for.
+    fn while_an_answer_waits_unread(&mut self, meanwhile: impl FnOnce(&mut Joined)) -> String {
+        let paused = std::sync::Arc::clone(&self.reading);
+        let not_reading = paused.lock().unwrap();
+        let long = "y".repeat(400_000);
+        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"line": long}}}));
+        std::thread::sleep(Duration::from_millis(500));
+        meanwhile(self);
+        drop(not_reading);
+        long
+    }
+
     /// Every line read until the proxy's output ends (30 s without one ends it too),
     /// the proxy then stopped.
     fn all_lines(mut self) -> Vec<String> {
@@ -710,18 +725,13 @@ fn with_its_stderr_on_the_agents_pipe_the_proxy_says_nothing_inside_an_answer() 
         return;
     };
     let mut joined = Joined::start(&bench);
-    // The agent stops reading; an answer far longer than the pipe holds is being
-    // written when the proxy is told to stop, and says so.
-    let paused = std::sync::Arc::clone(&joined.reading);
-    let not_reading = paused.lock().unwrap();
-    let long = "y".repeat(400_000);
-    joined.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"line": long}}}));
-    std::thread::sleep(Duration::from_secs(1));
-    // SAFETY: kill with the pid of a child this test started and has not reaped.
-    unsafe { libc::kill(joined.child.id() as i32, libc::SIGTERM) };
-    std::thread::sleep(Duration::from_secs(1));
-    drop(not_reading);
+    // The proxy is told to stop while it writes a long answer, and says so.
+    let long = joined.while_an_answer_waits_unread(|joined| {
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill with the pid of a child this test started and has not reaped.
+        unsafe { libc::kill(joined.child.id() as i32, libc::SIGTERM) };
+        std::thread::sleep(Duration::from_secs(1));
+    });
     let all = joined.all_lines();
     let answer = all
         .iter()
@@ -748,18 +758,12 @@ fn with_its_stderr_on_the_agents_pipe_what_the_upstream_says_there_waits_for_the
         return;
     };
     let mut joined = Joined::start(&bench);
-    // An answer far longer than the pipe holds waits on it, cut, while the upstream
-    // writes a line to its stderr.
-    let paused = std::sync::Arc::clone(&joined.reading);
-    let not_reading = paused.lock().unwrap();
-    let long = "y".repeat(400_000);
-    joined.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"line": long}}}));
-    std::thread::sleep(Duration::from_millis(500));
-    joined.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "say_on_stderr", "arguments": {"line": "warming up \u{1b}[2J"}}}));
-    std::thread::sleep(Duration::from_millis(500));
-    drop(not_reading);
+    // The upstream writes a line to its stderr while a long answer waits, cut.
+    joined.while_an_answer_waits_unread(|joined| {
+        joined.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "say_on_stderr", "arguments": {"line": "warming up \u{1b}[2J"}}}));
+        std::thread::sleep(Duration::from_millis(500));
+    });
     std::thread::sleep(Duration::from_millis(500));
     // The agent leaves; the session ends.
     joined.stdin = None;
@@ -822,5 +826,45 @@ fn with_its_stderr_on_the_agents_pipe_all_that_waited_reaches_an_agent_that_read
         all.last().map(String::as_str),
         Some("fake: input closed, ending\n"),
         "the upstream ended by itself, and said so"
+    );
+}
+
+/// Under `2>&1`, an upstream that writes more than is held has its latest lines said,
+/// and how many earlier ones were dropped, before them.
+#[test]
+fn with_its_stderr_on_the_agents_pipe_an_upstream_past_the_limit_has_its_earlier_lines_counted() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut joined = Joined::start(&bench);
+    // 12,000 lines of 104 bytes as said: more than the 1 MiB held.
+    let line = format!("log {}", "L".repeat(93));
+    let said = format!("fake: {line}\n").len();
+    joined.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "say_on_stderr", "arguments": {"line": line, "times": 12_000}}}));
+    std::thread::sleep(Duration::from_secs(1));
+    joined.stdin = None;
+    let all = joined.all_lines();
+    each_a_message_or(&all, |line| {
+        line.starts_with("send-once: ") || line.starts_with("fake: ")
+    });
+    let kept = all.iter().filter(|l| l.starts_with("fake: log ")).count();
+    assert_eq!(kept, (1 << 20) / said, "the latest 1 MiB of lines");
+    let dropped = 12_000 - kept;
+    let counted = all
+        .iter()
+        .position(|l| {
+            l.starts_with(&format!(
+                "send-once: the upstream wrote {dropped} earlier lines to its standard error that were dropped"
+            ))
+        })
+        .unwrap_or_else(|| panic!("the count of what was dropped: {:?}", &all[..4]));
+    let first_kept = all
+        .iter()
+        .position(|l| l.starts_with("fake: log "))
+        .unwrap();
+    assert!(
+        counted < first_kept,
+        "the count comes before the lines kept"
     );
 }

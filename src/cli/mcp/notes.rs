@@ -174,7 +174,7 @@ pub(super) struct Relayed {
 impl Relayed {
     /// Waits up to `limit` for the upstream's standard error to end (the upstream has
     /// exited, or been stopped), so that its last lines are said before the proxy's.
-    pub(super) fn ended_within(&self, limit: std::time::Duration) {
+    pub(super) fn ended_within(&self, limit: Duration) {
         // Its sender is dropped, never used: the wait ends at the thread's end.
         let _ = self.end.recv_timeout(limit);
     }

@@ -105,7 +105,8 @@ impl ClientHandler for Relay {
 /// The upstream server, connected.
 pub struct Upstream {
     service: RunningService<RoleClient, Relay>,
-    /// Killed when the proxy lets go of it, after the calls in flight are answered.
+    /// Held while connected. It is not killed when dropped: it ends when its input
+    /// closes, and what is left of its process group when the proxy ends ([`Group`]).
     _process: tokio::process::Child,
     /// What it said of itself at `initialize`.
     pub info: ServerPeerInfo,
