@@ -7,7 +7,7 @@
 //! the full disk. One test, so the steps run in order on one mount. Skipped, with a
 //! note, where this process may not mount filesystems.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use send_once::ledger::{Store, StoreError};
@@ -16,39 +16,6 @@ use send_once::stores::sqlite::SqliteStore;
 use crate::harness;
 use crate::harness::tmux::{self, Term};
 use crate::harness::*;
-
-/// Fills the filesystem holding `dir` with 4 KiB files (a tmpfs counts whole pages)
-/// until one cannot be written, so no page is free; returns them.
-fn fill(dir: &Path) -> Vec<PathBuf> {
-    let page = vec![0u8; 4096];
-    let mut pads = Vec::new();
-    for i in 0.. {
-        let pad = dir.join(format!("pad-{i}"));
-        if std::fs::write(&pad, &page).is_err() {
-            let _ = std::fs::remove_file(&pad);
-            break;
-        }
-        pads.push(pad);
-    }
-    assert_eq!(free_bytes(dir), 0, "the disk is full");
-    pads
-}
-
-fn free_all(pads: &mut Vec<PathBuf>) {
-    for pad in pads.drain(..) {
-        std::fs::remove_file(pad).unwrap();
-    }
-}
-
-fn free_bytes(dir: &Path) -> u64 {
-    let c_path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: statvfs writes only into the struct given; the path is NUL-terminated.
-    unsafe {
-        let mut stat: libc::statvfs = std::mem::zeroed();
-        assert_eq!(libc::statvfs(c_path.as_ptr(), &mut stat), 0);
-        stat.f_bfree as u64 * stat.f_frsize as u64
-    }
-}
 
 struct Ctx {
     dir: PathBuf,
@@ -191,7 +158,7 @@ fn sqlite_on_a_full_disk(ctx: &Ctx) {
     let seeded_sends = ctx.sent();
     assert_eq!(seeded_sends, 1);
 
-    let mut pads = fill(&ctx.dir);
+    let mut pads = harness::fill_disk(&ctx.dir);
     let before = ctx.sqlite_state("L.db");
 
     // Every command that writes: refused, named, nothing sent, nothing changed.
@@ -284,7 +251,7 @@ fn sqlite_on_a_full_disk(ctx: &Ctx) {
     );
 
     // Space freed: the ledger opens cleanly and takes writes again.
-    free_all(&mut pads);
+    harness::free_disk(&mut pads);
     let conn = rusqlite::Connection::open(ctx.dir.join("L.db")).unwrap();
     let check: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -356,7 +323,7 @@ fn jsonl_on_a_full_disk(ctx: &Ctx) {
     );
     let pending = ctx.key("p@x.com", "pend");
     let seeded_sends = ctx.sent();
-    let mut pads = fill(&ctx.dir);
+    let mut pads = harness::fill_disk(&ctx.dir);
     let before = ctx.bytes("J.jsonl");
 
     for args in [
@@ -394,7 +361,7 @@ fn jsonl_on_a_full_disk(ctx: &Ctx) {
     expect_exit(&ctx.run(&["ls", "J.jsonl"]), 0, "ls");
 
     // Space freed: no lock is left to wait out, so the next write goes straight on.
-    free_all(&mut pads);
+    harness::free_disk(&mut pads);
     expect_exit(
         &ctx.run_send(&[
             "run",
@@ -431,7 +398,7 @@ fn jsonl_append_cut_back(ctx: &Ctx) {
     bytes.resize(target as usize, b'\n');
     std::fs::write(&path, &bytes).unwrap();
     let seeded_sends = ctx.sent();
-    let mut pads = fill(&ctx.dir);
+    let mut pads = harness::fill_disk(&ctx.dir);
     std::fs::remove_file(pads.pop().unwrap()).unwrap();
 
     let args = [
@@ -485,7 +452,7 @@ fn jsonl_append_cut_back(ctx: &Ctx) {
         );
         assert_eq!(ctx.sent(), seeded_sends);
     }
-    free_all(&mut pads);
+    harness::free_disk(&mut pads);
 }
 
 /// A resolve whose ledger line fits in the ledger's last page, but whose decision needs
@@ -516,7 +483,7 @@ fn jsonl_change_without_its_decision_is_taken_back(ctx: &Ctx) {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.resize(((len / 4096 + 1) * 4096 - 1500) as usize, b'\n');
     std::fs::write(&path, &bytes).unwrap();
-    let mut pads = fill(&ctx.dir);
+    let mut pads = harness::fill_disk(&ctx.dir);
     std::fs::remove_file(pads.pop().unwrap()).unwrap();
 
     let out = ctx.run(&["resolve", "K.jsonl", &pending, "sent", "--by", "ops"]);
@@ -531,7 +498,7 @@ fn jsonl_change_without_its_decision_is_taken_back(ctx: &Ctx) {
     assert!(!ctx.dir.join("K.jsonl.decisions.jsonl").exists());
     assert!(!ctx.dir.join("K.jsonl.lock").exists());
 
-    free_all(&mut pads);
+    harness::free_disk(&mut pads);
     expect_exit(
         &ctx.run(&["resolve", "K.jsonl", &pending, "sent", "--by", "ops"]),
         0,

@@ -371,6 +371,41 @@ impl Drop for Tmpfs {
     }
 }
 
+/// Fills the filesystem holding `dir` (a [`Tmpfs`]) with 4 KiB files (a tmpfs counts whole pages)
+/// until one cannot be written, so no page is free; returns them.
+pub fn fill_disk(dir: &Path) -> Vec<PathBuf> {
+    let page = vec![0u8; 4096];
+    let mut pads = Vec::new();
+    for i in 0.. {
+        let pad = dir.join(format!("pad-{i}"));
+        if std::fs::write(&pad, &page).is_err() {
+            let _ = std::fs::remove_file(&pad);
+            break;
+        }
+        pads.push(pad);
+    }
+    assert_eq!(free_bytes(dir), 0, "the disk is full");
+    pads
+}
+
+/// Removes what [`fill_disk`] wrote.
+pub fn free_disk(pads: &mut Vec<PathBuf>) {
+    for pad in pads.drain(..) {
+        std::fs::remove_file(pad).unwrap();
+    }
+}
+
+/// The bytes free on the filesystem holding `dir`.
+pub fn free_bytes(dir: &Path) -> u64 {
+    let c_path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: statvfs writes only into the struct given; the path is NUL-terminated.
+    unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        assert_eq!(libc::statvfs(c_path.as_ptr(), &mut stat), 0);
+        stat.f_bfree as u64 * stat.f_frsize as u64
+    }
+}
+
 /// The name libtest gives the test `function` of the module at `module_path` (pass
 /// `module_path!()`), for a test that runs another test of its own binary with
 /// `--exact`: the module's path without the binary's name, then the function.
