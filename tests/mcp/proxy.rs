@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::harness::mcp::{Client, call, connect_with, fake_upstream, ok, refused, text};
 use crate::harness::{expect_exit, json_stdout, send_once, wait_until};
 
-const POLICY: &str = r#"
+pub(crate) const POLICY: &str = r#"
 upstream = "fake"
 [default]
 mode = "hold"
@@ -32,7 +32,7 @@ mode = "pass"
 "#;
 
 /// `append` held for a person instead.
-const HOLD: &str = r#"
+pub(crate) const HOLD: &str = r#"
 upstream = "fake"
 [default]
 mode = "once"
@@ -45,6 +45,8 @@ to = "to"
 pub(crate) struct Bench {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) fake: PathBuf,
+    /// Where the ledger is, when not in `dir`.
+    ledger_at: Option<PathBuf>,
 }
 
 impl Bench {
@@ -53,11 +55,25 @@ impl Bench {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("policy.toml");
         std::fs::write(&path, policy).unwrap();
-        Some(Bench { dir, fake })
+        Some(Bench {
+            dir,
+            fake,
+            ledger_at: None,
+        })
+    }
+
+    /// The same bench with its ledger at `path` (on a disk of the test's own).
+    pub(crate) fn with_ledger_at(self, path: PathBuf) -> Bench {
+        Bench {
+            ledger_at: Some(path),
+            ..self
+        }
     }
 
     pub(crate) fn ledger(&self) -> PathBuf {
-        self.dir.path().join("l.db")
+        self.ledger_at
+            .clone()
+            .unwrap_or_else(|| self.dir.path().join("l.db"))
     }
 
     pub(crate) fn log(&self) -> PathBuf {

@@ -11,8 +11,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approval::Dispatched;
-use crate::ledger::{Ledger, Outcome};
+use crate::approval::{DispatchError, Dispatched};
+use crate::ledger::{Ledger, LedgerError, Outcome};
 use crate::provider::{CommandProvider, Limit, SendOptions};
 use crate::review::Review;
 use crate::review::dispatch::Prepared;
@@ -118,10 +118,26 @@ pub async fn dispatch(
         .limit(SEND_LIMIT)
         .build()
         .map_err(|e| e.to_string())?;
-    let done = review
+    let done = match review
         .dispatch(ready, ledger, &provider, &options, RECHECK_LIMIT)
         .await
-        .map_err(|e| format!("draft {id} was not sent: {e}"))?;
+    {
+        Ok(done) => done,
+        // The command ran: "not sent" would invite a second send.
+        Err(DispatchError::Ledger(LedgerError::Unrecorded { source, .. })) => {
+            return Ok(DispatchAnswer {
+                draft_id: id,
+                key: head.key.clone(),
+                outcome: "unknown".to_owned(),
+                provider_id: None,
+                error: Some(crate::text::visible_inline(&source.to_string()).into_owned()),
+                next: format!(
+                    "Draft {id}'s send command ran, but the ledger could not record what came of it: it shows as in flight, then unknown, until a person settles it. Do not send it another way."
+                ),
+            });
+        }
+        Err(e) => return Err(format!("draft {id} was not sent: {e}")),
+    };
     let answer =
         |outcome: &str, entry: &crate::ledger::Entry, error: Option<String>, next: String| {
             DispatchAnswer {

@@ -14,9 +14,10 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 
-use super::once::{ForwardCall, answer, refusal};
+use super::once::{ForwardCall, answer, refusal, unrecorded};
 use super::{ProxyServer, entry_meta};
-use crate::approval::Dispatched;
+use crate::approval::{DispatchError, Dispatched};
+use crate::ledger::LedgerError;
 use crate::mcp::call_key::{CallKey, call_key};
 use crate::mcp::policy::ToolRule;
 use crate::mcp::status::{DraftStatus, Standing};
@@ -349,6 +350,9 @@ async fn make(
                         .to_owned(),
                 )),
             },
+            Err(DispatchError::Ledger(LedgerError::Unrecorded { source, .. })) => {
+                unrecorded(&forward, &key, &ledger_name, &source)
+            }
             Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
         }
     });

@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 
 use super::upstream::{Forwarded, call};
 use crate::ledger::claimer;
-use crate::ledger::{Entry, Ledger, Outcome, Receipt, SendContext, SendError};
+use crate::ledger::store::StoreError;
+use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
 use crate::mcp::policy::ErrorMeans;
 use crate::provider::{
     CheckAnswer, CheckCommand, CheckKind, DEFAULT_CHECK_TIMEOUT, Limit, Provider, SendOptions,
@@ -146,9 +147,54 @@ pub async fn once(
 ) -> Result<CallToolResult, ErrorData> {
     match ledger.once_with(&key, &forward, &options).await {
         Ok(outcome) => answer(outcome, &forward, &key, &ledger_name, ledger.now()),
+        Err(LedgerError::Unrecorded { source, .. }) => {
+            unrecorded(&forward, &key, &ledger_name, &source)
+        }
         Err(e) => Ok(refusal(format!(
             "The ledger refused the call, and it was not forwarded: {e}"
         ))),
+    }
+}
+
+/// The agent's answer when the call was forwarded but the ledger could not record
+/// what came of it (`why`: a full disk, a lost connection). The claim stands, so the
+/// ledger shows the call in flight, then unknown, and it is not made again until a
+/// person settles it. The upstream's own answer is given as it came, with that said
+/// after it: it is the only record of what the call did.
+pub fn unrecorded(
+    forward: &ForwardCall,
+    key: &str,
+    ledger_name: &str,
+    why: &StoreError,
+) -> Result<CallToolResult, ErrorData> {
+    let not_recorded = format!(
+        "send-once could not record what came of this call in the ledger ({}): the ledger shows it in flight, then unknown, under key {key}, and it will not be made again until a person settles it ({}).",
+        crate::text::visible_inline(&why.to_string()),
+        settle_hint(ledger_name, key)
+    );
+    match forward.answer() {
+        Some(Forwarded::Done(mut result) | Forwarded::ToolError(mut result)) => {
+            result
+                .content
+                .push(ContentBlock::text(format!("send-once: {not_recorded}")));
+            Ok(with_meta_fields(result, key, "pending", false, None))
+        }
+        Some(Forwarded::NotRun(error)) => Ok(with_status(
+            refusal(format!(
+                "The upstream refused the call before its tool ran (error {}: {}), so it was not made; but {not_recorded}",
+                error.code.0,
+                crate::text::visible_inline(&error.message)
+            )),
+            "unknown",
+            key,
+        )),
+        _ => Ok(with_status(
+            refusal(format!(
+                "Whether this call happened is unknown, and {not_recorded} Do not retry it another way; tell the user it needs checking."
+            )),
+            "unknown",
+            key,
+        )),
     }
 }
 
@@ -275,12 +321,29 @@ fn replay(key: &str, entry: &Entry) -> CallToolResult {
 
 /// `result` with what send-once did in its `_meta` (`send-once`: the key, the status,
 /// and whether it is a replay of the first call's result).
-fn with_meta(mut result: CallToolResult, key: &str, entry: &Entry, replay: bool) -> CallToolResult {
+fn with_meta(result: CallToolResult, key: &str, entry: &Entry, replay: bool) -> CallToolResult {
+    with_meta_fields(
+        result,
+        key,
+        entry.status().as_str(),
+        replay,
+        entry.get("sentAt"),
+    )
+}
+
+/// [`with_meta`] from its fields: `status` is the entry's in the ledger.
+fn with_meta_fields(
+    mut result: CallToolResult,
+    key: &str,
+    status: &str,
+    replay: bool,
+    sent_at: Option<&Value>,
+) -> CallToolResult {
     let mut ours = Map::new();
     ours.insert("key".into(), key.into());
-    ours.insert("status".into(), entry.status().as_str().into());
+    ours.insert("status".into(), status.into());
     ours.insert("replay".into(), replay.into());
-    if let Some(at) = entry.get("sentAt") {
+    if let Some(at) = sent_at {
         ours.insert("sentAt".into(), at.clone());
     }
     let mut meta = result.meta.take().unwrap_or_default();

@@ -1,0 +1,174 @@
+//! A ledger whose disk fills while a call is out: the call was made, so the agent is
+//! told what came of it and that the ledger could not record it, never that it was not
+//! made (which invites a second call). The claim stands, so a repeat is refused until a
+//! person settles it. On a tmpfs of the test's own, filled with 4 KiB files; skipped,
+//! with a note, where this process may not mount filesystems.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::proxy::{Bench, HOLD, POLICY};
+use crate::harness::mcp::{call, ok, refused, text};
+use crate::harness::{Tmpfs, expect_exit, fill_disk, free_disk, wait_until};
+
+fn entries(bench: &Bench) -> Vec<Value> {
+    let out = bench.cli(&["ls", "L", "--json"]);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    listed
+        .as_array()
+        .or_else(|| listed["entries"].as_array())
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is_not_made_again() {
+    let Some(disk) = Tmpfs::mount("1m") else {
+        return;
+    };
+    let Some(bench) = Bench::new(POLICY) else {
+        return;
+    };
+    let bench = bench.with_ledger_at(disk.point.join("l.db"));
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let args = json!({"line": "as the disk filled", "to": "ana@example.com", "seconds": 1.0});
+    let (answered, mut pads) =
+        made_as_the_disk_fills(&bench, &agent, &disk, "append", args.clone()).await;
+
+    // The upstream's own answer, then what the ledger could not do.
+    assert_ne!(answered.is_error, Some(true), "{answered:?}");
+    assert_eq!(ok(&answered)["written"], "as the disk filled");
+    let said = text(&answered);
+    assert!(said.contains("could not record"), "{said}");
+    assert!(said.contains("full"), "the cause is named: {said}");
+    assert!(!said.contains("not forwarded"), "{said}");
+    let meta = &answered.meta.as_ref().unwrap().0["send-once"];
+    assert_eq!(meta["status"], "pending", "{meta}");
+    assert_eq!(bench.acted(), ["as the disk filled"]);
+
+    // The claim stands: a repeat is refused, and nothing is made again.
+    let again = refused(&call(&agent, "append", args).await);
+    assert!(
+        again.contains("in flight") || again.contains("unknown"),
+        "{again}"
+    );
+    assert_eq!(bench.acted(), ["as the disk filled"]);
+
+    free_disk(&mut pads);
+    let left = entries(&bench);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(
+        left[0]["status"], "pending",
+        "a person settles it: {left:?}"
+    );
+    agent.cancel().await.unwrap();
+}
+
+/// The call made through the proxy's status tool once `draft` is approved, the
+/// ledger's disk filled after its claim: what the agent is told.
+async fn made_as_the_disk_fills(
+    bench: &Bench,
+    agent: &crate::harness::mcp::Client,
+    disk: &Tmpfs,
+    tool: &str,
+    arguments: Value,
+) -> (rmcp::model::CallToolResult, Vec<std::path::PathBuf>) {
+    let call = {
+        let agent = agent.peer().clone();
+        let params = rmcp::model::CallToolRequestParams::new(tool.to_owned())
+            .with_arguments(arguments.as_object().unwrap().clone());
+        tokio::spawn(async move { agent.call_tool(params).await.unwrap() })
+    };
+    wait_until("the call is claimed", Duration::from_secs(10), || {
+        entries(bench).iter().any(|e| e["status"] == "pending")
+    });
+    let pads = fill_disk(&disk.point);
+    (call.await.unwrap(), pads)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_call_answered_after_the_disk_filled_gives_the_agent_its_answer() {
+    let Some(disk) = Tmpfs::mount("1m") else {
+        return;
+    };
+    let Some(bench) = Bench::new(HOLD) else {
+        return;
+    };
+    let bench = bench.with_ledger_at(disk.point.join("l.db"));
+    let agent = bench.proxy("billing-agent", &[]).await;
+    let args = json!({"line": "pay 10", "to": "ana@example.com", "seconds": 1.0});
+    let held = call(&agent, "append", args).await;
+    assert_eq!(held.structured_content.unwrap()["draftId"], 1);
+    expect_exit(
+        &bench.cli(&["approve", "L", "1", "--by", "dana"]),
+        0,
+        "approve",
+    );
+    let (made, mut pads) = made_as_the_disk_fills(
+        &bench,
+        &agent,
+        &disk,
+        "send_once_status",
+        json!({"draftId": 1}),
+    )
+    .await;
+    assert_eq!(ok(&made)["written"], "pay 10");
+    let said = text(&made);
+    assert!(said.contains("could not record"), "{said}");
+    assert!(!said.contains("not made"), "{said}");
+    assert_eq!(bench.acted(), ["pay 10"]);
+    free_disk(&mut pads);
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draft_whose_send_filled_the_disk_is_said_to_be_unknown_not_unsent() {
+    let Some(disk) = Tmpfs::mount("1m") else {
+        return;
+    };
+    let ledger = disk.point.join("l.db");
+    // The send command fills the disk itself, then says it sent.
+    let send = format!(
+        "email=sh -c 'cat > /dev/null; i=0; while head -c 4096 /dev/zero > {}/pad-$i 2>/dev/null; do i=$((i+1)); done; echo {{\\\"id\\\":\\\"m-1\\\"}}'",
+        disk.point.display()
+    );
+    let client = crate::harness::mcp::connect(
+        "billing-agent",
+        &["mcp", ledger.to_str().unwrap(), "--send", &send],
+    )
+    .await;
+    let draft = json!({
+        "channel": "email",
+        "to": "ana@example.com",
+        "intent": "Invoice 9",
+        "payload": {"subject": "Invoice 9"},
+    });
+    ok(&call(&client, "submit_draft", draft).await);
+    expect_exit(
+        &crate::harness::on_ledger(&ledger, &["approve", "L", "1", "--by", "dana"]),
+        0,
+        "approve",
+    );
+
+    let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
+    assert_eq!(done["outcome"], "unknown", "{done}");
+    let next = done["next"].as_str().unwrap();
+    assert!(next.contains("ran"), "{next}");
+    assert!(!next.contains("not sent"), "{next}");
+    assert!(
+        done["error"].as_str().unwrap().contains("full"),
+        "the cause is named: {done}"
+    );
+    let again = call(&client, "dispatch_draft", json!({"draftId": 1})).await;
+    let said = serde_json::to_string(&again).unwrap();
+    assert!(!said.contains("\"outcome\":\"sent\""), "{said}");
+
+    let mut pads: Vec<_> = std::fs::read_dir(&disk.point)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pad-"))
+        .collect();
+    free_disk(&mut pads);
+    client.cancel().await.unwrap();
+}
