@@ -17,7 +17,6 @@ use serde_json::{Map, Value, json};
 use super::once::{ForwardCall, answer, refusal, unrecorded};
 use super::{ProxyServer, entry_meta};
 use crate::approval::{DispatchError, Dispatched};
-use crate::ledger::LedgerError;
 use crate::mcp::call_key::{CallKey, call_key};
 use crate::mcp::policy::ToolRule;
 use crate::mcp::status::{DraftStatus, Standing};
@@ -350,8 +349,8 @@ async fn make(
                         .to_owned(),
                 )),
             },
-            Err(DispatchError::Ledger(LedgerError::Unrecorded { source, .. })) => {
-                unrecorded(&forward, &key, &ledger_name, &source)
+            Err(DispatchError::Ledger(e)) if forward.forwarded() => {
+                unrecorded(&forward, &key, &ledger_name, &e)
             }
             Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
         }

@@ -17,7 +17,6 @@ use serde_json::{Map, Value};
 
 use super::upstream::{Forwarded, call};
 use crate::ledger::claimer;
-use crate::ledger::store::StoreError;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
 use crate::mcp::policy::ErrorMeans;
 use crate::provider::{
@@ -66,6 +65,12 @@ impl ForwardCall {
 
     fn answer(&self) -> Option<Forwarded> {
         self.answer.lock().ok()?.take()
+    }
+
+    /// Whether the call went as far as the upstream: what the ledger says after that
+    /// can no longer be "not forwarded".
+    pub fn forwarded(&self) -> bool {
+        self.answer.lock().is_ok_and(|answer| answer.is_some())
     }
 }
 
@@ -147,9 +152,7 @@ pub async fn once(
 ) -> Result<CallToolResult, ErrorData> {
     match ledger.once_with(&key, &forward, &options).await {
         Ok(outcome) => answer(outcome, &forward, &key, &ledger_name, ledger.now()),
-        Err(LedgerError::Unrecorded { source, .. }) => {
-            unrecorded(&forward, &key, &ledger_name, &source)
-        }
+        Err(e) if forward.forwarded() => unrecorded(&forward, &key, &ledger_name, &e),
         Err(e) => Ok(refusal(format!(
             "The ledger refused the call, and it was not forwarded: {e}"
         ))),
@@ -157,7 +160,7 @@ pub async fn once(
 }
 
 /// The agent's answer when the call was forwarded but the ledger could not record
-/// what came of it (`why`: a full disk, a lost connection). The claim stands, so the
+/// what came of it (`error`: a full disk, a lost connection). The claim stands, so the
 /// ledger shows the call in flight, then unknown, and it is not made again until a
 /// person settles it. The upstream's own answer is given as it came, with that said
 /// after it: it is the only record of what the call did.
@@ -165,11 +168,16 @@ pub fn unrecorded(
     forward: &ForwardCall,
     key: &str,
     ledger_name: &str,
-    why: &StoreError,
+    error: &LedgerError,
 ) -> Result<CallToolResult, ErrorData> {
+    // The store's own words: the rest of `Unrecorded`'s is said below.
+    let why = match error {
+        LedgerError::Unrecorded { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
     let not_recorded = format!(
         "send-once could not record what came of this call in the ledger ({}): the ledger shows it in flight, then unknown, under key {key}, and it will not be made again until a person settles it ({}).",
-        crate::text::visible_inline(&why.to_string()),
+        crate::text::visible_inline(&why),
         settle_hint(ledger_name, key)
     );
     match forward.answer() {
@@ -184,6 +192,13 @@ pub fn unrecorded(
                 "The upstream refused the call before its tool ran (error {}: {}), so it was not made; but {not_recorded}",
                 error.code.0,
                 crate::text::visible_inline(&error.message)
+            )),
+            "unknown",
+            key,
+        )),
+        Some(Forwarded::Gone) => Ok(with_status(
+            refusal(format!(
+                "The upstream server has exited, so this call was not made; but {not_recorded}"
             )),
             "unknown",
             key,
