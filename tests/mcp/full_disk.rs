@@ -62,6 +62,25 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
         left[0]["status"], "pending",
         "a person settles it: {left:?}"
     );
+
+    // With room again, the same proxy records its next call, and a person settles the
+    // first once its limit has passed.
+    let next = json!({"line": "after", "to": "ana@example.com"});
+    assert_eq!(ok(&call(&agent, "append", next).await)["written"], "after");
+    let key = meta["key"].as_str().unwrap();
+    wait_until(
+        "a person settles the first call",
+        Duration::from_secs(10),
+        || {
+            bench
+                .cli(&["resolve", "L", key, "sent", "--by", "dana"])
+                .status
+                .success()
+        },
+    );
+    let settled = entries(&bench);
+    assert_eq!(settled.len(), 2, "{settled:?}");
+    assert!(settled.iter().all(|e| e["status"] == "sent"), "{settled:?}");
     agent.cancel().await.unwrap();
 }
 
