@@ -47,12 +47,11 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
     assert_eq!(meta["status"], "pending", "{meta}");
     assert_eq!(bench.acted(), ["as the disk filled"]);
 
-    // The claim stands: a repeat is refused, and nothing is made again.
+    // The claim stands: a repeat is refused, told why rather than "in flight", and
+    // nothing is made again.
     let again = refused(&call(&agent, "append", args).await);
-    assert!(
-        again.contains("in flight") || again.contains("unknown"),
-        "{again}"
-    );
+    assert!(again.contains("could not record"), "{again}");
+    assert!(again.contains("--even-if-running"), "{again}");
     assert_eq!(bench.acted(), ["as the disk filled"]);
 
     free_disk(&mut pads);

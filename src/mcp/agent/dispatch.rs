@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::{DispatchError, Dispatched};
-use crate::ledger::{Ledger, LedgerError, Outcome};
-use crate::provider::{CommandProvider, Limit, SendOptions};
+use crate::ledger::{Entry, Ledger, LedgerError, Outcome, SendContext, SendError};
+use crate::provider::{CheckAnswer, CommandProvider, Limit, Provider, SendOptions};
 use crate::review::Review;
 use crate::review::dispatch::Prepared;
 use crate::review::quorum::normalise_channel;
@@ -118,23 +118,34 @@ pub async fn dispatch(
         .limit(SEND_LIMIT)
         .build()
         .map_err(|e| e.to_string())?;
+    let provider = Started::new(provider);
     let done = match review
         .dispatch(ready, ledger, &provider, &options, RECHECK_LIMIT)
         .await
     {
         Ok(done) => done,
         // The command ran: "not sent" would invite a second send.
-        Err(DispatchError::Ledger(LedgerError::Unrecorded { source, .. })) => {
+        Err(DispatchError::Ledger(e)) if provider.started() => {
+            let why = match &e {
+                LedgerError::Unrecorded { source, .. } => source.to_string(),
+                other => other.to_string(),
+            };
             return Ok(DispatchAnswer {
                 draft_id: id,
                 key: head.key.clone(),
                 outcome: "unknown".to_owned(),
                 provider_id: None,
-                error: Some(crate::text::visible_inline(&source.to_string()).into_owned()),
+                error: Some(crate::text::visible_inline(&why).into_owned()),
                 next: format!(
-                    "Draft {id}'s send command ran, but the ledger could not record what came of it: it shows as in flight, then unknown, until a person settles it. Do not send it another way."
+                    "Draft {id}'s send command ran, but the ledger could not record what came of it: its entry stays pending until a person settles it. Do not send it another way."
                 ),
             });
+        }
+        Err(DispatchError::Ledger(LedgerError::Unrecorded { source, .. })) => {
+            return Err(format!(
+                "draft {id} was not sent, but the ledger could not record that ({}): its entry stays pending until a person settles it",
+                crate::text::visible_inline(&source.to_string())
+            ));
         }
         Err(e) => return Err(format!("draft {id} was not sent: {e}")),
     };
@@ -195,5 +206,44 @@ pub async fn dispatch(
         Dispatched::StaleFacts { .. } => Err(format!(
             "the facts draft {id} relied on changed since it was approved; nothing was sent"
         )),
+    }
+}
+
+/// The operator's send command, noting whether it was started: a ledger error after
+/// that can no longer mean "not sent".
+struct Started {
+    command: CommandProvider,
+    started: std::sync::atomic::AtomicBool,
+}
+
+impl Started {
+    fn new(command: CommandProvider) -> Started {
+        Started {
+            command,
+            started: Default::default(),
+        }
+    }
+
+    fn started(&self) -> bool {
+        self.started.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Started {
+    type Receipt = <CommandProvider as Provider>::Receipt;
+
+    async fn precheck(&self, entry: &Entry) -> CheckAnswer {
+        self.command.precheck(entry).await
+    }
+
+    async fn send(&self, context: SendContext) -> Result<Self::Receipt, SendError> {
+        self.started
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.command.send(context).await
+    }
+
+    async fn verify(&self, entry: &Entry) -> CheckAnswer {
+        self.command.verify(entry).await
     }
 }

@@ -14,9 +14,10 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 
-use super::once::{ForwardCall, answer, refusal, unrecorded};
+use super::once::{ForwardCall, answer, not_recorded, refusal, unrecorded};
 use super::{ProxyServer, entry_meta};
 use crate::approval::{DispatchError, Dispatched};
+use crate::ledger::LedgerError;
 use crate::mcp::call_key::{CallKey, call_key};
 use crate::mcp::policy::ToolRule;
 use crate::mcp::status::{DraftStatus, Standing};
@@ -311,7 +312,8 @@ async fn make(
         limit,
         rule.error,
     )
-    .verified_by(rule.verify.clone());
+    .verified_by(rule.verify.clone())
+    .noting_unrecorded_in(Arc::clone(&server.unrecorded));
     let options = match SendOptions::builder()
         .meta(meta)
         .limit(limit)
@@ -352,6 +354,12 @@ async fn make(
             Err(DispatchError::Ledger(e)) if forward.forwarded() => {
                 unrecorded(&forward, &key, &ledger_name, &e)
             }
+            // Claimed, then refused before the call went (the draft could not be marked
+            // as made): not made, but the claim stands.
+            Err(DispatchError::Ledger(e @ LedgerError::Unrecorded { .. })) => Ok(refusal(format!(
+                "This call was not made, but {}",
+                not_recorded(&key, &ledger_name, &e)
+            ))),
             Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
         }
     });

@@ -67,6 +67,8 @@ pub struct ProxyServer {
     upstream: Arc<Upstream>,
     downstream: Downstream,
     in_flight: Arc<InFlight>,
+    /// Its calls whose outcome the ledger could not record.
+    unrecorded: Arc<once::Unrecorded>,
 }
 
 impl ProxyServer {
@@ -77,6 +79,7 @@ impl ProxyServer {
             upstream: Arc::new(upstream),
             downstream,
             in_flight: Arc::new(InFlight::default()),
+            unrecorded: Arc::default(),
         }
     }
 
@@ -179,7 +182,8 @@ impl ProxyServer {
             limit,
             rule.error,
         )
-        .verified_by(rule.verify.clone());
+        .verified_by(rule.verify.clone())
+        .noting_unrecorded_in(Arc::clone(&self.unrecorded));
         let guard = self.in_flight.start();
         let ledger = Arc::clone(&self.config.ledger);
         let ledger_name = self.config.ledger_name.clone();

@@ -5,6 +5,7 @@
 //! they do; a call the upstream refused before its tool ran is failed, and a repeat
 //! is forwarded as the next attempt.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,6 +34,36 @@ pub struct ForwardCall {
     error: ErrorMeans,
     verify: Option<Vec<String>>,
     answer: Mutex<Option<Forwarded>>,
+    /// The attempt the ledger made of it, once sent.
+    attempt: std::sync::atomic::AtomicU64,
+    unrecorded: Arc<Unrecorded>,
+}
+
+/// The calls this proxy made whose outcome the ledger could not record, by key: the
+/// attempt, and what the agent was told. Their claims stay pending and count as
+/// running while the proxy runs, so a repeat is told that, not "still in flight".
+#[derive(Default)]
+pub struct Unrecorded(Mutex<HashMap<String, (u64, String)>>);
+
+/// How many unrecorded calls are remembered: past it, a repeat is told "in flight",
+/// as before, and the ledger still holds each pending.
+const UNRECORDED_KEPT: usize = 10_000;
+
+impl Unrecorded {
+    fn note(&self, key: &str, attempt: u64, said: String) {
+        if let Ok(mut calls) = self.0.lock()
+            && (calls.len() < UNRECORDED_KEPT || calls.contains_key(key))
+        {
+            calls.insert(key.to_owned(), (attempt, said));
+        }
+    }
+
+    /// What the agent was told of `entry`'s attempt, if it is one left unrecorded here.
+    fn said_of(&self, entry: &Entry) -> Option<String> {
+        let calls = self.0.lock().ok()?;
+        let (attempt, said) = calls.get(entry.key())?;
+        (*attempt == entry.attempts()).then(|| said.clone())
+    }
 }
 
 impl ForwardCall {
@@ -52,6 +83,8 @@ impl ForwardCall {
             error,
             verify: None,
             answer: Mutex::new(None),
+            attempt: Default::default(),
+            unrecorded: Arc::default(),
         }
     }
 
@@ -60,6 +93,12 @@ impl ForwardCall {
     /// upstream acted (it reads the entry as JSON on stdin).
     pub fn verified_by(mut self, verify: Option<Vec<String>>) -> ForwardCall {
         self.verify = verify;
+        self
+    }
+
+    /// The same call, its unrecorded outcome noted in `unrecorded` (the proxy's).
+    pub fn noting_unrecorded_in(mut self, unrecorded: Arc<Unrecorded>) -> ForwardCall {
+        self.unrecorded = unrecorded;
         self
     }
 
@@ -95,6 +134,8 @@ impl Provider for ForwardCall {
     async fn send(&self, context: SendContext) -> Result<ToolReceipt, SendError> {
         // The claim recorded `limit` from its claim time: what is left of it is the
         // upstream's, so no other process sees this attempt as over while it runs.
+        self.attempt
+            .store(context.attempt, std::sync::atomic::Ordering::SeqCst);
         let left = self.limit.saturating_sub(context.waited);
         let forwarded = call(&self.upstream, self.params.clone(), self.meta.clone(), left).await;
         let verdict = match &forwarded {
@@ -161,30 +202,27 @@ pub async fn once(
 
 /// The agent's answer when the call was forwarded but the ledger could not record
 /// what came of it (`error`: a full disk, a lost connection). The claim stands, so the
-/// ledger shows the call in flight, then unknown, and it is not made again until a
-/// person settles it. The upstream's own answer is given as it came, with that said
-/// after it: it is the only record of what the call did.
+/// entry stays pending, and the call is not made again until a person settles it;
+/// while this proxy runs, its claim counts as running. The upstream's own answer is
+/// given as it came, with that said after it: it is the only record of what the call
+/// did.
 pub fn unrecorded(
     forward: &ForwardCall,
     key: &str,
     ledger_name: &str,
     error: &LedgerError,
 ) -> Result<CallToolResult, ErrorData> {
-    // The store's own words: the rest of `Unrecorded`'s is said below.
-    let why = match error {
-        LedgerError::Unrecorded { source, .. } => source.to_string(),
-        other => other.to_string(),
-    };
-    let not_recorded = format!(
-        "send-once could not record what came of this call in the ledger ({}): the ledger shows it in flight, then unknown, under key {key}, and it will not be made again until a person settles it ({}).",
-        crate::text::visible_inline(&why),
-        settle_hint(ledger_name, key)
+    let not_recorded = not_recorded(key, ledger_name, error);
+    forward.unrecorded.note(
+        key,
+        forward.attempt.load(std::sync::atomic::Ordering::SeqCst),
+        not_recorded.clone(),
     );
     match forward.answer() {
         Some(Forwarded::Done(mut result) | Forwarded::ToolError(mut result)) => {
-            result
-                .content
-                .push(ContentBlock::text(format!("send-once: {not_recorded}")));
+            result.content.push(ContentBlock::text(format!(
+                "send-once: this call was made, but {not_recorded}"
+            )));
             Ok(with_meta_fields(result, key, "pending", false, None))
         }
         Some(Forwarded::NotRun(error)) => Ok(with_status(
@@ -211,6 +249,20 @@ pub fn unrecorded(
             key,
         )),
     }
+}
+
+/// What to tell an agent when the ledger could not record what came of its call:
+/// the store's own words, and what follows for the call.
+pub fn not_recorded(key: &str, ledger_name: &str, error: &LedgerError) -> String {
+    // `Unrecorded`'s own sentence says the send ran, which is not always so here.
+    let why = match error {
+        LedgerError::Unrecorded { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    format!(
+        "the ledger could not record what came of it (the store said: {}). Its entry stays pending under key {key}, counted as running while this proxy runs, and the call will not be made again until a person settles it (`send-once resolve {ledger_name} {key} sent`, or `... failed --even-if-running`, after checking).",
+        crate::text::visible_inline(&why),
+    )
 }
 
 /// The agent's answer for what the ledger made of a forwarded call, at `now` (ms).
@@ -277,7 +329,15 @@ pub fn answer(
         }
         Outcome::Unknown { entry, .. } => {
             let running = claimer::running(&entry, now);
-            if running.may_still_run() {
+            if let Some(said) = forward.unrecorded.said_of(&entry) {
+                Ok(with_status(
+                    refusal(format!(
+                        "This call was made earlier (or may have been), but {said} Do not retry it another way."
+                    )),
+                    "unknown",
+                    key,
+                ))
+            } else if running.may_still_run() {
                 Ok(with_status(
                     refusal(format!(
                         "This call is still in flight (key {key}): {}. Ask again later; it is not made twice.",
