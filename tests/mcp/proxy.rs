@@ -1278,6 +1278,7 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         ("needs_input", "asked for more input"),
         // rmcp takes neither for a tool's result, and nor does the proxy.
         ("old_task", "something else than a result"),
+        ("old_task_with_content", "something else than a result"),
         ("new_kind", "something else than a result"),
     ] {
         let first = call(&agent, tool, json!({"n": 1})).await;
@@ -1295,7 +1296,13 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
     }
     assert_eq!(
         bench.acted(),
-        ["start_task", "needs_input", "old_task", "new_kind"]
+        [
+            "start_task",
+            "needs_input",
+            "old_task",
+            "old_task_with_content",
+            "new_kind"
+        ]
     );
     // None of them is recorded as sent, and each is listed for a person.
     let audit = bench.cli(&["audit", "L", "--json"]);
@@ -1306,8 +1313,14 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         .iter()
         .map(|entry| entry["meta"]["tool"].as_str().unwrap())
         .collect();
-    assert_eq!(unknown.len(), 4, "{listed}");
-    for tool in ["start_task", "needs_input", "old_task", "new_kind"] {
+    assert_eq!(unknown.len(), 5, "{listed}");
+    for tool in [
+        "start_task",
+        "needs_input",
+        "old_task",
+        "old_task_with_content",
+        "new_kind",
+    ] {
         assert!(unknown.contains(&tool), "{tool}: {listed}");
     }
     agent.cancel().await.unwrap();

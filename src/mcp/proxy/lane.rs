@@ -454,6 +454,7 @@ impl Lane {
             }
             // rmcp's client may have stopped reading (the session is ending): the
             // lane's own answers still come through.
+            let line = task_handle_alone(&line).map_or(Cow::Borrowed(&line[..]), Cow::Owned);
             if to_client && client_in.write_all(&line).await.is_err() {
                 to_client = false;
             }
@@ -672,6 +673,26 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
     }
 }
 
+/// An answer carrying a task handle (protocol version 2025-11-25's `task` member) as
+/// well as a result's members, reduced to the handle; `None` for any other line.
+/// rmcp's typed result has no `task` member: it would take such an answer for a final
+/// result and drop the handle, and the proxy would keep a call still running as sent.
+/// Reduced, it is what rmcp takes for a task, which the proxy does not follow and
+/// leaves unknown.
+fn task_handle_alone(line: &[u8]) -> Option<Vec<u8>> {
+    // Most answers do not name a task: they are not parsed again.
+    memchr::memmem::find(line, b"\"task\"")?;
+    let mut message: Value = serde_json::from_slice(line).ok()?;
+    let result = message.get_mut("result")?.as_object_mut()?;
+    if !result.get("task").is_some_and(Value::is_object) || result.len() == 1 {
+        return None;
+    }
+    result.retain(|name, _| name == "task" || name == "_meta");
+    let mut reduced = serde_json::to_vec(&message).ok()?;
+    reduced.push(b'\n');
+    Some(reduced)
+}
+
 /// What [`read_line`] read.
 #[derive(Debug, PartialEq)]
 enum Read {
@@ -720,6 +741,24 @@ async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), line: &mut Vec<u8>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_task_handle_beside_a_results_members_is_reduced_to_it() {
+        let both = br#"{"jsonrpc":"2.0","id":3,"result":{"task":{"taskId":"t"},"content":[],"isError":false,"_meta":{"m":1}}}"#;
+        let reduced: Value = serde_json::from_slice(&task_handle_alone(both).unwrap()).unwrap();
+        assert_eq!(
+            reduced,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"task": {"taskId": "t"}, "_meta": {"m": 1}}})
+        );
+        for untouched in [
+            &br#"{"jsonrpc":"2.0","id":3,"result":{"task":{"taskId":"t"}}}"#[..],
+            br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"\"task\": done"}]}}"#,
+            br#"{"jsonrpc":"2.0","id":3,"result":{"task":"a word","content":[]}}"#,
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"\"task\""}}"#,
+        ] {
+            assert_eq!(task_handle_alone(untouched), None);
+        }
+    }
 
     async fn lines_of(input: Vec<u8>) -> Vec<(Read, Vec<u8>)> {
         let mut reader = BufReader::new(std::io::Cursor::new(input));
