@@ -248,6 +248,12 @@ impl Claimer {
         }
     }
 
+    /// Whether it is this very process (the same pid, started at the same time, on
+    /// this boot of this host).
+    pub fn is_this_process(&self) -> bool {
+        self.pid == std::process::id() && self.alive_here() == Some(true)
+    }
+
     /// Whether it ended on this host and the note of its send cannot say whether that
     /// send still runs: gone after it promised one, or never given its session.
     fn note_gone(&self) -> bool {

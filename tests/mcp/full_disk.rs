@@ -49,7 +49,7 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
 
     // The claim stands: a repeat is refused, told why rather than "in flight", and
     // nothing is made again.
-    let again = refused(&call(&agent, "append", args).await);
+    let again = refused(&call(&agent, "append", args.clone()).await);
     assert!(again.contains("could not record"), "{again}");
     assert!(again.contains("--even-if-running"), "{again}");
     assert_eq!(bench.acted(), ["as the disk filled"]);
@@ -62,29 +62,75 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
         "a person settles it: {left:?}"
     );
 
-    // With room again, the same proxy records its next call, and a person settles the
-    // first once its limit has passed.
+    // With room again, the same proxy records its next call.
     let next = json!({"line": "after", "to": "ana@example.com"});
     assert_eq!(ok(&call(&agent, "append", next).await)["written"], "after");
+    // A person finds the first did not take and settles it as failed (the proxy's
+    // claim counts as running, hence the flag). The proxy makes it again; a repeat
+    // meanwhile is told that this attempt is in flight: what was noted of the older
+    // one, even under the same attempt number, no longer holds.
     let key = meta["key"].as_str().unwrap();
+    expect_exit(
+        &bench.cli(&[
+            "resolve",
+            "L",
+            key,
+            "failed",
+            "--even-if-running",
+            "--by",
+            "dana",
+        ]),
+        0,
+        "resolve failed",
+    );
+    // And collects it, so that the next attempt is numbered 1 again.
     wait_until(
-        "a person settles the first call",
+        "gc removes the failed entry",
         Duration::from_secs(10),
         || {
-            bench
-                .cli(&["resolve", "L", key, "sent", "--by", "dana"])
-                .status
-                .success()
+            let _ = bench.cli(&["gc", "L", "--older-than", "1s", "--status", "failed"]);
+            !entries(&bench).iter().any(|e| e["key"] == key)
         },
     );
+    let made_again = spawn_call(&agent, "append", &args);
+    wait_for_a_claim(&bench);
+    let meanwhile = refused(&call(&agent, "append", args.clone()).await);
+    assert!(meanwhile.contains("in flight"), "{meanwhile}");
+    assert!(!meanwhile.contains("could not record"), "{meanwhile}");
+    assert_eq!(
+        ok(&made_again.await.unwrap())["written"],
+        "as the disk filled"
+    );
+    assert_eq!(
+        bench.acted(),
+        ["as the disk filled", "after", "as the disk filled"]
+    );
     let settled = entries(&bench);
-    assert_eq!(settled.len(), 2, "{settled:?}");
     assert!(settled.iter().all(|e| e["status"] == "sent"), "{settled:?}");
     agent.cancel().await.unwrap();
 }
 
-/// The call made through the proxy's status tool once `draft` is approved, the
-/// ledger's disk filled after its claim: what the agent is told.
+/// `tool` called with `arguments` in a task of its own.
+fn spawn_call(
+    agent: &crate::harness::mcp::Client,
+    tool: &str,
+    arguments: &Value,
+) -> tokio::task::JoinHandle<rmcp::model::CallToolResult> {
+    let agent = agent.peer().clone();
+    let params = rmcp::model::CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().unwrap().clone());
+    tokio::spawn(async move { agent.call_tool(params).await.unwrap() })
+}
+
+fn wait_for_a_claim(bench: &Bench) {
+    wait_until("the call is claimed", Duration::from_secs(10), || {
+        entries(bench).iter().any(|e| e["status"] == "pending")
+    });
+}
+
+/// `tool` called with `arguments`, the ledger's disk filled once the call is claimed
+/// and before it is answered (the upstream's `append` takes `seconds`): what the agent
+/// is told, and the files that fill the disk.
 async fn made_as_the_disk_fills(
     bench: &Bench,
     agent: &crate::harness::mcp::Client,
@@ -92,15 +138,8 @@ async fn made_as_the_disk_fills(
     tool: &str,
     arguments: Value,
 ) -> (rmcp::model::CallToolResult, Vec<std::path::PathBuf>) {
-    let call = {
-        let agent = agent.peer().clone();
-        let params = rmcp::model::CallToolRequestParams::new(tool.to_owned())
-            .with_arguments(arguments.as_object().unwrap().clone());
-        tokio::spawn(async move { agent.call_tool(params).await.unwrap() })
-    };
-    wait_until("the call is claimed", Duration::from_secs(10), || {
-        entries(bench).iter().any(|e| e["status"] == "pending")
-    });
+    let call = spawn_call(agent, tool, &arguments);
+    wait_for_a_claim(bench);
     let pads = fill_disk(&disk.point);
     (call.await.unwrap(), pads)
 }

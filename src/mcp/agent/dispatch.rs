@@ -137,14 +137,16 @@ pub async fn dispatch(
                 provider_id: None,
                 error: Some(crate::text::visible_inline(&why).into_owned()),
                 next: format!(
-                    "Draft {id}'s send command ran, but the ledger could not record what came of it: its entry stays pending until a person settles it. Do not send it another way."
+                    "Draft {id}'s send command ran, but the ledger could not record what came of it: its entry (key {}) stays pending, counted as running while this server runs, until a person settles it (`send-once resolve` on this ledger: `sent`, or `failed --even-if-running`, after checking). Do not send it another way.",
+                    head.key
                 ),
             });
         }
         Err(DispatchError::Ledger(LedgerError::Unrecorded { source, .. })) => {
             return Err(format!(
-                "draft {id} was not sent, but the ledger could not record that ({}): its entry stays pending until a person settles it",
-                crate::text::visible_inline(&source.to_string())
+                "draft {id} was not sent, but the ledger could not record that ({}): its entry (key {}) stays pending until a person settles it (`send-once resolve` on this ledger: `failed --even-if-running`)",
+                crate::text::visible_inline(&source.to_string()),
+                head.key
             ));
         }
         Err(e) => return Err(format!("draft {id} was not sent: {e}")),

@@ -14,7 +14,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 
-use super::once::{ForwardCall, answer, not_recorded, refusal, unrecorded};
+use super::once::{ForwardCall, answer, claimed_not_made, refusal, unrecorded};
 use super::{ProxyServer, entry_meta};
 use crate::approval::{DispatchError, Dispatched};
 use crate::ledger::LedgerError;
@@ -356,10 +356,9 @@ async fn make(
             }
             // Claimed, then refused before the call went (the draft could not be marked
             // as made): not made, but the claim stands.
-            Err(DispatchError::Ledger(e @ LedgerError::Unrecorded { .. })) => Ok(refusal(format!(
-                "This call was not made, but {}",
-                not_recorded(&key, &ledger_name, &e)
-            ))),
+            Err(DispatchError::Ledger(e @ LedgerError::Unrecorded { .. })) => {
+                Ok(claimed_not_made(&forward, &key, &ledger_name, &e))
+            }
             Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
         }
     });

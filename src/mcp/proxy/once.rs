@@ -34,35 +34,44 @@ pub struct ForwardCall {
     error: ErrorMeans,
     verify: Option<Vec<String>>,
     answer: Mutex<Option<Forwarded>>,
-    /// The attempt the ledger made of it, once sent.
-    attempt: std::sync::atomic::AtomicU64,
     unrecorded: Arc<Unrecorded>,
 }
 
-/// The calls this proxy made whose outcome the ledger could not record, by key: the
-/// attempt, and what the agent was told. Their claims stay pending and count as
-/// running while the proxy runs, so a repeat is told that, not "still in flight".
+/// The calls this proxy claimed whose outcome the ledger could not record, by key,
+/// with what a repeat is to be told. Their claims stay pending and count as running
+/// while the proxy runs, so a repeat is told that, not "still in flight" forever. A
+/// note holds only while the entry's claim is still this process's and the proxy has
+/// not made a newer attempt of the call.
 #[derive(Default)]
-pub struct Unrecorded(Mutex<HashMap<String, (u64, String)>>);
+pub struct Unrecorded(Mutex<HashMap<String, String>>);
 
 /// How many unrecorded calls are remembered: past it, a repeat is told "in flight",
 /// as before, and the ledger still holds each pending.
 const UNRECORDED_KEPT: usize = 10_000;
 
 impl Unrecorded {
-    fn note(&self, key: &str, attempt: u64, said: String) {
+    fn note(&self, key: &str, told: String) {
         if let Ok(mut calls) = self.0.lock()
             && (calls.len() < UNRECORDED_KEPT || calls.contains_key(key))
         {
-            calls.insert(key.to_owned(), (attempt, said));
+            calls.insert(key.to_owned(), told);
         }
     }
 
-    /// What the agent was told of `entry`'s attempt, if it is one left unrecorded here.
-    fn said_of(&self, entry: &Entry) -> Option<String> {
-        let calls = self.0.lock().ok()?;
-        let (attempt, said) = calls.get(entry.key())?;
-        (*attempt == entry.attempts()).then(|| said.clone())
+    /// A newer attempt of `key` is made here: what was noted is of an older one.
+    fn forget(&self, key: &str) {
+        if let Ok(mut calls) = self.0.lock() {
+            calls.remove(key);
+        }
+    }
+
+    /// What a repeat is told of `entry`, if its claim is one of this process's left
+    /// unrecorded.
+    fn told_of(&self, entry: &Entry) -> Option<String> {
+        let told = self.0.lock().ok()?.get(entry.key())?.clone();
+        claimer::Claimer::of(entry)
+            .is_some_and(|claimer| claimer.is_this_process())
+            .then_some(told)
     }
 }
 
@@ -83,7 +92,6 @@ impl ForwardCall {
             error,
             verify: None,
             answer: Mutex::new(None),
-            attempt: Default::default(),
             unrecorded: Arc::default(),
         }
     }
@@ -134,8 +142,7 @@ impl Provider for ForwardCall {
     async fn send(&self, context: SendContext) -> Result<ToolReceipt, SendError> {
         // The claim recorded `limit` from its claim time: what is left of it is the
         // upstream's, so no other process sees this attempt as over while it runs.
-        self.attempt
-            .store(context.attempt, std::sync::atomic::Ordering::SeqCst);
+        self.unrecorded.forget(&context.key);
         let left = self.limit.saturating_sub(context.waited);
         let forwarded = call(&self.upstream, self.params.clone(), self.meta.clone(), left).await;
         let verdict = match &forwarded {
@@ -212,13 +219,20 @@ pub fn unrecorded(
     ledger_name: &str,
     error: &LedgerError,
 ) -> Result<CallToolResult, ErrorData> {
-    let not_recorded = not_recorded(key, ledger_name, error);
+    let answer = forward.answer();
+    let made = !matches!(answer, Some(Forwarded::NotRun(_) | Forwarded::Gone));
+    let not_recorded = not_recorded(key, ledger_name, error, made);
     forward.unrecorded.note(
         key,
-        forward.attempt.load(std::sync::atomic::Ordering::SeqCst),
-        not_recorded.clone(),
+        if made {
+            format!(
+                "This call was made earlier (or may have been), but {not_recorded} Do not retry it another way."
+            )
+        } else {
+            format!("This call was not made, but {not_recorded}")
+        },
     );
-    match forward.answer() {
+    match answer {
         Some(Forwarded::Done(mut result) | Forwarded::ToolError(mut result)) => {
             result.content.push(ContentBlock::text(format!(
                 "send-once: this call was made, but {not_recorded}"
@@ -251,16 +265,42 @@ pub fn unrecorded(
     }
 }
 
+/// The agent's answer when a held call was claimed but refused before it went (the
+/// draft could not be marked as made), and the ledger could not record that: not
+/// made, but its claim stands until a person settles it.
+pub fn claimed_not_made(
+    forward: &ForwardCall,
+    key: &str,
+    ledger_name: &str,
+    error: &LedgerError,
+) -> CallToolResult {
+    let told = format!(
+        "This call was not made, but {}",
+        not_recorded(key, ledger_name, error, false)
+    );
+    forward.unrecorded.note(key, told.clone());
+    with_status(refusal(told), "unknown", key)
+}
+
 /// What to tell an agent when the ledger could not record what came of its call:
-/// the store's own words, and what follows for the call.
-pub fn not_recorded(key: &str, ledger_name: &str, error: &LedgerError) -> String {
+/// the store's own words, and what follows for the call. A call `made` (or that may
+/// have been) is settled as sent or failed after checking; one not made only as
+/// failed, so that it can be made.
+pub fn not_recorded(key: &str, ledger_name: &str, error: &LedgerError, made: bool) -> String {
     // `Unrecorded`'s own sentence says the send ran, which is not always so here.
     let why = match error {
         LedgerError::Unrecorded { source, .. } => source.to_string(),
         other => other.to_string(),
     };
+    let settle = if made {
+        format!(
+            "`send-once resolve {ledger_name} {key} sent`, or `... failed --even-if-running`, after checking"
+        )
+    } else {
+        format!("`send-once resolve {ledger_name} {key} failed --even-if-running`")
+    };
     format!(
-        "the ledger could not record what came of it (the store said: {}). Its entry stays pending under key {key}, counted as running while this proxy runs, and the call will not be made again until a person settles it (`send-once resolve {ledger_name} {key} sent`, or `... failed --even-if-running`, after checking).",
+        "the ledger could not record what came of it (the store said, at the time: {}). Its entry stays pending under key {key}, counted as running while this proxy runs, and the call will not be made again until a person settles it ({settle}).",
         crate::text::visible_inline(&why),
     )
 }
@@ -329,14 +369,8 @@ pub fn answer(
         }
         Outcome::Unknown { entry, .. } => {
             let running = claimer::running(&entry, now);
-            if let Some(said) = forward.unrecorded.said_of(&entry) {
-                Ok(with_status(
-                    refusal(format!(
-                        "This call was made earlier (or may have been), but {said} Do not retry it another way."
-                    )),
-                    "unknown",
-                    key,
-                ))
+            if let Some(told) = forward.unrecorded.told_of(&entry) {
+                Ok(with_status(refusal(told), "unknown", key))
             } else if running.may_still_run() {
                 Ok(with_status(
                     refusal(format!(
