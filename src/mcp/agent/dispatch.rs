@@ -124,32 +124,7 @@ pub async fn dispatch(
         .await
     {
         Ok(done) => done,
-        // The command ran: "not sent" would invite a second send.
-        Err(DispatchError::Ledger(e)) if provider.started() => {
-            let why = match &e {
-                LedgerError::Unrecorded { source, .. } => source.to_string(),
-                other => other.to_string(),
-            };
-            return Ok(DispatchAnswer {
-                draft_id: id,
-                key: head.key.clone(),
-                outcome: "unknown".to_owned(),
-                provider_id: None,
-                error: Some(crate::text::visible_inline(&why).into_owned()),
-                next: format!(
-                    "Draft {id}'s send command ran, but the ledger could not record what came of it: its entry (key {}) stays pending, counted as running while this server runs, until a person settles it (`send-once resolve` on this ledger: `sent`, or `failed --even-if-running`, after checking). Do not send it another way.",
-                    head.key
-                ),
-            });
-        }
-        Err(DispatchError::Ledger(LedgerError::Unrecorded { source, .. })) => {
-            return Err(format!(
-                "draft {id} was not sent, but the ledger could not record that ({}): its entry (key {}) stays pending until a person settles it (`send-once resolve` on this ledger: `failed --even-if-running`)",
-                crate::text::visible_inline(&source.to_string()),
-                head.key
-            ));
-        }
-        Err(e) => return Err(format!("draft {id} was not sent: {e}")),
+        Err(e) => return not_dispatched(e, provider.started(), id, &head.key),
     };
     let answer =
         |outcome: &str, entry: &crate::ledger::Entry, error: Option<String>, next: String| {
@@ -208,6 +183,40 @@ pub async fn dispatch(
         Dispatched::StaleFacts { .. } => Err(format!(
             "the facts draft {id} relied on changed since it was approved; nothing was sent"
         )),
+    }
+}
+
+/// What `dispatch_draft` answers when the dispatch of draft `id` (key `key`) ended in
+/// `error`, its send command `started` or not: once it ran, "not sent" would invite a
+/// second send, so a ledger that could not record what came of it is "unknown".
+fn not_dispatched(
+    error: DispatchError,
+    started: bool,
+    id: i64,
+    key: &str,
+) -> Result<DispatchAnswer, String> {
+    match error {
+        DispatchError::Ledger(e) if started => {
+            let why = match &e {
+                LedgerError::Unrecorded { source, .. } => source.to_string(),
+                other => other.to_string(),
+            };
+            Ok(DispatchAnswer {
+                draft_id: id,
+                key: key.to_owned(),
+                outcome: "unknown".to_owned(),
+                provider_id: None,
+                error: Some(crate::text::visible_inline(&why).into_owned()),
+                next: format!(
+                    "Draft {id}'s send command ran, but the ledger could not record what came of it: its entry (key {key}) stays pending, counted as running while this server runs, until a person settles it (`send-once resolve` on this ledger: `sent`, or `failed --even-if-running`, after checking). Do not send it another way."
+                ),
+            })
+        }
+        DispatchError::Ledger(LedgerError::Unrecorded { source, .. }) => Err(format!(
+            "draft {id} was not sent, but the ledger could not record that ({}): its entry (key {key}) stays pending until a person settles it (`send-once resolve` on this ledger: `failed --even-if-running`)",
+            crate::text::visible_inline(&source.to_string()),
+        )),
+        e => Err(format!("draft {id} was not sent: {e}")),
     }
 }
 

@@ -22,7 +22,7 @@ use crate::mcp::call_key::{CallKey, call_key};
 use crate::mcp::policy::ToolRule;
 use crate::mcp::status::{DraftStatus, Standing};
 use crate::provider::SendOptions;
-use crate::review::dispatch::{Prepared, newest_draft};
+use crate::review::dispatch::{DraftDispatch, Prepared, newest_draft};
 use crate::review::{Base, Draft, DraftState, Review, Submission};
 
 pub use crate::mcp::held::{HELD_BY, PROXY, held_by_proxy};
@@ -334,35 +334,44 @@ async fn make(
         let dispatched = review
             .dispatch(ready, &ledger, &forward, &options, RECHECK)
             .await;
-        match dispatched {
-            Ok(done) => match done.dispatched {
-                Dispatched::Ledger(outcome) => {
-                    answer(outcome, &forward, &key, &ledger_name, ledger.now())
-                }
-                Dispatched::Expired { expires_at, .. } => Ok(refusal(format!(
-                    "The approval of this call ran out at {expires_at} before it was made; a person must approve it again. It was not made."
-                ))),
-                Dispatched::PayloadChanged { .. } => Ok(refusal(
-                    "The arguments are no longer the ones a person approved; it was not made."
-                        .to_owned(),
-                )),
-                Dispatched::StaleFacts { .. } => Ok(refusal(
-                    "The facts changed since a person approved this call; it was not made."
-                        .to_owned(),
-                )),
-            },
-            Err(DispatchError::Ledger(e)) if forward.forwarded() => {
-                unrecorded(&forward, &key, &ledger_name, &e)
-            }
-            // Claimed, then refused before the call went (the draft could not be marked
-            // as made): not made, but the claim stands.
-            Err(DispatchError::Ledger(e @ LedgerError::Unrecorded { .. })) => {
-                Ok(claimed_not_made(&forward, &key, &ledger_name, &e))
-            }
-            Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
-        }
+        made_answer(dispatched, &forward, &key, &ledger_name, ledger.now())
     });
     super::once::answered_or_left(task, context).await
+}
+
+/// The agent's answer for a held call's dispatch, at `now` (ms): what the ledger made
+/// of it, or why it was not made.
+fn made_answer(
+    dispatched: Result<DraftDispatch<super::once::ToolReceipt>, DispatchError>,
+    forward: &ForwardCall,
+    key: &str,
+    ledger_name: &str,
+    now: i64,
+) -> Result<CallToolResult, ErrorData> {
+    match dispatched {
+        Ok(done) => match done.dispatched {
+            Dispatched::Ledger(outcome) => answer(outcome, forward, key, ledger_name, now),
+            Dispatched::Expired { expires_at, .. } => Ok(refusal(format!(
+                "The approval of this call ran out at {expires_at} before it was made; a person must approve it again. It was not made."
+            ))),
+            Dispatched::PayloadChanged { .. } => Ok(refusal(
+                "The arguments are no longer the ones a person approved; it was not made."
+                    .to_owned(),
+            )),
+            Dispatched::StaleFacts { .. } => Ok(refusal(
+                "The facts changed since a person approved this call; it was not made.".to_owned(),
+            )),
+        },
+        Err(DispatchError::Ledger(e)) if forward.forwarded() => {
+            unrecorded(forward, key, ledger_name, &e)
+        }
+        // Claimed, then refused before the call went (the draft could not be marked
+        // as made): not made, but the claim stands.
+        Err(DispatchError::Ledger(e @ LedgerError::Unrecorded { .. })) => {
+            Ok(claimed_not_made(forward, key, ledger_name, &e))
+        }
+        Err(e) => Ok(refusal(format!("This call was not made: {e}"))),
+    }
 }
 
 /// The answer to a call just held: an error to the model (never success, which it
