@@ -18,3 +18,4 @@ pub mod policy;
 pub mod proxy;
 pub mod status;
 pub mod stdio;
+pub mod unrecorded;

@@ -68,7 +68,7 @@ pub struct ProxyServer {
     downstream: Downstream,
     in_flight: Arc<InFlight>,
     /// Its calls whose outcome the ledger could not record.
-    unrecorded: Arc<once::Unrecorded>,
+    unrecorded: Arc<crate::mcp::unrecorded::Unrecorded>,
 }
 
 impl ProxyServer {

@@ -5,7 +5,6 @@
 //! they do; a call the upstream refused before its tool ran is failed, and a repeat
 //! is forwarded as the next attempt.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +19,7 @@ use super::upstream::{Forwarded, call};
 use crate::ledger::claimer;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
 use crate::mcp::policy::ErrorMeans;
+use crate::mcp::unrecorded::Unrecorded;
 use crate::provider::{
     CheckAnswer, CheckCommand, CheckKind, DEFAULT_CHECK_TIMEOUT, Limit, Provider, SendOptions,
 };
@@ -35,44 +35,6 @@ pub struct ForwardCall {
     verify: Option<Vec<String>>,
     answer: Mutex<Option<Forwarded>>,
     unrecorded: Arc<Unrecorded>,
-}
-
-/// The calls this proxy claimed whose outcome the ledger could not record, by key,
-/// with what a repeat is to be told. Their claims stay pending and count as running
-/// while the proxy runs, so a repeat is told that, not "still in flight" forever. A
-/// note holds only while the entry's claim is still this process's and the proxy has
-/// not made a newer attempt of the call.
-#[derive(Default)]
-pub struct Unrecorded(Mutex<HashMap<String, String>>);
-
-/// How many unrecorded calls are remembered: past it, a repeat is told "in flight",
-/// as before, and the ledger still holds each pending.
-const UNRECORDED_KEPT: usize = 10_000;
-
-impl Unrecorded {
-    fn note(&self, key: &str, told: String) {
-        if let Ok(mut calls) = self.0.lock()
-            && (calls.len() < UNRECORDED_KEPT || calls.contains_key(key))
-        {
-            calls.insert(key.to_owned(), told);
-        }
-    }
-
-    /// A newer attempt of `key` is made here: what was noted is of an older one.
-    fn forget(&self, key: &str) {
-        if let Ok(mut calls) = self.0.lock() {
-            calls.remove(key);
-        }
-    }
-
-    /// What a repeat is told of `entry`, if its claim is one of this process's left
-    /// unrecorded.
-    fn told_of(&self, entry: &Entry) -> Option<String> {
-        let told = self.0.lock().ok()?.get(entry.key())?.clone();
-        claimer::Claimer::of(entry)
-            .is_some_and(|claimer| claimer.is_this_process())
-            .then_some(told)
-    }
 }
 
 impl ForwardCall {
