@@ -50,6 +50,8 @@ pub struct AgentServer {
     by: Option<String>,
     send: SendCommands,
     in_flight: Arc<super::in_flight::InFlight>,
+    /// Its dispatches whose outcome the ledger could not record.
+    unrecorded: Arc<super::unrecorded::Unrecorded>,
     tool_router: ToolRouter<AgentServer>,
 }
 
@@ -186,6 +188,7 @@ impl AgentServer {
             by,
             send,
             in_flight: Arc::default(),
+            unrecorded: Arc::default(),
             tool_router,
         }
     }
@@ -208,16 +211,17 @@ impl AgentServer {
         Parameters(args): Parameters<DispatchDraft>,
     ) -> Result<Json<DispatchAnswer>, String> {
         let guard = self.in_flight.start();
-        let (review, ledger, send) = (
+        let (review, ledger, send, unrecorded) = (
             Arc::clone(&self.review),
             Arc::clone(&self.ledger),
             self.send.clone(),
+            Arc::clone(&self.unrecorded),
         );
         // Its own task: a client that gives up, or a session that ends, does not cut
         // the send in half; shutdown waits for it (`in_flight`).
         let task = tokio::spawn(async move {
             let _guard = guard;
-            dispatch::dispatch(&review, &ledger, &send, args.draft_id).await
+            dispatch::dispatch(&review, &ledger, &send, &unrecorded, args.draft_id).await
         });
         match task.await {
             Ok(answer) => answer.map(Json),

@@ -217,9 +217,14 @@ async fn a_draft_whose_send_filled_the_disk_is_said_to_be_unknown_not_unsent() {
         done["error"].as_str().unwrap().contains("full"),
         "the cause is named: {done}"
     );
-    let again = call(&client, "dispatch_draft", json!({"draftId": 1})).await;
-    let said = serde_json::to_string(&again).unwrap();
-    assert!(!said.contains("\"outcome\":\"sent\""), "{said}");
+    // Asked again, it is not sent again, and the answer says why rather than "in
+    // flight" (the claim counts as running while this server runs).
+    let again = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
+    assert_eq!(again["outcome"], "unknown", "{again}");
+    assert!(
+        again["next"].as_str().unwrap().contains("could not record"),
+        "{again}"
+    );
 
     let mut pads: Vec<_> = std::fs::read_dir(&disk.point)
         .unwrap()

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::approval::{DispatchError, Dispatched};
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, SendContext, SendError};
-use crate::provider::{CheckAnswer, CommandProvider, Limit, Provider, SendOptions};
+use crate::mcp::unrecorded::Unrecorded;
+use crate::provider::{CheckAnswer, CommandProvider, CommandReceipt, Limit, Provider, SendOptions};
 use crate::review::Review;
 use crate::review::dispatch::Prepared;
 use crate::review::quorum::normalise_channel;
@@ -70,6 +71,7 @@ pub async fn dispatch(
     review: &Arc<Review>,
     ledger: &Ledger,
     commands: &SendCommands,
+    unrecorded: &Arc<Unrecorded>,
     id: i64,
 ) -> Result<DispatchAnswer, String> {
     let head = review.head(id).await.map_err(|e| e.to_string())?;
@@ -118,19 +120,31 @@ pub async fn dispatch(
         .limit(SEND_LIMIT)
         .build()
         .map_err(|e| e.to_string())?;
-    let provider = Started::new(provider);
+    let provider = Started::new(provider, Arc::clone(unrecorded));
     let done = match review
         .dispatch(ready, ledger, &provider, &options, RECHECK_LIMIT)
         .await
     {
         Ok(done) => done,
-        Err(e) => return not_dispatched(e, provider.started(), id, &head.key),
+        Err(e) => return not_dispatched(e, provider.started(), id, &head.key, unrecorded),
     };
+    dispatched_answer(done.dispatched, id, &head.key, ledger.now(), unrecorded)
+}
+
+/// What `dispatch_draft` answers for draft `id` (key `key`) once its dispatch ran,
+/// at `now` (ms).
+fn dispatched_answer(
+    dispatched: Dispatched<CommandReceipt>,
+    id: i64,
+    key: &str,
+    now: i64,
+    unrecorded: &Unrecorded,
+) -> Result<DispatchAnswer, String> {
     let answer =
         |outcome: &str, entry: &crate::ledger::Entry, error: Option<String>, next: String| {
             DispatchAnswer {
                 draft_id: id,
-                key: head.key.clone(),
+                key: key.to_owned(),
                 outcome: outcome.to_owned(),
                 provider_id: entry
                     .get("providerId")
@@ -140,7 +154,15 @@ pub async fn dispatch(
                 next,
             }
         };
-    match done.dispatched {
+    // Its claim counts as running while this server runs: say why, not "in flight".
+    if let Dispatched::Ledger(Outcome::Unknown {
+        entry, error: None, ..
+    }) = &dispatched
+        && let Some(told) = unrecorded.told_of(entry)
+    {
+        return Ok(answer("unknown", entry, None, told));
+    }
+    match dispatched {
         Dispatched::Ledger(Outcome::Sent { entry, .. } | Outcome::Confirmed { entry, .. }) => Ok(
             answer("sent", &entry, None, format!("Draft {id} was sent.")),
         ),
@@ -152,7 +174,7 @@ pub async fn dispatch(
         )),
         Dispatched::Ledger(Outcome::Unknown {
             entry, error: None, ..
-        }) if crate::ledger::claimer::running(&entry, ledger.now()).may_still_run() => Ok(answer(
+        }) if crate::ledger::claimer::running(&entry, now).may_still_run() => Ok(answer(
             "in_flight",
             &entry,
             None,
@@ -189,11 +211,14 @@ pub async fn dispatch(
 /// What `dispatch_draft` answers when the dispatch of draft `id` (key `key`) ended in
 /// `error`, its send command `started` or not: once it ran, "not sent" would invite a
 /// second send, so a ledger that could not record what came of it is "unknown".
+/// Either way, a repeat is told the same (`unrecorded`) while the claim is this
+/// process's.
 fn not_dispatched(
     error: DispatchError,
     started: bool,
     id: i64,
     key: &str,
+    unrecorded: &Unrecorded,
 ) -> Result<DispatchAnswer, String> {
     match error {
         DispatchError::Ledger(e) if started => {
@@ -201,37 +226,47 @@ fn not_dispatched(
                 LedgerError::Unrecorded { source, .. } => source.to_string(),
                 other => other.to_string(),
             };
+            let next = format!(
+                "Draft {id}'s send command ran, but the ledger could not record what came of it (the store said, at the time: {}): its entry (key {key}) stays pending, counted as running while this server runs, until a person settles it (`send-once resolve` on this ledger: `sent`, or `failed --even-if-running`, after checking). Do not send it another way.",
+                crate::text::visible_inline(&why)
+            );
+            unrecorded.note(key, next.clone());
             Ok(DispatchAnswer {
                 draft_id: id,
                 key: key.to_owned(),
                 outcome: "unknown".to_owned(),
                 provider_id: None,
                 error: Some(crate::text::visible_inline(&why).into_owned()),
-                next: format!(
-                    "Draft {id}'s send command ran, but the ledger could not record what came of it: its entry (key {key}) stays pending, counted as running while this server runs, until a person settles it (`send-once resolve` on this ledger: `sent`, or `failed --even-if-running`, after checking). Do not send it another way."
-                ),
+                next,
             })
         }
-        DispatchError::Ledger(LedgerError::Unrecorded { source, .. }) => Err(format!(
-            "draft {id} was not sent, but the ledger could not record that ({}): its entry (key {key}) stays pending until a person settles it (`send-once resolve` on this ledger: `failed --even-if-running`)",
-            crate::text::visible_inline(&source.to_string()),
-        )),
+        DispatchError::Ledger(LedgerError::Unrecorded { source, .. }) => {
+            let said = format!(
+                "draft {id} was not sent, but the ledger could not record that (the store said, at the time: {}): its entry (key {key}) stays pending until a person settles it (`send-once resolve` on this ledger: `failed --even-if-running`)",
+                crate::text::visible_inline(&source.to_string()),
+            );
+            unrecorded.note(key, format!("{said}."));
+            Err(said)
+        }
         e => Err(format!("draft {id} was not sent: {e}")),
     }
 }
 
 /// The operator's send command, noting whether it was started: a ledger error after
 /// that can no longer mean "not sent".
+/// Its start makes what was noted of an older attempt's unrecorded outcome stale.
 struct Started {
     command: CommandProvider,
     started: std::sync::atomic::AtomicBool,
+    unrecorded: Arc<Unrecorded>,
 }
 
 impl Started {
-    fn new(command: CommandProvider) -> Started {
+    fn new(command: CommandProvider, unrecorded: Arc<Unrecorded>) -> Started {
         Started {
             command,
             started: Default::default(),
+            unrecorded,
         }
     }
 
@@ -251,6 +286,7 @@ impl Provider for Started {
     async fn send(&self, context: SendContext) -> Result<Self::Receipt, SendError> {
         self.started
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.unrecorded.forget(&context.key);
         self.command.send(context).await
     }
 
