@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::ledger::Entry;
 use crate::ledger::claimer::Claimer;
+use crate::ledger::{Entry, LedgerError};
 
 /// This process's unrecorded sends, by key, with what a repeat is to be told. A note
 /// holds only while the entry's claim is still this process's and it has not made a
@@ -44,4 +44,14 @@ impl Unrecorded {
             .is_some_and(|claimer| claimer.is_this_process())
             .then_some(told)
     }
+}
+
+/// The store's own words for why `error` left a send unrecorded, made visible:
+/// `Unrecorded`'s sentence around them says the send ran, which is not always so.
+pub fn store_said(error: &LedgerError) -> String {
+    let why = match error {
+        LedgerError::Unrecorded { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    crate::text::visible_inline(&why).into_owned()
 }

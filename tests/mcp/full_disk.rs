@@ -22,15 +22,19 @@ fn entries(bench: &Bench) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// A tmpfs of 1 MiB, and a bench on `policy` whose ledger is on it; None (skipped,
+/// with a note) where this process may not mount one.
+fn on_a_small_disk(policy: &str) -> Option<(Tmpfs, Bench)> {
+    let disk = Tmpfs::mount("1m")?;
+    let bench = Bench::new(policy)?.with_ledger_at(disk.point.join("l.db"));
+    Some((disk, bench))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is_not_made_again() {
-    let Some(disk) = Tmpfs::mount("1m") else {
+    let Some((disk, bench)) = on_a_small_disk(POLICY) else {
         return;
     };
-    let Some(bench) = Bench::new(POLICY) else {
-        return;
-    };
-    let bench = bench.with_ledger_at(disk.point.join("l.db"));
     let agent = bench.proxy("mailer-agent", &[]).await;
     let args = json!({"line": "as the disk filled", "to": "ana@example.com", "seconds": 1.0});
     let (answered, mut pads) =
@@ -146,13 +150,9 @@ async fn made_as_the_disk_fills(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_held_call_answered_after_the_disk_filled_gives_the_agent_its_answer() {
-    let Some(disk) = Tmpfs::mount("1m") else {
+    let Some((disk, bench)) = on_a_small_disk(HOLD) else {
         return;
     };
-    let Some(bench) = Bench::new(HOLD) else {
-        return;
-    };
-    let bench = bench.with_ledger_at(disk.point.join("l.db"));
     let agent = bench.proxy("billing-agent", &[]).await;
     let args = json!({"line": "pay 10", "to": "ana@example.com", "seconds": 1.0});
     let held = call(&agent, "append", args).await;

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::approval::{DispatchError, Dispatched};
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, SendContext, SendError};
-use crate::mcp::unrecorded::Unrecorded;
+use crate::mcp::unrecorded::{Unrecorded, store_said};
 use crate::provider::{CheckAnswer, CommandProvider, CommandReceipt, Limit, Provider, SendOptions};
 use crate::review::Review;
 use crate::review::dispatch::Prepared;
@@ -222,13 +222,9 @@ fn not_dispatched(
 ) -> Result<DispatchAnswer, String> {
     match error {
         DispatchError::Ledger(e) if started => {
-            let why = match &e {
-                LedgerError::Unrecorded { source, .. } => source.to_string(),
-                other => other.to_string(),
-            };
+            let why = store_said(&e);
             let next = format!(
-                "Draft {id}'s send command ran, but the ledger could not record what came of it (the store said, at the time: {}): its entry (key {key}) stays pending, counted as running while this server runs, until a person settles it (`send-once resolve` on this ledger: `sent`, or `failed --even-if-running`, after checking). Do not send it another way.",
-                crate::text::visible_inline(&why)
+                "Draft {id}'s send command ran, but the ledger could not record what came of it (the store said, at the time: {why}): its entry (key {key}) stays pending, counted as running while this server runs, until a person settles it (`send-once resolve` on this ledger: `sent`, or `failed --even-if-running`, after checking). Do not send it another way."
             );
             unrecorded.note(key, next.clone());
             Ok(DispatchAnswer {
@@ -236,14 +232,14 @@ fn not_dispatched(
                 key: key.to_owned(),
                 outcome: "unknown".to_owned(),
                 provider_id: None,
-                error: Some(crate::text::visible_inline(&why).into_owned()),
+                error: Some(why),
                 next,
             })
         }
-        DispatchError::Ledger(LedgerError::Unrecorded { source, .. }) => {
+        DispatchError::Ledger(e @ LedgerError::Unrecorded { .. }) => {
             let said = format!(
                 "draft {id} was not sent, but the ledger could not record that (the store said, at the time: {}): its entry (key {key}) stays pending until a person settles it (`send-once resolve` on this ledger: `failed --even-if-running`)",
-                crate::text::visible_inline(&source.to_string()),
+                store_said(&e),
             );
             unrecorded.note(key, format!("{said}."));
             Err(said)

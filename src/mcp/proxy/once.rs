@@ -19,7 +19,7 @@ use super::upstream::{Forwarded, call};
 use crate::ledger::claimer;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
 use crate::mcp::policy::ErrorMeans;
-use crate::mcp::unrecorded::Unrecorded;
+use crate::mcp::unrecorded::{Unrecorded, store_said};
 use crate::provider::{
     CheckAnswer, CheckCommand, CheckKind, DEFAULT_CHECK_TIMEOUT, Limit, Provider, SendOptions,
 };
@@ -249,11 +249,6 @@ pub fn claimed_not_made(
 /// have been) is settled as sent or failed after checking; one not made only as
 /// failed, so that it can be made.
 pub fn not_recorded(key: &str, ledger_name: &str, error: &LedgerError, made: bool) -> String {
-    // `Unrecorded`'s own sentence says the send ran, which is not always so here.
-    let why = match error {
-        LedgerError::Unrecorded { source, .. } => source.to_string(),
-        other => other.to_string(),
-    };
     let settle = if made {
         format!(
             "`send-once resolve {ledger_name} {key} sent`, or `... failed --even-if-running`, after checking"
@@ -263,7 +258,7 @@ pub fn not_recorded(key: &str, ledger_name: &str, error: &LedgerError, made: boo
     };
     format!(
         "the ledger could not record what came of it (the store said, at the time: {}). Its entry stays pending under key {key}, counted as running while this proxy runs, and the call will not be made again until a person settles it ({settle}).",
-        crate::text::visible_inline(&why),
+        store_said(error),
     )
 }
 
