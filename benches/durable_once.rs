@@ -449,13 +449,10 @@ impl SqliteAlone {
             .and_then(|mut s| s.execute([]))
             .expect("begin");
         for key in keys {
+            let (claim, record) = common::send_texts(key, at);
             let entry = match step {
-                Step::Claim => format!(
-                    r#"{{"key":"{key}","status":"pending","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null}}"#
-                ),
-                Step::Record => format!(
-                    r#"{{"key":"{key}","status":"sent","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null,"sentAt":"{at}","providerId":null}}"#
-                ),
+                Step::Claim => claim,
+                Step::Record => record,
             };
             let changed = conn
                 .prepare_cached(statement)

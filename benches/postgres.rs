@@ -324,12 +324,7 @@ impl Texts {
     /// As once() writes them (meta null).
     fn new(key: String) -> Texts {
         let at = iso_now();
-        let pending = format!(
-            r#"{{"key":"{key}","status":"pending","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null}}"#
-        );
-        let sent = format!(
-            r#"{{"key":"{key}","status":"sent","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null,"sentAt":"{at}","providerId":null}}"#
-        );
+        let (pending, sent) = common::send_texts(&key, &at);
         Texts {
             key,
             at,

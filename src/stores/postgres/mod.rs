@@ -455,7 +455,12 @@ impl PostgresStore {
     /// Connects the first time, and brings the schema to this build's version (or, read
     /// only, just reads it).
     async fn reach(&self) -> Result<&Server, StoreError> {
-        self.reached.get_or_try_init(|| self.prepare()).await
+        if let Some(server) = self.reached.get() {
+            return Ok(server);
+        }
+        // Boxed: the first reach checks the schema, a future many times the size of a
+        // send's, which would otherwise be carried (and copied) by every call after it.
+        Box::pin(self.reached.get_or_try_init(|| self.prepare())).await
     }
 
     /// Every pending row's key and entry text, oldest claim first.

@@ -35,19 +35,47 @@ pub(super) fn settle<T>(
     }
 }
 
-/// A claim's token: 128 random bits, so a row read back after a lost answer is ours
-/// only if it really is.
+/// A claim's token: unique among every claim of every process, so a row read back
+/// after a lost answer is ours only if it really is: 128 random bits drawn once per
+/// thread, counted up by one for each of the thread's claims (drawing on every claim
+/// was a system call on every send's path). A forked child draws again, or it would
+/// repeat its parent's tokens.
 pub(super) fn claim_token() -> String {
+    struct Source {
+        pid: u32,
+        last: u128,
+    }
+    thread_local! {
+        static SOURCE: std::cell::Cell<Option<Source>> = const { std::cell::Cell::new(None) };
+    }
+    let pid = std::process::id();
+    SOURCE.with(|cell| {
+        let mut source = match cell.take() {
+            Some(source) if source.pid == pid => source,
+            _ => Source {
+                pid,
+                last: random_seed(pid),
+            },
+        };
+        source.last = source.last.wrapping_add(1);
+        let token = format!("{:032x}", source.last);
+        cell.set(Some(source));
+        token
+    })
+}
+
+fn random_seed(pid: u32) -> u128 {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
-        // No randomness from the system: the time and process still make it unique
-        // among this ledger's writers.
+        // No randomness from the system: the time, process and thread still make it
+        // unique among this ledger's writers.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        std::process::id().hash(&mut hasher);
+        pid.hash(&mut hasher);
+        std::thread::current().id().hash(&mut hasher);
         std::time::SystemTime::now().hash(&mut hasher);
-        bytes[..8].copy_from_slice(&hasher.finish().to_le_bytes());
+        return u128::from(hasher.finish()) << 64;
     }
-    hex::encode(bytes)
+    u128::from_le_bytes(bytes)
 }
 
 /// Logs `decision` in `tx`, chained to the log's last decision (after a genesis when
@@ -218,7 +246,8 @@ impl PostgresStore {
             match attempt {
                 Ok(claimed) => return Ok(claimed),
                 Err(Failure::Lost(reason)) => {
-                    if let Some(landed) = self.claim_landed(entry.key(), &token, &reason).await? {
+                    let landed = Box::pin(self.claim_landed(entry.key(), &token, &reason));
+                    if let Some(landed) = landed.await? {
                         return Ok(landed);
                     }
                     lost = reason;
@@ -246,12 +275,25 @@ impl PostgresStore {
         params: &[&(dyn ToSql + Sync)],
         decision: Option<&Decision>,
     ) -> Result<bool, Failure> {
-        let Some(decision) = decision else {
-            return self
+        match decision {
+            None => self
                 .try_query(sql, params)
                 .await
-                .map(|rows| !rows.is_empty());
-        };
+                .map(|rows| !rows.is_empty()),
+            // Boxed: a person's decision is rare, and its transaction's future is
+            // several times a send's, which every send would otherwise carry.
+            Some(decision) => Box::pin(self.try_deciding(sql, params, decision)).await,
+        }
+    }
+
+    /// [`Self::try_changing`] with a decision: in one transaction that logs it and
+    /// notifies the ledger's channel, only if the row changed.
+    async fn try_deciding(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        decision: &Decision,
+    ) -> Result<bool, Failure> {
         let mut client = self.client().await.map_err(Failure::Store)?;
         let work = async {
             let tx = client.transaction().await?;
@@ -312,7 +354,7 @@ impl PostgresStore {
                     // another tool, or before a field this build does not know was
                     // added): compare claims, as every store does, and then set on that
                     // exact text.
-                    match self.read_back(next.key()).await? {
+                    match Box::pin(self.read_back(next.key())).await? {
                         Some((stored, _))
                             if stored != current_text
                                 && Entry::from_json(&stored)
@@ -324,16 +366,14 @@ impl PostgresStore {
                     }
                 }
                 Err(Failure::Lost(reason)) => {
-                    if let Some(landed) = self
-                        .transition_landed(
-                            &current_text,
-                            next,
-                            &next_text,
-                            token.as_deref(),
-                            &reason,
-                        )
-                        .await?
-                    {
+                    let landed = Box::pin(self.transition_landed(
+                        &current_text,
+                        next,
+                        &next_text,
+                        token.as_deref(),
+                        &reason,
+                    ));
+                    if let Some(landed) = landed.await? {
                         return Ok(landed);
                     }
                     lost = reason;
@@ -382,5 +422,27 @@ impl PostgresStore {
             _ => &self.sql.transition,
         };
         self.try_changing(sql, &params, decision).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::claim_token;
+    use std::collections::HashSet;
+
+    #[test]
+    fn claim_tokens_differ_within_a_thread_and_across_threads() {
+        let here: Vec<String> = (0..1000).map(|_| claim_token()).collect();
+        let there: Vec<String> = std::thread::spawn(|| (0..1000).map(|_| claim_token()).collect())
+            .join()
+            .expect("the other thread");
+        let all: HashSet<&String> = here.iter().chain(&there).collect();
+        assert_eq!(all.len(), 2000, "every token is distinct");
+        assert!(
+            all.iter()
+                .all(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{:?}",
+            here.first()
+        );
     }
 }
