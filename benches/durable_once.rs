@@ -449,10 +449,9 @@ impl SqliteAlone {
             .and_then(|mut s| s.execute([]))
             .expect("begin");
         for key in keys {
-            let (claim, record) = common::send_texts(key, at);
             let entry = match step {
-                Step::Claim => claim,
-                Step::Record => record,
+                Step::Claim => common::claim_text(key, at),
+                Step::Record => common::sent_text(key, at),
             };
             let changed = conn
                 .prepare_cached(statement)

@@ -213,16 +213,27 @@ fn main() {
 }
 
 /// The statements a send makes, as the Postgres store sends them (src/stores/postgres):
-/// the claim, committed durably, then the record, committed lazily. Each client's keys
-/// are its id and a random number (a repeat, one in a quadrillion, claims nothing and
-/// records nothing, as a duplicate would). Written with plain literals; see
-/// [`pgbench_script`].
-const PGBENCH_STATEMENTS: &str = r#"\set k random(1, 1000000000000000)
-INSERT INTO fleet_baseline (key, status, entry, claimed_at, updated_at, claim_token) VALUES ('pgbench-' || :client_id || '-' || :k, 'pending', '{"key":"pgbench-' || :client_id || '-' || :k || '","status":"pending","attempts":1,"claimedAt":"2026-12-06T19:00:00.000Z","updatedAt":"2026-12-06T19:00:00.000Z","meta":null}', '2026-12-06T19:00:00.000Z', '2026-12-06T19:00:00.000Z', '0123456789abcdef0123456789abcdef') ON CONFLICT (key) DO NOTHING RETURNING key;
-UPDATE fleet_baseline SET status = 'sent', entry = '{"key":"pgbench-' || :client_id || '-' || :k || '","status":"sent","attempts":1,"claimedAt":"2026-12-06T19:00:00.000Z","updatedAt":"2026-12-06T19:00:00.000Z","meta":null,"sentAt":"2026-12-06T19:00:00.000Z","providerId":null}', claimed_at = '2026-12-06T19:00:00.000Z', updated_at = '2026-12-06T19:00:00.000Z', claim_token = coalesce(NULL, claim_token) FROM (SELECT set_config('synchronous_commit', 'off', true)) AS lazy WHERE key = 'pgbench-' || :client_id || '-' || :k AND status = 'pending' AND entry = '{"key":"pgbench-' || :client_id || '-' || :k || '","status":"pending","attempts":1,"claimedAt":"2026-12-06T19:00:00.000Z","updatedAt":"2026-12-06T19:00:00.000Z","meta":null}' RETURNING key;
-"#;
+/// the claim, committed durably, then the record, committed lazily, writing the texts
+/// `once()` writes (the claim's claimer record among them, `common::claim_text`). Each
+/// client's keys are its id and a random number (a repeat, one in a quadrillion,
+/// claims nothing and records nothing, as a duplicate would). Written with plain
+/// literals; see [`pgbench_script`].
+fn pgbench_statements() -> String {
+    const KEY: &str = "pgbench-' || :client_id || '-' || :k || '";
+    const AT: &str = "2026-12-06T19:00:00.000Z";
+    let pending = common::claim_text(KEY, AT);
+    let sent = common::sent_text(KEY, AT);
+    // A quote in the claimer record (none on any host seen) would end the literal.
+    assert_eq!(pending.matches('\'').count(), 4, "a quote in {pending}");
+    format!(
+        r#"\set k random(1, 1000000000000000)
+INSERT INTO fleet_baseline (key, status, entry, claimed_at, updated_at, claim_token) VALUES ('pgbench-' || :client_id || '-' || :k, 'pending', '{pending}', '{AT}', '{AT}', '0123456789abcdef0123456789abcdef') ON CONFLICT (key) DO NOTHING RETURNING key;
+UPDATE fleet_baseline SET status = 'sent', entry = '{sent}', claimed_at = '{AT}', updated_at = '{AT}', claim_token = coalesce(NULL, claim_token) FROM (SELECT set_config('synchronous_commit', 'off', true)) AS lazy WHERE key = 'pgbench-' || :client_id || '-' || :k AND status = 'pending' AND entry = '{pending}' RETURNING key;
+"#
+    )
+}
 
-/// [`PGBENCH_STATEMENTS`] as pgbench can run it prepared: pgbench takes every `:name`
+/// [`pgbench_statements`] as pgbench can run it prepared: pgbench takes every `:name`
 /// for a variable, inside a string literal too (the JSON's `"attempts":1` and the
 /// times' `19:00`), and binds one parameter for each, which the server does not
 /// expect; so each literal is written as an escape string with its colons as `\x3a`,
@@ -230,7 +241,7 @@ UPDATE fleet_baseline SET status = 'sent', entry = '{"key":"pgbench-' || :client
 fn pgbench_script() -> String {
     let mut script = String::new();
     let mut in_literal = false;
-    for c in PGBENCH_STATEMENTS.chars() {
+    for c in pgbench_statements().chars() {
         match c {
             '\'' if !in_literal => {
                 in_literal = true;

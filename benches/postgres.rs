@@ -324,7 +324,8 @@ impl Texts {
     /// As once() writes them (meta null).
     fn new(key: String) -> Texts {
         let at = iso_now();
-        let (pending, sent) = common::send_texts(&key, &at);
+        let pending = common::claim_text(&key, &at);
+        let sent = common::sent_text(&key, &at);
         Texts {
             key,
             at,

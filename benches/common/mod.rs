@@ -26,22 +26,24 @@ pub const GENERATE: &str = "--generate-ledger";
 // ---------------------------------------------------------------------------------
 // The texts a send writes, for the floors that write them without send-once.
 
-/// The entry a claim by `once()` in this process writes for `key` at `at` (meta null),
-/// and the entry its record writes after a send with no provider id: the floors write
-/// the same bytes as the sends they are compared with, the claimer record among them.
-pub fn send_texts(key: &str, at: &str) -> (String, String) {
+/// The entry a claim by `once()` in this process writes for `key` at `at` (meta null):
+/// the floors write the same bytes as the sends they are compared with, the claimer
+/// record among them.
+pub fn claim_text(key: &str, at: &str) -> String {
     static CLAIMER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         let claimer = send_once::ledger::claimer::Claimer::this_process(None).to_value();
         serde_json::to_string(&claimer).expect("a claimer record as JSON")
     });
     let claimer = &*CLAIMER;
-    (
-        format!(
-            r#"{{"key":"{key}","status":"pending","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null,"claimer":{claimer}}}"#
-        ),
-        format!(
-            r#"{{"key":"{key}","status":"sent","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null,"sentAt":"{at}","providerId":null}}"#
-        ),
+    format!(
+        r#"{{"key":"{key}","status":"pending","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null,"claimer":{claimer}}}"#
+    )
+}
+
+/// The entry the record after that claim writes, for a send with no provider id.
+pub fn sent_text(key: &str, at: &str) -> String {
+    format!(
+        r#"{{"key":"{key}","status":"sent","attempts":1,"claimedAt":"{at}","updatedAt":"{at}","meta":null,"sentAt":"{at}","providerId":null}}"#
     )
 }
 

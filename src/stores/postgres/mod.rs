@@ -6,9 +6,9 @@
 //! ON CONFLICT DO NOTHING` committed before it returns, a transition an `UPDATE` that
 //! compares the stored claim. What a server adds is a connection that can drop between
 //! a statement and its answer. A claim then is decided by reading the row back on a new
-//! connection: each claim carries a random token in a column of this tool's
-//! (`claim_token`), so "is our claim there" has an exact answer, and the send is never
-//! run again to find out.
+//! connection: each claim carries a token no other claim has, in a column of this
+//! tool's (`claim_token`, writes.rs), so "is our claim there" has an exact answer, and
+//! the send is never run again to find out.
 
 mod schema;
 pub use schema::SCHEMA_VERSION;

@@ -35,47 +35,85 @@ pub(super) fn settle<T>(
     }
 }
 
-/// A claim's token: unique among every claim of every process, so a row read back
-/// after a lost answer is ours only if it really is: 128 random bits drawn once per
-/// thread, counted up by one for each of the thread's claims (drawing on every claim
-/// was a system call on every send's path). A forked child draws again, or it would
-/// repeat its parent's tokens.
+/// A claim's token, so a row read back after a lost answer is ours only if it really
+/// is: 128 random bits drawn once per thread and counted up by one for each of the
+/// thread's claims (distinct within the thread; another thread's or process's draw
+/// overlaps it with a chance of about 2^-100), then the wall clock's nanoseconds, so
+/// that two copies of one process (a restored snapshot, a cloned machine) part ways.
+/// Drawing on every claim was a system call on every send's path. A forked child
+/// draws again, or it would repeat its parent's tokens.
 pub(super) fn claim_token() -> String {
     struct Source {
-        pid: u32,
+        forks: u64,
         last: u128,
     }
     thread_local! {
         static SOURCE: std::cell::Cell<Option<Source>> = const { std::cell::Cell::new(None) };
     }
-    let pid = std::process::id();
+    let forks = forks_seen();
     SOURCE.with(|cell| {
         let mut source = match cell.take() {
-            Some(source) if source.pid == pid => source,
+            Some(source) if source.forks == forks => source,
             _ => Source {
-                pid,
-                last: random_seed(pid),
+                forks,
+                last: random_seed(),
             },
         };
         source.last = source.last.wrapping_add(1);
-        let token = format!("{:032x}", source.last);
+        let token = format!("{:032x}{:016x}", source.last, clock_nanos());
         cell.set(Some(source));
         token
     })
 }
 
-fn random_seed(pid: u32) -> u128 {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No randomness from the system: the time, process and thread still make it
-        // unique among this ledger's writers.
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        pid.hash(&mut hasher);
-        std::thread::current().id().hash(&mut hasher);
-        std::time::SystemTime::now().hash(&mut hasher);
-        return u128::from(hasher.finish()) << 64;
+/// How many forks this process is removed from the one that first asked: a child
+/// handler counts each fork, so a thread's draw is known stale in a child without a
+/// system call (a pid would need one, and a pid can repeat in a new pid namespace).
+fn forks_seen() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static FORKS: AtomicU64 = AtomicU64::new(0);
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    extern "C" fn counted() {
+        // In the child, before anything else runs there: an atomic add is safe here.
+        FORKS.fetch_add(1, Ordering::Relaxed);
     }
-    u128::from_le_bytes(bytes)
+    REGISTERED.call_once(|| {
+        // SAFETY: registers a handler that only adds to an atomic, which is
+        // async-signal-safe as a handler run after fork must be.
+        let failed = unsafe { libc::pthread_atfork(None, None, Some(counted)) } != 0;
+        if failed {
+            // No handler: every token draws anew, as safe as before and slower.
+            FORKS.store(u64::MAX, Ordering::Relaxed);
+        }
+    });
+    match FORKS.load(Ordering::Relaxed) {
+        u64::MAX => u64::from(std::process::id()) ^ clock_nanos(),
+        forks => forks,
+    }
+}
+
+fn clock_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64)
+}
+
+/// 128 bits from the system's randomness; without it (it does not fail on Linux),
+/// what sets this thread apart: its process, thread, stack, boot and the time.
+fn random_seed() -> u128 {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_ok() {
+        return u128::from_le_bytes(bytes);
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::process::id().hash(&mut hasher);
+    std::thread::current().id().hash(&mut hasher);
+    (&bytes as *const _ as usize).hash(&mut hasher);
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    clock_nanos().hash(&mut hasher);
+    u128::from(hasher.finish()) << 64 | u128::from(clock_nanos())
 }
 
 /// Logs `decision` in `tx`, chained to the log's last decision (after a genesis when
@@ -246,8 +284,8 @@ impl PostgresStore {
             match attempt {
                 Ok(claimed) => return Ok(claimed),
                 Err(Failure::Lost(reason)) => {
-                    let landed = Box::pin(self.claim_landed(entry.key(), &token, &reason));
-                    if let Some(landed) = landed.await? {
+                    let landing = Box::pin(self.claim_landed(entry.key(), &token, &reason));
+                    if let Some(landed) = landing.await? {
                         return Ok(landed);
                     }
                     lost = reason;
@@ -366,14 +404,14 @@ impl PostgresStore {
                     }
                 }
                 Err(Failure::Lost(reason)) => {
-                    let landed = Box::pin(self.transition_landed(
+                    let landing = Box::pin(self.transition_landed(
                         &current_text,
                         next,
                         &next_text,
                         token.as_deref(),
                         &reason,
                     ));
-                    if let Some(landed) = landed.await? {
+                    if let Some(landed) = landing.await? {
                         return Ok(landed);
                     }
                     lost = reason;
@@ -440,9 +478,56 @@ mod tests {
         assert_eq!(all.len(), 2000, "every token is distinct");
         assert!(
             all.iter()
-                .all(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit())),
+                .all(|t| t.len() == 48 && t.bytes().all(|b| b.is_ascii_hexdigit())),
             "{:?}",
             here.first()
+        );
+    }
+
+    /// The counted part of a token, without the clock's.
+    fn counted(token: &str) -> u128 {
+        u128::from_str_radix(&token[..32], 16).expect("hex")
+    }
+
+    #[test]
+    fn a_forked_child_does_not_count_on_from_its_parents_draw() {
+        let before = claim_token();
+        let mut fds = [0; 2];
+        // SAFETY: a pipe into an array of two descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child only makes a token (glibc's malloc is fork-safe), writes
+        // it to the pipe and leaves with _exit, running nothing of the test harness.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork");
+        if child == 0 {
+            let token = claim_token();
+            // SAFETY: writes the token's bytes to the pipe, then ends the child.
+            unsafe {
+                libc::write(fds[1], token.as_ptr().cast(), token.len());
+                libc::_exit(0);
+            }
+        }
+        let mut read = [0u8; 48];
+        // SAFETY: reads at most 48 bytes into a buffer of 48; waits for the child.
+        let got = unsafe {
+            libc::close(fds[1]);
+            let got = libc::read(fds[0], read.as_mut_ptr().cast(), read.len());
+            libc::close(fds[0]);
+            libc::waitpid(child, std::ptr::null_mut(), 0);
+            got
+        };
+        assert_eq!(got, 48, "the child's token");
+        let in_child = std::str::from_utf8(&read).expect("hex");
+        let after = claim_token();
+        assert_eq!(
+            counted(&after),
+            counted(&before) + 1,
+            "the parent counts on"
+        );
+        assert_ne!(
+            counted(in_child),
+            counted(&before) + 1,
+            "the child drew again rather than repeat the parent's next token"
         );
     }
 }
