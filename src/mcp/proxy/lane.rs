@@ -680,8 +680,11 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
 /// Reduced, it is what rmcp takes for a task, which the proxy does not follow and
 /// leaves unknown.
 fn task_handle_alone(line: &[u8]) -> Option<Vec<u8>> {
-    // Most answers do not name a task: they are not parsed again.
-    memchr::memmem::find(line, b"\"task\"")?;
+    // Most answers do not name a task: they are not parsed again. The searcher is
+    // built once: every answer to the agent passes here, `pass` calls' among them.
+    static TASK: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"task\""));
+    TASK.find(line)?;
     let mut message: Value = serde_json::from_slice(line).ok()?;
     let result = message.get_mut("result")?.as_object_mut()?;
     if !result.get("task").is_some_and(Value::is_object) || result.len() == 1 {

@@ -191,7 +191,7 @@ pub fn unrecorded(
                 "This call was made earlier (or may have been), but {not_recorded} Do not retry it another way."
             )
         } else {
-            format!("This call was not made, but {not_recorded}")
+            not_made_but(&not_recorded)
         },
     );
     match answer {
@@ -236,12 +236,14 @@ pub fn claimed_not_made(
     ledger_name: &str,
     error: &LedgerError,
 ) -> CallToolResult {
-    let told = format!(
-        "This call was not made, but {}",
-        not_recorded(key, ledger_name, error, false)
-    );
+    let told = not_made_but(&not_recorded(key, ledger_name, error, false));
     forward.unrecorded.note(key, told.clone());
     with_status(refusal(told), "unknown", key)
+}
+
+/// What a repeat of a call not made is told when the ledger could not record that.
+fn not_made_but(not_recorded: &str) -> String {
+    format!("This call was not made, but {not_recorded}")
 }
 
 /// What to tell an agent when the ledger could not record what came of its call:
@@ -250,9 +252,7 @@ pub fn claimed_not_made(
 /// failed, so that it can be made.
 pub fn not_recorded(key: &str, ledger_name: &str, error: &LedgerError, made: bool) -> String {
     let settle = if made {
-        format!(
-            "`send-once resolve {ledger_name} {key} sent`, or `... failed --even-if-running`, after checking"
-        )
+        settle_hint(ledger_name, key, Claim::CountsAsRunning)
     } else {
         format!("`send-once resolve {ledger_name} {key} failed --even-if-running`")
     };
@@ -296,7 +296,7 @@ pub fn answer(
             error: Some(error),
             checked,
         } => {
-            let settle = settle_hint(ledger_name, key);
+            let settle = settle_hint(ledger_name, key, Claim::Over);
             let checked = match checked {
                 Some(CheckAnswer::Inconclusive { why }) => {
                     format!(" The verify command could not say: {why}.")
@@ -341,7 +341,7 @@ pub fn answer(
                 Ok(with_status(
                     refusal(format!(
                         "An earlier attempt of this call may or may not have happened, and it is recorded as unknown under key {key}; it will not be made again until a person settles it ({}). Do not retry it another way.",
-                        settle_hint(ledger_name, key)
+                        settle_hint(ledger_name, key, Claim::Over)
                     )),
                     "unknown",
                     key,
@@ -352,10 +352,22 @@ pub fn answer(
 }
 
 /// How a person settles an unknown call.
-fn settle_hint(ledger: &str, key: &str) -> String {
+fn settle_hint(ledger: &str, key: &str, claim: Claim) -> String {
+    let flag = match claim {
+        Claim::Over => "",
+        Claim::CountsAsRunning => " --even-if-running",
+    };
     format!(
-        "`send-once resolve {ledger} {key} sent` or `... failed`, after checking, or in the TUI's view 2"
+        "`send-once resolve {ledger} {key} sent` or `... failed{flag}`, after checking, or in the TUI's view 2"
     )
+}
+
+/// Whether the claim a person settles still counts as running (this process's, left
+/// unrecorded), so that marking it failed needs `--even-if-running`.
+#[derive(Clone, Copy)]
+enum Claim {
+    Over,
+    CountsAsRunning,
 }
 
 /// The result the first call returned, marked as a replay.
