@@ -366,7 +366,12 @@ async fn serve_proxy(
     let server = ProxyServer::new(config, upstream, downstream);
     let in_flight = server.in_flight();
     let bound = timeout.min(Duration::from_secs(60));
-    lane.open(server.passes(), Arc::clone(&in_flight), bound);
+    lane.open(
+        server.routes(),
+        server.gate(),
+        Arc::clone(&in_flight),
+        bound,
+    );
     let keep_upstream = server.upstream();
     let upstream = std::sync::Arc::clone(&keep_upstream);
     let gone = async move {

@@ -1,7 +1,8 @@
-//! The proxy's lane for `pass` calls (`src/mcp/proxy/lane.rs`): such a call goes to the
-//! upstream as the line it is, under an id of the proxy's, beside rmcp's own requests
-//! on the same pipe. Each answer reaches the call it answers; a call is never left
-//! without one, whether the upstream dies or outlives the limit.
+//! The proxy's lane for `pass` and `once` calls (`src/mcp/proxy/lane.rs`): such a call
+//! goes to the upstream as the line it is, under an id of the proxy's, beside rmcp's
+//! own requests on the same pipe (a `once` call claimed first, by the proxy's gate).
+//! Each answer reaches the call it answers; a call is never left without one, whether
+//! the upstream dies or outlives the limit, unless the agent cancelled it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -524,6 +525,58 @@ fn a_cancelled_pass_call_is_forgotten_and_does_not_hold_the_proxy_open() {
             "a cancelled call is not answered: {answer}"
         );
     }
+}
+
+#[test]
+fn a_cancelled_once_call_is_not_answered_but_goes_on_and_its_repeat_gets_its_result() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
+    let slow = json!({"line": "slow", "seconds": 2});
+    raw.call(8, "append_with_progress", slow.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 8, "reason": "the user gave up"}}),
+    );
+    // Claimed and forwarded, the call goes on: a repeat meanwhile is told so.
+    raw.call(9, "append_with_progress", slow.clone());
+    let mut answers = Vec::new();
+    let in_flight = loop {
+        let answer = raw.next(Duration::from_secs(20)).expect("an answer to 9");
+        answers.push(answer.clone());
+        if answer["id"] == 9 {
+            break answer;
+        }
+    };
+    assert_eq!(
+        in_flight["result"]["structuredContent"]["status"], "in_flight",
+        "{in_flight}"
+    );
+    // Once the upstream has answered it, its result is recorded, and a repeat gets it.
+    std::thread::sleep(Duration::from_secs(3));
+    raw.call(10, "append_with_progress", slow);
+    let replayed = loop {
+        let answer = raw.next(Duration::from_secs(20)).expect("an answer to 10");
+        answers.push(answer.clone());
+        if answer["id"] == 10 {
+            break answer;
+        }
+    };
+    assert_eq!(
+        replayed["result"]["_meta"]["send-once"]["replay"], true,
+        "{replayed}"
+    );
+    assert_eq!(bench.acted(), ["slow"], "made once, and not stopped");
+    // The protocol: a request the agent cancelled gets no answer.
+    while let Some(answer) = raw.next(Duration::from_millis(300)) {
+        answers.push(answer);
+    }
+    assert!(
+        answers.iter().all(|a| a["id"] != 8),
+        "a cancelled call is not answered: {answers:?}"
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 
-use super::once::{ForwardCall, answer, claimed_not_made, refusal, unrecorded};
+use super::once::{ForwardCall, Via, answer, claimed_not_made, refusal, unrecorded};
 use super::{ProxyServer, entry_meta};
 use crate::approval::{DispatchError, Dispatched};
 use crate::ledger::LedgerError;
@@ -306,9 +306,11 @@ async fn make(
     }
     let ready = ready.with_meta(meta.clone());
     let forward = ForwardCall::new(
-        server.upstream.peer().clone(),
-        CallToolRequestParams::new(tool).with_arguments(arguments),
-        Some(context.meta.clone()),
+        Via::Rmcp {
+            upstream: server.upstream.peer().clone(),
+            params: Box::new(CallToolRequestParams::new(tool).with_arguments(arguments)),
+            meta: Some(context.meta.clone()),
+        },
         limit,
         rule.error,
     )

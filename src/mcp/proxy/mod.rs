@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ErrorData, GetPromptRequestParams, GetPromptResponse, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -34,7 +34,7 @@ use super::policy::{Mode, Policy, ToolRule};
 use crate::ledger::Ledger;
 use crate::provider::SendOptions;
 use crate::review::Review;
-use once::{ForwardCall, refusal};
+use once::{ForwardCall, Via, refusal};
 use upstream::{Downstream, Forwarded, Upstream};
 
 /// The name of the proxy's own tool, unless `--status-tool` renames it.
@@ -62,6 +62,7 @@ pub struct ProxyConfig {
 }
 
 /// The proxy, as the agent's MCP server.
+#[derive(Clone)]
 pub struct ProxyServer {
     config: Arc<ProxyConfig>,
     upstream: Arc<Upstream>,
@@ -100,30 +101,77 @@ impl ProxyServer {
         rule(&self.config, &self.upstream.tools, tool)
     }
 
-    /// Which calls the lane may take straight to the upstream (those that pass, never
-    /// the proxy's own tool), with each one's limit.
-    pub fn passes(&self) -> lane::Passes {
+    /// Which calls the lane may take: those that pass straight to the upstream, with
+    /// each one's limit, and `once` calls to the proxy's gate ([`ProxyServer::gate`]);
+    /// held calls and the proxy's own tool go through rmcp.
+    pub fn routes(&self) -> lane::Routes {
         let config = Arc::clone(&self.config);
-        fn limit(config: &ProxyConfig, rule: ToolRule) -> Option<Duration> {
-            (rule.mode == Mode::Pass).then(|| rule.timeout.unwrap_or(config.timeout))
+        fn route(config: &ProxyConfig, rule: ToolRule) -> lane::Route {
+            match rule.mode {
+                Mode::Pass => lane::Route::Pass(rule.timeout.unwrap_or(config.timeout)),
+                Mode::Once => lane::Route::Gated,
+                Mode::Hold => lane::Route::Rmcp,
+            }
         }
         // Decided once per tool the upstream listed, not per call; a name it did not
         // list is looked up when it comes.
-        let listed: std::collections::HashMap<String, Option<Duration>> = self
+        let listed: std::collections::HashMap<String, lane::Route> = self
             .upstream
             .tools
             .iter()
-            .map(|t| (t.name.to_string(), limit(&config, self.rule(&t.name))))
+            .map(|t| (t.name.to_string(), route(&config, self.rule(&t.name))))
             .collect();
         Box::new(move |tool: &str| {
             if tool == config.status_tool {
-                return None;
+                return lane::Route::Rmcp;
             }
             match listed.get(tool) {
-                Some(passes) => *passes,
-                None => limit(&config, rule(&config, &[], tool)),
+                Some(route) => *route,
+                None => route(&config, rule(&config, &[], tool)),
             }
         })
+    }
+
+    /// The gate for the `once` calls the lane takes: each is checked, keyed, claimed
+    /// and forwarded as on rmcp's path, and its answer shaped for the version the
+    /// agent's session negotiated, as rmcp's server shapes its own.
+    pub fn gate(&self) -> lane::Gate {
+        let server = self.clone();
+        Box::new(move |call: lane::GatedCall| {
+            let server = server.clone();
+            Box::pin(async move {
+                let answer = server.gated(call).await;
+                let current = server
+                    .downstream
+                    .get()
+                    .and_then(|agent| agent.peer_info())
+                    .is_some_and(|info| {
+                        info.protocol_version.as_str()
+                            >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+                    });
+                answer.map(|result| {
+                    let mut result = rmcp::model::ServerResult::CallToolResult(result);
+                    if current {
+                        result.fill_missing_cache_hints();
+                    } else {
+                        result.strip_result_type_for_legacy_peer();
+                        result.strip_non_object_output_for_legacy_peer();
+                    }
+                    result
+                })
+            })
+        })
+    }
+
+    /// A `once` call the lane took, answered.
+    async fn gated(&self, call: lane::GatedCall) -> Result<CallToolResult, ErrorData> {
+        let lane::GatedCall { params, forward } = call;
+        let (rule, limit, key) = match self.keyed(&params) {
+            Ok(keyed) => keyed,
+            Err(why) => return Ok(not_forwarded(&why)),
+        };
+        self.claimed(&params.name, &rule, key, Via::Lane(forward), limit)
+            .await
     }
 
     /// What `tool`'s input schema declares, when it allows nothing else.
@@ -161,40 +209,92 @@ impl ProxyServer {
     async fn once(
         &self,
         params: CallToolRequestParams,
-        rule: &ToolRule,
+        rule: ToolRule,
         key: CallKey,
         context: &RequestContext<RoleServer>,
         limit: Duration,
     ) -> Result<CallToolResponse, ErrorData> {
-        let meta = entry_meta(&self.config.policy.upstream, &params.name, rule, &key);
+        let server = self.clone();
+        let guard = self.in_flight.start();
+        let via = Via::Rmcp {
+            upstream: self.upstream.peer().clone(),
+            params: Box::new(params.clone()),
+            meta: Some(context.meta.clone()),
+        };
+        // Its own task: an agent that gives up (a client's 60-second timeout, a
+        // cancellation) does not stop the call, whose answer is still recorded.
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            server.claimed(&params.name, &rule, key, via, limit).await
+        });
+        once::answered_or_left(task, context).await.map(Into::into)
+    }
+
+    /// Claims a `once` call of `tool` under `key`, forwards it `via` there, and gives
+    /// the agent's answer.
+    async fn claimed(
+        &self,
+        tool: &str,
+        rule: &ToolRule,
+        key: CallKey,
+        via: Via,
+        limit: Duration,
+    ) -> Result<CallToolResult, ErrorData> {
+        let meta = entry_meta(&self.config.policy.upstream, tool, rule, &key);
         let options = SendOptions::builder()
             .meta(meta)
             .limit(limit)
             .verify(rule.verify.is_some());
         let options = match options.build() {
             Ok(options) => options,
-            Err(e) => return Ok(refusal(format!("The call was not made: {e}")).into()),
+            Err(e) => return Ok(refusal(format!("The call was not made: {e}"))),
         };
-        let forward = ForwardCall::new(
-            self.upstream.peer().clone(),
-            params,
-            Some(context.meta.clone()),
-            limit,
-            rule.error,
+        let forward = ForwardCall::new(via, limit, rule.error)
+            .verified_by(rule.verify.clone())
+            .noting_unrecorded_in(Arc::clone(&self.unrecorded));
+        once::once(
+            Arc::clone(&self.config.ledger),
+            key.key,
+            forward,
+            options,
+            self.config.ledger_name.clone(),
         )
-        .verified_by(rule.verify.clone())
-        .noting_unrecorded_in(Arc::clone(&self.unrecorded));
-        let guard = self.in_flight.start();
-        let ledger = Arc::clone(&self.config.ledger);
-        let ledger_name = self.config.ledger_name.clone();
-        // Its own task: an agent that gives up (a client's 60-second timeout, a
-        // cancellation) does not stop the call, whose answer is still recorded.
-        let task = tokio::spawn(async move {
-            let _guard = guard;
-            once::once(ledger, key.key, forward, options, ledger_name).await
-        });
-        once::answered_or_left(task, context).await.map(Into::into)
+        .await
     }
+
+    /// The rule a gated call of `params` is held to, its limit and its key; or why
+    /// the call is refused before anything is claimed.
+    fn keyed(
+        &self,
+        params: &CallToolRequestParams,
+    ) -> Result<(ToolRule, Duration, CallKey), String> {
+        let rule = self.rule(&params.name);
+        let limit = rule.timeout.unwrap_or(self.config.timeout);
+        let none = Map::new();
+        let arguments = params.arguments.as_ref().unwrap_or(&none);
+        if let Some(tool) = self.upstream.tools.iter().find(|t| t.name == params.name)
+            && let Err(why) = super::call_key::check_arguments(&tool.input_schema, arguments)
+        {
+            return Err(why);
+        }
+        let declared = self.declared(&params.name);
+        let key = call_key(
+            &self.config.policy.upstream,
+            &params.name,
+            arguments,
+            &rule,
+            self.config.ledger.now(),
+            declared.as_deref(),
+        )?;
+        Ok((rule, limit, key))
+    }
+}
+
+/// The agent's answer to a call refused before anything was claimed, and why.
+fn not_forwarded(why: &str) -> CallToolResult {
+    refusal(format!(
+        "send-once refused the call, and it was not forwarded: {why}"
+    ))
 }
 
 /// Refuses to start when the upstream has a tool named `status_tool`: the agent could
@@ -320,38 +420,16 @@ impl ServerHandler for ProxyServer {
             return hold::status(self, params, &context).await.map(Into::into);
         }
         let rule = self.rule(&params.name);
-        let limit = rule.timeout.unwrap_or(self.config.timeout);
         if rule.mode == Mode::Pass {
+            let limit = rule.timeout.unwrap_or(self.config.timeout);
             return self.pass(params, &context, limit).await;
         }
-        let arguments = params.arguments.clone().unwrap_or_default();
-        if let Some(tool) = self.upstream.tools.iter().find(|t| t.name == params.name)
-            && let Err(why) = super::call_key::check_arguments(&tool.input_schema, &arguments)
-        {
-            return Ok(refusal(format!(
-                "send-once refused the call, and it was not forwarded: {why}"
-            ))
-            .into());
-        }
-        let declared = self.declared(&params.name);
-        let key = match call_key(
-            &self.config.policy.upstream,
-            &params.name,
-            &arguments,
-            &rule,
-            self.config.ledger.now(),
-            declared.as_deref(),
-        ) {
-            Ok(key) => key,
-            Err(why) => {
-                return Ok(refusal(format!(
-                    "send-once refused the call, and it was not forwarded: {why}"
-                ))
-                .into());
-            }
+        let (rule, limit, key) = match self.keyed(&params) {
+            Ok(keyed) => keyed,
+            Err(why) => return Ok(not_forwarded(&why).into()),
         };
         match rule.mode {
-            Mode::Once => self.once(params, &rule, key, &context, limit).await,
+            Mode::Once => self.once(params, rule, key, &context, limit).await,
             _ => hold::held(self, params, &rule, key, &context)
                 .await
                 .map(Into::into),

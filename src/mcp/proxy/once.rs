@@ -15,6 +15,7 @@ use rmcp::model::{
 use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value};
 
+use super::lane::Forward;
 use super::upstream::{Forwarded, call};
 use crate::ledger::claimer;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
@@ -24,12 +25,39 @@ use crate::provider::{
     CheckAnswer, CheckCommand, CheckKind, DEFAULT_CHECK_TIMEOUT, Limit, Provider, SendOptions,
 };
 
+/// How a call goes upstream.
+pub enum Via {
+    /// As a request of rmcp's client: `params`, with the agent's request `meta` (its
+    /// progress token), so that progress comes back to it.
+    Rmcp {
+        /// The upstream's connection.
+        upstream: Peer<RoleClient>,
+        /// The call.
+        params: Box<CallToolRequestParams>,
+        /// The agent's request meta.
+        meta: Option<RequestMetaObject>,
+    },
+    /// As the agent wrote it, through the lane.
+    Lane(Forward),
+}
+
+impl Via {
+    async fn call(&self, limit: Duration) -> Forwarded {
+        match self {
+            Via::Rmcp {
+                upstream,
+                params,
+                meta,
+            } => call(upstream, (**params).clone(), meta.clone(), limit).await,
+            Via::Lane(forward) => forward.call(limit).await,
+        }
+    }
+}
+
 /// One call to forward, and what came back of it (kept for the agent: the upstream's
 /// own error or result, not only what the ledger records).
 pub struct ForwardCall {
-    upstream: Peer<RoleClient>,
-    params: CallToolRequestParams,
-    meta: Option<RequestMetaObject>,
+    via: Via,
     limit: Duration,
     error: ErrorMeans,
     verify: Option<Vec<String>>,
@@ -38,18 +66,10 @@ pub struct ForwardCall {
 }
 
 impl ForwardCall {
-    /// A call of `params` to `upstream`, limited to `limit`.
-    pub fn new(
-        upstream: Peer<RoleClient>,
-        params: CallToolRequestParams,
-        meta: Option<RequestMetaObject>,
-        limit: Duration,
-        error: ErrorMeans,
-    ) -> ForwardCall {
+    /// A call that goes `via` there, limited to `limit`.
+    pub fn new(via: Via, limit: Duration, error: ErrorMeans) -> ForwardCall {
         ForwardCall {
-            upstream,
-            params,
-            meta,
+            via,
             limit,
             error,
             verify: None,
@@ -106,7 +126,7 @@ impl Provider for ForwardCall {
         // upstream's, so no other process sees this attempt as over while it runs.
         self.unrecorded.forget(&context.key);
         let left = self.limit.saturating_sub(context.waited);
-        let forwarded = call(&self.upstream, self.params.clone(), self.meta.clone(), left).await;
+        let forwarded = self.via.call(left).await;
         let verdict = match &forwarded {
             Forwarded::Done(result) => Ok(ToolReceipt(result.clone())),
             Forwarded::ToolError(result) if self.error == ErrorMeans::Failed => {

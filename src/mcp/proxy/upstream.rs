@@ -294,6 +294,11 @@ pub async fn call(
         // Not handed to the transport: the upstream never saw it.
         Err(_) => return Forwarded::Gone,
     };
+    sorted(answer, limit)
+}
+
+/// What the upstream's `answer` to a call forwarded with `limit` says of it.
+pub fn sorted(answer: Result<ServerResult, ServiceError>, limit: Duration) -> Forwarded {
     match answer {
         Ok(ServerResult::CallToolResult(result)) if result.is_error == Some(true) => {
             Forwarded::ToolError(result)

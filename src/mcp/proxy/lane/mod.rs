@@ -1,12 +1,17 @@
 //! The fast lane: a `pass` call goes from the agent's pipe to the upstream's as the
 //! line it is, with only its id changed, and its answer comes back the same way.
 //!
-//! Everything else (the session's start, lists, reads, `once` and `hold` calls, the
-//! proxy's own tool, notifications) goes through rmcp's server and client as before:
-//! the lane sits on the pipes beneath them and hands each line either to rmcp or
-//! across. Decoding a message into rmcp's types and encoding it again, on each side,
-//! cost a `pass` call as much as the whole call straight to the upstream; the lane
-//! reads a line's method and tool and nothing more, and rewrites only what must be
+//! A `once` call takes the lane too: it is handed to the proxy's gate ([`Gate`]) as
+//! the parameters rmcp would have decoded, and the gate claims it and forwards the
+//! line as the agent wrote it, through the lane ([`Forward`]); its answer is written
+//! to the agent by the lane.
+//!
+//! Everything else (the session's start, lists, reads, `hold` calls, the proxy's own
+//! tool, notifications) goes through rmcp's server and client as before: the lane
+//! sits on the pipes beneath them and hands each line either to rmcp or across.
+//! Decoding a message into rmcp's types and encoding it again, on each side, cost a
+//! `pass` call as much as the whole call straight to the upstream; the lane reads a
+//! line's method and tool and nothing more, and rewrites only what must be
 //! rewritten. The id must be: the proxy's rmcp client numbers its own requests on
 //! the same pipe, and an agent's id could be one of those numbers.
 
@@ -16,16 +21,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde::Deserialize;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
-};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::oneshot;
 
-use super::once::refusal;
 use super::outbox::Outbox;
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
+
+mod gated;
+mod lines;
+
+use gated::Gated;
+pub use gated::{Forward, Gate, GateAnswer, GatedCall};
+use lines::{Peek, Read, lane_number, read_line, request_id, spliced, task_handle_alone};
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
 /// ids are numbers), then a counter.
@@ -44,20 +54,26 @@ const ROOM: usize = 8 << 20;
 /// no more of the agent's calls: a small call can have a large answer.
 const MOST_AT_ONCE: usize = 64;
 
-/// The longest line read, as rmcp bounds its own: a longer one is dropped (and read
-/// to its end without being kept), so that a peer cannot make the proxy hold an
-/// endless line in memory.
-const LONGEST_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+/// How the lane takes a tool's calls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Route {
+    /// Straight to the upstream, answered within the limit: a `pass` call.
+    Pass(Duration),
+    /// To the proxy's gate: a `once` call.
+    Gated,
+    /// Through rmcp's server, as every call before the session has started.
+    Rmcp,
+}
 
-/// Which tools' calls take the lane, and how long each may take: `Some(limit)` for a
-/// tool whose calls pass, `None` for the rest (they go through rmcp).
-pub type Passes = Box<dyn Fn(&str) -> Option<Duration> + Send + Sync>;
+/// Which route each tool's calls take.
+pub type Routes = Box<dyn Fn(&str) -> Route + Send + Sync>;
 
 /// The lane between the agent's pipes, the upstream's, and rmcp's server and client.
 pub struct Lane {
     to_agent: Arc<Outbox>,
     to_upstream: Arc<Outbox>,
-    passes: OnceLock<Passes>,
+    routes: OnceLock<Routes>,
+    gate: OnceLock<Gate>,
     in_flight: OnceLock<Arc<InFlight>>,
     /// The requests rmcp's server is handling (see [`super::counted`]).
     handling: Arc<InFlight>,
@@ -68,6 +84,8 @@ pub struct Lane {
     upstream_gone: AtomicBool,
     next: AtomicU64,
     waiting: Mutex<HashMap<u64, Waiting>>,
+    /// The calls handed to the gate and not yet answered, by their lane number.
+    gated: Mutex<HashMap<u64, Gated>>,
     /// Requests handed to rmcp's server and not yet answered: an agent that closes its
     /// side may still be reading, and gets their answers before the session ends.
     asked_of_rmcp: AtomicUsize,
@@ -86,21 +104,46 @@ pub struct Lane {
 
 /// A call forwarded by the lane and not yet answered.
 struct Waiting {
-    /// The agent's id.
-    id: Value,
-    /// The agent's id, as it wrote it.
-    raw_id: Box<[u8]>,
-    timer: tokio::task::AbortHandle,
+    /// Where its answer goes.
+    to: Waiter,
+    _timer: Timer,
     _in_flight: Option<InFlightGuard>,
     /// The call's length: its answer will take about as much room.
     size: usize,
 }
 
-impl Drop for Waiting {
+/// Where the answer to a call the lane forwarded goes.
+enum Waiter {
+    /// Straight to the agent (a `pass` call).
+    Agent {
+        /// The agent's id.
+        id: Value,
+        /// The agent's id, as it wrote it.
+        raw_id: Box<[u8]>,
+    },
+    /// To the gate's task, which records it first (a `once` call): the upstream's
+    /// answer line, or why there is none.
+    Gate(oneshot::Sender<Result<Vec<u8>, String>>),
+}
+
+impl Waiter {
+    /// The agent's id, if the answer goes straight to the agent.
+    fn agent_id(&self) -> Option<&Value> {
+        match self {
+            Waiter::Agent { id, .. } => Some(id),
+            Waiter::Gate(_) => None,
+        }
+    }
+}
+
+/// The timer that gives up on a call the lane forwarded.
+struct Timer(tokio::task::AbortHandle);
+
+impl Drop for Timer {
     /// A call done with, however it ended, needs its timer no more. (The timer that
     /// gives up on it drops it last thing, when stopping itself no longer matters.)
     fn drop(&mut self) {
-        self.timer.abort();
+        self.0.abort();
     }
 }
 
@@ -111,63 +154,6 @@ pub struct Ends {
     pub server: DuplexStream,
     /// For the proxy's rmcp client.
     pub client: DuplexStream,
-}
-
-/// What a line is, read no further than the lane needs. The id is kept as the text
-/// it is in the line, so that it can be replaced there without decoding the message
-/// and encoding it again (a duplicate field makes the line not a `Peek`, so the id
-/// found is the only one).
-#[derive(Deserialize)]
-struct Peek<'a> {
-    #[serde(borrow)]
-    jsonrpc: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    params: Option<PeekParams<'a>>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct PeekParams<'a> {
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(rename = "requestId", borrow)]
-    request_id: Option<&'a RawValue>,
-}
-
-/// `line` with `part` replaced by `with`, ending in a newline; `None` if `part` is not
-/// a slice of `line` (serde_json borrows a raw value from the line it reads, so it is).
-fn spliced(line: &[u8], part: &RawValue, with: &[u8]) -> Option<Vec<u8>> {
-    let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
-    let end = start.checked_add(part.get().len())?;
-    if end > line.len() {
-        return None;
-    }
-    let mut out = Vec::with_capacity(line.len() + with.len() + 1);
-    out.extend_from_slice(&line[..start]);
-    out.extend_from_slice(with);
-    out.extend_from_slice(&line[end..]);
-    if out.last() != Some(&b'\n') {
-        out.push(b'\n');
-    }
-    Some(out)
-}
-
-/// Whether `id` is one JSON-RPC allows a request: a string or a number.
-fn request_id(id: &RawValue) -> bool {
-    matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
-}
-
-/// The lane's number in `id`, if it is one of the lane's ids.
-fn lane_number(id: &RawValue) -> Option<u64> {
-    let id: Cow<'_, str> = serde_json::from_str(id.get()).ok()?;
-    id.strip_prefix(OURS)?.parse().ok()
 }
 
 impl Lane {
@@ -185,13 +171,15 @@ impl Lane {
         let lane = Arc::new(Lane {
             to_agent: Arc::clone(&to_agent),
             to_upstream: Arc::clone(&to_upstream),
-            passes: OnceLock::new(),
+            routes: OnceLock::new(),
+            gate: OnceLock::new(),
             in_flight: OnceLock::new(),
             handling: Arc::default(),
             started: AtomicBool::new(false),
             upstream_gone: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
+            gated: Mutex::new(HashMap::new()),
             asked_of_rmcp: AtomicUsize::new(0),
             answered: tokio::sync::Notify::new(),
             drain: OnceLock::new(),
@@ -230,6 +218,7 @@ impl Lane {
         })
         .await;
         self.answer_all_waiting(why);
+        self.answer_all_gated(why);
         let _ = tokio::time::timeout_at(deadline, self.to_agent.drained()).await;
     }
 
@@ -250,11 +239,13 @@ impl Lane {
         self.stopped.notify_one();
     }
 
-    /// Lets `pass` calls take the lane, as `passes` says, counting them in `in_flight`
-    /// so that shutdown waits for them; an agent that closes its side gets what it is
-    /// owed for up to `drain` before the session ends.
-    pub fn open(&self, passes: Passes, in_flight: Arc<InFlight>, drain: Duration) {
-        let _ = self.passes.set(passes);
+    /// Lets `pass` and `once` calls take the lane, as `routes` says (`once` calls to
+    /// `gate`), counting them in `in_flight` so that shutdown waits for them; an agent
+    /// that closes its side gets what it is owed for up to `drain` before the session
+    /// ends.
+    pub fn open(&self, routes: Routes, gate: Gate, in_flight: Arc<InFlight>, drain: Duration) {
+        let _ = self.routes.set(routes);
+        let _ = self.gate.set(gate);
         let _ = self.in_flight.set(in_flight);
         let _ = self.drain.set(drain);
     }
@@ -306,8 +297,13 @@ impl Lane {
             .lock()
             .map(|w| (w.len(), w.values().map(|call| call.size).sum::<usize>()))
             .unwrap_or_default();
-        let calls = calls + self.handling.count();
-        let bytes = self.to_agent.waiting() + self.to_upstream.waiting() + owed;
+        let (gated, owed_gated) = self
+            .gated
+            .lock()
+            .map(|g| (g.len(), g.values().map(|call| call.size).sum::<usize>()))
+            .unwrap_or_default();
+        let calls = calls + gated + self.handling.count();
+        let bytes = self.to_agent.waiting() + self.to_upstream.waiting() + owed + owed_gated;
         self.to_agent.has_failed() || (bytes < ROOM && calls < MOST_AT_ONCE)
     }
 
@@ -315,6 +311,7 @@ impl Lane {
     fn all_answered(&self) -> bool {
         self.asked_of_rmcp.load(Ordering::SeqCst) == 0
             && self.waiting.lock().map(|w| w.is_empty()).unwrap_or(true)
+            && self.gated.lock().map(|g| g.is_empty()).unwrap_or(true)
     }
 
     /// Waits until everything the agent asked is answered and the answers written,
@@ -488,10 +485,15 @@ impl Lane {
                 if !request_id(id) {
                     return false;
                 }
-                let Some(limit) = self.passes.get().and_then(|passes| passes(&name)) else {
-                    return false;
-                };
-                self.forward(line, id, limit)
+                match self
+                    .routes
+                    .get()
+                    .map_or(Route::Rmcp, |routes| routes(&name))
+                {
+                    Route::Pass(limit) => self.forward(line, id, limit),
+                    Route::Gated => self.to_gate(line, id),
+                    Route::Rmcp => false,
+                }
             }
             Some("notifications/cancelled") => {
                 let Some(theirs) = peek.params.and_then(|p| p.request_id) else {
@@ -501,7 +503,11 @@ impl Lane {
                     return false;
                 };
                 // The agent expects no answer now (the protocol says so): the call is
-                // forgotten here, and an answer that still comes is dropped.
+                // forgotten here, and an answer that still comes is dropped. A gated
+                // call goes on, to be recorded: the upstream is not told.
+                if self.forget_gated(&theirs) {
+                    return true;
+                }
                 let Some(ours) = self.forget(&theirs) else {
                     return false;
                 };
@@ -532,22 +538,17 @@ impl Lane {
         let Some(message) = spliced(line, raw_id, format!("\"{OURS}{number}\"").as_bytes()) else {
             return false;
         };
-        let lane = Arc::downgrade(self);
-        let timer = tokio::spawn(async move {
-            tokio::time::sleep(limit).await;
-            if let Some(lane) = lane.upgrade() {
-                lane.gave_up(number, limit);
-            }
-        })
-        .abort_handle();
+        let timer = self.timer(number, limit);
         let in_flight = self.in_flight.get().map(|f| f.start());
         if let Ok(mut waiting) = self.waiting.lock() {
             waiting.insert(
                 number,
                 Waiting {
-                    raw_id: raw_id.get().as_bytes().into(),
-                    id,
-                    timer,
+                    to: Waiter::Agent {
+                        raw_id: raw_id.get().as_bytes().into(),
+                        id,
+                    },
+                    _timer: timer,
                     _in_flight: in_flight,
                     size: message.len(),
                 },
@@ -557,8 +558,22 @@ impl Lane {
         true
     }
 
-    /// The call `number` was not answered within `limit`: the agent is told, and the
-    /// upstream is asked to stop it.
+    /// Gives up on the call `number` once `limit` has passed.
+    fn timer(self: &Arc<Self>, number: u64, limit: Duration) -> Timer {
+        let lane = Arc::downgrade(self);
+        Timer(
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                if let Some(lane) = lane.upgrade() {
+                    lane.gave_up(number, limit);
+                }
+            })
+            .abort_handle(),
+        )
+    }
+
+    /// The call `number` was not answered within `limit`: whoever waits is told, and
+    /// the upstream is asked to stop it.
     fn gave_up(&self, number: u64, limit: Duration) {
         let Some(waiting) = self.take_waiting(number) else {
             return;
@@ -569,13 +584,11 @@ impl Lane {
             "params": {"requestId": format!("{OURS}{number}"), "reason": "the proxy's limit passed"},
         });
         send(&self.to_upstream, &cancel);
-        self.answer(
-            &waiting.id,
-            format!(
-                "the upstream did not answer within {}",
-                crate::provider::Limit::new(limit).written
-            ),
+        let why = format!(
+            "the upstream did not answer within {}",
+            crate::provider::Limit::new(limit).written
         );
+        self.lost(waiting, why);
     }
 
     /// Whether the lane took this line from the upstream: the answer to one of its
@@ -599,10 +612,18 @@ impl Lane {
             // Answered already (the limit passed): the answer has no one to go to.
             return true;
         };
-        if let Some(message) = spliced(line, raw_id, &waiting.raw_id) {
-            self.to_agent.push(message);
+        match waiting.to {
+            Waiter::Agent { raw_id: theirs, .. } => {
+                if let Some(message) = spliced(line, raw_id, &theirs) {
+                    self.to_agent.push(message);
+                }
+                self.answered.notify_waiters();
+            }
+            // The gate's task records the answer, then gives it to the agent.
+            Waiter::Gate(answer) => {
+                let _ = answer.send(Ok(line.to_vec()));
+            }
         }
-        self.answered.notify_waiters();
         true
     }
 
@@ -618,7 +639,17 @@ impl Lane {
             Err(_) => Vec::new(),
         };
         for call in left {
-            self.answer(&call.id, why.to_owned());
+            self.lost(call, why.to_owned());
+        }
+    }
+
+    /// Tells whoever waits for `call`'s answer that there is none, and why.
+    fn lost(&self, call: Waiting, why: String) {
+        match call.to {
+            Waiter::Agent { id, .. } => self.answer(&id, why),
+            Waiter::Gate(answer) => {
+                let _ = answer.send(Err(why));
+            }
         }
     }
 
@@ -629,7 +660,7 @@ impl Lane {
             .lock()
             .ok()?
             .iter()
-            .find(|(_, w)| &w.id == id)
+            .find(|(_, w)| w.to.agent_id() == Some(id))
             .map(|(number, _)| *number)?;
         self.take_waiting(number);
         self.answered.notify_waiters();
@@ -639,7 +670,9 @@ impl Lane {
     /// Answers the agent's call `id` with an error result saying `why`: the call's
     /// fate is the proxy's to tell, as on rmcp's path.
     fn answer(&self, id: &Value, why: String) {
-        let message = json!({"jsonrpc": "2.0", "id": id, "result": refusal(why)});
+        // An error to the model, never success: it would report the call done.
+        let result = CallToolResult::error(vec![ContentBlock::text(why)]);
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
         send(&self.to_agent, &message);
         self.answered.notify_waiters();
     }
@@ -670,185 +703,5 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
                 }
             }
         }
-    }
-}
-
-/// An answer carrying a task handle (protocol version 2025-11-25's `task` member) as
-/// well as a result's members, reduced to the handle; `None` for any other line.
-/// rmcp's typed result has no `task` member: it would take such an answer for a final
-/// result and drop the handle, and the proxy would keep a call still running as sent.
-/// Reduced, it is what rmcp takes for a task, which the proxy does not follow and
-/// leaves unknown.
-fn task_handle_alone(line: &[u8]) -> Option<Vec<u8>> {
-    // Most answers do not name a task: they are not parsed again. The searcher is
-    // built once: every answer to the agent passes here, `pass` calls' among them.
-    static TASK: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"task\""));
-    TASK.find(line)?;
-    let mut message: Value = serde_json::from_slice(line).ok()?;
-    let result = message.get_mut("result")?.as_object_mut()?;
-    if !result.get("task").is_some_and(Value::is_object) || result.len() == 1 {
-        return None;
-    }
-    result.retain(|name, _| name == "task" || name == "_meta");
-    let mut reduced = serde_json::to_vec(&message).ok()?;
-    reduced.push(b'\n');
-    Some(reduced)
-}
-
-/// What [`read_line`] read.
-#[derive(Debug, PartialEq)]
-enum Read {
-    /// A line, in the buffer, with its newline (or without, at the end).
-    Line,
-    /// A line longer than [`LONGEST_LINE`], read to its end and dropped.
-    TooLong,
-    /// The end of the input, or an error reading it.
-    End,
-}
-
-/// Reads one line into `line` (cleared first), never holding more than
-/// [`LONGEST_LINE`] of it: `read_until` could not be bounded, since it returns only
-/// at a newline.
-async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), line: &mut Vec<u8>) -> Read {
-    line.clear();
-    let mut too_long = false;
-    loop {
-        let available = match reader.fill_buf().await {
-            Ok(available) => available,
-            Err(_) => return Read::End,
-        };
-        if available.is_empty() {
-            return match (too_long, line.is_empty()) {
-                (true, _) => Read::TooLong,
-                (false, true) => Read::End,
-                (false, false) => Read::Line,
-            };
-        }
-        let newline = memchr::memchr(b'\n', available);
-        let take = newline.map_or(available.len(), |at| at + 1);
-        if !too_long && line.len() + take > LONGEST_LINE {
-            too_long = true;
-            line.clear();
-        }
-        if !too_long {
-            line.extend_from_slice(&available[..take]);
-        }
-        reader.consume(take);
-        if newline.is_some() {
-            return if too_long { Read::TooLong } else { Read::Line };
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_task_handle_beside_a_results_members_is_reduced_to_it() {
-        let both = br#"{"jsonrpc":"2.0","id":3,"result":{"task":{"taskId":"t"},"content":[],"isError":false,"_meta":{"m":1}}}"#;
-        let reduced: Value = serde_json::from_slice(&task_handle_alone(both).unwrap()).unwrap();
-        assert_eq!(
-            reduced,
-            json!({"jsonrpc": "2.0", "id": 3, "result": {"task": {"taskId": "t"}, "_meta": {"m": 1}}})
-        );
-        for untouched in [
-            &br#"{"jsonrpc":"2.0","id":3,"result":{"task":{"taskId":"t"}}}"#[..],
-            br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"\"task\": done"}]}}"#,
-            br#"{"jsonrpc":"2.0","id":3,"result":{"task":"a word","content":[]}}"#,
-            br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"\"task\""}}"#,
-        ] {
-            assert_eq!(task_handle_alone(untouched), None);
-        }
-    }
-
-    async fn lines_of(input: Vec<u8>) -> Vec<(Read, Vec<u8>)> {
-        let mut reader = BufReader::new(std::io::Cursor::new(input));
-        let mut line = Vec::new();
-        let mut read = Vec::new();
-        loop {
-            let what = read_line(&mut reader, &mut line).await;
-            if what == Read::End {
-                return read;
-            }
-            read.push((what, line.clone()));
-        }
-    }
-
-    fn renamed(line: &str, with: &str) -> Option<String> {
-        let peek: Peek = serde_json::from_str(line).ok()?;
-        let id = peek.id?;
-        request_id(id).then_some(())?;
-        String::from_utf8(spliced(line.as_bytes(), id, with.as_bytes())?).ok()
-    }
-
-    #[test]
-    fn only_the_top_level_id_is_renamed_wherever_it_stands() {
-        assert_eq!(
-            renamed(
-                r#"{"params":{"id":7,"name":"x"},"id":7,"jsonrpc":"2.0","method":"tools/call"}"#,
-                r#""send-once-pass-0""#
-            )
-            .unwrap(),
-            "{\"params\":{\"id\":7,\"name\":\"x\"},\"id\":\"send-once-pass-0\",\"jsonrpc\":\"2.0\",\"method\":\"tools/call\"}\n"
-        );
-        // Spaces, an escaped string id, CRLF: the id's own text is what is replaced.
-        assert_eq!(
-            renamed(
-                "{ \"id\" : \"a\\u0062\" , \"method\":\"tools/call\"}\r\n",
-                "5"
-            )
-            .unwrap(),
-            "{ \"id\" : 5 , \"method\":\"tools/call\"}\r\n"
-        );
-    }
-
-    #[test]
-    fn a_line_with_two_ids_or_an_id_a_request_cannot_have_is_not_renamed() {
-        assert_eq!(
-            renamed(r#"{"id":1,"id":2,"method":"tools/call"}"#, "9"),
-            None
-        );
-        for id in ["null", "{}", "[1]", "true"] {
-            assert_eq!(
-                renamed(&format!(r#"{{"id":{id},"method":"m"}}"#), "9"),
-                None,
-                "{id}"
-            );
-        }
-    }
-
-    #[test]
-    fn only_the_lanes_own_ids_are_taken_back() {
-        let number = |id: &str| lane_number(&RawValue::from_string(id.to_owned()).unwrap());
-        assert_eq!(number(r#""send-once-pass-12""#), Some(12));
-        assert_eq!(number(r#""send-once-pass-\u0031""#), Some(1));
-        assert_eq!(number("12"), None);
-        assert_eq!(number(r#""send-once-pass-""#), None);
-        assert_eq!(number(r#""other-1""#), None);
-    }
-
-    #[tokio::test]
-    async fn a_line_too_long_is_dropped_whole_and_the_next_one_read() {
-        let mut input = vec![b'x'; LONGEST_LINE + 10];
-        input.extend_from_slice(b"\n{\"a\":1}\n{\"b\":2}");
-        let read = lines_of(input).await;
-        assert_eq!(read.len(), 3);
-        assert_eq!(read[0].0, Read::TooLong);
-        assert!(read[0].1.is_empty(), "nothing of the long line is kept");
-        assert_eq!(read[1], (Read::Line, b"{\"a\":1}\n".to_vec()));
-        // The last line, without its newline, is a line all the same.
-        assert_eq!(read[2], (Read::Line, b"{\"b\":2}".to_vec()));
-    }
-
-    #[tokio::test]
-    async fn a_line_of_the_longest_length_is_kept() {
-        let mut input = vec![b'y'; LONGEST_LINE - 1];
-        input.push(b'\n');
-        let read = lines_of(input).await;
-        assert_eq!(read.len(), 1);
-        assert_eq!(read[0].0, Read::Line);
-        assert_eq!(read[0].1.len(), LONGEST_LINE);
     }
 }

@@ -1,0 +1,251 @@
+//! The `once` calls the lane takes: each is handed to the proxy's gate with the
+//! parameters rmcp would have decoded, in a task of its own; the gate claims it and
+//! forwards the agent's own line through the lane ([`Forward`]), and the lane writes
+//! the gate's answer to the agent unless the agent cancelled the call.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use rmcp::model::{CallToolRequestParams, ErrorData, ServerResult};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use super::lines::{span, spliced_at, task_handle_alone};
+use super::{Lane, OURS, Waiter, Waiting};
+use crate::mcp::proxy::upstream::{Forwarded, sorted};
+
+/// A `tools/call` the lane took for the gate: its parameters, as rmcp would have
+/// decoded them, and the way to forward it as the agent wrote it.
+pub struct GatedCall {
+    /// The call's parameters.
+    pub params: CallToolRequestParams,
+    /// Forwards the agent's own line, under an id of the lane's.
+    pub forward: Forward,
+}
+
+/// What the gate answers a call: the result as the agent's session expects it, or
+/// a JSON-RPC error.
+pub type GateAnswer = Result<ServerResult, ErrorData>;
+
+/// The proxy's gate for the calls the lane routes to it.
+pub type Gate = Box<dyn Fn(GatedCall) -> BoxFuture<'static, GateAnswer> + Send + Sync>;
+
+/// A call handed to the gate and not yet answered.
+pub(super) struct Gated {
+    /// The agent's id.
+    pub(super) id: Value,
+    /// The call's length: its answer will take about as much room.
+    pub(super) size: usize,
+}
+
+impl Lane {
+    /// Hands a `once` call to the gate, in a task of its own: an agent that gives up
+    /// (a client's timeout, a cancellation) does not stop the call, whose answer is
+    /// still recorded. False if the line is not a call the gate can take: rmcp
+    /// answers it as before.
+    pub(super) fn to_gate(self: &Arc<Self>, line: &[u8], raw_id: &RawValue) -> bool {
+        #[derive(Deserialize)]
+        struct Call {
+            params: CallToolRequestParams,
+        }
+        let Some(gate) = self.gate.get() else {
+            return false;
+        };
+        let (Ok(id), Ok(Call { params }), Some(id_at)) = (
+            serde_json::from_str::<Value>(raw_id.get()),
+            serde_json::from_slice::<Call>(line),
+            span(line, raw_id),
+        ) else {
+            return false;
+        };
+        // A request that carries its own lifecycle (a protocol version in its
+        // `_meta`, MCP 2026-07-28's) is rmcp's to check.
+        if params.meta.as_ref().is_some_and(|meta| {
+            meta.0
+                .0
+                .keys()
+                .any(|k| k.starts_with("io.modelcontextprotocol/"))
+        }) {
+            return false;
+        }
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut gated) = self.gated.lock() {
+            gated.insert(
+                number,
+                Gated {
+                    id,
+                    size: line.len(),
+                },
+            );
+        }
+        let in_flight = self.in_flight.get().map(|f| f.start());
+        let answering = gate(GatedCall {
+            params,
+            forward: Forward {
+                lane: Arc::clone(self),
+                line: line.to_vec(),
+                id_at,
+            },
+        });
+        let lane = Arc::clone(self);
+        tokio::spawn(async move {
+            let answer = answering.await;
+            lane.answer_gated(number, &answer);
+            // Counted until its answer is on its way: shutdown waits for both.
+            drop(in_flight);
+        });
+        true
+    }
+
+    /// Gives the gate's answer to the call `number` to the agent, unless the agent
+    /// cancelled it or the proxy answered it already when stopping.
+    pub(super) fn answer_gated(&self, number: u64, answer: &GateAnswer) {
+        #[derive(Serialize)]
+        struct Answer<'a> {
+            jsonrpc: &'static str,
+            id: &'a Value,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            result: Option<&'a ServerResult>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<&'a ErrorData>,
+        }
+        let Some(call) = self
+            .gated
+            .lock()
+            .ok()
+            .and_then(|mut gated| gated.remove(&number))
+        else {
+            return;
+        };
+        let message = Answer {
+            jsonrpc: "2.0",
+            id: &call.id,
+            result: answer.as_ref().ok(),
+            error: answer.as_ref().err(),
+        };
+        if let Ok(mut line) = serde_json::to_vec(&message) {
+            line.push(b'\n');
+            self.to_agent.push(line);
+        }
+        self.answered.notify_waiters();
+    }
+
+    /// Forgets the gated call that the agent's request `id` is: its answer will not
+    /// be written. Whether there was one.
+    pub(super) fn forget_gated(&self, id: &Value) -> bool {
+        let Ok(mut gated) = self.gated.lock() else {
+            return false;
+        };
+        let Some(number) = gated
+            .iter()
+            .find(|(_, call)| &call.id == id)
+            .map(|(number, _)| *number)
+        else {
+            return false;
+        };
+        gated.remove(&number);
+        drop(gated);
+        self.answered.notify_waiters();
+        true
+    }
+
+    /// Answers every gated call not yet answered with `why`.
+    pub(super) fn answer_all_gated(&self, why: &str) {
+        let left: Vec<Gated> = match self.gated.lock() {
+            Ok(mut gated) => gated.drain().map(|(_, call)| call).collect(),
+            Err(_) => Vec::new(),
+        };
+        for call in left {
+            self.answer(&call.id, why.to_owned());
+        }
+    }
+}
+
+/// The agent's call, forwarded by the lane under an id of its own, its answer
+/// awaited by the gate ([`Forward::call`]).
+pub struct Forward {
+    lane: Arc<Lane>,
+    /// The agent's line.
+    line: Vec<u8>,
+    /// Where its id stands in it.
+    id_at: Range<usize>,
+}
+
+impl Forward {
+    /// Sends the call upstream and waits for its answer, at most `limit`: what came
+    /// of it, as [`super::upstream::call`] tells it.
+    pub async fn call(&self, limit: Duration) -> Forwarded {
+        let lane = &self.lane;
+        if lane.upstream_gone.load(Ordering::SeqCst) {
+            return Forwarded::Gone;
+        }
+        let number = lane.next.fetch_add(1, Ordering::Relaxed);
+        let message = spliced_at(
+            &self.line,
+            self.id_at.clone(),
+            format!("\"{OURS}{number}\"").as_bytes(),
+        );
+        let (answer, answered) = oneshot::channel();
+        if let Ok(mut waiting) = lane.waiting.lock() {
+            waiting.insert(
+                number,
+                Waiting {
+                    to: Waiter::Gate(answer),
+                    _timer: lane.timer(number, limit),
+                    _in_flight: None,
+                    size: message.len(),
+                },
+            );
+        }
+        // The upstream's output may have ended since the look above, its waiting
+        // calls answered before this one was there: not sent, then.
+        if lane.upstream_gone.load(Ordering::SeqCst) && lane.take_waiting(number).is_some() {
+            return Forwarded::Gone;
+        }
+        if !lane.to_upstream.push(message) && lane.take_waiting(number).is_some() {
+            return Forwarded::Gone;
+        }
+        match answered.await {
+            Ok(Ok(line)) => answered_with(&line, limit),
+            Ok(Err(why)) => Forwarded::Lost(why),
+            Err(_) => {
+                Forwarded::Lost("the proxy stopped waiting for the upstream's answer".to_owned())
+            }
+        }
+    }
+}
+
+/// What the upstream's answer `line` to a forwarded call says of it: read as rmcp's
+/// client reads it (a task handle beside a result's members is a task).
+fn answered_with(line: &[u8], limit: Duration) -> Forwarded {
+    #[derive(Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow)]
+        result: Option<&'a RawValue>,
+        error: Option<ErrorData>,
+    }
+    let line = task_handle_alone(line).map_or(Cow::Borrowed(line), Cow::Owned);
+    match serde_json::from_slice::<Answer>(&line) {
+        Ok(Answer {
+            error: Some(error), ..
+        }) => sorted(Err(rmcp::service::ServiceError::McpError(error)), limit),
+        Ok(Answer {
+            result: Some(result),
+            ..
+        }) => match serde_json::from_str::<ServerResult>(result.get()) {
+            Ok(result) => sorted(Ok(result), limit),
+            Err(_) => Forwarded::Lost(
+                "the upstream answered tools/call with something else than a result".to_owned(),
+            ),
+        },
+        _ => Forwarded::Lost(
+            "the upstream's answer to the call was neither a result nor an error".to_owned(),
+        ),
+    }
+}
