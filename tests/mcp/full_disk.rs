@@ -56,6 +56,12 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
     let again = refused(&call(&agent, "append", args.clone()).await);
     assert!(again.contains("could not record"), "{again}");
     assert!(again.contains("--even-if-running"), "{again}");
+    // With the upstream's answer: an agent that gave up on the first request has no
+    // other way to it.
+    assert!(
+        again.contains("Its answer then was:") && again.contains("line-1"),
+        "{again}"
+    );
     assert_eq!(bench.acted(), ["as the disk filled"]);
 
     free_disk(&mut pads);

@@ -204,11 +204,19 @@ pub fn unrecorded(
     let answer = forward.answer();
     let made = !matches!(answer, Some(Forwarded::NotRun(_) | Forwarded::Gone));
     let not_recorded = not_recorded(key, ledger_name, error, made);
+    // The upstream's answer is kept in the note too: an agent that gave up on this
+    // request has no other way to it, and the ledger has no record of it.
+    let answered_then = match &answer {
+        Some(Forwarded::Done(result) | Forwarded::ToolError(result)) => {
+            format!(" Its answer then was: {}", answer_text(result))
+        }
+        _ => String::new(),
+    };
     forward.unrecorded.note(
         key,
         if made {
             format!(
-                "This call was made earlier (or may have been), but {not_recorded} Do not retry it another way."
+                "This call was made earlier (or may have been), but {not_recorded}{answered_then} Do not retry it another way."
             )
         } else {
             not_made_but(&not_recorded)
@@ -460,6 +468,18 @@ fn with_status(mut result: CallToolResult, status: &str, key: &str) -> CallToolR
 /// An answer that is an error to the model (never success: it would report it done).
 pub fn refusal(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// A result's text contents (else its structured content), as [`result_text`].
+fn answer_text(result: &CallToolResult) -> String {
+    let text = result_text(result);
+    match (&result.structured_content, text.is_empty()) {
+        (Some(structured), true) => {
+            let json: String = structured.to_string().chars().take(500).collect();
+            crate::text::visible_inline(&json).into_owned()
+        }
+        _ => text,
+    }
 }
 
 /// A result's text contents, joined and made visible, for the ledger's record.
