@@ -153,6 +153,20 @@ impl Fake {
         std::process::exit(3)
     }
 
+    #[tool(
+        description = "Refuse the call as invalid, a JSON-RPC error saying the tool never ran, after `seconds` (never acts)."
+    )]
+    async fn reject_after(
+        &self,
+        Parameters(args): Parameters<Line>,
+    ) -> Result<Json<Acted>, ErrorData> {
+        wait(args.seconds).await;
+        Err(ErrorData::invalid_params(
+            format!("will not write {}", args.line),
+            None,
+        ))
+    }
+
     #[tool(description = "Answer with isError without acting.")]
     async fn refuse(&self, Parameters(args): Parameters<Line>) -> Result<Json<Acted>, String> {
         Err(format!("refused to write {}", args.line))

@@ -120,6 +120,41 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
     agent.cancel().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_the_upstream_refused_as_the_disk_filled_is_said_not_made_and_only_failed_settles_it()
+ {
+    let policy = format!("{POLICY}[tools.reject_after]\nmode = \"once\"\n");
+    let Some((disk, bench)) = on_a_small_disk(&policy) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let args = json!({"line": "never", "seconds": 1.0});
+    let (answered, mut pads) =
+        made_as_the_disk_fills(&bench, &agent, &disk, "reject_after", args.clone()).await;
+
+    // Not made (the upstream said its tool never ran), and not recorded: the claim
+    // stands, and a person may only settle it as failed, so that it can be made.
+    let said = refused(&answered);
+    assert!(
+        said.contains("refused the call before its tool ran") && said.contains("not made"),
+        "{said}"
+    );
+    assert!(said.contains("could not record"), "{said}");
+    assert!(said.contains("failed --even-if-running"), "{said}");
+    assert!(!said.contains("sent` or"), "never settled as sent: {said}");
+    let status = &answered.structured_content.as_ref().unwrap()["status"];
+    assert_eq!(status, "unknown", "{said}");
+
+    let again = refused(&call(&agent, "reject_after", args).await);
+    assert!(again.starts_with("This call was not made, but"), "{again}");
+    assert!(bench.acted().is_empty(), "nothing acted");
+    free_disk(&mut pads);
+    let left = entries(&bench);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["status"], "pending", "{left:?}");
+    agent.cancel().await.unwrap();
+}
+
 /// `tool` called with `arguments` in a task of its own.
 fn spawn_call(
     agent: &crate::harness::mcp::Client,
