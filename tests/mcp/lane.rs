@@ -91,6 +91,8 @@ async fn a_pass_call_past_its_limit_is_answered_then_and_not_left_waiting() {
 struct Raw {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<serde_json::Value>,
+    /// Every line read, as the proxy wrote it.
+    texts: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// Held, the agent reads nothing: the proxy's writes fill the pipe and wait.
     reading: std::sync::Arc<std::sync::Mutex<()>>,
 }
@@ -102,9 +104,14 @@ impl Raw {
 
     /// As [`Raw::start`], the proxy's stderr going to `stderr`.
     fn start_with(bench: &Bench, extra: &[&str], stderr: std::process::Stdio) -> Raw {
+        Raw::start_as(bench, bench.proxy_args(extra), stderr)
+    }
+
+    /// As [`Raw::start`], the proxy started with `args`.
+    fn start_as(bench: &Bench, args: Vec<String>, stderr: std::process::Stdio) -> Raw {
         use std::io::BufRead;
         let mut child = std::process::Command::new(crate::harness::bin())
-            .args(bench.proxy_args(extra))
+            .args(args)
             .env("FAKE_UPSTREAM_LOG", bench.log())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -115,11 +122,14 @@ impl Raw {
         let (tx, lines) = std::sync::mpsc::channel();
         let reading = std::sync::Arc::new(std::sync::Mutex::new(()));
         let allowed = std::sync::Arc::clone(&reading);
+        let texts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&texts);
         std::thread::spawn(move || {
             let mut out = out.lines();
             loop {
                 drop(allowed.lock().unwrap());
                 let Some(Ok(line)) = out.next() else { return };
+                kept.lock().unwrap().push(line.clone());
                 // A proxy killed mid-line leaves a torn last line: the end.
                 let Ok(message) = serde_json::from_str(&line) else {
                     return;
@@ -130,6 +140,7 @@ impl Raw {
         let mut raw = Raw {
             child,
             lines,
+            texts,
             reading,
         };
         raw.send(
@@ -576,6 +587,140 @@ fn a_cancelled_once_call_is_not_answered_but_goes_on_and_its_repeat_gets_its_res
     assert!(
         answers.iter().all(|a| a["id"] != 8),
         "a cancelled call is not answered: {answers:?}"
+    );
+}
+
+#[test]
+fn a_once_call_whose_id_a_number_cannot_hold_gets_its_answer_under_the_id_it_sent() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // Past 2^53, and a number in exponent form: decoded and encoded again, either
+    // would come back as another text, which an agent matching ids as written (or
+    // with big integers) would not match.
+    for (id, line) in [("123456789012345678901234567890", "big"), ("1e2", "exp")] {
+        use std::io::Write;
+        let stdin = raw.child.stdin.as_mut().unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"{line}"}}}}}}"#
+        )
+        .unwrap();
+        raw.next(Duration::from_secs(20)).expect("an answer");
+        let texts = raw.texts.lock().unwrap();
+        let answer = texts.last().unwrap();
+        assert!(
+            answer.contains(&format!(r#""id":{id},"#)),
+            "the id as sent: {answer}"
+        );
+    }
+    assert_eq!(bench.acted(), ["big", "exp"]);
+}
+
+#[test]
+fn a_once_call_naming_an_argument_twice_is_sent_as_it_was_keyed() {
+    if !crate::harness::skip::have_tools(&[("python3", "python3")]) {
+        return;
+    }
+    let Some(bench) = Bench::new("upstream = \"raw\"\n[default]\nmode = \"once\"\n") else {
+        return;
+    };
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mcp/raw_upstream.py"
+    );
+    let args = bench.proxy_args_on(&bench.ledger(), &[], &["python3", script]);
+    let mut raw = Raw::start_as(&bench, args, std::process::Stdio::null());
+    // An upstream that reads the first of two may act on another recipient than the
+    // one the key was made with (and a later call to it would be a new key).
+    {
+        use std::io::Write;
+        let stdin = raw.child.stdin.as_mut().unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"send","arguments":{{"to":"ana@example.com","to":"bo@example.com"}},"extra":1}}}}"#
+        )
+        .unwrap();
+    }
+    raw.next(Duration::from_secs(20)).expect("an answer");
+    // Keyed with the value sent: the same call written plainly is the same send.
+    raw.call(2, "send", json!({"to": "bo@example.com"}));
+    let again = raw.next(Duration::from_secs(20)).expect("an answer");
+    assert_eq!(
+        again["result"]["_meta"]["send-once"]["replay"], true,
+        "{again}"
+    );
+    let received = bench.acted();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert!(
+        received[0].contains(r#""arguments":{"to":"bo@example.com"}"#),
+        "{received:?}"
+    );
+    assert!(!received[0].contains("ana@"), "{received:?}");
+    // What the key was not made of is not sent, as rmcp's client would not send it.
+    assert!(!received[0].contains("extra"), "{received:?}");
+}
+
+#[test]
+fn a_once_call_cancelled_before_the_agent_closes_its_side_does_not_hold_the_proxy_open() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    // The bound an agent that closed its side is waited for: longer than the test.
+    let mut raw = Raw::start(&bench, &["--timeout", "40s"]);
+    raw.call(
+        8,
+        "append_with_progress",
+        json!({"line": "slow", "seconds": 1}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 8, "reason": "the user gave up"}}),
+    );
+    raw.close();
+    // Nothing is owed the agent once its call is recorded.
+    assert!(
+        raw.exited_within(Duration::from_secs(15)),
+        "the proxy waited on after the cancelled call was recorded"
+    );
+    assert_eq!(bench.acted(), ["slow"]);
+    let listed: serde_json::Value =
+        serde_json::from_slice(&bench.cli(&["ls", "L", "--json"]).stdout).unwrap();
+    assert_eq!(listed[0]["status"], "sent", "recorded: {listed}");
+}
+
+#[test]
+fn once_calls_in_flight_are_counted_once_against_the_lanes_room() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
+    // 40 slow calls, fewer than the 64 the lane lets wait: the agent's next line is
+    // still read, and a quick call answered while they wait.
+    for n in 0..40u64 {
+        raw.call(
+            n,
+            "append_with_progress",
+            json!({"line": format!("slow {n}"), "seconds": 4}),
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let began = Instant::now();
+    raw.call(100, "read_log", json!({}));
+    loop {
+        let answer = raw
+            .next(Duration::from_secs(20))
+            .expect("the quick call's answer");
+        if answer["id"] == 100 {
+            break;
+        }
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "the quick call waited for the slow ones: {:?}",
+        began.elapsed()
     );
 }
 

@@ -96,7 +96,12 @@ impl Bench {
 
     /// `mcp proxy` on `ledger` and the policy, with `extra` options, in front of
     /// `upstream` (a command line).
-    fn proxy_args_on(&self, ledger: &Path, extra: &[&str], upstream: &[&str]) -> Vec<String> {
+    pub(crate) fn proxy_args_on(
+        &self,
+        ledger: &Path,
+        extra: &[&str],
+        upstream: &[&str],
+    ) -> Vec<String> {
         let policy = self.dir.path().join("policy.toml");
         let mut args = vec!["mcp", "proxy", ledger.to_str().unwrap()];
         args.extend(["--policy", policy.to_str().unwrap()]);
@@ -1270,7 +1275,8 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/mcp/not_final_upstream.py"
     );
-    let args = bench.proxy_args_on(&bench.ledger(), &[], &["python3", script]);
+    // A limit short enough that a call the proxy never hears the end of comes back.
+    let args = bench.proxy_args_on(&bench.ledger(), &["--timeout", "10s"], &["python3", script]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let agent = connect_with("tasks-agent", &args, &[("FAKE_UPSTREAM_LOG", &bench.log())]).await;
     for (tool, why) in [
@@ -1280,6 +1286,8 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         ("old_task", "something else than a result"),
         ("old_task_with_content", "something else than a result"),
         ("new_kind", "something else than a result"),
+        // Not "never ran", which would let it be made again.
+        ("result_and_error", "both a result and an error"),
     ] {
         let first = call(&agent, tool, json!({"n": 1})).await;
         let said = first.structured_content.clone().unwrap_or_default();
@@ -1301,7 +1309,8 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
             "needs_input",
             "old_task",
             "old_task_with_content",
-            "new_kind"
+            "new_kind",
+            "result_and_error"
         ]
     );
     // None of them is recorded as sent, and each is listed for a person.
@@ -1313,13 +1322,14 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         .iter()
         .map(|entry| entry["meta"]["tool"].as_str().unwrap())
         .collect();
-    assert_eq!(unknown.len(), 5, "{listed}");
+    assert_eq!(unknown.len(), 6, "{listed}");
     for tool in [
         "start_task",
         "needs_input",
         "old_task",
         "old_task_with_content",
         "new_kind",
+        "result_and_error",
     ] {
         assert!(unknown.contains(&tool), "{tool}: {listed}");
     }

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, ErrorData, ServerResult};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::lines::{span, spliced_at, task_handle_alone};
-use super::{Lane, OURS, Waiter, Waiting};
+use super::lines::{spliced_at, task_handle_alone};
+use super::{Lane, OURS, Waiter, Waiting, answer_line};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
 
 /// A `tools/call` the lane took for the gate: its parameters, as rmcp would have
@@ -40,6 +40,8 @@ pub type Gate = Box<dyn Fn(GatedCall) -> BoxFuture<'static, GateAnswer> + Send +
 pub(super) struct Gated {
     /// The agent's id.
     pub(super) id: Value,
+    /// The agent's id, as it wrote it.
+    pub(super) raw_id: Box<[u8]>,
     /// The call's length: its answer will take about as much room.
     pub(super) size: usize,
 }
@@ -57,10 +59,9 @@ impl Lane {
         let Some(gate) = self.gate.get() else {
             return false;
         };
-        let (Ok(id), Ok(Call { params }), Some(id_at)) = (
+        let (Ok(id), Ok(Call { params })) = (
             serde_json::from_str::<Value>(raw_id.get()),
             serde_json::from_slice::<Call>(line),
-            span(line, raw_id),
         ) else {
             return false;
         };
@@ -74,25 +75,22 @@ impl Lane {
         }) {
             return false;
         }
+        let Some(forward) = Forward::of(Arc::clone(self), &params) else {
+            return false;
+        };
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut gated) = self.gated.lock() {
             gated.insert(
                 number,
                 Gated {
                     id,
+                    raw_id: raw_id.get().as_bytes().into(),
                     size: line.len(),
                 },
             );
         }
         let in_flight = self.in_flight.get().map(|f| f.start());
-        let answering = gate(GatedCall {
-            params,
-            forward: Forward {
-                lane: Arc::clone(self),
-                line: line.to_vec(),
-                id_at,
-            },
-        });
+        let answering = gate(GatedCall { params, forward });
         let lane = Arc::clone(self);
         tokio::spawn(async move {
             let answer = answering.await;
@@ -106,32 +104,17 @@ impl Lane {
     /// Gives the gate's answer to the call `number` to the agent, unless the agent
     /// cancelled it or the proxy answered it already when stopping.
     pub(super) fn answer_gated(&self, number: u64, answer: &GateAnswer) {
-        #[derive(Serialize)]
-        struct Answer<'a> {
-            jsonrpc: &'static str,
-            id: &'a Value,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            result: Option<&'a ServerResult>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            error: Option<&'a ErrorData>,
-        }
-        let Some(call) = self
+        let call = self
             .gated
             .lock()
             .ok()
-            .and_then(|mut gated| gated.remove(&number))
-        else {
-            return;
+            .and_then(|mut gated| gated.remove(&number));
+        let written = match answer {
+            Ok(result) => serde_json::to_vec(result).map(|body| ("result", body)),
+            Err(error) => serde_json::to_vec(error).map(|body| ("error", body)),
         };
-        let message = Answer {
-            jsonrpc: "2.0",
-            id: &call.id,
-            result: answer.as_ref().ok(),
-            error: answer.as_ref().err(),
-        };
-        if let Ok(mut line) = serde_json::to_vec(&message) {
-            line.push(b'\n');
-            self.to_agent.push(line);
+        if let (Some(call), Ok((member, body))) = (call, written) {
+            self.to_agent.push(answer_line(&call.raw_id, member, &body));
         }
         self.answered.notify_waiters();
     }
@@ -162,7 +145,7 @@ impl Lane {
             Err(_) => Vec::new(),
         };
         for call in left {
-            self.answer(&call.id, why.to_owned());
+            self.answer(&call.raw_id, why.to_owned());
         }
     }
 }
@@ -171,13 +154,32 @@ impl Lane {
 /// awaited by the gate ([`Forward::call`]).
 pub struct Forward {
     lane: Arc<Lane>,
-    /// The agent's line.
+    /// The request, without its id.
     line: Vec<u8>,
-    /// Where its id stands in it.
+    /// Where its id goes in it.
     id_at: Range<usize>,
 }
 
 impl Forward {
+    /// The call of `params`, to be forwarded by `lane`. The parameters the key was
+    /// made of are what is sent, encoded again, not the agent's line: a line that
+    /// names an argument twice is read here with the last, and could be read upstream
+    /// with the first.
+    fn of(lane: Arc<Lane>, params: &CallToolRequestParams) -> Option<Forward> {
+        let params = serde_json::to_vec(params).ok()?;
+        let mut line = Vec::with_capacity(params.len() + 80);
+        line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"tools/call","params":"#);
+        line.extend_from_slice(&params);
+        line.extend_from_slice(br#","id":"#);
+        let at = line.len();
+        line.push(b'}');
+        Some(Forward {
+            lane,
+            line,
+            id_at: at..at,
+        })
+    }
+
     /// Sends the call upstream and waits for its answer, at most `limit`: what came
     /// of it, as [`super::upstream::call`] tells it.
     pub async fn call(&self, limit: Duration) -> Forwarded {
@@ -232,6 +234,13 @@ fn answered_with(line: &[u8], limit: Duration) -> Forwarded {
     }
     let line = task_handle_alone(line).map_or(Cow::Borrowed(line), Cow::Owned);
     match serde_json::from_slice::<Answer>(&line) {
+        // Which of the two is the upstream's word is not known: the tool may have run.
+        Ok(Answer {
+            error: Some(_),
+            result: Some(_),
+        }) => Forwarded::Lost(
+            "the upstream answered with both a result and an error, which does not say whether the tool acted".to_owned(),
+        ),
         Ok(Answer {
             error: Some(error), ..
         }) => sorted(Err(rmcp::service::ServiceError::McpError(error)), limit),

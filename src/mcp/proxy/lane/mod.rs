@@ -2,8 +2,8 @@
 //! line it is, with only its id changed, and its answer comes back the same way.
 //!
 //! A `once` call takes the lane too: it is handed to the proxy's gate ([`Gate`]) as
-//! the parameters rmcp would have decoded, and the gate claims it and forwards the
-//! line as the agent wrote it, through the lane ([`Forward`]); its answer is written
+//! the parameters rmcp would have decoded, and the gate claims it and forwards those
+//! parameters, encoded again, through the lane ([`Forward`]); its answer is written
 //! to the agent by the lane.
 //!
 //! Everything else (the session's start, lists, reads, `hold` calls, the proxy's own
@@ -292,10 +292,15 @@ impl Lane {
     }
 
     fn has_room(&self) -> bool {
+        // A gated call's forward is counted as the gated call it is, not twice.
         let (calls, owed) = self
             .waiting
             .lock()
-            .map(|w| (w.len(), w.values().map(|call| call.size).sum::<usize>()))
+            .map(|w| {
+                w.values()
+                    .filter(|call| matches!(call.to, Waiter::Agent { .. }))
+                    .fold((0, 0), |(calls, owed), call| (calls + 1, owed + call.size))
+            })
             .unwrap_or_default();
         let (gated, owed_gated) = self
             .gated
@@ -529,7 +534,7 @@ impl Lane {
         };
         if self.upstream_gone.load(Ordering::SeqCst) {
             self.answer(
-                &id,
+                raw_id.get().as_bytes(),
                 "the upstream server has exited, so the call was not sent; the proxy must be restarted".to_owned(),
             );
             return true;
@@ -622,6 +627,8 @@ impl Lane {
             // The gate's task records the answer, then gives it to the agent.
             Waiter::Gate(answer) => {
                 let _ = answer.send(Ok(line.to_vec()));
+                // Nothing is owed the agent for it now, if it cancelled its call.
+                self.answered.notify_waiters();
             }
         }
         true
@@ -646,7 +653,7 @@ impl Lane {
     /// Tells whoever waits for `call`'s answer that there is none, and why.
     fn lost(&self, call: Waiting, why: String) {
         match call.to {
-            Waiter::Agent { id, .. } => self.answer(&id, why),
+            Waiter::Agent { raw_id, .. } => self.answer(&raw_id, why),
             Waiter::Gate(answer) => {
                 let _ = answer.send(Err(why));
             }
@@ -667,15 +674,35 @@ impl Lane {
         Some(number)
     }
 
-    /// Answers the agent's call `id` with an error result saying `why`: the call's
-    /// fate is the proxy's to tell, as on rmcp's path.
-    fn answer(&self, id: &Value, why: String) {
-        // An error to the model, never success: it would report the call done.
-        let result = CallToolResult::error(vec![ContentBlock::text(why)]);
-        let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        send(&self.to_agent, &message);
+    /// Answers the agent's call `raw_id` (its id as it wrote it) with an error result
+    /// saying `why`: the call's fate is the proxy's to tell, as on rmcp's path.
+    fn answer(&self, raw_id: &[u8], why: String) {
+        // An error to the model, never success: it would report the call done. Without
+        // its type, as sessions before 2026-07-28 have it; a later one reads an absent
+        // type as "complete", which is what it is.
+        let mut result = CallToolResult::error(vec![ContentBlock::text(why)]);
+        result.result_type = None;
+        if let Ok(result) = serde_json::to_vec(&result) {
+            self.to_agent.push(answer_line(raw_id, "result", &result));
+        }
         self.answered.notify_waiters();
     }
+}
+
+/// The agent's answer line to its request `raw_id`, with `body` as its `member`
+/// (`result` or `error`). The id is written back as the agent wrote it: decoded and
+/// encoded again, a number past 2^53 would come back changed, and the agent could not
+/// match its answer.
+fn answer_line(raw_id: &[u8], member: &str, body: &[u8]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(raw_id.len() + body.len() + 40);
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(raw_id);
+    line.extend_from_slice(b",\"");
+    line.extend_from_slice(member.as_bytes());
+    line.extend_from_slice(b"\":");
+    line.extend_from_slice(body);
+    line.extend_from_slice(b"}\n");
+    line
 }
 
 /// Gives `message` to `outbox` as one line; false once the outbox's reader has gone.
