@@ -692,6 +692,112 @@ fn a_once_call_cancelled_before_the_agent_closes_its_side_does_not_hold_the_prox
 }
 
 #[test]
+fn once_calls_the_agent_cancelled_still_count_against_the_lanes_room_until_they_end() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
+    // Each cancelled as soon as it is sent: they go on at the upstream all the same,
+    // so an agent cannot have more than 64 there by cancelling them.
+    for n in 0..70u64 {
+        raw.call(
+            n,
+            "append_with_progress",
+            json!({"line": format!("slow {n}"), "seconds": 4}),
+        );
+        raw.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": n}}),
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let began = Instant::now();
+    raw.call(100, "read_log", json!({}));
+    let answer = raw
+        .next(Duration::from_secs(30))
+        .expect("the quick call's answer, once there is room");
+    assert_eq!(answer["id"], 100, "the cancelled calls are not answered");
+    assert!(
+        began.elapsed() > Duration::from_secs(2),
+        "read while 64 cancelled calls were still at the upstream: {:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
+fn a_once_call_too_long_once_encoded_as_keyed_is_refused_before_it_is_claimed() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
+    // 15 MB as written; `1e15` is encoded again as sixteen digits and a fraction, over
+    // the 16 MiB line an MCP server reads, which would drop it unread.
+    let numbers = vec!["1e15"; 3_000_000].join(",");
+    {
+        use std::io::Write;
+        let stdin = raw.child.stdin.as_mut().unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"long","n":[{numbers}]}}}}}}"#
+        )
+        .unwrap();
+    }
+    let answer = raw.next(Duration::from_secs(60)).expect("an answer");
+    let said = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        said.contains("not forwarded") && said.contains("longer than"),
+        "{answer}"
+    );
+    assert!(bench.acted().is_empty());
+    let listed: serde_json::Value =
+        serde_json::from_slice(&bench.cli(&["ls", "L", "--json"]).stdout).unwrap();
+    assert_eq!(listed, json!([]), "nothing claimed");
+}
+
+#[test]
+fn a_cancellation_names_the_call_with_the_id_as_written_not_one_a_double_confuses() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
+    // Pairs of ids a double reads as one number: the second of each is cancelled, the
+    // first still answered.
+    for pair in 0..4u64 {
+        let first = format!("12345678901234567890123456789{}", 2 * pair);
+        let second = format!("12345678901234567890123456789{}", 2 * pair + 1);
+        for (id, line) in [(&first, "kept"), (&second, "cancelled")] {
+            use std::io::Write;
+            let stdin = raw.child.stdin.as_mut().unwrap();
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"{line} {pair}","seconds":0.5}}}}}}"#
+            )
+            .unwrap();
+        }
+        {
+            use std::io::Write;
+            let stdin = raw.child.stdin.as_mut().unwrap();
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{second}}}}}"#
+            )
+            .unwrap();
+        }
+        raw.next(Duration::from_secs(20))
+            .expect("the kept call's answer");
+        let texts = raw.texts.lock().unwrap();
+        let answer = texts.last().unwrap();
+        assert!(answer.contains(&format!(r#""id":{first},"#)), "{answer}");
+    }
+    assert!(
+        raw.next(Duration::from_secs(2)).is_none(),
+        "nothing else answered"
+    );
+}
+
+#[test]
 fn once_calls_in_flight_are_counted_once_against_the_lanes_room() {
     let Some(bench) = Bench::new(crate::proxy::POLICY) else {
         return;

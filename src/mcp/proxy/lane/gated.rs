@@ -16,8 +16,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::lines::{spliced_at, task_handle_alone};
-use super::{Lane, OURS, Waiter, Waiting, answer_line};
+use super::lines::{LONGEST_LINE, spliced_at, task_handle_alone};
+use super::{Lane, OURS, Waiter, Waiting, answer_line, named};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
 
 /// A `tools/call` the lane took for the gate: its parameters, as rmcp would have
@@ -44,6 +44,9 @@ pub(super) struct Gated {
     pub(super) raw_id: Box<[u8]>,
     /// The call's length: its answer will take about as much room.
     pub(super) size: usize,
+    /// Whether the agent cancelled it: it goes on (and counts against the lane's
+    /// room until it ends), but its answer is not written.
+    cancelled: bool,
 }
 
 impl Lane {
@@ -78,6 +81,20 @@ impl Lane {
         let Some(forward) = Forward::of(Arc::clone(self), &params) else {
             return false;
         };
+        // Encoded again, numbers written short can grow (`1e15` is sixteen digits):
+        // past what an MCP server reads in a line, it would be dropped unread, and the
+        // call left unknown. Refused before it is claimed instead.
+        if forward.line.len() + OURS.len() + 24 > LONGEST_LINE {
+            self.answer(
+                raw_id.get().as_bytes(),
+                format!(
+                    "send-once refused the call, and it was not forwarded: encoded as it was keyed, it is {} bytes, longer than the {} a line to an MCP server may be",
+                    forward.line.len(),
+                    LONGEST_LINE
+                ),
+            );
+            return true;
+        }
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut gated) = self.gated.lock() {
             gated.insert(
@@ -86,6 +103,7 @@ impl Lane {
                     id,
                     raw_id: raw_id.get().as_bytes().into(),
                     size: line.len(),
+                    cancelled: false,
                 },
             );
         }
@@ -113,28 +131,29 @@ impl Lane {
             Ok(result) => serde_json::to_vec(result).map(|body| ("result", body)),
             Err(error) => serde_json::to_vec(error).map(|body| ("error", body)),
         };
-        if let (Some(call), Ok((member, body))) = (call, written) {
+        if let (Some(call), Ok((member, body))) = (call.filter(|call| !call.cancelled), written) {
             self.to_agent.push(answer_line(&call.raw_id, member, &body));
         }
         self.answered.notify_waiters();
     }
 
-    /// Forgets the gated call that the agent's request `id` is: its answer will not
-    /// be written. Whether there was one.
-    pub(super) fn forget_gated(&self, id: &Value) -> bool {
+    /// Marks the gated call that the agent's request `raw` (its id as written, `id`
+    /// its value) names as cancelled: its answer will not be written. Whether there
+    /// was one.
+    pub(super) fn forget_gated(&self, raw: &[u8], id: &Value) -> bool {
         let Ok(mut gated) = self.gated.lock() else {
             return false;
         };
-        let Some(number) = gated
+        let ids = gated
             .iter()
-            .find(|(_, call)| &call.id == id)
-            .map(|(number, _)| *number)
-        else {
+            .filter(|(_, call)| !call.cancelled)
+            .map(|(number, call)| (*number, (&call.raw_id[..], &call.id)));
+        let Some(number) = named(ids, raw, id) else {
             return false;
         };
-        gated.remove(&number);
-        drop(gated);
-        self.answered.notify_waiters();
+        if let Some(call) = gated.get_mut(&number) {
+            call.cancelled = true;
+        }
         true
     }
 
@@ -144,7 +163,7 @@ impl Lane {
             Ok(mut gated) => gated.drain().map(|(_, call)| call).collect(),
             Err(_) => Vec::new(),
         };
-        for call in left {
+        for call in left.into_iter().filter(|call| !call.cancelled) {
             self.answer(&call.raw_id, why.to_owned());
         }
     }
@@ -228,9 +247,15 @@ impl Forward {
 fn answered_with(line: &[u8], limit: Duration) -> Forwarded {
     #[derive(Deserialize)]
     struct Answer<'a> {
-        #[serde(borrow)]
+        // Present even when null: `"result": null` beside an error is two answers.
+        #[serde(default, borrow, deserialize_with = "present")]
         result: Option<&'a RawValue>,
         error: Option<ErrorData>,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(
+        member: D,
+    ) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue>::deserialize(member).map(Some)
     }
     let line = task_handle_alone(line).map_or(Cow::Borrowed(line), Cow::Owned);
     match serde_json::from_slice::<Answer>(&line) {

@@ -15,7 +15,7 @@ use super::OURS;
 /// The longest line read, as rmcp bounds its own: a longer one is dropped (and read
 /// to its end without being kept), so that a peer cannot make the proxy hold an
 /// endless line in memory.
-const LONGEST_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+pub(super) const LONGEST_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
 /// What a line is, read no further than the lane needs. The id is kept as the text
 /// it is in the line, so that it can be replaced there without decoding the message

@@ -127,13 +127,28 @@ enum Waiter {
 }
 
 impl Waiter {
-    /// The agent's id, if the answer goes straight to the agent.
-    fn agent_id(&self) -> Option<&Value> {
+    /// The agent's id, as it wrote it and its value, if the answer goes straight to
+    /// the agent.
+    fn agent_id(&self) -> Option<(&[u8], &Value)> {
         match self {
-            Waiter::Agent { id, .. } => Some(id),
+            Waiter::Agent { id, raw_id } => Some((raw_id, id)),
             Waiter::Gate(_) => None,
         }
     }
+}
+
+/// Which of the calls `ids` (each with the agent's id, as written and its value) the
+/// agent's `raw` id names: the one written the same first, then the one of the same
+/// value. Two numbers a double cannot tell apart are then not taken for each other.
+fn named<'a>(
+    ids: impl Iterator<Item = (u64, (&'a [u8], &'a Value))> + Clone,
+    raw: &[u8],
+    id: &Value,
+) -> Option<u64> {
+    ids.clone()
+        .find(|(_, (written, _))| *written == raw)
+        .or_else(|| ids.clone().find(|(_, (_, value))| *value == id))
+        .map(|(number, _)| number)
 }
 
 /// The timer that gives up on a call the lane forwarded.
@@ -501,19 +516,20 @@ impl Lane {
                 }
             }
             Some("notifications/cancelled") => {
-                let Some(theirs) = peek.params.and_then(|p| p.request_id) else {
+                let Some(raw) = peek.params.and_then(|p| p.request_id) else {
                     return false;
                 };
-                let Ok(theirs) = serde_json::from_str::<Value>(theirs.get()) else {
+                let Ok(theirs) = serde_json::from_str::<Value>(raw.get()) else {
                     return false;
                 };
+                let raw = raw.get().as_bytes();
                 // The agent expects no answer now (the protocol says so): the call is
                 // forgotten here, and an answer that still comes is dropped. A gated
                 // call goes on, to be recorded: the upstream is not told.
-                if self.forget_gated(&theirs) {
+                if self.forget_gated(raw, &theirs) {
                     return true;
                 }
-                let Some(ours) = self.forget(&theirs) else {
+                let Some(ours) = self.forget(raw, &theirs) else {
                     return false;
                 };
                 if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
@@ -661,14 +677,14 @@ impl Lane {
     }
 
     /// Forgets the lane's call that the agent's request `id` is, and gives its number.
-    fn forget(&self, id: &Value) -> Option<u64> {
-        let number = self
-            .waiting
-            .lock()
-            .ok()?
-            .iter()
-            .find(|(_, w)| w.to.agent_id() == Some(id))
-            .map(|(number, _)| *number)?;
+    fn forget(&self, raw: &[u8], id: &Value) -> Option<u64> {
+        let number = {
+            let waiting = self.waiting.lock().ok()?;
+            let ids = waiting
+                .iter()
+                .filter_map(|(number, w)| Some((*number, w.to.agent_id()?)));
+            named(ids, raw, id)?
+        };
         self.take_waiting(number);
         self.answered.notify_waiters();
         Some(number)
