@@ -798,6 +798,45 @@ fn a_cancellation_names_the_call_with_the_id_as_written_not_one_a_double_confuse
 }
 
 #[test]
+fn a_cancellation_written_as_a_pass_calls_id_is_not_taken_for_a_once_call_of_the_same_value() {
+    let Some(bench) = Bench::new(&format!(
+        "{PASS}[tools.append_with_progress]\nmode = \"once\"\n"
+    )) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
+    {
+        use std::io::Write;
+        let stdin = raw.child.stdin.as_mut().unwrap();
+        // The same string to a decoder, written apart: a once call, then a pass call.
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"once","seconds":1}}}}}}"#
+        )
+        .unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{{"name":"append","arguments":{{"line":"pass","seconds":0.8}}}}}}"#
+        )
+        .unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":"\u0061"}}}}"#
+        )
+        .unwrap();
+    }
+    raw.next(Duration::from_secs(20))
+        .expect("the once call's answer");
+    assert!(
+        raw.next(Duration::from_secs(2)).is_none(),
+        "one answer only"
+    );
+    let texts = raw.texts.lock().unwrap();
+    let answer = texts.last().unwrap();
+    assert!(answer.contains(r#""id":"a","#), "the once call's: {answer}");
+}
+
+#[test]
 fn once_calls_in_flight_are_counted_once_against_the_lanes_room() {
     let Some(bench) = Bench::new(crate::proxy::POLICY) else {
         return;

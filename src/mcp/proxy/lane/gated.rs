@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::lines::{LONGEST_LINE, spliced_at, task_handle_alone};
-use super::{Lane, OURS, Waiter, Waiting, answer_line, named};
+use super::{Lane, Match, OURS, Waiter, Waiting, answer_line, named};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
 
 /// A `tools/call` the lane took for the gate: its parameters, as rmcp would have
@@ -138,9 +138,9 @@ impl Lane {
     }
 
     /// Marks the gated call that the agent's request `raw` (its id as written, `id`
-    /// its value) names as cancelled: its answer will not be written. Whether there
+    /// its value) names, matched `how`, as cancelled: its answer will not be written. Whether there
     /// was one.
-    pub(super) fn forget_gated(&self, raw: &[u8], id: &Value) -> bool {
+    pub(super) fn forget_gated(&self, raw: &[u8], id: &Value, how: Match) -> bool {
         let Ok(mut gated) = self.gated.lock() else {
             return false;
         };
@@ -148,7 +148,7 @@ impl Lane {
             .iter()
             .filter(|(_, call)| !call.cancelled)
             .map(|(number, call)| (*number, (&call.raw_id[..], &call.id)));
-        let Some(number) = named(ids, raw, id) else {
+        let Some(number) = named(ids, raw, id, how) else {
             return false;
         };
         if let Some(call) = gated.get_mut(&number) {

@@ -137,18 +137,28 @@ impl Waiter {
     }
 }
 
+/// How a cancellation's id is matched to a call's. As written first, by value only
+/// then: two numbers a double cannot tell apart (or `"a"` and `"\u0061"`) are not
+/// taken for each other when the agent wrote them apart.
+#[derive(Clone, Copy)]
+enum Match {
+    Written,
+    Value,
+}
+
 /// Which of the calls `ids` (each with the agent's id, as written and its value) the
-/// agent's `raw` id names: the one written the same first, then the one of the same
-/// value. Two numbers a double cannot tell apart are then not taken for each other.
+/// agent's id (`raw` as written, `id` its value) names, matched `how`.
 fn named<'a>(
-    ids: impl Iterator<Item = (u64, (&'a [u8], &'a Value))> + Clone,
+    mut ids: impl Iterator<Item = (u64, (&'a [u8], &'a Value))>,
     raw: &[u8],
     id: &Value,
+    how: Match,
 ) -> Option<u64> {
-    ids.clone()
-        .find(|(_, (written, _))| *written == raw)
-        .or_else(|| ids.clone().find(|(_, (_, value))| *value == id))
-        .map(|(number, _)| number)
+    ids.find(|(_, (written, value))| match how {
+        Match::Written => *written == raw,
+        Match::Value => *value == id,
+    })
+    .map(|(number, _)| number)
 }
 
 /// The timer that gives up on a call the lane forwarded.
@@ -525,18 +535,21 @@ impl Lane {
                 let raw = raw.get().as_bytes();
                 // The agent expects no answer now (the protocol says so): the call is
                 // forgotten here, and an answer that still comes is dropped. A gated
-                // call goes on, to be recorded: the upstream is not told.
-                if self.forget_gated(raw, &theirs) {
-                    return true;
+                // call goes on, to be recorded: the upstream is not told. The id as
+                // written is looked for among all the calls before its value is.
+                for how in [Match::Written, Match::Value] {
+                    if self.forget_gated(raw, &theirs, how) {
+                        return true;
+                    }
+                    if let Some(ours) = self.forget(raw, &theirs, how) {
+                        if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
+                            message["params"]["requestId"] = Value::String(format!("{OURS}{ours}"));
+                            send(&self.to_upstream, &message);
+                        }
+                        return true;
+                    }
                 }
-                let Some(ours) = self.forget(raw, &theirs) else {
-                    return false;
-                };
-                if let Ok(mut message) = serde_json::from_slice::<Value>(line) {
-                    message["params"]["requestId"] = Value::String(format!("{OURS}{ours}"));
-                    send(&self.to_upstream, &message);
-                }
-                true
+                false
             }
             _ => false,
         }
@@ -677,13 +690,13 @@ impl Lane {
     }
 
     /// Forgets the lane's call that the agent's request `id` is, and gives its number.
-    fn forget(&self, raw: &[u8], id: &Value) -> Option<u64> {
+    fn forget(&self, raw: &[u8], id: &Value, how: Match) -> Option<u64> {
         let number = {
             let waiting = self.waiting.lock().ok()?;
             let ids = waiting
                 .iter()
                 .filter_map(|(number, w)| Some((*number, w.to.agent_id()?)));
-            named(ids, raw, id)?
+            named(ids, raw, id, how)?
         };
         self.take_waiting(number);
         self.answered.notify_waiters();
