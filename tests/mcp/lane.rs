@@ -154,6 +154,13 @@ impl Raw {
         raw
     }
 
+    /// Writes `line` as it is: what rmcp's client, or `json!`, would not write.
+    fn write_line(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{line}").unwrap();
+    }
+
     fn send(&mut self, message: serde_json::Value) {
         use std::io::Write;
         let stdin = self.child.stdin.as_mut().expect("stdin is open");
@@ -600,13 +607,9 @@ fn a_once_call_whose_id_a_number_cannot_hold_gets_its_answer_under_the_id_it_sen
     // would come back as another text, which an agent matching ids as written (or
     // with big integers) would not match.
     for (id, line) in [("123456789012345678901234567890", "big"), ("1e2", "exp")] {
-        use std::io::Write;
-        let stdin = raw.child.stdin.as_mut().unwrap();
-        writeln!(
-            stdin,
+        raw.write_line(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"{line}"}}}}}}"#
-        )
-        .unwrap();
+        ));
         raw.next(Duration::from_secs(20)).expect("an answer");
         let texts = raw.texts.lock().unwrap();
         let answer = texts.last().unwrap();
@@ -634,15 +637,9 @@ fn a_once_call_naming_an_argument_twice_is_sent_as_it_was_keyed() {
     let mut raw = Raw::start_as(&bench, args, std::process::Stdio::null());
     // An upstream that reads the first of two may act on another recipient than the
     // one the key was made with (and a later call to it would be a new key).
-    {
-        use std::io::Write;
-        let stdin = raw.child.stdin.as_mut().unwrap();
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"send","arguments":{{"to":"ana@example.com","to":"bo@example.com"}},"extra":1}}}}"#
-        )
-        .unwrap();
-    }
+    raw.write_line(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send","arguments":{"to":"ana@example.com","to":"bo@example.com"},"extra":1}}"#,
+    );
     raw.next(Duration::from_secs(20)).expect("an answer");
     // Keyed with the value sent: the same call written plainly is the same send.
     raw.call(2, "send", json!({"to": "bo@example.com"}));
@@ -710,18 +707,28 @@ fn once_calls_the_agent_cancelled_still_count_against_the_lanes_room_until_they_
             "params": {"requestId": n}}),
         );
     }
+    let waited = waited_for_a_quick_call(&mut raw);
+    assert!(
+        waited > Duration::from_secs(2),
+        "read while 64 cancelled calls were still at the upstream: {waited:?}"
+    );
+}
+
+/// How long a quick call (`read_log`, which passes) waits for its answer, asked
+/// half a second after the slow calls before it; any other answer is the test's
+/// failure (the slow calls are cancelled, or not yet answered).
+fn waited_for_a_quick_call(raw: &mut Raw) -> Duration {
     std::thread::sleep(Duration::from_millis(500));
     let began = Instant::now();
     raw.call(100, "read_log", json!({}));
     let answer = raw
         .next(Duration::from_secs(30))
-        .expect("the quick call's answer, once there is room");
-    assert_eq!(answer["id"], 100, "the cancelled calls are not answered");
-    assert!(
-        began.elapsed() > Duration::from_secs(2),
-        "read while 64 cancelled calls were still at the upstream: {:?}",
-        began.elapsed()
+        .expect("the quick call's answer");
+    assert_eq!(
+        answer["id"], 100,
+        "only the quick call is answered: {answer}"
     );
+    began.elapsed()
 }
 
 #[test]
@@ -733,15 +740,9 @@ fn a_once_call_too_long_once_encoded_as_keyed_is_refused_before_it_is_claimed() 
     // 15 MB as written; `1e15` is encoded again as sixteen digits and a fraction, over
     // the 16 MiB line an MCP server reads, which would drop it unread.
     let numbers = vec!["1e15"; 3_000_000].join(",");
-    {
-        use std::io::Write;
-        let stdin = raw.child.stdin.as_mut().unwrap();
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"long","n":[{numbers}]}}}}}}"#
-        )
-        .unwrap();
-    }
+    raw.write_line(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"long","n":[{numbers}]}}}}}}"#
+    ));
     let answer = raw.next(Duration::from_secs(60)).expect("an answer");
     let said = answer["result"]["content"][0]["text"]
         .as_str()
@@ -768,23 +769,13 @@ fn a_cancellation_names_the_call_with_the_id_as_written_not_one_a_double_confuse
         let first = format!("12345678901234567890123456789{}", 2 * pair);
         let second = format!("12345678901234567890123456789{}", 2 * pair + 1);
         for (id, line) in [(&first, "kept"), (&second, "cancelled")] {
-            use std::io::Write;
-            let stdin = raw.child.stdin.as_mut().unwrap();
-            writeln!(
-                stdin,
+            raw.write_line(&format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"{line} {pair}","seconds":0.5}}}}}}"#
-            )
-            .unwrap();
+            ));
         }
-        {
-            use std::io::Write;
-            let stdin = raw.child.stdin.as_mut().unwrap();
-            writeln!(
-                stdin,
-                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{second}}}}}"#
-            )
-            .unwrap();
-        }
+        raw.write_line(&format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{second}}}}}"#
+        ));
         raw.next(Duration::from_secs(20))
             .expect("the kept call's answer");
         let texts = raw.texts.lock().unwrap();
@@ -805,26 +796,16 @@ fn a_cancellation_written_as_a_pass_calls_id_is_not_taken_for_a_once_call_of_the
         return;
     };
     let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
-    {
-        use std::io::Write;
-        let stdin = raw.child.stdin.as_mut().unwrap();
-        // The same string to a decoder, written apart: a once call, then a pass call.
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{{"name":"append_with_progress","arguments":{{"line":"once","seconds":1}}}}}}"#
-        )
-        .unwrap();
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{{"name":"append","arguments":{{"line":"pass","seconds":0.8}}}}}}"#
-        )
-        .unwrap();
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":"\u0061"}}}}"#
-        )
-        .unwrap();
-    }
+    // The same string to a decoder, written apart: a once call, then a pass call.
+    raw.write_line(
+        r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"append_with_progress","arguments":{"line":"once","seconds":1}}}"#,
+    );
+    raw.write_line(
+        r#"{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{"name":"append","arguments":{"line":"pass","seconds":0.8}}}"#,
+    );
+    raw.write_line(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\u0061"}}"#,
+    );
     raw.next(Duration::from_secs(20))
         .expect("the once call's answer");
     assert!(
@@ -851,21 +832,10 @@ fn once_calls_in_flight_are_counted_once_against_the_lanes_room() {
             json!({"line": format!("slow {n}"), "seconds": 4}),
         );
     }
-    std::thread::sleep(Duration::from_millis(500));
-    let began = Instant::now();
-    raw.call(100, "read_log", json!({}));
-    loop {
-        let answer = raw
-            .next(Duration::from_secs(20))
-            .expect("the quick call's answer");
-        if answer["id"] == 100 {
-            break;
-        }
-    }
+    let waited = waited_for_a_quick_call(&mut raw);
     assert!(
-        began.elapsed() < Duration::from_secs(2),
-        "the quick call waited for the slow ones: {:?}",
-        began.elapsed()
+        waited < Duration::from_secs(2),
+        "the quick call waited for the slow ones: {waited:?}"
     );
 }
 
