@@ -758,6 +758,34 @@ fn a_once_call_too_long_once_encoded_as_keyed_is_refused_before_it_is_claimed() 
 }
 
 #[test]
+fn a_once_call_whose_parameters_cannot_be_read_is_refused_not_left_unanswered() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // JSON, but past what a double holds, a lone surrogate, and arguments that are
+    // not an object.
+    for (id, arguments) in [
+        (1, r#"{"line":"x","n":1e400}"#),
+        (2, r#"{"line":"\ud800"}"#),
+        (3, "5"),
+    ] {
+        raw.write_line(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"append_with_progress","arguments":{arguments}}}}}"#
+        ));
+        let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let said = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("could not read"), "{answer}");
+    }
+    assert!(bench.acted().is_empty());
+    let listed: serde_json::Value =
+        serde_json::from_slice(&bench.cli(&["ls", "L", "--json"]).stdout).unwrap();
+    assert_eq!(listed, json!([]), "nothing claimed");
+}
+
+#[test]
 fn a_cancellation_names_the_call_with_the_id_as_written_not_one_a_double_confuses() {
     let Some(bench) = Bench::new(crate::proxy::POLICY) else {
         return;

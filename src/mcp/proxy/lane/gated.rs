@@ -62,11 +62,28 @@ impl Lane {
         let Some(gate) = self.gate.get() else {
             return false;
         };
-        let (Ok(id), Ok(Call { params })) = (
-            serde_json::from_str::<Value>(raw_id.get()),
-            serde_json::from_slice::<Call>(line),
-        ) else {
+        let Ok(id) = serde_json::from_str::<Value>(raw_id.get()) else {
             return false;
+        };
+        let params = match serde_json::from_slice::<Call>(line) {
+            Ok(Call { params }) => params,
+            // JSON, but not parameters this build can read (a number past a double's
+            // range, a lone surrogate, an argument list that is not an object): rmcp
+            // could not read them either, and would leave the call unanswered.
+            Err(e) => {
+                let error = ErrorData::invalid_params(
+                    format!(
+                        "send-once could not read the call's parameters, so nothing was claimed or sent: {}",
+                        crate::text::visible_inline(&e.to_string())
+                    ),
+                    None,
+                );
+                if let Ok(body) = serde_json::to_vec(&error) {
+                    self.to_agent
+                        .push(answer_line(raw_id.get().as_bytes(), "error", &body));
+                }
+                return true;
+            }
         };
         // A request that carries its own lifecycle (a protocol version in its
         // `_meta`, MCP 2026-07-28's) is rmcp's to check.
