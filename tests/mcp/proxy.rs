@@ -1289,6 +1289,7 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         // Not "never ran", which would let it be made again.
         ("result_and_error", "both a result and an error"),
         ("null_result_and_error", "both a result and an error"),
+        ("neither", "neither a result nor an error"),
     ] {
         let first = call(&agent, tool, json!({"n": 1})).await;
         let said = first.structured_content.clone().unwrap_or_default();
@@ -1312,7 +1313,8 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
             "old_task_with_content",
             "new_kind",
             "result_and_error",
-            "null_result_and_error"
+            "null_result_and_error",
+            "neither"
         ]
     );
     // None of them is recorded as sent, and each is listed for a person.
@@ -1324,7 +1326,7 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         .iter()
         .map(|entry| entry["meta"]["tool"].as_str().unwrap())
         .collect();
-    assert_eq!(unknown.len(), 7, "{listed}");
+    assert_eq!(unknown.len(), 8, "{listed}");
     for tool in [
         "start_task",
         "needs_input",
@@ -1333,6 +1335,7 @@ async fn an_answer_that_is_not_final_is_never_kept_as_the_calls_result() {
         "new_kind",
         "result_and_error",
         "null_result_and_error",
+        "neither",
     ] {
         assert!(unknown.contains(&tool), "{tool}: {listed}");
     }

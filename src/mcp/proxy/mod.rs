@@ -61,6 +61,13 @@ pub struct ProxyConfig {
     pub by: Option<String>,
 }
 
+impl ProxyConfig {
+    /// How long a call under `rule` may take: its own timeout, else the proxy's.
+    fn limit(&self, rule: &ToolRule) -> Duration {
+        rule.timeout.unwrap_or(self.timeout)
+    }
+}
+
 /// The proxy, as the agent's MCP server.
 #[derive(Clone)]
 pub struct ProxyServer {
@@ -108,7 +115,7 @@ impl ProxyServer {
         let config = Arc::clone(&self.config);
         fn route(config: &ProxyConfig, rule: ToolRule) -> lane::Route {
             match rule.mode {
-                Mode::Pass => lane::Route::Pass(rule.timeout.unwrap_or(config.timeout)),
+                Mode::Pass => lane::Route::Pass(config.limit(&rule)),
                 Mode::Once => lane::Route::Gated,
                 Mode::Hold => lane::Route::Rmcp,
             }
@@ -216,16 +223,17 @@ impl ProxyServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let server = self.clone();
         let guard = self.in_flight.start();
+        let tool = params.name.clone();
         let via = Via::Rmcp {
             upstream: self.upstream.peer().clone(),
-            params: Box::new(params.clone()),
+            params: Box::new(params),
             meta: Some(context.meta.clone()),
         };
         // Its own task: an agent that gives up (a client's 60-second timeout, a
         // cancellation) does not stop the call, whose answer is still recorded.
         let task = tokio::spawn(async move {
             let _guard = guard;
-            server.claimed(&params.name, &rule, key, via, limit).await
+            server.claimed(&tool, &rule, key, via, limit).await
         });
         once::answered_or_left(task, context).await.map(Into::into)
     }
@@ -269,7 +277,7 @@ impl ProxyServer {
         params: &CallToolRequestParams,
     ) -> Result<(ToolRule, Duration, CallKey), String> {
         let rule = self.rule(&params.name);
-        let limit = rule.timeout.unwrap_or(self.config.timeout);
+        let limit = self.config.limit(&rule);
         let none = Map::new();
         let arguments = params.arguments.as_ref().unwrap_or(&none);
         if let Some(tool) = self.upstream.tools.iter().find(|t| t.name == params.name)
@@ -421,7 +429,7 @@ impl ServerHandler for ProxyServer {
         }
         let rule = self.rule(&params.name);
         if rule.mode == Mode::Pass {
-            let limit = rule.timeout.unwrap_or(self.config.timeout);
+            let limit = self.config.limit(&rule);
             return self.pass(params, &context, limit).await;
         }
         let (rule, limit, key) = match self.keyed(&params) {

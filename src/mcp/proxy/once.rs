@@ -37,7 +37,7 @@ pub enum Via {
         /// The agent's request meta.
         meta: Option<RequestMetaObject>,
     },
-    /// As the agent wrote it, through the lane.
+    /// Through the lane, with the parameters the key was made of.
     Lane(Forward),
 }
 

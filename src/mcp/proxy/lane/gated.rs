@@ -1,6 +1,6 @@
 //! The `once` calls the lane takes: each is handed to the proxy's gate with the
 //! parameters rmcp would have decoded, in a task of its own; the gate claims it and
-//! forwards the agent's own line through the lane ([`Forward`]), and the lane writes
+//! forwards those parameters through the lane ([`Forward`]), and the lane writes
 //! the gate's answer to the agent unless the agent cancelled the call.
 
 use std::borrow::Cow;
@@ -21,11 +21,11 @@ use super::{Lane, Match, OURS, Waiter, Waiting, answer_line, named};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
 
 /// A `tools/call` the lane took for the gate: its parameters, as rmcp would have
-/// decoded them, and the way to forward it as the agent wrote it.
+/// decoded them, and the way to forward them.
 pub struct GatedCall {
     /// The call's parameters.
     pub params: CallToolRequestParams,
-    /// Forwards the agent's own line, under an id of the lane's.
+    /// Forwards the parameters, encoded again, under an id of the lane's.
     pub forward: Forward,
 }
 
