@@ -786,6 +786,65 @@ fn a_once_call_whose_parameters_cannot_be_read_is_refused_not_left_unanswered() 
 }
 
 #[test]
+fn a_request_rmcp_could_not_read_is_refused_not_left_unanswered() {
+    let Some(bench) = Bench::new(crate::proxy::HOLD) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // A held call, the proxy's own tool, and two requests that are no calls: JSON,
+    // each, but past what a double holds or with a lone surrogate.
+    for (id, method, params, code) in [
+        (
+            1,
+            "tools/call",
+            r#"{"name":"append","arguments":{"line":"x","n":1e400}}"#,
+            -32602,
+        ),
+        (
+            2,
+            "tools/call",
+            r#"{"name":"append","arguments":{"line":"\ud800"}}"#,
+            -32602,
+        ),
+        (
+            3,
+            "tools/call",
+            r#"{"name":"send_once_status","arguments":{"key":1e400}}"#,
+            -32602,
+        ),
+        (4, "tools/list", r#"{"cursor":"\ud800"}"#, -32600),
+        (5, "ping", r#"{"_meta":{"n":-1e400}}"#, -32600),
+        (7, "tools/call", r#"{"name":5,"arguments":{}}"#, -32602),
+    ] {
+        raw.write_line(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+        ));
+        let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        let said = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("could not read"), "{answer}");
+    }
+    // A method no one knows is still rmcp's to answer.
+    raw.write_line(r#"{"jsonrpc":"2.0","id":8,"method":"no/such","params":{}}"#);
+    let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    // The session goes on.
+    raw.write_line(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#);
+    let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+    assert_eq!(answer["id"], 6, "{answer}");
+    assert!(answer.get("result").is_some(), "{answer}");
+    assert!(bench.acted().is_empty());
+    let listed: serde_json::Value =
+        serde_json::from_slice(&bench.cli(&["ls", "L", "--json"]).stdout).unwrap();
+    assert_eq!(listed, json!([]), "nothing claimed");
+    let queue: serde_json::Value =
+        serde_json::from_slice(&bench.cli(&["approvals", "L", "--json"]).stdout).unwrap();
+    assert_eq!(queue, json!([]), "nothing held");
+}
+
+#[test]
 fn a_cancellation_names_the_call_with_the_id_as_written_not_one_a_double_confuses() {
     let Some(bench) = Bench::new(crate::proxy::POLICY) else {
         return;

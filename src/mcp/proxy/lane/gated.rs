@@ -71,17 +71,7 @@ impl Lane {
             // range, a lone surrogate, an argument list that is not an object): rmcp
             // could not read them either, and would leave the call unanswered.
             Err(e) => {
-                let error = ErrorData::invalid_params(
-                    format!(
-                        "send-once could not read the call's parameters, so nothing was claimed or sent: {}",
-                        crate::text::visible_inline(&e.to_string())
-                    ),
-                    None,
-                );
-                if let Ok(body) = serde_json::to_vec(&error) {
-                    self.to_agent
-                        .push(answer_line(raw_id.get().as_bytes(), "error", &body));
-                }
+                self.refuse_unreadable(raw_id.get().as_bytes(), true, &e);
                 return true;
             }
         };

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use rmcp::model::{CallToolRequestParams, ClientJsonRpcMessage};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -43,6 +44,50 @@ pub(super) struct PeekParams<'a> {
     pub(super) name: Option<Cow<'a, str>>,
     #[serde(rename = "requestId", borrow)]
     pub(super) request_id: Option<&'a RawValue>,
+}
+
+/// A request, read no further than its method and id: what is left of a line that is
+/// not a `Peek` (a tool's name that is not a string, say) to answer it by.
+#[derive(Deserialize)]
+struct Asked<'a> {
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    id: &'a RawValue,
+}
+
+/// Where the id of the request `line` stands, and whether it is a tool call; `None`
+/// if it is no request, or its id could not be answered to.
+pub(super) fn asked(line: &[u8], peek: Option<&Peek<'_>>) -> Option<(bool, Range<usize>)> {
+    let (method, id) = match peek {
+        Some(peek) => (peek.method.as_deref()?, peek.id?),
+        None => {
+            let asked = serde_json::from_slice::<Asked>(line).ok()?;
+            return Some((asked.method == "tools/call", asked_id(line, asked.id)?));
+        }
+    };
+    Some((method == "tools/call", asked_id(line, id)?))
+}
+
+fn asked_id(line: &[u8], id: &RawValue) -> Option<Range<usize>> {
+    request_id(id).then(|| span(line, id)).flatten()
+}
+
+/// Whether rmcp's server can read the request `line` as what it says it is: a call's
+/// parameters as a tool's handler takes them, anything else as a client's message.
+/// What it cannot read it drops unanswered (a number past a double's range, a lone
+/// surrogate), answers with no id, or takes for a method it does not know.
+pub(super) fn readable(line: &[u8], call: bool) -> Result<(), serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Call {
+        #[serde(rename = "params")]
+        _params: CallToolRequestParams,
+    }
+    if call {
+        serde_json::from_slice::<Call>(line).map(drop)
+    } else {
+        serde_json::from_slice::<ClientJsonRpcMessage>(line).map(drop)
+    }
 }
 
 /// `line` with `part` replaced by `with`, ending in a newline; `None` if `part` is not
@@ -158,6 +203,35 @@ mod tests {
     use tokio::io::BufReader;
 
     use super::*;
+
+    #[test]
+    fn what_rmcp_reads_is_readable_and_what_it_cannot_is_not() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"no/such","params":{"x":1}}"#,
+        ] {
+            assert!(readable(line.as_bytes(), false).is_ok(), "{line}");
+        }
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#;
+        assert!(readable(call.as_bytes(), true).is_ok());
+        for (line, call) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":1e400}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"\ud800"}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#,
+                true,
+            ),
+        ] {
+            assert!(readable(line.as_bytes(), call).is_err(), "{line}");
+        }
+    }
 
     #[test]
     fn only_a_task_handle_beside_a_results_members_is_reduced_to_it() {

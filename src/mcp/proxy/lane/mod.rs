@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
@@ -35,7 +35,9 @@ mod lines;
 
 use gated::Gated;
 pub use gated::{Forward, Gate, GateAnswer, GatedCall};
-use lines::{Peek, Read, lane_number, read_line, request_id, spliced, task_handle_alone};
+use lines::{
+    Peek, Read, asked, lane_number, read_line, readable, request_id, spliced, task_handle_alone,
+};
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
 /// ids are numbers), then a counter.
@@ -437,15 +439,19 @@ impl Lane {
                 Read::Line => {}
             }
             let peek = serde_json::from_slice::<Peek>(&line).ok();
-            let request = peek
-                .as_ref()
-                .is_some_and(|p| p.method.is_some() && p.id.is_some());
+            let request = asked(&line, peek.as_ref());
             if let Some(peek) = peek
                 && self.take_from_agent(&line, peek).await
             {
                 continue;
             }
-            if request {
+            if let Some((call, id)) = request {
+                // rmcp would leave it unanswered, or answer it with no id or the
+                // wrong error: the lane answers it instead.
+                if let Err(e) = readable(&line, call) {
+                    self.refuse_unreadable(&line[id], call, &e);
+                    continue;
+                }
                 self.asked_of_rmcp.fetch_add(1, Ordering::SeqCst);
             }
             if server_in.write_all(&line).await.is_err() {
@@ -715,6 +721,29 @@ impl Lane {
             self.to_agent.push(answer_line(raw_id, "result", &result));
         }
         self.answered.notify_waiters();
+    }
+}
+
+impl Lane {
+    /// Answers the agent's request `raw_id` (its id as it wrote it), which could not
+    /// be read as the message it says it is, with an error saying why: for a call,
+    /// that nothing was claimed or sent.
+    fn refuse_unreadable(&self, raw_id: &[u8], call: bool, e: &serde_json::Error) {
+        let said = e.to_string();
+        let why = crate::text::visible_inline(&said);
+        let error = if call {
+            ErrorData::invalid_params(
+                format!(
+                    "send-once could not read the call's parameters, so nothing was claimed or sent: {why}"
+                ),
+                None,
+            )
+        } else {
+            ErrorData::invalid_request(format!("send-once could not read the request: {why}"), None)
+        };
+        if let Ok(body) = serde_json::to_vec(&error) {
+            self.to_agent.push(answer_line(raw_id, "error", &body));
+        }
     }
 }
 
