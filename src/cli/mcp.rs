@@ -13,7 +13,6 @@ use send_once::ledger::Access;
 use send_once::mcp::agent::{AgentServer, SendCommands};
 use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
-use send_once::mcp::proxy::counted::Counted;
 use send_once::mcp::proxy::lane::Lane;
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
 use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL, check_status_tool};
@@ -381,7 +380,7 @@ async fn serve_proxy(
         "the upstream server exited"
     };
     let exit = serve_until_stopped(
-        Counted::new(server, lane.handling()),
+        server,
         tokio::io::split(server_end),
         in_flight,
         gone,

@@ -7,7 +7,6 @@
 //! the proxy's own, `send_once_status`, which says what became of a held call and,
 //! once it is approved, makes it.
 
-pub mod counted;
 pub mod hold;
 pub mod lane;
 pub mod once;

@@ -16,7 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::lines::{LONGEST_LINE, spliced_at, task_handle_alone};
+use super::lines::{LONGEST_LINE, Unreadable, spliced_at, task_handle_alone};
 use super::{Lane, Match, OURS, Waiter, Waiting, answer_line, named};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
 
@@ -71,7 +71,7 @@ impl Lane {
             // range, a lone surrogate, an argument list that is not an object): rmcp
             // could not read them either, and would leave the call unanswered.
             Err(e) => {
-                self.refuse_unreadable(raw_id.get().as_bytes(), true, &e);
+                self.refuse_unreadable(raw_id.get().as_bytes(), Unreadable::Params(e));
                 return true;
             }
         };

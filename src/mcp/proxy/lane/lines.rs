@@ -73,21 +73,30 @@ fn asked_id(line: &[u8], id: &RawValue) -> Option<Range<usize>> {
     request_id(id).then(|| span(line, id)).flatten()
 }
 
-/// Whether rmcp's server can read the request `line` as what it says it is: a call's
-/// parameters as a tool's handler takes them, anything else as a client's message.
-/// What it cannot read it drops unanswered (a number past a double's range, a lone
-/// surrogate), answers with no id, or takes for a method it does not know.
-pub(super) fn readable(line: &[u8], call: bool) -> Result<(), serde_json::Error> {
+/// What rmcp's server could not read of a request.
+pub(super) enum Unreadable {
+    /// The message: not JSON-RPC 2.0, or a number or a text its types cannot hold.
+    Message(serde_json::Error),
+    /// A call's parameters, as a tool's handler takes them.
+    Params(serde_json::Error),
+}
+
+/// Whether rmcp's server can read the request `line` as what it says it is: as a
+/// client's message, and a call's parameters as a tool's handler takes them (rmcp
+/// reads a call whose parameters its handler could not as a method it does not
+/// know). What it cannot read it drops unanswered (a number past a double's range, a
+/// lone surrogate), or answers with no id.
+pub(super) fn readable(line: &[u8], call: bool) -> Result<(), Unreadable> {
     #[derive(Deserialize)]
     struct Call {
         #[serde(rename = "params")]
         _params: CallToolRequestParams,
     }
     if call {
-        serde_json::from_slice::<Call>(line).map(drop)
-    } else {
-        serde_json::from_slice::<ClientJsonRpcMessage>(line).map(drop)
+        serde_json::from_slice::<Call>(line).map_err(Unreadable::Params)?;
     }
+    serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(Unreadable::Message)?;
+    Ok(())
 }
 
 /// `line` with `part` replaced by `with`, ending in a newline; `None` if `part` is not
@@ -230,6 +239,22 @@ mod tests {
             ),
         ] {
             assert!(readable(line.as_bytes(), call).is_err(), "{line}");
+        }
+        let not_two = r#"{"id":1,"method":"tools/call","params":{"name":"t"}}"#;
+        assert!(matches!(
+            readable(not_two.as_bytes(), true),
+            Err(Unreadable::Message(_))
+        ));
+        // Parameters first: a call not JSON-RPC 2.0 whose arguments are not an object
+        // is told its parameters could not be read.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
+        ] {
+            assert!(
+                matches!(readable(line.as_bytes(), true), Err(Unreadable::Params(_))),
+                "{line}"
+            );
         }
     }
 

@@ -17,7 +17,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -30,18 +30,24 @@ use tokio::sync::oneshot;
 use super::outbox::Outbox;
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
 
+mod asked;
 mod gated;
 mod lines;
 
+use asked::AskedOfRmcp;
 use gated::Gated;
 pub use gated::{Forward, Gate, GateAnswer, GatedCall};
 use lines::{
-    Peek, Read, asked, lane_number, read_line, readable, request_id, spliced, task_handle_alone,
+    Peek, Read, Unreadable, asked, lane_number, read_line, readable, request_id, spliced,
+    task_handle_alone,
 };
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
 /// ids are numbers), then a counter.
 const OURS: &str = "send-once-pass-";
+
+/// UTF-8's byte-order mark, which some writers put before a line.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// How much a pipe beneath rmcp holds before its writer waits.
 const PIPE: usize = 1 << 16;
@@ -77,8 +83,6 @@ pub struct Lane {
     routes: OnceLock<Routes>,
     gate: OnceLock<Gate>,
     in_flight: OnceLock<Arc<InFlight>>,
-    /// The requests rmcp's server is handling (see [`super::counted`]).
-    handling: Arc<InFlight>,
     /// Set once the agent has said `notifications/initialized`: before that, every
     /// line goes to rmcp, which runs the session's start.
     started: AtomicBool,
@@ -88,9 +92,10 @@ pub struct Lane {
     waiting: Mutex<HashMap<u64, Waiting>>,
     /// The calls handed to the gate and not yet answered, by their lane number.
     gated: Mutex<HashMap<u64, Gated>>,
-    /// Requests handed to rmcp's server and not yet answered: an agent that closes its
-    /// side may still be reading, and gets their answers before the session ends.
-    asked_of_rmcp: AtomicUsize,
+    /// Requests handed to rmcp's server and not yet answered: they take room, and an
+    /// agent that closes its side may still be reading, and gets their answers before
+    /// the session ends.
+    asked_of_rmcp: AskedOfRmcp,
     /// Told when a lane call or a request to rmcp is answered.
     answered: tokio::sync::Notify,
     /// How long an agent that has closed its side waits for the answers it is owed.
@@ -201,13 +206,12 @@ impl Lane {
             routes: OnceLock::new(),
             gate: OnceLock::new(),
             in_flight: OnceLock::new(),
-            handling: Arc::default(),
             started: AtomicBool::new(false),
             upstream_gone: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
             gated: Mutex::new(HashMap::new()),
-            asked_of_rmcp: AtomicUsize::new(0),
+            asked_of_rmcp: AskedOfRmcp::default(),
             answered: tokio::sync::Notify::new(),
             drain: OnceLock::new(),
             closed_at: OnceLock::new(),
@@ -277,12 +281,6 @@ impl Lane {
         let _ = self.drain.set(drain);
     }
 
-    /// Where the requests rmcp's server is handling are to be counted (by
-    /// [`super::counted::Counted`]): they take room as the lane's own calls do.
-    pub fn handling(&self) -> Arc<InFlight> {
-        Arc::clone(&self.handling)
-    }
-
     /// What is left of `bound` since the agent closed its side (all of it while the
     /// agent is there): the wait for its answers and for the calls in flight share it.
     pub fn left_of(&self, bound: Duration) -> Duration {
@@ -305,15 +303,21 @@ impl Lane {
             let answered = self.answered.notified();
             let to_agent = self.to_agent.progressed();
             let to_upstream = self.to_upstream.progressed();
-            let handled = self.handling.finished();
+            let in_flight = self.in_flight.get().map(|calls| calls.finished());
             if self.has_room() {
                 return;
             }
+            let ended = async {
+                match in_flight {
+                    Some(ended) => ended.await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = answered => {}
                 () = to_agent => {}
                 () = to_upstream => {}
-                () = handled => {}
+                () = ended => {}
             }
         }
     }
@@ -334,14 +338,18 @@ impl Lane {
             .lock()
             .map(|g| (g.len(), g.values().map(|call| call.size).sum::<usize>()))
             .unwrap_or_default();
-        let calls = calls + gated + self.handling.count();
+        // The server's calls in flight hold those rmcp's server forwarded, which stay
+        // at the upstream when the agent cancels them, as the gate's do; they hold
+        // the lane's and the gate's calls too, so the larger count is the bound.
+        let in_flight = self.in_flight.get().map_or(0, |calls| calls.count());
+        let calls = (calls + gated + self.asked_of_rmcp.count()).max(in_flight);
         let bytes = self.to_agent.waiting() + self.to_upstream.waiting() + owed + owed_gated;
         self.to_agent.has_failed() || (bytes < ROOM && calls < MOST_AT_ONCE)
     }
 
     /// Whether nothing the agent asked is unanswered.
     fn all_answered(&self) -> bool {
-        self.asked_of_rmcp.load(Ordering::SeqCst) == 0
+        self.asked_of_rmcp.count() == 0
             && self.waiting.lock().map(|w| w.is_empty()).unwrap_or(true)
             && self.gated.lock().map(|g| g.is_empty()).unwrap_or(true)
     }
@@ -376,9 +384,11 @@ impl Lane {
                 Read::Line => {}
             }
             let peek = serde_json::from_slice::<Peek>(&line).ok();
-            let answer = peek
+            let answered = peek
                 .as_ref()
-                .is_some_and(|p| p.method.is_none() && (p.id.is_some() || p.error.is_some()));
+                .filter(|p| p.method.is_none())
+                .and_then(|p| p.id)
+                .map(|id| id.get().to_owned());
             // rmcp leaves the id out of its answer to a request too broken to have one;
             // JSON-RPC 2.0 says it is null there, and a client may look for it.
             let without_id = peek
@@ -393,12 +403,12 @@ impl Lane {
             } else {
                 self.to_agent.push_slice(&line)
             };
-            // An answer has an id, or is an error about a request too broken to have
-            // one: either way, one request fewer is waiting.
-            if answer {
-                let _ = self
-                    .asked_of_rmcp
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            // Counted out once its answer is on its way, and counts against the room
+            // as that instead. An answer with no id is to a line the lane never
+            // counted: the lane answers the requests rmcp could not read itself.
+            if let Some(id) = answered
+                && self.asked_of_rmcp.ended(&id)
+            {
                 self.answered.notify_waiters();
             }
             if !written {
@@ -438,6 +448,11 @@ impl Lane {
                 Read::TooLong => continue,
                 Read::Line => {}
             }
+            // rmcp reads a line after a byte-order mark as the line without it: read
+            // here so too, such a request counts against the room as any other.
+            if line.starts_with(BYTE_ORDER_MARK) {
+                line.drain(..BYTE_ORDER_MARK.len());
+            }
             let peek = serde_json::from_slice::<Peek>(&line).ok();
             let request = asked(&line, peek.as_ref());
             if let Some(peek) = peek
@@ -448,11 +463,12 @@ impl Lane {
             if let Some((call, id)) = request {
                 // rmcp would leave it unanswered, or answer it with no id or the
                 // wrong error: the lane answers it instead.
-                if let Err(e) = readable(&line, call) {
-                    self.refuse_unreadable(&line[id], call, &e);
+                if let Err(unreadable) = readable(&line, call) {
+                    self.refuse_unreadable(&line[id], unreadable);
                     continue;
                 }
-                self.asked_of_rmcp.fetch_add(1, Ordering::SeqCst);
+                self.asked_of_rmcp
+                    .asked(std::str::from_utf8(&line[id]).unwrap_or_default());
             }
             if server_in.write_all(&line).await.is_err() {
                 break;
@@ -538,7 +554,8 @@ impl Lane {
                 let Ok(theirs) = serde_json::from_str::<Value>(raw.get()) else {
                     return false;
                 };
-                let raw = raw.get().as_bytes();
+                let raw_text = raw.get();
+                let raw = raw_text.as_bytes();
                 // The agent expects no answer now (the protocol says so): the call is
                 // forgotten here, and an answer that still comes is dropped. A gated
                 // call goes on, to be recorded: the upstream is not told. The id as
@@ -554,6 +571,10 @@ impl Lane {
                         }
                         return true;
                     }
+                }
+                // rmcp's to stop, which sends no answer then: it is owed none.
+                if self.asked_of_rmcp.ended(raw_text) {
+                    self.answered.notify_waiters();
                 }
                 false
             }
@@ -726,12 +747,15 @@ impl Lane {
 
 impl Lane {
     /// Answers the agent's request `raw_id` (its id as it wrote it), which could not
-    /// be read as the message it says it is, with an error saying why: for a call,
-    /// that nothing was claimed or sent.
-    fn refuse_unreadable(&self, raw_id: &[u8], call: bool, e: &serde_json::Error) {
-        let said = e.to_string();
+    /// be read as what it says it is, with an error saying why: for a call whose
+    /// parameters could not be read, that nothing was claimed or sent.
+    fn refuse_unreadable(&self, raw_id: &[u8], unreadable: Unreadable) {
+        let (said, params) = match unreadable {
+            Unreadable::Message(e) => (e.to_string(), false),
+            Unreadable::Params(e) => (e.to_string(), true),
+        };
         let why = crate::text::visible_inline(&said);
-        let error = if call {
+        let error = if params {
             ErrorData::invalid_params(
                 format!(
                     "send-once could not read the call's parameters, so nothing was claimed or sent: {why}"
