@@ -1340,3 +1340,51 @@ fn with_its_stderr_on_the_agents_pipe_an_upstream_past_the_limit_has_its_earlier
         "the count comes before the lines kept"
     );
 }
+
+/// The progress tokens of the notifications before the answer to `id`, and that
+/// answer; then nothing more comes for a moment (no progress after the answer).
+fn progress_then_answer(raw: &mut Raw, id: u64) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let mut tokens = Vec::new();
+    loop {
+        let line = raw
+            .next(Duration::from_secs(20))
+            .expect("the call's answer");
+        if line["method"] == "notifications/progress" {
+            tokens.push(line["params"]["progressToken"].clone());
+        } else if line["id"] == id {
+            let after = raw.next(Duration::from_millis(700));
+            assert!(after.is_none(), "after the answer: {after:?}");
+            return (tokens, line);
+        }
+    }
+}
+
+#[test]
+fn progress_reaches_the_agent_under_its_own_token_whichever_way_the_call_went() {
+    for policy in [crate::proxy::POLICY, PASS] {
+        let Some(bench) = Bench::new(policy) else {
+            return;
+        };
+        let mut raw = Raw::start(&bench, &[]);
+        // Through the lane (a `once` or a `pass` call), then through rmcp's client (a
+        // lifecycle of its own in `_meta`), with a token and without one.
+        let lifecycle = "io.modelcontextprotocol/note";
+        for (id, meta) in [
+            (1, json!({"progressToken": "lane-token"})),
+            (2, json!({"progressToken": 7})),
+            (3, json!({"progressToken": "rmcp-token", lifecycle: 1})),
+            (4, json!({lifecycle: 1})),
+        ] {
+            let given = meta.get("progressToken").cloned();
+            raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "append_with_progress",
+                    "arguments": {"line": format!("call {id}")}, "_meta": meta}}));
+            let (tokens, answer) = progress_then_answer(&mut raw, id);
+            assert!(answer.get("result").is_some(), "{answer}");
+            match given {
+                Some(given) => assert_eq!(tokens, vec![given; 3], "call {id}"),
+                None => assert_eq!(tokens, Vec::<serde_json::Value>::new(), "call {id}"),
+            }
+        }
+    }
+}

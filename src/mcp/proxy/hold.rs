@@ -307,7 +307,7 @@ async fn make(
     let ready = ready.with_meta(meta.clone());
     let forward = ForwardCall::new(
         Via::Rmcp {
-            upstream: server.upstream.peer().clone(),
+            upstream: server.upstream.caller(),
             params: Box::new(CallToolRequestParams::new(tool).with_arguments(arguments)),
             meta: Some(context.meta.clone()),
         },

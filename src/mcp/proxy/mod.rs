@@ -224,7 +224,7 @@ impl ProxyServer {
         let guard = self.in_flight.start();
         let tool = params.name.clone();
         let via = Via::Rmcp {
-            upstream: self.upstream.peer().clone(),
+            upstream: self.upstream.caller(),
             params: Box::new(params),
             meta: Some(context.meta.clone()),
         };

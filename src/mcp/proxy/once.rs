@@ -12,11 +12,10 @@ use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, RequestMetaObject,
 };
-use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value};
 
 use super::lane::Forward;
-use super::upstream::{Forwarded, call};
+use super::upstream::{Caller, Forwarded};
 use crate::ledger::claimer;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
 use crate::mcp::policy::ErrorMeans;
@@ -31,7 +30,7 @@ pub enum Via {
     /// progress token), so that progress comes back to it.
     Rmcp {
         /// The upstream's connection.
-        upstream: Peer<RoleClient>,
+        upstream: Caller,
         /// The call.
         params: Box<CallToolRequestParams>,
         /// The agent's request meta.
@@ -48,7 +47,7 @@ impl Via {
                 upstream,
                 params,
                 meta,
-            } => call(upstream, (**params).clone(), meta.clone(), limit).await,
+            } => upstream.call((**params).clone(), meta.clone(), limit).await,
             Via::Lane(forward) => forward.call(limit).await,
         }
     }

@@ -3,7 +3,7 @@
 //! agent, and each call's answer sorted by what it says about the tool having acted.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -18,10 +18,27 @@ use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt};
 /// relayed there.
 pub type Downstream = Arc<OnceLock<Peer<RoleServer>>>;
 
+/// The progress tokens of the calls rmcp's client forwarded, which it numbers itself
+/// whatever the agent gave, each with the agent's own (none if it gave none). The
+/// lane's calls carry the agent's tokens upstream and the lane relays their progress
+/// itself; any other progress is for no call the agent is waiting on.
+pub type ProgressNames = Arc<Mutex<HashMap<ProgressToken, ProgressName>>>;
+
+/// The agent's token for a call rmcp's client forwarded, and the lock that keeps its
+/// progress before its answer: each relay of it holds the lock to read while it sends,
+/// and the call, once answered, takes it to write before it lets its name go, so that
+/// nothing of its progress reaches the agent after its answer.
+#[derive(Clone)]
+pub struct ProgressName {
+    agents: Option<ProgressToken>,
+    relaying: Arc<tokio::sync::RwLock<()>>,
+}
+
 /// The proxy's client side: it relays the upstream's notifications to the agent.
 #[derive(Clone)]
 pub struct Relay {
     downstream: Downstream,
+    names: ProgressNames,
     /// The last progress relayed per token: notifications are handled concurrently,
     /// and progress must only increase, so one that arrives after a later one is
     /// dropped rather than relayed out of order.
@@ -34,10 +51,33 @@ const PROGRESS_TOKENS: usize = 1024;
 impl ClientHandler for Relay {
     async fn on_progress(
         &self,
-        params: ProgressNotificationParam,
+        mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // The agent's progress token was passed up as it was, so it is relayed as is.
+        // Under the agent's own token, or not at all: rmcp's token is one the agent
+        // never gave, and may be one it uses for another call.
+        let named = self
+            .names
+            .lock()
+            .ok()
+            .and_then(|names| names.get(&params.progress_token).cloned());
+        let Some(ProgressName {
+            agents: Some(agents),
+            relaying,
+        }) = named
+        else {
+            return;
+        };
+        let _relaying = relaying.read().await;
+        // The call may have been answered meanwhile: then it is too late.
+        let still_named = self
+            .names
+            .lock()
+            .is_ok_and(|names| names.contains_key(&params.progress_token));
+        if !still_named {
+            return;
+        }
+        params.progress_token = agents;
         // The check and the send under one lock: two relays racing could otherwise
         // both pass the check and reach the agent in the other order.
         let mut seen = self.progressed.lock().await;
@@ -222,6 +262,7 @@ impl Upstream {
     ) -> Result<Upstream, String> {
         let relay = Relay {
             downstream,
+            names: Arc::default(),
             progressed: Arc::default(),
         };
         let service = relay.serve(tokio::io::split(pipe)).await.map_err(|e| {
@@ -263,7 +304,15 @@ impl Upstream {
         meta: Option<RequestMetaObject>,
         limit: Duration,
     ) -> Forwarded {
-        call(self.service.peer(), params, meta, limit).await
+        self.caller().call(params, meta, limit).await
+    }
+
+    /// What forwards calls through rmcp's client, for a task of its own.
+    pub fn caller(&self) -> Caller {
+        Caller {
+            peer: self.service.peer().clone(),
+            names: Arc::clone(&self.service.service().names),
+        }
     }
 
     /// Ends the session and the upstream process.
@@ -272,29 +321,87 @@ impl Upstream {
     }
 }
 
-/// [`Upstream::call`] on a connection.
-pub async fn call(
-    peer: &Peer<RoleClient>,
-    mut params: CallToolRequestParams,
-    meta: Option<RequestMetaObject>,
-    limit: Duration,
-) -> Forwarded {
-    // An upstream that has exited cannot have been reached: nothing was sent.
-    if peer.is_transport_closed() {
-        return Forwarded::Gone;
+/// Forwards calls through rmcp's client, relaying their progress under the agent's
+/// tokens.
+#[derive(Clone)]
+pub struct Caller {
+    peer: Peer<RoleClient>,
+    names: ProgressNames,
+}
+
+impl Caller {
+    /// [`Upstream::call`].
+    pub async fn call(
+        &self,
+        mut params: CallToolRequestParams,
+        meta: Option<RequestMetaObject>,
+        limit: Duration,
+    ) -> Forwarded {
+        // An upstream that has exited cannot have been reached: nothing was sent.
+        if self.peer.is_transport_closed() {
+            return Forwarded::Gone;
+        }
+        let agents = meta
+            .as_ref()
+            .and_then(RequestMetaObject::get_progress_token);
+        params.meta = meta.clone();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::with_timeout(limit);
+        if let Some(meta) = meta {
+            options = options.with_meta(meta);
+        }
+        let handle = match self.peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle,
+            // Not handed to the transport: the upstream never saw it.
+            Err(_) => return Forwarded::Gone,
+        };
+        let named = Named::new(&self.names, handle.progress_token.clone(), agents);
+        let answer = handle.await_response().await;
+        named.answered().await;
+        sorted(answer, limit)
     }
-    params.meta = meta.clone();
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let mut options = PeerRequestOptions::with_timeout(limit);
-    if let Some(meta) = meta {
-        options = options.with_meta(meta);
+}
+
+/// rmcp's progress token for a call named with the agent's, until the call ends
+/// (or the wait for it is dropped).
+struct Named {
+    names: ProgressNames,
+    token: ProgressToken,
+    relaying: Arc<tokio::sync::RwLock<()>>,
+}
+
+impl Named {
+    fn new(names: &ProgressNames, token: ProgressToken, agents: Option<ProgressToken>) -> Named {
+        let relaying = Arc::default();
+        if let Ok(mut named) = names.lock() {
+            let name = ProgressName {
+                agents,
+                relaying: Arc::clone(&relaying),
+            };
+            named.insert(token.clone(), name);
+        }
+        Named {
+            names: Arc::clone(names),
+            token,
+            relaying,
+        }
     }
-    let answer = match peer.send_request_with_option(request, options).await {
-        Ok(handle) => handle.await_response().await,
-        // Not handed to the transport: the upstream never saw it.
-        Err(_) => return Forwarded::Gone,
-    };
-    sorted(answer, limit)
+
+    /// Lets the name go once the progress being relayed has been sent, before the
+    /// call's answer is.
+    async fn answered(self) {
+        let relaying = Arc::clone(&self.relaying);
+        let _relayed = relaying.write().await;
+        drop(self);
+    }
+}
+
+impl Drop for Named {
+    fn drop(&mut self) {
+        if let Ok(mut named) = self.names.lock() {
+            named.remove(&self.token);
+        }
+    }
 }
 
 /// What the upstream's `answer` to a call forwarded with `limit` says of it.

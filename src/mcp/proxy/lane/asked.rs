@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use rmcp::model::NumberOrString;
+use super::lines::as_rmcp_writes;
 
 /// Requests handed to rmcp's server, by their ids as rmcp writes them back.
 #[derive(Default)]
@@ -21,7 +21,7 @@ pub(super) struct AskedOfRmcp {
 impl AskedOfRmcp {
     /// Counts the request whose id is `raw` (as the agent wrote it).
     pub(super) fn asked(&self, raw: &str) {
-        if let (Some(id), Ok(mut ids)) = (as_rmcp_writes_it(raw), self.ids.lock()) {
+        if let (Some(id), Ok(mut ids)) = (as_rmcp_writes(raw), self.ids.lock()) {
             *ids.entry(id).or_default() += 1;
         }
     }
@@ -30,7 +30,7 @@ impl AskedOfRmcp {
     /// or given up (cancelled by the agent, which rmcp does not answer); false if none
     /// waited under it.
     pub(super) fn ended(&self, raw: &str) -> bool {
-        let (Some(id), Ok(mut ids)) = (as_rmcp_writes_it(raw), self.ids.lock()) else {
+        let (Some(id), Ok(mut ids)) = (as_rmcp_writes(raw), self.ids.lock()) else {
             return false;
         };
         match ids.get_mut(&id) {
@@ -47,12 +47,6 @@ impl AskedOfRmcp {
     pub(super) fn count(&self) -> usize {
         self.ids.lock().map(|ids| ids.values().sum()).unwrap_or(0)
     }
-}
-
-/// `raw` as rmcp writes an id back: read into its type and written again, so that the
-/// agent's `1.0` or `"\u0061"` is matched to rmcp's `1` or `"a"`.
-fn as_rmcp_writes_it(raw: &str) -> Option<String> {
-    serde_json::to_string(&serde_json::from_str::<NumberOrString>(raw).ok()?).ok()
 }
 
 #[cfg(test)]

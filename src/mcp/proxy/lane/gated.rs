@@ -45,8 +45,10 @@ pub(super) struct Gated {
     /// The call's length: its answer will take about as much room.
     pub(super) size: usize,
     /// Whether the agent cancelled it: it goes on (and counts against the lane's
-    /// room until it ends), but its answer is not written.
+    /// room until it ends), but its answer is not written, nor its progress.
     cancelled: bool,
+    /// The agent's progress token, as rmcp writes it: the lane relays its progress.
+    progress: Option<String>,
 }
 
 impl Lane {
@@ -103,6 +105,11 @@ impl Lane {
             return true;
         }
         let number = self.next.fetch_add(1, Ordering::Relaxed);
+        let progress = params
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get_progress_token())
+            .and_then(|token| serde_json::to_string(&token).ok());
         if let Ok(mut gated) = self.gated.lock() {
             gated.insert(
                 number,
@@ -111,6 +118,7 @@ impl Lane {
                     raw_id: raw_id.get().as_bytes().into(),
                     size: line.len(),
                     cancelled: false,
+                    progress,
                 },
             );
         }
@@ -162,6 +170,16 @@ impl Lane {
             call.cancelled = true;
         }
         true
+    }
+
+    /// Whether a gated call the agent still waits on has the progress `token` (as
+    /// rmcp writes it).
+    pub(super) fn gated_progress(&self, token: &str) -> bool {
+        self.gated.lock().is_ok_and(|gated| {
+            gated
+                .values()
+                .any(|call| !call.cancelled && call.progress.as_deref() == Some(token))
+        })
     }
 
     /// Answers every gated call not yet answered with `why`.
@@ -228,6 +246,8 @@ impl Forward {
                     _timer: lane.timer(number, limit),
                     _in_flight: None,
                     size: message.len(),
+                    // Its progress is the gated call's, relayed while the agent waits.
+                    progress: None,
                 },
             );
         }

@@ -44,6 +44,25 @@ pub(super) struct PeekParams<'a> {
     pub(super) name: Option<Cow<'a, str>>,
     #[serde(rename = "requestId", borrow)]
     pub(super) request_id: Option<&'a RawValue>,
+    /// A progress notification's token.
+    #[serde(rename = "progressToken", borrow)]
+    pub(super) progress_token: Option<&'a RawValue>,
+    /// A request's `_meta`, for its progress token.
+    #[serde(rename = "_meta", borrow)]
+    pub(super) meta: Option<PeekMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct PeekMeta<'a> {
+    #[serde(rename = "progressToken", borrow)]
+    pub(super) progress_token: Option<&'a RawValue>,
+}
+
+/// An id or a progress token as rmcp writes it back: read into its type and written
+/// again, so that the agent's `1.0` or `"\u0061"` is matched to rmcp's `1` or `"a"`,
+/// and an upstream's spelling of a token to the agent's.
+pub(super) fn as_rmcp_writes(raw: &str) -> Option<String> {
+    serde_json::to_string(&serde_json::from_str::<rmcp::model::NumberOrString>(raw).ok()?).ok()
 }
 
 /// A request, read no further than its method and id: what is left of a line that is

@@ -38,8 +38,8 @@ use asked::AskedOfRmcp;
 use gated::Gated;
 pub use gated::{Forward, Gate, GateAnswer, GatedCall};
 use lines::{
-    Peek, Read, Unreadable, asked, lane_number, read_line, readable, request_id, spliced,
-    task_handle_alone,
+    Peek, Read, Unreadable, as_rmcp_writes, asked, lane_number, read_line, readable, request_id,
+    spliced, task_handle_alone,
 };
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
@@ -117,6 +117,9 @@ struct Waiting {
     _in_flight: Option<InFlightGuard>,
     /// The call's length: its answer will take about as much room.
     size: usize,
+    /// The agent's progress token for a `pass` call, as rmcp writes it
+    /// ([`lines::as_rmcp_writes`]): the lane relays its progress itself.
+    progress: Option<String>,
 }
 
 /// Where the answer to a call the lane forwarded goes.
@@ -531,9 +534,16 @@ impl Lane {
                 {
                     return false;
                 }
-                let (Some(id), Some(name)) = (peek.id, peek.params.and_then(|p| p.name)) else {
+                let Some((id, params)) = peek.id.zip(peek.params) else {
                     return false;
                 };
+                let Some(name) = params.name else {
+                    return false;
+                };
+                let progress = params
+                    .meta
+                    .and_then(|meta| meta.progress_token)
+                    .and_then(|token| as_rmcp_writes(token.get()));
                 if !request_id(id) {
                     return false;
                 }
@@ -542,7 +552,7 @@ impl Lane {
                     .get()
                     .map_or(Route::Rmcp, |routes| routes(&name))
                 {
-                    Route::Pass(limit) => self.forward(line, id, limit),
+                    Route::Pass(limit) => self.forward(line, id, progress, limit),
                     Route::Gated => self.to_gate(line, id),
                     Route::Rmcp => false,
                 }
@@ -584,7 +594,13 @@ impl Lane {
 
     /// Sends a `pass` call upstream under an id of the lane's, or answers it at once
     /// when the upstream has gone. False only if the line is not the call it seemed.
-    fn forward(self: &Arc<Self>, line: &[u8], raw_id: &RawValue, limit: Duration) -> bool {
+    fn forward(
+        self: &Arc<Self>,
+        line: &[u8],
+        raw_id: &RawValue,
+        progress: Option<String>,
+        limit: Duration,
+    ) -> bool {
         let Ok(id) = serde_json::from_str::<Value>(raw_id.get()) else {
             return false;
         };
@@ -612,6 +628,7 @@ impl Lane {
                     _timer: timer,
                     _in_flight: in_flight,
                     size: message.len(),
+                    progress,
                 },
             );
         }
@@ -660,6 +677,10 @@ impl Lane {
         let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
             return false;
         };
+        if peek.method.as_deref() == Some("notifications/progress") {
+            let token = peek.params.and_then(|p| p.progress_token);
+            return token.is_some_and(|token| self.relay_progress(line, token));
+        }
         if peek.method.is_some() {
             return false;
         }
@@ -688,6 +709,26 @@ impl Lane {
             }
         }
         true
+    }
+
+    /// Relays the upstream's progress `line` for the lane's call whose token is
+    /// `token`, in the order the upstream wrote it (before the call's answer); false if
+    /// no call the agent still waits on has that token (rmcp's client then relays it
+    /// for a call of its own, or drops it).
+    fn relay_progress(&self, line: &[u8], token: &RawValue) -> bool {
+        let Some(token) = as_rmcp_writes(token.get()) else {
+            return false;
+        };
+        let passing = self.waiting.lock().is_ok_and(|waiting| {
+            waiting
+                .values()
+                .any(|call| call.progress.as_deref() == Some(token.as_str()))
+        });
+        if passing || self.gated_progress(&token) {
+            self.to_agent.push_slice(line);
+            return true;
+        }
+        false
     }
 
     /// Takes the call `number` off the waiting list.
