@@ -1388,3 +1388,119 @@ fn progress_reaches_the_agent_under_its_own_token_whichever_way_the_call_went() 
         }
     }
 }
+
+#[test]
+fn an_answer_longer_than_a_line_the_agent_may_send_still_reaches_it() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // An id that makes the request just short of the longest line: its answer, the
+    // id and the tool list, is longer, and comes out of the proxy's own server.
+    let id = "i".repeat((16 << 20) - 100);
+    raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+    let answer = raw
+        .next(Duration::from_secs(60))
+        .expect("the list's answer");
+    assert_eq!(answer["id"].as_str().map(str::len), Some(id.len()));
+    assert!(answer["result"]["tools"].is_array());
+    // Its room is free again.
+    assert!(waited_for_a_quick_call(&mut raw) < Duration::from_secs(5));
+}
+
+#[test]
+fn requests_under_one_id_take_one_place_as_rmcp_answers_that_id_once() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // Each id twice in a row, so that both are in flight at once.
+    for n in 0..80 {
+        for _ in 0..2 {
+            raw.send(json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"}));
+        }
+    }
+    while raw.next(Duration::from_secs(2)).is_some() {}
+    assert!(waited_for_a_quick_call(&mut raw) < Duration::from_secs(5));
+    // Nothing is owed: closing its side ends the session at once, not after the
+    // minute the proxy would wait for answers that never come.
+    raw.close();
+    assert!(raw.exited_within(Duration::from_secs(15)));
+}
+
+#[test]
+fn a_cancellation_is_read_while_the_room_is_full_and_frees_a_pass_calls_place() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &["--timeout", "60s"]);
+    for n in 0..64u64 {
+        raw.call(
+            n,
+            "append_with_progress",
+            json!({"line": format!("slow {n}"), "seconds": 30}),
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 0}}),
+    );
+    let waited = waited_for_a_quick_call(&mut raw);
+    assert!(
+        waited < Duration::from_secs(10),
+        "the cancellation waited for room: {waited:?}"
+    );
+}
+
+#[test]
+fn a_cancellation_sent_as_a_request_cancels_nothing_and_is_answered() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    raw.call(
+        1,
+        "append_with_progress",
+        json!({"line": "kept", "seconds": 1}),
+    );
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": "c", "method": "notifications/cancelled",
+        "params": {"requestId": 1}}),
+    );
+    let mut answered = Vec::new();
+    while answered.len() < 2 {
+        let line = raw.next(Duration::from_secs(20)).expect("both answered");
+        if line.get("method").is_none() {
+            answered.push(line);
+        }
+    }
+    let request = answered
+        .iter()
+        .find(|a| a["id"] == "c")
+        .expect("the request answered");
+    assert!(request.get("error").is_some(), "{request}");
+    let call = answered
+        .iter()
+        .find(|a| a["id"] == 1)
+        .expect("the call answered");
+    assert!(call.get("result").is_some(), "{call}");
+    assert_eq!(bench.acted(), vec!["kept"]);
+}
+
+#[test]
+fn a_message_written_as_an_array_is_not_taken_for_a_call() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // As many members as a JSON-RPC message may have, which serde would read into
+    // one in order.
+    raw.write_line(
+        r#"["2.0","tools/call",47,{"name":"append","arguments":{"line":"array"}},null,null]"#,
+    );
+    let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(waited_for_a_quick_call(&mut raw) < Duration::from_secs(5));
+    assert!(bench.acted().is_empty(), "{:?}", bench.acted());
+}

@@ -7,6 +7,7 @@
 //! queued inside rmcp: thousands, 50 KB each in a debug build).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 
 use super::lines::as_rmcp_writes;
@@ -14,38 +15,41 @@ use super::lines::as_rmcp_writes;
 /// Requests handed to rmcp's server, by their ids as rmcp writes them back.
 #[derive(Default)]
 pub(super) struct AskedOfRmcp {
-    /// How many requests under each id wait (an agent may use an id twice).
-    ids: Mutex<HashMap<String, usize>>,
+    /// The length of the requests waiting under each id, by the id's hash: an id may
+    /// be as long as a line, and is not kept. rmcp answers an id once, however many
+    /// requests the agent sent under it, so each id is one request here.
+    ids: Mutex<HashMap<u64, usize>>,
+    hasher: RandomState,
 }
 
 impl AskedOfRmcp {
-    /// Counts the request whose id is `raw` (as the agent wrote it).
-    pub(super) fn asked(&self, raw: &str) {
-        if let (Some(id), Ok(mut ids)) = (as_rmcp_writes(raw), self.ids.lock()) {
-            *ids.entry(id).or_default() += 1;
+    /// Counts the request whose id is `raw` (as the agent wrote it), `size` bytes long.
+    pub(super) fn asked(&self, raw: &str, size: usize) {
+        if let (Some(id), Ok(mut ids)) = (self.key(raw), self.ids.lock()) {
+            *ids.entry(id).or_default() += size;
         }
     }
 
-    /// Counts one request under `raw` answered (by rmcp, whose answer has come out),
+    /// Counts the request under `raw` answered (by rmcp, whose answer has come out),
     /// or given up (cancelled by the agent, which rmcp does not answer); false if none
     /// waited under it.
     pub(super) fn ended(&self, raw: &str) -> bool {
-        let (Some(id), Ok(mut ids)) = (as_rmcp_writes(raw), self.ids.lock()) else {
+        let (Some(id), Ok(mut ids)) = (self.key(raw), self.ids.lock()) else {
             return false;
         };
-        match ids.get_mut(&id) {
-            Some(1) => ids.remove(&id).is_some(),
-            Some(n) => {
-                *n -= 1;
-                true
-            }
-            None => false,
-        }
+        ids.remove(&id).is_some()
     }
 
-    /// How many wait.
-    pub(super) fn count(&self) -> usize {
-        self.ids.lock().map(|ids| ids.values().sum()).unwrap_or(0)
+    /// How many wait, and their length in all (their answers take about as much).
+    pub(super) fn waiting(&self) -> (usize, usize) {
+        self.ids
+            .lock()
+            .map(|ids| (ids.len(), ids.values().sum()))
+            .unwrap_or_default()
+    }
+
+    fn key(&self, raw: &str) -> Option<u64> {
+        Some(self.hasher.hash_one(as_rmcp_writes(raw)?))
     }
 }
 
@@ -54,18 +58,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_id_is_matched_as_rmcp_writes_it_back_and_counted_once_per_request() {
+    fn an_id_is_matched_as_rmcp_writes_it_back_and_counted_once_however_often_used() {
         let asked = AskedOfRmcp::default();
-        asked.asked("1");
-        asked.asked(r#""\u0061""#);
-        asked.asked(r#""a""#);
-        assert_eq!(asked.count(), 3);
+        asked.asked("1", 10);
+        asked.asked(r#""\u0061""#, 20);
+        asked.asked(r#""a""#, 30);
+        asked.asked("1", 5);
+        assert_eq!(asked.waiting(), (2, 65));
         // A number and a string of the same digits are two ids.
         assert!(!asked.ended(r#""1""#));
-        assert!(asked.ended("1"));
+        assert!(asked.ended("1.0"));
         assert!(!asked.ended("1"));
         assert!(asked.ended(r#""a""#));
-        assert!(asked.ended(r#""\u0061""#));
-        assert_eq!(asked.count(), 0);
+        assert!(!asked.ended(r#""\u0061""#));
+        assert_eq!(asked.waiting(), (0, 0));
     }
 }

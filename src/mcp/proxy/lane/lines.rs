@@ -38,6 +38,18 @@ pub(super) struct Peek<'a> {
     pub(super) result: Option<&'a RawValue>,
 }
 
+impl<'a> Peek<'a> {
+    /// What `line` is, if it is a JSON object: serde reads a struct from an array
+    /// too, and JSON-RPC's messages are objects.
+    pub(super) fn of(line: &'a [u8]) -> Option<Peek<'a>> {
+        let first = line.iter().find(|byte| !byte.is_ascii_whitespace())?;
+        if *first != b'{' {
+            return None;
+        }
+        serde_json::from_slice(line).ok()
+    }
+}
+
 #[derive(Deserialize)]
 pub(super) struct PeekParams<'a> {
     #[serde(borrow)]
@@ -81,6 +93,9 @@ pub(super) fn asked(line: &[u8], peek: Option<&Peek<'_>>) -> Option<(bool, Range
     let (method, id) = match peek {
         Some(peek) => (peek.method.as_deref()?, peek.id?),
         None => {
+            if line.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
+                return None;
+            }
             let asked = serde_json::from_slice::<Asked>(line).ok()?;
             return Some((asked.method == "tools/call", asked_id(line, asked.id)?));
         }
@@ -182,18 +197,24 @@ pub(super) fn task_handle_alone(line: &[u8]) -> Option<Vec<u8>> {
 pub(super) enum Read {
     /// A line, in the buffer, with its newline (or without, at the end).
     Line,
-    /// A line longer than [`LONGEST_LINE`], read to its end and dropped.
+    /// A line longer than the bound, read to its end and dropped.
     TooLong,
     /// The end of the input, or an error reading it.
     End,
 }
 
-/// Reads one line into `line` (cleared first), never holding more than
-/// [`LONGEST_LINE`] of it: `read_until` could not be bounded, since it returns only
-/// at a newline.
+/// The longest line read from rmcp's own server or client inside the proxy: an answer
+/// there carries the agent's id and the upstream's result, each up to
+/// [`LONGEST_LINE`], and encoded again it may be longer than either. Dropped, an
+/// answer would leave the agent waiting for ever.
+pub(super) const LONGEST_FROM_RMCP: usize = 4 * LONGEST_LINE;
+
+/// Reads one line into `line` (cleared first), never holding more than `longest` of
+/// it: `read_until` could not be bounded, since it returns only at a newline.
 pub(super) async fn read_line(
     reader: &mut (impl AsyncBufRead + Unpin),
     line: &mut Vec<u8>,
+    longest: usize,
 ) -> Read {
     line.clear();
     let mut too_long = false;
@@ -211,7 +232,7 @@ pub(super) async fn read_line(
         }
         let newline = memchr::memchr(b'\n', available);
         let take = newline.map_or(available.len(), |at| at + 1);
-        if !too_long && line.len() + take > LONGEST_LINE {
+        if !too_long && line.len() + take > longest {
             too_long = true;
             line.clear();
         }
@@ -300,7 +321,7 @@ mod tests {
         let mut line = Vec::new();
         let mut read = Vec::new();
         loop {
-            let what = read_line(&mut reader, &mut line).await;
+            let what = read_line(&mut reader, &mut line, LONGEST_LINE).await;
             if what == Read::End {
                 return read;
             }

@@ -24,7 +24,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::oneshot;
 
 use super::outbox::Outbox;
@@ -38,8 +38,8 @@ use asked::AskedOfRmcp;
 use gated::Gated;
 pub use gated::{Forward, Gate, GateAnswer, GatedCall};
 use lines::{
-    Peek, Read, Unreadable, as_rmcp_writes, asked, lane_number, read_line, readable, request_id,
-    spliced, task_handle_alone,
+    LONGEST_FROM_RMCP, LONGEST_LINE, Peek, Read, Unreadable, as_rmcp_writes, asked, lane_number,
+    read_line, readable, request_id, spliced, task_handle_alone,
 };
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
@@ -61,6 +61,13 @@ const ROOM: usize = 8 << 20;
 /// How many of the lane's calls may be at the upstream at once before the lane reads
 /// no more of the agent's calls: a small call can have a large answer.
 const MOST_AT_ONCE: usize = 64;
+
+/// Whether there was room for the agent's next line.
+enum Room {
+    Made,
+    /// The agent closed its side, and the drain bound passed before there was room.
+    NotInTime,
+}
 
 /// How the lane takes a tool's calls.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -325,6 +332,40 @@ impl Lane {
         }
     }
 
+    /// [`Lane::room_for_more`], watching meanwhile for the end of the agent's input
+    /// when nothing more of it is read yet: an agent that closes its side is answered
+    /// within the drain bound from then, as when the end comes with room to spare.
+    async fn room_or_end<R: AsyncRead + Unpin>(&self, reader: &mut BufReader<R>) -> Room {
+        if self.has_room() {
+            return Room::Made;
+        }
+        loop {
+            if self.closed_at.get().is_some() {
+                let Some(bound) = self.drain.get().copied() else {
+                    self.room_for_more().await;
+                    return Room::Made;
+                };
+                let room = tokio::time::timeout(self.left_of(bound), self.room_for_more());
+                return match room.await {
+                    Ok(()) => Room::Made,
+                    Err(_) => Room::NotInTime,
+                };
+            }
+            tokio::select! {
+                () = self.room_for_more() => return Room::Made,
+                filled = reader.fill_buf(), if reader.buffer().is_empty() => {
+                    if filled.map_or(true, |more| more.is_empty()) {
+                        let _ = self.closed_at.set(tokio::time::Instant::now());
+                    } else {
+                        // More to read: the end, if it comes, is seen after it.
+                        self.room_for_more().await;
+                        return Room::Made;
+                    }
+                }
+            }
+        }
+    }
+
     fn has_room(&self) -> bool {
         // A gated call's forward is counted as the gated call it is, not twice.
         let (calls, owed) = self
@@ -345,14 +386,16 @@ impl Lane {
         // at the upstream when the agent cancels them, as the gate's do; they hold
         // the lane's and the gate's calls too, so the larger count is the bound.
         let in_flight = self.in_flight.get().map_or(0, |calls| calls.count());
-        let calls = (calls + gated + self.asked_of_rmcp.count()).max(in_flight);
-        let bytes = self.to_agent.waiting() + self.to_upstream.waiting() + owed + owed_gated;
+        let (asked, owed_asked) = self.asked_of_rmcp.waiting();
+        let calls = (calls + gated + asked).max(in_flight);
+        let bytes =
+            self.to_agent.waiting() + self.to_upstream.waiting() + owed + owed_gated + owed_asked;
         self.to_agent.has_failed() || (bytes < ROOM && calls < MOST_AT_ONCE)
     }
 
     /// Whether nothing the agent asked is unanswered.
     fn all_answered(&self) -> bool {
-        self.asked_of_rmcp.count() == 0
+        self.asked_of_rmcp.waiting().0 == 0
             && self.waiting.lock().map(|w| w.is_empty()).unwrap_or(true)
             && self.gated.lock().map(|g| g.is_empty()).unwrap_or(true)
     }
@@ -363,7 +406,9 @@ impl Lane {
         let Some(bound) = self.drain.get().copied() else {
             return;
         };
-        let _ = tokio::time::timeout(bound, async {
+        // From when the agent closed its side, which may be before its last line was
+        // taken.
+        let _ = tokio::time::timeout(self.left_of(bound), async {
             loop {
                 let answered = self.answered.notified();
                 if self.all_answered() {
@@ -381,12 +426,12 @@ impl Lane {
         let mut reader = BufReader::new(server_out);
         let mut line = Vec::new();
         loop {
-            match read_line(&mut reader, &mut line).await {
+            match read_line(&mut reader, &mut line, LONGEST_FROM_RMCP).await {
                 Read::End => break,
                 Read::TooLong => continue,
                 Read::Line => {}
             }
-            let peek = serde_json::from_slice::<Peek>(&line).ok();
+            let peek = Peek::of(&line);
             let answered = peek
                 .as_ref()
                 .filter(|p| p.method.is_none())
@@ -436,10 +481,7 @@ impl Lane {
         let mut reading = true;
         loop {
             let read = tokio::select! {
-                read = async {
-                    self.room_for_more().await;
-                    read_line(&mut reader, &mut line).await
-                } => read,
+                read = read_line(&mut reader, &mut line, LONGEST_LINE) => read,
                 () = &mut gone => {
                     reading = false;
                     break;
@@ -456,7 +498,25 @@ impl Lane {
             if line.starts_with(BYTE_ORDER_MARK) {
                 line.drain(..BYTE_ORDER_MARK.len());
             }
-            let peek = serde_json::from_slice::<Peek>(&line).ok();
+            let peek = Peek::of(&line);
+            // A cancellation takes no room and may free some: it is taken at once, even
+            // while the room is full. Anything else waits for room.
+            let cancels = peek.as_ref().is_some_and(|p| {
+                p.id.is_none() && p.method.as_deref() == Some("notifications/cancelled")
+            });
+            if !cancels {
+                let room = tokio::select! {
+                    room = self.room_or_end(&mut reader) => room,
+                    () = &mut gone => {
+                        reading = false;
+                        break;
+                    }
+                    () = &mut stopped => break,
+                };
+                if let Room::NotInTime = room {
+                    break;
+                }
+            }
             let request = asked(&line, peek.as_ref());
             if let Some(peek) = peek
                 && self.take_from_agent(&line, peek).await
@@ -470,8 +530,10 @@ impl Lane {
                     self.refuse_unreadable(&line[id], unreadable);
                     continue;
                 }
-                self.asked_of_rmcp
-                    .asked(std::str::from_utf8(&line[id]).unwrap_or_default());
+                self.asked_of_rmcp.asked(
+                    std::str::from_utf8(&line[id.clone()]).unwrap_or_default(),
+                    line.len(),
+                );
             }
             if server_in.write_all(&line).await.is_err() {
                 break;
@@ -496,7 +558,7 @@ impl Lane {
         let mut line = Vec::new();
         let mut to_client = true;
         loop {
-            match read_line(&mut reader, &mut line).await {
+            match read_line(&mut reader, &mut line, LONGEST_LINE).await {
                 Read::End => break,
                 Read::TooLong => continue,
                 Read::Line => {}
@@ -557,7 +619,9 @@ impl Lane {
                     Route::Rmcp => false,
                 }
             }
-            Some("notifications/cancelled") => {
+            // A notification: the same method with an id is a request, and not one to
+            // cancel anything.
+            Some("notifications/cancelled") if peek.id.is_none() => {
                 let Some(raw) = peek.params.and_then(|p| p.request_id) else {
                     return false;
                 };
@@ -674,7 +738,7 @@ impl Lane {
     fn take_from_upstream(&self, line: &[u8]) -> bool {
         // Only an answer to the lane's call has an id of the lane's, a string: an rmcp
         // line is taken no further than this.
-        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
+        let Some(peek) = Peek::of(line) else {
             return false;
         };
         if peek.method.as_deref() == Some("notifications/progress") {
@@ -844,7 +908,7 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
     let mut reader = BufReader::new(from);
     let mut line = Vec::new();
     loop {
-        match read_line(&mut reader, &mut line).await {
+        match read_line(&mut reader, &mut line, LONGEST_FROM_RMCP).await {
             Read::End => break,
             Read::TooLong => continue,
             Read::Line => {
