@@ -1374,6 +1374,9 @@ fn progress_reaches_the_agent_under_its_own_token_whichever_way_the_call_went() 
             (2, json!({"progressToken": 7})),
             (3, json!({"progressToken": "rmcp-token", lifecycle: 1})),
             (4, json!({lifecycle: 1})),
+            // A token used again, once the call that had it is answered.
+            (5, json!({"progressToken": "rmcp-token", lifecycle: 1})),
+            (6, json!({"progressToken": "lane-token"})),
         ] {
             let given = meta.get("progressToken").cloned();
             raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -305,11 +305,14 @@ async fn make(
         }
     }
     let ready = ready.with_meta(meta.clone());
+    // Whether the agent still waits, for the call's progress.
+    let waits = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let forward = ForwardCall::new(
         Via::Rmcp {
             upstream: server.upstream.caller(),
             params: Box::new(CallToolRequestParams::new(tool).with_arguments(arguments)),
             meta: Some(context.meta.clone()),
+            waits: Arc::clone(&waits),
         },
         limit,
         rule.error,
@@ -338,7 +341,7 @@ async fn make(
             .await;
         made_answer(dispatched, &forward, &key, &ledger_name, ledger.now())
     });
-    super::once::answered_or_left(task, context).await
+    super::once::answered_or_left(task, context, &waits).await
 }
 
 /// The agent's answer for a held call's dispatch, at `now` (ms): what the ledger made

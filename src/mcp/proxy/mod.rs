@@ -223,10 +223,13 @@ impl ProxyServer {
         let server = self.clone();
         let guard = self.in_flight.start();
         let tool = params.name.clone();
+        // Whether the agent still waits, for the call's progress.
+        let waits = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let via = Via::Rmcp {
             upstream: self.upstream.caller(),
             params: Box::new(params),
             meta: Some(context.meta.clone()),
+            waits: Arc::clone(&waits),
         };
         // Its own task: an agent that gives up (a client's 60-second timeout, a
         // cancellation) does not stop the call, whose answer is still recorded.
@@ -234,7 +237,9 @@ impl ProxyServer {
             let _guard = guard;
             server.claimed(&tool, &rule, key, via, limit).await
         });
-        once::answered_or_left(task, context).await.map(Into::into)
+        once::answered_or_left(task, context, &waits)
+            .await
+            .map(Into::into)
     }
 
     /// Claims a `once` call of `tool` under `key`, forwards it `via` there, and gives

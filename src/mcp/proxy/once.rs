@@ -5,6 +5,7 @@
 //! they do; a call the upstream refused before its tool ran is failed, and a repeat
 //! is forwarded as the next attempt.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +36,9 @@ pub enum Via {
         params: Box<CallToolRequestParams>,
         /// The agent's request meta.
         meta: Option<RequestMetaObject>,
+        /// Whether the agent still waits for the call ([`answered_or_left`] says when
+        /// it no longer does).
+        waits: Arc<AtomicBool>,
     },
     /// Through the lane, with the parameters the key was made of.
     Lane(Forward),
@@ -47,7 +51,12 @@ impl Via {
                 upstream,
                 params,
                 meta,
-            } => upstream.call((**params).clone(), meta.clone(), limit).await,
+                waits,
+            } => {
+                let call =
+                    upstream.call((**params).clone(), meta.clone(), Arc::clone(waits), limit);
+                call.await
+            }
             Via::Lane(forward) => forward.call(limit).await,
         }
     }
@@ -499,12 +508,16 @@ pub fn result_text(result: &CallToolResult) -> String {
 pub async fn answered_or_left(
     task: tokio::task::JoinHandle<Result<CallToolResult, ErrorData>>,
     context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+    waits: &AtomicBool,
 ) -> Result<CallToolResult, ErrorData> {
     tokio::select! {
         answer = task => answer.unwrap_or_else(|e| Ok(refusal(format!("the proxy's call stopped: {e}")))),
-        () = context.ct.cancelled() => Err(ErrorData::internal_error(
-            "the request was cancelled (by the client, or the proxy is stopping); the call goes on, and its answer is recorded: ask again for it",
-            None,
-        )),
+        () = context.ct.cancelled() => {
+            waits.store(false, Ordering::SeqCst);
+            Err(ErrorData::internal_error(
+                "the request was cancelled (by the client, or the proxy is stopping); the call goes on, and its answer is recorded: ask again for it",
+                None,
+            ))
+        }
     }
 }

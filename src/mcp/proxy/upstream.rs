@@ -3,6 +3,7 @@
 //! agent, and each call's answer sorted by what it says about the tool having acted.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -32,6 +33,13 @@ pub type ProgressNames = Arc<Mutex<HashMap<ProgressToken, ProgressName>>>;
 pub struct ProgressName {
     agents: Option<ProgressToken>,
     relaying: Arc<tokio::sync::RwLock<()>>,
+    /// Whether the agent still waits for the call: once it cancelled, the call goes on
+    /// to be recorded, but its progress is for no one.
+    waits: Arc<AtomicBool>,
+    /// The last progress relayed: notifications are handled concurrently, and progress
+    /// must only increase, so one that arrives after a later one is dropped rather than
+    /// relayed out of order. Kept with the call, and gone with it.
+    last: Arc<tokio::sync::Mutex<f64>>,
 }
 
 /// The proxy's client side: it relays the upstream's notifications to the agent.
@@ -39,14 +47,7 @@ pub struct ProgressName {
 pub struct Relay {
     downstream: Downstream,
     names: ProgressNames,
-    /// The last progress relayed per token: notifications are handled concurrently,
-    /// and progress must only increase, so one that arrives after a later one is
-    /// dropped rather than relayed out of order.
-    progressed: Arc<tokio::sync::Mutex<HashMap<ProgressToken, f64>>>,
 }
-
-/// How many tokens' progress is remembered before the oldest calls' are forgotten.
-const PROGRESS_TOKENS: usize = 1024;
 
 impl ClientHandler for Relay {
     async fn on_progress(
@@ -64,10 +65,15 @@ impl ClientHandler for Relay {
         let Some(ProgressName {
             agents: Some(agents),
             relaying,
+            waits,
+            last,
         }) = named
         else {
             return;
         };
+        if !waits.load(Ordering::SeqCst) {
+            return;
+        }
         let _relaying = relaying.read().await;
         // The call may have been answered meanwhile: then it is too late.
         let still_named = self
@@ -80,13 +86,7 @@ impl ClientHandler for Relay {
         params.progress_token = agents;
         // The check and the send under one lock: two relays racing could otherwise
         // both pass the check and reach the agent in the other order.
-        let mut seen = self.progressed.lock().await;
-        if seen.len() >= PROGRESS_TOKENS {
-            seen.clear();
-        }
-        let last = seen
-            .entry(params.progress_token.clone())
-            .or_insert(f64::MIN);
+        let mut last = last.lock().await;
         if params.progress > *last {
             *last = params.progress;
             if let Some(agent) = self.downstream.get() {
@@ -263,7 +263,6 @@ impl Upstream {
         let relay = Relay {
             downstream,
             names: Arc::default(),
-            progressed: Arc::default(),
         };
         let service = relay.serve(tokio::io::split(pipe)).await.map_err(|e| {
             format!(
@@ -304,7 +303,9 @@ impl Upstream {
         meta: Option<RequestMetaObject>,
         limit: Duration,
     ) -> Forwarded {
-        self.caller().call(params, meta, limit).await
+        // Awaited by the agent's own request: dropped with it if the agent cancels.
+        let waits = Arc::new(AtomicBool::new(true));
+        self.caller().call(params, meta, waits, limit).await
     }
 
     /// What forwards calls through rmcp's client, for a task of its own.
@@ -330,11 +331,13 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// [`Upstream::call`].
+    /// [`Upstream::call`]; `waits` says whether the agent still waits for the call, for
+    /// its progress.
     pub async fn call(
         &self,
         mut params: CallToolRequestParams,
         meta: Option<RequestMetaObject>,
+        waits: Arc<AtomicBool>,
         limit: Duration,
     ) -> Forwarded {
         // An upstream that has exited cannot have been reached: nothing was sent.
@@ -355,7 +358,13 @@ impl Caller {
             // Not handed to the transport: the upstream never saw it.
             Err(_) => return Forwarded::Gone,
         };
-        let named = Named::new(&self.names, handle.progress_token.clone(), agents);
+        let name = ProgressName {
+            agents,
+            relaying: Arc::default(),
+            waits,
+            last: Arc::new(tokio::sync::Mutex::new(f64::MIN)),
+        };
+        let named = Named::new(&self.names, handle.progress_token.clone(), name);
         let answer = handle.await_response().await;
         named.answered().await;
         sorted(answer, limit)
@@ -371,13 +380,9 @@ struct Named {
 }
 
 impl Named {
-    fn new(names: &ProgressNames, token: ProgressToken, agents: Option<ProgressToken>) -> Named {
-        let relaying = Arc::default();
+    fn new(names: &ProgressNames, token: ProgressToken, name: ProgressName) -> Named {
+        let relaying = Arc::clone(&name.relaying);
         if let Ok(mut named) = names.lock() {
-            let name = ProgressName {
-                agents,
-                relaying: Arc::clone(&relaying),
-            };
             named.insert(token.clone(), name);
         }
         Named {

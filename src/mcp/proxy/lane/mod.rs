@@ -432,6 +432,16 @@ impl Lane {
                 Read::Line => {}
             }
             let peek = Peek::of(&line);
+            // What only tells (progress, a log line) is dropped while the agent reads
+            // nothing, rather than held without bound: the protocol lets a client miss
+            // it, and no answer is lost.
+            if peek
+                .as_ref()
+                .is_some_and(|p| p.id.is_none() && p.method.as_deref().is_some_and(only_tells))
+                && self.to_agent.waiting() >= ROOM
+            {
+                continue;
+            }
             let answered = peek
                 .as_ref()
                 .filter(|p| p.method.is_none())
@@ -789,7 +799,10 @@ impl Lane {
                 .any(|call| call.progress.as_deref() == Some(token.as_str()))
         });
         if passing || self.gated_progress(&token) {
-            self.to_agent.push_slice(line);
+            // Dropped while the agent reads nothing, as rmcp's notifications are.
+            if self.to_agent.waiting() < ROOM {
+                self.to_agent.push_slice(line);
+            }
             return true;
         }
         false
@@ -874,6 +887,12 @@ impl Lane {
             self.to_agent.push(answer_line(raw_id, "error", &body));
         }
     }
+}
+
+/// Whether a notification with `method` only tells the agent something, which it may
+/// miss: progress and log lines, of which an upstream may send any number.
+fn only_tells(method: &str) -> bool {
+    matches!(method, "notifications/progress" | "notifications/message")
 }
 
 /// The agent's answer line to its request `raw_id`, with `body` as its `member`
