@@ -1507,3 +1507,44 @@ fn a_message_written_as_an_array_is_not_taken_for_a_call() {
     assert!(waited_for_a_quick_call(&mut raw) < Duration::from_secs(5));
     assert!(bench.acted().is_empty(), "{:?}", bench.acted());
 }
+
+#[test]
+fn a_call_through_rmcp_and_the_lanes_calls_never_get_each_others_progress() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // The lane's calls with the small numbers rmcp's client gives its own calls'
+    // tokens (an agent's SDK numbers its tokens so too), still waiting while a call
+    // through rmcp sends its progress.
+    for token in 0..4u64 {
+        raw.send(
+            json!({"jsonrpc": "2.0", "id": 10 + token, "method": "tools/call",
+            "params": {"name": "append_with_progress",
+                "arguments": {"line": format!("lane {token}"), "seconds": 3},
+                "_meta": {"progressToken": token}}}),
+        );
+    }
+    raw.send(json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call",
+        "params": {"name": "append_with_progress", "arguments": {"line": "rmcp"},
+            "_meta": {"progressToken": "rmcp-token", "io.modelcontextprotocol/note": 1}}}));
+    let mut tokens: std::collections::HashMap<String, usize> = Default::default();
+    let mut answered = 0;
+    while answered < 5 {
+        let line = raw
+            .next(Duration::from_secs(30))
+            .expect("every call answered");
+        if line["method"] == "notifications/progress" {
+            *tokens
+                .entry(line["params"]["progressToken"].to_string())
+                .or_default() += 1;
+        } else if line.get("id").is_some() {
+            answered += 1;
+        }
+    }
+    let expected: std::collections::HashMap<String, usize> = ["0", "1", "2", "3", "\"rmcp-token\""]
+        .into_iter()
+        .map(|token| (token.to_owned(), 3))
+        .collect();
+    assert_eq!(tokens, expected);
+}

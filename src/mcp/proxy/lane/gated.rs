@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, ErrorData, ServerResult};
+use rmcp::model::{CallToolRequestParams, ErrorData, NumberOrString, ProgressToken, ServerResult};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -47,8 +47,9 @@ pub(super) struct Gated {
     /// Whether the agent cancelled it: it goes on (and counts against the lane's
     /// room until it ends), but its answer is not written, nor its progress.
     cancelled: bool,
-    /// The agent's progress token, as rmcp writes it: the lane relays its progress.
-    progress: Option<String>,
+    /// The agent's progress token, as rmcp writes it: the call goes upstream with one
+    /// of the lane's, and the lane relays its progress under the agent's.
+    progress: Option<Box<[u8]>>,
 }
 
 impl Lane {
@@ -87,6 +88,15 @@ impl Lane {
         }) {
             return false;
         }
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut params = params;
+        let progress = params.meta.as_mut().and_then(|meta| {
+            let theirs = meta.get_progress_token()?;
+            meta.set_progress_token(ProgressToken(NumberOrString::String(
+                super::progress_token(number).into(),
+            )));
+            serde_json::to_vec(&theirs).ok().map(Vec::into_boxed_slice)
+        });
         let Some(forward) = Forward::of(Arc::clone(self), &params) else {
             return false;
         };
@@ -104,12 +114,6 @@ impl Lane {
             );
             return true;
         }
-        let number = self.next.fetch_add(1, Ordering::Relaxed);
-        let progress = params
-            .meta
-            .as_ref()
-            .and_then(|meta| meta.get_progress_token())
-            .and_then(|token| serde_json::to_string(&token).ok());
         if let Ok(mut gated) = self.gated.lock() {
             gated.insert(
                 number,
@@ -172,14 +176,12 @@ impl Lane {
         true
     }
 
-    /// Whether a gated call the agent still waits on has the progress `token` (as
-    /// rmcp writes it).
-    pub(super) fn gated_progress(&self, token: &str) -> bool {
-        self.gated.lock().is_ok_and(|gated| {
-            gated
-                .values()
-                .any(|call| !call.cancelled && call.progress.as_deref() == Some(token))
-        })
+    /// The agent's progress token for the gated call `number`, if the agent still
+    /// waits for it.
+    pub(super) fn gated_progress(&self, number: u64) -> Option<Box<[u8]>> {
+        let gated = self.gated.lock().ok()?;
+        let call = gated.get(&number).filter(|call| !call.cancelled)?;
+        call.progress.clone()
     }
 
     /// Answers every gated call not yet answered with `why`.

@@ -139,6 +139,37 @@ pub(super) fn spliced(line: &[u8], part: &RawValue, with: &[u8]) -> Option<Vec<u
     Some(spliced_at(line, span(line, part)?, with))
 }
 
+/// `line` with `part` replaced by `with` and, where given, `other` by `with_other`
+/// (two places that do not overlap), ending in a newline.
+pub(super) fn spliced_two(
+    line: &[u8],
+    (part, with): (&RawValue, &[u8]),
+    other: Option<(&RawValue, &[u8])>,
+) -> Option<Vec<u8>> {
+    let Some((other, with_other)) = other else {
+        return spliced(line, part, with);
+    };
+    let (first, second) = (span(line, part)?, span(line, other)?);
+    let ((first, with_first), (second, with_second)) = if first.start <= second.start {
+        ((first, with), (second, with_other))
+    } else {
+        ((second, with_other), (first, with))
+    };
+    if first.end > second.start {
+        return None;
+    }
+    let mut out = Vec::with_capacity(line.len() + with_first.len() + with_second.len() + 1);
+    out.extend_from_slice(&line[..first.start]);
+    out.extend_from_slice(with_first);
+    out.extend_from_slice(&line[first.end..second.start]);
+    out.extend_from_slice(with_second);
+    out.extend_from_slice(&line[second.end..]);
+    if out.last() != Some(&b'\n') {
+        out.push(b'\n');
+    }
+    Some(out)
+}
+
 /// Where `part` stands in `line`, if it is a slice of it.
 pub(super) fn span(line: &[u8], part: &RawValue) -> Option<Range<usize>> {
     let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
@@ -252,6 +283,30 @@ mod tests {
     use tokio::io::BufReader;
 
     use super::*;
+
+    #[test]
+    fn two_places_are_replaced_in_either_order_and_overlapping_ones_refused() {
+        let line = br#"{"id":7,"params":{"_meta":{"progressToken":"t"}}}"#;
+        let peek = Peek::of(line).unwrap();
+        let id = peek.id.unwrap();
+        let token = peek
+            .params
+            .as_ref()
+            .unwrap()
+            .meta
+            .as_ref()
+            .unwrap()
+            .progress_token
+            .unwrap();
+        let both = spliced_two(line, (id, b"\"ours\""), Some((token, b"9"))).unwrap();
+        assert_eq!(
+            both,
+            b"{\"id\":\"ours\",\"params\":{\"_meta\":{\"progressToken\":9}}}\n"
+        );
+        let reversed = spliced_two(line, (token, b"9"), Some((id, b"\"ours\""))).unwrap();
+        assert_eq!(reversed, both);
+        assert!(spliced_two(line, (id, b"1"), Some((id, b"2"))).is_none());
+    }
 
     #[test]
     fn what_rmcp_reads_is_readable_and_what_it_cannot_is_not() {

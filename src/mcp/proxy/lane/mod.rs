@@ -38,13 +38,17 @@ use asked::AskedOfRmcp;
 use gated::Gated;
 pub use gated::{Forward, Gate, GateAnswer, GatedCall};
 use lines::{
-    LONGEST_FROM_RMCP, LONGEST_LINE, Peek, Read, Unreadable, as_rmcp_writes, asked, lane_number,
-    read_line, readable, request_id, spliced, task_handle_alone,
+    LONGEST_FROM_RMCP, LONGEST_LINE, Peek, Read, Unreadable, asked, lane_number, read_line,
+    readable, request_id, spliced, spliced_two, task_handle_alone,
 };
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
 /// ids are numbers), then a counter.
 const OURS: &str = "send-once-pass-";
+
+/// The progress tokens the lane gives the calls it forwards: a prefix, then the call's
+/// number.
+const OURS_PROGRESS: &str = "send-once-progress-";
 
 /// UTF-8's byte-order mark, which some writers put before a line.
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
@@ -124,9 +128,10 @@ struct Waiting {
     _in_flight: Option<InFlightGuard>,
     /// The call's length: its answer will take about as much room.
     size: usize,
-    /// The agent's progress token for a `pass` call, as rmcp writes it
-    /// ([`lines::as_rmcp_writes`]): the lane relays its progress itself.
-    progress: Option<String>,
+    /// The agent's progress token for a `pass` call, as it wrote it: the call goes
+    /// upstream with a token of the lane's ([`progress_token`]), and the lane relays
+    /// its progress under the agent's.
+    progress: Option<Box<[u8]>>,
 }
 
 /// Where the answer to a call the lane forwarded goes.
@@ -612,10 +617,7 @@ impl Lane {
                 let Some(name) = params.name else {
                     return false;
                 };
-                let progress = params
-                    .meta
-                    .and_then(|meta| meta.progress_token)
-                    .and_then(|token| as_rmcp_writes(token.get()));
+                let progress = params.meta.and_then(|meta| meta.progress_token);
                 if !request_id(id) {
                     return false;
                 }
@@ -672,7 +674,7 @@ impl Lane {
         self: &Arc<Self>,
         line: &[u8],
         raw_id: &RawValue,
-        progress: Option<String>,
+        progress: Option<&RawValue>,
         limit: Duration,
     ) -> bool {
         let Ok(id) = serde_json::from_str::<Value>(raw_id.get()) else {
@@ -686,7 +688,13 @@ impl Lane {
             return true;
         }
         let number = self.next.fetch_add(1, Ordering::Relaxed);
-        let Some(message) = spliced(line, raw_id, format!("\"{OURS}{number}\"").as_bytes()) else {
+        let ours = progress_token(number);
+        let ours = serde_json::to_vec(&ours).unwrap_or_default();
+        let Some(message) = spliced_two(
+            line,
+            (raw_id, format!("\"{OURS}{number}\"").as_bytes()),
+            progress.map(|token| (token, &ours[..])),
+        ) else {
             return false;
         };
         let timer = self.timer(number, limit);
@@ -702,7 +710,7 @@ impl Lane {
                     _timer: timer,
                     _in_flight: in_flight,
                     size: message.len(),
-                    progress,
+                    progress: progress.map(|token| token.get().as_bytes().into()),
                 },
             );
         }
@@ -790,22 +798,25 @@ impl Lane {
     /// no call the agent still waits on has that token (rmcp's client then relays it
     /// for a call of its own, or drops it).
     fn relay_progress(&self, line: &[u8], token: &RawValue) -> bool {
-        let Some(token) = as_rmcp_writes(token.get()) else {
+        let Some(number) = progress_number(token) else {
             return false;
         };
-        let passing = self.waiting.lock().is_ok_and(|waiting| {
-            waiting
-                .values()
-                .any(|call| call.progress.as_deref() == Some(token.as_str()))
-        });
-        if passing || self.gated_progress(&token) {
+        let theirs = self
+            .waiting
+            .lock()
+            .ok()
+            .and_then(|waiting| waiting.get(&number)?.progress.clone())
+            .or_else(|| self.gated_progress(number));
+        // A token of the lane's is taken here whatever comes of it: the call it was
+        // for may have ended, and its progress is then for no one.
+        if let Some(theirs) = theirs
+            && self.to_agent.waiting() < ROOM
+            && let Some(relayed) = spliced(line, token, &theirs)
+        {
             // Dropped while the agent reads nothing, as rmcp's notifications are.
-            if self.to_agent.waiting() < ROOM {
-                self.to_agent.push_slice(line);
-            }
-            return true;
+            self.to_agent.push(relayed);
         }
-        false
+        true
     }
 
     /// Takes the call `number` off the waiting list.
@@ -887,6 +898,20 @@ impl Lane {
             self.to_agent.push(answer_line(raw_id, "error", &body));
         }
     }
+}
+
+/// The progress token the lane gives the upstream for its call `number` (the agent's
+/// own goes no further): rmcp's client numbers its calls' tokens 0, 1, 2…, so an
+/// agent's token passed on could be one of those, and the progress of one call be
+/// taken for the other's.
+fn progress_token(number: u64) -> String {
+    format!("{OURS_PROGRESS}{number}")
+}
+
+/// The lane's number in a progress `token`, if it is one of the lane's.
+fn progress_number(token: &RawValue) -> Option<u64> {
+    let token: Cow<'_, str> = serde_json::from_str(token.get()).ok()?;
+    token.strip_prefix(OURS_PROGRESS)?.parse().ok()
 }
 
 /// Whether a notification with `method` only tells the agent something, which it may
