@@ -1377,6 +1377,8 @@ fn progress_reaches_the_agent_under_its_own_token_whichever_way_the_call_went() 
             // A token used again, once the call that had it is answered.
             (5, json!({"progressToken": "rmcp-token", lifecycle: 1})),
             (6, json!({"progressToken": "lane-token"})),
+            // A token of a kind rmcp's types do not hold.
+            (7, json!({"progressToken": {"a": 1}})),
         ] {
             let given = meta.get("progressToken").cloned();
             raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, ErrorData, NumberOrString, ProgressToken, ServerResult};
+use rmcp::model::{CallToolRequestParams, ErrorData, ServerResult};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -90,11 +90,13 @@ impl Lane {
         }
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let mut params = params;
+        // Whatever the agent's token is (a number past 64 bits, an object): it does
+        // not go upstream, where it could be taken for another call's.
         let progress = params.meta.as_mut().and_then(|meta| {
-            let theirs = meta.get_progress_token()?;
-            meta.set_progress_token(ProgressToken(NumberOrString::String(
-                super::progress_token(number).into(),
-            )));
+            let fields = &mut meta.0.0;
+            let theirs = fields.remove("progressToken")?;
+            let ours = Value::String(super::progress_token(number));
+            fields.insert("progressToken".to_owned(), ours);
             serde_json::to_vec(&theirs).ok().map(Vec::into_boxed_slice)
         });
         let Some(forward) = Forward::of(Arc::clone(self), &params) else {

@@ -59,9 +59,23 @@ pub(super) struct PeekParams<'a> {
     /// A progress notification's token.
     #[serde(rename = "progressToken", borrow)]
     pub(super) progress_token: Option<&'a RawValue>,
-    /// A request's `_meta`, for its progress token.
+    /// A request's `_meta`, for its progress token ([`PeekParams::progress`]).
     #[serde(rename = "_meta", borrow)]
-    pub(super) meta: Option<PeekMeta<'a>>,
+    pub(super) meta: Option<&'a RawValue>,
+}
+
+impl<'a> PeekParams<'a> {
+    /// The request's progress token, if its `_meta` is an object that has one (serde
+    /// would read a struct from an array too).
+    pub(super) fn progress(&self) -> Option<&'a RawValue> {
+        let meta = self.meta?;
+        if !meta.get().starts_with('{') {
+            return None;
+        }
+        serde_json::from_str::<PeekMeta<'a>>(meta.get())
+            .ok()?
+            .progress_token
+    }
 }
 
 #[derive(Deserialize)]
@@ -289,15 +303,7 @@ mod tests {
         let line = br#"{"id":7,"params":{"_meta":{"progressToken":"t"}}}"#;
         let peek = Peek::of(line).unwrap();
         let id = peek.id.unwrap();
-        let token = peek
-            .params
-            .as_ref()
-            .unwrap()
-            .meta
-            .as_ref()
-            .unwrap()
-            .progress_token
-            .unwrap();
+        let token = peek.params.as_ref().unwrap().progress().unwrap();
         let both = spliced_two(line, (id, b"\"ours\""), Some((token, b"9"))).unwrap();
         assert_eq!(
             both,
@@ -306,6 +312,16 @@ mod tests {
         let reversed = spliced_two(line, (token, b"9"), Some((id, b"\"ours\""))).unwrap();
         assert_eq!(reversed, both);
         assert!(spliced_two(line, (id, b"1"), Some((id, b"2"))).is_none());
+        // A `_meta` that is not an object has no token, whatever serde would read.
+        let array = br#"{"id":7,"params":{"_meta":["t"]}}"#;
+        assert!(
+            Peek::of(array)
+                .unwrap()
+                .params
+                .unwrap()
+                .progress()
+                .is_none()
+        );
     }
 
     #[test]

@@ -614,10 +614,10 @@ impl Lane {
                 let Some((id, params)) = peek.id.zip(peek.params) else {
                     return false;
                 };
+                let progress = params.progress();
                 let Some(name) = params.name else {
                     return false;
                 };
-                let progress = params.meta.and_then(|meta| meta.progress_token);
                 if !request_id(id) {
                     return false;
                 }
