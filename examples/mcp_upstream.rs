@@ -52,6 +52,12 @@ struct Line {
     /// Seconds to wait before acting.
     #[serde(default)]
     seconds: Option<f64>,
+    /// How many progress notifications to send (3 when not given).
+    #[serde(default)]
+    steps: Option<u32>,
+    /// Seconds between them (all at once when not given).
+    #[serde(default)]
+    step_seconds: Option<f64>,
     /// A volatile argument, left out of keys by the policies.
     #[serde(default)]
     #[allow(dead_code)]
@@ -131,7 +137,10 @@ impl Fake {
         context: RequestContext<RoleServer>,
     ) -> Json<Acted> {
         if let Some(token) = context.meta.get_progress_token() {
-            for step in 1..=3 {
+            for step in 1..=args.steps.unwrap_or(3) {
+                if step > 1 {
+                    wait(args.step_seconds).await;
+                }
                 let progress = ProgressNotificationParam::new(token.clone(), f64::from(step));
                 let _ = context.peer.notify_progress(progress).await;
             }

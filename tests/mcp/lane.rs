@@ -1550,3 +1550,36 @@ fn a_call_through_rmcp_and_the_lanes_calls_never_get_each_others_progress() {
         .collect();
     assert_eq!(tokens, expected);
 }
+
+#[test]
+fn no_progress_reaches_the_agent_after_it_cancelled_the_call_whichever_way_it_went() {
+    let Some(bench) = Bench::new(crate::proxy::POLICY) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    // A `once` call through the lane, then one through rmcp (a lifecycle in `_meta`):
+    // ten steps of progress a fifth of a second apart, cancelled after the first.
+    for (id, meta) in [
+        (1, json!({"progressToken": "lane"})),
+        (
+            2,
+            json!({"progressToken": "rmcp", "io.modelcontextprotocol/note": 1}),
+        ),
+    ] {
+        raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "append_with_progress",
+                "arguments": {"line": format!("call {id}"), "steps": 10, "step_seconds": 0.2},
+                "_meta": meta}}));
+        let first = raw
+            .next(Duration::from_secs(20))
+            .expect("the first progress");
+        assert_eq!(first["params"]["progress"], 1.0, "{first}");
+        raw.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id}}),
+        );
+        // The call goes on (and is recorded), for two seconds more.
+        let after = raw.next(Duration::from_millis(2500));
+        assert!(after.is_none(), "after the cancel: {after:?}");
+    }
+}
