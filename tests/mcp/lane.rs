@@ -167,6 +167,20 @@ impl Raw {
         writeln!(stdin, "{message}").unwrap();
     }
 
+    /// Cancels the agent's request `id`, as a client that gave up does.
+    fn cancel(&mut self, id: impl Into<serde_json::Value>) {
+        self.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id.into(), "reason": "the user gave up"}}),
+        );
+    }
+
+    /// A `once` or `pass` call `n` (as the policy has it) that acts after `seconds`.
+    fn slow_call(&mut self, n: u64, seconds: u64) {
+        let arguments = json!({"line": format!("slow {n}"), "seconds": seconds});
+        self.call(n, "append_with_progress", arguments);
+    }
+
     fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments}}));
@@ -537,10 +551,7 @@ fn a_cancelled_pass_call_is_forgotten_and_does_not_hold_the_proxy_open() {
     raw.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
         "params": {"name": "append_with_progress", "arguments": {"line": "slow", "seconds": 20}}}));
     std::thread::sleep(Duration::from_millis(300));
-    raw.send(
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 8, "reason": "the user gave up"}}),
-    );
+    raw.cancel(8);
     raw.close();
     assert!(
         raw.exited_within(Duration::from_secs(10)),
@@ -563,10 +574,7 @@ fn a_cancelled_once_call_is_not_answered_but_goes_on_and_its_repeat_gets_its_res
     let slow = json!({"line": "slow", "seconds": 2});
     raw.call(8, "append_with_progress", slow.clone());
     std::thread::sleep(Duration::from_millis(300));
-    raw.send(
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 8, "reason": "the user gave up"}}),
-    );
+    raw.cancel(8);
     // Claimed and forwarded, the call goes on: a repeat meanwhile is told so.
     raw.call(9, "append_with_progress", slow.clone());
     let mut answers = Vec::new();
@@ -681,10 +689,7 @@ fn a_once_call_cancelled_before_the_agent_closes_its_side_does_not_hold_the_prox
         json!({"line": "slow", "seconds": 1}),
     );
     std::thread::sleep(Duration::from_millis(300));
-    raw.send(
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 8, "reason": "the user gave up"}}),
-    );
+    raw.cancel(8);
     raw.close();
     // Nothing is owed the agent once its call is recorded.
     assert!(
@@ -706,15 +711,8 @@ fn once_calls_the_agent_cancelled_still_count_against_the_lanes_room_until_they_
     // Each cancelled as soon as it is sent: they go on at the upstream all the same,
     // so an agent cannot have more than 64 there by cancelling them.
     for n in 0..70u64 {
-        raw.call(
-            n,
-            "append_with_progress",
-            json!({"line": format!("slow {n}"), "seconds": 4}),
-        );
-        raw.send(
-            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": n}}),
-        );
+        raw.slow_call(n, 4);
+        raw.cancel(n);
     }
     let waited = waited_for_a_quick_call(&mut raw);
     assert!(
@@ -931,10 +929,7 @@ fn calls_through_rmcp_the_agent_cancelled_count_against_the_lanes_room_until_the
                 "arguments": {"line": format!("slow {n}"), "seconds": 6},
                 "_meta": {"io.modelcontextprotocol/note": n}}}));
         std::thread::sleep(Duration::from_millis(20));
-        raw.send(
-            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": n}}),
-        );
+        raw.cancel(n);
     }
     let waited = waited_for_a_quick_call(&mut raw);
     assert!(
@@ -957,10 +952,7 @@ fn requests_to_rmcp_the_agent_cancelled_free_the_lanes_room() {
         let _not_reading = paused.lock().unwrap();
         for n in 0..70u64 {
             raw.send(json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"}));
-            raw.send(
-                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": n}}),
-            );
+            raw.cancel(n);
         }
     }
     let waited = waited_for_a_quick_call(&mut raw);
@@ -979,11 +971,7 @@ fn once_calls_in_flight_are_counted_once_against_the_lanes_room() {
     // 40 slow calls, fewer than the 64 the lane lets wait: the agent's next line is
     // still read, and a quick call answered while they wait.
     for n in 0..40u64 {
-        raw.call(
-            n,
-            "append_with_progress",
-            json!({"line": format!("slow {n}"), "seconds": 4}),
-        );
+        raw.slow_call(n, 4);
     }
     let waited = waited_for_a_quick_call(&mut raw);
     assert!(
@@ -1440,17 +1428,10 @@ fn a_cancellation_is_read_while_the_room_is_full_and_frees_a_pass_calls_place() 
     };
     let mut raw = Raw::start(&bench, &["--timeout", "60s"]);
     for n in 0..64u64 {
-        raw.call(
-            n,
-            "append_with_progress",
-            json!({"line": format!("slow {n}"), "seconds": 30}),
-        );
+        raw.slow_call(n, 30);
     }
     std::thread::sleep(Duration::from_millis(500));
-    raw.send(
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 0}}),
-    );
+    raw.cancel(0);
     let waited = waited_for_a_quick_call(&mut raw);
     assert!(
         waited < Duration::from_secs(10),
@@ -1574,10 +1555,7 @@ fn no_progress_reaches_the_agent_after_it_cancelled_the_call_whichever_way_it_we
             .next(Duration::from_secs(20))
             .expect("the first progress");
         assert_eq!(first["params"]["progress"], 1.0, "{first}");
-        raw.send(
-            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": id}}),
-        );
+        raw.cancel(id);
         // The call goes on (and is recorded), for two seconds more.
         let after = raw.next(Duration::from_millis(2500));
         assert!(after.is_none(), "after the cancel: {after:?}");

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 
-use super::lines::as_rmcp_writes;
+use rmcp::model::NumberOrString;
 
 /// Requests handed to rmcp's server, by their ids as rmcp writes them back.
 #[derive(Default)]
@@ -51,6 +51,12 @@ impl AskedOfRmcp {
     fn key(&self, raw: &str) -> Option<u64> {
         Some(self.hasher.hash_one(as_rmcp_writes(raw)?))
     }
+}
+
+/// An id as rmcp writes it back: read into its type and written again, so that the
+/// agent's `1.0` or `"\u0061"` is matched to rmcp's `1` or `"a"`.
+fn as_rmcp_writes(raw: &str) -> Option<String> {
+    serde_json::to_string(&serde_json::from_str::<NumberOrString>(raw).ok()?).ok()
 }
 
 #[cfg(test)]

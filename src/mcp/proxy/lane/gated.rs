@@ -16,7 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::lines::{LONGEST_LINE, Unreadable, spliced_at, task_handle_alone};
+use super::lines::{Call, LONGEST_LINE, Unreadable, spliced_at, task_handle_alone};
 use super::{Lane, Match, OURS, Waiter, Waiting, answer_line, named};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
 
@@ -58,10 +58,6 @@ impl Lane {
     /// still recorded. False if the line is not a call the gate can take: rmcp
     /// answers it as before.
     pub(super) fn to_gate(self: &Arc<Self>, line: &[u8], raw_id: &RawValue) -> bool {
-        #[derive(Deserialize)]
-        struct Call {
-            params: CallToolRequestParams,
-        }
         let Some(gate) = self.gate.get() else {
             return false;
         };

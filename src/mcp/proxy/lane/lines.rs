@@ -39,15 +39,22 @@ pub(super) struct Peek<'a> {
 }
 
 impl<'a> Peek<'a> {
-    /// What `line` is, if it is a JSON object: serde reads a struct from an array
-    /// too, and JSON-RPC's messages are objects.
+    /// What `line` is, if it is a JSON object.
     pub(super) fn of(line: &'a [u8]) -> Option<Peek<'a>> {
-        let first = line.iter().find(|byte| !byte.is_ascii_whitespace())?;
-        if *first != b'{' {
-            return None;
-        }
-        serde_json::from_slice(line).ok()
+        is_object(line).then(|| serde_json::from_slice(line).ok())?
     }
+}
+
+/// Whether `text` is written as a JSON object: serde reads a struct from an array too,
+/// and JSON-RPC's messages (and `_meta`) are objects.
+fn is_object(text: &[u8]) -> bool {
+    text.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// A `tools/call` request's parameters, as a tool's handler takes them.
+#[derive(Deserialize)]
+pub(super) struct Call {
+    pub(super) params: CallToolRequestParams,
 }
 
 #[derive(Deserialize)]
@@ -69,7 +76,7 @@ impl<'a> PeekParams<'a> {
     /// would read a struct from an array too).
     pub(super) fn progress(&self) -> Option<&'a RawValue> {
         let meta = self.meta?;
-        if !meta.get().starts_with('{') {
+        if !is_object(meta.get().as_bytes()) {
             return None;
         }
         serde_json::from_str::<PeekMeta<'a>>(meta.get())
@@ -82,13 +89,6 @@ impl<'a> PeekParams<'a> {
 pub(super) struct PeekMeta<'a> {
     #[serde(rename = "progressToken", borrow)]
     pub(super) progress_token: Option<&'a RawValue>,
-}
-
-/// An id or a progress token as rmcp writes it back: read into its type and written
-/// again, so that the agent's `1.0` or `"\u0061"` is matched to rmcp's `1` or `"a"`,
-/// and an upstream's spelling of a token to the agent's.
-pub(super) fn as_rmcp_writes(raw: &str) -> Option<String> {
-    serde_json::to_string(&serde_json::from_str::<rmcp::model::NumberOrString>(raw).ok()?).ok()
 }
 
 /// A request, read no further than its method and id: what is left of a line that is
@@ -107,7 +107,7 @@ pub(super) fn asked(line: &[u8], peek: Option<&Peek<'_>>) -> Option<(bool, Range
     let (method, id) = match peek {
         Some(peek) => (peek.method.as_deref()?, peek.id?),
         None => {
-            if line.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
+            if !is_object(line) {
                 return None;
             }
             let asked = serde_json::from_slice::<Asked>(line).ok()?;
@@ -135,11 +135,6 @@ pub(super) enum Unreadable {
 /// know). What it cannot read it drops unanswered (a number past a double's range, a
 /// lone surrogate), or answers with no id.
 pub(super) fn readable(line: &[u8], call: bool) -> Result<(), Unreadable> {
-    #[derive(Deserialize)]
-    struct Call {
-        #[serde(rename = "params")]
-        _params: CallToolRequestParams,
-    }
     if call {
         serde_json::from_slice::<Call>(line).map_err(Unreadable::Params)?;
     }

@@ -450,8 +450,7 @@ impl Lane {
             let answered = peek
                 .as_ref()
                 .filter(|p| p.method.is_none())
-                .and_then(|p| p.id)
-                .map(|id| id.get().to_owned());
+                .and_then(|p| p.id);
             // rmcp leaves the id out of its answer to a request too broken to have one;
             // JSON-RPC 2.0 says it is null there, and a client may look for it.
             let without_id = peek
@@ -470,7 +469,7 @@ impl Lane {
             // as that instead. An answer with no id is to a line the lane never
             // counted: the lane answers the requests rmcp could not read itself.
             if let Some(id) = answered
-                && self.asked_of_rmcp.ended(&id)
+                && self.asked_of_rmcp.ended(id.get())
             {
                 self.answered.notify_waiters();
             }
