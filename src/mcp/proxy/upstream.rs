@@ -21,7 +21,7 @@ pub type Downstream = Arc<OnceLock<Peer<RoleServer>>>;
 
 /// The progress tokens of the calls rmcp's client forwarded, which it numbers itself
 /// whatever the agent gave, each with the agent's own (none if it gave none). The
-/// lane's calls carry the agent's tokens upstream and the lane relays their progress
+/// lane's calls carry tokens of the lane's upstream and the lane relays their progress
 /// itself; any other progress is for no call the agent is waiting on.
 pub type ProgressNames = Arc<Mutex<HashMap<ProgressToken, ProgressName>>>;
 
