@@ -12,3 +12,4 @@ mod interop;
 mod lane;
 mod policy;
 mod proxy;
+mod refused_writes;
