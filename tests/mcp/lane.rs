@@ -362,6 +362,37 @@ fn an_agent_that_never_reads_and_keeps_calling_is_made_to_wait_in_bounded_memory
 }
 
 #[test]
+fn an_agent_that_closes_its_side_while_the_proxy_waits_for_room_is_let_go_within_the_drain_bound() {
+    let Some(bench) = Bench::new(PASS) else {
+        return;
+    };
+    // Each `read_log` answers with the whole log: small calls, 1 MiB answers.
+    std::fs::write(bench.log(), "x".repeat(1 << 20)).unwrap();
+    // The drain bound is the call limit, at most a minute: 2 s here.
+    let mut raw = Raw::start(&bench, &["--timeout", "2s"]);
+    let paused = std::sync::Arc::clone(&raw.reading);
+    let not_reading = paused.lock().unwrap();
+    // Read and forwarded while there is room; their answers, unread, then fill it.
+    for n in 1..=12u64 {
+        raw.call(n, "read_log", json!({}));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // This one waits for room, the last line the agent writes; then the agent closes.
+    raw.call(13, "read_log", json!({}));
+    std::thread::sleep(Duration::from_millis(300));
+    raw.close();
+    // The end is seen while the line waits: the proxy stops waiting for room when the
+    // drain bound has passed, and gives up on the answers the agent does not read
+    // within its flush bound (5 s). Without the first, it waited for room as long as
+    // the agent left its answers unread.
+    assert!(
+        raw.exited_within(Duration::from_secs(20)),
+        "the proxy still runs 20 s after the agent closed its side"
+    );
+    drop(not_reading);
+}
+
+#[test]
 fn a_pass_call_after_the_proxy_is_told_to_stop_is_not_made() {
     let Some(bench) = Bench::new(PASS) else {
         return;
