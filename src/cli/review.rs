@@ -527,33 +527,6 @@ fn edit_refused(e: ReviewError, args: &EditArgs, payload: &str) -> Exit {
     fail_with(exit, problem)
 }
 
-/// A `--meta` channel that is not the one the key is made from would put the draft
-/// under another channel's approval policy than its send's: refused.
-fn check_meta_channel(
-    key: &super::keys::KeyChoice,
-    meta: Option<&Map<String, Value>>,
-) -> Result<(), String> {
-    let derived = key.derived_from();
-    let (Some(Value::String(made)), Some(claimed)) =
-        (derived.get("channel"), meta.and_then(|m| m.get("channel")))
-    else {
-        return Ok(());
-    };
-    match claimed {
-        Value::String(claimed)
-            if send_once::review::quorum::normalise_channel(claimed.as_str())
-                == send_once::review::quorum::normalise_channel(made.as_str()) =>
-        {
-            Ok(())
-        }
-        _ => Err(format!(
-            "--meta's channel {} is not --channel {}: the key is made from --channel, and the approval policy follows it; leave channel out of --meta, nothing was queued",
-            visible_inline(&claimed.to_string()),
-            visible_inline(made.as_str())
-        )),
-    }
-}
-
 /// Everything a submission needs, checked before the ledger is opened.
 fn submission(args: &SubmitArgs) -> Result<Submission, String> {
     check_by(args.by.as_deref())?;
@@ -581,7 +554,16 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
         }
     };
     let meta = parse_meta(args.meta.as_deref())?;
-    check_meta_channel(&args.key, meta.as_ref())?;
+    if let Some(meta) = &meta {
+        send_once::review::meta::check(
+            meta,
+            &args.key.derived_from(),
+            send_once::review::meta::Door {
+                meta: "--meta",
+                argument: "--",
+            },
+        )?;
+    }
     let meta = args.key.with_derived(meta);
     let approvals = match args.approvals.as_deref() {
         None => None,

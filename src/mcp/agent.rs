@@ -26,7 +26,7 @@ pub use dispatch::{DispatchAnswer, DispatchDraft, SendCommands};
 use super::status::DraftStatus;
 use crate::ledger::Ledger;
 use crate::ledger::key::{self, Window};
-use crate::review::quorum::{normalise_channel, same_person};
+use crate::review::quorum::same_person;
 use crate::review::{Base, Draft, DraftState, Review, ReviewError, Submission, Verdict};
 
 /// The longest `draft_status` waits: under the 60 seconds after which common clients
@@ -541,25 +541,26 @@ fn submission(args: SubmitDraft, by: Option<String>) -> Result<Submission, Strin
             "meta's {reserved} is reserved for calls held by send-once mcp proxy; leave it out"
         ));
     }
-    if let Some(claimed) = meta.get("channel")
-        && claimed.as_str().map(normalise_channel) != Some(normalise_channel(&args.channel))
-    {
-        return Err(format!(
-            "meta's channel {} is not channel {}: the key is made from channel, and the approval policy follows it; leave channel out of meta",
-            crate::text::visible_inline(&claimed.to_string()),
-            crate::text::visible_inline(&args.channel)
-        ));
-    }
     let derived = [
         ("channel", Some(args.channel)),
         ("to", Some(args.to)),
         ("intent", Some(args.intent)),
         ("window", args.window),
     ];
+    let derived: Map<String, Value> = derived
+        .into_iter()
+        .filter_map(|(name, value)| Some((name.to_owned(), Value::String(value?))))
+        .collect();
+    crate::review::meta::check(
+        &meta,
+        &derived,
+        crate::review::meta::Door {
+            meta: "meta",
+            argument: "",
+        },
+    )?;
     for (name, value) in derived {
-        if let Some(value) = value {
-            meta.entry(name).or_insert(Value::String(value));
-        }
+        meta.entry(name).or_insert(value);
     }
     let payload = serde_json::to_string(&args.payload).map_err(|e| e.to_string())?;
     Ok(Submission {

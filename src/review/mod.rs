@@ -17,6 +17,7 @@ pub mod drift;
 mod error;
 pub mod history;
 mod judge;
+pub mod meta;
 pub mod quorum;
 pub mod recheck;
 pub mod render;

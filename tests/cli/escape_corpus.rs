@@ -493,18 +493,16 @@ fn no_raw_escape_reaches_the_terminal_from_any_command() {
         ("plain", recheck_same.as_str()),
         ("extra", recheck_same.as_str()),
     ] {
-        // The corpus is in the draft's meta intent (see run above), not in `--intent`.
-        let intent = format!("draft-{n}");
+        // The corpus is in the draft's meta intent (see run above), not in `--intent`:
+        // a key given as it is, because a meta may not contradict the recipient or the
+        // intent a key is made from.
+        let key = format!("draft-{n}");
         let args = [
             "draft",
             "submit",
             l,
-            "--channel",
-            "email",
-            "--to",
-            "a@x.com",
-            "--intent",
-            &intent,
+            "--key",
+            &key,
             "--payload",
             &payload,
             "--facts",

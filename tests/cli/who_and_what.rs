@@ -225,3 +225,54 @@ fn ls_shows_the_recipient_made_visible_and_cut() {
             .all(|e| e.get("to").is_none())
     );
 }
+
+/// A draft's meta may not show the reviewer another recipient or intent than the key
+/// is made from, nor an approver (hostile round 40, AC1): refused, nothing queued.
+#[test]
+fn a_draft_whose_meta_contradicts_its_key_or_names_an_approver_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("p.json"), r#"{"amount":100}"#).unwrap();
+    let submit = |meta: &str| {
+        run_in(
+            d,
+            &[
+                "draft",
+                "submit",
+                "L.db",
+                "--channel",
+                "email",
+                "--to",
+                "attacker@evil.example",
+                "--intent",
+                "refund",
+                "--payload",
+                "p.json",
+                "--meta",
+                meta,
+                "--by",
+                "agent",
+            ],
+        )
+    };
+    for (meta, named) in [
+        (r#"{"to":"customer@good.example"}"#, "--meta's to"),
+        (r#"{"intent":"newsletter"}"#, "--meta's intent"),
+        (r#"{"approvedBy":"ceo"}"#, "--meta's approvedBy"),
+    ] {
+        let o = submit(meta);
+        expect_exit(&o, 2, meta);
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            said.contains(named) && said.contains("nothing was queued"),
+            "{said}"
+        );
+    }
+    assert!(
+        !d.join("L.db").exists(),
+        "refused before the ledger was opened"
+    );
+    // What agrees with the key, and what says something else, is kept.
+    let o = submit(r#"{"to":"attacker@evil.example","order":"ORD-1"}"#);
+    expect_exit(&o, 0, "an agreeing meta");
+}

@@ -303,6 +303,17 @@ async fn bad_arguments_are_named_and_change_nothing() {
     channel["meta"] = json!({"channel": "sms"});
     let refused_meta = refused(&call(&client, "submit_draft", channel).await);
     assert!(refused_meta.contains("meta's channel"), "{refused_meta}");
+    // Nor another recipient, intent or an approver for the reviewer to read (AC1).
+    for (meta, named) in [
+        (json!({"to": "customer@good.example"}), "meta's to"),
+        (json!({"intent": "newsletter"}), "meta's intent"),
+        (json!({"approvedBy": "ceo"}), "meta's approvedBy"),
+    ] {
+        let mut forged = invoice("Invoice 7");
+        forged["meta"] = meta;
+        let said = refused(&call(&client, "submit_draft", forged).await);
+        assert!(said.contains(named), "{said}");
+    }
     let mut marked = invoice("Invoice 7");
     marked["meta"] = json!({"heldBy": "send-once mcp proxy", "tool": "append"});
     let reserved = refused(&call(&client, "submit_draft", marked).await);

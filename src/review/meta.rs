@@ -1,0 +1,122 @@
+//! What a submission's meta may say. People read a draft's recipient and intent, and
+//! an unknown send's approver, from its meta: a meta that named another recipient than
+//! the one its key is made from, or an approver, would show the reviewer a send that
+//! is not the one they decide on, and whoever settles it a forged approval. Refused
+//! at every door a draft comes in by (`draft submit`, the MCP `submit_draft`).
+
+use serde_json::{Map, Value};
+
+use super::quorum::normalise_channel;
+use crate::text::visible_inline;
+
+/// Meta fields send-once writes itself when a person approves: never an agent's.
+pub const WRITTEN_ON_APPROVAL: [&str; 2] = ["approvedBy", "approvedAt"];
+
+/// How the door names things in its messages: the meta (`--meta`, `meta`) and the
+/// arguments the key is made from (`--to`, `to`).
+#[derive(Clone, Copy)]
+pub struct Door {
+    /// The meta's name.
+    pub meta: &'static str,
+    /// What comes before an argument's name.
+    pub argument: &'static str,
+}
+
+/// Refuses a `meta` that names an approver, or a channel, recipient, intent or window
+/// other than the `derived` ones the key was made from (the channel as the approval
+/// policy compares it, the others as written).
+pub fn check(
+    meta: &Map<String, Value>,
+    derived: &Map<String, Value>,
+    door: Door,
+) -> Result<(), String> {
+    let Door {
+        meta: said,
+        argument,
+    } = door;
+    if let Some(field) = WRITTEN_ON_APPROVAL.iter().find(|f| meta.contains_key(**f)) {
+        return Err(format!(
+            "{said}'s {field} is written by send-once when a person approves; leave it out, nothing was queued"
+        ));
+    }
+    for (field, made) in derived {
+        let Some(claimed) = meta.get(field) else {
+            continue;
+        };
+        let same = match (field.as_str(), claimed.as_str(), made.as_str()) {
+            ("channel", Some(claimed), Some(made)) => {
+                normalise_channel(claimed) == normalise_channel(made)
+            }
+            (_, Some(claimed), Some(made)) => claimed == made,
+            _ => false,
+        };
+        if !same {
+            let why = if field == "channel" {
+                "the approval policy follows it"
+            } else {
+                "the reviewer is shown it"
+            };
+            return Err(format!(
+                "{said}'s {field} {} is not {argument}{field} {}: the key is made from {argument}{field}, and {why}; leave {field} out of {said}, nothing was queued",
+                visible_inline(&claimed.to_string()),
+                visible_inline(&made.to_string()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const CLI: Door = Door {
+        meta: "--meta",
+        argument: "--",
+    };
+
+    fn map(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_meta_that_agrees_with_the_key_or_says_other_things_passes() {
+        let derived =
+            map(json!({"channel": "email", "to": "ana@example.com", "intent": "Invoice 9"}));
+        for meta in [
+            json!({}),
+            json!({"channel": " EMAIL ", "to": "ana@example.com", "intent": "Invoice 9"}),
+            json!({"customer": 42, "to_name": "Ana"}),
+        ] {
+            assert_eq!(check(&map(meta.clone()), &derived, CLI), Ok(()), "{meta}");
+        }
+    }
+
+    #[test]
+    fn a_meta_that_names_another_recipient_intent_channel_or_an_approver_is_refused() {
+        let derived =
+            map(json!({"channel": "email", "to": "attacker@evil.example", "intent": "refund"}));
+        for (meta, names) in [
+            (
+                json!({"to": "customer@good.example"}),
+                "--meta's to \"customer@good.example\" is not --to \"attacker@evil.example\"",
+            ),
+            (json!({"intent": "newsletter"}), "--meta's intent"),
+            (json!({"to": 7}), "--meta's to 7"),
+            (json!({"channel": "sms"}), "--meta's channel"),
+            (
+                json!({"approvedBy": "ceo"}),
+                "--meta's approvedBy is written by send-once",
+            ),
+            (json!({"approvedAt": "2020-01-01"}), "--meta's approvedAt"),
+        ] {
+            let refused = check(&map(meta.clone()), &derived, CLI).unwrap_err();
+            assert!(refused.starts_with(names), "{meta}: {refused}");
+            assert!(refused.contains("nothing was queued"), "{refused}");
+        }
+        // A key given as it is derives nothing; an approver is still refused.
+        assert!(check(&map(json!({"to": "x"})), &Map::new(), CLI).is_ok());
+        assert!(check(&map(json!({"approvedBy": "x"})), &Map::new(), CLI).is_err());
+    }
+}
