@@ -10,7 +10,7 @@ use super::quorum::normalise_channel;
 use crate::text::visible_inline;
 
 /// Meta fields send-once writes itself when a person approves: never an agent's.
-pub const WRITTEN_ON_APPROVAL: [&str; 2] = ["approvedBy", "approvedAt"];
+const WRITTEN_ON_APPROVAL: [&str; 2] = ["approvedBy", "approvedAt"];
 
 /// How the door names things in its messages: the meta (`--meta`, `meta`) and the
 /// arguments the key is made from (`--to`, `to`).
@@ -95,8 +95,9 @@ mod tests {
 
     #[test]
     fn a_meta_that_names_another_recipient_intent_channel_or_an_approver_is_refused() {
-        let derived =
-            map(json!({"channel": "email", "to": "attacker@evil.example", "intent": "refund"}));
+        let derived = map(
+            json!({"channel": "email", "to": "attacker@evil.example", "intent": "refund", "window": "1d"}),
+        );
         for (meta, names) in [
             (
                 json!({"to": "customer@good.example"}),
@@ -105,6 +106,10 @@ mod tests {
             (json!({"intent": "newsletter"}), "--meta's intent"),
             (json!({"to": 7}), "--meta's to 7"),
             (json!({"channel": "sms"}), "--meta's channel"),
+            (
+                json!({"window": "2d"}),
+                "--meta's window \"2d\" is not --window \"1d\"",
+            ),
             (
                 json!({"approvedBy": "ceo"}),
                 "--meta's approvedBy is written by send-once",

@@ -47,6 +47,13 @@ pub async fn agent(name: &str, ledger: &Path) -> Client {
     connect(name, &["mcp", ledger.to_str().expect("a UTF-8 path")]).await
 }
 
+/// `send-once mcp LEDGER --send SEND` as the client `name`: `dispatch_draft` offered,
+/// sending through `SEND` (`CHANNEL=COMMAND`).
+pub async fn agent_sending(name: &str, ledger: &Path, send: &str) -> Client {
+    let ledger = ledger.to_str().expect("a UTF-8 path");
+    connect(name, &["mcp", ledger, "--send", send]).await
+}
+
 /// The names of the tools `client` is offered.
 pub async fn tool_names(client: &Client) -> Vec<String> {
     client

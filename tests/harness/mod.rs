@@ -303,6 +303,35 @@ pub fn json_stdout(o: &Output, what: &str) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e}): {:?}", stdout(o)))
 }
 
+/// Every entry of `ledger`, as `send-once ls --json` lists them.
+pub fn entries(ledger: &Path) -> Vec<serde_json::Value> {
+    match json_stdout(&on_ledger(ledger, &["ls", "L", "--json"]), "ls") {
+        serde_json::Value::Array(entries) => entries,
+        other => panic!("ls --json is not a list: {other}"),
+    }
+}
+
+/// A person (dana) settles `key` as failed although its claim counts as running: the
+/// way a call the ledger could not record is let go.
+pub fn settle_as_failed(ledger: &Path, key: &str) {
+    expect_exit(
+        &on_ledger(
+            ledger,
+            &[
+                "resolve",
+                "L",
+                key,
+                "failed",
+                "--even-if-running",
+                "--by",
+                "dana",
+            ],
+        ),
+        0,
+        "resolve failed --even-if-running",
+    );
+}
+
 /// A queued draft at revision 1 with nothing decided, checked or loaded yet: the
 /// UI tests fill in what each case needs.
 pub fn queued_draft(id: i64, key: &str, created_at: String) -> send_once::review::Draft {

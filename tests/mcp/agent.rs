@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use crate::harness::mcp::{agent, call, ok, refused, tool_names};
 use crate::harness::{expect_exit, json_stdout, send_once};
 
-fn invoice(subject: &str) -> Value {
+/// A draft an agent submits: an invoice reminder to Ana, whose payload names `subject`.
+pub(crate) fn invoice(subject: &str) -> Value {
     json!({
         "channel": "email",
         "to": "Ana@Example.com",
@@ -21,9 +22,8 @@ fn invoice(subject: &str) -> Value {
     })
 }
 
-/// `send-once ARGS` with the ledger put in place of `L`, as a person on shift runs it.
 /// A person (dana) approves draft `id` from the command line.
-fn approve_as_dana(ledger: &Path, id: &str) {
+pub(crate) fn approve_as_dana(ledger: &Path, id: &str) {
     expect_exit(
         &cli(ledger, &["approve", "L", id, "--by", "dana"]),
         0,
@@ -31,6 +31,7 @@ fn approve_as_dana(ledger: &Path, id: &str) {
     );
 }
 
+/// `send-once ARGS` with the ledger put in place of `L`, as a person on shift runs it.
 fn cli(ledger: &Path, args: &[&str]) -> std::process::Output {
     crate::harness::on_ledger(ledger, args)
 }
@@ -358,11 +359,7 @@ async fn an_approved_draft_is_dispatched_once_through_the_operators_command_only
         "email=sh -c 'cat >> {}; echo; echo {{\\\"id\\\":\\\"m-1\\\"}}'",
         sent.display()
     );
-    let client = crate::harness::mcp::connect(
-        "billing-agent",
-        &["mcp", ledger.to_str().unwrap(), "--send", &send],
-    )
-    .await;
+    let client = crate::harness::mcp::agent_sending("billing-agent", &ledger, &send).await;
     let names = tool_names(&client).await;
     assert!(names.contains(&"dispatch_draft".to_owned()), "{names:?}");
     ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
@@ -406,11 +403,7 @@ async fn a_dispatch_in_flight_when_the_agent_leaves_is_finished_and_recorded() {
         "email=sh -c 'sleep 1; cat >> {}; echo; echo {{\\\"id\\\":\\\"m-2\\\"}}'",
         sent.display()
     );
-    let client = crate::harness::mcp::connect(
-        "billing-agent",
-        &["mcp", ledger.to_str().unwrap(), "--send", &send],
-    )
-    .await;
+    let client = crate::harness::mcp::agent_sending("billing-agent", &ledger, &send).await;
     ok(&call(&client, "submit_draft", invoice("Invoice 8")).await);
     approve_as_dana(&ledger, "1");
     let params = CallToolRequestParams::new("dispatch_draft")

@@ -8,19 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::agent::{approve_as_dana, invoice};
 use super::proxy::{Bench, HOLD, POLICY};
 use crate::harness::mcp::{call, ok, refused, text};
-use crate::harness::{Tmpfs, expect_exit, fill_disk, free_disk, wait_until};
-
-fn entries(bench: &Bench) -> Vec<Value> {
-    let out = bench.cli(&["ls", "L", "--json"]);
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    listed
-        .as_array()
-        .or_else(|| listed["entries"].as_array())
-        .cloned()
-        .unwrap_or_default()
-}
+use crate::harness::{Tmpfs, expect_exit, fill_disk, free_disk, settle_as_failed, wait_until};
 
 /// A tmpfs of 1 MiB, and a bench on `policy` whose ledger is on it; None (skipped,
 /// with a note) where this process may not mount one.
@@ -65,7 +56,7 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
     assert_eq!(bench.acted(), ["as the disk filled"]);
 
     free_disk(&mut pads);
-    let left = entries(&bench);
+    let left = bench.entries();
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!(
         left[0]["status"], "pending",
@@ -80,26 +71,14 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
     // meanwhile is told that this attempt is in flight: what was noted of the older
     // one, even under the same attempt number, no longer holds.
     let key = meta["key"].as_str().unwrap();
-    expect_exit(
-        &bench.cli(&[
-            "resolve",
-            "L",
-            key,
-            "failed",
-            "--even-if-running",
-            "--by",
-            "dana",
-        ]),
-        0,
-        "resolve failed",
-    );
+    settle_as_failed(&bench.ledger(), key);
     // And collects it, so that the next attempt is numbered 1 again.
     wait_until(
         "gc removes the failed entry",
         Duration::from_secs(10),
         || {
             let _ = bench.cli(&["gc", "L", "--older-than", "1s", "--status", "failed"]);
-            !entries(&bench).iter().any(|e| e["key"] == key)
+            !bench.entries().iter().any(|e| e["key"] == key)
         },
     );
     let made_again = spawn_call(&agent, "append", &args);
@@ -115,7 +94,7 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
         bench.acted(),
         ["as the disk filled", "after", "as the disk filled"]
     );
-    let settled = entries(&bench);
+    let settled = bench.entries();
     assert!(settled.iter().all(|e| e["status"] == "sent"), "{settled:?}");
     agent.cancel().await.unwrap();
 }
@@ -149,7 +128,7 @@ async fn a_call_the_upstream_refused_as_the_disk_filled_is_said_not_made_and_onl
     assert!(again.starts_with("This call was not made, but"), "{again}");
     assert!(bench.acted().is_empty(), "nothing acted");
     free_disk(&mut pads);
-    let left = entries(&bench);
+    let left = bench.entries();
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!(left[0]["status"], "pending", "{left:?}");
     agent.cancel().await.unwrap();
@@ -169,7 +148,7 @@ fn spawn_call(
 
 fn wait_for_a_claim(bench: &Bench) {
     wait_until("the call is claimed", Duration::from_secs(10), || {
-        entries(bench).iter().any(|e| e["status"] == "pending")
+        bench.entries().iter().any(|e| e["status"] == "pending")
     });
 }
 
@@ -231,23 +210,9 @@ async fn a_draft_whose_send_filled_the_disk_is_said_to_be_unknown_not_unsent() {
         "email=sh -c 'cat > /dev/null; i=0; while head -c 4096 /dev/zero > {}/pad-$i 2>/dev/null; do i=$((i+1)); done; echo {{\\\"id\\\":\\\"m-1\\\"}}'",
         disk.point.display()
     );
-    let client = crate::harness::mcp::connect(
-        "billing-agent",
-        &["mcp", ledger.to_str().unwrap(), "--send", &send],
-    )
-    .await;
-    let draft = json!({
-        "channel": "email",
-        "to": "ana@example.com",
-        "intent": "Invoice 9",
-        "payload": {"subject": "Invoice 9"},
-    });
-    ok(&call(&client, "submit_draft", draft).await);
-    expect_exit(
-        &crate::harness::on_ledger(&ledger, &["approve", "L", "1", "--by", "dana"]),
-        0,
-        "approve",
-    );
+    let client = crate::harness::mcp::agent_sending("billing-agent", &ledger, &send).await;
+    ok(&call(&client, "submit_draft", invoice("Invoice 9")).await);
+    approve_as_dana(&ledger, "1");
 
     let done = ok(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
     assert_eq!(done["outcome"], "unknown", "{done}");

@@ -149,6 +149,11 @@ impl Bench {
             .unwrap()
     }
 
+    /// Every entry of the ledger, as `send-once ls --json` lists them.
+    pub(crate) fn entries(&self) -> Vec<Value> {
+        crate::harness::entries(&self.ledger())
+    }
+
     /// `send-once ARGS` with the ledger in place of `L`.
     pub(crate) fn cli(&self, args: &[&str]) -> std::process::Output {
         crate::harness::on_ledger(&self.ledger(), args)
@@ -434,12 +439,7 @@ async fn a_call_the_upstream_refused_before_it_ran_is_failed_and_may_be_made_aga
             .to_string();
         assert!(said.contains("tool not found"), "{said}");
     }
-    let listed = json_stdout(&bench.cli(&["ls", "L", "--json"]), "ls");
-    let listed = listed
-        .as_array()
-        .or_else(|| listed["entries"].as_array())
-        .unwrap()
-        .clone();
+    let listed = bench.entries();
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0]["status"], "failed", "{listed:?}");
     agent.cancel().await.unwrap();
@@ -783,13 +783,11 @@ async fn what_the_policy_leaves_out_or_a_null_is_not_part_of_the_key() {
     )
     .await;
     assert!(refused(&wrong).contains("takes string"), "{}", text(&wrong));
-    let listed = json_stdout(&bench.cli(&["ls", "L", "--json"]), "ls");
-    let listed = listed
-        .as_array()
-        .or_else(|| listed["entries"].as_array())
-        .unwrap()
-        .len();
-    assert_eq!(listed, 1, "nothing claimed for the refused calls");
+    assert_eq!(
+        bench.entries().len(),
+        1,
+        "nothing claimed for the refused calls"
+    );
     agent.cancel().await.unwrap();
 }
 

@@ -9,9 +9,10 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::agent::{approve_as_dana, invoice};
 use super::proxy::{Bench, HOLD};
 use crate::harness::mcp::{call, ok, refused};
-use crate::harness::{expect_exit, json_stdout, on_ledger};
+use crate::harness::{entries, expect_exit, settle_as_failed};
 
 /// Every draft's mark as dispatched, and every entry's move to failed, refused.
 const REFUSE_THE_MARK_AND_ITS_UNDOING: &str = "
@@ -30,33 +31,22 @@ fn ledger_sql(ledger: &Path, sql: &str) {
 
 /// The ledger's only entry, as `ls --json` gives it.
 fn only_entry(ledger: &Path) -> serde_json::Value {
-    let listed = json_stdout(&on_ledger(ledger, &["ls", "L", "--json"]), "ls");
-    let entries = listed
-        .as_array()
-        .or_else(|| listed["entries"].as_array())
-        .cloned()
-        .unwrap_or_default();
+    let entries = entries(ledger);
     assert_eq!(entries.len(), 1, "{entries:?}");
     entries[0].clone()
 }
 
-fn settle_as_failed(ledger: &Path, key: &str) {
-    expect_exit(
-        &on_ledger(
-            ledger,
-            &[
-                "resolve",
-                "L",
-                key,
-                "failed",
-                "--even-if-running",
-                "--by",
-                "dana",
-            ],
-        ),
-        0,
-        "resolve failed",
+/// What the agent is told of a call that was not made and could not be recorded as
+/// such: the store's own words, and that only "failed" settles it.
+fn said_not_made_and_not_recorded(said: &str, not_made: &str) {
+    assert!(said.contains(not_made), "{said}");
+    assert!(said.contains("could not record"), "{said}");
+    assert!(
+        said.contains("the ledger refused the record"),
+        "the store's own words: {said}"
     );
+    assert!(said.contains("failed --even-if-running"), "{said}");
+    assert!(!said.contains("sent` or"), "never settled as sent: {said}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -82,13 +72,7 @@ async fn a_held_call_claimed_but_not_marked_and_not_recorded_is_said_not_made_un
     let answered = call(&agent, "send_once_status", json!({"draftId": 1})).await;
     let said = refused(&answered);
     assert!(said.starts_with("This call was not made, but"), "{said}");
-    assert!(said.contains("could not record"), "{said}");
-    assert!(
-        said.contains("the ledger refused the record"),
-        "the store's own words: {said}"
-    );
-    assert!(said.contains("failed --even-if-running"), "{said}");
-    assert!(!said.contains("sent` or"), "never settled as sent: {said}");
+    said_not_made_and_not_recorded(&said, "This call was not made, but");
     assert_eq!(
         answered.structured_content.as_ref().unwrap()["status"],
         "unknown",
@@ -121,34 +105,14 @@ async fn a_draft_claimed_but_not_marked_and_not_recorded_is_said_not_sent_until_
         "email=sh -c 'cat >> {}; echo {{\\\"id\\\":\\\"m-1\\\"}}'",
         ran.display()
     );
-    let client = crate::harness::mcp::connect(
-        "billing-agent",
-        &["mcp", ledger.to_str().unwrap(), "--send", &send],
-    )
-    .await;
-    let draft = json!({
-        "channel": "email",
-        "to": "ana@example.com",
-        "intent": "Invoice 9",
-        "payload": {"subject": "Invoice 9"},
-    });
-    let submitted = ok(&call(&client, "submit_draft", draft).await);
+    let client = crate::harness::mcp::agent_sending("billing-agent", &ledger, &send).await;
+    let submitted = ok(&call(&client, "submit_draft", invoice("Invoice 9")).await);
     let key = submitted["key"].as_str().unwrap().to_owned();
-    expect_exit(
-        &on_ledger(&ledger, &["approve", "L", "1", "--by", "dana"]),
-        0,
-        "approve",
-    );
+    approve_as_dana(&ledger, "1");
     ledger_sql(&ledger, REFUSE_THE_MARK_AND_ITS_UNDOING);
 
     let said = refused(&call(&client, "dispatch_draft", json!({"draftId": 1})).await);
-    assert!(said.contains("was not sent, but"), "{said}");
-    assert!(said.contains("could not record"), "{said}");
-    assert!(
-        said.contains("the ledger refused the record"),
-        "the store's own words: {said}"
-    );
-    assert!(said.contains("failed --even-if-running"), "{said}");
+    said_not_made_and_not_recorded(&said, "was not sent, but");
     assert!(!ran.exists(), "the send command never ran");
     let entry = only_entry(&ledger);
     assert_eq!(entry["status"], "pending", "the claim stands: {entry}");
