@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::policy::ToolRule;
 use crate::js::canonical::{canonical_json_of, sha256_hex};
 use crate::ledger::key::{check_key_field, normalise_recipient};
+use crate::review::meta::{INTENT_SEPARATOR, argument_text};
 
 /// A call's key, and what it was made of.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,16 +104,15 @@ fn intent_text(
 ) -> Result<Option<String>, String> {
     let mut parts = Vec::new();
     for field in fields {
-        let text = match arguments.get(field) {
-            None => continue,
-            Some(Value::String(text)) => text.clone(),
-            Some(other) => canonical_json_of(other),
+        let Some(value) = arguments.get(field) else {
+            continue;
         };
+        let text = argument_text(value);
         check_key_field("intent", &text)
             .map_err(|e| format!("argument {}: {}", quoted(field), e.problem))?;
         parts.push(text);
     }
-    Ok((!parts.is_empty()).then(|| parts.join(" · ")))
+    Ok((!parts.is_empty()).then(|| parts.join(INTENT_SEPARATOR)))
 }
 
 fn quoted(name: &str) -> String {

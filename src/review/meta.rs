@@ -1,8 +1,12 @@
-//! What a submission's meta may say. People read a draft's recipient and intent, and
-//! an unknown send's approver, from its meta: a meta that named another recipient than
+//! What a draft's meta says. People read a draft's recipient and intent, and an
+//! unknown send's approver, from its meta: a meta that named another recipient than
 //! the one its key is made from, or an approver, would show the reviewer a send that
 //! is not the one they decide on, and whoever settles it a forged approval. Refused
-//! at every door a draft comes in by (`draft submit`, the MCP `submit_draft`).
+//! at every door a draft comes in by (`draft submit`, the MCP `submit_draft`). A call
+//! held by the MCP proxy reads its recipient and intent from its arguments, the
+//! payload: its meta follows a reviewer's edit of them ([`following`]).
+
+use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
@@ -11,6 +15,64 @@ use crate::text::visible_inline;
 
 /// Meta fields send-once writes itself when a person approves: never an agent's.
 const WRITTEN_ON_APPROVAL: [&str; 2] = ["approvedBy", "approvedAt"];
+
+/// The meta field in which a call held by the MCP proxy names the argument that is
+/// its recipient (the policy's `to`).
+pub const TO_ARGUMENT: &str = "toArgument";
+
+/// The meta field in which a held call names the arguments that make its intent (the
+/// policy's `intent`, a list).
+pub const INTENT_ARGUMENTS: &str = "intentArguments";
+
+/// What joins a held call's intent arguments in the intent a person reads.
+pub const INTENT_SEPARATOR: &str = " · ";
+
+/// An argument as a person reads it in a row: a string as it is, anything else as
+/// its canonical JSON.
+pub fn argument_text(value: &Value) -> Cow<'_, str> {
+    match value {
+        Value::String(text) => Cow::Borrowed(text),
+        other => Cow::Owned(crate::js::canonical::canonical_json_of(other)),
+    }
+}
+
+/// The meta of a held call whose arguments are now `payload` (a reviewer's edit):
+/// its `to` and `intent` read again from the arguments its meta names, as the proxy
+/// read them when it held the call (without an intent argument there, the intent is
+/// the tool's name). None when the meta names no argument (any other draft), or when
+/// nothing it shows changed.
+pub fn following(meta: &Map<String, Value>, payload: &Value) -> Option<Map<String, Value>> {
+    let arguments = payload.as_object()?;
+    let to = meta.get(TO_ARGUMENT).and_then(Value::as_str);
+    let intent = meta.get(INTENT_ARGUMENTS).and_then(Value::as_array);
+    if to.is_none() && intent.is_none() {
+        return None;
+    }
+    let mut next = meta.clone();
+    if let Some(field) = to {
+        match arguments.get(field) {
+            Some(value) => next.insert("to".into(), argument_text(value).into_owned().into()),
+            None => next.remove("to"),
+        };
+    }
+    if let Some(fields) = intent {
+        let parts: Vec<Cow<'_, str>> = fields
+            .iter()
+            .filter_map(|field| arguments.get(field.as_str()?))
+            .map(argument_text)
+            .collect();
+        let shown = if parts.is_empty() {
+            meta.get("tool").cloned()
+        } else {
+            Some(parts.join(INTENT_SEPARATOR).into())
+        };
+        match shown {
+            Some(shown) => next.insert("intent".into(), shown),
+            None => next.remove("intent"),
+        };
+    }
+    (next != *meta).then_some(next)
+}
 
 /// How the door names things in its messages: the meta (`--meta`, `meta`) and the
 /// arguments the key is made from (`--to`, `to`).
@@ -37,6 +99,14 @@ pub fn check(
     if let Some(field) = WRITTEN_ON_APPROVAL.iter().find(|f| meta.contains_key(**f)) {
         return Err(format!(
             "{said}'s {field} is written by send-once when a person approves; leave it out, nothing was queued"
+        ));
+    }
+    if let Some(field) = [TO_ARGUMENT, INTENT_ARGUMENTS]
+        .iter()
+        .find(|f| meta.contains_key(**f))
+    {
+        return Err(format!(
+            "{said}'s {field} is written by send-once mcp proxy for the calls it holds; leave it out, nothing was queued"
         ));
     }
     for (field, made) in derived {
@@ -81,6 +151,24 @@ mod tests {
     }
 
     #[test]
+    fn a_held_calls_meta_follows_an_edit_of_the_arguments_it_names_and_no_other_does() {
+        let held = map(json!({"to": "sam@example.com", "intent": "payout · 40",
+            "tool": "wire", "toArgument": "to", "intentArguments": ["memo", "amount"]}));
+        let edited = json!({"to": "trudy@example.com", "memo": "payout", "amount": 40});
+        let next = following(&held, &edited).unwrap();
+        assert_eq!(next["to"], "trudy@example.com");
+        assert_eq!(next["intent"], "payout · 40");
+        // Unchanged, or the intent arguments gone (the tool's name, as when held).
+        let same = json!({"to": "sam@example.com", "memo": "payout", "amount": 40});
+        assert_eq!(following(&held, &same), None);
+        let bare = following(&held, &json!({"to": "sam@example.com"})).unwrap();
+        assert_eq!(bare["intent"], "wire");
+        // Any other draft's meta says what its submitter said.
+        let other = map(json!({"to": "ana@example.com", "intent": "Invoice 9"}));
+        assert_eq!(following(&other, &edited), None);
+    }
+
+    #[test]
     fn a_meta_that_agrees_with_the_key_or_says_other_things_passes() {
         let derived =
             map(json!({"channel": "email", "to": "ana@example.com", "intent": "Invoice 9"}));
@@ -115,6 +203,10 @@ mod tests {
                 "--meta's approvedBy is written by send-once",
             ),
             (json!({"approvedAt": "2020-01-01"}), "--meta's approvedAt"),
+            (
+                json!({"toArgument": "to"}),
+                "--meta's toArgument is written by send-once mcp proxy",
+            ),
         ] {
             let refused = check(&map(meta.clone()), &derived, CLI).unwrap_err();
             assert!(refused.starts_with(names), "{meta}: {refused}");

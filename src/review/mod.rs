@@ -711,7 +711,13 @@ impl Review {
         if !voided.is_empty() {
             changed.insert("voidedApprovals".into(), voided.clone().into());
         }
-        let revision = edited_revision(&draft, &current, payload, &log);
+        // A held call's rows follow its arguments: who it goes to, what it is for.
+        let meta = draft
+            .meta
+            .as_ref()
+            .and_then(|meta| meta::following(meta, &parsed.to_serde()))
+            .map(|meta| Value::Object(meta).to_string());
+        let revision = edited_revision(&draft, &current, payload, meta, &log);
         let written = self
             .store
             .edit_draft(
@@ -895,6 +901,7 @@ fn edited_revision(
     draft: &Draft,
     current: &Revision,
     payload: String,
+    meta: Option<String>,
     log: &EditLog,
 ) -> NewRevision {
     NewRevision {
@@ -903,7 +910,7 @@ fn edited_revision(
         payload_hash: log.hash.clone(),
         facts: Value::Object(current.facts.clone()).to_string(),
         recheck: None,
-        meta: None,
+        meta,
         by: log.by.clone(),
         at: log.at.clone(),
         required: draft.quorum.required,

@@ -657,6 +657,17 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
         0,
         "draft edit",
     );
+    // The one who approves next reads the recipient of the edit in the queue's rows,
+    // not the one the agent asked for (shift AD1).
+    let listed = bench.cli(&["approvals", "L"]);
+    let rows = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        rows.contains("carol@example.com") && !rows.contains("ana@example.com"),
+        "{rows}"
+    );
+    let queued = json_stdout(&bench.cli(&["approvals", "L", "--json"]), "approvals");
+    assert_eq!(queued[0]["meta"]["to"], "carol@example.com", "{queued}");
+    assert_eq!(queued[0]["meta"]["intent"], "append", "{queued}");
     expect_exit(
         &bench.cli(&["approve", "L", "1", "--revision", "2", "--by", "erin"]),
         0,

@@ -23,6 +23,7 @@ use crate::mcp::policy::ToolRule;
 use crate::mcp::status::{DraftStatus, Standing};
 use crate::provider::SendOptions;
 use crate::review::dispatch::{DraftDispatch, Prepared, newest_draft};
+use crate::review::meta::{INTENT_ARGUMENTS, TO_ARGUMENT};
 use crate::review::{Base, Draft, DraftState, Review, Submission};
 
 pub use crate::mcp::held::{HELD_BY, PROXY, held_by_proxy};
@@ -87,6 +88,13 @@ pub async fn held(
     let arguments = params.arguments.clone().unwrap_or_default();
     let mut meta = entry_meta(&server.config.policy.upstream, &params.name, rule, &key);
     meta.insert(HELD_BY.into(), PROXY.into());
+    // The arguments its recipient and intent are read from: the queue reads them
+    // again when a reviewer edits the arguments, so that every list shows the call
+    // the person approves.
+    if let Some(to) = &rule.to {
+        meta.insert(TO_ARGUMENT.into(), to.clone().into());
+    }
+    meta.insert(INTENT_ARGUMENTS.into(), rule.intent.clone().into());
     let submitter = server
         .config
         .by
@@ -288,6 +296,9 @@ async fn make(
     // A reviewer may have changed who it goes to: the entry names the recipient of
     // the arguments approved, which is what an operator checks if it ends unknown.
     let mut meta = draft.meta.clone().unwrap_or_default();
+    // They say where the draft's rows read from, not what was sent.
+    meta.remove(TO_ARGUMENT);
+    meta.remove(INTENT_ARGUMENTS);
     if let Ok(approved) = call_key(
         &server.config.policy.upstream,
         &tool,

@@ -481,10 +481,10 @@ impl QueueStore for PostgresStore {
                     .query_opt(
                         &format!(
                             "UPDATE {t}_drafts SET revision = revision + 1, version = version + 1, \
-                             updated_at = $3 WHERE id = $1 AND version = $2 \
+                             updated_at = $3, meta = coalesce($4, meta) WHERE id = $1 AND version = $2 \
                              AND state IN ('queued', 'approved') RETURNING revision, state, approvals_required"
                         ),
-                        &[&id, &version, &rev.at],
+                        &[&id, &version, &rev.at, &rev.meta],
                     )
                     .await?;
                 let Some(row) = moved else {

@@ -358,10 +358,11 @@ impl QueueStore for SqliteStore {
             let moved: Option<(i64, String, Option<i64>)> = conn
                 .prepare_cached(
                     "UPDATE send_once_drafts SET revision = revision + 1, version = version + 1, \
-                     updated_at = ?3 WHERE id = ?1 AND version = ?2 AND state IN ('queued', 'approved') \
+                     updated_at = ?3, meta = coalesce(?4, meta) \
+                     WHERE id = ?1 AND version = ?2 AND state IN ('queued', 'approved') \
                      RETURNING revision, state, approvals_required",
                 )?
-                .query_row(params![id, version, rev.at], |r| {
+                .query_row(params![id, version, rev.at, rev.meta], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .optional()?;
