@@ -11,6 +11,7 @@ use rmcp::ServiceExt;
 use send_once::LedgerLocation;
 use send_once::ledger::Access;
 use send_once::mcp::agent::{AgentServer, SendCommands};
+use send_once::mcp::door::Door;
 use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
 use send_once::mcp::proxy::lane::Lane;
@@ -122,23 +123,50 @@ pub fn mcp(args: &McpArgs) -> Exit {
     let ledger = ledger_over(store.clone());
     let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
     let in_flight = server.in_flight();
+    let stop_waiting = server.stopper();
     let notes = Notes::new();
+    // One bound from the agent's leaving to the end: the door's wait for the answers
+    // it is owed counts against the wait for dispatches in flight.
+    let bound = Duration::from_secs(60);
     let exit = runtime.block_on(async {
         let (agent_in, agent_out, _blocking_again) = send_once::mcp::stdio::transport();
-        serve_until_stopped(
+        let (door, server_end) = Door::start(agent_in, agent_out, Arc::clone(&in_flight), bound);
+        let exit = serve_until_stopped(
             server,
-            (agent_in, agent_out),
+            tokio::io::split(server_end),
             in_flight,
             std::future::pending(),
-            || Duration::from_secs(60),
-            || false,
+            {
+                let door = Arc::clone(&door);
+                move || door.left_of(bound)
+            },
+            {
+                // The door reads no more requests and lets those already read be
+                // answered (a long poll at once), then ends the session.
+                let door = Arc::clone(&door);
+                move || {
+                    stop_waiting();
+                    door.stop();
+                    true
+                }
+            },
             Arc::clone(&notes),
         )
-        .await
+        .await;
+        // What is still on its way to the agent is written before the process ends.
+        door.flushed(Duration::from_secs(5)).await;
+        notes.said(door.agent_output_written());
+        match door.agent_write_error() {
+            Some(why) => fail(
+                Exit::Refused,
+                format!(
+                    "the server's answers could not be written to its output ({why}), so the agent did not get them; what the ledger records still holds"
+                ),
+            ),
+            None => exit,
+        }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
-    // rmcp's session has ended by closing its transport, which flushed the answers.
-    notes.said(true);
     exit
 }
 

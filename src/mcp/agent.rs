@@ -52,6 +52,8 @@ pub struct AgentServer {
     in_flight: Arc<super::in_flight::InFlight>,
     /// Its dispatches whose outcome the ledger could not record.
     unrecorded: Arc<super::unrecorded::Unrecorded>,
+    /// Set when the session stops: a long poll answers at once with the state it has.
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
     tool_router: ToolRouter<AgentServer>,
 }
 
@@ -189,7 +191,17 @@ impl AgentServer {
             send,
             in_flight: Arc::default(),
             unrecorded: Arc::default(),
+            stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
             tool_router,
+        }
+    }
+
+    /// What tells the server that its session is stopping: its long polls answer at
+    /// once, so that the session's end waits for no one's decision.
+    pub fn stopper(&self) -> impl Fn() + Send + Sync + 'static {
+        let stopping = Arc::clone(&self.stopping);
+        move || {
+            stopping.send_replace(true);
         }
     }
 
@@ -470,9 +482,11 @@ impl AgentServer {
         let token = context.meta.get_progress_token();
         let mut told = started;
         let (seen, mut latest) = first;
+        let mut stopping = self.stopping.subscribe();
         while started.elapsed() < wait {
             tokio::select! {
                 () = context.ct.cancelled() => break,
+                _ = stopping.wait_for(|stopping| *stopping) => break,
                 () = tokio::time::sleep(POLL) => {}
             }
             let (now_seen, now) = self.status(id).await?;

@@ -11,11 +11,16 @@
 //! visible ([`crate::text`]) wherever a person reads it.
 
 pub mod agent;
+pub mod asked;
 pub mod call_key;
+pub mod closing;
+pub mod door;
 pub mod held;
 pub mod in_flight;
+pub mod outbox;
 pub mod policy;
 pub mod proxy;
 pub mod status;
 pub mod stdio;
 pub mod unrecorded;
+pub mod wire;

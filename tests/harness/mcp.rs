@@ -128,3 +128,129 @@ pub fn fake_upstream() -> Option<std::path::PathBuf> {
     );
     None
 }
+
+/// `send-once ARGS` (`mcp`, or `mcp proxy`) driven by hand, a JSON line at a time, as
+/// an agent that closes its side early, reads nothing, or writes what rmcp's client
+/// would not.
+pub struct Raw {
+    pub child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<Value>,
+    /// Every line read, as the server wrote it.
+    pub texts: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Held, the agent reads nothing: the server's writes fill the pipe and wait.
+    pub reading: std::sync::Arc<std::sync::Mutex<()>>,
+}
+
+impl Raw {
+    /// Starts `send-once ARGS` with `env` added, its stderr going to `stderr`, and
+    /// starts the session as the client `raw-agent`.
+    pub fn spawn(args: &[String], env: &[(&str, &Path)], stderr: std::process::Stdio) -> Raw {
+        use std::io::BufRead;
+        let mut command = std::process::Command::new(super::bin());
+        command
+            .args(args)
+            .env_remove("SEND_ONCE_LEDGER")
+            .env_remove("SEND_ONCE_CONFIG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        let reading = std::sync::Arc::new(std::sync::Mutex::new(()));
+        let allowed = std::sync::Arc::clone(&reading);
+        let texts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&texts);
+        std::thread::spawn(move || {
+            let mut out = out.lines();
+            loop {
+                drop(allowed.lock().unwrap());
+                let Some(Ok(line)) = out.next() else { return };
+                kept.lock().unwrap().push(line.clone());
+                // A server killed mid-line leaves a torn last line: the end.
+                let Ok(message) = serde_json::from_str(&line) else {
+                    return;
+                };
+                let _ = tx.send(message);
+            }
+        });
+        let mut raw = Raw {
+            child,
+            lines,
+            texts,
+            reading,
+        };
+        raw.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw-agent", "version": "1"}}}),
+        );
+        raw.next(std::time::Duration::from_secs(20))
+            .expect("the initialize answer");
+        raw.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    /// Writes `line` as it is: what rmcp's client, or `json!`, would not write.
+    pub fn write_line(&mut self, line: &str) {
+        self.write_bytes(format!("{line}\n").as_bytes());
+    }
+
+    /// Writes `bytes` as they are (a newline is not added): not even UTF-8, perhaps.
+    pub fn write_bytes(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).unwrap();
+    }
+
+    pub fn send(&mut self, message: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").unwrap();
+    }
+
+    /// Cancels the agent's request `id`, as a client that gave up does.
+    pub fn cancel(&mut self, id: impl Into<Value>) {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id.into(), "reason": "the user gave up"}}),
+        );
+    }
+
+    pub fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}),
+        );
+    }
+
+    pub fn next(&self, within: std::time::Duration) -> Option<Value> {
+        self.lines.recv_timeout(within).ok()
+    }
+
+    pub fn close(&mut self) {
+        drop(self.child.stdin.take());
+    }
+
+    /// Whether the server exited within `limit`.
+    pub fn exited_within(&mut self, limit: std::time::Duration) -> bool {
+        let began = std::time::Instant::now();
+        while began.elapsed() < limit {
+            if self.child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

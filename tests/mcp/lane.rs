@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::harness::mcp::{call, ok, refused, text};
+use crate::harness::mcp::{Raw, call, ok, refused, text};
 use crate::proxy::Bench;
 
 /// Everything passes; `append` may take one second at most.
@@ -86,18 +86,8 @@ async fn a_pass_call_past_its_limit_is_answered_then_and_not_left_waiting() {
     assert_eq!(text(&next), "still here");
 }
 
-/// The proxy on `bench` driven by hand, a JSON line at a time, as an agent that
-/// closes its side early or writes what rmcp's client would not.
-struct Raw {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<serde_json::Value>,
-    /// Every line read, as the proxy wrote it.
-    texts: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// Held, the agent reads nothing: the proxy's writes fill the pipe and wait.
-    reading: std::sync::Arc<std::sync::Mutex<()>>,
-}
-
 impl Raw {
+    /// The proxy on `bench`, driven by hand.
     fn start(bench: &Bench, extra: &[&str]) -> Raw {
         Raw::start_with(bench, extra, std::process::Stdio::null())
     }
@@ -109,108 +99,13 @@ impl Raw {
 
     /// As [`Raw::start`], the proxy started with `args`.
     fn start_as(bench: &Bench, args: Vec<String>, stderr: std::process::Stdio) -> Raw {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(crate::harness::bin())
-            .args(args)
-            .env("FAKE_UPSTREAM_LOG", bench.log())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        let reading = std::sync::Arc::new(std::sync::Mutex::new(()));
-        let allowed = std::sync::Arc::clone(&reading);
-        let texts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let kept = std::sync::Arc::clone(&texts);
-        std::thread::spawn(move || {
-            let mut out = out.lines();
-            loop {
-                drop(allowed.lock().unwrap());
-                let Some(Ok(line)) = out.next() else { return };
-                kept.lock().unwrap().push(line.clone());
-                // A proxy killed mid-line leaves a torn last line: the end.
-                let Ok(message) = serde_json::from_str(&line) else {
-                    return;
-                };
-                let _ = tx.send(message);
-            }
-        });
-        let mut raw = Raw {
-            child,
-            lines,
-            texts,
-            reading,
-        };
-        raw.send(
-            json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw-agent", "version": "1"}}}),
-        );
-        raw.next(Duration::from_secs(20))
-            .expect("the initialize answer");
-        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        raw
-    }
-
-    /// Writes `line` as it is: what rmcp's client, or `json!`, would not write.
-    fn write_line(&mut self, line: &str) {
-        use std::io::Write;
-        let stdin = self.child.stdin.as_mut().expect("stdin is open");
-        writeln!(stdin, "{line}").unwrap();
-    }
-
-    fn send(&mut self, message: serde_json::Value) {
-        use std::io::Write;
-        let stdin = self.child.stdin.as_mut().expect("stdin is open");
-        writeln!(stdin, "{message}").unwrap();
-    }
-
-    /// Cancels the agent's request `id`, as a client that gave up does.
-    fn cancel(&mut self, id: impl Into<serde_json::Value>) {
-        self.send(
-            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": id.into(), "reason": "the user gave up"}}),
-        );
+        Raw::spawn(&args, &[("FAKE_UPSTREAM_LOG", &bench.log())], stderr)
     }
 
     /// A `once` or `pass` call `n` (as the policy has it) that acts after `seconds`.
     fn slow_call(&mut self, n: u64, seconds: u64) {
         let arguments = json!({"line": format!("slow {n}"), "seconds": seconds});
         self.call(n, "append_with_progress", arguments);
-    }
-
-    fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}}));
-    }
-
-    fn next(&self, within: Duration) -> Option<serde_json::Value> {
-        self.lines.recv_timeout(within).ok()
-    }
-
-    fn close(&mut self) {
-        drop(self.child.stdin.take());
-    }
-
-    /// Whether the proxy exited within `limit`.
-    fn exited_within(&mut self, limit: Duration) -> bool {
-        let began = Instant::now();
-        while began.elapsed() < limit {
-            if self.child.try_wait().unwrap().is_some() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -862,6 +757,27 @@ fn a_request_rmcp_could_not_read_is_refused_not_left_unanswered() {
         assert_eq!(answer["error"]["code"], code, "{answer}");
         let said = answer["error"]["message"].as_str().unwrap_or_default();
         assert!(said.contains("could not read"), "{answer}");
+    }
+    // Lines whose id cannot be read, which rmcp drops without a word, are answered
+    // under a null id, as JSON-RPC says.
+    for (line, code) in [
+        ("not json".to_owned(), -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call""#.to_owned(),
+            -32700,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"append","arguments":{{"line":"{}"}}}}}}"#,
+                "x".repeat(17 << 20)
+            ),
+            -32600,
+        ),
+    ] {
+        raw.write_line(&line);
+        let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+        assert_eq!(answer["id"], serde_json::Value::Null, "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{answer}");
     }
     // A method no one knows is still rmcp's to answer.
     raw.write_line(r#"{"jsonrpc":"2.0","id":8,"method":"no/such","params":{}}"#);

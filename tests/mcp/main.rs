@@ -7,6 +7,7 @@
 mod harness;
 
 mod agent;
+mod door;
 mod full_disk;
 mod interop;
 mod lane;

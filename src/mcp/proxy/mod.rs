@@ -10,7 +10,6 @@
 pub mod hold;
 pub mod lane;
 pub mod once;
-pub mod outbox;
 pub mod upstream;
 
 use std::sync::Arc;

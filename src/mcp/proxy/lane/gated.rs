@@ -16,9 +16,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::lines::{Call, LONGEST_LINE, Unreadable, spliced_at, task_handle_alone};
+use super::lines::{spliced_at, task_handle_alone};
 use super::{Lane, Match, OURS, Waiter, Waiting, answer_line, named};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
+use crate::mcp::wire::{Call, LONGEST_LINE, Unreadable};
 
 /// A `tools/call` the lane took for the gate: its parameters, as rmcp would have
 /// decoded them, and the way to forward them.
@@ -70,7 +71,7 @@ impl Lane {
             // range, a lone surrogate, an argument list that is not an object): rmcp
             // could not read them either, and would leave the call unanswered.
             Err(e) => {
-                self.refuse_unreadable(raw_id.get().as_bytes(), Unreadable::Params(e));
+                self.refuse_unreadable(Some(raw_id.get().as_bytes()), Unreadable::Params(e));
                 return true;
             }
         };

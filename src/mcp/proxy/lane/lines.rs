@@ -1,22 +1,17 @@
-//! Reading and rewriting the lines on the proxy's pipes: a line read with a bound on
-//! its length, a message read no further than the lane needs, an id replaced where it
-//! stands, and a task handle told from a final result.
+//! Reading and rewriting the lines on the proxy's pipes: a message read no further
+//! than the lane needs, an id replaced where it stands, and a task handle told from a
+//! final result. (A line read with a bound, and what rmcp cannot read, are
+//! [`crate::mcp::wire`]'s.)
 
 use std::borrow::Cow;
 use std::ops::Range;
 
-use rmcp::model::{CallToolRequestParams, ClientJsonRpcMessage};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use super::OURS;
-
-/// The longest line read, as rmcp bounds its own: a longer one is dropped (and read
-/// to its end without being kept), so that a peer cannot make the proxy hold an
-/// endless line in memory.
-pub(super) const LONGEST_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+use crate::mcp::wire::{is_object, request, request_id_at, span};
 
 /// What a line is, read no further than the lane needs. The id is kept as the text
 /// it is in the line, so that it can be replaced there without decoding the message
@@ -43,18 +38,6 @@ impl<'a> Peek<'a> {
     pub(super) fn of(line: &'a [u8]) -> Option<Peek<'a>> {
         is_object(line).then(|| serde_json::from_slice(line).ok())?
     }
-}
-
-/// Whether `text` is written as a JSON object: serde reads a struct from an array too,
-/// and JSON-RPC's messages (and `_meta`) are objects.
-fn is_object(text: &[u8]) -> bool {
-    text.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{')
-}
-
-/// A `tools/call` request's parameters, as a tool's handler takes them.
-#[derive(Deserialize)]
-pub(super) struct Call {
-    pub(super) params: CallToolRequestParams,
 }
 
 #[derive(Deserialize)]
@@ -91,55 +74,16 @@ pub(super) struct PeekMeta<'a> {
     pub(super) progress_token: Option<&'a RawValue>,
 }
 
-/// A request, read no further than its method and id: what is left of a line that is
-/// not a `Peek` (a tool's name that is not a string, say) to answer it by.
-#[derive(Deserialize)]
-struct Asked<'a> {
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    #[serde(borrow)]
-    id: &'a RawValue,
-}
-
 /// Where the id of the request `line` stands, and whether it is a tool call; `None`
 /// if it is no request, or its id could not be answered to.
 pub(super) fn asked(line: &[u8], peek: Option<&Peek<'_>>) -> Option<(bool, Range<usize>)> {
-    let (method, id) = match peek {
-        Some(peek) => (peek.method.as_deref()?, peek.id?),
-        None => {
-            if !is_object(line) {
-                return None;
-            }
-            let asked = serde_json::from_slice::<Asked>(line).ok()?;
-            return Some((asked.method == "tools/call", asked_id(line, asked.id)?));
-        }
+    let Some(peek) = peek else {
+        // What is left of a line that is not a `Peek` (a tool's name that is not a
+        // string, say) to answer it by.
+        return request(line);
     };
-    Some((method == "tools/call", asked_id(line, id)?))
-}
-
-fn asked_id(line: &[u8], id: &RawValue) -> Option<Range<usize>> {
-    request_id(id).then(|| span(line, id)).flatten()
-}
-
-/// What rmcp's server could not read of a request.
-pub(super) enum Unreadable {
-    /// The message: not JSON-RPC 2.0, or a number or a text its types cannot hold.
-    Message(serde_json::Error),
-    /// A call's parameters, as a tool's handler takes them.
-    Params(serde_json::Error),
-}
-
-/// Whether rmcp's server can read the request `line` as what it says it is: as a
-/// client's message, and a call's parameters as a tool's handler takes them (rmcp
-/// reads a call whose parameters its handler could not as a method it does not
-/// know). What it cannot read it drops unanswered (a number past a double's range, a
-/// lone surrogate), or answers with no id.
-pub(super) fn readable(line: &[u8], call: bool) -> Result<(), Unreadable> {
-    if call {
-        serde_json::from_slice::<Call>(line).map_err(Unreadable::Params)?;
-    }
-    serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(Unreadable::Message)?;
-    Ok(())
+    let (method, id) = (peek.method.as_deref()?, peek.id?);
+    Some((method == "tools/call", request_id_at(line, id)?))
 }
 
 /// `line` with `part` replaced by `with`, ending in a newline; `None` if `part` is not
@@ -179,13 +123,6 @@ pub(super) fn spliced_two(
     Some(out)
 }
 
-/// Where `part` stands in `line`, if it is a slice of it.
-pub(super) fn span(line: &[u8], part: &RawValue) -> Option<Range<usize>> {
-    let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
-    let end = start.checked_add(part.get().len())?;
-    (end <= line.len()).then_some(start..end)
-}
-
 /// `line` with what stands at `at` replaced by `with`, ending in a newline.
 pub(super) fn spliced_at(line: &[u8], at: Range<usize>, with: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(line.len() + with.len() + 1);
@@ -196,11 +133,6 @@ pub(super) fn spliced_at(line: &[u8], at: Range<usize>, with: &[u8]) -> Vec<u8> 
         out.push(b'\n');
     }
     out
-}
-
-/// Whether `id` is one JSON-RPC allows a request: a string or a number.
-pub(super) fn request_id(id: &RawValue) -> bool {
-    matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
 }
 
 /// The lane's number in `id`, if it is one of the lane's ids.
@@ -232,66 +164,12 @@ pub(super) fn task_handle_alone(line: &[u8]) -> Option<Vec<u8>> {
     Some(reduced)
 }
 
-/// What [`read_line`] read.
-#[derive(Debug, PartialEq)]
-pub(super) enum Read {
-    /// A line, in the buffer, with its newline (or without, at the end).
-    Line,
-    /// A line longer than the bound, read to its end and dropped.
-    TooLong,
-    /// The end of the input, or an error reading it.
-    End,
-}
-
-/// The longest line read from rmcp's own server or client inside the proxy: an answer
-/// there carries the agent's id and the upstream's result, each up to
-/// [`LONGEST_LINE`], and encoded again it may be longer than either. Dropped, an
-/// answer would leave the agent waiting for ever.
-pub(super) const LONGEST_FROM_RMCP: usize = 4 * LONGEST_LINE;
-
-/// Reads one line into `line` (cleared first), never holding more than `longest` of
-/// it: `read_until` could not be bounded, since it returns only at a newline.
-pub(super) async fn read_line(
-    reader: &mut (impl AsyncBufRead + Unpin),
-    line: &mut Vec<u8>,
-    longest: usize,
-) -> Read {
-    line.clear();
-    let mut too_long = false;
-    loop {
-        let available = match reader.fill_buf().await {
-            Ok(available) => available,
-            Err(_) => return Read::End,
-        };
-        if available.is_empty() {
-            return match (too_long, line.is_empty()) {
-                (true, _) => Read::TooLong,
-                (false, true) => Read::End,
-                (false, false) => Read::Line,
-            };
-        }
-        let newline = memchr::memchr(b'\n', available);
-        let take = newline.map_or(available.len(), |at| at + 1);
-        if !too_long && line.len() + take > longest {
-            too_long = true;
-            line.clear();
-        }
-        if !too_long {
-            line.extend_from_slice(&available[..take]);
-        }
-        reader.consume(take);
-        if newline.is_some() {
-            return if too_long { Read::TooLong } else { Read::Line };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tokio::io::BufReader;
 
     use super::*;
+    use crate::mcp::wire::request_id;
 
     #[test]
     fn two_places_are_replaced_in_either_order_and_overlapping_ones_refused() {
@@ -320,51 +198,6 @@ mod tests {
     }
 
     #[test]
-    fn what_rmcp_reads_is_readable_and_what_it_cannot_is_not() {
-        for line in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-            r#"{"jsonrpc":"2.0","id":"a","method":"no/such","params":{"x":1}}"#,
-        ] {
-            assert!(readable(line.as_bytes(), false).is_ok(), "{line}");
-        }
-        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#;
-        assert!(readable(call.as_bytes(), true).is_ok());
-        for (line, call) in [
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":1e400}}"#,
-                false,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"\ud800"}}"#,
-                false,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#,
-                true,
-            ),
-        ] {
-            assert!(readable(line.as_bytes(), call).is_err(), "{line}");
-        }
-        let not_two = r#"{"id":1,"method":"tools/call","params":{"name":"t"}}"#;
-        assert!(matches!(
-            readable(not_two.as_bytes(), true),
-            Err(Unreadable::Message(_))
-        ));
-        // Parameters first: a call not JSON-RPC 2.0 whose arguments are not an object
-        // is told its parameters could not be read.
-        for line in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
-            r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
-        ] {
-            assert!(
-                matches!(readable(line.as_bytes(), true), Err(Unreadable::Params(_))),
-                "{line}"
-            );
-        }
-    }
-
-    #[test]
     fn only_a_task_handle_beside_a_results_members_is_reduced_to_it() {
         let both = br#"{"jsonrpc":"2.0","id":3,"result":{"task":{"taskId":"t"},"content":[],"isError":false,"_meta":{"m":1}}}"#;
         let reduced: Value = serde_json::from_slice(&task_handle_alone(both).unwrap()).unwrap();
@@ -379,19 +212,6 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"\"task\""}}"#,
         ] {
             assert_eq!(task_handle_alone(untouched), None);
-        }
-    }
-
-    async fn lines_of(input: Vec<u8>) -> Vec<(Read, Vec<u8>)> {
-        let mut reader = BufReader::new(std::io::Cursor::new(input));
-        let mut line = Vec::new();
-        let mut read = Vec::new();
-        loop {
-            let what = read_line(&mut reader, &mut line, LONGEST_LINE).await;
-            if what == Read::End {
-                return read;
-            }
-            read.push((what, line.clone()));
         }
     }
 
@@ -446,28 +266,5 @@ mod tests {
         assert_eq!(number("12"), None);
         assert_eq!(number(r#""send-once-pass-""#), None);
         assert_eq!(number(r#""other-1""#), None);
-    }
-
-    #[tokio::test]
-    async fn a_line_too_long_is_dropped_whole_and_the_next_one_read() {
-        let mut input = vec![b'x'; LONGEST_LINE + 10];
-        input.extend_from_slice(b"\n{\"a\":1}\n{\"b\":2}");
-        let read = lines_of(input).await;
-        assert_eq!(read.len(), 3);
-        assert_eq!(read[0].0, Read::TooLong);
-        assert!(read[0].1.is_empty(), "nothing of the long line is kept");
-        assert_eq!(read[1], (Read::Line, b"{\"a\":1}\n".to_vec()));
-        // The last line, without its newline, is a line all the same.
-        assert_eq!(read[2], (Read::Line, b"{\"b\":2}".to_vec()));
-    }
-
-    #[tokio::test]
-    async fn a_line_of_the_longest_length_is_kept() {
-        let mut input = vec![b'y'; LONGEST_LINE - 1];
-        input.push(b'\n');
-        let read = lines_of(input).await;
-        assert_eq!(read.len(), 1);
-        assert_eq!(read[0].0, Read::Line);
-        assert_eq!(read[0].1.len(), LONGEST_LINE);
     }
 }

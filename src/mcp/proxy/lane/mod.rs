@@ -21,26 +21,27 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::oneshot;
 
-use super::outbox::Outbox;
+use crate::mcp::asked::AskedOfRmcp;
+use crate::mcp::closing::{Closing, Room};
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
+use crate::mcp::outbox::Outbox;
+use crate::mcp::wire::{
+    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Unreadable, answer_line, is_blank,
+    not_json, read_line, readable, refusal, request_id, with_null_id,
+};
 
-mod asked;
 mod gated;
 mod lines;
 
-use asked::AskedOfRmcp;
 use gated::Gated;
 pub use gated::{Forward, Gate, GateAnswer, GatedCall};
-use lines::{
-    LONGEST_FROM_RMCP, LONGEST_LINE, Peek, Read, Unreadable, asked, lane_number, read_line,
-    readable, request_id, spliced, spliced_two, task_handle_alone,
-};
+use lines::{Peek, asked, lane_number, spliced, spliced_two, task_handle_alone};
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
 /// ids are numbers), then a counter.
@@ -49,9 +50,6 @@ const OURS: &str = "send-once-pass-";
 /// The progress tokens the lane gives the calls it forwards: a prefix, then the call's
 /// number.
 const OURS_PROGRESS: &str = "send-once-progress-";
-
-/// UTF-8's byte-order mark, which some writers put before a line.
-const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// How much a pipe beneath rmcp holds before its writer waits.
 const PIPE: usize = 1 << 16;
@@ -65,13 +63,6 @@ const ROOM: usize = 8 << 20;
 /// How many of the lane's calls may be at the upstream at once before the lane reads
 /// no more of the agent's calls: a small call can have a large answer.
 const MOST_AT_ONCE: usize = 64;
-
-/// Whether there was room for the agent's next line.
-enum Room {
-    Made,
-    /// The agent closed its side, and the drain bound passed before there was room.
-    NotInTime,
-}
 
 /// How the lane takes a tool's calls.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -112,7 +103,7 @@ pub struct Lane {
     /// How long an agent that has closed its side waits for the answers it is owed.
     drain: OnceLock<Duration>,
     /// When the agent closed its side.
-    closed_at: OnceLock<tokio::time::Instant>,
+    closing: Closing,
     /// Told when the session stops (a signal, the upstream's exit): the agent's
     /// calls are read no more.
     stopped: tokio::sync::Notify,
@@ -229,7 +220,7 @@ impl Lane {
             asked_of_rmcp: AskedOfRmcp::default(),
             answered: tokio::sync::Notify::new(),
             drain: OnceLock::new(),
-            closed_at: OnceLock::new(),
+            closing: Closing::default(),
             stopped: tokio::sync::Notify::new(),
             from_server: Mutex::new(None),
         });
@@ -299,10 +290,7 @@ impl Lane {
     /// What is left of `bound` since the agent closed its side (all of it while the
     /// agent is there): the wait for its answers and for the calls in flight share it.
     pub fn left_of(&self, bound: Duration) -> Duration {
-        match self.closed_at.get() {
-            Some(at) => bound.saturating_sub(at.elapsed()),
-            None => bound,
-        }
+        self.closing.left_of(bound)
     }
 
     /// Waits until there is room for another call and its answer: see [`ROOM`] and
@@ -337,38 +325,12 @@ impl Lane {
         }
     }
 
-    /// [`Lane::room_for_more`], watching meanwhile for the end of the agent's input
-    /// when nothing more of it is read yet: an agent that closes its side is answered
-    /// within the drain bound from then, as when the end comes with room to spare.
+    /// [`Lane::room_for_more`], watching meanwhile for the agent's close.
     async fn room_or_end<R: AsyncRead + Unpin>(&self, reader: &mut BufReader<R>) -> Room {
-        if self.has_room() {
-            return Room::Made;
-        }
-        loop {
-            if self.closed_at.get().is_some() {
-                let Some(bound) = self.drain.get().copied() else {
-                    self.room_for_more().await;
-                    return Room::Made;
-                };
-                let room = tokio::time::timeout(self.left_of(bound), self.room_for_more());
-                return match room.await {
-                    Ok(()) => Room::Made,
-                    Err(_) => Room::NotInTime,
-                };
-            }
-            tokio::select! {
-                () = self.room_for_more() => return Room::Made,
-                filled = reader.fill_buf(), if reader.buffer().is_empty() => {
-                    if filled.map_or(true, |more| more.is_empty()) {
-                        let _ = self.closed_at.set(tokio::time::Instant::now());
-                    } else {
-                        // More to read: the end, if it comes, is seen after it.
-                        self.room_for_more().await;
-                        return Room::Made;
-                    }
-                }
-            }
-        }
+        let drain = self.drain.get().copied();
+        self.closing
+            .room_or_end(reader, drain, || self.has_room(), || self.room_for_more())
+            .await
     }
 
     fn has_room(&self) -> bool {
@@ -456,14 +418,9 @@ impl Lane {
             let without_id = peek
                 .as_ref()
                 .is_some_and(|p| p.method.is_none() && p.id.is_none() && p.error.is_some());
-            let written = if without_id
-                && let Ok(mut message) = serde_json::from_slice::<Value>(&line)
-                && let Some(fields) = message.as_object_mut()
-            {
-                fields.insert("id".to_owned(), Value::Null);
-                send(&self.to_agent, &message)
-            } else {
-                self.to_agent.push_slice(&line)
+            let written = match without_id.then(|| with_null_id(&line)).flatten() {
+                Some(line) => self.to_agent.push(line),
+                None => self.to_agent.push_slice(&line),
             };
             // Counted out once its answer is on its way, and counts against the room
             // as that instead. An answer with no id is to a line the lane never
@@ -504,7 +461,10 @@ impl Lane {
             };
             match read {
                 Read::End => break,
-                Read::TooLong => continue,
+                Read::TooLong => {
+                    self.refuse_unreadable(None, Unreadable::TooLong);
+                    continue;
+                }
                 Read::Line => {}
             }
             // rmcp reads a line after a byte-order mark as the line without it: read
@@ -531,6 +491,14 @@ impl Lane {
                     break;
                 }
             }
+            // rmcp drops a line that is not JSON without a word.
+            if peek.is_none()
+                && !is_blank(&line)
+                && let Some(e) = not_json(&line)
+            {
+                self.refuse_unreadable(None, Unreadable::NotJson(e));
+                continue;
+            }
             let request = asked(&line, peek.as_ref());
             if let Some(peek) = peek
                 && self.take_from_agent(&line, peek).await
@@ -541,7 +509,7 @@ impl Lane {
                 // rmcp would leave it unanswered, or answer it with no id or the
                 // wrong error: the lane answers it instead.
                 if let Err(unreadable) = readable(&line, call) {
-                    self.refuse_unreadable(&line[id], unreadable);
+                    self.refuse_unreadable(Some(&line[id]), unreadable);
                     continue;
                 }
                 self.asked_of_rmcp.asked(
@@ -556,7 +524,7 @@ impl Lane {
         // The agent has closed its side (and may still be reading), or the session is
         // stopping: what it asked is answered first. Then rmcp's server sees the end,
         // and the session ends.
-        let _ = self.closed_at.set(tokio::time::Instant::now());
+        self.closing.closed();
         if reading {
             self.answered_all().await;
         }
@@ -874,28 +842,10 @@ impl Lane {
 }
 
 impl Lane {
-    /// Answers the agent's request `raw_id` (its id as it wrote it), which could not
-    /// be read as what it says it is, with an error saying why: for a call whose
-    /// parameters could not be read, that nothing was claimed or sent.
-    fn refuse_unreadable(&self, raw_id: &[u8], unreadable: Unreadable) {
-        let (said, params) = match unreadable {
-            Unreadable::Message(e) => (e.to_string(), false),
-            Unreadable::Params(e) => (e.to_string(), true),
-        };
-        let why = crate::text::visible_inline(&said);
-        let error = if params {
-            ErrorData::invalid_params(
-                format!(
-                    "send-once could not read the call's parameters, so nothing was claimed or sent: {why}"
-                ),
-                None,
-            )
-        } else {
-            ErrorData::invalid_request(format!("send-once could not read the request: {why}"), None)
-        };
-        if let Ok(body) = serde_json::to_vec(&error) {
-            self.to_agent.push(answer_line(raw_id, "error", &body));
-        }
+    /// Answers the agent's request `raw_id` (its id as it wrote it, or none when it
+    /// could not be read), which could not be read as what it says it is.
+    fn refuse_unreadable(&self, raw_id: Option<&[u8]>, unreadable: Unreadable) {
+        self.to_agent.push(refusal(raw_id, unreadable));
     }
 }
 
@@ -917,22 +867,6 @@ fn progress_number(token: &RawValue) -> Option<u64> {
 /// miss: progress and log lines, of which an upstream may send any number.
 fn only_tells(method: &str) -> bool {
     matches!(method, "notifications/progress" | "notifications/message")
-}
-
-/// The agent's answer line to its request `raw_id`, with `body` as its `member`
-/// (`result` or `error`). The id is written back as the agent wrote it: decoded and
-/// encoded again, a number past 2^53 would come back changed, and the agent could not
-/// match its answer.
-fn answer_line(raw_id: &[u8], member: &str, body: &[u8]) -> Vec<u8> {
-    let mut line = Vec::with_capacity(raw_id.len() + body.len() + 40);
-    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(raw_id);
-    line.extend_from_slice(b",\"");
-    line.extend_from_slice(member.as_bytes());
-    line.extend_from_slice(b"\":");
-    line.extend_from_slice(body);
-    line.extend_from_slice(b"}\n");
-    line
 }
 
 /// Gives `message` to `outbox` as one line; false once the outbox's reader has gone.

@@ -1,10 +1,10 @@
-//! The requests the lane handed to rmcp's server and that are not yet answered, by
-//! their ids. rmcp reads every request it is given at once and starts a task for it,
-//! however many wait: counted here until their answers come out, they take room as
-//! the lane's own calls do, and an agent that floods the proxy with requests while
-//! reading none of the answers is made to wait instead of filling the proxy's memory
-//! (a count of requests only while rmcp's handler runs missed those whose answers
-//! queued inside rmcp: thousands, 50 KB each in a debug build).
+//! The requests handed to rmcp's server (by the proxy's lane, or `send-once mcp`'s
+//! door) and not yet answered, by their ids. rmcp reads every request it is given at
+//! once and starts a task for it, however many wait: counted here until their answers
+//! come out, they take room as the lane's own calls do, and an agent that floods the
+//! server with requests while reading none of the answers is made to wait instead of
+//! filling its memory (a count of requests only while rmcp's handler runs missed those
+//! whose answers queued inside rmcp: thousands, 50 KB each in a debug build).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -14,7 +14,7 @@ use rmcp::model::NumberOrString;
 
 /// Requests handed to rmcp's server, by their ids as rmcp writes them back.
 #[derive(Default)]
-pub(super) struct AskedOfRmcp {
+pub struct AskedOfRmcp {
     /// The length of the requests waiting under each id, by the id's hash: an id may
     /// be as long as a line, and is not kept. rmcp answers an id once, however many
     /// requests the agent sent under it, so each id is one request here.
@@ -24,7 +24,7 @@ pub(super) struct AskedOfRmcp {
 
 impl AskedOfRmcp {
     /// Counts the request whose id is `raw` (as the agent wrote it), `size` bytes long.
-    pub(super) fn asked(&self, raw: &str, size: usize) {
+    pub fn asked(&self, raw: &str, size: usize) {
         if let (Some(id), Ok(mut ids)) = (self.key(raw), self.ids.lock()) {
             *ids.entry(id).or_default() += size;
         }
@@ -33,7 +33,7 @@ impl AskedOfRmcp {
     /// Counts the request under `raw` answered (by rmcp, whose answer has come out),
     /// or given up (cancelled by the agent, which rmcp does not answer); false if none
     /// waited under it.
-    pub(super) fn ended(&self, raw: &str) -> bool {
+    pub fn ended(&self, raw: &str) -> bool {
         let (Some(id), Ok(mut ids)) = (self.key(raw), self.ids.lock()) else {
             return false;
         };
@@ -41,7 +41,7 @@ impl AskedOfRmcp {
     }
 
     /// How many wait, and their length in all (their answers take about as much).
-    pub(super) fn waiting(&self) -> (usize, usize) {
+    pub fn waiting(&self) -> (usize, usize) {
         self.ids
             .lock()
             .map(|ids| (ids.len(), ids.values().sum()))

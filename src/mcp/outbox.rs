@@ -1,4 +1,5 @@
-//! A pipe the proxy writes whole lines to without waiting for its reader.
+//! A pipe written whole lines to without waiting for its reader: the agent's, and the
+//! upstream's in the proxy.
 //!
 //! The proxy reads the agent's calls and the upstream's answers on the one event loop
 //! that also writes to each of them. When a write waited for a reader who was not
