@@ -296,7 +296,7 @@ impl AgentServer {
     }
 
     #[tool(
-        description = "What became of a draft: pending review, approved (N of M), rejected with the reason, edited by a reviewer, dispatched, sent elsewhere, expired; who decided; the ledger's status and provider id once sent. Give draftId or key; waitSeconds (at most 50) waits for a change and answers as soon as there is one.",
+        description = "What became of a draft: pending review, approved (N of M), rejected with the reason, edited by a reviewer, dispatched, sent elsewhere, expired; who decided; the ledger's status and provider id once sent; the current revision's payload, and the fields a reviewer changed (editedFields). Give draftId or key; waitSeconds (at most 50) waits for a change and answers as soon as there is one.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn draft_status(
@@ -313,10 +313,14 @@ impl AgentServer {
         }
         let wait = Duration::from_secs_f64(seconds.min(MAX_WAIT_SECONDS as f64));
         let first = self.status(id).await?;
-        if wait.is_zero() {
-            return Ok(Json(first.1));
-        }
-        Ok(Json(self.wait_for_change(id, first, wait, &context).await?))
+        let status = if wait.is_zero() {
+            first.1
+        } else {
+            self.wait_for_change(id, first, wait, &context).await?
+        };
+        // Read once, at the end: the wait looks at the draft's head alone.
+        let draft = self.review.draft(id).await.map_err(text)?;
+        Ok(Json(status.with_content(&draft)))
     }
 
     #[tool(

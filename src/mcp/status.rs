@@ -92,6 +92,15 @@ pub struct DraftStatus {
     /// What the ledger holds for its key, once anything was sent under it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ledger: Option<LedgerState>,
+    /// The current revision's payload: what a person approves, and what is sent
+    /// (`draft_status` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<serde_json::Value>,
+    /// When a reviewer wrote the current revision: the payload's top-level fields it
+    /// added, removed or changed from the submitter's last revision (`payload` when
+    /// either is not an object), in order (`draft_status` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edited_fields: Option<Vec<String>>,
     /// What the agent should do now, in a sentence.
     pub next: String,
 }
@@ -141,9 +150,62 @@ impl DraftStatus {
             reason: draft.reason.clone(),
             expires_at: draft.expires_at().map(str::to_owned),
             ledger,
+            payload: None,
+            edited_fields: None,
             next,
         }
     }
+
+    /// This state with the payload of its revision, and what a reviewer changed in
+    /// it, read from `draft` loaded with every revision (perhaps later than the state:
+    /// the revision the state names is the one read).
+    pub fn with_content(mut self, draft: &Draft) -> DraftStatus {
+        let payload_of = |revision: &crate::review::Revision| {
+            crate::js::canonical::parse_json(&revision.payload)
+                .ok()
+                .map(|v| v.to_serde())
+        };
+        let Some(current) = draft.revision_of(self.revision) else {
+            return self;
+        };
+        self.payload = payload_of(current);
+        if self.edited_by.is_some() {
+            let submitters = draft
+                .revisions
+                .iter()
+                .filter(|r| r.revision < self.revision)
+                .rfind(|r| match (&draft.submitted_by, &r.submitted_by) {
+                    (Some(first), Some(by)) => crate::review::quorum::same_person(first, by),
+                    (first, by) => first == by,
+                });
+            self.edited_fields = submitters
+                .and_then(payload_of)
+                .zip(self.payload.as_ref())
+                .map(|(before, after)| changed_fields(&before, after));
+        }
+        self
+    }
+}
+
+/// The top-level fields that differ between `before` and `after`, in order; `payload`
+/// when either is not an object and they differ.
+fn changed_fields(before: &serde_json::Value, after: &serde_json::Value) -> Vec<String> {
+    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
+        return if before == after {
+            Vec::new()
+        } else {
+            vec!["payload".to_owned()]
+        };
+    };
+    let mut changed: Vec<String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|name| before.get(*name) != after.get(*name))
+        .cloned()
+        .collect();
+    changed.sort();
+    changed.dedup();
+    changed
 }
 
 fn standing(draft: &Draft, edited: bool, now_ms: i64) -> Standing {
@@ -172,7 +234,7 @@ fn next_step(draft: &Draft, state: Standing, ledger: Option<&LedgerState>) -> St
             "Draft {id} waits for a person's review; it has not been sent. Ask again with draft_status (waitSeconds waits for a change); do not report it as sent."
         ),
         Standing::EditedByReviewer => format!(
-            "A reviewer edited draft {id}: revision {} is theirs and waits for approval. Read it before anything else; to revise it, submit with baseRevision {}.",
+            "A reviewer edited draft {id}: revision {} is theirs and waits for approval. Read it before anything else (draft_status gives its payload, and which fields the reviewer changed); to revise it, submit with baseRevision {}.",
             draft.revision, draft.revision
         ),
         Standing::Approved if crate::mcp::held::held_by_proxy(draft).is_some() => format!(
@@ -205,5 +267,26 @@ fn next_step(draft: &Draft, state: Standing, ledger: Option<&LedgerState>) -> St
                 "Draft {id} was dispatched and whether it went out is not known yet: a person settles it. Do not send it another way."
             ),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::changed_fields;
+
+    #[test]
+    fn the_fields_a_reviewer_changed_are_those_added_removed_or_changed() {
+        let before = json!({"subject": "a", "amount": 1, "cc": "x"});
+        let after = json!({"subject": "b", "amount": 1, "note": "n"});
+        assert_eq!(changed_fields(&before, &after), ["cc", "note", "subject"]);
+        assert!(changed_fields(&before, &before).is_empty());
+        // A nested change is its top-level field's.
+        let nested = json!({"subject": "a", "amount": 1, "cc": {"to": "y"}});
+        assert_eq!(changed_fields(&before, &nested), ["cc"]);
+        assert_eq!(changed_fields(&json!("text"), &json!("other")), ["payload"]);
+        assert_eq!(changed_fields(&json!([1]), &before), ["payload"]);
+        assert!(changed_fields(&json!([1]), &json!([1])).is_empty());
     }
 }

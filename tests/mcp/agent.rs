@@ -182,6 +182,24 @@ async fn a_reviewers_edit_is_revised_only_by_a_submission_that_names_it() {
     let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
     assert_eq!(status["state"], "edited_by_reviewer");
     assert_eq!(status["editedBy"], "dana");
+    // The agent can read what it is told to read: the reviewer's payload, and which of
+    // its fields the reviewer changed.
+    assert_eq!(
+        status["payload"],
+        json!({"subject": "Invoice 7 (14 days)", "amount": 120}),
+        "{status}"
+    );
+    assert_eq!(status["editedFields"], json!(["subject"]), "{status}");
+    assert!(
+        status["next"]
+            .as_str()
+            .unwrap()
+            .contains("gives its payload"),
+        "{status}"
+    );
+    // A list stays short: no payloads in it.
+    let listed = ok(&call(&client, "list_drafts", json!({})).await);
+    assert!(listed["drafts"][0].get("payload").is_none(), "{listed}");
 
     let unread = refused(&call(&client, "submit_draft", invoice("Invoice 7, 7 days")).await);
     assert!(unread.contains("revision 2 (by dana)"), "{unread}");
