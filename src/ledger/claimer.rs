@@ -54,6 +54,10 @@ pub enum Running {
         until_ms: i64,
         /// The claimer's limit.
         limit_ms: u64,
+        /// The claiming process, when it is seen to have ended on this host: what it
+        /// started elsewhere (an MCP upstream's call, a provider's request) may still
+        /// be under way until the limit.
+        claimer_gone: Option<u32>,
     },
     /// Its claimer's limit has passed: the send was killed then.
     PastLimit {
@@ -128,8 +132,21 @@ impl Running {
         };
         match self {
             Running::Ended => "its claimer recorded how it ended".to_owned(),
-            Running::WithinLimit { until_ms, limit_ms } => format!(
+            Running::WithinLimit {
+                until_ms,
+                limit_ms,
+                claimer_gone: None,
+            } => format!(
                 "it may still be running: its claimer's limit of {} ends at {}",
+                limit_text(*limit_ms),
+                iso(*until_ms)
+            ),
+            Running::WithinLimit {
+                until_ms,
+                limit_ms,
+                claimer_gone: Some(pid),
+            } => format!(
+                "it may still be running: its claiming process {pid} has ended on this host, but what it started elsewhere (an upstream's call, a provider's request) may still be under way until its limit of {} ends at {}",
                 limit_text(*limit_ms),
                 iso(*until_ms)
             ),
@@ -220,7 +237,14 @@ pub fn running(entry: &Entry, now_ms: i64) -> Running {
         return if now_ms > until_ms {
             Running::PastLimit { until_ms, limit_ms }
         } else {
-            Running::WithinLimit { until_ms, limit_ms }
+            Running::WithinLimit {
+                until_ms,
+                limit_ms,
+                claimer_gone: claimer
+                    .as_ref()
+                    .filter(|_| alive == Some(false))
+                    .map(|c| c.pid),
+            }
         };
     }
     match (claimer, alive) {
@@ -407,9 +431,23 @@ mod tests {
         assert!(running(&pending(Some(me.clone())), CLAIMED + 86_400_000).may_still_run());
         let gone = Claimer {
             pid: u32::MAX,
+            notes: false,
             ..me
         };
-        assert!(running(&pending(Some(gone.clone())), CLAIMED + 1).may_still_run());
+        let within = running(&pending(Some(gone.clone())), CLAIMED + 1);
+        assert!(within.may_still_run());
+        // Said so: the claimer is gone, what it started may not be.
+        assert!(
+            matches!(
+                within,
+                Running::WithinLimit {
+                    claimer_gone: Some(u32::MAX),
+                    ..
+                }
+            ),
+            "{within:?}"
+        );
+        assert!(within.describe().contains("has ended on this host"));
         assert!(!running(&pending(Some(gone)), CLAIMED + 62_000).may_still_run());
     }
 

@@ -132,6 +132,8 @@ pub enum Effect {
         provider_id: Option<String>,
         /// The entry as the person saw it when they decided.
         seen: Seen,
+        /// The person confirmed it, shown that its attempt may still be running.
+        even_if_running: bool,
         /// The person typed that they go against a verify that found it.
         even_if_found: bool,
     },

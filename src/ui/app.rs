@@ -19,7 +19,7 @@ use crate::ledger::decision::Decision;
 use crate::ledger::{Census, Entry, PageQuery, Status, UnreadableRow, time};
 use crate::review::Draft;
 
-pub use super::forms::{Confirm, Field, Form, FormKind, Settle, short_key};
+pub use super::forms::{Confirm, Field, Form, FormKind, Settle, StillSending, short_key};
 pub use super::state::{Loaded, Sort, StatusLine, ViewState};
 use super::state::{
     decision_matches, draft_matches, entry_matches, loaded, sort_drafts, sort_entries,
@@ -555,7 +555,21 @@ impl App {
 
     /// Its attempt has not ended and it was claimed recently: maybe still sending.
     pub fn maybe_in_flight(&self, entry: &Entry) -> bool {
-        in_flight(entry, self.now, self.older_than_ms)
+        self.still_sending(entry).may()
+    }
+
+    /// Whether `entry`'s attempt may still be sending: by what its claim records (its
+    /// claimer's limit, its process seen here), as `show` and the ledger's own refusal
+    /// judge it; only for a claimer that cannot be seen, by its age.
+    pub fn still_sending(&self, entry: &Entry) -> StillSending {
+        let running = crate::ledger::claimer::running(entry, self.now);
+        if running.known_to_run() {
+            StillSending::Known(running.describe())
+        } else if running.may_still_run() && in_flight(entry, self.now, self.older_than_ms) {
+            StillSending::Perhaps
+        } else {
+            StillSending::No
+        }
     }
 
     /// Rows a page key moves by: what fits in the list.

@@ -431,6 +431,7 @@ pub(super) async fn decide(effect: Effect, backend: &Backend) -> Outcome {
             note,
             provider_id,
             seen,
+            even_if_running,
             even_if_found,
         } => {
             let details = ResolveDetails {
@@ -439,7 +440,7 @@ pub(super) async fn decide(effect: Effect, backend: &Backend) -> Outcome {
                 provider_id,
                 seen: Some(seen),
                 evidence: None,
-                even_if_running: false,
+                even_if_running,
                 even_if_found,
             };
             resolve(backend, key, status, details).await

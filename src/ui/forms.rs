@@ -7,6 +7,27 @@ use tui_input::Input;
 use super::action::Effect;
 use crate::ledger::{Seen, Status, duration};
 
+/// Whether an unknown send's attempt may still be sending, as the screen showed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StillSending {
+    /// Its attempt has ended, or its claimer's limit has passed.
+    No,
+    /// Known to: its claimer is seen alive here, or its recorded limit has not passed
+    /// (the sentence says which). The ledger refuses to mark it failed unless the
+    /// person says they know better, which confirming the form says.
+    Known(String),
+    /// Its claimer cannot be seen (a Node claim, another host with no limit), and it
+    /// was claimed less than `--older-than` ago.
+    Perhaps,
+}
+
+impl StillSending {
+    /// Whether the row is marked as perhaps in flight.
+    pub fn may(&self) -> bool {
+        *self != StillSending::No
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FormKind {
     Approve {
@@ -39,9 +60,8 @@ pub enum FormKind {
         key: String,
         /// Who and what, as the list showed it.
         who: String,
-        /// Its attempt has not ended and it was claimed less than `--older-than` ago:
-        /// it may still be sending.
-        in_flight: bool,
+        /// Whether it may still be sending.
+        in_flight: StillSending,
         /// The entry as it was shown: the decision applies only to it.
         seen: Seen,
     },
@@ -49,7 +69,7 @@ pub enum FormKind {
         key: String,
         /// Who and what, as the list showed it.
         who: String,
-        in_flight: bool,
+        in_flight: StillSending,
         seen: Seen,
         /// Verify found it at the provider: what it said, and what the person must type
         /// in the Evidence field to mark it failed all the same (failed sends it again).
@@ -84,7 +104,7 @@ pub struct Settle {
     pub key: String,
     /// Who and what, as the list showed it.
     pub who: String,
-    pub in_flight: bool,
+    pub in_flight: StillSending,
     pub seen: Seen,
 }
 
@@ -428,13 +448,25 @@ fn confirm_mark(form: &Form, by: String, still_sending: &str) -> Result<Confirm,
             against.evidence
         ));
     }
-    if *in_flight {
-        lines.push(format!("It was {still_sending}"));
+    let mut warning = None;
+    match in_flight {
+        StillSending::No => {}
+        StillSending::Perhaps => lines.push(format!("It was {still_sending}")),
+        StillSending::Known(why) => {
+            lines.push(format!("{}.", capitalised(why)));
+            // Marked failed, the next attempt could send it while this one still runs.
+            if !sent {
+                warning = Some(
+                    "Marked failed while it may still be sending, the next attempt can send it a second time: check with the provider first."
+                        .to_owned(),
+                );
+            }
+        }
     }
     Ok(Confirm {
         title: if sent { "Mark sent" } else { "Mark failed" }.into(),
         lines,
-        warning: None,
+        warning,
         effect: Effect::Resolve {
             key: key.clone(),
             status: if sent { Status::Sent } else { Status::Failed },
@@ -449,9 +481,20 @@ fn confirm_mark(form: &Form, by: String, still_sending: &str) -> Result<Confirm,
             },
             provider_id,
             seen: seen.clone(),
+            // The person confirmed it, having read that it may still be sending.
+            even_if_running: matches!(in_flight, StillSending::Known(_)),
             even_if_found: against.is_some(),
         },
     })
+}
+
+/// `text` with its first letter in capitals.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// Settling the marked unknown sends one way, with one note; each is refused on its
@@ -487,15 +530,27 @@ fn confirm_settle_many(
     if let Some(note) = form.optional("Note") {
         lines.push(format!("Note: {note}"));
     }
-    let flying = sends.iter().filter(|s| s.in_flight).count();
-    if flying > 0 {
-        lines.push(format!("{flying} of them were {still_sending}"));
+    let perhaps = sends
+        .iter()
+        .filter(|s| s.in_flight == StillSending::Perhaps)
+        .count();
+    if perhaps > 0 {
+        lines.push(format!("{perhaps} of them were {still_sending}"));
     }
+    let known = sends
+        .iter()
+        .filter(|s| matches!(s.in_flight, StillSending::Known(_)))
+        .count();
+    let warning = (known > 0 && status == Status::Failed).then(|| {
+        format!(
+            "{known} of them may still be sending (their claimer runs, or its time limit has not passed): marked failed, the next attempt can send each a second time."
+        )
+    });
     lines.push("Each is refused on its own if it changed since it was shown.".into());
     Confirm {
         title: format!("Settle {} sends as {word}", sends.len()),
         lines,
-        warning: None,
+        warning,
         effect: Effect::Batch(
             sends
                 .iter()
@@ -506,6 +561,7 @@ fn confirm_settle_many(
                     note: form.optional("Note"),
                     provider_id: None,
                     seen: send.seen.clone(),
+                    even_if_running: matches!(send.in_flight, StillSending::Known(_)),
                     // A bulk settle leaves out what verify found.
                     even_if_found: false,
                 })

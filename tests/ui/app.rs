@@ -8,7 +8,7 @@ use send_once::ledger::{Census, Entry, PageQuery, Seen, Status};
 use send_once::review::drift::LatestFacts;
 use send_once::review::{Draft, Revision};
 use send_once::ui::action::{Action, Effect, Outcome};
-use send_once::ui::app::{App, FormKind, LEDGER_PAGE, Loaded, Options, Overlay};
+use send_once::ui::app::{App, FormKind, LEDGER_PAGE, Loaded, Options, Overlay, StillSending};
 use send_once::ui::keymap::{self, BINDINGS, View, command_for};
 use serde_json::{Map, Value, json};
 
@@ -807,6 +807,7 @@ fn mark_sent_resolves_with_note_name_and_provider_id() {
             note: Some("provider dashboard shows it".into()),
             provider_id: Some("msg_123".into()),
             seen,
+            even_if_running: false,
             even_if_found: false,
         }]
     );
@@ -833,6 +834,7 @@ fn mark_failed_resolves_without_a_provider_id() {
             note: Some("bounced".into()),
             provider_id: None,
             seen,
+            even_if_running: false,
             even_if_found: false,
         }]
     );
@@ -1227,6 +1229,62 @@ fn a_claim_time_that_cannot_age_a_row_does_not_make_it_in_flight() {
             "{claimed_at:?}"
         );
     }
+}
+
+/// A claim that records its claimer's limit is in flight by that limit, as `show` and
+/// the ledger judge it, not by the screen's `--older-than` (shift AD7: after a proxy
+/// was killed, the screen said "less than 5m", and its "failed" was refused with a
+/// flag the screen has no way to give). Confirmed against the warning, the decision
+/// says so, and only `y` confirms it.
+#[test]
+fn a_claim_with_a_recorded_limit_is_in_flight_by_that_limit_and_failed_only_as_confirmed() {
+    // No host or boot recorded: its process cannot be looked for, only its limit read.
+    let limited = |key: &str, claimed_ms_ago: i64, limit_ms: i64| {
+        Entry::from_value(json!({
+            "key": key, "status": "pending", "attempts": 1,
+            "claimedAt": ago(claimed_ms_ago), "updatedAt": ago(claimed_ms_ago),
+            "meta": null, "claimer": {"pid": 4_000_000, "limitMs": limit_ms},
+        }))
+        .unwrap()
+    };
+    let mut app = new_app();
+    let unknown = vec![
+        // An hour's limit, claimed ten minutes ago: past the screen's five minutes.
+        limited("wire-1", 10 * MIN, 60 * MIN),
+        // Ten seconds' limit, claimed a minute ago: over, though inside five minutes.
+        limited("mail-2", MIN, 10_000),
+    ];
+    assert_eq!(app.update(Action::UnknownLoaded(Ok(unknown))), vec![]);
+    ch(&mut app, '2');
+    let rows = app.unknown.ready().unwrap().clone();
+    assert!(matches!(
+        app.still_sending(&rows[0]),
+        StillSending::Known(why) if why.contains("limit of 1h")
+    ));
+    assert_eq!(app.still_sending(&rows[1]), StillSending::No);
+    assert_eq!(ch(&mut app, 'f'), vec![]);
+    let seen = seen_in_form(&app);
+    press(&mut app, KeyCode::Enter);
+    let shown = confirm(&app);
+    assert!(
+        shown.lines.iter().any(|l| l.contains("limit of 1h")),
+        "{shown:?}"
+    );
+    assert!(shown.warning.is_some(), "only y confirms: {shown:?}");
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![], "Enter does not");
+    assert_eq!(
+        ch(&mut app, 'y'),
+        vec![Effect::Resolve {
+            key: "wire-1".into(),
+            status: Status::Failed,
+            by: "dana".into(),
+            note: None,
+            provider_id: None,
+            seen,
+            even_if_running: true,
+            even_if_found: false,
+        }]
+    );
 }
 
 /// A bulk decision that was refused, in part or whole, stays on the status line until

@@ -415,6 +415,7 @@ fn after_happened_enter_opens_the_sent_form_prefilled_and_confirming_resolves_wh
             note: Some(format!("{note} (checked)")),
             provider_id: Some("msg-1".into()),
             seen,
+            even_if_running: false,
             even_if_found: false,
         }]
     );
@@ -870,6 +871,7 @@ fn f_on_a_row_verify_found_needs_the_evidence_typed_and_keeps_it_in_the_note() {
             note: Some(format!("marked failed against verify's answer: {evidence}")),
             provider_id: None,
             seen,
+            even_if_running: false,
             even_if_found: true,
         }]
     );

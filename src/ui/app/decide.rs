@@ -322,7 +322,7 @@ impl App {
                 .map(|e| Settle {
                     key: e.key().to_owned(),
                     who: crate::text::visible_inline(&entry_who(e)).into_owned(),
-                    in_flight: self.maybe_in_flight(e),
+                    in_flight: self.still_sending(e),
                     seen: Seen::entry(e),
                 })
                 .collect();
@@ -423,7 +423,7 @@ impl App {
         let who = crate::text::who_and_what(entry.meta())
             .map(|w| crate::text::visible_inline(&w).into_owned())
             .unwrap_or_default();
-        let in_flight = self.maybe_in_flight(entry);
+        let in_flight = self.still_sending(entry);
         // A verify answer for this status starts the form; the settlement applies to
         // the attempt it was about (a failed entry's answers went with its row).
         let prefill = self

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 
 use super::{age, draw_scrolled, safe, value_text};
 use crate::ledger::{Entry, Status, duration, history};
-use crate::ui::app::App;
+use crate::ui::app::{App, StillSending};
 use crate::ui::theme::Theme;
 
 /// The first line of an entry's last error, without the words every uncertain error
@@ -41,7 +41,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
                 theme.warn(),
             )));
         }
-        if app.maybe_in_flight(entry) {
+        let still = app.still_sending(entry);
+        if let StillSending::Known(why) = &still {
+            lines.push(Line::from(Span::styled(
+                format!("Its attempt has not ended, and {why}."),
+                theme.warn(),
+            )));
+        } else if still == StillSending::Perhaps {
             lines.push(Line::from(Span::styled(
                 format!(
                     "Claimed less than {} ago and its attempt has not ended: it may still be sending.",
