@@ -189,7 +189,7 @@ impl DraftStatus {
 
 /// The top-level fields that differ between `before` and `after`, in order; `payload`
 /// when either is not an object and they differ.
-fn changed_fields(before: &serde_json::Value, after: &serde_json::Value) -> Vec<String> {
+pub fn changed_fields(before: &serde_json::Value, after: &serde_json::Value) -> Vec<String> {
     let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
         return if before == after {
             Vec::new()

@@ -702,15 +702,87 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
         "pay 12",
         "the approved arguments went upstream"
     );
+    // The agent is told that what went was the reviewer's, not what it asked (shift
+    // AD3), in words and in `_meta`, and again when it repeats its call.
     let repeat = call(&agent, "append", args).await;
     assert_eq!(ok(&repeat)["written"], "pay 12");
     assert_eq!(meta_of(&repeat)["replay"], true);
+    for answer in [&made, &repeat] {
+        let said = text(answer);
+        assert!(
+            said.contains("a reviewer (dana) changed this call's arguments")
+                && said.contains("changed: line, to"),
+            "{said}"
+        );
+        assert_eq!(meta_of(answer)["editedBy"], "dana");
+        assert_eq!(meta_of(answer)["editedFields"], json!(["line", "to"]));
+    }
     assert_eq!(bench.acted(), ["pay 12"]);
     // The entry names the recipient approved, whom an operator would check.
     let key = meta_of(&made)["key"].as_str().unwrap().to_owned();
     let shown = json_stdout(&bench.cli(&["show", "L", &key, "--json"]), "show");
     let entry = shown.get("entry").unwrap_or(&shown);
     assert_eq!(entry["meta"]["to"], "carol@example.com", "{shown}");
+    agent.cancel().await.unwrap();
+}
+
+/// A call the policy keys by its recipient alone, held: a repeat to the same recipient
+/// with other arguments is the held call by its key, but not the call the agent first
+/// made. It is neither queued nor made for those arguments, and the agent is told which
+/// differ (shift AD4: it was told "still held", and its arguments were dropped unsaid).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repeat_with_other_arguments_under_a_held_calls_key_is_neither_queued_nor_made() {
+    let Some(bench) = Bench::new(
+        r#"
+upstream = "fake"
+[default]
+mode = "once"
+[tools.append]
+mode = "hold"
+to = "to"
+key = ["to"]
+exclude = ["request_id"]
+"#,
+    ) else {
+        return;
+    };
+    let agent = bench.proxy("billing-agent", &[]).await;
+    let first = json!({"line": "pay 10", "to": "ana@example.com", "request_id": "r1"});
+    let held = call(&agent, "append", first.clone()).await;
+    assert_eq!(held.structured_content.unwrap()["draftId"], 1);
+    let other = json!({"line": "pay 500", "to": "ana@example.com", "request_id": "r2"});
+    let answer = call(&agent, "append", other.clone()).await;
+    assert_eq!(answer.is_error, Some(true));
+    let said = text(&answer);
+    assert!(
+        said.contains("NOT made") && said.contains("NOT queued") && said.contains("in: line"),
+        "{said}"
+    );
+    let told = answer.structured_content.unwrap();
+    assert_eq!(told["draftId"], 1);
+    assert_eq!(
+        told["differs"],
+        json!(["line"]),
+        "the request id is not the call"
+    );
+    // The draft is the first call's, one revision.
+    let queued = json_stdout(&bench.cli(&["approvals", "L", "--json"]), "approvals");
+    assert_eq!(queued.as_array().unwrap().len(), 1, "{queued}");
+    assert_eq!(queued[0]["revision"], 1, "{queued}");
+    expect_exit(
+        &bench.cli(&["approve", "L", "1", "--by", "erin"]),
+        0,
+        "approve",
+    );
+    // Approved, the other call is still not made for those arguments.
+    let answer = call(&agent, "append", other).await;
+    assert!(text(&answer).contains("NOT made"), "{}", text(&answer));
+    assert!(bench.acted().is_empty());
+    // The agent's own call again, its request id changed, is the held call: made.
+    let again = json!({"line": "pay 10", "to": "ana@example.com", "request_id": "r3"});
+    let made = call(&agent, "append", again).await;
+    assert_eq!(ok(&made)["written"], "pay 10");
+    assert_eq!(bench.acted(), ["pay 10"]);
     agent.cancel().await.unwrap();
 }
 

@@ -78,14 +78,20 @@ pub async fn held(
     // approved), instead of queueing it twice.
     // A dispatched draft whose send failed is made again under its approval, as
     // `send_once_status` (and `send-once dispatch`) would: the same answer by either way.
+    let arguments = params.arguments.clone().unwrap_or_default();
     if let Some(id) = newest_draft(&review, &key.key).await.map_err(internal)?
         && let Ok(draft) = review.head(id).await
         && !matches!(draft.state, DraftState::Withdrawn)
         && !spent(&review, &draft).await
     {
+        // The same by its key, but not as the agent first made it: the held call is
+        // not these arguments, so it is neither made for them nor said to be them.
+        let differs = differing(&review, id, &arguments, rule).await;
+        if !differs.is_empty() {
+            return Ok(not_these(server, &review, &draft, &differs).await);
+        }
         return status_of(server, &review, draft, context).await;
     }
-    let arguments = params.arguments.clone().unwrap_or_default();
     let mut meta = entry_meta(&server.config.policy.upstream, &params.name, rule, &key);
     meta.insert(HELD_BY.into(), PROXY.into());
     // The arguments its recipient and intent are read from: the queue reads them
@@ -199,6 +205,65 @@ async fn ours(server: &ProxyServer, review: &Review, draft: &Draft) -> bool {
     let declared = server.declared(tool);
     call_key(upstream, tool, &arguments, &rule, at, declared.as_deref())
         .is_ok_and(|key| key.key == draft.key)
+}
+
+/// The top-level arguments in which `arguments` differ from draft `id`'s first
+/// revision (the call as the agent first made it), leaving out those the policy keeps
+/// out of the key (volatile ones, such as a request id). A reviewer's later edit is not
+/// the agent's: repeating its own call is the same call.
+async fn differing(
+    review: &Review,
+    id: i64,
+    arguments: &Map<String, Value>,
+    rule: &ToolRule,
+) -> Vec<String> {
+    let Ok(full) = review.draft(id).await else {
+        return Vec::new();
+    };
+    let Some(Ok(Value::Object(first))) = full
+        .revisions
+        .first()
+        .map(|r| serde_json::from_str::<Value>(&r.payload))
+    else {
+        return Vec::new();
+    };
+    let kept = |arguments: &Map<String, Value>| {
+        let mut kept = arguments.clone();
+        kept.retain(|name, _| !rule.exclude.contains(name));
+        Value::Object(kept)
+    };
+    crate::mcp::status::changed_fields(&kept(&first), &kept(arguments))
+}
+
+/// The answer to a call that is the held draft's by its key, with arguments that differ
+/// from the draft's in `differs`: nothing queued, nothing made.
+async fn not_these(
+    server: &ProxyServer,
+    review: &Review,
+    draft: &Draft,
+    differs: &[String],
+) -> CallToolResult {
+    let entry = review.ledger_entry(&draft.key).await.ok().flatten();
+    let status = DraftStatus::of(draft, entry.as_ref(), review.now());
+    let id = draft.id;
+    let status_tool = &server.config.status_tool;
+    let fields = differs
+        .iter()
+        .map(|f| crate::text::visible_inline(f).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "This call was NOT made, and these arguments were NOT queued: by its key it is the call held as draft {id}, which {}, and whose arguments differ from these in: {fields}. A person reviews, and the proxy makes, the held call's own arguments. Call {status_tool} with {{\"draftId\": {id}}} to learn what became of it; do not report this call as done.",
+        standing_words(&status)
+    ))]);
+    result.structured_content = Some(json!({
+        "status": "held",
+        "draftId": id,
+        "key": draft.key,
+        "state": status.state,
+        "differs": differs,
+    }));
+    result
 }
 
 /// A dispatched draft whose send failed (a person resolved it so) and whose approval
@@ -344,15 +409,78 @@ async fn make(
     let review = Arc::clone(review);
     let ledger_name = server.config.ledger_name.clone();
     let key = draft.key.clone();
+    let edit = edit_of(&review, draft.id).await;
     // As for `once`: an agent that gives up does not stop the call.
     let task = tokio::spawn(async move {
         let _guard = guard;
         let dispatched = review
             .dispatch(ready, &ledger, &forward, &options, RECHECK)
             .await;
-        made_answer(dispatched, &forward, &key, &ledger_name, ledger.now())
+        let answer = made_answer(dispatched, &forward, &key, &ledger_name, ledger.now());
+        // Made now, or before (a replay of its result): with the reviewer's arguments.
+        match answer {
+            Ok(result) if forward.forwarded() || replayed(&result) => {
+                Ok(told_of_edit(result, edit))
+            }
+            answer => answer,
+        }
     });
     super::once::answered_or_left(task, context, &waits).await
+}
+
+/// A reviewer's edit of a held call: who made it, and the arguments it changed.
+struct Edit {
+    by: String,
+    fields: Vec<String>,
+}
+
+/// The edit the current revision of draft `id` is, when a reviewer wrote it.
+async fn edit_of(review: &Review, id: i64) -> Option<Edit> {
+    let full = review.draft(id).await.ok()?;
+    let status = DraftStatus::of(&full, None, review.now()).with_content(&full);
+    Some(Edit {
+        by: status.edited_by?,
+        fields: status.edited_fields.unwrap_or_default(),
+    })
+}
+
+/// `result`, of a call that went upstream with a reviewer's `edit` of its arguments,
+/// saying so: the agent asked for another call, and must not report its own.
+fn told_of_edit(mut result: CallToolResult, edit: Option<Edit>) -> CallToolResult {
+    let Some(edit) = edit else {
+        return result;
+    };
+    let by = crate::text::visible_inline(&edit.by).into_owned();
+    let fields = edit
+        .fields
+        .iter()
+        .map(|f| crate::text::visible_inline(f).into_owned())
+        .collect::<Vec<_>>();
+    result.content.push(ContentBlock::text(format!(
+        "send-once: a reviewer ({by}) changed this call's arguments before it was approved{}; the call went upstream with the arguments approved, not those this agent sent. Report it as made with those.",
+        if fields.is_empty() {
+            String::new()
+        } else {
+            format!(" (changed: {})", fields.join(", "))
+        }
+    )));
+    if let Some(meta) = result.meta.as_mut()
+        && let Some(Value::Object(ours)) = meta.0.get_mut("send-once")
+    {
+        ours.insert("editedBy".into(), edit.by.into());
+        ours.insert("editedFields".into(), edit.fields.into());
+    }
+    result
+}
+
+/// Whether `result` is a made call's result given again.
+fn replayed(result: &CallToolResult) -> bool {
+    result
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.0.get("send-once"))
+        .and_then(|ours| ours.get("replay"))
+        == Some(&Value::Bool(true))
 }
 
 /// The agent's answer for a held call's dispatch, at `now` (ms): what the ledger made
@@ -403,17 +531,7 @@ fn held_answer(status_tool: &str, id: i64, key: &str) -> CallToolResult {
 /// A held call still waiting: where it stands.
 fn still_held(status_tool: &str, status: &DraftStatus) -> CallToolResult {
     let id = status.draft_id;
-    let stands = match status.state {
-        Standing::EditedByReviewer => "was edited by a reviewer and waits for approval".to_owned(),
-        Standing::Expired => "was approved, but the approval ran out before the call was made: it needs approving again".to_owned(),
-        Standing::Withdrawn => "was withdrawn".to_owned(),
-        Standing::SentElsewhere => "is already recorded as done another way".to_owned(),
-        _ if status.approvals.needed > 1 => format!(
-            "waits for a person's review (approved by {} of {})",
-            status.approvals.approved, status.approvals.needed
-        ),
-        _ => "waits for a person's review".to_owned(),
-    };
+    let stands = standing_words(status);
     let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
         "Still held: this call was NOT made. Draft {id} {stands}. Call {status_tool} with {{\"draftId\": {id}}} again later; do not report it as done."
     ))]);
@@ -425,6 +543,28 @@ fn still_held(status_tool: &str, status: &DraftStatus) -> CallToolResult {
         "approvals": status.approvals,
     }));
     result
+}
+
+/// Where a held call's draft stands, in words after "Draft N".
+fn standing_words(status: &DraftStatus) -> String {
+    match status.state {
+        Standing::EditedByReviewer => "was edited by a reviewer and waits for approval".to_owned(),
+        Standing::Expired => "was approved, but the approval ran out before the call was made: it needs approving again".to_owned(),
+        Standing::Withdrawn => "was withdrawn".to_owned(),
+        Standing::SentElsewhere => "is already recorded as done another way".to_owned(),
+        Standing::Approved => "is approved".to_owned(),
+        Standing::Rejected => "was rejected".to_owned(),
+        Standing::Dispatched => match status.ledger.as_ref().map(|l| l.status.as_str()) {
+            Some("sent") => "was made".to_owned(),
+            Some("failed") => "was made and failed".to_owned(),
+            _ => "was made, and whether it happened is not known yet".to_owned(),
+        },
+        _ if status.approvals.needed > 1 => format!(
+            "waits for a person's review (approved by {} of {})",
+            status.approvals.approved, status.approvals.needed
+        ),
+        Standing::PendingReview => "waits for a person's review".to_owned(),
+    }
 }
 
 fn internal(e: impl std::fmt::Display) -> ErrorData {
