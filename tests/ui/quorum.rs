@@ -263,6 +263,31 @@ fn the_completing_vote_and_a_voiding_edit_say_so() {
 
 /// Finding U6: a name the store would refuse is refused in the form, on Enter,
 /// and the form is kept to be corrected.
+/// A call the MCP proxy held is made by the proxy alone (`dispatch` refuses it): its
+/// approval does not tell the person to dispatch it (shift AD12).
+#[test]
+fn an_approved_call_the_proxy_held_is_said_to_be_made_by_the_proxy() {
+    let mut held = draft(&["sam"]);
+    held.meta = Some(
+        serde_json::json!({"heldBy": "send-once mcp proxy", "upstream": "bank", "tool": "wire"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let mut app = app_as("dana", vec![held]);
+    app.update(Action::Done(Outcome::Approved {
+        id: 7,
+        revision: 1,
+        expires_at: "2026-09-28T00:00:00.000Z".into(),
+        approvers: Some(("sam, dana".into(), 2)),
+    }));
+    let said = status(&app);
+    assert!(
+        said.contains("held by send-once mcp proxy") && !said.contains("send-once dispatch"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_name_with_a_comma_is_refused_in_the_form_which_is_kept() {
     let mut app = app_as("dana", vec![draft(&["sam"])]);

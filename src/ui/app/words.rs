@@ -9,12 +9,21 @@ use crate::ui::forms::short_key;
 impl App {
     /// What came of a decision, as the status line says it.
     pub(super) fn word(&self, outcome: &Outcome) -> String {
-        // An approval sends nothing: say what does (N9).
+        // An approval sends nothing: say what does (N9). A call the MCP proxy held is
+        // made by the proxy alone, which `dispatch` refuses.
         let send_with = |id: &i64| {
-            format!(
-                " Send it with: send-once dispatch {} {id} -- <send command>",
-                crate::text::visible_inline(&shell_words::quote(&self.ledger_label))
-            )
+            let held = self
+                .approvals
+                .ready()
+                .and_then(|drafts| drafts.iter().find(|d| d.id == *id))
+                .filter(|draft| crate::mcp::held::held_by_proxy(draft).is_some());
+            match held {
+                Some(_) => " It is a tool call held by send-once mcp proxy: the proxy makes it when the agent calls it again or asks its status tool.".to_owned(),
+                None => format!(
+                    " Send it with: send-once dispatch {} {id} -- <send command>",
+                    crate::text::visible_inline(&shell_words::quote(&self.ledger_label))
+                ),
+            }
         };
         match outcome {
             Outcome::Approved {
