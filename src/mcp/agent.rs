@@ -23,7 +23,7 @@ mod dispatch;
 
 pub use dispatch::{DispatchAnswer, DispatchDraft, SendCommands};
 
-use super::status::DraftStatus;
+use super::status::{DraftStatus, Standing};
 use crate::ledger::Ledger;
 use crate::ledger::key::{self, Window};
 use crate::review::quorum::same_person;
@@ -99,9 +99,12 @@ pub struct Submitted {
     pub key: String,
     /// The revision this submission is (or, when nothing changed, the current one).
     pub revision: i64,
-    /// The draft's state as stored: queued, or approved when an approved draft was
-    /// revised (its approval covers only the earlier revision).
-    pub state: String,
+    /// Where the draft stands now, as draft_status says it: pending_review for a
+    /// revision that waits, even of a draft approved before (its approval covered an
+    /// earlier revision); approved only while an approval covers this revision.
+    pub state: Standing,
+    /// The state as the queue stores it (queued, approved, …).
+    pub queue_state: String,
     /// Distinct people who must approve it.
     pub approvals_needed: i64,
     /// False when it revised the open draft for the same key.
@@ -265,6 +268,8 @@ impl AgentServer {
             .submit(submission)
             .await
             .map_err(|e| e.to_string())?;
+        // Read back: where it stands is the head's, with its approval and expiry.
+        let (_, now) = self.status(submitted.id).await?;
         let next = if submitted.unchanged {
             format!(
                 "Draft {} already had this payload and these facts: nothing changed. It has not been sent; ask draft_status.",
@@ -287,7 +292,8 @@ impl AgentServer {
             draft_id: submitted.id,
             key,
             revision: submitted.revision,
-            state: submitted.state.as_str().to_owned(),
+            state: now.state,
+            queue_state: submitted.state.as_str().to_owned(),
             approvals_needed: submitted.required,
             new_draft: submitted.new_draft,
             unchanged: submitted.unchanged,

@@ -73,7 +73,8 @@ async fn a_submission_is_a_draft_under_the_key_a_person_approves_and_the_agent_i
     let client = agent("billing-agent", &ledger).await;
     let submitted = ok(&call(&client, "submit_draft", invoice("Invoice 7")).await);
     assert_eq!(submitted["draftId"], 1);
-    assert_eq!(submitted["state"], "queued");
+    assert_eq!(submitted["state"], "pending_review");
+    assert_eq!(submitted["queueState"], "queued");
     assert_eq!(submitted["approvalsNeeded"], 1);
     // The key is the one `send-once key` makes: recipient normalised, window kept.
     let key = send_once(&[
@@ -151,6 +152,27 @@ async fn the_same_send_again_revises_its_draft_and_a_repeat_changes_nothing() {
     assert_eq!(revised["draftId"], first["draftId"]);
     assert_eq!(revised["revision"], 2);
     assert_eq!(revised["newDraft"], false);
+    // Approved, then revised: the revision waits, whatever the queue keeps stored
+    // (hostile AC6: the agent was told "approved" for a revision no one approved).
+    expect_exit(
+        &cli(
+            &dir.path().join("l.db"),
+            &["approve", "L", "1", "--revision", "2", "--by", "dana"],
+        ),
+        0,
+        "approve",
+    );
+    let approved = ok(&call(&client, "submit_draft", invoice("Invoice 7, corrected")).await);
+    assert_eq!(approved["unchanged"], true);
+    assert_eq!(approved["state"], "approved", "{approved}");
+    let after = ok(&call(&client, "submit_draft", invoice("Invoice 7, final")).await);
+    assert_eq!(after["revision"], 3);
+    assert_eq!(after["queueState"], "approved", "{after}");
+    assert_eq!(after["state"], "pending_review", "{after}");
+    assert!(
+        after["next"].as_str().unwrap().contains("approve this one"),
+        "{after}"
+    );
     client.cancel().await.unwrap();
 }
 
