@@ -257,7 +257,7 @@ impl AgentServer {
         Parameters(args): Parameters<SubmitDraft>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Submitted>, String> {
-        let by = self.submitter(&context);
+        let by = Some(self.submitter(&context)?);
         let submission = submission(args, by)?;
         let key = submission.key.clone();
         if let Base::Named(Some(base)) = submission.base {
@@ -407,10 +407,8 @@ impl AgentServer {
 impl AgentServer {
     /// Who submits: `--by`, else the client's name from `initialize` (or, under
     /// 2026-07-28, the request's own).
-    fn submitter(&self, context: &RequestContext<RoleServer>) -> Option<String> {
-        self.by
-            .clone()
-            .or_else(|| context.client_info().map(|info| info.name))
+    fn submitter(&self, context: &RequestContext<RoleServer>) -> Result<String, String> {
+        super::client_name::submitter(self.by.as_deref(), context)
     }
 
     /// Refuses a `baseRevision` that names a revision of no open draft: there is
@@ -443,7 +441,7 @@ impl AgentServer {
         id: i64,
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<String>, String> {
-        let by = self.submitter(context);
+        let by = Some(self.submitter(context)?);
         let draft = self.review.head(id).await.map_err(text)?;
         own(&draft, by.as_deref())?;
         Ok(by)

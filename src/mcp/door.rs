@@ -27,8 +27,8 @@ use super::closing::{Closing, Room};
 use super::in_flight::InFlight;
 use super::outbox::Outbox;
 use super::wire::{
-    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Unreadable, is_blank, not_json,
-    read_line, readable, refusal, request, with_null_id,
+    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, initialize_again,
+    is_blank, not_json, read_line, readable, refusal, request, with_null_id,
 };
 
 /// How much may wait to be written to the agent, with the requests rmcp has not
@@ -46,6 +46,8 @@ const PIPE: usize = 1 << 16;
 pub struct Door {
     to_agent: Arc<Outbox>,
     asked: AskedOfRmcp,
+    /// Whether the session's `initialize` came: a second is refused.
+    started: Started,
     in_flight: Arc<InFlight>,
     /// Told when rmcp answers a request, or the agent cancels one.
     answered: Notify,
@@ -96,6 +98,7 @@ impl Door {
         let door = Arc::new(Door {
             to_agent: Outbox::new(agent_out),
             asked: AskedOfRmcp::default(),
+            started: Started::default(),
             in_flight,
             answered: Notify::new(),
             stopped: Notify::new(),
@@ -208,13 +211,18 @@ impl Door {
                 continue;
             }
             match request(&line) {
-                Some((call, id)) => {
-                    if let Err(unreadable) = readable(&line, call) {
-                        self.to_agent.push(refusal(Some(&line[id]), unreadable));
+                Some(asked) => {
+                    if let Err(unreadable) = readable(&line, asked.is_call()) {
+                        self.to_agent
+                            .push(refusal(Some(&line[asked.id]), unreadable));
+                        continue;
+                    }
+                    if self.started.again(&asked) {
+                        self.to_agent.push(initialize_again(&line[asked.id]));
                         continue;
                     }
                     self.asked.asked(
-                        std::str::from_utf8(&line[id]).unwrap_or_default(),
+                        std::str::from_utf8(&line[asked.id]).unwrap_or_default(),
                         line.len(),
                     );
                 }

@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod asked;
 pub mod call_key;
+pub mod client_name;
 pub mod closing;
 pub mod door;
 pub mod held;

@@ -114,14 +114,54 @@ struct Asked<'a> {
     id: &'a RawValue,
 }
 
-/// Where the id of the request `line` stands, and whether it is a tool call; `None`
-/// if it is no request, or its id could not be answered to.
-pub fn request(line: &[u8]) -> Option<(bool, Range<usize>)> {
+/// A request in a line: its method, and where its id stands.
+pub struct Request<'a> {
+    /// Its method, as written (unescaped).
+    pub method: Cow<'a, str>,
+    /// Where its id stands in the line.
+    pub id: Range<usize>,
+}
+
+impl Request<'_> {
+    /// Whether it calls a tool.
+    pub fn is_call(&self) -> bool {
+        self.method == "tools/call"
+    }
+}
+
+/// The request `line` is; `None` if it is no request, or its id could not be
+/// answered to.
+pub fn request(line: &[u8]) -> Option<Request<'_>> {
     if !is_object(line) {
         return None;
     }
     let asked = serde_json::from_slice::<Asked>(line).ok()?;
-    Some((asked.method == "tools/call", request_id_at(line, asked.id)?))
+    Some(Request {
+        id: request_id_at(line, asked.id)?,
+        method: asked.method,
+    })
+}
+
+/// Whether a session's `initialize` came already. The SDK takes a second one, which
+/// renames the client mid-session, and with it the submitter of all that follows.
+#[derive(Default)]
+pub struct Started(std::sync::atomic::AtomicBool);
+
+impl Started {
+    /// Whether `request` is an `initialize` after the first.
+    pub fn again(&self, request: &Request<'_>) -> bool {
+        request.method == "initialize" && self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The answer to a second `initialize`, under its id `raw_id` as the agent wrote it.
+pub fn initialize_again(raw_id: &[u8]) -> Vec<u8> {
+    let error = ErrorData::invalid_request(
+        "this session has started already: send-once refuses a second initialize, which would rename the client mid-session; start a new session instead",
+        None,
+    );
+    let body = serde_json::to_vec(&error).unwrap_or_default();
+    answer_line(raw_id, "error", &body)
 }
 
 /// Where the request id `id` stands in `line`, if it is one a request may have.
@@ -317,12 +357,12 @@ mod tests {
         );
         // The id comes back as the agent wrote it, past what a double holds.
         let line = br#"{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/call","params":{"name":5}}"#;
-        let (call, id) = request(line).unwrap();
-        assert!(call);
-        let Err(unreadable) = readable(line, call) else {
+        let asked = request(line).unwrap();
+        assert!(asked.is_call());
+        let Err(unreadable) = readable(line, asked.is_call()) else {
             panic!("a tool's name that is not a text is not readable");
         };
-        let refused = refusal(Some(&line[id]), unreadable);
+        let refused = refusal(Some(&line[asked.id]), unreadable);
         assert!(
             refused.starts_with(
                 br#"{"jsonrpc":"2.0","id":18446744073709551617,"error":{"code":-32602"#

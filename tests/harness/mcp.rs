@@ -145,6 +145,16 @@ impl Raw {
     /// Starts `send-once ARGS` with `env` added, its stderr going to `stderr`, and
     /// starts the session as the client `raw-agent`.
     pub fn spawn(args: &[String], env: &[(&str, &Path)], stderr: std::process::Stdio) -> Raw {
+        Raw::spawn_as("raw-agent", args, env, stderr)
+    }
+
+    /// [`Raw::spawn`], the session started as the client `name`.
+    pub fn spawn_as(
+        name: &str,
+        args: &[String],
+        env: &[(&str, &Path)],
+        stderr: std::process::Stdio,
+    ) -> Raw {
         use std::io::BufRead;
         let mut command = std::process::Command::new(super::bin());
         command
@@ -186,7 +196,7 @@ impl Raw {
         raw.send(
             serde_json::json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw-agent", "version": "1"}}}),
+            "clientInfo": {"name": name, "version": "1"}}}),
         );
         raw.next(std::time::Duration::from_secs(20))
             .expect("the initialize answer");

@@ -639,3 +639,54 @@ fn a_second_signal_stops_the_server_while_an_answer_waits_for_an_agent_that_read
     assert!(said.contains("terminated again"), "{said}");
     drop(from_server);
 }
+
+/// The submitter is the name the session started with (hostile AC5): a request's
+/// `_meta` naming another client, or a second `initialize`, renamed it one request at
+/// a time; and a name no reviewer could tell apart (empty) was taken.
+#[test]
+fn the_submitter_is_the_name_the_session_started_with_and_no_other() {
+    use crate::harness::mcp::Raw;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let args = ["mcp".to_owned(), ledger.to_str().unwrap().to_owned()];
+    let mut raw = Raw::spawn(&args, &[], std::process::Stdio::null());
+    let within = Duration::from_secs(20);
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "dana", "version": "1"}}}),
+    );
+    let again = raw
+        .next(within)
+        .expect("an answer to the second initialize");
+    assert_eq!(again["id"], 1, "{again}");
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "submit_draft", "arguments": invoice("Invoice 1"),
+        "_meta": {"io.modelcontextprotocol/clientInfo": {"name": "erin", "version": "1"}}}}),
+    );
+    let submitted = raw.next(within).expect("submit_draft's answer");
+    assert_eq!(
+        submitted["result"]["structuredContent"]["draftId"], 1,
+        "{submitted}"
+    );
+    raw.close();
+    let queued = json_stdout(&cli(&ledger, &["approvals", "L", "--json"]), "approvals");
+    assert_eq!(queued[0]["submittedBy"], "raw-agent", "{queued}");
+
+    // A client with an empty name proposes nothing, and is told why.
+    let mut nameless = Raw::spawn_as(" ", &args, &[], std::process::Stdio::null());
+    nameless.call(1, "submit_draft", invoice("Invoice 2"));
+    let refused = nameless.next(within).expect("an answer");
+    let said = refused["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        said.contains("empty name") && said.contains("--by"),
+        "{said}"
+    );
+    let queued = json_stdout(&cli(&ledger, &["approvals", "L", "--json"]), "approvals");
+    assert_eq!(queued.as_array().unwrap().len(), 1, "{queued}");
+}

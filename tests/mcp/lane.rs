@@ -88,7 +88,7 @@ async fn a_pass_call_past_its_limit_is_answered_then_and_not_left_waiting() {
 
 impl Raw {
     /// The proxy on `bench`, driven by hand.
-    fn start(bench: &Bench, extra: &[&str]) -> Raw {
+    pub(crate) fn start(bench: &Bench, extra: &[&str]) -> Raw {
         Raw::start_with(bench, extra, std::process::Stdio::null())
     }
 

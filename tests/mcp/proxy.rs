@@ -786,6 +786,39 @@ exclude = ["request_id"]
     agent.cancel().await.unwrap();
 }
 
+/// A held call's submitter is the name the session started with: a request's `_meta`
+/// naming another client does not change it, and a second `initialize` is refused
+/// (hostile AC5, at the proxy's door).
+#[test]
+fn a_held_calls_submitter_is_the_name_the_session_started_with() {
+    let Some(bench) = Bench::new(HOLD) else {
+        return;
+    };
+    let mut raw = crate::harness::mcp::Raw::start(&bench, &[]);
+    let within = std::time::Duration::from_secs(20);
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "dana", "version": "1"}}}),
+    );
+    let again = raw
+        .next(within)
+        .expect("an answer to the second initialize");
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "append", "arguments": {"line": "pay 10", "to": "ana@example.com"},
+        "_meta": {"io.modelcontextprotocol/clientInfo": {"name": "erin", "version": "1"}}}}),
+    );
+    let held = raw.next(within).expect("the held answer");
+    assert_eq!(
+        held["result"]["structuredContent"]["status"], "held",
+        "{held}"
+    );
+    let queued = json_stdout(&bench.cli(&["approvals", "L", "--json"]), "approvals");
+    assert_eq!(queued[0]["submittedBy"], "raw-agent", "{queued}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_draft_marked_as_a_held_call_but_not_made_by_the_proxy_is_never_made() {
     let Some(bench) = Bench::new(HOLD) else {

@@ -101,18 +101,21 @@ pub async fn held(
         meta.insert(TO_ARGUMENT.into(), to.clone().into());
     }
     meta.insert(INTENT_ARGUMENTS.into(), rule.intent.clone().into());
-    let submitter = server
-        .config
-        .by
-        .clone()
-        .or_else(|| context.client_info().map(|info| info.name));
+    let submitter = match crate::mcp::client_name::submitter(server.config.by.as_deref(), context) {
+        Ok(name) => name,
+        Err(why) => {
+            return Ok(refusal(format!(
+                "This call was not held, and not made: {why}."
+            )));
+        }
+    };
     let submission = Submission {
         key: key.key.clone(),
         payload: Value::Object(arguments).to_string(),
         facts: Map::new(),
         recheck: None,
         meta: Some(meta),
-        by: submitter,
+        by: Some(submitter),
         approvals: None,
         base: Base::Current,
     };

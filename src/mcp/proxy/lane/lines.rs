@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::OURS;
-use crate::mcp::wire::{is_object, request, request_id_at, span};
+use crate::mcp::wire::{Request, is_object, request, request_id_at, span};
 
 /// What a line is, read no further than the lane needs. The id is kept as the text
 /// it is in the line, so that it can be replaced there without decoding the message
@@ -74,16 +74,18 @@ pub(super) struct PeekMeta<'a> {
     pub(super) progress_token: Option<&'a RawValue>,
 }
 
-/// Where the id of the request `line` stands, and whether it is a tool call; `None`
-/// if it is no request, or its id could not be answered to.
-pub(super) fn asked(line: &[u8], peek: Option<&Peek<'_>>) -> Option<(bool, Range<usize>)> {
+/// The request `line` is (`peek`, when it could be read as one); `None` if it is no
+/// request, or its id could not be answered to.
+pub(super) fn asked<'a>(line: &'a [u8], peek: Option<&Peek<'a>>) -> Option<Request<'a>> {
     let Some(peek) = peek else {
         // What is left of a line that is not a `Peek` (a tool's name that is not a
         // string, say) to answer it by.
         return request(line);
     };
-    let (method, id) = (peek.method.as_deref()?, peek.id?);
-    Some((method == "tools/call", request_id_at(line, id)?))
+    Some(Request {
+        method: peek.method.clone()?,
+        id: request_id_at(line, peek.id?)?,
+    })
 }
 
 /// `line` with `part` replaced by `with`, ending in a newline; `None` if `part` is not

@@ -32,8 +32,8 @@ use crate::mcp::closing::{Closing, Room};
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
 use crate::mcp::outbox::Outbox;
 use crate::mcp::wire::{
-    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Unreadable, answer_line, is_blank,
-    not_json, read_line, readable, refusal, request_id, with_null_id,
+    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, answer_line,
+    initialize_again, is_blank, not_json, read_line, readable, refusal, request_id, with_null_id,
 };
 
 mod gated;
@@ -88,6 +88,8 @@ pub struct Lane {
     /// Set once the agent has said `notifications/initialized`: before that, every
     /// line goes to rmcp, which runs the session's start.
     started: AtomicBool,
+    /// Whether the agent's `initialize` came: a second is refused.
+    initialized: Started,
     /// Set when the upstream's output has ended: a call is then answered at once.
     upstream_gone: AtomicBool,
     next: AtomicU64,
@@ -213,6 +215,7 @@ impl Lane {
             gate: OnceLock::new(),
             in_flight: OnceLock::new(),
             started: AtomicBool::new(false),
+            initialized: Started::default(),
             upstream_gone: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
@@ -505,15 +508,19 @@ impl Lane {
             {
                 continue;
             }
-            if let Some((call, id)) = request {
+            if let Some(asked) = request {
                 // rmcp would leave it unanswered, or answer it with no id or the
                 // wrong error: the lane answers it instead.
-                if let Err(unreadable) = readable(&line, call) {
-                    self.refuse_unreadable(Some(&line[id]), unreadable);
+                if let Err(unreadable) = readable(&line, asked.is_call()) {
+                    self.refuse_unreadable(Some(&line[asked.id]), unreadable);
+                    continue;
+                }
+                if self.initialized.again(&asked) {
+                    self.to_agent.push(initialize_again(&line[asked.id]));
                     continue;
                 }
                 self.asked_of_rmcp.asked(
-                    std::str::from_utf8(&line[id.clone()]).unwrap_or_default(),
+                    std::str::from_utf8(&line[asked.id.clone()]).unwrap_or_default(),
                     line.len(),
                 );
             }
