@@ -195,18 +195,7 @@ impl Ledger {
         let key = claimed.key();
         match result {
             Ok(result) => {
-                let at = self.iso_now();
-                let mut sent = claimed.clone();
-                sent.set_status(Status::Sent);
-                sent.set("updatedAt", at.clone());
-                sent.set("sentAt", at);
-                sent.set(
-                    "providerId",
-                    result.provider_id().map_or(Value::Null, Value::from),
-                );
-                if let Some(record) = result.to_record() {
-                    sent.set("result", record);
-                }
+                let sent = self.sent_from(claimed, &result);
                 let recorded = self.record_sent(claimed, &sent).await;
                 let left = recorded.map_err(|source| LedgerError::Unrecorded {
                     key: key.to_owned(),
@@ -251,6 +240,76 @@ impl Ledger {
                 })
             }
         }
+    }
+
+    /// `attempt` (its entry) as sent, with `result`.
+    fn sent_from<R: Receipt>(&self, attempt: &Entry, result: &R) -> Entry {
+        let at = self.iso_now();
+        let mut sent = attempt.clone();
+        sent.set_status(Status::Sent);
+        sent.set("updatedAt", at.clone());
+        sent.set("sentAt", at);
+        sent.set(
+            "providerId",
+            result.provider_id().map_or(Value::Null, Value::from),
+        );
+        if let Some(record) = result.to_record() {
+            sent.set("result", record);
+        }
+        sent
+    }
+
+    /// Records the result of an attempt its sender recorded as unknown (`unknown`, its
+    /// entry then), which came after all (an MCP upstream that answered past the
+    /// proxy's limit): the send went out. Still unknown, the attempt is recorded sent,
+    /// with `why`; marked failed by a person meanwhile, the verdict is corrected, and a
+    /// newer attempt is noted as a send the recipient may have twice, as for any send
+    /// that returns late. Gives the entry as it was left, if it was changed.
+    pub async fn record_late<R: Receipt>(
+        &self,
+        unknown: &Entry,
+        result: &R,
+        why: &str,
+    ) -> Result<Option<Entry>, StoreError> {
+        // Its error stays: the history says how the attempt was first seen to end.
+        let sent = self.sent_from(unknown, result);
+        for _ in 0..MAX_ROUNDS {
+            let Some(current) = self.store.get(unknown.key()).await? else {
+                return Ok(None);
+            };
+            let (next, decision) = if !current.same_attempt(unknown) {
+                self.late_send(&current, unknown, &sent)
+            } else {
+                match current.status() {
+                    Status::Sent => return Ok(None),
+                    Status::Failed => self.overriding(&current, &sent),
+                    Status::Pending => {
+                        let mut detail = Map::new();
+                        detail.insert("from".into(), Status::Pending.as_str().into());
+                        detail.insert("status".into(), Status::Sent.as_str().into());
+                        detail.insert("late".into(), true.into());
+                        let decision = completed(&sent, why.to_owned(), detail);
+                        (sent.clone(), decision)
+                    }
+                }
+            };
+            let written = match self
+                .store
+                .transition_decided(&current, &next, &decision)
+                .await
+            {
+                Err(StoreError::Unsupported(_)) => {
+                    self.store
+                        .transition(&current, &next, Durability::Now)
+                        .await?
+                }
+                other => other?,
+            };
+            if written {
+                return Ok(Some(next));
+            }
+        }
+        Ok(None)
     }
 
     /// Records a send that returned. Gives the entry as it was left when that is not

@@ -136,6 +136,33 @@ pub fn check(
     Ok(())
 }
 
+/// Whether two metas (as stored, JSON text) show one send: the same fields, a
+/// recipient spelled another way that the key reads as the same (`Ana@Example.com`,
+/// `ana@example.com`), a channel in another case. A resubmission that differs only so
+/// is no new revision: it would void the approvals of what a person already read.
+pub fn same_send(a: &str, b: &str) -> bool {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) = (
+        serde_json::from_str::<Value>(a),
+        serde_json::from_str::<Value>(b),
+    ) else {
+        return false;
+    };
+    a.len() == b.len()
+        && a.iter().all(|(field, value)| {
+            let Some(other) = b.get(field) else {
+                return false;
+            };
+            match (field.as_str(), value.as_str(), other.as_str()) {
+                ("channel", Some(x), Some(y)) => normalise_channel(x) == normalise_channel(y),
+                ("to", Some(x), Some(y)) => {
+                    crate::ledger::key::normalise_recipient(x)
+                        == crate::ledger::key::normalise_recipient(y)
+                }
+                _ => value == other,
+            }
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,5 +242,25 @@ mod tests {
         // A key given as it is derives nothing; an approver is still refused.
         assert!(check(&map(json!({"to": "x"})), &Map::new(), CLI).is_ok());
         assert!(check(&map(json!({"approvedBy": "x"})), &Map::new(), CLI).is_err());
+    }
+
+    #[test]
+    fn a_meta_that_respells_the_recipient_or_the_channel_shows_the_same_send() {
+        let first = r#"{"channel":"email","to":"Ana@Example.com","intent":"invoice"}"#;
+        for same in [
+            r#"{"channel":"EMAIL","to":"ana@example.com","intent":"invoice"}"#,
+            r#"{"intent":"invoice","to":" ana@example.com ","channel":"Email"}"#,
+        ] {
+            assert!(same_send(first, same), "{same}");
+        }
+        for other in [
+            r#"{"channel":"email","to":"bo@example.com","intent":"invoice"}"#,
+            r#"{"channel":"email","to":"Ana@Example.com","intent":"Invoice"}"#,
+            r#"{"channel":"email","to":"Ana@Example.com","intent":"invoice","x":1}"#,
+            r#"{"channel":"email","to":"Ana@Example.com"}"#,
+            "not json",
+        ] {
+            assert!(!same_send(first, other), "{other}");
+        }
     }
 }

@@ -102,7 +102,8 @@ pub struct CurrentRevision {
 impl NewRevision {
     /// Whether this submission says nothing the open draft's current revision does not
     /// already say: the same payload and facts from the same submitter, no other
-    /// recheck or meta, no higher number of approvers. A job that reruns then keeps the
+    /// recheck or meta (a recipient spelled another way the key reads alike is the same:
+    /// [`super::meta::same_send`]), no higher number of approvers. A job that reruns then keeps the
     /// votes given so far, instead of voiding them with a copy of what was approved.
     pub fn repeats(&self, current: &CurrentRevision) -> bool {
         self.payload_hash == current.payload_hash
@@ -113,7 +114,11 @@ impl NewRevision {
                 (a, b) => a == b,
             }
             && (self.recheck.is_none() || self.recheck == current.recheck)
-            && (self.meta.is_none() || self.meta == current.meta)
+            && match (&self.meta, &current.meta) {
+                (None, _) => true,
+                (Some(new), Some(now)) => new == now || super::meta::same_send(new, now),
+                (Some(_), None) => false,
+            }
             && !(self.raise && self.required > current.required)
     }
 

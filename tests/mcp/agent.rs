@@ -165,6 +165,14 @@ async fn the_same_send_again_revises_its_draft_and_a_repeat_changes_nothing() {
     let approved = ok(&call(&client, "submit_draft", invoice("Invoice 7, corrected")).await);
     assert_eq!(approved["unchanged"], true);
     assert_eq!(approved["state"], "approved", "{approved}");
+    // The same send spelled another way the key reads alike is no new revision: it
+    // would void the approval of what a person read (hostile AC4).
+    let mut respelled = invoice("Invoice 7, corrected");
+    respelled["to"] = json!("  ana@example.com");
+    respelled["channel"] = json!("EMAIL");
+    let respelled = ok(&call(&client, "submit_draft", respelled).await);
+    assert_eq!(respelled["unchanged"], true, "{respelled}");
+    assert_eq!(respelled["state"], "approved", "{respelled}");
     let after = ok(&call(&client, "submit_draft", invoice("Invoice 7, final")).await);
     assert_eq!(after["revision"], 3);
     assert_eq!(after["queueState"], "approved", "{after}");

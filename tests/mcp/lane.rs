@@ -979,6 +979,70 @@ async fn the_proxys_timeout_flag_limits_a_call_whose_rule_sets_none() {
     );
 }
 
+/// A `once` call that outlives its limit is unknown, in words of the whole limit; it is
+/// left open at the upstream (cancelled, it would act unanswered), and when it answers,
+/// the ledger records the call made (operator's shift, session 41: the late success was thrown away, and a
+/// call marked failed meanwhile and made again went out twice unrecorded).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_once_call_answered_after_its_limit_is_recorded_made_when_the_answer_comes() {
+    let Some(bench) = Bench::new(
+        r#"
+upstream = "fake"
+[default]
+mode = "pass"
+[tools.append]
+mode = "once"
+timeout = "1s"
+"#,
+    ) else {
+        return;
+    };
+    let agent = bench.proxy("billing-agent", &[]).await;
+    let late = call(&agent, "append", json!({"line": "late", "seconds": 3})).await;
+    let said = refused(&late);
+    assert!(
+        said.contains("the proxy's limit of 1s") && said.contains("may still be under way"),
+        "{said}"
+    );
+    // Marked failed by a person before the answer comes, as at 2 a.m.
+    let marked = json!({"line": "marked", "seconds": 3});
+    let marked_answer = call(&agent, "append", marked.clone()).await;
+    let key = marked_answer.structured_content.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    crate::harness::settle_as_failed(&bench.ledger(), &key);
+    let began = Instant::now();
+    let settled = loop {
+        let entries = bench.entries();
+        if entries.iter().all(|e| e["status"] == "sent") {
+            break entries;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "the late answers were not recorded (acted: {:?}): {entries:?}",
+            bench.acted()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(settled.len(), 2);
+    assert_eq!(bench.acted(), ["late", "marked"]);
+    // The trail says why each is sent.
+    for entry in &settled {
+        let key = entry["key"].as_str().unwrap();
+        let shown = String::from_utf8_lossy(&bench.cli(&["show", "L", key]).stdout).into_owned();
+        assert!(
+            shown.contains("after the proxy's limit")
+                || shown.contains("after it was marked failed"),
+            "{shown}"
+        );
+    }
+    // A repeat is the call made: its result again, not a second call.
+    let again = call(&agent, "append", marked).await;
+    assert_eq!(again.is_error, Some(false), "{}", text(&again));
+    assert_eq!(bench.acted(), ["late", "marked"]);
+}
+
 #[test]
 fn a_timeout_that_is_not_a_duration_is_refused_at_start() {
     let Some(bench) = Bench::new(PASS) else {

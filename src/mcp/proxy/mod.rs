@@ -204,6 +204,7 @@ impl ProxyServer {
             Forwarded::Done(result) | Forwarded::ToolError(result) => Ok(result.into()),
             Forwarded::NotRun(error) => Err(error),
             Forwarded::Lost(why) => Ok(refusal(why).into()),
+            Forwarded::TimedOut => Ok(refusal(upstream::not_in_time(limit)).into()),
             Forwarded::Gone => Ok(refusal(
                 "the upstream server has exited, so the call was not sent; the proxy must be restarted".to_owned(),
             )

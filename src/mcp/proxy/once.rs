@@ -16,7 +16,8 @@ use rmcp::model::{
 use serde_json::{Map, Value};
 
 use super::lane::Forward;
-use super::upstream::{Caller, Forwarded};
+use super::lane::LateAnswer;
+use super::upstream::{Caller, Forwarded, not_in_time};
 use crate::ledger::claimer;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
 use crate::mcp::policy::ErrorMeans;
@@ -104,6 +105,15 @@ impl ForwardCall {
         self.answer.lock().ok()?.take()
     }
 
+    /// The answer to come, should the upstream give it after the call outlived its
+    /// limit (through the lane only: rmcp's client drops it).
+    fn late(&self) -> Option<LateAnswer> {
+        match &self.via {
+            Via::Lane(forward) => forward.late(),
+            Via::Rmcp { .. } => None,
+        }
+    }
+
     /// Whether the call went as far as the upstream: what the ledger says after that
     /// can no longer be "not forwarded".
     pub fn forwarded(&self) -> bool {
@@ -153,6 +163,9 @@ impl Provider for ForwardCall {
                 crate::text::visible_inline(&error.message)
             ))),
             Forwarded::Lost(why) => Err(SendError::uncertain(why)),
+            // In the words of the whole limit, not of what was left of it after the
+            // claim (a 5s limit is not "4993ms" to a person).
+            Forwarded::TimedOut => Err(SendError::uncertain(not_in_time(self.limit))),
             Forwarded::Gone => Err(SendError::definite(
                 "the upstream server has exited, so the call was not sent; the proxy must be restarted",
             )),
@@ -189,11 +202,41 @@ pub async fn once(
     ledger_name: String,
 ) -> Result<CallToolResult, ErrorData> {
     match ledger.once_with(&key, &forward, &options).await {
-        Ok(outcome) => answer(outcome, &forward, &key, &ledger_name, ledger.now()),
+        Ok(outcome) => {
+            if let Outcome::Unknown {
+                entry,
+                error: Some(_),
+                ..
+            } = &outcome
+                && let Some(late) = forward.late()
+            {
+                tokio::spawn(record_late(Arc::clone(&ledger), entry.clone(), late));
+            }
+            answer(outcome, &forward, &key, &ledger_name, ledger.now())
+        }
         Err(e) if forward.forwarded() => unrecorded(&forward, &key, &ledger_name, &e),
         Err(e) => Ok(refusal(format!(
             "The ledger refused the call, and it was not forwarded: {e}"
         ))),
+    }
+}
+
+/// How long the proxy listens for the answer to a call that outlived its limit.
+const LATE_ANSWER: Duration = Duration::from_secs(3600);
+
+/// Records the upstream's final result to the call recorded as `unknown` at its limit,
+/// should it come while the proxy runs: the call was made after all. A person who
+/// marked it failed meanwhile is overridden (it went out), and a retry already made is
+/// noted as a send the recipient may have twice, as for any send that returns late.
+async fn record_late(ledger: Arc<Ledger>, unknown: Entry, late: LateAnswer) {
+    if let Some(Forwarded::Done(result)) = late.within(LATE_ANSWER).await {
+        let _ = ledger
+            .record_late(
+                &unknown,
+                &ToolReceipt(result),
+                "the upstream answered after the proxy's limit: the call was made",
+            )
+            .await;
     }
 }
 

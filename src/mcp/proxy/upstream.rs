@@ -203,8 +203,20 @@ pub enum Forwarded {
     /// answer that is not final (input required, a task), or another JSON-RPC error.
     /// Whether the tool acted is not known.
     Lost(String),
+    /// No answer within the proxy's limit. Whether the tool acted is not known: it may
+    /// still act, and answer.
+    TimedOut,
     /// The upstream had already exited: the call was never sent.
     Gone,
+}
+
+/// Why a call that outlived `limit` (the whole limit, as the policy or `--timeout`
+/// gives it) has no outcome yet.
+pub fn not_in_time(limit: Duration) -> String {
+    format!(
+        "the upstream did not answer within the proxy's limit of {}; the call may still be under way there, and if the upstream answers while the proxy runs, the ledger records what it says",
+        crate::provider::Limit::new(limit).written
+    )
 }
 
 impl Upstream {
@@ -367,7 +379,7 @@ impl Caller {
         let named = Named::new(&self.names, handle.progress_token.clone(), name);
         let answer = handle.await_response().await;
         named.answered().await;
-        sorted(answer, limit)
+        sorted(answer)
     }
 }
 
@@ -409,8 +421,8 @@ impl Drop for Named {
     }
 }
 
-/// What the upstream's `answer` to a call forwarded with `limit` says of it.
-pub fn sorted(answer: Result<ServerResult, ServiceError>, limit: Duration) -> Forwarded {
+/// What the upstream's `answer` to a forwarded call says of it.
+pub fn sorted(answer: Result<ServerResult, ServiceError>) -> Forwarded {
     match answer {
         Ok(ServerResult::CallToolResult(result)) if result.is_error == Some(true) => {
             Forwarded::ToolError(result)
@@ -429,10 +441,7 @@ pub fn sorted(answer: Result<ServerResult, ServiceError>, limit: Duration) -> Fo
             error.code.0,
             crate::text::visible_inline(&error.message)
         )),
-        Err(ServiceError::Timeout { .. }) => Forwarded::Lost(format!(
-            "the upstream did not answer within {}",
-            crate::provider::Limit::new(limit).written
-        )),
+        Err(ServiceError::Timeout { .. }) => Forwarded::TimedOut,
         Err(ServiceError::TransportClosed) => {
             Forwarded::Lost("the upstream's connection closed (it may have died)".to_owned())
         }

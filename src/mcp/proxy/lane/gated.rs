@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::lines::{spliced_at, task_handle_alone};
-use super::{Lane, Match, OURS, Waiter, Waiting, answer_line, named};
+use super::{Lane, Match, NoAnswer, OURS, Waiter, Waiting, answer_line, named};
 use crate::mcp::proxy::upstream::{Forwarded, sorted};
 use crate::mcp::wire::{Call, LONGEST_LINE, Unreadable};
 
@@ -203,6 +203,19 @@ pub struct Forward {
     line: Vec<u8>,
     /// Where its id goes in it.
     id_at: Range<usize>,
+    /// Its answer, should it come after the limit passed.
+    late: std::sync::Mutex<Option<oneshot::Receiver<Vec<u8>>>>,
+}
+
+/// The answer to a call that outlived its limit, should the upstream give it.
+pub struct LateAnswer(oneshot::Receiver<Vec<u8>>);
+
+impl LateAnswer {
+    /// What the upstream answered, if it does within `within` (and the proxy runs).
+    pub async fn within(self, within: Duration) -> Option<Forwarded> {
+        let line = tokio::time::timeout(within, self.0).await.ok()?.ok()?;
+        Some(answered_with(&line))
+    }
 }
 
 impl Forward {
@@ -222,6 +235,7 @@ impl Forward {
             lane,
             line,
             id_at: at..at,
+            late: std::sync::Mutex::new(None),
         })
     }
 
@@ -239,11 +253,12 @@ impl Forward {
             format!("\"{OURS}{number}\"").as_bytes(),
         );
         let (answer, answered) = oneshot::channel();
+        let (late, late_answer) = oneshot::channel();
         if let Ok(mut waiting) = lane.waiting.lock() {
             waiting.insert(
                 number,
                 Waiting {
-                    to: Waiter::Gate(answer),
+                    to: Waiter::Gate { answer, late },
                     _timer: lane.timer(number, limit),
                     _in_flight: None,
                     size: message.len(),
@@ -261,8 +276,14 @@ impl Forward {
             return Forwarded::Gone;
         }
         match answered.await {
-            Ok(Ok(line)) => answered_with(&line, limit),
-            Ok(Err(why)) => Forwarded::Lost(why),
+            Ok(Ok(line)) => answered_with(&line),
+            Ok(Err(NoAnswer::TimedOut)) => {
+                if let Ok(mut slot) = self.late.lock() {
+                    *slot = Some(late_answer);
+                }
+                Forwarded::TimedOut
+            }
+            Ok(Err(NoAnswer::Lost(why))) => Forwarded::Lost(why),
             Err(_) => {
                 Forwarded::Lost("the proxy stopped waiting for the upstream's answer".to_owned())
             }
@@ -270,9 +291,17 @@ impl Forward {
     }
 }
 
+impl Forward {
+    /// The answer to come, should the upstream give it late, once the call outlived
+    /// its limit.
+    pub fn late(&self) -> Option<LateAnswer> {
+        self.late.lock().ok()?.take().map(LateAnswer)
+    }
+}
+
 /// What the upstream's answer `line` to a forwarded call says of it: read as rmcp's
 /// client reads it (a task handle beside a result's members is a task).
-fn answered_with(line: &[u8], limit: Duration) -> Forwarded {
+fn answered_with(line: &[u8]) -> Forwarded {
     #[derive(Deserialize)]
     struct Answer<'a> {
         // Present even when null: `"result": null` beside an error is two answers.
@@ -296,12 +325,12 @@ fn answered_with(line: &[u8], limit: Duration) -> Forwarded {
         ),
         Ok(Answer {
             error: Some(error), ..
-        }) => sorted(Err(rmcp::service::ServiceError::McpError(error)), limit),
+        }) => sorted(Err(rmcp::service::ServiceError::McpError(error))),
         Ok(Answer {
             result: Some(result),
             ..
         }) => match serde_json::from_str::<ServerResult>(result.get()) {
-            Ok(result) => sorted(Ok(result), limit),
+            Ok(result) => sorted(Ok(result)),
             Err(_) => Forwarded::Lost(
                 "the upstream answered tools/call with something else than a result".to_owned(),
             ),

@@ -40,7 +40,7 @@ mod gated;
 mod lines;
 
 use gated::Gated;
-pub use gated::{Forward, Gate, GateAnswer, GatedCall};
+pub use gated::{Forward, Gate, GateAnswer, GatedCall, LateAnswer};
 use lines::{Peek, asked, lane_number, spliced, spliced_two, task_handle_alone};
 
 /// The ids the lane gives the calls it forwards: the prefix no rmcp client uses (its
@@ -111,6 +111,9 @@ pub struct Lane {
     stopped: tokio::sync::Notify,
     /// The task writing rmcp's answers to the agent, until rmcp's server has stopped.
     from_server: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Where the answers to the gate's calls that outlived their limit go, should they
+    /// come: the call may have been made after all, and the ledger is told so.
+    late: Mutex<HashMap<u64, oneshot::Sender<Vec<u8>>>>,
 }
 
 /// A call forwarded by the lane and not yet answered.
@@ -137,8 +140,20 @@ enum Waiter {
         raw_id: Box<[u8]>,
     },
     /// To the gate's task, which records it first (a `once` call): the upstream's
-    /// answer line, or why there is none.
-    Gate(oneshot::Sender<Result<Vec<u8>, String>>),
+    /// answer line, or why there is none; and, past the limit, the answer if it comes
+    /// late ([`Lane::late`]).
+    Gate {
+        answer: oneshot::Sender<Result<Vec<u8>, NoAnswer>>,
+        late: oneshot::Sender<Vec<u8>>,
+    },
+}
+
+/// Why a call the lane forwarded for the gate has no answer.
+pub enum NoAnswer {
+    /// Its limit passed: the upstream was asked to cancel it, and may answer still.
+    TimedOut,
+    /// The upstream's connection closed, or the proxy is stopping.
+    Lost(String),
 }
 
 impl Waiter {
@@ -147,7 +162,7 @@ impl Waiter {
     fn agent_id(&self) -> Option<(&[u8], &Value)> {
         match self {
             Waiter::Agent { id, raw_id } => Some((raw_id, id)),
-            Waiter::Gate(_) => None,
+            Waiter::Gate { .. } => None,
         }
     }
 }
@@ -226,6 +241,7 @@ impl Lane {
             closing: Closing::default(),
             stopped: tokio::sync::Notify::new(),
             from_server: Mutex::new(None),
+            late: Mutex::new(HashMap::new()),
         });
         let (server, server_side) = tokio::io::duplex(PIPE);
         let (client, client_side) = tokio::io::duplex(PIPE);
@@ -706,23 +722,40 @@ impl Lane {
         )
     }
 
-    /// The call `number` was not answered within `limit`: whoever waits is told, and
-    /// the upstream is asked to stop it.
+    /// The call `number` was not answered within `limit`: whoever waits is told. A
+    /// `pass` call is cancelled at the upstream. A gate's call is not: a cancelled
+    /// request is never answered (the protocol says so, and SDKs drop the answer),
+    /// while a tool that does not stop for it (most do not, mid-request) acts all the
+    /// same; left open, its answer, should it come, tells the ledger the call was made.
     fn gave_up(&self, number: u64, limit: Duration) {
         let Some(waiting) = self.take_waiting(number) else {
             return;
         };
-        let cancel = json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": format!("{OURS}{number}"), "reason": "the proxy's limit passed"},
-        });
-        send(&self.to_upstream, &cancel);
-        let why = format!(
-            "the upstream did not answer within {}",
-            crate::provider::Limit::new(limit).written
-        );
-        self.lost(waiting, why);
+        match waiting.to {
+            Waiter::Gate { answer, late } => {
+                if let Ok(mut waits_late) = self.late.lock() {
+                    // Those no longer listened for are let go here.
+                    waits_late.retain(|_, late| !late.is_closed());
+                    waits_late.insert(number, late);
+                }
+                let _ = answer.send(Err(NoAnswer::TimedOut));
+            }
+            to => {
+                let cancel = json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": format!("{OURS}{number}"), "reason": "the proxy's limit passed"},
+                });
+                send(&self.to_upstream, &cancel);
+                self.lost(
+                    to,
+                    format!(
+                        "the upstream did not answer within {}",
+                        crate::provider::Limit::new(limit).written
+                    ),
+                );
+            }
+        }
     }
 
     /// Whether the lane took this line from the upstream: the answer to one of its
@@ -747,7 +780,12 @@ impl Lane {
             return false;
         };
         let Some(waiting) = self.take_waiting(number) else {
-            // Answered already (the limit passed): the answer has no one to go to.
+            // Answered already (the limit passed): a gate's call is recorded yet, if
+            // its gate still listens; another has no one to go to.
+            let late = self.late.lock().ok().and_then(|mut l| l.remove(&number));
+            if let Some(late) = late {
+                let _ = late.send(line.to_vec());
+            }
             return true;
         };
         match waiting.to {
@@ -758,7 +796,7 @@ impl Lane {
                 self.answered.notify_waiters();
             }
             // The gate's task records the answer, then gives it to the agent.
-            Waiter::Gate(answer) => {
+            Waiter::Gate { answer, .. } => {
                 let _ = answer.send(Ok(line.to_vec()));
                 // Nothing is owed the agent for it now, if it cancelled its call.
                 self.answered.notify_waiters();
@@ -805,16 +843,16 @@ impl Lane {
             Err(_) => Vec::new(),
         };
         for call in left {
-            self.lost(call, why.to_owned());
+            self.lost(call.to, why.to_owned());
         }
     }
 
-    /// Tells whoever waits for `call`'s answer that there is none, and why.
-    fn lost(&self, call: Waiting, why: String) {
-        match call.to {
+    /// Tells whoever waits for a call's answer (`to`) that there is none, and why.
+    fn lost(&self, to: Waiter, why: String) {
+        match to {
             Waiter::Agent { raw_id, .. } => self.answer(&raw_id, why),
-            Waiter::Gate(answer) => {
-                let _ = answer.send(Err(why));
+            Waiter::Gate { answer, .. } => {
+                let _ = answer.send(Err(NoAnswer::Lost(why)));
             }
         }
     }
