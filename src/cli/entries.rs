@@ -433,6 +433,9 @@ pub fn show(args: &ShowArgs) -> Exit {
     }
     if let Some(meta) = entry.meta() {
         for (k, v) in meta {
+            let Some(k) = send_once::mcp::held::meta_label(k) else {
+                continue;
+            };
             let v = match v {
                 Value::String(s) => s.clone(),
                 other => jsjson::stringify(other),

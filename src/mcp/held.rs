@@ -27,3 +27,16 @@ pub fn held_by_proxy(draft: &Draft) -> Option<String> {
         )
     })
 }
+
+/// A meta field's name as a person reads it in a row or a detail, or None for one that
+/// is not for people. The call a proxy's key was made from (`call`) says so: a
+/// reviewer's edit may have changed the arguments since, and those are what is sent.
+/// The fields that say which arguments a held call's recipient and intent are read
+/// from are the queue's own.
+pub fn meta_label(field: &str) -> Option<&str> {
+    match field {
+        "call" => Some("key made from call"),
+        crate::review::meta::TO_ARGUMENT | crate::review::meta::INTENT_ARGUMENTS => None,
+        other => Some(other),
+    }
+}

@@ -26,7 +26,9 @@ pub fn draft_text(draft: &Draft, base: Option<i64>) -> String {
     );
     if let Some(meta) = &draft.meta {
         for (k, v) in meta {
-            heading.push_str(&format!("\n{k}: {}", value_text(v)));
+            if let Some(k) = crate::mcp::held::meta_label(k) {
+                heading.push_str(&format!("\n{k}: {}", value_text(v)));
+            }
         }
     }
     match (draft.current(), base.and_then(|b| draft.revision_of(b))) {

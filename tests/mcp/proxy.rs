@@ -667,6 +667,14 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
     );
     let queued = json_stdout(&bench.cli(&["approvals", "L", "--json"]), "approvals");
     assert_eq!(queued[0]["meta"]["to"], "carol@example.com", "{queued}");
+    // The call the key was made from is said to be that, not what will be sent; the
+    // queue's own fields are not shown (shift, session 41).
+    let shown =
+        String::from_utf8_lossy(&bench.cli(&["draft", "show", "L", "1"]).stdout).into_owned();
+    assert!(
+        shown.contains("key made from call: ") && !shown.contains("toArgument"),
+        "{shown}"
+    );
     assert_eq!(queued[0]["meta"]["intent"], "append", "{queued}");
     expect_exit(
         &bench.cli(&["approve", "L", "1", "--revision", "2", "--by", "erin"]),

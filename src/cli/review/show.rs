@@ -211,6 +211,9 @@ fn push_standing(out: &mut String, draft: &Draft, now: i64) {
     }
     if let Some(meta) = &draft.meta {
         for (k, v) in meta {
+            let Some(k) = send_once::mcp::held::meta_label(k) else {
+                continue;
+            };
             let v = match v {
                 Value::String(s) => s.clone(),
                 other => jsjson::stringify(other),

@@ -81,7 +81,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
     }
     if let Some(meta) = entry.meta() {
         for (k, v) in meta {
-            lines.push(Line::from(format!("{}: {}", safe(k), safe(&value_text(v)))));
+            if let Some(k) = crate::mcp::held::meta_label(k) {
+                lines.push(Line::from(format!("{}: {}", safe(k), safe(&value_text(v)))));
+            }
         }
     }
     if let Some(error) = entry.error() {
