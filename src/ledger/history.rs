@@ -302,11 +302,55 @@ pub fn entry_history(entry: &Entry, decisions: &[Decision]) -> Vec<HistoryEvent>
             ),
         }
     }
+    earlier_attempts(&mine, attempt, &mut timeline);
     for d in &mine {
         entry_decision(d, &mut timeline);
     }
     records_outside_the_log(entry, &mine, &mut timeline);
     timeline.finish()
+}
+
+/// The attempts before `latest` that a person settled, as their decisions kept them:
+/// when each was claimed, and how it ended. The entry holds only the latest attempt's,
+/// and the reason a person marked an earlier one failed would be lost with it.
+fn earlier_attempts(decisions: &[&Decision], latest: u64, timeline: &mut Timeline) {
+    let mut told = std::collections::BTreeSet::new();
+    for d in decisions {
+        if !matches!(d.action.as_str(), "resolve" | "reset")
+            || d.outcome != DecisionOutcome::Changed
+        {
+            continue;
+        }
+        let detail = detail(d);
+        let Some(attempt) = detail.get("attempt").and_then(Value::as_u64) else {
+            continue;
+        };
+        if attempt >= latest || !told.insert(attempt) {
+            continue;
+        }
+        if let Some(claimed) = field(&detail, "claimedAt") {
+            timeline.push(
+                &claimed,
+                None,
+                HistoryKind::Claimed,
+                &format!("claimed, attempt {attempt}"),
+                HistorySource::DecisionLog,
+            );
+        }
+        if let Some(error) = field(&detail, "error") {
+            let ended = match error.strip_prefix(UNKNOWN_PREFIX) {
+                Some(cause) => format!("attempt {attempt} had ended, outcome unknown: {cause}"),
+                None => format!("attempt {attempt} had ended: {error}"),
+            };
+            timeline.push(
+                &d.at,
+                None,
+                HistoryKind::Ended,
+                &format!("{ended} (recorded by this time; the exact time was not kept)"),
+                HistorySource::DecisionLog,
+            );
+        }
+    }
 }
 
 /// When the attempt's error was written: the entry's `updatedAt`, unless a later write

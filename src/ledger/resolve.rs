@@ -473,8 +473,13 @@ impl Ledger {
 fn settle_detail(current: &Entry, asked: Option<Status>) -> Map<String, Value> {
     let mut detail = Map::new();
     detail.insert("from".into(), current.status().as_str().into());
-    // Every decision names the attempt it is about.
+    // Every decision names the attempt it is about, and keeps when it was claimed and
+    // how it ended: the entry keeps only its latest attempt's, and a retry replaces them.
     detail.insert("attempt".into(), current.attempts().into());
+    detail.insert("claimedAt".into(), current.claimed_at().into());
+    if let Some(error) = current.error() {
+        detail.insert("error".into(), error.into());
+    }
     if let Some(asked) = asked {
         detail.insert("status".into(), asked.as_str().into());
     }

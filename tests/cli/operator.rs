@@ -620,3 +620,40 @@ fn decisions_subject_takes_a_prefix_of_one_key() {
     expect_exit(&o, 2, "a prefix of two");
     assert!(stderr(&o).contains("abc matches 2 keys"), "{}", stderr(&o));
 }
+
+/// A retry replaces the entry's attempt: the earlier one, its claim and how it ended,
+/// stays in the history from the decision that settled it, so the reason a person
+/// marked it failed is not lost (operator's shift, session 41).
+#[test]
+fn an_earlier_attempt_settled_failed_keeps_its_place_in_the_history() {
+    let s = Shift::new();
+    s.unknown("k1", "ana@example.com");
+    let l = s.l();
+    expect_exit(
+        &s.run(&[
+            "resolve", &l, "k1", "failed", "--by", "dana", "--note", "bounced",
+        ]),
+        0,
+        "dana settles k1 failed",
+    );
+    expect_exit(
+        &s.run(&["run", &l, "--key", "k1", "--", "true"]),
+        0,
+        "the next attempt",
+    );
+    let shown = stdout(&s.run(&["show", &l, "k1"]));
+    let history = &shown[shown.find("History:").expect("a history")..];
+    let at = |text: &str| {
+        history
+            .find(text)
+            .unwrap_or_else(|| panic!("{text:?} missing from:\n{history}"))
+    };
+    let order = [
+        at("claimed, attempt 1"),
+        at("attempt 1 had ended, outcome unknown"),
+        at("resolved by dana as failed"),
+        at("claimed, attempt 2"),
+        at("sent by its own send, attempt 2"),
+    ];
+    assert!(order.is_sorted(), "{history}");
+}
