@@ -676,11 +676,11 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
         "{shown}"
     );
     assert_eq!(queued[0]["meta"]["intent"], "append", "{queued}");
-    expect_exit(
-        &bench.cli(&["approve", "L", "1", "--revision", "2", "--by", "erin"]),
-        0,
-        "approve",
-    );
+    let approved = bench.cli(&["approve", "L", "1", "--revision", "2", "--by", "erin"]);
+    expect_exit(&approved, 0, "approve");
+    // The approver is told who makes it: not `send-once dispatch`, which refuses it.
+    let told = String::from_utf8_lossy(&approved.stderr);
+    assert!(told.contains("held by send-once mcp proxy"), "{told}");
     // Only the proxy makes it.
     let dispatch = bench.cli(&["dispatch", "L", "1", "--", "true"]);
     expect_exit(&dispatch, 2, "dispatch of a held call");
@@ -1048,6 +1048,11 @@ async fn a_rejected_held_call_says_why_and_two_of_two_hold_until_both_approve() 
     );
     let no = call(&agent, "send_once_status", json!({"draftId": 1})).await;
     assert!(refused(&no).contains("not this month"), "{}", text(&no));
+    // Read without parsing the sentence, as every other answer of the status tool.
+    let said = no.structured_content.clone().unwrap_or_default();
+    assert_eq!(said["status"], "rejected", "{said}");
+    assert_eq!(said["reason"], "not this month", "{said}");
+    assert_eq!(said["by"], "dana", "{said}");
 
     expect_exit(
         &bench.cli(&[

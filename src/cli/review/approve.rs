@@ -116,6 +116,13 @@ pub fn approve(args: &ApproveArgs) -> Exit {
         return Exit::Ok;
     }
     warn_if_drifted(&draft);
+    // A held call is made by the proxy alone: `dispatch` of it is refused.
+    if send_once::mcp::held::held_by_proxy(&draft).is_some() {
+        note(format!(
+            "draft {} is a tool call held by send-once mcp proxy: the proxy makes it when the agent calls it again or asks its status tool (send-once dispatch refuses it)",
+            draft.id
+        ));
+    }
     hand_out_approval(args, &draft, out_file)
 }
 

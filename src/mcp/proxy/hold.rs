@@ -296,19 +296,29 @@ async fn status_of(
     let status = DraftStatus::of(&draft, entry.as_ref(), review.now());
     match status.state {
         Standing::Approved | Standing::Dispatched => make(server, review, &draft, context).await,
-        Standing::Rejected => Ok(refusal(format!(
-            "A person rejected this call{}{}; it will not be made. Do not make it another way: tell the user why.",
-            draft
-                .decided_by
-                .as_deref()
-                .map(|by| format!(" ({by})"))
-                .unwrap_or_default(),
-            draft
-                .reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ))),
+        Standing::Rejected => {
+            let mut result = refusal(format!(
+                "A person rejected this call{}{}; it will not be made. Do not make it another way: tell the user why.",
+                draft
+                    .decided_by
+                    .as_deref()
+                    .map(|by| format!(" ({by})"))
+                    .unwrap_or_default(),
+                draft
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ));
+            result.structured_content = Some(json!({
+                "status": "rejected",
+                "draftId": draft.id,
+                "key": draft.key,
+                "by": draft.decided_by,
+                "reason": draft.reason,
+            }));
+            Ok(result)
+        }
         _ => Ok(still_held(&server.config.status_tool, &status)),
     }
 }
