@@ -332,6 +332,9 @@ fn esc_clears_an_applied_filter() {
     assert_eq!(press(&mut app, KeyCode::Esc), vec![]);
     assert_eq!(app.filter(View::Approvals), "");
     assert_eq!(app.visible_drafts().len(), 5);
+    // The draft the filter found stays selected once it is cleared: a person's place
+    // is not moved to the top row under them (shift, session 41).
+    assert_eq!(selected_id(&app), Some(3));
 
     // In the ledger the search is the store's: clearing it reloads.
     ch(&mut app, '3');

@@ -118,17 +118,60 @@ impl App {
 
     pub(super) fn set_filter(&mut self, text: String) -> Vec<Effect> {
         let view = self.view;
+        // The row selected stays selected when the new filter shows it (clearing a
+        // filter, say): a person's place is not moved under them.
+        let kept = self.selected_identity(view);
         let state = self.state_mut(view);
         state.filter = text;
         state.selected = 0;
-        self.detail_scroll = 0;
-        self.diff_base = None;
+        if let Some(kept) = kept
+            && let Some(at) = self.position_of(view, &kept)
+        {
+            self.state_mut(view).selected = at;
+        } else {
+            self.detail_scroll = 0;
+            self.diff_base = None;
+        }
         if view == View::Ledger {
             self.ledger_offset = 0;
             self.ledger = Loaded::Loading;
             return vec![Effect::LoadLedger(self.ledger_query())];
         }
         Vec::new()
+    }
+
+    /// What the selected row of `view` is (a draft's id, an entry's key, a decision's
+    /// id), to find it again in another order or filter; None for the ledger's page,
+    /// which the store loads again.
+    fn selected_identity(&self, view: View) -> Option<String> {
+        match view {
+            View::Approvals => self.selected_draft().map(|d| d.id.to_string()),
+            View::Unknown => self.selected_unknown().map(|e| e.key().to_owned()),
+            View::Decisions => self
+                .selected_decision()
+                .and_then(|d| d.id)
+                .map(|id| id.to_string()),
+            View::Ledger => None,
+        }
+    }
+
+    /// Where the row `identity` ([`App::selected_identity`]) stands in `view` now.
+    fn position_of(&self, view: View, identity: &str) -> Option<usize> {
+        match view {
+            View::Approvals => self
+                .visible_drafts()
+                .iter()
+                .position(|d| d.id.to_string() == identity),
+            View::Unknown => self
+                .visible_unknown()
+                .iter()
+                .position(|e| e.key() == identity),
+            View::Decisions => self
+                .visible_decisions()
+                .iter()
+                .position(|d| d.id.map(|id| id.to_string()).as_deref() == Some(identity)),
+            View::Ledger => None,
+        }
     }
 
     /// The commands that write a decision.
