@@ -215,7 +215,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char(' '), NONE)],
         key_label: "Space",
         command: Command::ToggleMark,
-        label: "mark row for s f v r",
+        label: "mark row, move down",
         name: "mark",
         group: "Marks",
         views: &[View::Approvals, View::Unknown],

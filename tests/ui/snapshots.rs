@@ -2125,7 +2125,7 @@ fn help_for_the_unknown_view_at_80x24() {
     key(&mut app, KeyCode::Char('2'));
     key(&mut app, KeyCode::Char('?'));
     let text = snap("help_unknown_80x24", &mut app, 80, 24);
-    assert!(text.contains("mark row for s f v r"), "{text}");
+    assert!(text.contains("mark row, move down"), "{text}");
     assert!(text.contains("PgDn/C-d"), "{text}");
     assert!(text.contains("wheel"), "{text}");
 }
