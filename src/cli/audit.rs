@@ -180,6 +180,11 @@ fn report(ledger: &str, audit: Audit) -> Value {
     report.insert("counts".into(), Value::Object(counts));
     report.insert("unknown".into(), Value::Array(unknown));
     report.insert("inFlight".into(), audit.in_flight.into());
+    // Not in the Node report, whose claims record no claimer; present only when there
+    // are some.
+    if !audit.still_running.is_empty() {
+        report.insert("stillRunning".into(), audit.still_running.clone().into());
+    }
     report.insert("skippedLines".into(), audit.census.skipped.into());
     // Not in the Node report, which has no such rows; present only when there are some.
     if !audit.census.unreadable.is_empty() {
@@ -425,15 +430,27 @@ fn notes(report: &Value, unknown: &[Value], unreadable: &[Value]) -> Vec<String>
                 .to_owned(),
         );
     }
-    if in_flight > 0 {
+    let running = report["stillRunning"]
+        .as_array()
+        .map_or(0, |keys| keys.len() as u64);
+    let young = in_flight.saturating_sub(running);
+    if young > 0 {
         notes.push(format!(
-            "{in_flight} more pending {} claimed less than {} ago and may still be sending.",
-            if in_flight == 1 {
+            "{young} more pending {} claimed less than {} ago and may still be sending.",
+            if young == 1 {
                 "entry was"
             } else {
                 "entries were"
             },
             duration::format_duration(report["olderThanMs"].as_f64().unwrap_or(0.0)),
+        ));
+    }
+    if running > 0 {
+        notes.push(format!(
+            "{running} more pending {} still running: {} claimer is alive on this host, or the time limit it recorded has not passed (send-once show <key> says until when). Leave {} until then.",
+            if running == 1 { "entry is" } else { "entries are" },
+            if running == 1 { "its" } else { "each one's" },
+            if running == 1 { "it" } else { "them" },
         ));
     }
     if skipped > 0 {

@@ -55,8 +55,15 @@ pub struct Audit {
     pub census: Census,
     /// Pending entries at least `older_than_ms` old, oldest first.
     pub unknown: Vec<Entry>,
-    /// Pending entries younger than that (or with an unreadable claim time).
+    /// Pending entries younger than that (or with an unreadable claim time), and those
+    /// [`Audit::still_running`] names.
     pub in_flight: u64,
+    /// The keys of pending entries at least `older_than_ms` old that are known to be
+    /// still running: their claimer is seen alive here, or the time limit it recorded
+    /// has not passed ([`super::claimer::running`]). Not unknown sends yet: no one can
+    /// settle what may still be sending. Counted in `in_flight`; a Node claim, which
+    /// records neither, is never one.
+    pub still_running: Vec<String>,
     /// The pending entries counted in `in_flight` whose claim time cannot be read or
     /// lies further in the future than `older_than_ms` (see [`placed_in_time`]). The
     /// Node report counts them in flight, and `audit` prints it as Node does; nothing
@@ -71,11 +78,15 @@ impl Ledger {
         let now = self.now();
         let mut census = self.store.census().await?;
         let pending = std::mem::take(&mut census.pending_entries);
-        let (unknown, unplaced) = oldest_unknown(pending, now, older_than_ms);
+        let (aged, unplaced) = oldest_unknown(pending, now, older_than_ms);
+        let (running, unknown): (Vec<Entry>, Vec<Entry>) = aged
+            .into_iter()
+            .partition(|e| super::claimer::running(e, now).known_to_run());
         Ok(Audit {
             now,
             older_than_ms,
             unplaced,
+            still_running: running.iter().map(|e| e.key().to_owned()).collect(),
             in_flight: census
                 .pending
                 .saturating_sub(unknown.len() as u64)

@@ -657,3 +657,49 @@ fn an_earlier_attempt_settled_failed_keeps_its_place_in_the_history() {
     ];
     assert!(order.is_sorted(), "{history}");
 }
+
+/// A send still running is no unknown send, however old its claim: `audit` says it is
+/// still running and leaves it out of the sends to settle (shift AD8: it asked for a
+/// live call to be checked and resolved).
+#[test]
+fn audit_leaves_a_send_still_running_out_of_the_unknown_sends() {
+    let s = Shift::new();
+    s.unknown("ended", "x@example.com");
+    let l = s.l();
+    let started = s.path().join("started");
+    let go = s.path().join("go");
+    let script = format!(
+        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
+        started.display(),
+        go.display()
+    );
+    let mut running = s
+        .cmd(&["run", &l, "--key", "running", "--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run starts");
+    wait_for_file(&started, Duration::from_secs(20));
+    let text = s.run(&["audit", &l, "--older-than", "0s"]);
+    let json = s.run(&["audit", &l, "--older-than", "0s", "--json"]);
+    std::fs::write(&go, "").expect("release the send");
+    let _ = running.wait();
+    let report = json_stdout(&json, "audit --json");
+    let unknown: Vec<&str> = report["unknown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(unknown, ["ended"], "{report}");
+    assert_eq!(
+        report["stillRunning"],
+        serde_json::json!(["running"]),
+        "{report}"
+    );
+    let said = stdout(&text);
+    assert!(
+        said.contains("1 more pending entry is still running"),
+        "{said}"
+    );
+}

@@ -199,10 +199,13 @@ async fn an_entry_history_merges_the_log_and_the_entry_in_time_order_on_sqlite_a
         );
         assert!(h[3].text.contains("customer asked again"), "{}", h[3].text);
 
+        // Attempt 1's claim is kept by the decision that settled it: the entry now
+        // holds attempt 2's.
         let h = history_of(&ledger, "k-late").await;
         assert_eq!(
             kinds(&h),
             [
+                (Claimed, DecisionLog),
                 (Resolved, DecisionLog),
                 (Claimed, EntryRecord),
                 (Sent, EntryRecord),
@@ -211,13 +214,14 @@ async fn an_entry_history_merges_the_log_and_the_entry_in_time_order_on_sqlite_a
             "{name}: {}",
             lines(&h)
         );
-        assert_eq!(h[0].who.as_deref(), Some("bob"));
-        assert!(h[1].text.contains("attempt 2"), "{}", h[1].text);
-        assert!(h[2].text.contains("msg-second"), "{}", h[2].text);
+        assert_eq!(h[0].text, "claimed, attempt 1");
+        assert_eq!(h[1].who.as_deref(), Some("bob"));
+        assert!(h[2].text.contains("attempt 2"), "{}", h[2].text);
+        assert!(h[3].text.contains("msg-second"), "{}", h[3].text);
         assert!(
-            h[3].text.contains("attempt 1 went out too") && h[3].text.contains("msg-first"),
+            h[4].text.contains("attempt 1 went out too") && h[4].text.contains("msg-first"),
             "{}",
-            h[3].text
+            h[4].text
         );
 
         let h = history_of(&ledger, "k-over").await;
