@@ -110,6 +110,11 @@ pub struct SubmitArgs {
     /// Distinct people who must approve it, 1 to 10 (default: the ledger's policy for its channel, else 1; never fewer than the policy)
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub approvals: Option<String>,
+    /// The revision this one builds on, when the open draft's current revision was
+    /// written by someone else (a reviewer's edit): without it such a draft is not
+    /// revised, so that no edit is replaced unread
+    #[arg(long, value_name = "N")]
+    pub base_revision: Option<i64>,
     /// Print {"id", "key", "revision", "state", "newDraft"} as JSON
     #[arg(long)]
     pub json: bool,
@@ -577,9 +582,9 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
         meta,
         by: by_or_default(args.by.as_deref()),
         approvals,
-        // A job that reruns revises its own draft, whoever wrote its current revision:
-        // the command line's behaviour since the queue began. The MCP tool names it.
-        base: send_once::review::Base::Current,
+        // A job that reruns revises its own draft; one a reviewer edited only when it
+        // names the revision it builds on, as the MCP tool's baseRevision (shift AD10).
+        base: send_once::review::Base::Named(args.base_revision),
     })
 }
 

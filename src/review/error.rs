@@ -55,7 +55,7 @@ pub enum ReviewError {
     /// A submission that may not revise the open draft's current revision
     /// ([`Base`](super::Base)): someone else wrote it, or it is not the one named.
     #[error(
-        "draft {id} is at revision {revision}{by}, and this submission builds on {base}; read it and submit again naming revision {revision} as the one you build on, so that nobody's edit is replaced unread. Nothing was queued"
+        "draft {id} is at revision {revision}{by}, and this submission builds on {base}; read it and submit again naming revision {revision} as the one you build on (--base-revision {revision}; baseRevision over MCP), so that nobody's edit is replaced unread. Nothing was queued"
     )]
     NotBuiltOn {
         /// The open draft.

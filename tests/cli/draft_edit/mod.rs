@@ -263,6 +263,53 @@ fn an_edit_is_a_revision_by_its_editor_and_approving_it_sends_the_edit_on_postgr
     )));
 }
 
+/// A job that reruns does not replace a reviewer's edit it has not read: `draft submit`
+/// revises an edited draft only when it names the revision it builds on, as the MCP
+/// tool's `baseRevision` (shift AD10: the command line replaced the edit silently).
+#[test]
+fn a_resubmission_replaces_a_reviewers_edit_only_when_it_names_it() {
+    let q = Queue::sqlite();
+    let id = q.submit("invoice-due", &original(), "agent");
+    let file = q.write("edited.json", &edited().to_string());
+    expect_exit(&q.edit(&id, &file, "dana", &[]), 0, "draft edit");
+    let rerun = q.write("rerun.json", &original().to_string());
+    let args = |extra: &[&'static str]| {
+        let mut args = vec![
+            "draft",
+            "submit",
+            q.l(),
+            "--channel",
+            "email",
+            "--to",
+            "ana@example.com",
+            "--intent",
+            "invoice-due",
+            "--payload",
+            &rerun,
+            "--by",
+            "agent",
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(str::to_owned).collect::<Vec<String>>()
+    };
+    let refused = run(&args(&[]));
+    expect_exit(&refused, 2, "a rerun over dana's edit");
+    let said = stderr(&refused);
+    assert!(
+        said.contains("revision 2 (by dana)") && said.contains("--base-revision 2"),
+        "{said}"
+    );
+    assert_eq!(q.show(&id)["payload"], edited(), "the edit stands");
+    expect_exit(
+        &run(&args(&["--base-revision", "2"])),
+        0,
+        "a rerun naming it",
+    );
+    let shown = q.show(&id);
+    assert_eq!(shown["revision"], 3, "{shown:#}");
+    assert_eq!(shown["payload"], original(), "{shown:#}");
+}
+
 /// An approved draft that is edited stays approved for the revision it was approved
 /// at, as after a new `draft submit`: dispatch refuses the edit (payload_changed) and
 /// sends nothing, until it is approved again; then it sends the edit.

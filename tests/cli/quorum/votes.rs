@@ -720,10 +720,13 @@ fn a_rerun_submitting_the_same_revision_keeps_its_votes_and_a_changed_one_voids_
     );
     assert_eq!(q.approved(&id)["approved"], 1);
 
-    // Another submitter of the same text is a new revision: who wrote what is kept.
+    // Another submitter of the same text is a new revision: who wrote what is kept. It
+    // names the revision it builds on, which is not its own.
     let mut other = args.clone();
     other[6] = "agent-2";
-    let out = json_stdout(&run(&other), "the same from agent-2");
+    let mut building = other.clone();
+    building.extend(["--base-revision", "1"]);
+    let out = json_stdout(&run(&building), "the same from agent-2");
     assert_eq!(out["revision"], 2);
     assert_eq!(out["voided"], json!(["dana"]));
 
