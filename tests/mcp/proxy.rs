@@ -215,6 +215,8 @@ async fn a_once_call_made_twice_acts_once_and_the_second_gets_the_first_result()
     assert_eq!(entry["meta"]["tool"], "append", "{shown}");
     assert_eq!(entry["meta"]["upstream"], "fake");
     assert_eq!(entry["meta"]["to"], "Ana@Example.com");
+    // And which agent made it (shift AD6).
+    assert_eq!(entry["meta"]["agent"], "mailer-agent", "{shown}");
     other.cancel().await.unwrap();
 }
 

@@ -179,6 +179,18 @@ impl ProxyServer {
             .await
     }
 
+    /// The agent's name: `--by`, else the name its client gave when the session
+    /// started, when that is one a person can read.
+    fn agent_name(&self) -> Option<String> {
+        let name = self.config.by.clone().or_else(|| {
+            let agent = self.downstream.get()?.peer_info()?;
+            Some(agent.client_info.name.clone())
+        })?;
+        let readable = !name.trim().is_empty()
+            && crate::review::quorum::name_problem(&name).is_none();
+        readable.then_some(name)
+    }
+
     /// What `tool`'s input schema declares, when it allows nothing else.
     pub fn declared(&self, tool: &str) -> Option<Vec<String>> {
         let found = self.upstream.tools.iter().find(|t| t.name == tool)?;
@@ -252,7 +264,11 @@ impl ProxyServer {
         via: Via,
         limit: Duration,
     ) -> Result<CallToolResult, ErrorData> {
-        let meta = entry_meta(&self.config.policy.upstream, tool, rule, &key);
+        let mut meta = entry_meta(&self.config.policy.upstream, tool, rule, &key);
+        // Who made the call, for whoever settles it if it ends unknown (shift AD6).
+        if let Some(agent) = self.agent_name() {
+            meta.insert("agent".into(), agent.into());
+        }
         let options = SendOptions::builder()
             .meta(meta)
             .limit(limit)
