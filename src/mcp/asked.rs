@@ -19,20 +19,61 @@ pub struct AskedOfRmcp {
     /// be as long as a line, and is not kept. rmcp answers an id once, however many
     /// requests the agent sent under it, so each id is one request here.
     ids: Mutex<HashMap<u64, usize>>,
+    /// The ids of requests the agent cancelled, by hash: their work may go on inside
+    /// rmcp, whose answer to one would be taken for the answer to a new request under
+    /// the same id (and the new request's dropped). The protocol forbids reusing an
+    /// id in a session; one reused is refused instead. Only cancelled ones are kept,
+    /// so this grows with cancellations, not requests.
+    cancelled: Mutex<std::collections::HashSet<u64>>,
     hasher: RandomState,
 }
 
+/// Why a request's id cannot be handed to rmcp.
+pub enum Reused {
+    /// A request under it is still waiting for rmcp's answer.
+    Waiting,
+    /// A request under it was cancelled: its work may still be going on.
+    Cancelled,
+}
+
 impl AskedOfRmcp {
-    /// Counts the request whose id is `raw` (as the agent wrote it), `size` bytes long.
-    pub fn asked(&self, raw: &str, size: usize) {
-        if let (Some(id), Ok(mut ids)) = (self.key(raw), self.ids.lock()) {
-            *ids.entry(id).or_default() += size;
+    /// Counts the request whose id is `raw` (as the agent wrote it), `size` bytes long;
+    /// refused, and not counted, when a request under that id still waits for its
+    /// answer or was cancelled (rmcp could answer the one for the other).
+    pub fn asked(&self, raw: &str, size: usize) -> Result<(), Reused> {
+        let Some(id) = self.key(raw) else {
+            return Ok(());
+        };
+        if self.cancelled.lock().is_ok_and(|c| c.contains(&id)) {
+            return Err(Reused::Cancelled);
         }
+        if let Ok(mut ids) = self.ids.lock() {
+            if ids.contains_key(&id) {
+                return Err(Reused::Waiting);
+            }
+            ids.insert(id, size);
+        }
+        Ok(())
     }
 
-    /// Counts the request under `raw` answered (by rmcp, whose answer has come out),
-    /// or given up (cancelled by the agent, which rmcp does not answer); false if none
-    /// waited under it.
+    /// Counts the request under `raw` given up by the agent (rmcp answers it no more),
+    /// and keeps its id from being used again; false if none waited under it.
+    pub fn cancelled(&self, raw: &str) -> bool {
+        let Some(id) = self.key(raw) else {
+            return false;
+        };
+        let waited = self
+            .ids
+            .lock()
+            .is_ok_and(|mut ids| ids.remove(&id).is_some());
+        if waited && let Ok(mut cancelled) = self.cancelled.lock() {
+            cancelled.insert(id);
+        }
+        waited
+    }
+
+    /// Counts the request under `raw` answered (by rmcp, whose answer has come out);
+    /// false if none waited under it.
     pub fn ended(&self, raw: &str) -> bool {
         let (Some(id), Ok(mut ids)) = (self.key(raw), self.ids.lock()) else {
             return false;
@@ -66,11 +107,12 @@ mod tests {
     #[test]
     fn an_id_is_matched_as_rmcp_writes_it_back_and_counted_once_however_often_used() {
         let asked = AskedOfRmcp::default();
-        asked.asked("1", 10);
-        asked.asked(r#""\u0061""#, 20);
-        asked.asked(r#""a""#, 30);
-        asked.asked("1", 5);
-        assert_eq!(asked.waiting(), (2, 65));
+        assert!(asked.asked("1", 10).is_ok());
+        assert!(asked.asked(r#""\u0061""#, 20).is_ok());
+        // The same id again, however written, while the first waits: refused.
+        assert!(matches!(asked.asked(r#""a""#, 30), Err(Reused::Waiting)));
+        assert!(matches!(asked.asked("1", 5), Err(Reused::Waiting)));
+        assert_eq!(asked.waiting(), (2, 30));
         // A number and a string of the same digits are two ids.
         assert!(!asked.ended(r#""1""#));
         assert!(asked.ended("1.0"));
@@ -78,5 +120,12 @@ mod tests {
         assert!(asked.ended(r#""a""#));
         assert!(!asked.ended(r#""\u0061""#));
         assert_eq!(asked.waiting(), (0, 0));
+        // Answered, an id may be used again; cancelled, it may not: its work may go on.
+        assert!(asked.asked("1", 5).is_ok());
+        assert!(asked.cancelled("1"));
+        assert_eq!(asked.waiting(), (0, 0));
+        assert!(matches!(asked.asked("1.0", 5), Err(Reused::Cancelled)));
+        assert!(!asked.cancelled("7"), "nothing waited under it");
+        assert!(asked.asked("7", 5).is_ok());
     }
 }

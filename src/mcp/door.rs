@@ -22,13 +22,13 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::Notify;
 
-use super::asked::AskedOfRmcp;
+use super::asked::{AskedOfRmcp, Reused};
 use super::closing::{Closing, Room};
 use super::in_flight::InFlight;
 use super::outbox::Outbox;
 use super::wire::{
-    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, initialize_again,
-    is_blank, not_json, read_line, readable, refusal, request, with_null_id,
+    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, id_reused,
+    initialize_again, is_blank, not_json, read_line, readable, refusal, request, with_null_id,
 };
 
 /// How much may wait to be written to the agent, with the requests rmcp has not
@@ -221,10 +221,15 @@ impl Door {
                         self.to_agent.push(initialize_again(&line[asked.id]));
                         continue;
                     }
-                    self.asked.asked(
-                        std::str::from_utf8(&line[asked.id]).unwrap_or_default(),
-                        line.len(),
-                    );
+                    let id = &line[asked.id.clone()];
+                    let counted = self
+                        .asked
+                        .asked(std::str::from_utf8(id).unwrap_or_default(), line.len());
+                    if let Err(reused) = counted {
+                        let cancelled = matches!(reused, Reused::Cancelled);
+                        self.to_agent.push(id_reused(id, cancelled));
+                        continue;
+                    }
                 }
                 None => {
                     if let Some(e) = not_json(&line) {
@@ -239,7 +244,7 @@ impl Door {
             // rmcp answers a request the agent cancelled no more: it waits no longer.
             // (A dispatch goes on, and counts in flight until it ends.)
             if let Ok(cancelled) = serde_json::from_slice::<Cancelled>(&line)
-                && self.asked.ended(cancelled.params.request_id.get())
+                && self.asked.cancelled(cancelled.params.request_id.get())
             {
                 self.answered.notify_waiters();
             }

@@ -154,6 +154,23 @@ impl Started {
     }
 }
 
+/// The answer to a request whose id `raw_id` (as the agent wrote it) is one a request
+/// of this session still waits under, or one it cancelled (`cancelled`), whose work
+/// may go on: the protocol forbids reusing an id in a session, and the SDK could give
+/// the one request's answer to the other.
+pub fn id_reused(raw_id: &[u8], cancelled: bool) -> Vec<u8> {
+    let error = ErrorData::invalid_request(
+        if cancelled {
+            "this request's id was used by a request this session cancelled, whose work may still be going on: send-once refuses it, so that one answer is not taken for the other (the protocol forbids reusing an id in a session); nothing it asked was done"
+        } else {
+            "this request's id is used by another request of this session still waiting for its answer: send-once refuses it, so that one answer is not taken for the other (the protocol forbids reusing an id in a session); nothing it asked was done"
+        },
+        None,
+    );
+    let body = serde_json::to_vec(&error).unwrap_or_default();
+    answer_line(raw_id, "error", &body)
+}
+
 /// The answer to a second `initialize`, under its id `raw_id` as the agent wrote it.
 pub fn initialize_again(raw_id: &[u8]) -> Vec<u8> {
     let error = ErrorData::invalid_request(

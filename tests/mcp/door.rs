@@ -197,3 +197,40 @@ fn a_long_poll_is_answered_at_once_when_the_server_stops() {
         stopped.elapsed()
     );
 }
+
+/// An id the session still waits on, or cancelled while its work goes on, is not taken
+/// for a new request: the SDK would give the one's answer to the other and leave the
+/// other unanswered (hostile round, session 41: a cancelled dispatch's answer went to
+/// a new dispatch under its id, whose own answer never came).
+#[test]
+fn a_request_reusing_a_waiting_or_cancelled_id_is_refused_not_answered_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let gate = dir.path().join("go");
+    let send = format!("email={}", sending_once(&gate, "sent-1"));
+    let mut raw = server(&ledger, &["--send", &send], &dir.path().join("err"));
+    raw.call(1, "submit_draft", invoice("Invoice 1"));
+    answer_to(&raw, "submit_draft");
+    approve_as_dana(&ledger, "1");
+    raw.call(2, "dispatch_draft", json!({"draftId": 1}));
+    // Still sending: its id is taken.
+    std::thread::sleep(Duration::from_millis(500));
+    raw.call(2, "draft_status", json!({"draftId": 1}));
+    let refused = answer_to(&raw, "a request under a waiting id");
+    assert_eq!(refused["id"], 2, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    // Cancelled, its work goes on: the id stays taken.
+    raw.cancel(2);
+    raw.call(2, "draft_status", json!({"draftId": 1}));
+    let refused = answer_to(&raw, "a request under a cancelled id");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("cancelled"), "{said}");
+    std::fs::write(&gate, "").unwrap();
+    // The dispatch's answer is never written under the reused id; the next request,
+    // under a new one, is answered.
+    raw.call(3, "draft_status", json!({"draftId": 1}));
+    let answer = answer_to(&raw, "draft_status under a new id");
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert!(answer.get("result").is_some(), "{answer}");
+}

@@ -186,8 +186,8 @@ impl ProxyServer {
             let agent = self.downstream.get()?.peer_info()?;
             Some(agent.client_info.name.clone())
         })?;
-        let readable = !name.trim().is_empty()
-            && crate::review::quorum::name_problem(&name).is_none();
+        let readable =
+            !name.trim().is_empty() && crate::review::quorum::name_problem(&name).is_none();
         readable.then_some(name)
     }
 

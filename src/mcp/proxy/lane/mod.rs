@@ -27,13 +27,14 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::oneshot;
 
-use crate::mcp::asked::AskedOfRmcp;
+use crate::mcp::asked::{AskedOfRmcp, Reused};
 use crate::mcp::closing::{Closing, Room};
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
 use crate::mcp::outbox::Outbox;
 use crate::mcp::wire::{
     BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, answer_line,
-    initialize_again, is_blank, not_json, read_line, readable, refusal, request_id, with_null_id,
+    id_reused, initialize_again, is_blank, not_json, read_line, readable, refusal, request_id,
+    with_null_id,
 };
 
 mod gated;
@@ -535,10 +536,15 @@ impl Lane {
                     self.to_agent.push(initialize_again(&line[asked.id]));
                     continue;
                 }
-                self.asked_of_rmcp.asked(
-                    std::str::from_utf8(&line[asked.id.clone()]).unwrap_or_default(),
-                    line.len(),
-                );
+                let id = &line[asked.id.clone()];
+                let counted = self
+                    .asked_of_rmcp
+                    .asked(std::str::from_utf8(id).unwrap_or_default(), line.len());
+                if let Err(reused) = counted {
+                    let cancelled = matches!(reused, Reused::Cancelled);
+                    self.to_agent.push(id_reused(id, cancelled));
+                    continue;
+                }
             }
             if server_in.write_all(&line).await.is_err() {
                 break;
@@ -649,7 +655,7 @@ impl Lane {
                     }
                 }
                 // rmcp's to stop, which sends no answer then: it is owed none.
-                if self.asked_of_rmcp.ended(raw_text) {
+                if self.asked_of_rmcp.cancelled(raw_text) {
                     self.answered.notify_waiters();
                 }
                 false
