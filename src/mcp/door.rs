@@ -28,7 +28,8 @@ use super::in_flight::InFlight;
 use super::outbox::Outbox;
 use super::wire::{
     BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, id_reused,
-    initialize_again, is_blank, not_json, read_line, readable, refusal, request, with_null_id,
+    initialize_again, is_blank, read_line, readable, refusal, request, unreadable_line,
+    with_null_id,
 };
 
 /// How much may wait to be written to the agent, with the requests rmcp has not
@@ -232,8 +233,8 @@ impl Door {
                     }
                 }
                 None => {
-                    if let Some(e) = not_json(&line) {
-                        self.to_agent.push(refusal(None, Unreadable::NotJson(e)));
+                    if let Some(answer) = unreadable_line(&line) {
+                        self.to_agent.push(answer);
                         continue;
                     }
                 }

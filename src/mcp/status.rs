@@ -53,6 +53,10 @@ pub struct LedgerState {
     pub sent_at: Option<String>,
 }
 
+/// The longest payload `draft_status` gives (its JSON text, in bytes): a person reads
+/// what is longer in the TUI or `send-once draft show`.
+pub const PAYLOAD_GIVEN: usize = 64 << 10;
+
 /// A draft's state for `draft_status`, `list_drafts` and the other tools' answers.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -96,6 +100,11 @@ pub struct DraftStatus {
     /// (`draft_status` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<serde_json::Value>,
+    /// The payload's length in bytes, in its place when it is longer than
+    /// [`PAYLOAD_GIVEN`] (`draft_status` only): every answer waiting for an agent that
+    /// does not read is held in memory, twice (as text and as structured content).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_bytes: Option<usize>,
     /// When a reviewer wrote the current revision: the payload's top-level fields it
     /// added, removed or changed from the submitter's last revision (`payload` when
     /// either is not an object), in order (`draft_status` only).
@@ -151,6 +160,7 @@ impl DraftStatus {
             expires_at: draft.expires_at().map(str::to_owned),
             ledger,
             payload: None,
+            payload_bytes: None,
             edited_fields: None,
             next,
         }
@@ -168,7 +178,11 @@ impl DraftStatus {
         let Some(current) = draft.revision_of(self.revision) else {
             return self;
         };
-        self.payload = payload_of(current);
+        if current.payload.len() > PAYLOAD_GIVEN {
+            self.payload_bytes = Some(current.payload.len());
+        } else {
+            self.payload = payload_of(current);
+        }
         if self.edited_by.is_some() {
             let submitters = draft
                 .revisions
@@ -180,8 +194,8 @@ impl DraftStatus {
                 });
             self.edited_fields = submitters
                 .and_then(payload_of)
-                .zip(self.payload.as_ref())
-                .map(|(before, after)| changed_fields(&before, after));
+                .zip(payload_of(current))
+                .map(|(before, after)| changed_fields(&before, &after));
         }
         self
     }

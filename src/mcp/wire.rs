@@ -65,6 +65,8 @@ pub async fn read_line(
         }
         let newline = memchr::memchr(b'\n', available);
         let take = newline.map_or(available.len(), |at| at + 1);
+        // Its newline counted, as the SDK behind counts it: a line it would drop is
+        // never handed to it.
         if !too_long && line.len() + take > longest {
             too_long = true;
             line.clear();
@@ -96,6 +98,47 @@ pub fn is_blank(line: &[u8]) -> bool {
 /// (and a notification is never answered).
 pub fn not_json(line: &[u8]) -> Option<serde_json::Error> {
     serde_json::from_slice::<serde::de::IgnoredAny>(line).err()
+}
+
+/// The answer to a line that is no request [`request`] reads and that the SDK would
+/// drop without a word: one that is not JSON, or JSON that is not UTF-8 where it names
+/// the message (its id, its method, a member's name). Under the line's id when that
+/// much can be read, else a null one; a notification is never answered, nor a blank
+/// line.
+pub fn unreadable_line(line: &[u8]) -> Option<Vec<u8>> {
+    if is_blank(line) {
+        return None;
+    }
+    if let Some(e) = not_json(line) {
+        return Some(refusal(None, Unreadable::NotJson(e)));
+    }
+    if std::str::from_utf8(line).is_ok() {
+        return None;
+    }
+    // Read again with each byte that is not UTF-8 replaced, for its id when that much
+    // was written right.
+    #[derive(Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let text = String::from_utf8_lossy(line);
+    let named = serde_json::from_str::<Named>(&text).ok();
+    if named
+        .as_ref()
+        .is_some_and(|n| n.id.is_none() && n.method.is_some())
+    {
+        return None;
+    }
+    let id = named
+        .as_ref()
+        .and_then(|n| n.id)
+        .filter(|id| request_id(id) && !id.get().contains(char::REPLACEMENT_CHARACTER));
+    Some(refusal(
+        id.map(|id| id.get().as_bytes()),
+        Unreadable::NotUtf8,
+    ))
 }
 
 /// A `tools/call` request's parameters, as a tool's handler takes them.
@@ -204,6 +247,9 @@ pub enum Unreadable {
     TooLong,
     /// The line is not JSON.
     NotJson(serde_json::Error),
+    /// The line is JSON but not UTF-8 where it names the message (its id, its
+    /// method, a member's name): JSON is UTF-8.
+    NotUtf8,
     /// The message: not JSON-RPC 2.0, or a number or a text its types cannot hold.
     Message(serde_json::Error),
     /// A call's parameters, as a tool's handler takes them.
@@ -231,8 +277,9 @@ pub fn refusal(raw_id: Option<&[u8]>, unreadable: Unreadable) -> Vec<u8> {
     let error = match unreadable {
         Unreadable::TooLong => ErrorData::invalid_request(
             format!(
-                "send-once did not read a line longer than {} MiB, so nothing it asked was done",
-                LONGEST_LINE >> 20
+                "send-once did not read a line longer than {} MiB with its newline (at most {} bytes before it), so nothing it asked was done",
+                LONGEST_LINE >> 20,
+                LONGEST_LINE - 1
             ),
             None,
         ),
@@ -241,6 +288,10 @@ pub fn refusal(raw_id: Option<&[u8]>, unreadable: Unreadable) -> Vec<u8> {
                 "send-once could not read a line as JSON, so nothing it asked was done: {}",
                 seen(e)
             ),
+            None,
+        ),
+        Unreadable::NotUtf8 => ErrorData::parse_error(
+            "send-once could not read the request: it is not UTF-8, as JSON must be, so nothing it asked was done",
             None,
         ),
         Unreadable::Message(e) => ErrorData::invalid_request(
@@ -291,7 +342,7 @@ pub fn answer_line(raw_id: &[u8], member: &str, body: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Value;
+    use serde_json::{Value, json};
     use tokio::io::BufReader;
 
     use super::*;
@@ -339,6 +390,35 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn a_line_not_utf8_where_it_names_the_message_is_answered_under_its_id_if_readable() {
+        let answer = |line: &[u8]| {
+            unreadable_line(line).map(|a| serde_json::from_slice::<Value>(&a).unwrap())
+        };
+        for (line, id) in [
+            (
+                &b"{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"pi\xffng\"}"[..],
+                json!(40),
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"ping\",\"\xff\":1}",
+                json!(41),
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"ping\"}",
+                Value::Null,
+            ),
+        ] {
+            let said = answer(line).expect("answered");
+            assert_eq!(said["id"], id, "{said}");
+            assert_eq!(said["error"]["code"], -32700, "{said}");
+        }
+        // A notification is not answered; UTF-8 that is a request is [`request`]'s.
+        assert!(answer(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\xff\"}").is_none());
+        assert!(answer(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_none());
+        assert!(answer(b"  ").is_none());
     }
 
     #[test]

@@ -698,3 +698,35 @@ fn the_submitter_is_the_name_the_session_started_with_and_no_other() {
     let queued = json_stdout(&cli(&ledger, &["approvals", "L", "--json"]), "approvals");
     assert_eq!(queued.as_array().unwrap().len(), 1, "{queued}");
 }
+
+/// A payload longer than 64 KiB is not given back by draft_status, its length is: an
+/// agent that reads nothing would otherwise hold 64 such answers in the server's
+/// memory, twice each (hostile round, session 41: 2.6 GB).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_payload_is_not_given_back_by_draft_status_its_length_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = agent("billing-agent", &dir.path().join("l.db")).await;
+    let mut long = invoice("Invoice 1");
+    long["payload"]["body"] = json!("x".repeat(70_000));
+    ok(&call(&client, "submit_draft", long).await);
+    let status = ok(&call(&client, "draft_status", json!({"draftId": 1})).await);
+    assert!(
+        status.get("payload").is_none(),
+        "{}",
+        status["payloadBytes"]
+    );
+    assert!(
+        status["payloadBytes"].as_u64().unwrap() > 70_000,
+        "{}",
+        status["payloadBytes"]
+    );
+    let short = ok(&call(&client, "submit_draft", invoice("Invoice 2")).await);
+    let status = ok(&call(
+        &client,
+        "draft_status",
+        json!({"draftId": short["draftId"]}),
+    )
+    .await);
+    assert_eq!(status["payload"]["subject"], "Invoice 2");
+    client.cancel().await.unwrap();
+}

@@ -73,6 +73,26 @@ fn every_line_the_server_cannot_read_is_answered_and_the_session_goes_on() {
     let answer = answer_to(&raw, "a request that is not UTF-8");
     assert_eq!(answer["id"], 5, "{answer}");
     assert!(answer.get("error").is_some(), "{answer}");
+    // Not UTF-8 where it names the message: its method, a member's name, its id.
+    for (line, id) in [
+        (
+            &b"{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"pi\xffng\"}\n"[..],
+            json!(40),
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"ping\",\"\xff\":1}\n",
+            json!(41),
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"ping\"}\n",
+            Value::Null,
+        ),
+    ] {
+        raw.write_bytes(line);
+        let answer = answer_to(&raw, "a request not UTF-8");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    }
     // Lines whose id cannot be read are answered under a null id, as JSON-RPC says.
     for (what, line, code) in [
         ("a line that is not JSON", "not json".to_owned(), -32700),

@@ -779,6 +779,11 @@ fn a_request_rmcp_could_not_read_is_refused_not_left_unanswered() {
         assert_eq!(answer["id"], serde_json::Value::Null, "{answer}");
         assert_eq!(answer["error"]["code"], code, "{answer}");
     }
+    // Not UTF-8 where it names the message: under its id, when that can be read.
+    raw.write_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"ping\",\"\xff\":1}\n");
+    let answer = raw.next(Duration::from_secs(20)).expect("an answer");
+    assert_eq!(answer["id"], 41, "{answer}");
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
     // A method no one knows is still rmcp's to answer.
     raw.write_line(r#"{"jsonrpc":"2.0","id":8,"method":"no/such","params":{}}"#);
     let answer = raw.next(Duration::from_secs(20)).expect("an answer");

@@ -800,6 +800,11 @@ exclude = ["request_id"]
     let made = call(&agent, "append", again).await;
     assert_eq!(ok(&made)["written"], "pay 10");
     assert_eq!(bench.acted(), ["pay 10"]);
+    // A null argument is as absent, as the key reads it: the same call, made already.
+    let with_null = json!({"line": "pay 10", "to": "ana@example.com", "memo": null});
+    let replayed = call(&agent, "append", with_null).await;
+    assert_eq!(ok(&replayed)["written"], "pay 10", "{}", text(&replayed));
+    assert_eq!(bench.acted(), ["pay 10"]);
     agent.cancel().await.unwrap();
 }
 

@@ -212,7 +212,7 @@ async fn ours(server: &ProxyServer, review: &Review, draft: &Draft) -> bool {
 
 /// The top-level arguments in which `arguments` differ from draft `id`'s first
 /// revision (the call as the agent first made it), leaving out those the policy keeps
-/// out of the key (volatile ones, such as a request id). A reviewer's later edit is not
+/// out of the key (volatile ones, such as a request id) and nulls. A reviewer's later edit is not
 /// the agent's: repeating its own call is the same call.
 async fn differing(
     review: &Review,
@@ -230,9 +230,10 @@ async fn differing(
     else {
         return Vec::new();
     };
+    // A null argument is as absent, as the key reads it.
     let kept = |arguments: &Map<String, Value>| {
         let mut kept = arguments.clone();
-        kept.retain(|name, _| !rule.exclude.contains(name));
+        kept.retain(|name, value| !rule.exclude.contains(name) && !value.is_null());
         Value::Object(kept)
     };
     crate::mcp::status::changed_fields(&kept(&first), &kept(arguments))

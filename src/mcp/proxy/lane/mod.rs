@@ -33,7 +33,7 @@ use crate::mcp::in_flight::{InFlight, InFlightGuard};
 use crate::mcp::outbox::Outbox;
 use crate::mcp::wire::{
     BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, answer_line,
-    id_reused, initialize_again, is_blank, not_json, read_line, readable, refusal, request_id,
+    id_reused, initialize_again, read_line, readable, refusal, request_id, unreadable_line,
     with_null_id,
 };
 
@@ -511,15 +511,16 @@ impl Lane {
                     break;
                 }
             }
-            // rmcp drops a line that is not JSON without a word.
+            let request = asked(&line, peek.as_ref());
+            // rmcp drops without a word a line that is not JSON, or not UTF-8 where it
+            // names the message.
             if peek.is_none()
-                && !is_blank(&line)
-                && let Some(e) = not_json(&line)
+                && request.is_none()
+                && let Some(answer) = unreadable_line(&line)
             {
-                self.refuse_unreadable(None, Unreadable::NotJson(e));
+                self.to_agent.push(answer);
                 continue;
             }
-            let request = asked(&line, peek.as_ref());
             if let Some(peek) = peek
                 && self.take_from_agent(&line, peek).await
             {
