@@ -76,6 +76,8 @@ struct Written<'a> {
 #[derive(Deserialize)]
 struct Cancelled<'a> {
     #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
     params: CancelledParams<'a>,
 }
 
@@ -172,23 +174,6 @@ impl Door {
         tokio::pin!(stopped);
         let mut reading = true;
         loop {
-            let room = self.closing.room_or_end(
-                &mut reader,
-                Some(self.drain),
-                || self.has_room(),
-                || self.room(),
-            );
-            let room = tokio::select! {
-                room = room => room,
-                () = &mut gone => {
-                    reading = false;
-                    break;
-                }
-                () = &mut stopped => break,
-            };
-            if let Room::NotInTime = room {
-                break;
-            }
             let read = tokio::select! {
                 read = read_line(&mut reader, &mut line, LONGEST_LINE) => read,
                 () = &mut gone => {
@@ -210,6 +195,30 @@ impl Door {
             }
             if is_blank(&line) {
                 continue;
+            }
+            // A cancellation takes no room and may free some: it is taken at once, even
+            // while the room is full. Anything else waits for room.
+            let cancelled = serde_json::from_slice::<Cancelled>(&line)
+                .ok()
+                .filter(|c| c.method == "notifications/cancelled");
+            if cancelled.is_none() {
+                let room = self.closing.room_or_end(
+                    &mut reader,
+                    Some(self.drain),
+                    || self.has_room(),
+                    || self.room(),
+                );
+                let room = tokio::select! {
+                    room = room => room,
+                    () = &mut gone => {
+                        reading = false;
+                        break;
+                    }
+                    () = &mut stopped => break,
+                };
+                if let Room::NotInTime = room {
+                    break;
+                }
             }
             match request(&line) {
                 Some(asked) => {
@@ -244,7 +253,7 @@ impl Door {
             }
             // rmcp answers a request the agent cancelled no more: it waits no longer.
             // (A dispatch goes on, and counts in flight until it ends.)
-            if let Ok(cancelled) = serde_json::from_slice::<Cancelled>(&line)
+            if let Some(cancelled) = &cancelled
                 && self.asked.cancelled(cancelled.params.request_id.get())
             {
                 self.answered.notify_waiters();

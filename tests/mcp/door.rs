@@ -254,3 +254,30 @@ fn a_request_reusing_a_waiting_or_cancelled_id_is_refused_not_answered_for_anoth
     assert_eq!(answer["id"], 3, "{answer}");
     assert!(answer.get("result").is_some(), "{answer}");
 }
+
+/// With as many requests waiting as the door lets wait, a cancellation is still read,
+/// and frees room for the next request (hostile round, session 41: it waited for a
+/// long poll to end).
+#[test]
+fn a_cancellation_is_read_while_the_door_waits_for_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let mut raw = server(&ledger, &[], &dir.path().join("err"));
+    raw.call(1, "submit_draft", invoice("Invoice 1"));
+    answer_to(&raw, "submit_draft");
+    // 64 long polls: the most that may wait at once.
+    for id in 100..164 {
+        raw.call(id, "draft_status", json!({"draftId": 1, "waitSeconds": 40}));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let asked = Instant::now();
+    raw.cancel(100);
+    raw.send(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+    let answer = answer_to(&raw, "the ping after a cancellation");
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "answered once the cancellation made room, not when a poll ended: {:?}",
+        asked.elapsed()
+    );
+}
