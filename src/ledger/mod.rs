@@ -293,19 +293,7 @@ impl Ledger {
                     }
                 }
             };
-            let written = match self
-                .store
-                .transition_decided(&current, &next, &decision)
-                .await
-            {
-                Err(StoreError::Unsupported(_)) => {
-                    self.store
-                        .transition(&current, &next, Durability::Now)
-                        .await?
-                }
-                other => other?,
-            };
-            if written {
+            if self.transition_decided(&current, &next, &decision).await? {
                 return Ok(Some(next));
             }
         }
@@ -345,24 +333,28 @@ impl Ledger {
                 // the current entry and the decision log say so.
                 self.late_send(&current, claimed, sent)
             };
-            let written = match self
-                .store
-                .transition_decided(&current, &next, &decision)
-                .await
-            {
-                // A store without a decision log still gets the entry.
-                Err(StoreError::Unsupported(_)) => {
-                    self.store
-                        .transition(&current, &next, Durability::Now)
-                        .await?
-                }
-                other => other?,
-            };
-            if written {
+            if self.transition_decided(&current, &next, &decision).await? {
                 return Ok(Some(next));
             }
         }
         Ok(None)
+    }
+
+    /// Moves `current` to `next` with `decision` in the log, in one write; a store
+    /// without a decision log still gets the entry. Whether it was written (`current`
+    /// was still there as it was).
+    async fn transition_decided(
+        &self,
+        current: &Entry,
+        next: &Entry,
+        decision: &Decision,
+    ) -> Result<bool, StoreError> {
+        match self.store.transition_decided(current, next, decision).await {
+            Err(StoreError::Unsupported(_)) => {
+                self.store.transition(current, next, Durability::Now).await
+            }
+            other => other,
+        }
     }
 
     fn overriding(&self, current: &Entry, sent: &Entry) -> (Entry, Decision) {

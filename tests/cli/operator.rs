@@ -51,6 +51,27 @@ impl Shift {
         self.cmd(args).output().expect("send-once runs")
     }
 
+    /// A send for `key` that is running (claimed, no error recorded yet) until the
+    /// file it gives is written: it waits for that file, not for a time.
+    fn running(&self, key: &str) -> (std::process::Child, PathBuf) {
+        let started = self.path().join(format!("started-{key}"));
+        let go = self.path().join(format!("go-{key}"));
+        let script = format!(
+            "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
+            started.display(),
+            go.display()
+        );
+        let l = self.l();
+        let running = self
+            .cmd(&["run", &l, "--key", key, "--", "sh", "-c", &script])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("run starts");
+        wait_for_file(&started, Duration::from_secs(20));
+        (running, go)
+    }
+
     /// An unknown send for `key`: the command ended uncertainly (exit 75), so its
     /// error is recorded.
     fn unknown(&self, key: &str, to: &str) {
@@ -221,22 +242,7 @@ fn resolve_warns_when_the_attempt_may_still_be_sending() {
     let s = Shift::new();
     s.unknown("ended", "x@example.com");
     let l = s.l();
-    let started = s.path().join("started");
-    let go = s.path().join("go");
-    // A send that is running: claimed, no error recorded yet. It waits for a file,
-    // not for a time.
-    let script = format!(
-        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
-        started.display(),
-        go.display()
-    );
-    let mut running = s
-        .cmd(&["run", &l, "--key", "running", "--", "sh", "-c", &script])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("run starts");
-    wait_for_file(&started, Duration::from_secs(20));
+    let (mut running, go) = s.running("running");
 
     // Its claimer is alive here: "failed" is refused unless the person says they know.
     let refused = s.run(&["resolve", &l, "running", "failed", "--by", "eve"]);
@@ -666,20 +672,7 @@ fn audit_leaves_a_send_still_running_out_of_the_unknown_sends() {
     let s = Shift::new();
     s.unknown("ended", "x@example.com");
     let l = s.l();
-    let started = s.path().join("started");
-    let go = s.path().join("go");
-    let script = format!(
-        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
-        started.display(),
-        go.display()
-    );
-    let mut running = s
-        .cmd(&["run", &l, "--key", "running", "--", "sh", "-c", &script])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("run starts");
-    wait_for_file(&started, Duration::from_secs(20));
+    let (mut running, go) = s.running("running");
     let text = s.run(&["audit", &l, "--older-than", "0s"]);
     let json = s.run(&["audit", &l, "--older-than", "0s", "--json"]);
     std::fs::write(&go, "").expect("release the send");

@@ -222,6 +222,16 @@ impl Raw {
         writeln!(stdin, "{message}").unwrap();
     }
 
+    /// Sends `initialize` again under `id`, as the client `name`: a session that
+    /// tries to rename its client.
+    pub fn initialize_as(&mut self, id: u64, name: &str) {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": name, "version": "1"}}}),
+        );
+    }
+
     /// Cancels the agent's request `id`, as a client that gave up does.
     pub fn cancel(&mut self, id: impl Into<Value>) {
         self.send(

@@ -659,11 +659,7 @@ fn the_submitter_is_the_name_the_session_started_with_and_no_other() {
     let args = ["mcp".to_owned(), ledger.to_str().unwrap().to_owned()];
     let mut raw = Raw::spawn(&args, &[], std::process::Stdio::null());
     let within = Duration::from_secs(20);
-    raw.send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "dana", "version": "1"}}}),
-    );
+    raw.initialize_as(1, "dana");
     let again = raw
         .next(within)
         .expect("an answer to the second initialize");

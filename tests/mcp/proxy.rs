@@ -818,11 +818,7 @@ fn a_held_calls_submitter_is_the_name_the_session_started_with() {
     };
     let mut raw = crate::harness::mcp::Raw::start(&bench, &[]);
     let within = std::time::Duration::from_secs(20);
-    raw.send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "dana", "version": "1"}}}),
-    );
+    raw.initialize_as(1, "dana");
     let again = raw
         .next(within)
         .expect("an answer to the second initialize");
