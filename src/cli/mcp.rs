@@ -154,8 +154,9 @@ pub fn mcp(args: &McpArgs) -> Exit {
         )
         .await;
         // What is still on its way to the agent is written before the process ends.
-        door.flushed(Duration::from_secs(5)).await;
-        notes.said(door.agent_output_written());
+        door.flushed(exit.flush_bound()).await;
+        let written = door.agent_output_written();
+        notes.said(written);
         match door.agent_write_error() {
             Some(why) => fail(
                 Exit::Refused,
@@ -163,7 +164,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
                     "the server's answers could not be written to its output ({why}), so the agent did not get them; what the ledger records still holds"
                 ),
             ),
-            None => exit,
+            None => exit.exit(written),
         }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
@@ -433,11 +434,12 @@ async fn serve_proxy(
     // What is still on its way to the agent is written before the process ends, and a
     // call still unanswered is told so.
     lane.flushed(
-        Duration::from_secs(5),
+        exit.flush_bound(),
         "the proxy stopped before the upstream answered, so whether the call happened is not known",
     )
     .await;
-    notes.said(lane.agent_output_written());
+    let written = lane.agent_output_written();
+    notes.said(written);
     // Only now, the calls in flight answered, is the upstream's session ended; the
     // upstream itself ends once its input closes with the runtime (see `Ending`).
     drop(keep_upstream);
@@ -449,7 +451,7 @@ async fn serve_proxy(
             ),
         );
     }
-    exit
+    exit.exit(written)
 }
 
 /// What the session says at a signal after the first (`why` names it).
@@ -481,14 +483,19 @@ async fn serve_until_stopped<S: rmcp::Service<rmcp::RoleServer>, R, W>(
     bound: impl Fn() -> Duration + Send + Sync + 'static,
     stopping: impl FnOnce() -> bool + Send + 'static,
     notes: Arc<Notes>,
-) -> Exit
+) -> Served
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
     let service = match server.serve(transport).await {
         Ok(service) => service,
-        Err(e) => return fail(Exit::Refused, format!("the MCP session did not start: {e}")),
+        Err(e) => {
+            return Served {
+                exit: fail(Exit::Refused, format!("the MCP session did not start: {e}")),
+                hurried: false,
+            };
+        }
     };
     let stop = service.cancellation_token();
     // Whether the session was stopped at a second signal, when it ends that way.
@@ -518,7 +525,8 @@ where
             return true;
         }
         notes.said(false);
-        std::process::exit(Exit::Ok as i32);
+        // What the agent was owed is not all written: not a clean end.
+        std::process::exit(Exit::Refused as i32);
     });
     let ended = service.waiting().await;
     let hurried = if watch.is_finished() {
@@ -544,8 +552,37 @@ where
     if !settled {
         notes.say("work still in flight when the session ended is recorded as unknown if it does not finish".to_owned());
     }
-    match ended {
+    let exit = match ended {
         Ok(_) => Exit::Ok,
         Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),
+    };
+    Served { exit, hurried }
+}
+
+/// How a session served on stdio ended: its exit status, and whether a second signal
+/// hurried it (then what is left for the agent is not waited for).
+struct Served {
+    exit: Exit,
+    hurried: bool,
+}
+
+impl Served {
+    /// How long to wait for what is still on its way to the agent.
+    fn flush_bound(&self) -> Duration {
+        if self.hurried {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(5)
+        }
+    }
+
+    /// The exit status, now that `written` says whether everything meant for the
+    /// agent reached its pipe: a session that ended with answers unwritten did not
+    /// finish what it was asked, and says so by its status.
+    fn exit(self, written: bool) -> Exit {
+        match self.exit {
+            Exit::Ok if !written => Exit::Refused,
+            exit => exit,
+        }
     }
 }
