@@ -28,6 +28,12 @@ pub struct CallKey {
     pub intent: Option<String>,
     /// The start of the window the call falls in (ISO 8601 UTC), when the rule has one.
     pub window: Option<String>,
+    /// When the key leaves out some of the call's arguments (the rule's `key` names
+    /// fewer, or the tool's schema declares fewer), the hash of all of them but those
+    /// `exclude` names and nulls, read as the key reads them: a repeat under the same
+    /// key with other such arguments is the same call by its key, but not the call
+    /// made, and is told so.
+    pub whole: Option<String>,
 }
 
 /// The key of a call of `tool` on `upstream` with `arguments`, under `rule`, at
@@ -41,12 +47,15 @@ pub fn call_key(
     now_ms: i64,
     declared: Option<&[String]>,
 ) -> Result<CallKey, String> {
-    let mut kept: Map<String, Value> = arguments
+    let mut all: Map<String, Value> = arguments
         .iter()
-        .filter(|(name, value)| {
-            !rule.exclude.contains(name)
-                && (rule.key.is_empty() || rule.key.contains(name))
-                && !value.is_null()
+        .filter(|(name, value)| !rule.exclude.contains(name) && !value.is_null())
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let mut kept: Map<String, Value> = all
+        .iter()
+        .filter(|(name, _)| {
+            (rule.key.is_empty() || rule.key.contains(name))
                 && declared.is_none_or(|names| names.contains(name))
         })
         .map(|(name, value)| (name.clone(), value.clone()))
@@ -59,6 +68,7 @@ pub fn call_key(
                 check_key_field("to", to)
                     .map_err(|e| format!("argument {}: {}", quoted(field), e.problem))?;
                 kept.insert(field.clone(), Value::String(normalise_recipient(to)));
+                all.insert(field.clone(), Value::String(normalise_recipient(to)));
                 Some(to.clone())
             }
             Some(other) => {
@@ -80,6 +90,8 @@ pub fn call_key(
         let width = i64::try_from(window.as_millis()).unwrap_or(i64::MAX).max(1);
         crate::js::time::iso_or_epoch(now_ms.div_euclid(width) * width)
     });
+    let whole =
+        (all.len() != kept.len()).then(|| sha256_hex(&canonical_json_of(&Value::Object(all))));
     let preimage = canonical_json_of(&Value::Array(vec![
         Value::from("mcp"),
         Value::from(upstream),
@@ -93,6 +105,7 @@ pub fn call_key(
         to,
         intent,
         window,
+        whole,
     })
 }
 

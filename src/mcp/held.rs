@@ -37,6 +37,8 @@ pub fn meta_label(field: &str) -> Option<&str> {
     match field {
         "call" => Some("key made from call"),
         crate::review::meta::TO_ARGUMENT | crate::review::meta::INTENT_ARGUMENTS => None,
+        // A hash, to tell a repeat's arguments from the call's: no one reads it.
+        "arguments" => None,
         other => Some(other),
     }
 }

@@ -220,6 +220,58 @@ async fn a_once_call_made_twice_acts_once_and_the_second_gets_the_first_result()
     other.cancel().await.unwrap();
 }
 
+/// A repeat under a `once` call's key whose other arguments (those the policy's `key`
+/// leaves out) differ is answered with the call made, and told that it was that call,
+/// not one with its arguments (hostile round, session 41: it read as its own success).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repeat_with_other_arguments_under_a_once_calls_key_is_told_it_was_not_made() {
+    let Some(bench) = Bench::new(
+        r#"
+upstream = "fake"
+[default]
+mode = "once"
+[tools.append]
+mode = "once"
+to = "to"
+key = ["to"]
+exclude = ["request_id"]
+"#,
+    ) else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let first = json!({"line": "pay 10", "to": "ana@example.com", "request_id": "r1"});
+    assert_eq!(
+        ok(&call(&agent, "append", first).await)["written"],
+        "pay 10"
+    );
+    let other = call(
+        &agent,
+        "append",
+        json!({"line": "pay 500", "to": "ana@example.com"}),
+    )
+    .await;
+    assert_eq!(ok(&other)["written"], "pay 10", "the call made, again");
+    assert_eq!(meta_of(&other)["replay"], true);
+    assert_eq!(meta_of(&other)["differs"], true, "{}", text(&other));
+    assert!(
+        text(&other).contains("was not made again with these arguments"),
+        "{}",
+        text(&other)
+    );
+    // The same call again (a new request id is not the call): no word of it.
+    let same = call(
+        &agent,
+        "append",
+        json!({"line": "pay 10", "to": "ana@example.com", "request_id": "r2"}),
+    )
+    .await;
+    assert_eq!(meta_of(&same)["replay"], true);
+    assert!(meta_of(&same).get("differs").is_none(), "{}", text(&same));
+    assert_eq!(bench.acted(), ["pay 10"]);
+    agent.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn eight_agents_making_the_same_call_at_once_make_it_once() {
     let Some(bench) = Bench::new(POLICY) else {

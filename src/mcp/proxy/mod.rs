@@ -279,7 +279,8 @@ impl ProxyServer {
         };
         let forward = ForwardCall::new(via, limit, rule.error)
             .verified_by(rule.verify.clone())
-            .noting_unrecorded_in(Arc::clone(&self.unrecorded));
+            .noting_unrecorded_in(Arc::clone(&self.unrecorded))
+            .with_whole(key.whole.clone());
         once::once(
             Arc::clone(&self.config.ledger),
             key.key,
@@ -386,6 +387,9 @@ pub fn entry_meta(
         ""
     };
     meta.insert("call".into(), format!("{arguments}{cut}").into());
+    if let Some(whole) = &key.whole {
+        meta.insert(once::ARGUMENTS.into(), whole.clone().into());
+    }
     meta
 }
 

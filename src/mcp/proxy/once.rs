@@ -72,6 +72,10 @@ pub struct ForwardCall {
     verify: Option<Vec<String>>,
     answer: Mutex<Option<Forwarded>>,
     unrecorded: Arc<Unrecorded>,
+    /// The hash of the arguments the key leaves out, with the rest ([`CallKey::whole`]).
+    ///
+    /// [`CallKey::whole`]: crate::mcp::call_key::CallKey::whole
+    whole: Option<String>,
 }
 
 impl ForwardCall {
@@ -84,7 +88,16 @@ impl ForwardCall {
             verify: None,
             answer: Mutex::new(None),
             unrecorded: Arc::default(),
+            whole: None,
         }
+    }
+
+    /// The same call, whose arguments the key leaves out some of, all of them hashing
+    /// to `whole`: a repeat answered with an earlier call's result is told when its
+    /// arguments were not that call's.
+    pub fn with_whole(mut self, whole: Option<String>) -> ForwardCall {
+        self.whole = whole;
+        self
     }
 
     /// The same call, with the rule's verify command: asked, as `run --verify` asks
@@ -212,13 +225,50 @@ pub async fn once(
             {
                 tokio::spawn(record_late(Arc::clone(&ledger), entry.clone(), late));
             }
-            answer(outcome, &forward, &key, &ledger_name, ledger.now())
+            let other = matches!(&outcome, Outcome::Duplicate { entry } if made_with_other(entry, forward.whole.as_deref()));
+            let answered = answer(outcome, &forward, &key, &ledger_name, ledger.now());
+            if other {
+                answered.map(told_other_arguments)
+            } else {
+                answered
+            }
         }
         Err(e) if forward.forwarded() => unrecorded(&forward, &key, &ledger_name, &e),
         Err(e) => Ok(refusal(format!(
             "The ledger refused the call, and it was not forwarded: {e}"
         ))),
     }
+}
+
+/// The entry's meta field that keeps [`ForwardCall::with_whole`]'s hash.
+pub const ARGUMENTS: &str = "arguments";
+
+/// Whether the call made under `entry` had other arguments than a repeat whose whole
+/// arguments hash to `whole` (both known only where the key leaves some out).
+fn made_with_other(entry: &Entry, whole: Option<&str>) -> bool {
+    let made = entry
+        .meta()
+        .and_then(|meta| meta.get(ARGUMENTS))
+        .and_then(Value::as_str);
+    match (made, whole) {
+        (Some(made), Some(whole)) => made != whole,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// A replay's `result`, saying that the call it is of had other arguments than the
+/// repeat: the same call by its key, not the one the agent asked for now.
+fn told_other_arguments(mut result: CallToolResult) -> CallToolResult {
+    result.content.push(ContentBlock::text(
+        "send-once: by its key this is the call made before, but its other arguments differ from those: this result is of the call made before, and the call was not made again with these arguments. Do not report them as sent.",
+    ));
+    if let Some(meta) = result.meta.as_mut()
+        && let Some(Value::Object(ours)) = meta.0.get_mut("send-once")
+    {
+        ours.insert("differs".into(), true.into());
+    }
+    result
 }
 
 /// How long the proxy listens for the answer to a call that outlived its limit.
