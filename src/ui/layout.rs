@@ -44,12 +44,14 @@ pub struct FrameAreas {
     pub footer: Rect,
 }
 
-/// How many rows `text` takes, wrapped at word boundaries to `width` columns.
+/// How many rows `text` takes, wrapped at word boundaries to `width` columns. A word
+/// takes the columns the terminal gives it (a CJK character or an emoji two).
 pub fn wrapped_rows(text: &str, width: u16) -> u16 {
+    use unicode_width::UnicodeWidthStr;
     let width = usize::from(width).max(1);
     let (mut rows, mut used) = (1u16, 0usize);
     for word in text.split(' ') {
-        let len = word.chars().count();
+        let len = word.width();
         let needed = if used == 0 { len } else { used + 1 + len };
         if needed <= width {
             used = needed;

@@ -1378,6 +1378,37 @@ fn mark_three(app: &mut App) {
     }
 }
 
+/// A confirmation's keys keep their row however its lines wrap: wide characters (a
+/// CJK name, an emoji) take two columns each, and counted as one they left the box a
+/// row short, its key line cut (operator's shift, session 41).
+#[test]
+fn a_confirmation_of_wide_names_keeps_its_keys_in_view() {
+    let wide = |key: &str, who: &str| {
+        Entry::from_value(json!({
+            "key": key, "status": "pending", "attempts": 1,
+            "claimedAt": ago(2 * HOUR), "updatedAt": ago(2 * HOUR),
+            "meta": {"to": who, "intent": "请款通知 📨 请款通知 📨 请款通知 📨 请款通知 📨"},
+            "error": "timed out", "uncertain": true,
+        }))
+        .unwrap()
+    };
+    let unknown = vec![
+        wide("k-1", "李小龙-财务部-应付账款@例子.公司.中国"),
+        wide("k-2", "王小明-财务部-应付账款@例子.公司.中国"),
+    ];
+    let mut app = loaded_app(Vec::new(), unknown, Vec::new());
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('g'));
+    key(&mut app, KeyCode::Char(' '));
+    key(&mut app, KeyCode::Char(' '));
+    key(&mut app, KeyCode::Char('f'));
+    key(&mut app, KeyCode::Enter);
+    assert!(matches!(app.overlay, Some(Overlay::Confirm(_))));
+    let text = screen(&mut app, 80, 24);
+    // In the box, as well as on the footer.
+    assert_eq!(text.matches("Esc/n cancel").count(), 2, "{text}");
+}
+
 #[test]
 fn space_marks_rows_and_bulk_settle_is_one_form_one_confirmation_one_batch() {
     let mut app = full_app();

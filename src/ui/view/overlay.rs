@@ -157,29 +157,36 @@ fn draw_confirm(frame: &mut Frame, confirm: &Confirm, theme: &Theme, area: Rect)
         )));
     }
     lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled(
+    let keys = Line::from(Span::styled(
         if confirm.warning.is_some() {
             keymap::CONFIRM_KEYS_STRICT
         } else {
             keymap::CONFIRM_KEYS
         },
         theme.key(),
-    )));
+    ));
     let width = 70u16.min(area.width.saturating_sub(2));
     let rows: u16 = lines
         .iter()
         .map(|l| crate::ui::layout::wrapped_rows(&l.to_string(), width.saturating_sub(2)))
         .sum();
-    let rect = centered(area, width, rows + 2);
+    // The keys have a row of their own at the bottom: what the box says may be cut
+    // on a small screen, how to answer it never is.
+    let rect = centered(area, width, rows + 3);
     frame.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", safe(&confirm.title)));
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let body = Rect {
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
     frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        rect,
+        Paragraph::new(keys),
+        Rect::new(inner.x, inner.bottom().saturating_sub(1), inner.width, 1),
     );
 }
 
