@@ -36,6 +36,28 @@ pub struct CallKey {
     pub whole: Option<String>,
 }
 
+/// The entry's (and a held call's draft's) meta field that keeps [`CallKey::whole`].
+pub const WHOLE_ARGUMENTS: &str = "arguments";
+
+/// A call's arguments as its key reads them, before the rule's `key` picks some: those
+/// `exclude` names and nulls left out, the recipient normalised. Two calls whose
+/// considered arguments are equal are one call, whatever the key picks of them.
+pub fn considered(arguments: &Map<String, Value>, rule: &ToolRule) -> Map<String, Value> {
+    arguments
+        .iter()
+        .filter(|(name, value)| !rule.exclude.contains(name) && !value.is_null())
+        .map(|(name, value)| {
+            let value = match (value, &rule.to) {
+                (Value::String(to), Some(field)) if field == name => {
+                    Value::String(normalise_recipient(to))
+                }
+                _ => value.clone(),
+            };
+            (name.clone(), value)
+        })
+        .collect()
+}
+
 /// The key of a call of `tool` on `upstream` with `arguments`, under `rule`, at
 /// `now_ms` (milliseconds since the epoch; it only places the call in its window);
 /// `declared` is what the tool's input schema declares, when it allows nothing else.
@@ -47,11 +69,7 @@ pub fn call_key(
     now_ms: i64,
     declared: Option<&[String]>,
 ) -> Result<CallKey, String> {
-    let mut all: Map<String, Value> = arguments
-        .iter()
-        .filter(|(name, value)| !rule.exclude.contains(name) && !value.is_null())
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
+    let all = considered(arguments, rule);
     let mut kept: Map<String, Value> = all
         .iter()
         .filter(|(name, _)| {
@@ -68,7 +86,6 @@ pub fn call_key(
                 check_key_field("to", to)
                     .map_err(|e| format!("argument {}: {}", quoted(field), e.problem))?;
                 kept.insert(field.clone(), Value::String(normalise_recipient(to)));
-                all.insert(field.clone(), Value::String(normalise_recipient(to)));
                 Some(to.clone())
             }
             Some(other) => {

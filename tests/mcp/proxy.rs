@@ -819,6 +819,16 @@ exclude = ["request_id"]
     let first = json!({"line": "pay 10", "to": "ana@example.com", "request_id": "r1"});
     let held = call(&agent, "append", first.clone()).await;
     assert_eq!(held.structured_content.unwrap()["draftId"], 1);
+    // The recipient spelled in another case is the same call, as the key reads it.
+    let respelled = call(
+        &agent,
+        "append",
+        json!({"line": "pay 10", "to": "ANA@Example.com"}),
+    )
+    .await;
+    let told = respelled.structured_content.unwrap();
+    assert_eq!(told["draftId"], 1, "{told}");
+    assert!(told.get("differs").is_none(), "{told}");
     let other = json!({"line": "pay 500", "to": "ana@example.com", "request_id": "r2"});
     let answer = call(&agent, "append", other.clone()).await;
     assert_eq!(answer.is_error, Some(true));

@@ -211,9 +211,9 @@ async fn ours(server: &ProxyServer, review: &Review, draft: &Draft) -> bool {
 }
 
 /// The top-level arguments in which `arguments` differ from draft `id`'s first
-/// revision (the call as the agent first made it), leaving out those the policy keeps
-/// out of the key (volatile ones, such as a request id) and nulls. A reviewer's later edit is not
-/// the agent's: repeating its own call is the same call.
+/// revision (the call as the agent first made it), read as the key reads them
+/// ([`crate::mcp::call_key::considered`]). A reviewer's later edit is not the agent's:
+/// repeating its own call is the same call.
 async fn differing(
     review: &Review,
     id: i64,
@@ -230,13 +230,9 @@ async fn differing(
     else {
         return Vec::new();
     };
-    // A null argument is as absent, as the key reads it.
-    let kept = |arguments: &Map<String, Value>| {
-        let mut kept = arguments.clone();
-        kept.retain(|name, value| !rule.exclude.contains(name) && !value.is_null());
-        Value::Object(kept)
-    };
-    crate::mcp::status::changed_fields(&kept(&first), &kept(arguments))
+    // As the key reads them: a null is as absent, a recipient in another case the same.
+    let considered = |arguments| Value::Object(crate::mcp::call_key::considered(arguments, rule));
+    crate::mcp::status::changed_fields(&considered(&first), &considered(arguments))
 }
 
 /// The answer to a call that is the held draft's by its key, with arguments that differ
