@@ -432,10 +432,7 @@ pub fn show(args: &ShowArgs) -> Exit {
         row("last error", error);
     }
     if let Some(meta) = entry.meta() {
-        for (k, v) in meta {
-            let Some(k) = send_once::mcp::held::meta_label(k) else {
-                continue;
-            };
+        for (k, v) in send_once::mcp::held::shown_meta(meta) {
             let v = match v {
                 Value::String(s) => s.clone(),
                 other => jsjson::stringify(other),

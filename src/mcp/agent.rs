@@ -318,14 +318,15 @@ impl AgentServer {
             ));
         }
         let wait = Duration::from_secs_f64(seconds.min(MAX_WAIT_SECONDS as f64));
-        let first = self.status(id).await?;
-        let status = if wait.is_zero() {
-            first.1
-        } else {
-            self.wait_for_change(id, first, wait, &context).await?
-        };
-        // Read once, at the end: the wait looks at the draft's head alone.
+        if !wait.is_zero() {
+            let (seen, _) = self.status(id).await?;
+            self.wait_for_change(id, seen, wait, &context).await?;
+        }
+        // Read once, after the wait (which looks at the draft's head alone): the state
+        // and the content are of one reading.
         let draft = self.review.draft(id).await.map_err(text)?;
+        let entry = self.review.ledger_entry(&draft.key).await.map_err(text)?;
+        let status = DraftStatus::of(&draft, entry.as_ref(), self.review.now());
         Ok(Json(status.with_content(&draft)))
     }
 
@@ -482,14 +483,13 @@ impl AgentServer {
     async fn wait_for_change(
         &self,
         id: i64,
-        first: ((i64, Option<String>), DraftStatus),
+        seen: (i64, Option<String>),
         wait: Duration,
         context: &RequestContext<RoleServer>,
-    ) -> Result<DraftStatus, String> {
+    ) -> Result<(), String> {
         let started = tokio::time::Instant::now();
         let token = context.meta.get_progress_token();
         let mut told = started;
-        let (seen, mut latest) = first;
         let mut stopping = self.stopping.subscribe();
         while started.elapsed() < wait {
             tokio::select! {
@@ -497,11 +497,10 @@ impl AgentServer {
                 _ = stopping.wait_for(|stopping| *stopping) => break,
                 () = tokio::time::sleep(POLL) => {}
             }
-            let (now_seen, now) = self.status(id).await?;
+            let (now_seen, _) = self.status(id).await?;
             if now_seen != seen {
-                return Ok(now);
+                return Ok(());
             }
-            latest = now;
             if let Some(token) = &token
                 && told.elapsed() >= PROGRESS_EVERY
             {
@@ -514,7 +513,7 @@ impl AgentServer {
                 let _ = context.peer.notify_progress(progress).await;
             }
         }
-        Ok(latest)
+        Ok(())
     }
 }
 

@@ -9,8 +9,11 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::NumberOrString;
+
+use super::wire::{Request, id_reused, initialize_again, readable, refusal};
 
 /// Requests handed to rmcp's server, by their ids as rmcp writes them back.
 #[derive(Default)]
@@ -25,11 +28,14 @@ pub struct AskedOfRmcp {
     /// id in a session; one reused is refused instead. Only cancelled ones are kept,
     /// so this grows with cancellations, not requests.
     cancelled: Mutex<std::collections::HashSet<u64>>,
+    /// Whether the session's `initialize` came. The SDK takes a second one, which
+    /// renames the client mid-session, and with it the submitter of all that follows.
+    initialized: AtomicBool,
     hasher: RandomState,
 }
 
 /// Why a request's id cannot be handed to rmcp.
-pub enum Reused {
+enum Reused {
     /// A request under it is still waiting for rmcp's answer.
     Waiting,
     /// A request under it was cancelled: its work may still be going on.
@@ -37,10 +43,23 @@ pub enum Reused {
 }
 
 impl AskedOfRmcp {
+    /// Lets the request `asked` (in `line`) through to rmcp, counted; or gives the
+    /// answer that refuses it, under its id: rmcp could not read it, it is a second
+    /// `initialize`, or its id is one rmcp could answer for another request.
+    pub fn admit(&self, line: &[u8], asked: &Request<'_>) -> Result<(), Vec<u8>> {
+        let id = &line[asked.id.clone()];
+        readable(line, asked.is_call()).map_err(|unreadable| refusal(Some(id), unreadable))?;
+        if asked.method == "initialize" && self.initialized.swap(true, Ordering::SeqCst) {
+            return Err(initialize_again(id));
+        }
+        self.asked(std::str::from_utf8(id).unwrap_or_default(), line.len())
+            .map_err(|reused| id_reused(id, matches!(reused, Reused::Cancelled)))
+    }
+
     /// Counts the request whose id is `raw` (as the agent wrote it), `size` bytes long;
     /// refused, and not counted, when a request under that id still waits for its
     /// answer or was cancelled (rmcp could answer the one for the other).
-    pub fn asked(&self, raw: &str, size: usize) -> Result<(), Reused> {
+    fn asked(&self, raw: &str, size: usize) -> Result<(), Reused> {
         let Some(id) = self.key(raw) else {
             return Ok(());
         };

@@ -10,8 +10,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
 /// The submitter of what the agent behind `context` proposes: `by`, else its client's
-/// name, refused when it names nobody a reviewer could tell apart (empty, control
-/// characters, a comma, over 100 characters).
+/// name, refused when it names nobody a reviewer could tell apart ([`readable`]).
 pub fn submitter(by: Option<&str>, context: &RequestContext<RoleServer>) -> Result<String, String> {
     if let Some(by) = by {
         return Ok(by.to_owned());
@@ -20,18 +19,18 @@ pub fn submitter(by: Option<&str>, context: &RequestContext<RoleServer>) -> Resu
         Some(started) => Some(started.client_info.name.clone()),
         None => context.meta.client_info().map(|info| info.name),
     };
-    let Some(name) = name else {
+    readable(name)
+}
+
+/// A client's `name` when a reviewer could tell it apart; else why not (none or an
+/// empty one, control characters, a comma, over 100 characters).
+pub fn readable(name: Option<String>) -> Result<String, String> {
+    let Some(name) = name.filter(|name| !name.trim().is_empty()) else {
         return Err(
-            "the agent's MCP client gave no name, so nothing it proposes could say who proposed it; the operator gives one with --by"
+            "the agent's MCP client gave no name, or an empty name, so nothing it proposes could say who proposed it; the operator gives one with --by"
                 .to_owned(),
         );
     };
-    if name.trim().is_empty() {
-        return Err(
-            "the agent's MCP client gave an empty name, so nothing it proposes could say who proposed it; the operator gives one with --by"
-                .to_owned(),
-        );
-    }
     if let Some(problem) = crate::review::quorum::name_problem(&name) {
         return Err(format!(
             "the agent's MCP client's name {} {problem}; the operator gives the agent a name with --by",

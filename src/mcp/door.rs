@@ -22,14 +22,13 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::Notify;
 
-use super::asked::{AskedOfRmcp, Reused};
+use super::asked::AskedOfRmcp;
 use super::closing::{Closing, Room};
 use super::in_flight::InFlight;
 use super::outbox::Outbox;
 use super::wire::{
-    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, id_reused,
-    initialize_again, is_blank, read_line, readable, refusal, request, unreadable_line,
-    with_null_id,
+    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Unreadable, is_blank, read_line,
+    refusal, request, unreadable_line, with_null_id,
 };
 
 /// How much may wait to be written to the agent, with the requests rmcp has not
@@ -47,8 +46,6 @@ const PIPE: usize = 1 << 16;
 pub struct Door {
     to_agent: Arc<Outbox>,
     asked: AskedOfRmcp,
-    /// Whether the session's `initialize` came: a second is refused.
-    started: Started,
     in_flight: Arc<InFlight>,
     /// Told when rmcp answers a request, or the agent cancels one.
     answered: Notify,
@@ -101,7 +98,6 @@ impl Door {
         let door = Arc::new(Door {
             to_agent: Outbox::new(agent_out),
             asked: AskedOfRmcp::default(),
-            started: Started::default(),
             in_flight,
             answered: Notify::new(),
             stopped: Notify::new(),
@@ -222,22 +218,8 @@ impl Door {
             }
             match request(&line) {
                 Some(asked) => {
-                    if let Err(unreadable) = readable(&line, asked.is_call()) {
-                        self.to_agent
-                            .push(refusal(Some(&line[asked.id]), unreadable));
-                        continue;
-                    }
-                    if self.started.again(&asked) {
-                        self.to_agent.push(initialize_again(&line[asked.id]));
-                        continue;
-                    }
-                    let id = &line[asked.id.clone()];
-                    let counted = self
-                        .asked
-                        .asked(std::str::from_utf8(id).unwrap_or_default(), line.len());
-                    if let Err(reused) = counted {
-                        let cancelled = matches!(reused, Reused::Cancelled);
-                        self.to_agent.push(id_reused(id, cancelled));
+                    if let Err(refused) = self.asked.admit(&line, &asked) {
+                        self.to_agent.push(refused);
                         continue;
                     }
                 }

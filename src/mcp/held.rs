@@ -33,12 +33,21 @@ pub fn held_by_proxy(draft: &Draft) -> Option<String> {
 /// reviewer's edit may have changed the arguments since, and those are what is sent.
 /// The fields that say which arguments a held call's recipient and intent are read
 /// from are the queue's own.
-pub fn meta_label(field: &str) -> Option<&str> {
+fn meta_label(field: &str) -> Option<&str> {
     match field {
         "call" => Some("key made from call"),
-        crate::review::meta::TO_ARGUMENT | crate::review::meta::INTENT_ARGUMENTS => None,
-        // A hash, to tell a repeat's arguments from the call's: no one reads it.
-        "arguments" => None,
+        // Which arguments a held call's rows read from, and a hash that tells a
+        // repeat's arguments from the call's: no one reads them.
+        crate::review::meta::TO_ARGUMENT
+        | crate::review::meta::INTENT_ARGUMENTS
+        | super::call_key::WHOLE_ARGUMENTS => None,
         other => Some(other),
     }
+}
+
+/// A meta's fields as a person reads them in a row or a detail: each under its label
+/// ([`meta_label`]), those not for people left out.
+pub fn shown_meta(meta: &serde_json::Map<String, Value>) -> impl Iterator<Item = (&str, &Value)> {
+    meta.iter()
+        .filter_map(|(field, value)| Some((meta_label(field)?, value)))
 }

@@ -167,21 +167,15 @@ impl DraftStatus {
     }
 
     /// This state with the payload of its revision, and what a reviewer changed in
-    /// it, read from `draft` loaded with every revision (perhaps later than the state:
-    /// the revision the state names is the one read).
+    /// it, read from `draft` loaded with every revision.
     pub fn with_content(mut self, draft: &Draft) -> DraftStatus {
-        let payload_of = |revision: &crate::review::Revision| {
-            crate::js::canonical::parse_json(&revision.payload)
-                .ok()
-                .map(|v| v.to_serde())
-        };
         let Some(current) = draft.revision_of(self.revision) else {
             return self;
         };
         if current.payload.len() > PAYLOAD_GIVEN {
             self.payload_bytes = Some(current.payload.len());
         } else {
-            self.payload = payload_of(current);
+            self.payload = current.payload_value();
         }
         if self.edited_by.is_some() {
             let submitters = draft
@@ -193,8 +187,8 @@ impl DraftStatus {
                     (first, by) => first == by,
                 });
             self.edited_fields = submitters
-                .and_then(payload_of)
-                .zip(payload_of(current))
+                .and_then(crate::review::Revision::payload_value)
+                .zip(current.payload_value())
                 .map(|(before, after)| changed_fields(&before, &after));
         }
         self

@@ -185,18 +185,6 @@ pub fn request(line: &[u8]) -> Option<Request<'_>> {
     })
 }
 
-/// Whether a session's `initialize` came already. The SDK takes a second one, which
-/// renames the client mid-session, and with it the submitter of all that follows.
-#[derive(Default)]
-pub struct Started(std::sync::atomic::AtomicBool);
-
-impl Started {
-    /// Whether `request` is an `initialize` after the first.
-    pub fn again(&self, request: &Request<'_>) -> bool {
-        request.method == "initialize" && self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
 /// The answer to a request whose id `raw_id` (as the agent wrote it) is one a request
 /// of this session still waits under, or one it cancelled (`cancelled`), whose work
 /// may go on: the protocol forbids reusing an id in a session, and the SDK could give

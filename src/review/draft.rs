@@ -157,6 +157,15 @@ impl LedgerSent {
     }
 }
 
+impl Revision {
+    /// Its payload as a JSON value (None if the text is not JSON).
+    pub fn payload_value(&self) -> Option<Value> {
+        canonical::parse_json(&self.payload)
+            .ok()
+            .map(|v| v.to_serde())
+    }
+}
+
 impl Draft {
     /// Revision `n`, when it was loaded.
     pub fn revision_of(&self, n: i64) -> Option<&Revision> {
@@ -283,9 +292,7 @@ impl Draft {
 
     /// The current revision's payload as a JSON value.
     pub fn current_payload(&self) -> Option<Value> {
-        self.current()
-            .and_then(|r| canonical::parse_json(&r.payload).ok())
-            .map(|v| v.to_serde())
+        self.current().and_then(Revision::payload_value)
     }
 
     /// Everything a list row or a detail pane needs, as JSON (for `--json` and the UI);

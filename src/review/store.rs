@@ -102,9 +102,10 @@ pub struct CurrentRevision {
 impl NewRevision {
     /// Whether this submission says nothing the open draft's current revision does not
     /// already say: the same payload and facts from the same submitter, no other
-    /// recheck or meta (a recipient spelled another way the key reads alike is the same:
-    /// [`super::meta::same_send`]), no higher number of approvers. A job that reruns then keeps the
-    /// votes given so far, instead of voiding them with a copy of what was approved.
+    /// recheck or meta (a recipient spelled another way the key reads alike is the
+    /// same: [`super::meta::same_send`]), no higher number of approvers. A job that
+    /// reruns then keeps the votes given so far, instead of voiding them with a copy
+    /// of what was approved.
     pub fn repeats(&self, current: &CurrentRevision) -> bool {
         self.payload_hash == current.payload_hash
             && self.facts == current.facts

@@ -25,10 +25,8 @@ pub fn draft_text(draft: &Draft, base: Option<i64>) -> String {
         draft.key
     );
     if let Some(meta) = &draft.meta {
-        for (k, v) in meta {
-            if let Some(k) = crate::mcp::held::meta_label(k) {
-                heading.push_str(&format!("\n{k}: {}", value_text(v)));
-            }
+        for (k, v) in crate::mcp::held::shown_meta(meta) {
+            heading.push_str(&format!("\n{k}: {}", value_text(v)));
         }
     }
     match (draft.current(), base.and_then(|b| draft.revision_of(b))) {

@@ -41,6 +41,14 @@ mode = "hold"
 to = "to"
 "#;
 
+/// A policy whose `append` calls, made in `mode`, are keyed by their recipient alone:
+/// its other arguments (but the volatile `request_id`) are the call's, not its key's.
+fn keyed_by_recipient(mode: &str) -> String {
+    format!(
+        "upstream = \"fake\"\n[default]\nmode = \"once\"\n[tools.append]\nmode = \"{mode}\"\nto = \"to\"\nkey = [\"to\"]\nexclude = [\"request_id\"]\n"
+    )
+}
+
 /// A ledger, a policy, the fake's log, and proxies started on them.
 pub(crate) struct Bench {
     pub(crate) dir: tempfile::TempDir,
@@ -225,18 +233,7 @@ async fn a_once_call_made_twice_acts_once_and_the_second_gets_the_first_result()
 /// not one with its arguments (hostile round, session 41: it read as its own success).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_repeat_with_other_arguments_under_a_once_calls_key_is_told_it_was_not_made() {
-    let Some(bench) = Bench::new(
-        r#"
-upstream = "fake"
-[default]
-mode = "once"
-[tools.append]
-mode = "once"
-to = "to"
-key = ["to"]
-exclude = ["request_id"]
-"#,
-    ) else {
+    let Some(bench) = Bench::new(&keyed_by_recipient("once")) else {
         return;
     };
     let agent = bench.proxy("mailer-agent", &[]).await;
@@ -801,18 +798,7 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
 /// differ (shift AD4: it was told "still held", and its arguments were dropped unsaid).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_repeat_with_other_arguments_under_a_held_calls_key_is_neither_queued_nor_made() {
-    let Some(bench) = Bench::new(
-        r#"
-upstream = "fake"
-[default]
-mode = "once"
-[tools.append]
-mode = "hold"
-to = "to"
-key = ["to"]
-exclude = ["request_id"]
-"#,
-    ) else {
+    let Some(bench) = Bench::new(&keyed_by_recipient("hold")) else {
         return;
     };
     let agent = bench.proxy("billing-agent", &[]).await;

@@ -210,10 +210,7 @@ fn push_standing(out: &mut String, draft: &Draft, now: i64) {
         out.push_str(&format!("approvals {}\n", visible_inline(&progress)));
     }
     if let Some(meta) = &draft.meta {
-        for (k, v) in meta {
-            let Some(k) = send_once::mcp::held::meta_label(k) else {
-                continue;
-            };
+        for (k, v) in send_once::mcp::held::shown_meta(meta) {
             let v = match v {
                 Value::String(s) => s.clone(),
                 other => jsjson::stringify(other),

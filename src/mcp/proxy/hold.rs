@@ -14,7 +14,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 
-use super::once::{ForwardCall, Via, answer, claimed_not_made, refusal, unrecorded};
+use super::once::{ForwardCall, Via, answer, claimed_not_made, refusal, said_of, told, unrecorded};
 use super::{ProxyServer, entry_meta};
 use crate::approval::{DispatchError, Dispatched};
 use crate::ledger::LedgerError;
@@ -195,11 +195,7 @@ async fn ours(server: &ProxyServer, review: &Review, draft: &Draft) -> bool {
     let Ok(full) = review.draft(draft.id).await else {
         return false;
     };
-    let Some(Ok(Value::Object(arguments))) = full
-        .revisions
-        .first()
-        .map(|r| serde_json::from_str::<Value>(&r.payload))
-    else {
+    let Some(arguments) = first_call(&full) else {
         return false;
     };
     let at = field("window")
@@ -208,6 +204,16 @@ async fn ours(server: &ProxyServer, review: &Review, draft: &Draft) -> bool {
     let declared = server.declared(tool);
     call_key(upstream, tool, &arguments, &rule, at, declared.as_deref())
         .is_ok_and(|key| key.key == draft.key)
+}
+
+/// The arguments of the call a held draft was made from: its first revision, read as
+/// a call's arguments are (serde_json, so that a number compares as written). `full`
+/// is loaded with every revision.
+fn first_call(full: &Draft) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(&full.revisions.first()?.payload) {
+        Ok(Value::Object(arguments)) => Some(arguments),
+        _ => None,
+    }
 }
 
 /// The top-level arguments in which `arguments` differ from draft `id`'s first
@@ -223,11 +229,7 @@ async fn differing(
     let Ok(full) = review.draft(id).await else {
         return Vec::new();
     };
-    let Some(Ok(Value::Object(first))) = full
-        .revisions
-        .first()
-        .map(|r| serde_json::from_str::<Value>(&r.payload))
-    else {
+    let Some(first) = first_call(&full) else {
         return Vec::new();
     };
     // As the key reads them: a null is as absent, a recipient in another case the same.
@@ -456,7 +458,7 @@ async fn edit_of(review: &Review, id: i64) -> Option<Edit> {
 
 /// `result`, of a call that went upstream with a reviewer's `edit` of its arguments,
 /// saying so: the agent asked for another call, and must not report its own.
-fn told_of_edit(mut result: CallToolResult, edit: Option<Edit>) -> CallToolResult {
+fn told_of_edit(result: CallToolResult, edit: Option<Edit>) -> CallToolResult {
     let Some(edit) = edit else {
         return result;
     };
@@ -466,31 +468,27 @@ fn told_of_edit(mut result: CallToolResult, edit: Option<Edit>) -> CallToolResul
         .iter()
         .map(|f| crate::text::visible_inline(f).into_owned())
         .collect::<Vec<_>>();
-    result.content.push(ContentBlock::text(format!(
+    let sentence = format!(
         "send-once: a reviewer ({by}) changed this call's arguments before it was approved{}; the call went upstream with the arguments approved, not those this agent sent. Report it as made with those.",
         if fields.is_empty() {
             String::new()
         } else {
             format!(" (changed: {})", fields.join(", "))
         }
-    )));
-    if let Some(meta) = result.meta.as_mut()
-        && let Some(Value::Object(ours)) = meta.0.get_mut("send-once")
-    {
-        ours.insert("editedBy".into(), edit.by.into());
-        ours.insert("editedFields".into(), edit.fields.into());
-    }
-    result
+    );
+    told(
+        result,
+        sentence,
+        [
+            ("editedBy", edit.by.into()),
+            ("editedFields", edit.fields.into()),
+        ],
+    )
 }
 
 /// Whether `result` is a made call's result given again.
 fn replayed(result: &CallToolResult) -> bool {
-    result
-        .meta
-        .as_ref()
-        .and_then(|meta| meta.0.get("send-once"))
-        .and_then(|ours| ours.get("replay"))
-        == Some(&Value::Bool(true))
+    said_of(result).and_then(|said| said.get("replay")) == Some(&Value::Bool(true))
 }
 
 /// The agent's answer for a held call's dispatch, at `now` (ms): what the ledger made

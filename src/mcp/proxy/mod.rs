@@ -182,13 +182,11 @@ impl ProxyServer {
     /// The agent's name: `--by`, else the name its client gave when the session
     /// started, when that is one a person can read.
     fn agent_name(&self) -> Option<String> {
-        let name = self.config.by.clone().or_else(|| {
-            let agent = self.downstream.get()?.peer_info()?;
-            Some(agent.client_info.name.clone())
-        })?;
-        let readable =
-            !name.trim().is_empty() && crate::review::quorum::name_problem(&name).is_none();
-        readable.then_some(name)
+        if let Some(by) = &self.config.by {
+            return Some(by.clone());
+        }
+        let agent = self.downstream.get()?.peer_info()?;
+        super::client_name::readable(Some(agent.client_info.name.clone())).ok()
     }
 
     /// What `tool`'s input schema declares, when it allows nothing else.
@@ -388,7 +386,10 @@ pub fn entry_meta(
     };
     meta.insert("call".into(), format!("{arguments}{cut}").into());
     if let Some(whole) = &key.whole {
-        meta.insert(once::ARGUMENTS.into(), whole.clone().into());
+        meta.insert(
+            super::call_key::WHOLE_ARGUMENTS.into(),
+            whole.clone().into(),
+        );
     }
     meta
 }

@@ -20,6 +20,7 @@ use super::lane::LateAnswer;
 use super::upstream::{Caller, Forwarded, not_in_time};
 use crate::ledger::claimer;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, Receipt, SendContext, SendError};
+use crate::mcp::call_key::WHOLE_ARGUMENTS;
 use crate::mcp::policy::ErrorMeans;
 use crate::mcp::unrecorded::{Unrecorded, store_said};
 use crate::provider::{
@@ -240,15 +241,12 @@ pub async fn once(
     }
 }
 
-/// The entry's meta field that keeps [`ForwardCall::with_whole`]'s hash.
-pub const ARGUMENTS: &str = "arguments";
-
 /// Whether the call made under `entry` had other arguments than a repeat whose whole
 /// arguments hash to `whole` (both known only where the key leaves some out).
 fn made_with_other(entry: &Entry, whole: Option<&str>) -> bool {
     let made = entry
         .meta()
-        .and_then(|meta| meta.get(ARGUMENTS))
+        .and_then(|meta| meta.get(WHOLE_ARGUMENTS))
         .and_then(Value::as_str);
     match (made, whole) {
         (Some(made), Some(whole)) => made != whole,
@@ -259,16 +257,38 @@ fn made_with_other(entry: &Entry, whole: Option<&str>) -> bool {
 
 /// A replay's `result`, saying that the call it is of had other arguments than the
 /// repeat: the same call by its key, not the one the agent asked for now.
-fn told_other_arguments(mut result: CallToolResult) -> CallToolResult {
-    result.content.push(ContentBlock::text(
-        "send-once: by its key this is the call made before, but its other arguments differ from those: this result is of the call made before, and the call was not made again with these arguments. Do not report them as sent.",
-    ));
+fn told_other_arguments(result: CallToolResult) -> CallToolResult {
+    told(
+        result,
+        "send-once: by its key this is the call made before, but its other arguments differ from those: this result is of the call made before, and the call was not made again with these arguments. Do not report them as sent.".to_owned(),
+        [("differs", Value::Bool(true))],
+    )
+}
+
+/// `result` with `sentence` after the tool's own content, and `fields` beside what
+/// [`with_meta`] put in its `_meta["send-once"]`: what send-once tells of an answer
+/// it gives.
+pub fn told(
+    mut result: CallToolResult,
+    sentence: String,
+    fields: impl IntoIterator<Item = (&'static str, Value)>,
+) -> CallToolResult {
+    result.content.push(ContentBlock::text(sentence));
     if let Some(meta) = result.meta.as_mut()
         && let Some(Value::Object(ours)) = meta.0.get_mut("send-once")
     {
-        ours.insert("differs".into(), true.into());
+        ours.extend(
+            fields
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value)),
+        );
     }
     result
+}
+
+/// What send-once said of `result` in its `_meta["send-once"]`, if anything.
+pub fn said_of(result: &CallToolResult) -> Option<&Map<String, Value>> {
+    result.meta.as_ref()?.0.get("send-once")?.as_object()
 }
 
 /// How long the proxy listens for the answer to a call that outlived its limit.

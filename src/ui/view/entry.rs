@@ -80,10 +80,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
         lines.push(Line::from(format!("provider id {}", safe(id))));
     }
     if let Some(meta) = entry.meta() {
-        for (k, v) in meta {
-            if let Some(k) = crate::mcp::held::meta_label(k) {
-                lines.push(Line::from(format!("{}: {}", safe(k), safe(&value_text(v)))));
-            }
+        for (k, v) in crate::mcp::held::shown_meta(meta) {
+            lines.push(Line::from(format!("{}: {}", safe(k), safe(&value_text(v)))));
         }
     }
     if let Some(error) = entry.error() {

@@ -239,6 +239,12 @@ impl Forward {
         })
     }
 
+    /// The answer to come, should the upstream give it late, once the call outlived
+    /// its limit.
+    pub fn late(&self) -> Option<LateAnswer> {
+        self.late.lock().ok()?.take().map(LateAnswer)
+    }
+
     /// Sends the call upstream and waits for its answer, at most `limit`: what came
     /// of it, as [`super::upstream::call`] tells it.
     pub async fn call(&self, limit: Duration) -> Forwarded {
@@ -288,14 +294,6 @@ impl Forward {
                 Forwarded::Lost("the proxy stopped waiting for the upstream's answer".to_owned())
             }
         }
-    }
-}
-
-impl Forward {
-    /// The answer to come, should the upstream give it late, once the call outlived
-    /// its limit.
-    pub fn late(&self) -> Option<LateAnswer> {
-        self.late.lock().ok()?.take().map(LateAnswer)
     }
 }
 

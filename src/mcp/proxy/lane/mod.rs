@@ -27,14 +27,13 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::oneshot;
 
-use crate::mcp::asked::{AskedOfRmcp, Reused};
+use crate::mcp::asked::AskedOfRmcp;
 use crate::mcp::closing::{Closing, Room};
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
 use crate::mcp::outbox::Outbox;
 use crate::mcp::wire::{
-    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Started, Unreadable, answer_line,
-    id_reused, initialize_again, read_line, readable, refusal, request_id, unreadable_line,
-    with_null_id,
+    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Unreadable, answer_line, read_line,
+    refusal, request_id, unreadable_line, with_null_id,
 };
 
 mod gated;
@@ -89,8 +88,6 @@ pub struct Lane {
     /// Set once the agent has said `notifications/initialized`: before that, every
     /// line goes to rmcp, which runs the session's start.
     started: AtomicBool,
-    /// Whether the agent's `initialize` came: a second is refused.
-    initialized: Started,
     /// Set when the upstream's output has ended: a call is then answered at once.
     upstream_gone: AtomicBool,
     next: AtomicU64,
@@ -151,7 +148,7 @@ enum Waiter {
 
 /// Why a call the lane forwarded for the gate has no answer.
 pub enum NoAnswer {
-    /// Its limit passed: the upstream was asked to cancel it, and may answer still.
+    /// Its limit passed. It is left open at the upstream, which may answer still.
     TimedOut,
     /// The upstream's connection closed, or the proxy is stopping.
     Lost(String),
@@ -231,7 +228,6 @@ impl Lane {
             gate: OnceLock::new(),
             in_flight: OnceLock::new(),
             started: AtomicBool::new(false),
-            initialized: Started::default(),
             upstream_gone: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
@@ -526,26 +522,13 @@ impl Lane {
             {
                 continue;
             }
-            if let Some(asked) = request {
-                // rmcp would leave it unanswered, or answer it with no id or the
-                // wrong error: the lane answers it instead.
-                if let Err(unreadable) = readable(&line, asked.is_call()) {
-                    self.refuse_unreadable(Some(&line[asked.id]), unreadable);
-                    continue;
-                }
-                if self.initialized.again(&asked) {
-                    self.to_agent.push(initialize_again(&line[asked.id]));
-                    continue;
-                }
-                let id = &line[asked.id.clone()];
-                let counted = self
-                    .asked_of_rmcp
-                    .asked(std::str::from_utf8(id).unwrap_or_default(), line.len());
-                if let Err(reused) = counted {
-                    let cancelled = matches!(reused, Reused::Cancelled);
-                    self.to_agent.push(id_reused(id, cancelled));
-                    continue;
-                }
+            // rmcp would leave it unanswered, or answer it with no id or the wrong
+            // error: the lane answers it instead.
+            if let Some(asked) = request
+                && let Err(refused) = self.asked_of_rmcp.admit(&line, &asked)
+            {
+                self.to_agent.push(refused);
+                continue;
             }
             if server_in.write_all(&line).await.is_err() {
                 break;
