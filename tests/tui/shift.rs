@@ -827,3 +827,58 @@ fn an_approval_by_someone_else_is_never_replaced_or_revoked_from_a_stale_screen(
     term.press(&["q"]);
     assert_eq!(term.wait_exit(), 0);
 }
+
+/// A send still running (its `run` is alive) marked failed from the screen: the form
+/// says it may still be sending and until what, Enter does not confirm it, `y` does,
+/// and the ledger records the person's word that they knew (`evenIfRunning`) rather
+/// than refusing with a flag the screen has no way to give (shift AD7).
+#[test]
+fn a_send_still_running_is_marked_failed_only_at_y_after_the_warning() {
+    require_tmux!();
+    let (dir, ledger) = tempdir();
+    let l = path_str(&ledger);
+    let started = dir.path().join("started");
+    let go = dir.path().join("go");
+    let script = format!(
+        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
+        started.display(),
+        go.display()
+    );
+    let mut running = std::process::Command::new(bin())
+        .args(["run", l, "--key", "wire-77", "--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    harness::wait_for_file(&started, patience(20));
+    let term = Term::start(
+        dir.path(),
+        "running",
+        (160, 30),
+        &[],
+        &tui_command(&ledger, &["--by", "dana"]),
+    );
+    term.press(&["2"]);
+    term.wait_for("wire-77");
+    term.wait_for("in flight?");
+    term.press(&["f"]);
+    term.wait_for("Mark wire-77 failed");
+    term.press(&["Enter"]);
+    let confirm = term.wait_for("may still be sending");
+    assert!(confirm.contains("is alive on this host"), "{confirm}");
+    // Enter is not the answer to a warning.
+    term.press(&["Enter"]);
+    term.wait_for("y confirm");
+    term.press(&["y"]);
+    term.wait_for("Marked wire-77 failed");
+    std::fs::write(&go, "").unwrap();
+    let _ = running.wait();
+    let rows = decisions(&ledger);
+    let dana = rows
+        .iter()
+        .find(|d| d["by"] == "dana" && d["action"] == "resolve")
+        .unwrap_or_else(|| panic!("no resolve by dana: {rows:?}"));
+    assert_eq!(dana["outcome"], "changed", "{dana}");
+    assert_eq!(dana["detail"]["evenIfRunning"], true, "{dana}");
+    term.press(&["q"]);
+}
