@@ -5,12 +5,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Duration;
 
 use tempfile::TempDir;
 
 use crate::harness;
-use harness::{code, entry_of, expect_exit, json_stdout, snapshot, stderr, stdout, wait_for_file};
+use harness::{code, entry_of, expect_exit, json_stdout, snapshot, stderr, stdout};
 
 struct Shift {
     dir: TempDir,
@@ -54,22 +53,7 @@ impl Shift {
     /// A send for `key` that is running (claimed, no error recorded yet) until the
     /// file it gives is written: it waits for that file, not for a time.
     fn running(&self, key: &str) -> (std::process::Child, PathBuf) {
-        let started = self.path().join(format!("started-{key}"));
-        let go = self.path().join(format!("go-{key}"));
-        let script = format!(
-            "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
-            started.display(),
-            go.display()
-        );
-        let l = self.l();
-        let running = self
-            .cmd(&["run", &l, "--key", key, "--", "sh", "-c", &script])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("run starts");
-        wait_for_file(&started, Duration::from_secs(20));
-        (running, go)
+        harness::running_send(self.cmd(&[]), &self.l(), key, self.path())
     }
 
     /// An unknown send for `key`: the command ended uncertainly (exit 75), so its

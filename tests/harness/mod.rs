@@ -26,6 +26,33 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_send-once"))
 }
 
+/// `send-once run LEDGER --key KEY` through `command` (the binary, set up as the test
+/// starts it), whose send command is still running when this returns: it runs until
+/// the file given back is written, waiting for that file, not for a time. Its files go
+/// in `dir`.
+pub fn running_send(
+    mut command: Command,
+    ledger: &str,
+    key: &str,
+    dir: &Path,
+) -> (std::process::Child, PathBuf) {
+    let started = dir.join(format!("started-{key}"));
+    let go = dir.join(format!("go-{key}"));
+    let script = format!(
+        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
+        started.display(),
+        go.display()
+    );
+    let running = command
+        .args(["run", ledger, "--key", key, "--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run starts");
+    wait_for_file(&started, patience(20));
+    (running, go)
+}
+
 /// `send-once ARGS` run to its end, with `ledger` in place of each `L`: a command
 /// as a person on shift types it against the test's ledger.
 pub fn on_ledger(ledger: &Path, args: &[&str]) -> Output {

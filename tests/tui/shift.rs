@@ -837,20 +837,8 @@ fn a_send_still_running_is_marked_failed_only_at_y_after_the_warning() {
     require_tmux!();
     let (dir, ledger) = tempdir();
     let l = path_str(&ledger);
-    let started = dir.path().join("started");
-    let go = dir.path().join("go");
-    let script = format!(
-        "touch '{}'; i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 99; sleep 0.01; done",
-        started.display(),
-        go.display()
-    );
-    let mut running = std::process::Command::new(bin())
-        .args(["run", l, "--key", "wire-77", "--", "sh", "-c", &script])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    harness::wait_for_file(&started, patience(20));
+    let (mut running, go) =
+        harness::running_send(std::process::Command::new(bin()), l, "wire-77", dir.path());
     let term = Term::start(
         dir.path(),
         "running",
