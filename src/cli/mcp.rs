@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use rmcp::ServiceExt;
 use send_once::LedgerLocation;
 use send_once::ledger::Access;
-use send_once::mcp::agent::{AgentServer, SendCommands};
+use send_once::mcp::agent::{AgentServer, Left, SendCommands, Stopped};
 use send_once::mcp::door::Door;
 use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
@@ -124,6 +124,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
     let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
     let in_flight = server.in_flight();
     let stop_waiting = server.stopper();
+    let abandon = server.abandon();
     let notes = Notes::new();
     // One bound from the agent's leaving to the end: the door's wait for the answers
     // it is owed counts against the wait for dispatches in flight.
@@ -147,12 +148,16 @@ pub fn mcp(args: &McpArgs) -> Exit {
                 move || {
                     stop_waiting();
                     door.stop();
-                    true
                 }
             },
             Arc::clone(&notes),
         )
         .await;
+        if !exit.settled {
+            for stopped in abandon.stop(STOPPED_DISPATCH).await {
+                notes.say(stopped_dispatch(&stopped, &location.as_argument()));
+            }
+        }
         // What is still on its way to the agent is written before the process ends.
         door.flushed(exit.flush_bound()).await;
         let written = door.agent_output_written();
@@ -169,6 +174,31 @@ pub fn mcp(args: &McpArgs) -> Exit {
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
     exit
+}
+
+/// What a dispatch's claim says when the server stopped it.
+const STOPPED_DISPATCH: &str = "send-once mcp stopped before the send command ended: the command was stopped with its process group, and may or may not have reached the provider";
+
+/// What the server says of a dispatch it stopped, with the commands that settle it in
+/// the ledger at `ledger`.
+fn stopped_dispatch(stopped: &Stopped, ledger: &str) -> String {
+    let draft = stopped.draft_id;
+    let key = visible_inline(&stopped.key);
+    match &stopped.left {
+        Left::Unknown {
+            attempt,
+            claimed_at,
+        } => format!(
+            "the dispatch of draft {draft} (key {key}) was stopped with its send command and is recorded as unknown: it is not sent again on its own. Check with the provider, then record what happened:\n{}",
+            super::output::settle_commands(ledger, &stopped.key, *attempt, Some(claimed_at), "")
+        ),
+        Left::Nothing => format!(
+            "the dispatch of draft {draft} (key {key}) was stopped before it claimed a send, or after it was recorded"
+        ),
+        Left::Sending(why) => format!(
+            "the dispatch of draft {draft} (key {key}) was stopped with its send command, but could not be recorded as unknown ({why}): it reads as sending until its limit of 5 minutes, then as unknown"
+        ),
+    }
 }
 
 /// The send commands `dispatch_draft` may run: the config file's `[send]` table, then
@@ -423,14 +453,14 @@ async fn serve_proxy(
             // The lane reads no more calls, lets those already read be answered
             // (within the bound), then ends the session.
             let lane = Arc::clone(&lane);
-            move || {
-                lane.stop();
-                true
-            }
+            move || lane.stop()
         },
         Arc::clone(&notes),
     )
     .await;
+    if !exit.settled {
+        notes.say("a call still in flight when the session ended reads as sending until its limit, then as unknown: settle it with send-once resolve".to_owned());
+    }
     // What is still on its way to the agent is written before the process ends, and a
     // call still unanswered is told so.
     lane.flushed(
@@ -470,18 +500,17 @@ async fn stop_signal() -> &'static str {
 
 /// Serves `server` on stdio until the agent leaves, a SIGINT or SIGTERM comes, or
 /// `gone` says why the server cannot go on; then lets the work in flight (forwarded
-/// calls, dispatches) finish within `bound`, and says what is left. `stopping` is
-/// called then; when it returns true, the transport reads no more requests and ends
-/// the session itself once those already read are answered (the proxy's lane), so the
-/// session is left to end, and their answers reach the agent. Otherwise (or at a
-/// second signal) the session is stopped at once.
+/// calls, dispatches) finish within `bound`. At the stop, `stopping` is called: the
+/// transport (the door, or the proxy's lane) reads no more requests and ends the
+/// session itself once those already read are answered, so that their answers reach
+/// the agent. A second signal cancels the session, and waits for nothing more.
 async fn serve_until_stopped<S: rmcp::Service<rmcp::RoleServer>, R, W>(
     server: S,
     transport: (R, W),
     in_flight: Arc<InFlight>,
     gone: impl Future<Output = &'static str> + Send + 'static,
     bound: impl Fn() -> Duration + Send + Sync + 'static,
-    stopping: impl FnOnce() -> bool + Send + 'static,
+    stopping: impl FnOnce() + Send + 'static,
     notes: Arc<Notes>,
 ) -> Served
 where
@@ -494,12 +523,13 @@ where
             return Served {
                 exit: fail(Exit::Refused, format!("the MCP session did not start: {e}")),
                 hurried: false,
+                settled: true,
             };
         }
     };
     let stop = service.cancellation_token();
-    // Whether the session was stopped at a second signal, when it ends that way.
     let said = Arc::clone(&notes);
+    // Whether a second signal hurried the end.
     let watch = tokio::spawn(async move {
         let notes = said;
         let why = tokio::select! {
@@ -507,26 +537,12 @@ where
             why = gone => why,
         };
         notes.say(format!("stopping: {why}"));
-        // Kept to cancel the session at a second signal when it ends by itself.
-        let later = if stopping() {
-            Some(stop)
-        } else {
-            stop.cancel();
-            None
-        };
-        // A second signal hurries the end. A session that ends by itself is cancelled;
-        // one already cancelled may still be in rmcp's flush of what it wrote, which
-        // waits for an agent that reads nothing forever, so the process ends instead.
+        stopping();
         // (This task is stopped when the session ends first.)
         let why = stop_signal().await;
         notes.say(stopping_again(why));
-        if let Some(stop) = later {
-            stop.cancel();
-            return true;
-        }
-        notes.said(false);
-        // What the agent was owed is not all written: not a clean end.
-        std::process::exit(Exit::Refused as i32);
+        stop.cancel();
+        true
     });
     let ended = service.waiting().await;
     let hurried = if watch.is_finished() {
@@ -535,9 +551,8 @@ where
         watch.abort();
         false
     };
-    // Calls already forwarded finish (and are recorded) within the bound; one still
-    // open after it stays in flight until its limit, then unknown. A signal now (a
-    // second one, or the first after the agent left) means: do not wait.
+    // Calls already forwarded finish (and are recorded) within the bound. A signal now
+    // (a second one, or the first after the agent left) means: do not wait.
     let settled = if hurried {
         in_flight.count() == 0
     } else {
@@ -549,21 +564,24 @@ where
             }
         }
     };
-    if !settled {
-        notes.say("work still in flight when the session ended is recorded as unknown if it does not finish".to_owned());
-    }
     let exit = match ended {
         Ok(_) => Exit::Ok,
         Err(e) => fail(Exit::Refused, format!("the MCP session ended: {e}")),
     };
-    Served { exit, hurried }
+    Served {
+        exit,
+        hurried,
+        settled,
+    }
 }
 
-/// How a session served on stdio ended: its exit status, and whether a second signal
-/// hurried it (then what is left for the agent is not waited for).
+/// How a session served on stdio ended: its exit status, whether a second signal
+/// hurried it (then what is left for the agent is not waited for), and whether the
+/// work in flight all finished.
 struct Served {
     exit: Exit,
     hurried: bool,
+    settled: bool,
 }
 
 impl Served {

@@ -20,8 +20,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod dispatch;
+mod dispatching;
 
 pub use dispatch::{DispatchAnswer, DispatchDraft, SendCommands};
+pub use dispatching::{Abandon, Dispatching, Left, Stopped};
 
 use super::status::{DraftStatus, Standing};
 use crate::ledger::Ledger;
@@ -50,6 +52,8 @@ pub struct AgentServer {
     by: Option<String>,
     send: SendCommands,
     in_flight: Arc<super::in_flight::InFlight>,
+    /// Its dispatches running now, which a stop that cannot wait for them ends.
+    dispatching: Arc<Dispatching>,
     /// Its dispatches whose outcome the ledger could not record.
     unrecorded: Arc<super::unrecorded::Unrecorded>,
     /// Set when the session stops: a long poll answers at once with the state it has.
@@ -193,6 +197,7 @@ impl AgentServer {
             by,
             send,
             in_flight: Arc::default(),
+            dispatching: Arc::default(),
             unrecorded: Arc::default(),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
             tool_router,
@@ -213,6 +218,16 @@ impl AgentServer {
         Arc::clone(&self.in_flight)
     }
 
+    /// What ends the dispatches still running when the server stops without waiting
+    /// for them, recording their claims as stopped.
+    pub fn abandon(&self) -> Abandon {
+        Abandon {
+            dispatching: Arc::clone(&self.dispatching),
+            review: Arc::clone(&self.review),
+            ledger: Arc::clone(&self.ledger),
+        }
+    }
+
     #[tool(
         description = "Send an approved draft, once, through the send command the operator configured for its channel. Refused when it is not approved, its approval ran out, its payload or facts changed since, or it was rejected. Asking again answers from the ledger: it is never sent twice.",
         annotations(
@@ -226,6 +241,7 @@ impl AgentServer {
         Parameters(args): Parameters<DispatchDraft>,
     ) -> Result<Json<DispatchAnswer>, String> {
         let guard = self.in_flight.start();
+        let ticket = self.dispatching.start(args.draft_id);
         let (review, ledger, send, unrecorded) = (
             Arc::clone(&self.review),
             Arc::clone(&self.ledger),
@@ -236,10 +252,22 @@ impl AgentServer {
         // the send in half; shutdown waits for it (`in_flight`).
         let task = tokio::spawn(async move {
             let _guard = guard;
-            dispatch::dispatch(&review, &ledger, &send, &unrecorded, args.draft_id).await
+            ticket
+                .run(dispatch::dispatch(
+                    &review,
+                    &ledger,
+                    &send,
+                    &unrecorded,
+                    args.draft_id,
+                ))
+                .await
         });
         match task.await {
-            Ok(answer) => answer.map(Json),
+            Ok(Some(answer)) => answer.map(Json),
+            Ok(None) => Err(format!(
+                "the server stopped before the dispatch of draft {} ended: its send command was stopped, and whether it went out is not known. Ask draft_status later; a person settles it",
+                args.draft_id
+            )),
             Err(e) => Err(format!("the dispatch stopped: {e}")),
         }
     }

@@ -189,6 +189,69 @@ fn a_dispatch_that_finishes_while_the_server_stops_is_answered_before_it_ends() 
     assert!(said.contains("stopping: terminated"), "{said}");
 }
 
+/// A server that cannot wait for a dispatch (a second signal) stops its send command
+/// and records the claim as unknown, for a person to settle, rather than leaving it
+/// "sending" for the command's five-minute limit (hostile round, session 41: AE4).
+#[test]
+fn a_dispatch_stopped_with_the_server_is_killed_and_recorded_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let gate = dir.path().join("go");
+    let pid_file = dir.path().join("send.pid");
+    let send = format!(
+        "email=sh -c 'echo $$ > {}; cat > /dev/null; while [ ! -e {} ]; do sleep 0.05; done; echo {{\\\"id\\\":\\\"late\\\"}}'",
+        pid_file.display(),
+        gate.display()
+    );
+    let err = dir.path().join("err");
+    let mut raw = server(&ledger, &["--send", &send], &err);
+    raw.call(1, "submit_draft", invoice("Invoice 11"));
+    let submitted = answer_to(&raw, "submit_draft");
+    let key = submitted["result"]["structuredContent"]["key"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    approve_as_dana(&ledger, "1");
+    raw.call(2, "dispatch_draft", json!({"draftId": 1}));
+    let running = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(running.elapsed() < Duration::from_secs(20), "never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: as above.
+    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    assert!(
+        raw.exited_within(Duration::from_secs(15)),
+        "the server ended at the second signal"
+    );
+    let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.contains(") Z "));
+    assert!(!alive, "the send command was left running");
+    let shown = crate::harness::on_ledger(&ledger, &["show", "L", &key, "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
+    let entry = &shown["entry"];
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(entry["status"], "pending", "{entry} {said}");
+    let error = entry["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("stopped before the send command ended"),
+        "{entry}"
+    );
+    assert!(
+        said.contains("recorded as unknown") && said.contains("send-once resolve"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_long_poll_is_answered_at_once_when_the_server_stops() {
     let dir = tempfile::tempdir().unwrap();
