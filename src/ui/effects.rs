@@ -173,11 +173,15 @@ impl Runner {
                 };
                 Some(Action::Done(outcome))
             };
-            if let Some(slot) = slot {
-                let _ = done.send(slot);
-            }
+            // The answer goes first: the load asked for again while this one ran starts
+            // only once the slot is free, so its answer queues behind this one and an
+            // older page never lands over a newer one. (Freed first, a sender slowed
+            // between the two could see the newer answer shown, then replaced by this.)
             if let Some(action) = action {
                 let _ = tx.send(action);
+            }
+            if let Some(slot) = slot {
+                let _ = done.send(slot);
             }
         });
     }
