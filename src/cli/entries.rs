@@ -416,7 +416,7 @@ pub fn show(args: &ShowArgs) -> Exit {
             "takeover",
             if found.is_some() {
                 "not: a verify found it at the provider, so a later \"not there\" does not take it over; record it sent (resolve ... sent), or mark it failed with --even-if-found if the provider's record is of another message"
-            } else if standing.known_to_run() {
+            } else if standing.holds_off_failed() {
                 "not while it may run: run --verify --stale-after waits, and reset or resolve failed need --even-if-running"
             } else if standing.may_still_run() {
                 "run --verify --stale-after D takes it over once verify cannot find it and it is older than D, on D alone (nobody can see whether it runs)"

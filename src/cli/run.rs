@@ -606,7 +606,7 @@ fn what_verify_said(
 fn why_not_taken_over(entry: &Entry, gates: Gates) -> String {
     let now = gates.now_ms.unwrap_or_else(|| super::ledger_arg::clock()());
     let standing = claimer::running(entry, now);
-    if gates.stale_after && standing.known_to_run() {
+    if gates.stale_after && standing.holds_off_failed() {
         format!(
             "\nThe verify command found no record of it, but it is not taken over: {}; --stale-after cannot shorten that.",
             standing.describe()

@@ -93,6 +93,15 @@ pub enum Running {
         /// The claiming process.
         pid: u32,
     },
+    /// Its claimer recorded the attempt unknown at its limit (an MCP proxy's call the
+    /// upstream had not answered), and still listens for a late answer, which it
+    /// records as sent: its process is alive here, and its `until` has not passed.
+    Listening {
+        /// The claiming process.
+        pid: u32,
+        /// Until when it listens (ms since the epoch).
+        until_ms: i64,
+    },
     /// No limit, and the claimer cannot be seen from here: a Node claim (`host` None),
     /// a claim whose time cannot be read, or another host's process.
     Unseen {
@@ -120,6 +129,14 @@ impl Running {
             self,
             Running::WithinLimit { .. } | Running::ClaimerAlive { .. } | Running::SendAlive { .. }
         )
+    }
+
+    /// True when a person's "failed", or a takeover, waits for the person to say they
+    /// know better: the attempt is known to run, or it was recorded unknown and a late
+    /// answer may still land and be recorded sent (`Listening`). An attempt that
+    /// listens is still an unknown send (the agent is told so, and `audit` lists it).
+    pub fn holds_off_failed(&self) -> bool {
+        self.known_to_run() || matches!(self, Running::Listening { .. })
     }
 
     /// Why, in a sentence for a person (no terminal escaping needed: the host name is
@@ -171,6 +188,10 @@ impl Running {
             Running::SendAlive { pid, session } => format!(
                 "it may still be running: its claiming process {pid} has ended, but the send it started (session {session}) is still running on this host"
             ),
+            Running::Listening { pid, until_ms } => format!(
+                "it may still be made: its claiming process {pid} stopped waiting at its limit, but listens for a late answer until {}, and records one that comes as sent",
+                iso(*until_ms)
+            ),
             Running::ClaimerGone { pid } => format!(
                 "its claiming process {pid} has ended on this host, and the send with it"
             ),
@@ -203,8 +224,11 @@ fn iso(ms: i64) -> String {
 
 /// Where the attempt `entry` holds stands at `now_ms` on the store's clock.
 pub fn running(entry: &Entry, now_ms: i64) -> Running {
-    if entry.status() != Status::Pending || entry.error().is_some() || entry.uncertain() {
+    if entry.status() != Status::Pending {
         return Running::Ended;
+    }
+    if entry.error().is_some() || entry.uncertain() {
+        return listening(entry, now_ms).unwrap_or(Running::Ended);
     }
     let claimer = Claimer::of(entry);
     let seen = claimer.as_ref().and_then(Claimer::seen_here);
@@ -258,6 +282,32 @@ pub fn running(entry: &Entry, now_ms: i64) -> Running {
     }
 }
 
+/// The entry field in which the process that recorded an attempt unknown says that it
+/// listens for a late answer: who it is (as a claimer's record) and `until` when.
+const LISTENING: &str = "listening";
+
+/// The record that says this process listens for a late answer to the attempt it
+/// recorded unknown, until `until` (an ISO time), for [`LISTENING`].
+pub fn listening_record(entry: &mut Entry, until: String) {
+    let mut record = Claimer::this_process(None).to_value();
+    if let Value::Object(fields) = &mut record {
+        fields.insert("until".into(), until.into());
+    }
+    entry.set(LISTENING, record);
+}
+
+/// Whether the process that recorded `entry` unknown is alive here and listens for a
+/// late answer at `now_ms`.
+fn listening(entry: &Entry, now_ms: i64) -> Option<Running> {
+    let record = entry.get(LISTENING)?.as_object()?;
+    let until_ms = time::parse_date(record.get("until")?.as_str()?)?;
+    let listener = Claimer::from_record(record)?;
+    (now_ms < until_ms && listener.seen_here() == Some(Seen::Alive)).then_some(Running::Listening {
+        pid: listener.pid,
+        until_ms,
+    })
+}
+
 impl Claimer {
     /// This process, sending with `limit`.
     pub fn this_process(limit: Option<Duration>) -> Claimer {
@@ -292,7 +342,11 @@ impl Claimer {
 
     /// The claimer `entry` records, or None (a Node claim, or an unreadable record).
     pub fn of(entry: &Entry) -> Option<Claimer> {
-        let record = entry.get("claimer")?.as_object()?;
+        Claimer::from_record(entry.get("claimer")?.as_object()?)
+    }
+
+    /// The claimer a record (as [`Claimer::to_value`] makes it) names.
+    fn from_record(record: &Map<String, Value>) -> Option<Claimer> {
         let text = |name: &str| record.get(name).and_then(Value::as_str).map(str::to_owned);
         Some(Claimer {
             pid: u32::try_from(record.get("pid")?.as_u64()?).ok()?,

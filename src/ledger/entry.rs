@@ -243,12 +243,14 @@ impl Entry {
         }
     }
 
-    /// Drops the claimer's record (`claimer`, send-once's own field) and a verify's
-    /// finding (`found`): they say whether a pending attempt may still be running and
-    /// what the provider holds of it, and once the attempt is settled they say nothing.
-    /// A settled entry is then exactly what the Node library writes.
+    /// Drops the claimer's record (`claimer`, send-once's own field), a listener's
+    /// (`listening`) and a verify's finding (`found`): they say whether a pending
+    /// attempt may still be running and what the provider holds of it, and once the
+    /// attempt is settled they say nothing. A settled entry is then exactly what the
+    /// Node library writes.
     pub(crate) fn end_claim(&mut self) {
         self.fields.shift_remove("claimer");
+        self.fields.shift_remove("listening");
         // A verify's finding about the attempt (see `ledger::verified`) goes with it.
         self.fields.shift_remove("found");
     }

@@ -400,7 +400,7 @@ impl Ledger {
             return None;
         }
         let standing = claimer::running(entry, now);
-        (!standing.known_to_run()).then_some(standing)
+        (!standing.holds_off_failed()).then_some(standing)
     }
 
     /// Takes a stale pending claim over as the next attempt, by compare-and-set on

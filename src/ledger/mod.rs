@@ -300,6 +300,22 @@ impl Ledger {
         Ok(None)
     }
 
+    /// Says in the entry `unknown` (recorded unknown at its sender's limit) that its
+    /// sender listens for a late answer until `until_ms`, so that every screen counts
+    /// the attempt as one that may still be made (`claimer::Running::Listening`)
+    /// rather than as over, and a person's "failed" waits for them to say they know
+    /// better. Gives false, changing nothing, when the entry is no longer that attempt.
+    pub async fn note_listening(&self, unknown: &Entry, until_ms: i64) -> Result<bool, StoreError> {
+        let Some(until) = time::iso_from_millis(until_ms) else {
+            return Ok(false);
+        };
+        let mut next = unknown.clone();
+        claimer::listening_record(&mut next, until);
+        self.store
+            .transition(unknown, &next, Durability::Lazy)
+            .await
+    }
+
     /// Records a send that returned. Gives the entry as it was left when that is not
     /// `sent` as written: a verdict corrected, or a late send noted on a newer attempt.
     async fn record_sent(

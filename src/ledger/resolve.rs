@@ -338,7 +338,7 @@ impl Ledger {
             return Judged::Change;
         }
         detail.insert("running".into(), standing.describe().into());
-        if !standing.known_to_run() {
+        if !standing.holds_off_failed() {
             return Judged::Change;
         }
         if details.even_if_running {

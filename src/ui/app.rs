@@ -563,7 +563,7 @@ impl App {
     /// judge it; only for a claimer that cannot be seen, by its age.
     pub fn still_sending(&self, entry: &Entry) -> StillSending {
         let running = crate::ledger::claimer::running(entry, self.now);
-        if running.known_to_run() {
+        if running.holds_off_failed() {
             StillSending::Known(running.describe())
         } else if running.may_still_run() && in_flight(entry, self.now, self.older_than_ms) {
             StillSending::Perhaps

@@ -1016,6 +1016,20 @@ timeout = "1s"
         .as_str()
         .unwrap()
         .to_owned();
+    // While the proxy listens, the call reads as one that may still be made, not as
+    // over, and a plain "failed" waits for the person to say they know better.
+    let shown: serde_json::Value =
+        serde_json::from_slice(&bench.cli(&["show", "L", &key, "--json"]).stdout).unwrap();
+    assert_eq!(shown["running"]["mayStillRun"], true, "{shown}");
+    let why = shown["running"]["why"].as_str().unwrap_or_default();
+    assert!(why.contains("listens for a late answer"), "{shown}");
+    let plain = bench.cli(&["resolve", "L", &key, "failed", "--by", "dana"]);
+    assert_ne!(plain.status.code(), Some(0), "a plain failed was taken");
+    assert!(
+        String::from_utf8_lossy(&plain.stderr).contains("listens for a late answer"),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
     crate::harness::settle_as_failed(&bench.ledger(), &key);
     let began = Instant::now();
     let settled = loop {

@@ -318,6 +318,11 @@ async fn a_call_past_its_limit_is_unknown_refused_again_until_a_person_settles_i
     let key = said["key"].as_str().unwrap().to_owned();
     let quick = json!({"line": "late", "to": "ana@example.com", "seconds": 0});
     let again = call(&agent, "append", quick.clone()).await;
+    assert!(
+        text(&again).contains("listens for its answer"),
+        "{}",
+        text(&again)
+    );
     assert_eq!(again.structured_content.unwrap()["status"], "unknown");
     // The operator's audit lists it with its tool, upstream and recipient.
     let audit = bench.cli(&["audit", "L", "--json"]);
@@ -327,13 +332,17 @@ async fn a_call_past_its_limit_is_unknown_refused_again_until_a_person_settles_i
     assert_eq!(unknown["meta"]["tool"], "append", "{listed}");
     assert_eq!(unknown["meta"]["upstream"], "fake", "{listed}");
     assert_eq!(unknown["meta"]["to"], "ana@example.com", "{listed}");
-    // A person checked: it did not happen. The next call is made.
+    // A person checked: it did not happen, and says they know better than the proxy,
+    // which still listens for a late answer. The next call is made.
+    let plain = bench.cli(&["resolve", "L", &key, "failed", "--by", "ops"]);
+    assert_ne!(plain.status.code(), Some(0), "failed was taken unasked");
     expect_exit(
         &bench.cli(&[
             "resolve",
             "L",
             &key,
             "failed",
+            "--even-if-running",
             "--by",
             "ops",
             "--note",

@@ -299,6 +299,12 @@ const LATE_ANSWER: Duration = Duration::from_secs(3600);
 /// marked it failed meanwhile is overridden (it went out), and a retry already made is
 /// noted as a send the recipient may have twice, as for any send that returns late.
 async fn record_late(ledger: Arc<Ledger>, unknown: Entry, late: LateAnswer) {
+    let until_ms = ledger
+        .now()
+        .saturating_add(i64::try_from(LATE_ANSWER.as_millis()).unwrap_or(i64::MAX));
+    // Should this not be written, the call reads as over while a late answer may
+    // still land: what a person settles then is corrected by the answer, as ever.
+    let _ = ledger.note_listening(&unknown, until_ms).await;
     if let Some(Forwarded::Done(result)) = late.within(LATE_ANSWER).await {
         let _ = ledger
             .record_late(
@@ -477,6 +483,16 @@ pub fn answer(
             let running = claimer::running(&entry, now);
             if let Some(told) = forward.unrecorded.told_of(&entry) {
                 Ok(with_status(refusal(told), "unknown", key))
+            } else if let claimer::Running::Listening { until_ms, .. } = running {
+                Ok(with_status(
+                    refusal(format!(
+                        "An earlier attempt of this call went past the proxy's limit, and it is recorded as unknown under key {key}. The proxy listens for its answer until {}: asked again after that answer came, this call returns it. It will not be made again until then, or until a person settles it ({}). Do not retry it another way.",
+                        crate::js::time::iso_from_millis(until_ms).unwrap_or_default(),
+                        settle_hint(ledger_name, key, Claim::CountsAsRunning)
+                    )),
+                    "unknown",
+                    key,
+                ))
             } else if running.may_still_run() {
                 Ok(with_status(
                     refusal(format!(
