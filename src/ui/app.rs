@@ -162,6 +162,11 @@ pub struct App {
     pub overlay_stale: bool,
     /// Where to open, until it has been applied (or a key was pressed first).
     pub start: Start,
+    /// A start whose focus is a draft id that is not in the queue, waiting for that
+    /// draft's own load (its key is looked up then); and whether one was, so that an id
+    /// no draft has is searched for once, as any text.
+    start_draft: Option<(i64, Option<View>)>,
+    start_draft_tried: bool,
     /// Which verify command `v` runs for each channel (`--verify`, the config file).
     pub verify: VerifySetup,
     /// What `v` is doing and what it was told.
@@ -233,6 +238,8 @@ impl App {
             ledger_gone: None,
             overlay_stale: false,
             start: Start::default(),
+            start_draft: None,
+            start_draft_tried: false,
             verify: VerifySetup::none(crate::provider::Limit::new(
                 crate::provider::DEFAULT_CHECK_TIMEOUT,
             )),
@@ -702,6 +709,15 @@ impl App {
                     self.view = View::Unknown;
                     self.state_mut(View::Unknown).selected = i;
                 }
+                _ if self.no_queue.is_none()
+                    && !std::mem::replace(&mut self.start_draft_tried, true)
+                    && let Ok(id) = focus.parse::<i64>() =>
+                {
+                    // A draft that left the queue (dispatched, say): its send is found by
+                    // its key, never by its id as text, which a digit of any key matches.
+                    self.start_draft = Some((id, start.view));
+                    return vec![Effect::LoadDraft(id)];
+                }
                 _ => {
                     // Anything else is looked up in the ledger: a search for it.
                     self.say(
@@ -729,6 +745,37 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// Starts at draft `id`, asked for by its id and not in the queue, now that its
+    /// load answered: at its send, found by its key; or, with no such draft, at a search
+    /// for the id as any text.
+    pub(super) fn start_at_draft(
+        &mut self,
+        id: i64,
+        view: Option<View>,
+        found: Result<&Draft, &str>,
+    ) -> Vec<Effect> {
+        let focus = match found {
+            Ok(draft) => draft.key.clone(),
+            Err(_) => id.to_string(),
+        };
+        self.start = Start {
+            view,
+            focus: Some(focus),
+        };
+        let effects = self.apply_start();
+        if let Ok(draft) = found {
+            self.say(
+                &format!(
+                    "Draft {id} is {} and has left the queue: its send is looked up by its key {}.",
+                    draft.state.as_str(),
+                    short_key(&draft.key)
+                ),
+                true,
+            );
+        }
+        effects
     }
 
     fn clamp(&mut self) {

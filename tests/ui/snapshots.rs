@@ -2301,6 +2301,47 @@ fn a_key_that_is_nowhere_listed_says_the_ledger_is_searched() {
     assert!(status_text(&app).starts_with("ffff is not in the queue or the unknown sends"));
 }
 
+/// A draft asked for by its id that has left the queue (dispatched) opens on its send,
+/// found by its key: never on whichever key holds its digit (operator's shift, session
+/// 42: `--key 7` selected another recipient's send). An id no draft has is searched for
+/// as any text, once.
+#[test]
+fn a_draft_id_that_left_the_queue_opens_on_its_send() {
+    let start = |id: &str| {
+        let mut app = empty_app(None).with_start(Start {
+            view: None,
+            focus: Some(id.into()),
+        });
+        app.update(Action::ApprovalsLoaded(Ok(drafts())));
+        let effects = app.update(Action::UnknownLoaded(Ok(unknown())));
+        (app, effects)
+    };
+    let (mut app, effects) = start("7");
+    assert_eq!(effects, vec![Effect::LoadDraft(7)]);
+    let mut gone = base_draft(7, "order-78:charge", HOUR, json!({"to": "ned@example.com"}));
+    gone.state = DraftState::Dispatched;
+    app.update(Action::DraftLoaded {
+        id: 7,
+        result: Ok(Box::new(gone)),
+    });
+    assert_eq!(app.view, View::Unknown);
+    assert_eq!(app.selected_unknown().unwrap().key(), "order-78:charge");
+    assert!(
+        status_text(&app).starts_with("Draft 7 is dispatched and has left the queue"),
+        "{}",
+        status_text(&app)
+    );
+    let (mut app, _) = start("70");
+    let effects = app.update(Action::DraftLoaded {
+        id: 70,
+        result: Err("there is no draft 70".into()),
+    });
+    assert_eq!(app.view, View::Ledger);
+    assert!(
+        matches!(effects.as_slice(), [Effect::LoadLedger(q)] if q.search.as_deref() == Some("70"))
+    );
+}
+
 /// A bulk form's title says how many marked rows it leaves, and the form is drawn wide
 /// enough to show all of it where the screen allows.
 #[test]

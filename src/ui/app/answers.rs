@@ -156,6 +156,9 @@ impl App {
         id: i64,
         result: Result<Box<Draft>, String>,
     ) -> Vec<Effect> {
+        if let Some((_, view)) = self.start_draft.take_if(|(wanted, _)| *wanted == id) {
+            return self.start_at_draft(id, view, result.as_deref().map_err(String::as_str));
+        }
         match result {
             Ok(full) => {
                 self.all_revisions
