@@ -15,6 +15,7 @@ use send_once::mcp::door::Door;
 use send_once::mcp::in_flight::InFlight;
 use send_once::mcp::policy::{Mode, Policy};
 use send_once::mcp::proxy::lane::Lane;
+use send_once::mcp::proxy::left::{How, LeftOpen, settle_left};
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
 use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL, check_status_tool};
 use send_once::open::Open;
@@ -124,7 +125,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
     let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
     let in_flight = server.in_flight();
     let stop_waiting = server.stopper();
-    let abandon = server.abandon();
+    let abandon = Arc::new(server.abandon());
     let notes = Notes::new();
     // One bound from the agent's leaving to the end: the door's wait for the answers
     // it is owed counts against the wait for dispatches in flight.
@@ -145,16 +146,23 @@ pub fn mcp(args: &McpArgs) -> Exit {
                 // The door reads no more requests and lets those already read be
                 // answered (a long poll at once), then ends the session.
                 let door = Arc::clone(&door);
+                let (abandon, notes) = (Arc::clone(&abandon), Arc::clone(&notes));
                 move || {
                     stop_waiting();
                     door.stop();
+                    let running = abandon.running();
+                    if !running.is_empty() {
+                        notes.say(waiting_for(&running, bound));
+                    }
                 }
             },
             Arc::clone(&notes),
         )
         .await;
+        let mut left_unknown = false;
         if !exit.settled {
             for stopped in abandon.stop(STOPPED_DISPATCH).await {
+                left_unknown |= !matches!(stopped.left, Left::Nothing);
                 notes.say(stopped_dispatch(&stopped, &location.as_argument()));
             }
         }
@@ -169,11 +177,27 @@ pub fn mcp(args: &McpArgs) -> Exit {
                     "the server's answers could not be written to its output ({why}), so the agent did not get them; what the ledger records still holds"
                 ),
             ),
+            // A send left for a person to settle is not a clean end either.
+            None if left_unknown => Exit::Unknown,
             None => exit.exit(written),
         }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
     exit
+}
+
+/// What the server says at its stop of the dispatches it waits for (`drafts`), up to
+/// `bound`.
+fn waiting_for(drafts: &[i64], bound: Duration) -> String {
+    let named: Vec<String> = drafts.iter().map(|id| format!("draft {id}")).collect();
+    format!(
+        "waiting up to {}s for the send{} of {} to end; a second signal stops {} and records {} as unknown, for a person to settle",
+        bound.as_secs(),
+        if drafts.len() == 1 { "" } else { "s" },
+        named.join(", "),
+        if drafts.len() == 1 { "it" } else { "them" },
+        if drafts.len() == 1 { "it" } else { "them" },
+    )
 }
 
 /// What a dispatch's claim says when the server stopped it.
@@ -421,7 +445,9 @@ async fn serve_proxy(
         server_end,
         _blocking_again,
     } = started;
+    let (ledger, ledger_name) = (Arc::clone(&config.ledger), config.ledger_name.clone());
     let server = ProxyServer::new(config, upstream, downstream);
+    let unsettled = server.unsettled();
     let in_flight = server.in_flight();
     let bound = timeout.min(Duration::from_secs(60));
     lane.open(
@@ -458,9 +484,6 @@ async fn serve_proxy(
         Arc::clone(&notes),
     )
     .await;
-    if !exit.settled {
-        notes.say("a call still in flight when the session ended reads as sending until its limit, then as unknown: settle it with send-once resolve".to_owned());
-    }
     // What is still on its way to the agent is written before the process ends, and a
     // call still unanswered is told so.
     lane.flushed(
@@ -470,6 +493,19 @@ async fn serve_proxy(
     .await;
     let written = lane.agent_output_written();
     notes.said(written);
+    // What the upstream has not answered it will not now: it ends with the proxy.
+    let left = match settle_left(&ledger, &unsettled, STOPPED_CALL).await {
+        Ok(left) => left,
+        Err(e) => {
+            notes.say(format!(
+                "the calls this proxy leaves open could not be read ({e}): send-once audit lists them"
+            ));
+            Vec::new()
+        }
+    };
+    for open in &left {
+        notes.say(left_open(open, &ledger_name));
+    }
     // Only now, the calls in flight answered, is the upstream's session ended; the
     // upstream itself ends once its input closes with the runtime (see `Ending`).
     drop(keep_upstream);
@@ -481,7 +517,39 @@ async fn serve_proxy(
             ),
         );
     }
+    if !left.is_empty() {
+        // Sends left for a person to settle: not a clean end.
+        return Exit::Unknown;
+    }
     exit.exit(written)
+}
+
+/// What a `once` call's claim says when the proxy stopped before the upstream answered.
+const STOPPED_CALL: &str = "the proxy stopped before the upstream answered, and the upstream with it: the call may or may not have been made";
+
+/// What the proxy says at its end of a call it leaves unknown, with the commands that
+/// settle it in the ledger named `ledger`.
+fn left_open(open: &LeftOpen, ledger: &str) -> String {
+    let call = open
+        .call
+        .as_deref()
+        .map(|call| format!("the call {} ", visible_inline(call)))
+        .unwrap_or_else(|| "a call ".to_owned());
+    let key = visible_inline(&open.key);
+    let how = match open.how {
+        How::Stopped => "was not answered before the proxy stopped, and is recorded as unknown",
+        How::NotRecorded => {
+            "was not answered before the proxy stopped, and could not be recorded as unknown: it reads as sending until its limit, then as unknown"
+        }
+        How::Unknown { listened: true } => {
+            "went past its limit and is unknown; the proxy no longer listens for its late answer"
+        }
+        How::Unknown { listened: false } => "is unknown, and nobody has settled it yet",
+    };
+    format!(
+        "{call}(key {key}) {how}. It is not made again on its own: check with the upstream's side, then record what happened:\n{}",
+        super::output::settle_commands(ledger, &open.key, open.attempt, Some(&open.claimed_at), "")
+    )
 }
 
 /// What the session says at a signal after the first (`why` names it).

@@ -296,6 +296,15 @@ pub fn listening_record(entry: &mut Entry, until: String) {
     entry.set(LISTENING, record);
 }
 
+/// Whether this very process said in `entry` that it listens for a late answer.
+pub fn listened_here(entry: &Entry) -> bool {
+    entry
+        .get(LISTENING)
+        .and_then(Value::as_object)
+        .and_then(Claimer::from_record)
+        .is_some_and(|listener| listener.is_this_process())
+}
+
 /// Whether the process that recorded `entry` unknown is alive here and listens for a
 /// late answer at `now_ms`.
 fn listening(entry: &Entry, now_ms: i64) -> Option<Running> {

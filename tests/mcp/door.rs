@@ -233,6 +233,11 @@ fn a_dispatch_stopped_with_the_server_is_killed_and_recorded_unknown() {
         raw.exited_within(Duration::from_secs(15)),
         "the server ended at the second signal"
     );
+    // It left a send for a person to settle: not a clean end.
+    assert_eq!(
+        raw.child.try_wait().unwrap().and_then(|s| s.code()),
+        Some(3)
+    );
     let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|stat| !stat.contains(") Z "));
     assert!(!alive, "the send command was left running");
@@ -248,6 +253,11 @@ fn a_dispatch_stopped_with_the_server_is_killed_and_recorded_unknown() {
     );
     assert!(
         said.contains("recorded as unknown") && said.contains("send-once resolve"),
+        "{said}"
+    );
+    // At the first signal, it said what it waits for and what a second one does.
+    assert!(
+        said.contains("waiting up to 60s for the send of draft 1 to end; a second signal stops it"),
         "{said}"
     );
 }

@@ -182,14 +182,16 @@ async fn a_held_call_answered_after_the_disk_filled_gives_the_agent_its_answer()
         0,
         "approve",
     );
-    let (made, mut pads) = made_as_the_disk_fills(
-        &bench,
-        &agent,
-        &disk,
-        "send_once_status",
-        json!({"draftId": 1}),
-    )
-    .await;
+    let call = spawn_call(&agent, "send_once_status", &json!({"draftId": 1}));
+    // Filled once the draft is marked dispatched, the last write before the call goes
+    // upstream: filled between the claim and that mark, the call is not made at all.
+    wait_until("the draft is dispatched", Duration::from_secs(10), || {
+        let shown = bench.cli(&["draft", "show", "L", "1", "--json"]);
+        serde_json::from_slice::<Value>(&shown.stdout)
+            .is_ok_and(|draft| draft["state"] == "dispatched")
+    });
+    let mut pads = fill_disk(&disk.point);
+    let made = call.await.unwrap();
     assert_eq!(ok(&made)["written"], "pay 10");
     let said = text(&made);
     assert!(said.contains("could not record"), "{said}");

@@ -329,6 +329,80 @@ fn a_pass_call_after_the_proxy_is_told_to_stop_is_not_made() {
     );
 }
 
+/// A proxy that stops names each `once` call it leaves unknown, with the commands that
+/// settle it, and says so by its status: one the upstream had not answered is recorded
+/// as stopped, one past its limit is no longer listened for (operator's shift, session
+/// 42: the proxy exited 0 with `stopping: terminated`, and its calls read as sending,
+/// or as answered later, with nobody left to record it).
+#[test]
+fn a_stopping_proxy_names_the_calls_it_leaves_unknown() {
+    let Some(bench) = Bench::new(
+        r#"
+upstream = "fake"
+[default]
+mode = "pass"
+[tools.append]
+mode = "once"
+timeout = "1s"
+[tools.append_with_progress]
+mode = "once"
+timeout = "60s"
+"#,
+    ) else {
+        return;
+    };
+    let stderr = bench.dir.path().join("proxy.err");
+    let mut raw = Raw::start_with(&bench, &[], std::fs::File::create(&stderr).unwrap().into());
+    raw.call(1, "append", json!({"line": "past", "seconds": 30}));
+    let past = raw
+        .next(Duration::from_secs(20))
+        .expect("told unknown at its limit");
+    assert_eq!(past["id"], 1, "{past}");
+    raw.call(
+        2,
+        "append_with_progress",
+        json!({"line": "open", "seconds": 30}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: as above.
+    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    assert!(raw.exited_within(Duration::from_secs(15)));
+    assert_eq!(
+        raw.child.try_wait().unwrap().and_then(|s| s.code()),
+        Some(3)
+    );
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert!(said.contains("fake/append (key "), "{said}");
+    assert!(
+        said.contains("went past its limit and is unknown"),
+        "{said}"
+    );
+    let audit = bench.cli(&["audit", "L", "--json"]);
+    assert!(
+        said.contains("fake/append_with_progress (key "),
+        "{said}{}",
+        String::from_utf8_lossy(&audit.stdout)
+    );
+    assert_eq!(said.matches("send-once resolve").count(), 4, "{said}");
+    let listed: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let errors: Vec<&str> = listed["unknown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["error"].as_str())
+        .collect();
+    assert_eq!(errors.len(), 2, "{listed}");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("the proxy stopped before the upstream answered")),
+        "{listed}"
+    );
+}
+
 #[test]
 fn a_second_signal_stops_at_once_and_a_call_left_is_told_so() {
     let Some(bench) = Bench::new(PASS) else {

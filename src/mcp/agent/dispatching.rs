@@ -69,6 +69,13 @@ pub struct Abandon {
 }
 
 impl Abandon {
+    /// The drafts being dispatched now, each once, in order.
+    pub fn running(&self) -> Vec<i64> {
+        let drafts: std::collections::BTreeSet<i64> =
+            self.dispatching.lock().values().copied().collect();
+        drafts.into_iter().collect()
+    }
+
     /// Ends them (see [`Dispatching::stop`]).
     pub async fn stop(&self, why: &str) -> Vec<Stopped> {
         self.dispatching.stop(&self.review, &self.ledger, why).await

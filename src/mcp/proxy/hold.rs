@@ -406,7 +406,8 @@ async fn make(
         rule.error,
     )
     .verified_by(rule.verify.clone())
-    .noting_unrecorded_in(Arc::clone(&server.unrecorded));
+    .noting_unrecorded_in(Arc::clone(&server.unrecorded))
+    .noting_unknown_in(Arc::clone(&server.unsettled));
     let options = match SendOptions::builder()
         .meta(meta)
         .limit(limit)

@@ -9,6 +9,7 @@
 
 pub mod hold;
 pub mod lane;
+pub mod left;
 pub mod once;
 pub mod upstream;
 
@@ -75,6 +76,8 @@ pub struct ProxyServer {
     in_flight: Arc<InFlight>,
     /// Its calls whose outcome the ledger could not record.
     unrecorded: Arc<crate::mcp::unrecorded::Unrecorded>,
+    /// Its calls found unknown, named at its end while still unsettled.
+    unsettled: Arc<left::Unsettled>,
 }
 
 impl ProxyServer {
@@ -86,7 +89,13 @@ impl ProxyServer {
             downstream,
             in_flight: Arc::new(InFlight::default()),
             unrecorded: Arc::default(),
+            unsettled: Arc::default(),
         }
+    }
+
+    /// Its calls found unknown, for its end.
+    pub fn unsettled(&self) -> Arc<left::Unsettled> {
+        Arc::clone(&self.unsettled)
     }
 
     /// The calls still in flight, for shutdown.
@@ -214,7 +223,7 @@ impl ProxyServer {
             Forwarded::Done(result) | Forwarded::ToolError(result) => Ok(result.into()),
             Forwarded::NotRun(error) => Err(error),
             Forwarded::Lost(why) => Ok(refusal(why).into()),
-            Forwarded::TimedOut => Ok(refusal(upstream::not_in_time(limit)).into()),
+            Forwarded::TimedOut => Ok(refusal(upstream::not_in_time(limit, false)).into()),
             Forwarded::Gone => Ok(refusal(
                 "the upstream server has exited, so the call was not sent; the proxy must be restarted".to_owned(),
             )
@@ -278,6 +287,7 @@ impl ProxyServer {
         let forward = ForwardCall::new(via, limit, rule.error)
             .verified_by(rule.verify.clone())
             .noting_unrecorded_in(Arc::clone(&self.unrecorded))
+            .noting_unknown_in(Arc::clone(&self.unsettled))
             .with_whole(key.whole.clone());
         once::once(
             Arc::clone(&self.config.ledger),

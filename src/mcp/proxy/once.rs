@@ -73,6 +73,8 @@ pub struct ForwardCall {
     verify: Option<Vec<String>>,
     answer: Mutex<Option<Forwarded>>,
     unrecorded: Arc<Unrecorded>,
+    /// Where a call found unknown is noted, for the proxy's end.
+    unsettled: Arc<super::left::Unsettled>,
     /// The hash of the arguments the key leaves out, with the rest ([`CallKey::whole`]).
     ///
     /// [`CallKey::whole`]: crate::mcp::call_key::CallKey::whole
@@ -89,6 +91,7 @@ impl ForwardCall {
             verify: None,
             answer: Mutex::new(None),
             unrecorded: Arc::default(),
+            unsettled: Arc::default(),
             whole: None,
         }
     }
@@ -112,6 +115,12 @@ impl ForwardCall {
     /// The same call, its unrecorded outcome noted in `unrecorded` (the proxy's).
     pub fn noting_unrecorded_in(mut self, unrecorded: Arc<Unrecorded>) -> ForwardCall {
         self.unrecorded = unrecorded;
+        self
+    }
+
+    /// Notes the call in `unsettled` when it ends unknown.
+    pub fn noting_unknown_in(mut self, unsettled: Arc<super::left::Unsettled>) -> ForwardCall {
+        self.unsettled = unsettled;
         self
     }
 
@@ -179,13 +188,19 @@ impl Provider for ForwardCall {
             Forwarded::Lost(why) => Err(SendError::uncertain(why)),
             // In the words of the whole limit, not of what was left of it after the
             // claim (a 5s limit is not "4993ms" to a person).
-            Forwarded::TimedOut => Err(SendError::uncertain(not_in_time(self.limit))),
+            Forwarded::TimedOut => Err(SendError::uncertain(not_in_time(
+                self.limit,
+                matches!(self.via, Via::Lane(_)),
+            ))),
             Forwarded::Gone => Err(SendError::definite(
                 "the upstream server has exited, so the call was not sent; the proxy must be restarted",
             )),
         };
         if let Ok(mut answer) = self.answer.lock() {
             *answer = Some(forwarded);
+        }
+        if let Err(SendError::Uncertain(_)) = &verdict {
+            self.unsettled.note(&context.key);
         }
         verdict
     }

@@ -211,11 +211,17 @@ pub enum Forwarded {
 }
 
 /// Why a call that outlived `limit` (the whole limit, as the policy or `--timeout`
-/// gives it) has no outcome yet.
-pub fn not_in_time(limit: Duration) -> String {
+/// gives it) has no outcome yet; `listens` when the proxy keeps listening for its
+/// answer (a `once` call through the lane), else the answer is dropped.
+pub fn not_in_time(limit: Duration, listens: bool) -> String {
     format!(
-        "the upstream did not answer within the proxy's limit of {}; the call may still be under way there, and if the upstream answers while the proxy runs, the ledger records what it says",
-        crate::provider::Limit::new(limit).written
+        "the upstream did not answer within the proxy's limit of {}; the call may still be under way there, and {}",
+        crate::provider::Limit::new(limit).written,
+        if listens {
+            "if the upstream answers while the proxy runs, the ledger records what it says"
+        } else {
+            "an answer that comes later is not recorded"
+        }
     )
 }
 

@@ -1,0 +1,115 @@
+//! What a stopping proxy leaves for a person. Its `once` calls still claimed (the
+//! upstream ends with the proxy, so they will not be answered now) are recorded as
+//! stopped, unknown; with every call it found unknown while it ran and that nobody has
+//! settled since, they are named with the commands that settle them, where before the
+//! proxy ended without a word of them.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use crate::ledger::claimer::{self, Claimer};
+use crate::ledger::{Entry, Ledger, LedgerError, ListFilter, Status};
+
+/// The keys of the calls this proxy found unknown (a lost answer, a limit passed).
+#[derive(Default)]
+pub struct Unsettled(Mutex<BTreeSet<String>>);
+
+impl Unsettled {
+    /// Notes that the call under `key` is unknown.
+    pub fn note(&self, key: &str) {
+        self.lock().insert(key.to_owned());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// How a call was left.
+pub enum How {
+    /// The upstream had not answered it at the stop, and it is recorded as stopped.
+    Stopped,
+    /// As `Stopped`, but the record could not be written: it reads as sending until
+    /// its limit, then as unknown.
+    NotRecorded,
+    /// Found unknown while the proxy ran (its error says why); `listened` when the
+    /// proxy was still listening for its late answer.
+    Unknown {
+        /// Whether the proxy still listened for its answer.
+        listened: bool,
+    },
+}
+
+/// A call this process leaves unknown.
+pub struct LeftOpen {
+    /// Its key.
+    pub key: String,
+    /// Its attempt.
+    pub attempt: u64,
+    /// When that attempt was claimed.
+    pub claimed_at: String,
+    /// The call as a person reads it (upstream/tool · recipient), when its meta says.
+    pub call: Option<String>,
+    /// How it was left.
+    pub how: How,
+}
+
+impl LeftOpen {
+    fn of(entry: &Entry, how: How) -> LeftOpen {
+        LeftOpen {
+            key: entry.key().to_owned(),
+            attempt: entry.attempts(),
+            claimed_at: entry.claimed_at().to_owned(),
+            call: crate::text::who_and_what(entry.meta()),
+            how,
+        }
+    }
+}
+
+/// Records the calls this process claimed and left open as stopped (`why`), and names
+/// those and the calls in `unsettled` still pending, oldest claim first.
+pub async fn settle_left(
+    ledger: &Ledger,
+    unsettled: &Unsettled,
+    why: &str,
+) -> Result<Vec<LeftOpen>, LedgerError> {
+    let pending = ledger
+        .store()
+        .list(ListFilter {
+            status: Some(Status::Pending),
+        })
+        .await?;
+    // Read after the entries: a call notes itself unknown before its record is
+    // written, so every record read is of a call noted by now.
+    let unsettled = unsettled.lock().clone();
+    let mut left = Vec::new();
+    for entry in pending {
+        let open = entry.error().is_none()
+            && Claimer::of(&entry).is_some_and(|claimer| claimer.is_this_process());
+        let how = if open {
+            match ledger.record_stopped(&entry, why).await {
+                Ok(true) => How::Stopped,
+                // Its own call recorded how it ended meanwhile: unknown still, or not.
+                Ok(false) => match ledger.get(entry.key()).await {
+                    Ok(Some(now)) if now.status() == Status::Pending => {
+                        left.push(LeftOpen::of(&now, How::Unknown { listened: false }));
+                        continue;
+                    }
+                    _ => continue,
+                },
+                Err(_) => How::NotRecorded,
+            }
+        } else if unsettled.contains(entry.key()) && entry.error().is_some() {
+            How::Unknown {
+                listened: claimer::listened_here(&entry),
+            }
+        } else {
+            continue;
+        };
+        left.push(LeftOpen::of(&entry, how));
+    }
+    left.sort_by(|a, b| a.claimed_at.cmp(&b.claimed_at));
+    Ok(left)
+}
