@@ -540,6 +540,19 @@ async fn recheck(review: &Review, id: i64) -> Result<Outcome, String> {
     })
 }
 
+/// The send under `key` as a person reads it: its recipient and intent, with its short
+/// key; its short key alone when the ledger does not say more.
+async fn named(backend: &Backend, key: &str) -> String {
+    let short = super::app::short_key(key);
+    match backend.ledger.get(key).await {
+        Ok(Some(entry)) => match crate::text::who_and_what(entry.meta()) {
+            Some(who) => format!("{} ({short})", crate::text::visible_inline(&who)),
+            None => short,
+        },
+        _ => short,
+    }
+}
+
 /// An unknown send marked sent or failed, if it is still as it was shown; each refusal
 /// says what changed and what to do.
 async fn resolve(
@@ -548,10 +561,17 @@ async fn resolve(
     status: crate::ledger::Status,
     details: ResolveDetails,
 ) -> Result<Outcome, String> {
-    let short = super::app::short_key(&key);
     let seen_attempt = details.seen.as_ref().and_then(|s| s.attempts);
-    match backend.ledger.resolve(&key, status, &details).await {
-        Ok(resolved) if resolved.changed => Ok(Outcome::Resolved { key, status }),
+    let resolved = backend.ledger.resolve(&key, status, &details).await;
+    if let Ok(resolved) = &resolved
+        && resolved.changed
+    {
+        return Ok(Outcome::Resolved { key, status });
+    }
+    // A refusal names the send as a person knows it: the list it was picked from may
+    // have moved on, and the selection with it, by the time it is read (AG6).
+    let short = named(backend, &key).await;
+    match resolved {
         // Recording sent an attempt someone marked failed, and a run sent it again
         // meanwhile: the provider may now have it twice (S6).
         Ok(resolved) if seen_attempt.is_some_and(|n| n != resolved.entry.attempts()) => {

@@ -257,6 +257,8 @@ fn a_bulk_settle_refuses_the_one_someone_else_settled_and_names_it() {
     for part in [
         "✗ Marked failed: 2 of 3.",
         "Refused 1:",
+        // Named as a person knows it, not by its key alone (AG6).
+        &bobs,
         &short(&bobs_key),
         "changed after it was shown",
         "it is now sent",

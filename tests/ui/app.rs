@@ -1320,6 +1320,15 @@ fn a_refused_bulk_decision_stays_and_points_at_the_decisions_view() {
     assert_eq!(status(&app).0, text, "a refusal does not fade");
     ch(&mut app, 'j');
     assert!(app.status.is_none(), "the next key clears it");
+    // So does a click or the wheel: the person has moved on (AG6: a refusal stayed
+    // beside whatever row was clicked).
+    app.update(Action::Done(Outcome::Batch(vec![Outcome::Refused {
+        subject: "key-1".into(),
+        why: "key-1 changed after it was shown".into(),
+    }])));
+    assert!(app.status.is_some());
+    wheel(&mut app, crossterm::event::MouseEventKind::ScrollDown);
+    assert!(app.status.is_none(), "the wheel clears it");
 }
 
 /// K2: `s` in the Ledger view opens the sent form for a failed entry, saying so.

@@ -25,6 +25,11 @@ impl App {
         ) {
             return Vec::new();
         }
+        // A click or the wheel is the person acting, as a key is: what the status said
+        // has been read (a refusal stayed beside whatever row was clicked, AG6).
+        if !self.working() {
+            self.status = None;
+        }
         let shape = self.shape();
         match (kind, layout::hit(&shape, column, row)) {
             (MouseEventKind::Down(MouseButton::Left), Hit::Row(i)) => {
