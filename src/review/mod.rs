@@ -712,11 +712,19 @@ impl Review {
             changed.insert("voidedApprovals".into(), voided.clone().into());
         }
         // A held call's rows follow its arguments: who it goes to, what it is for.
-        let meta = draft
+        let following = draft
             .meta
             .as_ref()
-            .and_then(|meta| meta::following(meta, &parsed.to_serde()))
-            .map(|meta| Value::Object(meta).to_string());
+            .and_then(|meta| meta::following(meta, &parsed.to_serde()));
+        // What the edit changed of who and what, for its row in the log.
+        for (field, after) in [("to", "toAfter"), ("intent", "intentAfter")] {
+            if let Some(Value::String(now)) = following.as_ref().and_then(|m| m.get(field))
+                && changed.get(field).and_then(Value::as_str) != Some(now.as_str())
+            {
+                changed.insert(after.into(), now.clone().into());
+            }
+        }
+        let meta = following.map(|meta| Value::Object(meta).to_string());
         let revision = edited_revision(&draft, &current, payload, meta, &log);
         let written = self
             .store

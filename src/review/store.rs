@@ -63,6 +63,26 @@ impl NewRevision {
     /// is one indexed read of its decisions, and a draft row deleted, re-keyed, its
     /// payload or its number changed by hand no longer matches the log.
     pub fn decision(&self, id: i64, revision: i64, required: i64) -> Decision {
+        let mut detail = serde_json::json!({
+            "draft": id,
+            "revision": revision,
+            "payloadHash": self.payload_hash,
+            "approvalsRequired": required,
+        });
+        // Who and what it was for as submitted, so that its row in the log says so
+        // after a reviewer's edit or the ledger's rows have moved on.
+        if let (Some(meta), Value::Object(fields)) = (
+            self.meta
+                .as_deref()
+                .and_then(|meta| serde_json::from_str::<Value>(meta).ok()),
+            &mut detail,
+        ) {
+            for field in ["to", "intent", "upstream", "tool"] {
+                if let Some(Value::String(text)) = meta.get(field) {
+                    fields.insert(field.into(), text.clone().into());
+                }
+            }
+        }
         Decision {
             id: None,
             at: self.at.clone(),
@@ -71,12 +91,7 @@ impl NewRevision {
             subject: Subject::Key(self.key.clone()),
             note: None,
             outcome: DecisionOutcome::Changed,
-            detail: serde_json::json!({
-                "draft": id,
-                "revision": revision,
-                "payloadHash": self.payload_hash,
-                "approvalsRequired": required,
-            }),
+            detail,
             link: None,
         }
     }

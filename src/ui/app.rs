@@ -401,6 +401,20 @@ impl App {
             .find(|e| e.key() == subject)
             .map(entry_who)
             .filter(|who| *who != short_key(subject))
+            // A draft still queued under that key, before its send has an entry.
+            .or_else(|| {
+                self.approvals
+                    .ready()?
+                    .iter()
+                    .find(|d| d.key == subject)
+                    .and_then(Draft::recipient_and_intent)
+            })
+    }
+
+    /// Who and what decision `d` is about: as it recorded them, else as the loaded
+    /// lists know its subject.
+    pub fn decision_who(&self, d: &Decision) -> Option<String> {
+        crate::text::who_and_what(d.detail.as_object()).or_else(|| self.who_of(&d.subject.text()))
     }
 
     /// What the selected row's history is about: a key, or `draft:ID`.
@@ -505,9 +519,19 @@ impl App {
     /// The decision log, newest first, after its filter.
     pub fn visible_decisions(&self) -> Vec<&Decision> {
         let filter = self.filter(View::Decisions);
+        // A row matches by what it shows too: who and what its send is, as the
+        // loaded lists know it where the decision does not say (AG3).
+        let shown = |d: &Decision| {
+            self.decision_who(d)
+                .is_some_and(|who| crate::ui::state::contains(&who, filter))
+        };
         self.decisions
             .ready()
-            .map(|all| all.iter().filter(|d| decision_matches(d, filter)).collect())
+            .map(|all| {
+                all.iter()
+                    .filter(|d| decision_matches(d, filter) || shown(d))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -89,7 +89,7 @@ pub struct StatusLine {
     pub at: i64,
 }
 
-fn contains(haystack: &str, needle: &str) -> bool {
+pub(crate) fn contains(haystack: &str, needle: &str) -> bool {
     haystack.to_lowercase().contains(&needle.to_lowercase())
 }
 

@@ -734,6 +734,23 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
     );
     let queued = json_stdout(&bench.cli(&["approvals", "L", "--json"]), "approvals");
     assert_eq!(queued[0]["meta"]["to"], "carol@example.com", "{queued}");
+    // The log keeps who the agent asked for, and what the edit changed of it.
+    let log = json_stdout(&bench.cli(&["decisions", "L", "--json"]), "decisions");
+    let of = |action: &str| {
+        log.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["action"] == action)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(of("submit")["detail"]["to"], "ana@example.com", "{log}");
+    assert_eq!(of("edit")["detail"]["to"], "ana@example.com", "{log}");
+    assert_eq!(
+        of("edit")["detail"]["toAfter"],
+        "carol@example.com",
+        "{log}"
+    );
     // The call the key was made from is said to be that, not what will be sent; the
     // queue's own fields are not shown (shift, session 41).
     let shown =

@@ -1628,6 +1628,58 @@ fn the_decisions_view_lists_the_log_newest_first_and_filters_as_typed() {
     assert!(text.contains("No decision matches the filter"), "{text}");
 }
 
+/// Each row of the log says who decided what about which send, from the decision
+/// itself (operator's shift, session 42: AG3–AG5): a submission names its draft and
+/// recipient before its send has an entry, an edit what it changed of the recipient, a
+/// refusal what was asked, a reset what it undid, and the ledger's own completion what
+/// made it; and the filter finds a row by what it shows.
+#[test]
+fn a_decision_row_says_who_decided_what_about_which_send() {
+    let mut app = full_app();
+    let mut submit = decision(
+        10,
+        5 * MIN,
+        "billing-agent",
+        "submit",
+        "9603c7a81754aa",
+        None,
+    );
+    submit.detail =
+        json!({"draft": 3, "revision": 1, "to": "dee@example.com", "intent": "invoice-overdue"});
+    let mut edit = decision(11, 4 * MIN, "dana", "edit", "draft:8", None);
+    edit.detail = json!({"from": "queued", "to": "pat@example.com", "toAfter": "pam@example.com", "intent": "wire"});
+    let mut refused = decision(12, 3 * MIN, "olly", "resolve", "k-refused", None);
+    refused.outcome = DecisionOutcome::Refused;
+    refused.detail = json!({"from": "failed", "status": "sent", "to": "ivy@example.com"});
+    let mut reset = decision(13, 2 * MIN, "sam", "reset", "k-reset", None);
+    reset.detail = json!({"from": "sent", "force": true, "to": "fay@example.com"});
+    let mut completed = decision(14, MIN, "x", "completed", "k-done", None);
+    completed.by = None;
+    completed.detail = json!({"from": "pending", "status": "sent", "to": "gus@example.com"});
+    app.update(Action::DecisionsLoaded(Ok(vec![
+        completed, reset, refused, edit, submit,
+    ])));
+    key(&mut app, KeyCode::Char('4'));
+    let text = screen(&mut app, 160, 30);
+    let row = |needle: &str| {
+        text.lines()
+            .find(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("no row with {needle}: {text}"))
+            .to_owned()
+    };
+    assert!(row("submit").contains("draft 3 dee@example.com"), "{text}");
+    assert!(
+        row(" edit ").contains("pat@example.com→pam@example.com"),
+        "{text}"
+    );
+    assert!(row("olly").contains("REFUSED→sent"), "{text}");
+    assert!(row(" reset ").contains("sent→failed"), "{text}");
+    assert!(row("completed").contains("its send"), "{text}");
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "dee@");
+    assert_eq!(app.visible_decisions().len(), 1, "found by its recipient");
+}
+
 /// N10: the Decisions list names its columns, says what each decision changed (not
 /// "changed" on every row), and a wide terminal gives the subject room.
 #[test]

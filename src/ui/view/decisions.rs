@@ -27,8 +27,13 @@ fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
 /// revision), or that it changed nothing or was refused; "changed" on every row said
 /// nothing (N10).
 fn outcome_text(d: &Decision) -> String {
+    let asked = d.detail.get("status").and_then(Value::as_str);
     match d.outcome {
-        DecisionOutcome::Refused => "REFUSED".to_owned(),
+        // What was asked, where the detail says (a person's sent or failed).
+        DecisionOutcome::Refused => match asked {
+            Some(status) => format!("REFUSED→{status}"),
+            None => "REFUSED".to_owned(),
+        },
         DecisionOutcome::Unchanged => "no change".to_owned(),
         DecisionOutcome::Changed => {
             let detail = d.detail.as_object();
@@ -45,6 +50,11 @@ fn outcome_text(d: &Decision) -> String {
                 },
                 DecisionAction::Reject => "rejected".to_owned(),
                 DecisionAction::Withdraw => "withdrawn".to_owned(),
+                // A reset always leaves the entry failed (sendable again).
+                DecisionAction::Reset => match word("from") {
+                    Some(from) => format!("{from}→failed"),
+                    None => "→failed".to_owned(),
+                },
                 _ => match (word("from"), word("status")) {
                     (Some(from), Some(to)) => format!("{from}→{to}"),
                     (None, Some(to)) => format!("→{to}"),
@@ -58,17 +68,35 @@ fn outcome_text(d: &Decision) -> String {
 /// What a decision is about as a person reads it: who and what (as the decision
 /// recorded them, else as the loaded lists know them), else the draft or short key.
 fn subject_text(app: &App, d: &Decision) -> String {
-    let who =
-        crate::text::who_and_what(d.detail.as_object()).or_else(|| app.who_of(&d.subject.text()));
-    let what = match &d.subject {
-        Subject::Draft(id) => format!("draft {id}"),
-        Subject::Key(key) => short_key(key),
-        Subject::Log => "the log".to_owned(),
+    let detail = d.detail.as_object();
+    let who = app.decision_who(d).map(|who| edited_recipient(who, detail));
+    // A submission is about its key, and names its draft in its detail.
+    let draft = d
+        .subject
+        .draft()
+        .or_else(|| detail.and_then(|o| o.get("draft")).and_then(Value::as_i64));
+    let what = match (&d.subject, draft) {
+        (_, Some(id)) => format!("draft {id}"),
+        (Subject::Key(key), None) => short_key(key),
+        (Subject::Log, None) => "the log".to_owned(),
+        (Subject::Draft(id), None) => format!("draft {id}"),
     };
     match who {
-        Some(who) if d.subject.draft().is_some() => format!("{what} {who}"),
+        Some(who) if draft.is_some() => format!("{what} {who}"),
         Some(who) => who,
         None => what,
+    }
+}
+
+/// `who` (from a decision's detail) with the recipient a reviewer's edit gave the draft
+/// (`toAfter`), so that an edit's row says what it changed.
+fn edited_recipient(who: String, detail: Option<&serde_json::Map<String, Value>>) -> String {
+    let field = |name: &str| detail.and_then(|o| o.get(name)).and_then(Value::as_str);
+    match (field("to"), field("toAfter")) {
+        (Some(before), Some(after)) if before != after => {
+            who.replacen(before, &format!("{before}→{after}"), 1)
+        }
+        _ => who,
     }
 }
 
@@ -170,10 +198,7 @@ fn decision_row(app: &App, theme: &Theme, d: &Decision, columns: &Columns) -> Ro
     Row {
         line: Line::from(vec![
             Span::styled(format!("{} ", safe(&at)), theme.dim()),
-            Span::raw(format!(
-                "{:<room$} ",
-                clip(&safe(d.by.as_deref().unwrap_or("?")), room)
-            )),
+            Span::raw(format!("{:<room$} ", clip(&safe(&who_decided(d)), room))),
             Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
             Span::styled(
                 format!("{:<14} ", clip(&safe(&outcome_text(d)), 14)),
@@ -197,6 +222,17 @@ fn decision_row(app: &App, theme: &Theme, d: &Decision, columns: &Columns) -> Ro
             ),
         ]),
         marked: None,
+    }
+}
+
+/// Who made decision `d`: its person, or for the ledger's own (a send that returned, a
+/// check that found it), what did.
+fn who_decided(d: &Decision) -> String {
+    match (&d.by, &d.action) {
+        (Some(by), _) => by.clone(),
+        (None, DecisionAction::Completed) => "its send".to_owned(),
+        (None, DecisionAction::Confirm) => "a check".to_owned(),
+        (None, _) => "?".to_owned(),
     }
 }
 
