@@ -46,15 +46,19 @@ pub enum FormKind {
         /// The revision was written by a reviewer's edit: "erin's edit of revision 2
         /// by agent" (made visible), so the approver knows whose text they approve.
         edit: Option<String>,
+        /// Who and what, as the list showed it (empty when it says nothing).
+        who: String,
     },
     Reject {
         id: i64,
         version: i64,
+        /// Who and what, as the list showed it.
+        who: String,
     },
     /// Several marked drafts, one reason.
     RejectMany {
-        /// Each draft's id and version as shown.
-        drafts: Vec<(i64, i64)>,
+        /// Each draft's id, version and who and what, as shown.
+        drafts: Vec<(i64, i64, String)>,
     },
     MarkSent {
         key: String,
@@ -76,10 +80,7 @@ pub enum FormKind {
         against: Option<Against>,
     },
     /// Several marked unknown sends settled the same way, one note.
-    SettleMany {
-        status: Status,
-        sends: Vec<Settle>,
-    },
+    SettleMany { status: Status, sends: Vec<Settle> },
 }
 
 /// A draft's approvals so far, as the approval form showed them.
@@ -217,7 +218,7 @@ pub fn submit(form: &Form, older_than_ms: i64) -> Result<Confirm, String> {
     );
     match &form.kind {
         FormKind::Approve { .. } => confirm_approve(form, by),
-        FormKind::Reject { id, version } => Ok(confirm_reject(form, by, *id, *version)),
+        FormKind::Reject { id, version, who } => Ok(confirm_reject(form, by, *id, *version, who)),
         FormKind::RejectMany { drafts } => Ok(confirm_reject_many(form, by, drafts)),
         FormKind::MarkSent { .. } | FormKind::MarkFailed { .. } => {
             confirm_mark(form, by, &still_sending)
@@ -245,6 +246,7 @@ fn confirm_approve(form: &Form, by: String) -> Result<Confirm, String> {
         expired,
         quorum,
         edit,
+        who,
     } = &form.kind
     else {
         return Err("not an approval form".into());
@@ -260,6 +262,10 @@ fn confirm_approve(form: &Form, by: String) -> Result<Confirm, String> {
         }
         None => format!("Approve draft {id} (revision {revision}) for {ttl}, as {by}?"),
     }];
+    // The number alone does not say who would get it (AG9).
+    if !who.is_empty() {
+        lines.push(format!("The send: {who}"));
+    }
     if let Some(q) = quorum {
         lines.push(quorum_line(q, ms, &ttl));
     }
@@ -333,14 +339,16 @@ fn quorum_line(q: &QuorumShown, ttl_ms: f64, ttl: &str) -> String {
     }
 }
 
-fn confirm_reject(form: &Form, by: String, id: i64, version: i64) -> Confirm {
+fn confirm_reject(form: &Form, by: String, id: i64, version: i64, who: &str) -> Confirm {
     let reason = form.value("Reason");
+    let mut lines = vec![format!("Reject draft {id} as {by}?")];
+    if !who.is_empty() {
+        lines.push(format!("The send: {who}"));
+    }
+    lines.push(format!("Reason: {reason}"));
     Confirm {
         title: "Reject".into(),
-        lines: vec![
-            format!("Reject draft {id} as {by}?"),
-            format!("Reason: {reason}"),
-        ],
+        lines,
         warning: None,
         effect: Effect::Reject {
             id,
@@ -351,11 +359,15 @@ fn confirm_reject(form: &Form, by: String, id: i64, version: i64) -> Confirm {
     }
 }
 
-fn confirm_reject_many(form: &Form, by: String, drafts: &[(i64, i64)]) -> Confirm {
+fn confirm_reject_many(form: &Form, by: String, drafts: &[(i64, i64, String)]) -> Confirm {
     let reason = form.value("Reason");
+    // Each by its number and, where the list showed one, who and what (AG9).
     let ids = drafts
         .iter()
-        .map(|(id, _)| id.to_string())
+        .map(|(id, _, who)| match who.is_empty() {
+            true => id.to_string(),
+            false => format!("{id} ({who})"),
+        })
         .collect::<Vec<_>>()
         .join(", ");
     Confirm {
@@ -369,7 +381,7 @@ fn confirm_reject_many(form: &Form, by: String, drafts: &[(i64, i64)]) -> Confir
         effect: Effect::Batch(
             drafts
                 .iter()
-                .map(|(id, version)| Effect::Reject {
+                .map(|(id, version, _)| Effect::Reject {
                     id: *id,
                     version: *version,
                     reason: reason.clone(),

@@ -519,6 +519,7 @@ fn approve_opens_a_form_with_defaults_and_the_cursor_in_note() {
             quorum: None,
             expired: None,
             edit: None,
+            who: "p2@example.com · reminder".into(),
         }
     );
     assert_eq!(
@@ -576,7 +577,10 @@ fn approve_confirms_then_returns_exactly_the_decision_shown() {
     assert_eq!(c.warning, None);
     assert_eq!(
         c.lines,
-        vec!["Approve draft 2 (revision 1) for 12h, as dana?".to_owned()]
+        vec![
+            "Approve draft 2 (revision 1) for 12h, as dana?".to_owned(),
+            "The send: p2@example.com · reminder".to_owned()
+        ]
     );
     let effects = press(&mut app, KeyCode::Enter);
     assert_eq!(
@@ -612,7 +616,10 @@ fn an_empty_note_is_no_note_and_a_changed_ttl_and_name_are_used() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         confirm(&app).lines,
-        vec!["Approve draft 1 (revision 1) for 30m, as lee?".to_owned()]
+        vec![
+            "Approve draft 1 (revision 1) for 30m, as lee?".to_owned(),
+            "The send: p1@example.com · reminder".to_owned()
+        ]
     );
     assert_eq!(
         ch(&mut app, 'y'),
@@ -696,6 +703,7 @@ fn a_suspicious_draft_needs_y_not_enter() {
             quorum: None,
             expired: None,
             edit: None,
+            who: "eve@example.com · reminder".into(),
         }
     );
     press(&mut app, KeyCode::Enter);
@@ -728,7 +736,7 @@ fn a_drifted_draft_says_dispatch_will_refuse() {
     press(&mut app, KeyCode::Enter);
     let c = confirm(&app);
     assert_eq!(c.warning, None, "drift is said, but Enter still confirms");
-    assert!(c.lines[1].contains("stale_facts"), "{:?}", c.lines);
+    assert!(c.lines[2].contains("stale_facts"), "{:?}", c.lines);
     assert_eq!(press(&mut app, KeyCode::Enter).len(), 1);
 }
 
@@ -737,7 +745,14 @@ fn reject_starts_in_reason_and_refuses_an_empty_one() {
     let mut app = app_with(five());
     ch(&mut app, 'G');
     assert_eq!(ch(&mut app, 'r'), vec![]);
-    assert_eq!(form(&app).kind, FormKind::Reject { id: 5, version: 1 });
+    assert_eq!(
+        form(&app).kind,
+        FormKind::Reject {
+            id: 5,
+            version: 1,
+            who: "p5@example.com · reminder".into()
+        }
+    );
     assert_eq!(form(&app).fields[form(&app).focus].label, "Reason");
     assert_eq!(
         field_values(&app),
@@ -752,6 +767,7 @@ fn reject_starts_in_reason_and_refuses_an_empty_one() {
         confirm(&app).lines,
         vec![
             "Reject draft 5 as dana?".to_owned(),
+            "The send: p5@example.com · reminder".to_owned(),
             "Reason: wrong amount".to_owned()
         ]
     );
@@ -1095,7 +1111,7 @@ fn a_bulk_reject_leaves_marked_drafts_the_filter_hides() {
     assert_eq!(
         form.kind,
         FormKind::RejectMany {
-            drafts: vec![(2, 1)]
+            drafts: vec![(2, 1, "bo@example.com · reminder".into())]
         }
     );
     assert!(

@@ -1574,7 +1574,12 @@ fn marked_drafts_are_rejected_with_one_reason_but_approving_stays_one_at_a_time(
     key(&mut app, KeyCode::Char('r'));
     keys(&mut app, "campaign cancelled");
     press(&mut app, KeyCode::Enter);
-    assert!(confirm_of(&app).lines[0].starts_with("Reject 2 drafts as dana: 16, 15?"));
+    let asked = &confirm_of(&app).lines[0];
+    // Each by its number and who it goes to (AG9).
+    assert!(
+        asked.starts_with("Reject 2 drafts as dana: 16 (") && asked.contains("), 15 ("),
+        "{asked}"
+    );
     let effects = key_effects(&mut app, 'y');
     let [Effect::Batch(items)] = effects.as_slice() else {
         panic!("{effects:?}")

@@ -217,6 +217,7 @@ impl App {
         let kind = FormKind::Approve {
             quorum,
             edit,
+            who: draft_who(draft),
             expired,
             id: draft.id,
             revision: draft.revision,
@@ -263,11 +264,11 @@ impl App {
         if !marked.is_empty() {
             // Only the marked drafts the filter shows: a decision applies to what the
             // person sees, and rows marked before the filter changed are not on screen.
-            let drafts: Vec<(i64, i64)> = self
+            let drafts: Vec<(i64, i64, String)> = self
                 .visible_drafts()
                 .iter()
                 .filter(|d| marked.contains(&d.id.to_string()))
-                .map(|d| (d.id, d.version))
+                .map(|d| (d.id, d.version, draft_who(d)))
                 .collect();
             let hidden = self.approvals.ready().map_or(0, |all| {
                 all.iter()
@@ -288,8 +289,9 @@ impl App {
         }
         if let Some(draft) = self.selected_draft() {
             let (id, revision, version) = (draft.id, draft.revision, draft.version);
+            let who = draft_who(draft);
             self.overlay = Some(Overlay::Form(Form::new(
-                FormKind::Reject { id, version },
+                FormKind::Reject { id, version, who },
                 format!("Reject draft {id} (revision {revision})"),
                 vec![field("Reason", "", true), field("Name", &self.by, true)],
             )));
@@ -482,4 +484,13 @@ impl App {
         };
         self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
     }
+}
+
+/// Who and what draft `draft` is for, made visible, as its row shows it; empty when
+/// its meta says nothing.
+fn draft_who(draft: &Draft) -> String {
+    draft
+        .recipient_and_intent()
+        .map(|who| crate::text::visible_inline(&who).into_owned())
+        .unwrap_or_default()
 }

@@ -54,7 +54,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
             Span::styled(format!("{:>7} ", age(app.now, e.claimed_at())), theme.dim()),
             Span::raw(format!("#{} ", e.attempts())),
         ];
-        if app.maybe_in_flight(e) {
+        let in_flight = app.maybe_in_flight(e);
+        if in_flight {
             spans.push(badge("in flight?", theme.badge_warn()));
             spans.push(Span::raw(" "));
         } else if !crate::ledger::placed_in_time(e, app.now, app.older_than_ms) {
@@ -70,10 +71,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
             spans.push(badge(mark.label(), style));
             spans.push(Span::raw(" "));
         }
-        spans.push(Span::styled(
-            safe(&super::entry::error_line(e)),
-            theme.dim(),
-        ));
+        // An attempt whose sender ended without a word (a kill -9) says so, rather
+        // than nothing at all (AG12).
+        let why = match e.error() {
+            None if !in_flight => "no outcome recorded".to_owned(),
+            _ => super::entry::error_line(e),
+        };
+        spans.push(Span::styled(safe(&why), theme.dim()));
         Row {
             line: Line::from(spans),
             marked: Some(state.marked.contains(e.key())),
