@@ -193,3 +193,28 @@ fn a_draft_whose_key_was_sent_by_another_tool_reads_sent_elsewhere() {
         .collect();
     assert_eq!(flags, [&Value::Bool(true), &Value::Bool(false)]);
 }
+
+/// A dispatched draft says where its send stands in the ledger: "dispatched" alone
+/// says it was handed to a send, not what came of it (operator's shift, session 42:
+/// AG10, an unknown send read only "dispatched").
+#[test]
+fn a_dispatched_draft_shows_where_its_send_stands_in_the_ledger() {
+    let q = new_queue();
+    let id = q.submit("renewal-erin");
+    expect_exit(&q.at(T0, &["approve", &id, "--by", "dana"]), 0, "approve");
+    let out = q.at(T0, &["dispatch", &id, "--", "sh", "-c", "exit 9"]);
+    expect_exit(&out, 3, "dispatch that ends unknown");
+    let show = stdout(&q.at(T0, &["draft", "show", &id]));
+    assert!(
+        show.contains("ledger    unknown: the command exited with status 9;")
+            && show.contains("(attempt 1, claimed 2026-12-01T02:00:00.000Z)"),
+        "{show}"
+    );
+    expect_exit(
+        &q.at(T0, &["resolve", "renewal-erin", "failed", "--by", "dana"]),
+        0,
+        "resolve failed",
+    );
+    let show = stdout(&q.at(T0, &["draft", "show", &id]));
+    assert!(show.contains("ledger    failed (attempt 1,"), "{show}");
+}

@@ -6,7 +6,7 @@ use crate::cli::ledger_arg::clock;
 use crate::cli::queue_arg::with_review;
 use crate::cli::{Exit, print_json, print_stdout};
 use send_once::ledger::Access;
-use send_once::ledger::{Decision, canonical, duration, jsjson};
+use send_once::ledger::{Decision, Entry, Status, UNKNOWN_PREFIX, canonical, duration, jsjson};
 use send_once::review::drift::DriftStatus;
 use send_once::review::{self, Draft, DraftState, Revision};
 use send_once::text::visible_inline;
@@ -86,12 +86,13 @@ pub(super) fn diff_text(draft: &Draft, from: i64, to: i64) -> Option<(String, St
 }
 
 pub(super) fn show(args: &DraftShowArgs) -> Exit {
-    let (draft, decisions, decision_hash) =
+    let (draft, decisions, decision_hash, entry) =
         match with_review(&args.draft.ledger, Access::ReadOnly, async |review| {
             let draft = review.draft(args.draft.id).await?;
             let decisions = review.decisions(args.draft.id).await?;
             let hash = review.decision_hash(args.draft.id).await?;
-            Ok((draft, decisions, hash))
+            let entry = review.ledger_entry(&draft.key).await?;
+            Ok((draft, decisions, hash, entry))
         }) {
             Ok(found) => found,
             Err(exit) => return exit,
@@ -104,6 +105,7 @@ pub(super) fn show(args: &DraftShowArgs) -> Exit {
     let mut out = String::new();
     push_heading(&mut out, &draft, now);
     push_sent(&mut out, &draft);
+    push_ledger(&mut out, &draft, entry.as_ref());
     push_standing(&mut out, &draft, now);
     push_decided(&mut out, &draft);
     push_payload(&mut out, &draft);
@@ -162,6 +164,32 @@ fn push_heading(out: &mut String, draft: &Draft, now: i64) {
     };
     out.push_str(&format!("draft {}  {}\n", draft.id, state));
     out.push_str(&format!("key       {}\n", visible_inline(&draft.key)));
+}
+
+/// Where a dispatched draft's send stands in the ledger: "dispatched" says it was
+/// handed to a send, not what came of it (AG10).
+fn push_ledger(out: &mut String, draft: &Draft, entry: Option<&Entry>) {
+    if draft.state != DraftState::Dispatched {
+        return;
+    }
+    let Some(entry) = entry else {
+        out.push_str("ledger    no entry for its key (gc removed it, or it was never claimed)\n");
+        return;
+    };
+    let how = match (entry.status(), entry.error()) {
+        (Status::Pending, Some(error)) => format!(
+            "unknown: {}; a person settles it (send-once resolve)",
+            visible_inline(error.strip_prefix(UNKNOWN_PREFIX).unwrap_or(error))
+        ),
+        (Status::Pending, None) => "pending: its send is in flight, or ended unrecorded".to_owned(),
+        (Status::Sent, _) => "sent".to_owned(),
+        (Status::Failed, _) => "failed".to_owned(),
+    };
+    out.push_str(&format!(
+        "ledger    {how} (attempt {}, claimed {})\n",
+        entry.attempts(),
+        visible_inline(entry.claimed_at())
+    ));
 }
 
 /// Whether the ledger has its key as sent when the draft itself would not say so.
