@@ -167,6 +167,9 @@ pub struct App {
     /// no draft has is searched for once, as any text.
     start_draft: Option<(i64, Option<View>)>,
     start_draft_tried: bool,
+    /// What this screen decided (`draft:ID`, or a key): a row that leaves its list
+    /// for one of these left it by the person's own hand, and is not remarked on.
+    decided_here: std::collections::HashSet<String>,
     /// Which verify command `v` runs for each channel (`--verify`, the config file).
     pub verify: VerifySetup,
     /// What `v` is doing and what it was told.
@@ -240,6 +243,7 @@ impl App {
             start: Start::default(),
             start_draft: None,
             start_draft_tried: false,
+            decided_here: Default::default(),
             verify: VerifySetup::none(crate::provider::Limit::new(
                 crate::provider::DEFAULT_CHECK_TIMEOUT,
             )),

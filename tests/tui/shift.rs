@@ -497,8 +497,12 @@ fn changes_by_others_show_up_live_and_lost_races_are_refused_and_logged() {
     term.wait_for("race-send-2");
     term.wait_for("race-send-1");
     cli(&["resolve", l, "race-send-1", "sent", "--by", "bob"], 0);
+    // It leaves the list, and the status line says so, and why (AD5).
     term.wait_until_within("race-send-1 to leave the Unknown view", live, |s| {
-        !s.contains("race-send-1") && s.contains("race-send-2") && s.contains("Unknown sends (1)")
+        s.matches("race-send-1").count() == 1
+            && s.contains("race-send-1 left this list: someone else decided it")
+            && s.contains("race-send-2")
+            && s.contains("Unknown sends (1)")
     });
 
     term.press(&["1"]);

@@ -1374,3 +1374,36 @@ fn s_in_the_ledger_view_records_a_failed_entry_sent() {
     assert_eq!(*status, Status::Sent);
     assert_eq!(seen.status, Status::Failed);
 }
+
+/// The draft the person had selected, decided by someone else, leaves the list with a
+/// word saying so and where the selection is now; one this screen decided leaves it
+/// without (shift round, session 40: AD5, the selection moved onto another send
+/// without a word).
+#[test]
+fn a_selected_draft_decided_elsewhere_is_said_to_have_left() {
+    let mut app = app_with(five());
+    ch(&mut app, 'j');
+    assert_eq!(app.selected_draft().unwrap().id, 2);
+    app.status = None;
+    let mut rest = five();
+    rest.remove(1);
+    app.update(Action::ApprovalsLoaded(Ok(rest.clone())));
+    let (said, _) = status(&app);
+    assert!(
+        said.starts_with(
+            "Draft 2 (p2@example.com · reminder) left this list: someone else decided it"
+        ) && said.ends_with("The selection is on draft 3 now."),
+        "{said}"
+    );
+    // Its own decision is not remarked on.
+    app.status = None;
+    ch(&mut app, 'r');
+    type_text(&mut app, "wrong amount");
+    press(&mut app, KeyCode::Enter);
+    press(&mut app, KeyCode::Enter);
+    app.status = None;
+    rest.remove(1);
+    app.update(Action::ApprovalsLoaded(Ok(rest)));
+    assert!(app.status.is_none(), "{:?}", app.status);
+    assert_eq!(app.selected_draft().unwrap().id, 4);
+}

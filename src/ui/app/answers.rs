@@ -2,7 +2,7 @@
 //! row), the clock's tick, a ledger back, and an effect done (its words on the status
 //! line, and a reload).
 
-use super::{App, CHAIN_RECHECK_MS, KeptEdit, Overlay, STATUS_FADE_MS};
+use super::{App, CHAIN_RECHECK_MS, KeptEdit, Overlay, STATUS_FADE_MS, entry_who};
 use crate::ledger::decision::Decision;
 use crate::ledger::{Census, Entry, PageQuery, UnreadableRow};
 use crate::review::Draft;
@@ -70,15 +70,50 @@ impl App {
     }
 
     pub(super) fn approvals_loaded(&mut self, result: Result<Vec<Draft>, String>) -> Vec<Effect> {
-        let keep = self.selected_draft().map(|d| d.id);
+        let keep = self.selected_draft().map(|d| {
+            let who = d.recipient_and_intent().map(|w| format!(" ({w})"));
+            (d.id, who.unwrap_or_default())
+        });
+        let loaded_ok = result.is_ok();
         self.approvals = loaded(result.map(|drafts| self.with_all_revisions(drafts)));
-        if let Some(id) = keep
-            && let Some(i) = self.visible_drafts().iter().position(|d| d.id == id)
-        {
-            self.state_mut(View::Approvals).selected = i;
+        if let Some((id, who)) = keep {
+            match self.visible_drafts().iter().position(|d| d.id == id) {
+                Some(i) => self.state_mut(View::Approvals).selected = i,
+                None if loaded_ok => {
+                    let now_on = self.selected_draft().map(|d| format!("draft {}", d.id));
+                    self.left_elsewhere(
+                        View::Approvals,
+                        &format!("draft:{id}"),
+                        &format!("Draft {id}{who}"),
+                        now_on,
+                    );
+                }
+                None => {}
+            }
         }
         self.prune_marks();
         self.after_load()
+    }
+
+    /// Says that the row the person had selected in `view` (`subject`, named `name`)
+    /// left it by someone else's decision, and where the selection is now (`now_on`),
+    /// unless this screen decided it or the status line says something else already
+    /// (AD5: the selection moved without a word, onto another send).
+    fn left_elsewhere(&mut self, view: View, subject: &str, name: &str, now_on: Option<String>) {
+        if self.decided_here.remove(subject) || self.view != view || self.status.is_some() {
+            return;
+        }
+        let now_on = now_on.map_or_else(
+            || "Nothing is selected now.".to_owned(),
+            |on| format!("The selection is on {on} now."),
+        );
+        self.say(
+            &format!(
+                "{} left this list: someone else decided it meanwhile (view 4 says who). {now_on}",
+                crate::text::visible_inline(name)
+            ),
+            true,
+        );
     }
 
     pub(super) fn pending_loaded(
@@ -94,12 +129,20 @@ impl App {
     }
 
     pub(super) fn unknown_loaded(&mut self, result: Result<Vec<Entry>, String>) -> Vec<Effect> {
-        let keep = self.selected_unknown().map(|e| e.key().to_owned());
+        let keep = self
+            .selected_unknown()
+            .map(|e| (e.key().to_owned(), entry_who(e)));
+        let loaded_ok = result.is_ok();
         self.unknown = loaded(result);
-        if let Some(key) = keep
-            && let Some(i) = self.visible_unknown().iter().position(|e| e.key() == key)
-        {
-            self.state_mut(View::Unknown).selected = i;
+        if let Some((key, who)) = keep {
+            match self.visible_unknown().iter().position(|e| e.key() == key) {
+                Some(i) => self.state_mut(View::Unknown).selected = i,
+                None if loaded_ok => {
+                    let now_on = self.selected_unknown().map(entry_who);
+                    self.left_elsewhere(View::Unknown, &key, &who, now_on);
+                }
+                None => {}
+            }
         }
         self.prune_marks();
         self.prune_verified();

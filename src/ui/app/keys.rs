@@ -489,7 +489,23 @@ impl App {
         // The marks stay: what is settled leaves the list on the reload (and its mark
         // with it), what is refused stays marked, to be tried again.
         self.say(WORKING, true);
+        self.note_decided(&confirm.effect);
         vec![confirm.effect]
+    }
+
+    /// Notes what `effect` decides, so that its row leaving the list is not said to be
+    /// someone else's doing.
+    fn note_decided(&mut self, effect: &Effect) {
+        match effect {
+            Effect::Approve { id, .. } | Effect::Reject { id, .. } => {
+                self.decided_here.insert(format!("draft:{id}"));
+            }
+            Effect::Resolve { key, .. } => {
+                self.decided_here.insert(key.clone());
+            }
+            Effect::Batch(effects) => effects.iter().for_each(|e| self.note_decided(e)),
+            _ => {}
+        }
     }
 
     pub(super) fn form_key(&mut self, mut form: Form, key: KeyEvent) -> Vec<Effect> {
