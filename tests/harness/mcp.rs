@@ -256,6 +256,12 @@ impl Raw {
     }
 
     /// Whether the server exited within `limit`.
+    /// Sends the server `signal` (SIGTERM, SIGINT), as an operator's shell does.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) of one process; it touches no memory of ours.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
     pub fn exited_within(&mut self, limit: std::time::Duration) -> bool {
         let began = std::time::Instant::now();
         while began.elapsed() < limit {

@@ -173,8 +173,7 @@ fn a_dispatch_that_finishes_while_the_server_stops_is_answered_before_it_ends() 
         assert!(running.elapsed() < Duration::from_secs(20), "never claimed");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // SAFETY: kill has no memory preconditions.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_secs(3));
     std::fs::write(&gate, "").unwrap();
     let answer = answer_to(&raw, "the dispatch");
@@ -224,11 +223,9 @@ fn a_dispatch_stopped_with_the_server_is_killed_and_recorded_unknown() {
         assert!(running.elapsed() < Duration::from_secs(20), "never started");
         std::thread::sleep(Duration::from_millis(50));
     };
-    // SAFETY: kill has no memory preconditions.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: as above.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     assert!(
         raw.exited_within(Duration::from_secs(15)),
         "the server ended at the second signal"
@@ -272,8 +269,7 @@ fn a_long_poll_is_answered_at_once_when_the_server_stops() {
     raw.call(2, "draft_status", json!({"draftId": 1, "waitSeconds": 50}));
     std::thread::sleep(Duration::from_millis(500));
     let stopped = Instant::now();
-    // SAFETY: kill has no memory preconditions.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     let answer = answer_to(&raw, "the long poll");
     assert_eq!(answer["id"], 2, "{answer}");
     assert_eq!(

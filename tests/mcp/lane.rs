@@ -301,8 +301,7 @@ fn a_pass_call_after_the_proxy_is_told_to_stop_is_not_made() {
     );
     // (The fake writes its line when the call ends.)
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill has no memory preconditions.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(300));
     // The proxy may have closed its side already, refusing the line outright.
     {
@@ -364,11 +363,9 @@ timeout = "60s"
         json!({"line": "open", "seconds": 30}),
     );
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill has no memory preconditions.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: as above.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     assert!(raw.exited_within(Duration::from_secs(15)));
     assert_eq!(
         raw.child.try_wait().unwrap().and_then(|s| s.code()),
@@ -421,15 +418,13 @@ fn a_second_signal_stops_at_once_and_a_call_left_is_told_so() {
     );
     std::thread::sleep(Duration::from_millis(500));
     let began = Instant::now();
-    // SAFETY: kill has no memory preconditions.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
     assert!(
         !raw.exited_within(Duration::from_millis(500)),
         "the first signal waits for the call in flight"
     );
-    // SAFETY: as above.
-    unsafe { libc::kill(raw.child.id() as i32, libc::SIGTERM) };
+    raw.signal(libc::SIGTERM);
     assert!(raw.exited_within(Duration::from_secs(10)));
     assert!(
         began.elapsed() < Duration::from_secs(15),
@@ -1292,7 +1287,7 @@ fn with_its_stderr_on_the_agents_pipe_the_proxy_says_nothing_inside_an_answer() 
     // The proxy is told to stop while it writes a long answer, and says so.
     let long = joined.while_an_answer_waits_unread(|joined| {
         std::thread::sleep(Duration::from_millis(500));
-        // SAFETY: kill with the pid of a child this test started and has not reaped.
+        // SAFETY: kill has no memory preconditions.
         unsafe { libc::kill(joined.child.id() as i32, libc::SIGTERM) };
         std::thread::sleep(Duration::from_secs(1));
     });
@@ -1369,7 +1364,7 @@ fn with_its_stderr_on_the_agents_pipe_all_that_waited_reaches_an_agent_that_read
     joined.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "say_on_stderr", "arguments": {"line": line, "times": 5000}}}));
     std::thread::sleep(Duration::from_secs(1));
-    // SAFETY: kill with the pid of a child this test started and has not reaped.
+    // SAFETY: kill has no memory preconditions.
     unsafe { libc::kill(joined.child.id() as i32, libc::SIGTERM) };
     let all = joined.all_lines();
     each_a_message_or(&all, |line| {

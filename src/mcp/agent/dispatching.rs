@@ -4,7 +4,7 @@
 //! claim stays "sending" until its limit: every screen reads it as running for five
 //! minutes, and no one is told it needs a person.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -71,9 +71,7 @@ pub struct Abandon {
 impl Abandon {
     /// The drafts being dispatched now, each once, in order.
     pub fn running(&self) -> Vec<i64> {
-        let drafts: std::collections::BTreeSet<i64> =
-            self.dispatching.lock().values().copied().collect();
-        drafts.into_iter().collect()
+        self.dispatching.drafts().into_iter().collect()
     }
 
     /// Ends them (see [`Dispatching::stop`]).
@@ -116,6 +114,11 @@ impl Dispatching {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The drafts being dispatched now, each once.
+    fn drafts(&self) -> BTreeSet<i64> {
+        self.lock().values().copied().collect()
+    }
+
     /// Counts a dispatch of `draft_id` until the ticket is dropped.
     pub fn start(self: &Arc<Self>, draft_id: i64) -> DispatchTicket {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
@@ -131,7 +134,7 @@ impl Dispatching {
     /// error that says delivery is unknown, so that a person settles them and nothing
     /// sends them again on its own. `why` says what stopped them.
     pub async fn stop(&self, review: &Review, ledger: &Ledger, why: &str) -> Vec<Stopped> {
-        let drafts: std::collections::BTreeSet<i64> = self.lock().values().copied().collect();
+        let drafts = self.drafts();
         self.stop.send_replace(true);
         let deadline = tokio::time::Instant::now() + LET_GO;
         while !self.lock().is_empty() && tokio::time::Instant::now() < deadline {
