@@ -232,6 +232,7 @@ fn send_commands(flags: &[String]) -> Result<SendCommands, String> {
         Some(path) => send_once::config::send_commands(&path)?,
         None => Default::default(),
     };
+    let mut given = std::collections::BTreeSet::new();
     for flag in flags {
         let Some((channel, command)) = flag.split_once('=') else {
             return Err(format!(
@@ -243,7 +244,16 @@ fn send_commands(flags: &[String]) -> Result<SendCommands, String> {
             return Err(format!("--send {} names no channel", visible_inline(flag)));
         }
         let argv = send_once::provider::split_command("--send", command)?;
-        commands.insert(send_once::review::quorum::normalise_channel(channel), argv);
+        let channel = send_once::review::quorum::normalise_channel(channel);
+        // The config file's command is the one a flag replaces; two flags for one
+        // channel are a mistake, and which was meant cannot be told.
+        if !given.insert(channel.clone()) {
+            return Err(format!(
+                "--send names channel {} twice: give one command for each channel",
+                visible_inline(&channel)
+            ));
+        }
+        commands.insert(channel, argv);
     }
     Ok(SendCommands(commands))
 }

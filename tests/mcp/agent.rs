@@ -580,6 +580,12 @@ fn a_send_command_that_cannot_be_used_is_refused_at_start_and_named() {
         None,
         "--send",
     );
+    // Two commands for one channel: which was meant cannot be told (AC13).
+    refused_with(
+        &["mcp", ledger, "--send", "email=true", "--send", "Email=false"],
+        None,
+        "--send names channel email twice",
+    );
     let config = dir.path().join("config.toml");
     std::fs::write(&config, "[send]\nemail = \"mailer 'unclosed\"\n").unwrap();
     refused_with(&["mcp", ledger], Some(&config), "send.email");
