@@ -185,6 +185,9 @@ fn report(ledger: &str, audit: Audit) -> Value {
     if !audit.still_running.is_empty() {
         report.insert("stillRunning".into(), audit.still_running.clone().into());
     }
+    if !audit.listening.is_empty() {
+        report.insert("listening".into(), audit.listening.clone().into());
+    }
     report.insert("skippedLines".into(), audit.census.skipped.into());
     // Not in the Node report, which has no such rows; present only when there are some.
     if !audit.census.unreadable.is_empty() {
@@ -451,6 +454,16 @@ fn notes(report: &Value, unknown: &[Value], unreadable: &[Value]) -> Vec<String>
             if running == 1 { "entry is" } else { "entries are" },
             if running == 1 { "its" } else { "each one's" },
             if running == 1 { "it" } else { "them" },
+        ));
+    }
+    let listening = report["listening"]
+        .as_array()
+        .map_or(0, |keys| keys.len() as u64);
+    if listening > 0 {
+        notes.push(format!(
+            "The MCP proxy that made {} still listens for a late answer, and records one that comes as sent (send-once show <key> says until when): marking {} failed takes --even-if-running.",
+            if listening == 1 { "one of these" } else { "some of these" },
+            if listening == 1 { "it" } else { "one" },
         ));
     }
     if skipped > 0 {

@@ -219,8 +219,25 @@ fn stopped_dispatch(stopped: &Stopped, ledger: &str) -> String {
         Left::Nothing => format!(
             "the dispatch of draft {draft} (key {key}) was stopped before it claimed a send, or after it was recorded"
         ),
-        Left::Sending(why) => format!(
-            "the dispatch of draft {draft} (key {key}) was stopped with its send command, but could not be recorded as unknown ({why}): it reads as sending until its limit of 5 minutes, then as unknown"
+        Left::Sending { why, attempt } => format!(
+            "the dispatch of draft {draft} (key {key}) was stopped with its send command, but could not be recorded as unknown ({why}): it reads as sending until its limit of 5 minutes, then as unknown. Check with the provider, then record what happened{}",
+            match attempt {
+                Some((attempt, claimed_at)) => format!(
+                    " (until that limit, failed takes --even-if-running):\n{}",
+                    super::output::settle_commands(
+                        ledger,
+                        &stopped.key,
+                        *attempt,
+                        Some(claimed_at),
+                        ""
+                    )
+                ),
+                None => format!(
+                    " with send-once resolve {} {} sent|failed",
+                    super::output::pasteable(ledger),
+                    super::output::pasteable(&stopped.key)
+                ),
+            }
         ),
     }
 }
@@ -546,7 +563,7 @@ fn left_open(open: &LeftOpen, ledger: &str) -> String {
         .map(|call| format!("the call {} ", visible_inline(call)))
         .unwrap_or_else(|| "a call ".to_owned());
     let key = visible_inline(&open.key);
-    let how = match open.how {
+    let how = match &open.how {
         How::Stopped => "was not answered before the proxy stopped, and is recorded as unknown",
         How::NotRecorded => {
             "was not answered before the proxy stopped, and could not be recorded as unknown: it reads as sending until its limit, then as unknown"
@@ -555,6 +572,19 @@ fn left_open(open: &LeftOpen, ledger: &str) -> String {
             "went past its limit and is unknown; the proxy no longer listens for its late answer"
         }
         How::Unknown { listened: false } => "is unknown, and nobody has settled it yet",
+        How::MadeUnrecorded { provider_id } => {
+            // The upstream's answer is the only record of it: the person records it.
+            let id = provider_id
+                .as_deref()
+                .map(|id| format!(" (provider id {})", visible_inline(id)))
+                .unwrap_or_default();
+            return format!(
+                "{call}(key {key}) was answered by the upstream after its limit, so it was made{id}, but the ledger could not record that. Record it sent:\n  send-once resolve {} {} sent --expect pending --expect-attempt {}",
+                super::output::pasteable(ledger),
+                super::output::pasteable(&open.key),
+                open.attempt
+            );
+        }
     };
     format!(
         "{call}(key {key}) {how}. It is not made again on its own: check with the upstream's side, then record what happened:\n{}",

@@ -64,6 +64,10 @@ pub struct Audit {
     /// settle what may still be sending. Counted in `in_flight`; a Node claim, which
     /// records neither, is never one.
     pub still_running: Vec<String>,
+    /// The keys of the unknown sends whose claimer (an MCP proxy) still listens for a
+    /// late answer ([`super::claimer::Running::Listening`]): unknown, and listed, but
+    /// marking one failed takes the person's word that they know better.
+    pub listening: Vec<String>,
     /// The pending entries counted in `in_flight` whose claim time cannot be read or
     /// lies further in the future than `older_than_ms` (see [`placed_in_time`]). The
     /// Node report counts them in flight, and `audit` prints it as Node does; nothing
@@ -82,10 +86,21 @@ impl Ledger {
         let (running, unknown): (Vec<Entry>, Vec<Entry>) = aged
             .into_iter()
             .partition(|e| super::claimer::running(e, now).known_to_run());
+        let listening = unknown
+            .iter()
+            .filter(|e| {
+                matches!(
+                    super::claimer::running(e, now),
+                    super::claimer::Running::Listening { .. }
+                )
+            })
+            .map(|e| e.key().to_owned())
+            .collect();
         Ok(Audit {
             now,
             older_than_ms,
             unplaced,
+            listening,
             still_running: running.iter().map(|e| e.key().to_owned()).collect(),
             in_flight: census
                 .pending

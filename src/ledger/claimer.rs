@@ -305,13 +305,32 @@ pub fn listened_here(entry: &Entry) -> bool {
         .is_some_and(|listener| listener.is_this_process())
 }
 
-/// Whether the process that recorded `entry` unknown is alive here and listens for a
-/// late answer at `now_ms`.
+/// The longest a claimer listens for a late answer after it recorded its attempt
+/// unknown: a record that says longer was not written by one, and is not believed.
+pub const LONGEST_LISTEN: Duration = Duration::from_secs(3600);
+
+/// Whether the process that recorded `entry` unknown listens for a late answer at
+/// `now_ms`. Seen alive here, it does until it takes its record back, whatever the
+/// clocks say (a reader's clock an hour ahead must not end it); seen gone, it does not;
+/// out of sight (another host, another pid namespace), it does until its `until`, as a
+/// claim out of sight runs until its limit. A record that no claimer would write (no
+/// start time to tell a reused pid by, an `until` past the longest listen after the
+/// unknown was recorded) is not believed.
 fn listening(entry: &Entry, now_ms: i64) -> Option<Running> {
     let record = entry.get(LISTENING)?.as_object()?;
     let until_ms = time::parse_date(record.get("until")?.as_str()?)?;
+    record.get("start")?.as_u64()?;
+    let recorded = time::parse_date(entry.get("updatedAt")?.as_str()?)?;
+    let longest = i64::try_from(LONGEST_LISTEN.as_millis()).unwrap_or(i64::MAX);
+    if until_ms > recorded.saturating_add(longest).saturating_add(GRACE_MS) {
+        return None;
+    }
     let listener = Claimer::from_record(record)?;
-    (now_ms < until_ms && listener.seen_here() == Some(Seen::Alive)).then_some(Running::Listening {
+    let listens = match listener.alive_here() {
+        Some(alive) => alive,
+        None => now_ms < until_ms,
+    };
+    listens.then_some(Running::Listening {
         pid: listener.pid,
         until_ms,
     })
@@ -474,6 +493,58 @@ mod tests {
     }
 
     const CLAIMED: i64 = 1_796_515_200_000;
+
+    /// An entry recorded unknown at CLAIMED + 1 s, with `listener`'s listening record
+    /// saying `until`.
+    fn listened(listener: &Claimer, until_ms: i64) -> Entry {
+        let mut entry = pending(None);
+        entry.set("error", "Delivery is unknown: past the limit");
+        entry.set("uncertain", true);
+        entry.set("updatedAt", time::iso_from_millis(CLAIMED + 1_000).unwrap());
+        let mut record = listener.to_value();
+        record["until"] = time::iso_from_millis(until_ms).unwrap().into();
+        entry.set(LISTENING, record);
+        entry
+    }
+
+    /// A listener is believed by what can be seen of it: alive here, it listens
+    /// whatever the clocks say; out of sight (another host, another pid namespace),
+    /// until its `until`, as a claim out of sight runs until its limit (hostile round,
+    /// session 42: AH1, AH5); a record no claimer would write is not believed (AH6).
+    #[test]
+    fn a_listener_is_believed_by_what_can_be_seen_of_it() {
+        let hour = i64::try_from(LONGEST_LISTEN.as_millis()).unwrap();
+        let until = CLAIMED + 1_000 + hour;
+        let listens =
+            |entry: &Entry, now: i64| matches!(running(entry, now), Running::Listening { .. });
+        let me = Claimer::this_process(None);
+        assert!(listens(&listened(&me, until), CLAIMED + 2_000));
+        assert!(
+            listens(&listened(&me, until), until + 3 * hour),
+            "a clock ahead"
+        );
+        let elsewhere = Claimer {
+            boot: Some("another boot".into()),
+            ..me.clone()
+        };
+        assert!(listens(&listened(&elsewhere, until), CLAIMED + 2_000));
+        assert!(!listens(&listened(&elsewhere, until), until + 1));
+        let gone = Claimer {
+            start: me.start.map(|start| start + 1),
+            ..me.clone()
+        };
+        assert!(!listens(&listened(&gone, until), CLAIMED + 2_000));
+        // Not what a claimer writes: no start time, or longer than it may listen.
+        let no_start = Claimer {
+            start: None,
+            ..me.clone()
+        };
+        assert!(!listens(&listened(&no_start, until), CLAIMED + 2_000));
+        assert!(!listens(
+            &listened(&me, until + GRACE_MS + 1),
+            CLAIMED + 2_000
+        ));
+    }
 
     #[test]
     fn a_limit_decides_on_the_store_clock_and_a_taker_cannot_shorten_it() {

@@ -255,6 +255,12 @@ impl Entry {
         self.fields.shift_remove("found");
     }
 
+    /// Drops a listener's record (`listening`) alone: its claimer no longer listens
+    /// for a late answer.
+    pub(crate) fn end_listening(&mut self) {
+        self.fields.shift_remove("listening");
+    }
+
     /// Every field, in the order Node would write them.
     pub fn fields(&self) -> &Map<String, Value> {
         &self.fields

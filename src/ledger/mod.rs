@@ -316,6 +316,27 @@ impl Ledger {
             .await
     }
 
+    /// Takes back what [`Ledger::note_listening`] said of the attempt `unknown`: its
+    /// sender no longer listens (its window passed, or what came was not a result).
+    /// Nothing changes when the entry is no longer that attempt, or not this
+    /// process's to take back.
+    pub async fn end_listening(&self, unknown: &Entry) -> Result<bool, StoreError> {
+        let Some(current) = self.store.get(unknown.key()).await? else {
+            return Ok(false);
+        };
+        if !current.same_attempt(unknown)
+            || current.status() != Status::Pending
+            || !claimer::listened_here(&current)
+        {
+            return Ok(false);
+        }
+        let mut next = current.clone();
+        next.end_listening();
+        self.store
+            .transition(&current, &next, Durability::Lazy)
+            .await
+    }
+
     /// Records a send that returned. Gives the entry as it was left when that is not
     /// `sent` as written: a verdict corrected, or a late send noted on a newer attempt.
     async fn record_sent(

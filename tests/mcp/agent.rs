@@ -582,7 +582,14 @@ fn a_send_command_that_cannot_be_used_is_refused_at_start_and_named() {
     );
     // Two commands for one channel: which was meant cannot be told (AC13).
     refused_with(
-        &["mcp", ledger, "--send", "email=true", "--send", "Email=false"],
+        &[
+            "mcp",
+            ledger,
+            "--send",
+            "email=true",
+            "--send",
+            "Email=false",
+        ],
         None,
         "--send names channel email twice",
     );

@@ -332,6 +332,10 @@ async fn a_call_past_its_limit_is_unknown_refused_again_until_a_person_settles_i
     assert_eq!(unknown["meta"]["tool"], "append", "{listed}");
     assert_eq!(unknown["meta"]["upstream"], "fake", "{listed}");
     assert_eq!(unknown["meta"]["to"], "ana@example.com", "{listed}");
+    // It says the proxy still listens for it (hostile round, session 42: AH4).
+    assert_eq!(listed["listening"], json!([key]), "{listed}");
+    let said = String::from_utf8_lossy(&bench.cli(&["audit", "L"]).stdout).into_owned();
+    assert!(said.contains("still listens for a late answer"), "{said}");
     // A person checked: it did not happen, and says they know better than the proxy,
     // which still listens for a late answer. The next call is made.
     let plain = bench.cli(&["resolve", "L", &key, "failed", "--by", "ops"]);

@@ -102,9 +102,14 @@ pub enum Left {
     },
     /// No claim of this process's was open: it had not claimed, or had finished.
     Nothing,
-    /// Its claim could not be recorded as stopped (why): it reads as sending until its
-    /// limit, then unknown.
-    Sending(String),
+    /// Its claim could not be recorded as stopped (`why`): it reads as sending until
+    /// its limit, then as unknown.
+    Sending {
+        /// Why it could not be recorded.
+        why: String,
+        /// The attempt stopped (its number and claim time), when it could be read.
+        attempt: Option<(u64, String)>,
+    },
 }
 
 impl Dispatching {
@@ -157,11 +162,17 @@ impl Dispatching {
                         },
                         // Settled meanwhile, by its own record or a person.
                         Ok(false) => Left::Nothing,
-                        Err(e) => Left::Sending(e.to_string()),
+                        Err(e) => Left::Sending {
+                            why: e.to_string(),
+                            attempt: Some((entry.attempts(), entry.claimed_at().to_owned())),
+                        },
                     }
                 }
                 Ok(_) => Left::Nothing,
-                Err(e) => Left::Sending(e.to_string()),
+                Err(e) => Left::Sending {
+                    why: e.to_string(),
+                    attempt: None,
+                },
             };
             stopped.push(Stopped {
                 draft_id,

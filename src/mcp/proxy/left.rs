@@ -4,27 +4,42 @@
 //! settled since, they are named with the commands that settle them, where before the
 //! proxy ended without a word of them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use crate::ledger::claimer::{self, Claimer};
 use crate::ledger::{Entry, Ledger, LedgerError, ListFilter, Status};
 
-/// The keys of the calls this proxy found unknown (a lost answer, a limit passed).
+/// The keys of the calls this proxy found unknown (a lost answer, a limit passed),
+/// and of those answered late that the ledger could not take, with their provider id.
 #[derive(Default)]
-pub struct Unsettled(Mutex<BTreeSet<String>>);
+pub struct Unsettled {
+    unknown: Mutex<BTreeSet<String>>,
+    made: Mutex<BTreeMap<String, Option<String>>>,
+}
 
 impl Unsettled {
     /// Notes that the call under `key` is unknown.
     pub fn note(&self, key: &str) {
-        self.lock().insert(key.to_owned());
+        lock(&self.unknown).insert(key.to_owned());
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Notes that the call under `key` was answered after its limit (the provider's
+    /// id `provider_id`), and the ledger could not record it.
+    pub fn made_unrecorded(&self, key: &str, provider_id: Option<String>) {
+        lock(&self.made).insert(key.to_owned(), provider_id);
     }
+
+    /// Notes that the late answer to the call under `key` is recorded.
+    pub fn recorded(&self, key: &str) {
+        lock(&self.made).remove(key);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// How a call was left.
@@ -39,6 +54,12 @@ pub enum How {
     Unknown {
         /// Whether the proxy still listened for its answer.
         listened: bool,
+    },
+    /// Answered after its limit, so made (with the provider's id, when it gave
+    /// one), and the ledger could not record it.
+    MadeUnrecorded {
+        /// The provider's id for it.
+        provider_id: Option<String>,
     },
 }
 
@@ -83,7 +104,8 @@ pub async fn settle_left(
         .await?;
     // Read after the entries: a call notes itself unknown before its record is
     // written, so every record read is of a call noted by now.
-    let unsettled = unsettled.lock().clone();
+    let made = lock(&unsettled.made).clone();
+    let unsettled = lock(&unsettled.unknown).clone();
     let mut left = Vec::new();
     for entry in pending {
         let open = entry.error().is_none()
@@ -100,6 +122,10 @@ pub async fn settle_left(
                     _ => continue,
                 },
                 Err(_) => How::NotRecorded,
+            }
+        } else if let Some(provider_id) = made.get(entry.key()) {
+            How::MadeUnrecorded {
+                provider_id: provider_id.clone(),
             }
         } else if unsettled.contains(entry.key()) && entry.error().is_some() {
             How::Unknown {

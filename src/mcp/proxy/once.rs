@@ -128,6 +128,16 @@ impl ForwardCall {
         self.answer.lock().ok()?.take()
     }
 
+    /// Whether the call outlived its limit where the proxy listens for its answer
+    /// (through the lane). Reads the answer without taking it.
+    fn listened_for(&self) -> bool {
+        let timed_out = self
+            .answer
+            .lock()
+            .is_ok_and(|answer| matches!(*answer, Some(Forwarded::TimedOut)));
+        timed_out && matches!(self.via, Via::Lane(_))
+    }
+
     /// The answer to come, should the upstream give it after the call outlived its
     /// limit (through the lane only: rmcp's client drops it).
     fn late(&self) -> Option<LateAnswer> {
@@ -239,7 +249,12 @@ pub async fn once(
             } = &outcome
                 && let Some(late) = forward.late()
             {
-                tokio::spawn(record_late(Arc::clone(&ledger), entry.clone(), late));
+                tokio::spawn(record_late(
+                    Arc::clone(&ledger),
+                    entry.clone(),
+                    late,
+                    Arc::clone(&forward.unsettled),
+                ));
             }
             let other = matches!(&outcome, Outcome::Duplicate { entry } if made_with_other(entry, forward.whole.as_deref()));
             let answered = answer(outcome, &forward, &key, &ledger_name, ledger.now());
@@ -306,28 +321,62 @@ pub fn said_of(result: &CallToolResult) -> Option<&Map<String, Value>> {
     result.meta.as_ref()?.0.get("send-once")?.as_object()
 }
 
-/// How long the proxy listens for the answer to a call that outlived its limit.
-const LATE_ANSWER: Duration = Duration::from_secs(3600);
+/// How long the proxy listens for the answer to a call that outlived its limit: as
+/// long as a listening record may say.
+const LATE_ANSWER: Duration = claimer::LONGEST_LISTEN;
+
+/// How often a late answer the ledger could not take is written again.
+const RECORD_AGAIN: Duration = Duration::from_secs(5);
 
 /// Records the upstream's final result to the call recorded as `unknown` at its limit,
 /// should it come while the proxy runs: the call was made after all. A person who
 /// marked it failed meanwhile is overridden (it went out), and a retry already made is
 /// noted as a send the recipient may have twice, as for any send that returns late.
-async fn record_late(ledger: Arc<Ledger>, unknown: Entry, late: LateAnswer) {
-    let until_ms = ledger
-        .now()
-        .saturating_add(i64::try_from(LATE_ANSWER.as_millis()).unwrap_or(i64::MAX));
+/// Until it comes, the entry says the proxy listens; when the window passes without
+/// it, the proxy takes that back. An answer the ledger cannot take (a full disk) is
+/// written again until the window ends, and named at the proxy's end meanwhile.
+async fn record_late(
+    ledger: Arc<Ledger>,
+    unknown: Entry,
+    late: LateAnswer,
+    unsettled: Arc<super::left::Unsettled>,
+) {
+    // From when the unknown was recorded, so that no record says longer than a
+    // claimer may listen.
+    let recorded = unknown
+        .updated_at()
+        .and_then(crate::js::time::parse_date)
+        .unwrap_or_else(|| ledger.now());
+    let until_ms =
+        recorded.saturating_add(i64::try_from(LATE_ANSWER.as_millis()).unwrap_or(i64::MAX));
+    let deadline = tokio::time::Instant::now() + LATE_ANSWER;
     // Should this not be written, the call reads as over while a late answer may
     // still land: what a person settles then is corrected by the answer, as ever.
     let _ = ledger.note_listening(&unknown, until_ms).await;
-    if let Some(Forwarded::Done(result)) = late.within(LATE_ANSWER).await {
-        let _ = ledger
+    let Some(Forwarded::Done(result)) = late.within(LATE_ANSWER).await else {
+        let _ = ledger.end_listening(&unknown).await;
+        return;
+    };
+    let receipt = ToolReceipt(result);
+    loop {
+        let recorded = ledger
             .record_late(
                 &unknown,
-                &ToolReceipt(result),
+                &receipt,
                 "the upstream answered after the proxy's limit: the call was made",
             )
             .await;
+        match recorded {
+            Ok(_) => {
+                unsettled.recorded(unknown.key());
+                return;
+            }
+            Err(_) => unsettled.made_unrecorded(unknown.key(), receipt.provider_id()),
+        }
+        if tokio::time::Instant::now() + RECORD_AGAIN > deadline {
+            return;
+        }
+        tokio::time::sleep(RECORD_AGAIN).await;
     }
 }
 
@@ -466,7 +515,18 @@ pub fn answer(
             error: Some(error),
             checked,
         } => {
-            let settle = settle_hint(ledger_name, key, Claim::Over);
+            // A call the proxy goes on listening for is settled failed only by a
+            // person who says they know better (AH8).
+            let listens = forward.listened_for();
+            let settle = settle_hint(
+                ledger_name,
+                key,
+                if listens {
+                    Claim::CountsAsRunning
+                } else {
+                    Claim::Over
+                },
+            );
             let checked = match checked {
                 Some(CheckAnswer::Inconclusive { why }) => {
                     format!(" The verify command could not say: {why}.")
@@ -537,6 +597,9 @@ fn settle_hint(ledger: &str, key: &str, claim: Claim) -> String {
         Claim::Over => "",
         Claim::CountsAsRunning => " --even-if-running",
     };
+    // Quoted as a shell reads it: the text reaches a person through the agent, and a
+    // ledger path may hold anything.
+    let ledger = crate::text::visible_inline(&shell_words::quote(ledger)).into_owned();
     format!(
         "`send-once resolve {ledger} {key} sent` or `... failed{flag}`, after checking, or in the TUI's view 2"
     )
