@@ -737,9 +737,13 @@ impl App {
                     self.view = View::Unknown;
                     self.state_mut(View::Unknown).selected = i;
                 }
+                // A draft's id as the queue writes it: `007`, `+3` or `-1` is a key or
+                // a text, never a draft (AH3: `007` opened draft 7's search for "7").
                 _ if self.no_queue.is_none()
                     && !std::mem::replace(&mut self.start_draft_tried, true)
-                    && let Ok(id) = focus.parse::<i64>() =>
+                    && let Ok(id) = focus.parse::<i64>()
+                    && id > 0
+                    && id.to_string() == focus =>
                 {
                     // A draft that left the queue (dispatched, say): its send is found by
                     // its key, never by its id as text, which a digit of any key matches.

@@ -1652,7 +1652,7 @@ fn a_decision_row_says_who_decided_what_about_which_send() {
     submit.detail =
         json!({"draft": 3, "revision": 1, "to": "dee@example.com", "intent": "invoice-overdue"});
     let mut edit = decision(11, 4 * MIN, "dana", "edit", "draft:8", None);
-    edit.detail = json!({"from": "queued", "to": "pat@example.com", "toAfter": "pam@example.com", "intent": "wire"});
+    edit.detail = json!({"from": "queued", "to": "pat@example.com", "toAfter": "pam@example.com", "intent": "wire", "intentAfter": "wire-2"});
     let mut refused = decision(12, 3 * MIN, "olly", "resolve", "k-refused", None);
     refused.outcome = DecisionOutcome::Refused;
     refused.detail = json!({"from": "failed", "status": "sent", "to": "ivy@example.com"});
@@ -1674,7 +1674,7 @@ fn a_decision_row_says_who_decided_what_about_which_send() {
     };
     assert!(row("submit").contains("draft 3 dee@example.com"), "{text}");
     assert!(
-        row(" edit ").contains("pat@example.com→pam@example.com"),
+        row(" edit ").contains("pat@example.com→pam@example.com · wire→wire-2"),
         "{text}"
     );
     assert!(row("olly").contains("REFUSED→sent"), "{text}");
@@ -2388,6 +2388,16 @@ fn a_draft_id_that_left_the_queue_opens_on_its_send() {
         "{}",
         status_text(&app)
     );
+    // Only an id as the queue writes it is a draft's (hostile round, session 42:
+    // AH3, `007` was taken for draft 7).
+    for text in ["007", "+7", "-1"] {
+        let (app, effects) = start(text);
+        assert_eq!(app.view, View::Ledger, "{text}");
+        assert!(
+            matches!(effects.as_slice(), [Effect::LoadLedger(q)] if q.search.as_deref() == Some(text)),
+            "{text}: {effects:?}"
+        );
+    }
     let (mut app, _) = start("70");
     let effects = app.update(Action::DraftLoaded {
         id: 70,

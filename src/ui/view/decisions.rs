@@ -88,16 +88,21 @@ fn subject_text(app: &App, d: &Decision) -> String {
     }
 }
 
-/// `who` (from a decision's detail) with the recipient a reviewer's edit gave the draft
-/// (`toAfter`), so that an edit's row says what it changed.
+/// `who` (from a decision's detail) with the recipient and intent a reviewer's edit
+/// gave the draft (`toAfter`, `intentAfter`), so that an edit's row says what it
+/// changed.
 fn edited_recipient(who: String, detail: Option<&serde_json::Map<String, Value>>) -> String {
     let field = |name: &str| detail.and_then(|o| o.get(name)).and_then(Value::as_str);
-    match (field("to"), field("toAfter")) {
-        (Some(before), Some(after)) if before != after => {
-            who.replacen(before, &format!("{before}→{after}"), 1)
-        }
-        _ => who,
-    }
+    [("to", "toAfter"), ("intent", "intentAfter")]
+        .into_iter()
+        .fold(who, |who, (before, after)| {
+            match (field(before), field(after)) {
+                (Some(before), Some(after)) if before != after => {
+                    who.replacen(before, &format!("{before}→{after}"), 1)
+                }
+                _ => who,
+            }
+        })
 }
 
 pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Option<(Rect, Rect)>) {
