@@ -242,3 +242,42 @@ async fn a_draft_whose_send_filled_the_disk_is_said_to_be_unknown_not_unsent() {
     free_disk(&mut pads);
     client.cancel().await.unwrap();
 }
+
+/// A late answer the ledger cannot take when it comes is written again once it can:
+/// the call was made, and the ledger comes to say so (hostile round, session 42: AH2,
+/// the answer was dropped, and the entry promised a late answer that could no longer
+/// come).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_answer_that_came_while_the_disk_was_full_is_recorded_once_it_is_not() {
+    let Some((disk, bench)) =
+        on_a_small_disk(&POLICY.replace("timeout = \"2s\"", "timeout = \"1s\""))
+    else {
+        return;
+    };
+    let agent = bench.proxy("mailer-agent", &[]).await;
+    let args = json!({"line": "late", "to": "ana@example.com", "seconds": 3.0});
+    let past = call(&agent, "append", args).await;
+    assert_eq!(
+        past.structured_content.clone().unwrap()["status"],
+        "unknown",
+        "{}",
+        text(&past)
+    );
+    // Filled once the proxy says it listens, before the answer comes at 3 s.
+    wait_until("the proxy says it listens", Duration::from_secs(10), || {
+        bench.entries().iter().any(|e| e.get("listening").is_some())
+    });
+    let mut pads = fill_disk(&disk.point);
+    wait_until("the upstream acts", Duration::from_secs(10), || {
+        bench.acted() == ["late"]
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(bench.entries()[0]["status"], "pending", "not written yet");
+    free_disk(&mut pads);
+    wait_until(
+        "the late answer is recorded",
+        Duration::from_secs(15),
+        || bench.entries()[0]["status"] == "sent",
+    );
+    agent.cancel().await.unwrap();
+}
