@@ -1660,3 +1660,29 @@ fn no_progress_reaches_the_agent_after_it_cancelled_the_call_whichever_way_it_we
         assert!(after.is_none(), "after the cancel: {after:?}");
     }
 }
+
+/// The session's first request, a `once` call through the lane, is claimed with the
+/// agent's name, known from its `initialize` (hostile round, session 42: AH11, the
+/// first call's entry had none, six times in six).
+#[test]
+fn the_sessions_first_once_call_names_its_agent() {
+    let Some(bench) = Bench::new(
+        r#"
+upstream = "fake"
+[default]
+mode = "pass"
+[tools.append]
+mode = "once"
+"#,
+    ) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    raw.call(1, "append", json!({"line": "first"}));
+    let answer = raw.next(Duration::from_secs(20)).expect("answered");
+    assert_eq!(answer["id"], 1, "{answer}");
+    let entries = bench.entries();
+    assert_eq!(entries[0]["meta"]["agent"], "raw-agent", "{entries:?}");
+    raw.close();
+    assert!(raw.exited_within(Duration::from_secs(10)));
+}

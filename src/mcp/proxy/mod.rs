@@ -437,6 +437,20 @@ impl ServerHandler for ProxyServer {
         info
     }
 
+    /// The agent is known from its `initialize` on: a `once` call that is the
+    /// session's first request goes through the lane, not rmcp, and would otherwise
+    /// be claimed before rmcp had heard `notifications/initialized` (AH11: the first
+    /// call's entry had no agent).
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.remember(&context);
+        self.negotiate_initialize(&request)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let _ = self.downstream.set(context.peer.clone());
     }
