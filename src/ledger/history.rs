@@ -166,9 +166,14 @@ pub(crate) fn note_suffix(note: Option<&str>) -> String {
     }
 }
 
-/// Who made a decision, as its text names them.
+/// Who made a decision, as its text names them: for the ledger's own, what did.
 pub(crate) fn who_text(d: &Decision) -> &str {
-    d.by.as_deref().unwrap_or("(unknown)")
+    match (&d.by, &d.action) {
+        (Some(by), _) => by,
+        (None, super::DecisionAction::Completed) => "its own send",
+        (None, super::DecisionAction::Confirm) => "a provider check",
+        (None, _) => "(unknown)",
+    }
 }
 
 /// A refused or no-op decision, worded the same for entries and drafts: who asked for

@@ -1124,6 +1124,8 @@ timeout = "1s"
                 || shown.contains("after it was marked failed"),
             "{shown}"
         );
+        // The ledger's own decision is said to be its send's (AH9).
+        assert!(!shown.contains("by (unknown)"), "{shown}");
     }
     // A repeat is the call made: its result again, not a second call.
     let again = call(&agent, "append", marked).await;
