@@ -2450,3 +2450,35 @@ fn an_unreadable_claim_time_is_drawn_as_in_doubt_not_in_flight() {
     assert!(!text.contains("[in flight?]"), "{text}");
     assert!(text.contains("Its claim time cannot be read"), "{text}");
 }
+
+/// A call recorded unknown whose proxy still listens for its answer says it is
+/// recorded unknown and may still be made, not that its attempt has not ended beside a
+/// history line saying it ended (hostile round, session 42: AH9).
+#[test]
+fn a_call_a_proxy_listens_for_is_said_to_be_unknown_and_maybe_made() {
+    let mut app = full_app();
+    let mut listened = Entry::from_value(json!({
+        "key": "listened-1",
+        "status": "pending",
+        "attempts": 1,
+        "claimedAt": ago(2 * MIN),
+        "updatedAt": ago(MIN),
+        "error": "Delivery is unknown: past the proxy's limit",
+        "uncertain": true,
+        "meta": {"to": "ivy@example.com", "intent": "wire"},
+    }))
+    .unwrap();
+    let until = time::parse_date(&ago(MIN)).unwrap() + 3_600_000;
+    send_once::ledger::claimer::listening_record(
+        &mut listened,
+        time::iso_from_millis(until).unwrap(),
+    );
+    app.update(Action::UnknownLoaded(Ok(vec![listened])));
+    key(&mut app, KeyCode::Char('2'));
+    let text = screen(&mut app, 160, 40);
+    assert!(
+        text.contains("It is recorded unknown, but it may still be made"),
+        "{text}"
+    );
+    assert!(!text.contains("has not ended"), "{text}");
+}

@@ -43,8 +43,15 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
         }
         let still = app.still_sending(entry);
         if let StillSending::Known(why) = &still {
+            // An attempt recorded unknown whose sender still listens for its answer
+            // has ended as far as the ledger goes: it is its outcome that may change.
+            let lead = if entry.error().is_some() {
+                "It is recorded unknown, but"
+            } else {
+                "Its attempt has not ended, and"
+            };
             lines.push(Line::from(Span::styled(
-                format!("Its attempt has not ended, and {why}."),
+                format!("{lead} {why}."),
                 theme.warn(),
             )));
         } else if still == StillSending::Perhaps {
