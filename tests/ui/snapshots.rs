@@ -2482,3 +2482,34 @@ fn a_call_a_proxy_listens_for_is_said_to_be_unknown_and_maybe_made() {
     );
     assert!(!text.contains("has not ended"), "{text}");
 }
+
+/// A recipient of wide characters (CJK, emoji) is cut to its column by the columns it
+/// takes, with a `…`, and the row's age and attempt stay in view (shift round, session
+/// 40: AD13, AD16).
+#[test]
+fn a_wide_recipient_is_cut_to_its_column_and_the_row_keeps_its_columns() {
+    let mut app = full_app();
+    let wide = Entry::from_value(json!({
+        "key": "wide-1",
+        "status": "pending",
+        "attempts": 1,
+        "claimedAt": ago(2 * HOUR),
+        "updatedAt": ago(2 * HOUR),
+        "error": "Delivery is unknown: timed out",
+        "uncertain": true,
+        "meta": {"to": "陈伟陈伟陈伟陈伟陈伟陈伟陈伟陈伟陈伟陈伟@例子.中国", "intent": "发票提醒🧾🧾🧾"},
+    }))
+    .unwrap();
+    app.update(Action::UnknownLoaded(Ok(vec![wide])));
+    key(&mut app, KeyCode::Char('2'));
+    let text = screen(&mut app, 80, 24);
+    let row = text
+        .lines()
+        .find(|line| line.contains('陈'))
+        .unwrap_or_else(|| panic!("no row: {text}"));
+    assert!(row.contains('…'), "{row}");
+    assert!(
+        row.contains("2h #1"),
+        "the age and attempt stay in view: {row}"
+    );
+}

@@ -7,7 +7,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use super::{Row, clip, draw_list, draw_message, draw_scrolled, list_title, placeholder, safe};
+use super::{
+    Row, clip, draw_list, draw_message, draw_scrolled, fit, list_title, placeholder, safe,
+};
 use crate::ledger::decision::{Action as DecisionAction, Decision, DecisionOutcome, Subject};
 use crate::ui::app::{App, DECISIONS_SHOWN, short_key};
 use crate::ui::keymap::View;
@@ -203,15 +205,15 @@ fn decision_row(app: &App, theme: &Theme, d: &Decision, columns: &Columns) -> Ro
     Row {
         line: Line::from(vec![
             Span::styled(format!("{} ", safe(&at)), theme.dim()),
-            Span::raw(format!("{:<room$} ", clip(&safe(&who_decided(d)), room))),
+            Span::raw(format!("{} ", fit(&safe(&who_decided(d)), room))),
             Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
             Span::styled(
                 format!("{:<14} ", clip(&safe(&outcome_text(d)), 14)),
                 outcome_style(theme, d.outcome),
             ),
             Span::raw(format!(
-                "{:<subject_width$} ",
-                clip(&safe(&subject_text(app, d)), subject_width)
+                "{} ",
+                fit(&safe(&subject_text(app, d)), subject_width)
             )),
             // A verify has no note: what it answered is what the row is for.
             Span::styled(

@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{Row, clip, draw_list, draw_message, list_title, placeholder, safe};
+use super::{Row, draw_list, draw_message, fit, list_title, placeholder, safe};
 use crate::ledger::Status;
 use crate::ui::app::{App, entry_who};
 use crate::ui::keymap::View;
@@ -59,7 +59,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
                     status_style(theme, e.status()),
                 ),
                 Span::styled(format!("{:<17}", safe(claimed)), theme.dim()),
-                Span::raw(format!("{:<room$} ", clip(&safe(&entry_who(e)), room))),
+                Span::raw(format!("{} ", fit(&safe(&entry_who(e)), room))),
                 Span::styled(safe(&detail), theme.dim()),
             ]),
             marked: None,

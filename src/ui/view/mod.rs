@@ -424,11 +424,33 @@ fn draw_scrolled(
 }
 
 fn clip(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    // By the columns it takes: a CJK character or an emoji takes two (AD13, AD16: a
+    // wide recipient ran past its column, cut by the screen's edge without a `…`).
+    if text.width() <= width {
         return text.to_owned();
     }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width.saturating_sub(1) {
+            break;
+        }
+        used += w;
+        cut.push(c);
+    }
     cut.push('…');
+    cut
+}
+
+/// `text` cut to `width` columns (as [`clip`]) and padded with spaces to fill them:
+/// a column of a row, whatever the width of the characters in it.
+fn fit(text: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let mut cut = clip(text, width);
+    let pad = width.saturating_sub(cut.width());
+    cut.extend(std::iter::repeat_n(' ', pad));
     cut
 }
 

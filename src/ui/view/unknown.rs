@@ -46,11 +46,15 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
         .iter()
         .map(|e| clip(&safe(&entry_who(e)), room))
         .collect();
-    let who_width = whos.iter().map(|w| w.chars().count()).max().unwrap_or(0);
+    let who_width = whos
+        .iter()
+        .map(|w| unicode_width::UnicodeWidthStr::width(w.as_str()))
+        .max()
+        .unwrap_or(0);
     let row_at = |i: usize| {
         let (e, who) = (&entries[i], &whos[i - in_view.start]);
         let mut spans = vec![
-            Span::raw(format!("{who:<who_width$} ")),
+            Span::raw(format!("{} ", super::fit(who, who_width))),
             Span::styled(format!("{:>7} ", age(app.now, e.claimed_at())), theme.dim()),
             Span::raw(format!("#{} ", e.attempts())),
         ];
