@@ -532,20 +532,11 @@ impl Bench {
     /// `sends` sequential sends in a task of their own.
     async fn in_a_task(&self, tag: &str, sends: usize) -> Duration {
         let ledger = Arc::clone(&self.ledger);
-        let tag = tag.to_owned();
+        let prefix = format!("{tag}-task");
         let start = Instant::now();
-        tokio::spawn(async move {
-            for i in 0..sends {
-                let key = format!("{tag}-task-{i}");
-                let outcome = ledger
-                    .once(&key, None, |_| async { Ok::<(), _>(()) })
-                    .await
-                    .expect("once");
-                assert!(matches!(outcome, Outcome::Sent { .. }));
-            }
-        })
-        .await
-        .expect("sender");
+        tokio::spawn(async move { send_one_by_one(&ledger, &prefix, sends).await })
+            .await
+            .expect("sender");
         start.elapsed()
     }
 
@@ -554,37 +545,33 @@ impl Bench {
         // One sender runs in the caller's future: in `#[tokio::main]`'s main, that is
         // the runtime's `block_on`, on the main thread, not on a worker.
         if senders == 1 {
-            for i in 0..sends {
-                let key = format!("{tag}-0-{i}");
-                let outcome = self
-                    .ledger
-                    .once(&key, None, |_| async { Ok::<(), _>(()) })
-                    .await
-                    .expect("once");
-                assert!(matches!(outcome, Outcome::Sent { .. }));
-            }
+            send_one_by_one(&self.ledger, &format!("{tag}-0"), sends).await;
             return start.elapsed();
         }
         let tasks: Vec<_> = (0..senders)
             .map(|s| {
                 let ledger = Arc::clone(&self.ledger);
                 let per_sender = sends / senders;
-                let tag = tag.to_owned();
-                tokio::spawn(async move {
-                    for i in 0..per_sender {
-                        let key = format!("{tag}-{s}-{i}");
-                        let outcome = ledger
-                            .once(&key, None, |_| async { Ok::<(), _>(()) })
-                            .await
-                            .expect("once");
-                        assert!(matches!(outcome, Outcome::Sent { .. }));
-                    }
-                })
+                let prefix = format!("{tag}-{s}");
+                tokio::spawn(async move { send_one_by_one(&ledger, &prefix, per_sender).await })
             })
             .collect();
         for task in tasks {
             task.await.expect("sender");
         }
         start.elapsed()
+    }
+}
+
+/// `sends` sends of a no-op, one after another, under keys `prefix-0`, `prefix-1`…
+async fn send_one_by_one(ledger: &Ledger, prefix: &str, sends: usize) {
+    for i in 0..sends {
+        let outcome = ledger
+            .once(&format!("{prefix}-{i}"), None, |_| async {
+                Ok::<(), _>(())
+            })
+            .await
+            .expect("once");
+        assert!(matches!(outcome, Outcome::Sent { .. }));
     }
 }

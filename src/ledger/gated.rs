@@ -166,7 +166,7 @@ impl Ledger {
                         let written = match &claimable {
                             None => self.claim_logged(&sent, &decision).await?,
                             Some(failed) => {
-                                self.transition_logged(failed, &sent, &decision).await?
+                                self.transition_decided(failed, &sent, &decision).await?
                             }
                         };
                         if !written {
@@ -467,7 +467,7 @@ impl Ledger {
             link: None,
         };
         let won = self
-            .transition_logged(stale, &claimed, &decision)
+            .transition_decided(stale, &claimed, &decision)
             .instrument(span.clone())
             .await?;
         span.record("outcome", if won { "won" } else { "lost" });
@@ -502,7 +502,7 @@ impl Ledger {
             evidence.clone(),
         );
         let decision = confirmation(pending, &sent, CheckKind::Verify, options.on_behalf_of());
-        if self.transition_logged(pending, &sent, &decision).await? {
+        if self.transition_decided(pending, &sent, &decision).await? {
             return Ok(Outcome::Confirmed {
                 entry: sent,
                 gate: CheckKind::Verify,
@@ -553,23 +553,6 @@ impl Ledger {
         record.insert("at".into(), at.into());
         sent.set("confirmed", Value::Object(record));
         sent
-    }
-
-    /// A compare-and-set with its decision, on a store with or without a decision
-    /// log (a JSON Lines ledger written by Node has none).
-    async fn transition_logged(
-        &self,
-        current: &Entry,
-        next: &Entry,
-        decision: &Decision,
-    ) -> Result<bool, LedgerError> {
-        match self.store.transition_decided(current, next, decision).await {
-            Err(StoreError::Unsupported(_)) => Ok(self
-                .store
-                .transition(current, next, Durability::Now)
-                .await?),
-            other => Ok(other?),
-        }
     }
 
     /// A new entry with its decision, in one write where the store can.

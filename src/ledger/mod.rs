@@ -377,10 +377,10 @@ impl Ledger {
         Ok(None)
     }
 
-    /// Moves `current` to `next` with `decision` in the log, in one write; a store
-    /// without a decision log still gets the entry. Whether it was written (`current`
-    /// was still there as it was).
-    async fn transition_decided(
+    /// Moves `current` to `next` with `decision` in the log, in one write where the
+    /// store can; a store without a decision log (a JSON Lines ledger Node wrote) still
+    /// gets the entry. Whether it was written (`current` was still there as it was).
+    pub(crate) async fn transition_decided(
         &self,
         current: &Entry,
         next: &Entry,
