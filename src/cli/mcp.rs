@@ -9,13 +9,13 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use rmcp::ServiceExt;
 use send_once::LedgerLocation;
-use send_once::ledger::Access;
-use send_once::mcp::agent::{AgentServer, Left, SendCommands, Stopped};
+use send_once::ledger::{Access, Ledger};
+use send_once::mcp::agent::{AgentServer, SendCommands};
 use send_once::mcp::door::Door;
 use send_once::mcp::in_flight::InFlight;
+use send_once::mcp::left::{How, LeftOpen, Unsettled, settle_left};
 use send_once::mcp::policy::{Mode, Policy};
 use send_once::mcp::proxy::lane::Lane;
-use send_once::mcp::proxy::left::{How, LeftOpen, settle_left};
 use send_once::mcp::proxy::upstream::{Downstream, Upstream};
 use send_once::mcp::proxy::{ProxyConfig, ProxyServer, STATUS_TOOL, check_status_tool};
 use send_once::open::Open;
@@ -121,11 +121,17 @@ pub fn mcp(args: &McpArgs) -> Exit {
         Ok(store) => store,
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
+    // The same store: what a stop leaves open is recorded through it.
     let ledger = ledger_over(store.clone());
-    let server = AgentServer::new(Review::new(store, clock()), ledger, args.by.clone(), send);
+    let server = AgentServer::new(
+        Review::new(store.clone(), clock()),
+        ledger_over(store),
+        args.by.clone(),
+        send,
+    );
     let in_flight = server.in_flight();
     let stop_waiting = server.stopper();
-    let abandon = Arc::new(server.abandon());
+    let dispatching = server.dispatching();
     let notes = Notes::new();
     // One bound from the agent's leaving to the end: the door's wait for the answers
     // it is owed counts against the wait for dispatches in flight.
@@ -146,11 +152,11 @@ pub fn mcp(args: &McpArgs) -> Exit {
                 // The door reads no more requests and lets those already read be
                 // answered (a long poll at once), then ends the session.
                 let door = Arc::clone(&door);
-                let (abandon, notes) = (Arc::clone(&abandon), Arc::clone(&notes));
+                let (dispatching, notes) = (Arc::clone(&dispatching), Arc::clone(&notes));
                 move || {
                     stop_waiting();
                     door.stop();
-                    let running = abandon.running();
+                    let running = dispatching.running();
                     if !running.is_empty() {
                         notes.say(waiting_for(&running, bound));
                     }
@@ -161,10 +167,9 @@ pub fn mcp(args: &McpArgs) -> Exit {
         .await;
         let mut left_unknown = false;
         if !exit.settled {
-            for stopped in abandon.stop(STOPPED_DISPATCH).await {
-                left_unknown |= !matches!(stopped.left, Left::Nothing);
-                notes.say(stopped_dispatch(&stopped, &location.as_argument()));
-            }
+            dispatching.stop().await;
+            let left = said_left(&ledger, &Unsettled::default(), STOPPED_DISPATCH, &location.as_argument(), &notes).await;
+            left_unknown = !left.is_empty();
         }
         // What is still on its way to the agent is written before the process ends.
         door.flushed(exit.flush_bound()).await;
@@ -202,45 +207,6 @@ fn waiting_for(drafts: &[i64], bound: Duration) -> String {
 
 /// What a dispatch's claim says when the server stopped it.
 const STOPPED_DISPATCH: &str = "send-once mcp stopped before the send command ended: the command was stopped with its process group, and may or may not have reached the provider";
-
-/// What the server says of a dispatch it stopped, with the commands that settle it in
-/// the ledger at `ledger`.
-fn stopped_dispatch(stopped: &Stopped, ledger: &str) -> String {
-    let draft = stopped.draft_id;
-    let key = visible_inline(&stopped.key);
-    match &stopped.left {
-        Left::Unknown {
-            attempt,
-            claimed_at,
-        } => format!(
-            "the dispatch of draft {draft} (key {key}) was stopped with its send command and is recorded as unknown: it is not sent again on its own. Check with the provider, then record what happened:\n{}",
-            super::output::settle_commands(ledger, &stopped.key, *attempt, Some(claimed_at), "")
-        ),
-        Left::Nothing => format!(
-            "the dispatch of draft {draft} (key {key}) was stopped before it claimed a send, or after it was recorded"
-        ),
-        Left::Sending { why, attempt } => format!(
-            "the dispatch of draft {draft} (key {key}) was stopped with its send command, but could not be recorded as unknown ({why}): it reads as sending until its limit of 5 minutes, then as unknown. Check with the provider, then record what happened{}",
-            match attempt {
-                Some((attempt, claimed_at)) => format!(
-                    " (until that limit, failed takes --even-if-running):\n{}",
-                    super::output::settle_commands(
-                        ledger,
-                        &stopped.key,
-                        *attempt,
-                        Some(claimed_at),
-                        ""
-                    )
-                ),
-                None => format!(
-                    " with send-once resolve {} {} sent|failed",
-                    super::output::pasteable(ledger),
-                    super::output::pasteable(&stopped.key)
-                ),
-            }
-        ),
-    }
-}
 
 /// The send commands `dispatch_draft` may run: the config file's `[send]` table, then
 /// each `--send CHANNEL=CMD` over it.
@@ -521,18 +487,7 @@ async fn serve_proxy(
     let written = lane.agent_output_written();
     notes.said(written);
     // What the upstream has not answered it will not now: it ends with the proxy.
-    let left = match settle_left(&ledger, &unsettled, STOPPED_CALL).await {
-        Ok(left) => left,
-        Err(e) => {
-            notes.say(format!(
-                "the calls this proxy leaves open could not be read ({e}): send-once audit lists them"
-            ));
-            Vec::new()
-        }
-    };
-    for open in &left {
-        notes.say(left_open(open, &ledger_name));
-    }
+    let left = said_left(&ledger, &unsettled, STOPPED_CALL, &ledger_name, &notes).await;
     // Only now, the calls in flight answered, is the upstream's session ended; the
     // upstream itself ends once its input closes with the runtime (see `Ending`).
     drop(keep_upstream);
@@ -554,19 +509,44 @@ async fn serve_proxy(
 /// What a `once` call's claim says when the proxy stopped before the upstream answered.
 const STOPPED_CALL: &str = "the proxy stopped before the upstream answered, and the upstream with it: the call may or may not have been made";
 
-/// What the proxy says at its end of a call it leaves unknown, with the commands that
+/// Records what this server leaves open as stopped (`why`), says each send it leaves
+/// unknown with the commands that settle it in the ledger named `ledger_name`, and
+/// gives them.
+async fn said_left(
+    ledger: &Ledger,
+    unsettled: &Unsettled,
+    why: &str,
+    ledger_name: &str,
+    notes: &Notes,
+) -> Vec<LeftOpen> {
+    let left = match settle_left(ledger, unsettled, why).await {
+        Ok(left) => left,
+        Err(e) => {
+            notes.say(format!(
+                "the sends this server leaves open could not be read ({e}): send-once audit lists them"
+            ));
+            Vec::new()
+        }
+    };
+    for open in &left {
+        notes.say(left_open(open, ledger_name));
+    }
+    left
+}
+
+/// What a server says at its end of a send it leaves unknown, with the commands that
 /// settle it in the ledger named `ledger`.
 fn left_open(open: &LeftOpen, ledger: &str) -> String {
     let call = open
         .call
         .as_deref()
-        .map(|call| format!("the call {} ", visible_inline(call)))
-        .unwrap_or_else(|| "a call ".to_owned());
+        .map(|call| format!("the send {} ", visible_inline(call)))
+        .unwrap_or_else(|| "a send ".to_owned());
     let key = visible_inline(&open.key);
     let how = match &open.how {
-        How::Stopped => "was not answered before the proxy stopped, and is recorded as unknown",
+        How::Stopped => "had not ended when the server stopped it, and is recorded as unknown",
         How::NotRecorded => {
-            "was not answered before the proxy stopped, and could not be recorded as unknown: it reads as sending until its limit, then as unknown"
+            "had not ended when the server stopped it, and could not be recorded as unknown: it reads as sending until its limit, then as unknown (until then, failed takes --even-if-running)"
         }
         How::Unknown { listened: true } => {
             "went past its limit and is unknown; the proxy no longer listens for its late answer"
@@ -587,7 +567,7 @@ fn left_open(open: &LeftOpen, ledger: &str) -> String {
         }
     };
     format!(
-        "{call}(key {key}) {how}. It is not made again on its own: check with the upstream's side, then record what happened:\n{}",
+        "{call}(key {key}) {how}. It is not made again on its own: check whether it happened, then record what happened:\n{}",
         super::output::settle_commands(ledger, &open.key, open.attempt, Some(&open.claimed_at), "")
     )
 }

@@ -23,7 +23,7 @@ mod dispatch;
 mod dispatching;
 
 pub use dispatch::{DispatchAnswer, DispatchDraft, SendCommands};
-pub use dispatching::{Abandon, Dispatching, Left, Stopped};
+pub use dispatching::Dispatching;
 
 use super::status::{DraftStatus, Standing};
 use crate::ledger::Ledger;
@@ -218,14 +218,9 @@ impl AgentServer {
         Arc::clone(&self.in_flight)
     }
 
-    /// What ends the dispatches still running when the server stops without waiting
-    /// for them, recording their claims as stopped.
-    pub fn abandon(&self) -> Abandon {
-        Abandon {
-            dispatching: Arc::clone(&self.dispatching),
-            review: Arc::clone(&self.review),
-            ledger: Arc::clone(&self.ledger),
-        }
+    /// Its dispatches running now, for a stop that cannot wait for them.
+    pub fn dispatching(&self) -> Arc<Dispatching> {
+        Arc::clone(&self.dispatching)
     }
 
     #[tool(

@@ -1,8 +1,8 @@
-//! What a stopping proxy leaves for a person. Its `once` calls still claimed (the
-//! upstream ends with the proxy, so they will not be answered now) are recorded as
-//! stopped, unknown; with every call it found unknown while it ran and that nobody has
-//! settled since, they are named with the commands that settle them, where before the
-//! proxy ended without a word of them.
+//! What a stopping MCP server leaves for a person. The sends it claimed and had not
+//! ended (a proxy's `once` calls, whose upstream ends with it; a dispatch's command,
+//! stopped with its process group) are recorded as stopped, unknown; with every call
+//! it found unknown while it ran and that nobody has settled since, they are named
+//! with the commands that settle them, where before the server ended without a word.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -44,7 +44,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// How a call was left.
 pub enum How {
-    /// The upstream had not answered it at the stop, and it is recorded as stopped.
+    /// Its send had not ended at the stop, and it is recorded as stopped.
     Stopped,
     /// As `Stopped`, but the record could not be written: it reads as sending until
     /// its limit, then as unknown.

@@ -18,6 +18,7 @@ pub mod closing;
 pub mod door;
 pub mod held;
 pub mod in_flight;
+pub mod left;
 pub mod outbox;
 pub mod policy;
 pub mod proxy;

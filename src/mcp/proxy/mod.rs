@@ -9,7 +9,6 @@
 
 pub mod hold;
 pub mod lane;
-pub mod left;
 pub mod once;
 pub mod upstream;
 
@@ -77,7 +76,7 @@ pub struct ProxyServer {
     /// Its calls whose outcome the ledger could not record.
     unrecorded: Arc<crate::mcp::unrecorded::Unrecorded>,
     /// Its calls found unknown, named at its end while still unsettled.
-    unsettled: Arc<left::Unsettled>,
+    unsettled: Arc<crate::mcp::left::Unsettled>,
 }
 
 impl ProxyServer {
@@ -94,7 +93,7 @@ impl ProxyServer {
     }
 
     /// Its calls found unknown, for its end.
-    pub fn unsettled(&self) -> Arc<left::Unsettled> {
+    pub fn unsettled(&self) -> Arc<crate::mcp::left::Unsettled> {
         Arc::clone(&self.unsettled)
     }
 

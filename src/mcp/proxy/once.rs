@@ -74,7 +74,7 @@ pub struct ForwardCall {
     answer: Mutex<Option<Forwarded>>,
     unrecorded: Arc<Unrecorded>,
     /// Where a call found unknown is noted, for the proxy's end.
-    unsettled: Arc<super::left::Unsettled>,
+    unsettled: Arc<crate::mcp::left::Unsettled>,
     /// The hash of the arguments the key leaves out, with the rest ([`CallKey::whole`]).
     ///
     /// [`CallKey::whole`]: crate::mcp::call_key::CallKey::whole
@@ -119,7 +119,7 @@ impl ForwardCall {
     }
 
     /// Notes the call in `unsettled` when it ends unknown.
-    pub fn noting_unknown_in(mut self, unsettled: Arc<super::left::Unsettled>) -> ForwardCall {
+    pub fn noting_unknown_in(mut self, unsettled: Arc<crate::mcp::left::Unsettled>) -> ForwardCall {
         self.unsettled = unsettled;
         self
     }
@@ -339,7 +339,7 @@ async fn record_late(
     ledger: Arc<Ledger>,
     unknown: Entry,
     late: LateAnswer,
-    unsettled: Arc<super::left::Unsettled>,
+    unsettled: Arc<crate::mcp::left::Unsettled>,
 ) {
     // From when the unknown was recorded, so that no record says longer than a
     // claimer may listen.
