@@ -281,3 +281,52 @@ async fn a_late_answer_that_came_while_the_disk_was_full_is_recorded_once_it_is_
     );
     agent.cancel().await.unwrap();
 }
+
+/// A late answer the ledger could not take, when the proxy stops before the disk is
+/// freed, is named at its end as made, with the command that records it sent, and the
+/// proxy says so by its status (hostile round, session 42: AH2).
+#[test]
+fn a_late_answer_the_full_disk_refused_is_named_made_when_the_proxy_stops() {
+    let Some((disk, bench)) =
+        on_a_small_disk(&POLICY.replace("timeout = \"2s\"", "timeout = \"1s\""))
+    else {
+        return;
+    };
+    let err = bench.dir.path().join("proxy.err");
+    let mut raw = crate::harness::mcp::Raw::spawn(
+        &bench.proxy_args(&[]),
+        &[("FAKE_UPSTREAM_LOG", &bench.log())],
+        std::fs::File::create(&err).unwrap().into(),
+    );
+    raw.call(
+        1,
+        "append",
+        json!({"line": "late", "to": "ana@example.com", "seconds": 3.0}),
+    );
+    let past = raw
+        .next(Duration::from_secs(20))
+        .expect("told unknown at its limit");
+    assert_eq!(past["id"], 1, "{past}");
+    wait_until("the proxy says it listens", Duration::from_secs(10), || {
+        bench.entries().iter().any(|e| e.get("listening").is_some())
+    });
+    let mut pads = fill_disk(&disk.point);
+    wait_until("the upstream acts", Duration::from_secs(10), || {
+        bench.acted() == ["late"]
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    raw.signal(libc::SIGTERM);
+    assert!(raw.exited_within(Duration::from_secs(15)));
+    assert_eq!(
+        raw.child.try_wait().unwrap().and_then(|s| s.code()),
+        Some(3)
+    );
+    free_disk(&mut pads);
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        said.contains(
+            "was answered by the upstream after its limit, so it was made (provider id line-1)"
+        ) && said.contains(" sent --expect pending --expect-attempt 1"),
+        "{said}"
+    );
+}
