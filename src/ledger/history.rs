@@ -358,12 +358,30 @@ fn earlier_attempts(decisions: &[&Decision], latest: u64, timeline: &mut Timelin
     }
 }
 
+/// In the detail of a late answer's completion: when its attempt had been recorded
+/// unknown, which the completion's own write overwrites on the entry.
+pub(crate) const UNKNOWN_AT: &str = "unknownAt";
+
 /// When the attempt's error was written: the entry's `updatedAt`, unless a later write
-/// (a person's record, a late send) replaced it; then the first such write, which the
-/// error came before (`false`: not the exact time).
+/// (a person's record, a late send) replaced it; then the time a late answer's
+/// completion kept, or else the first such write, which the error came before
+/// (`false`: not the exact time).
 fn ended_at(entry: &Entry, decisions: &[&Decision]) -> (String, bool) {
-    let updated = entry.updated_at().unwrap_or(entry.claimed_at()).to_owned();
     let claimed = time::parse_date(entry.claimed_at());
+    // Only this attempt's: one claimed again since then ended on its own.
+    let kept = decisions
+        .iter()
+        .filter(|d| d.outcome == DecisionOutcome::Changed)
+        .filter_map(|d| field(&detail(d), UNKNOWN_AT))
+        .find(|at| {
+            time::parse_date(at)
+                .zip(claimed)
+                .is_some_and(|(at, c)| at >= c)
+        });
+    if let Some(at) = kept {
+        return (at, true);
+    }
+    let updated = entry.updated_at().unwrap_or(entry.claimed_at()).to_owned();
     let mut later: Vec<String> = ["resolution", "reset"]
         .iter()
         .filter_map(|r| entry.get(r).and_then(Value::as_object))

@@ -33,6 +33,7 @@ mod verified;
 pub use audit::{Audit, placed_in_time};
 pub use error::LedgerError;
 use error::PREFIX_MATCHES_SHOWN;
+use history::UNKNOWN_AT;
 pub use outcome::{
     Outcome, PROVIDER_ID_FIELDS, Receipt, SendContext, SendError, UNKNOWN_PREFIX, provider_id_field,
 };
@@ -288,6 +289,11 @@ impl Ledger {
                         detail.insert("from".into(), Status::Pending.as_str().into());
                         detail.insert("status".into(), Status::Sent.as_str().into());
                         detail.insert("late".into(), true.into());
+                        // The entry's own time of it is overwritten by this record:
+                        // kept here, the history says when the attempt was seen to end.
+                        if let Some(at) = unknown.updated_at() {
+                            detail.insert(UNKNOWN_AT.into(), at.into());
+                        }
                         let decision = completed(&sent, why.to_owned(), detail);
                         (sent.clone(), decision)
                     }

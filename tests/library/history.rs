@@ -318,6 +318,57 @@ async fn an_attempt_that_ended_is_in_the_history_before_the_decision_on_it() {
     }
 }
 
+/// AH9: a late answer overwrites the entry's `updatedAt`, the time its attempt was
+/// recorded unknown. The history still puts that end where it happened: before a
+/// person's resolve that came while the sender listened, not at the answer's time.
+#[tokio::test]
+async fn an_attempt_answered_late_ended_unknown_at_its_limit_not_at_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    // A JSON Lines ledger keeps no decisions, so no time but the entry's own.
+    for name in ["late.db"] {
+        let ledger = Ledger::with_clock(open(&dir.path().join(name)), ticking());
+        ledger
+            .once("k-late", None, |_| async {
+                Err::<String, _>(SendError::uncertain("no answer within the limit of 2s"))
+            })
+            .await
+            .unwrap();
+        let unknown = ledger.get("k-late").await.unwrap().unwrap();
+        let until = ledger.now() + 3_600_000;
+        assert!(ledger.note_listening(&unknown, until).await.unwrap());
+        // A person's "failed" while the sender listens is refused, and logged.
+        let refused = ledger
+            .resolve("k-late", Status::Failed, &by("dana", None))
+            .await;
+        assert!(refused.is_err(), "{name}: {refused:?}");
+        let made = ledger
+            .record_late(&unknown, &"line-1".to_owned(), "answered after the limit")
+            .await
+            .unwrap();
+        assert!(made.is_some(), "{name}");
+        let h = history_of(&ledger, "k-late").await;
+        assert_eq!(
+            h.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            [
+                HistoryKind::Claimed,
+                HistoryKind::Ended,
+                HistoryKind::Refused,
+                HistoryKind::Sent,
+                HistoryKind::Other,
+            ],
+            "{name}: {}",
+            lines(&h)
+        );
+        assert!(sorted_by_time(&h), "{name}: {}", lines(&h));
+        assert_eq!(Some(h[1].at.as_str()), unknown.updated_at(), "{name}");
+        assert!(
+            !h[1].text.contains("not kept"),
+            "{name}: the time is the exact one: {}",
+            h[1].text
+        );
+    }
+}
+
 /// The entry line Node's resolve() leaves: a `resolution` on the entry, no decision.
 fn node_resolved_line(key: &str) -> String {
     json!({
