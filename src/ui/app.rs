@@ -170,6 +170,10 @@ pub struct App {
     /// What this screen decided (`draft:ID`, or a key): a row that leaves its list
     /// for one of these left it by the person's own hand, and is not remarked on.
     decided_here: std::collections::HashSet<String>,
+    /// The draft and revision the status line says this screen's approval counts
+    /// toward, and when it said it: a new revision voids that approval, and the line
+    /// must not go on saying it counts (AD11).
+    approval_said: Option<(i64, i64, i64)>,
     /// Which verify command `v` runs for each channel (`--verify`, the config file).
     pub verify: VerifySetup,
     /// What `v` is doing and what it was told.
@@ -244,6 +248,7 @@ impl App {
             start_draft: None,
             start_draft_tried: false,
             decided_here: Default::default(),
+            approval_said: None,
             verify: VerifySetup::none(crate::provider::Limit::new(
                 crate::provider::DEFAULT_CHECK_TIMEOUT,
             )),

@@ -209,6 +209,46 @@ fn a_vote_short_of_the_number_is_worded_as_one() {
     );
 }
 
+/// AD11: the agent submits a new revision while the status line still says this
+/// screen's vote counts. The vote covers revision 1 only, and the line says so once
+/// the queue shows revision 2; a reload that changes nothing leaves the line alone.
+#[test]
+fn a_vote_voided_by_a_new_revision_is_said_to_no_longer_count() {
+    let mut app = app_as("dana", vec![draft(&[])]);
+    app.update(Action::Done(Outcome::Voted {
+        id: 7,
+        revision: 1,
+        so_far: "approved 1 of 2".into(),
+        missing: 1,
+    }));
+    let voted = status(&app);
+    app.update(Action::ApprovalsLoaded(Ok(vec![draft(&["dana"])])));
+    assert_eq!(
+        status(&app),
+        voted,
+        "the same revision: the vote still counts"
+    );
+    let mut revised = draft(&[]);
+    revised.revision = 2;
+    revised.version = 4;
+    revised.revisions.push(Revision {
+        revision: 2,
+        payload: r#"{"to":"ana@example.com","body":"Invoice 7 is overdue."}"#.into(),
+        payload_hash: "h2".into(),
+        facts: Default::default(),
+        submitted_at: ago(MIN),
+        submitted_by: Some("billing-agent".into()),
+    });
+    app.update(Action::ApprovalsLoaded(Ok(vec![revised.clone()])));
+    assert_eq!(
+        status(&app),
+        "Draft 7 has a new revision 2 by billing-agent: your approval of revision 1 no longer counts, and it needs approval again."
+    );
+    // Said once: the next reload does not say it again over what came since.
+    app.update(Action::ApprovalsLoaded(Ok(vec![revised])));
+    assert!(status(&app).starts_with("Draft 7 has a new revision 2"));
+}
+
 /// Finding T3: the confirmation names the limit the approval gets when an earlier
 /// vote's runs out first, and a partial vote says how long it holds.
 #[test]

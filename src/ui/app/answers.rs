@@ -91,8 +91,44 @@ impl App {
                 None => {}
             }
         }
+        self.approval_voided();
         self.prune_marks();
         self.after_load()
+    }
+
+    /// When the status line still says that this screen's approval of a draft's
+    /// revision counts, and the draft has a newer revision now, says that it no
+    /// longer does: a vote or an approval covers the revision it was given for only.
+    fn approval_voided(&mut self) {
+        let Some((id, revision, said_at)) = self.approval_said else {
+            return;
+        };
+        if self.status.as_ref().is_none_or(|s| s.at != said_at) {
+            self.approval_said = None;
+            return;
+        }
+        let Loaded::Ready(drafts) = &self.approvals else {
+            return;
+        };
+        let Some(draft) = drafts.iter().find(|d| d.id == id) else {
+            return;
+        };
+        if draft.revision == revision {
+            return;
+        }
+        let by = draft
+            .revisions
+            .iter()
+            .find(|r| r.revision == draft.revision)
+            .and_then(|r| r.submitted_by.as_deref())
+            .map(|by| format!(" by {}", crate::text::visible_inline(by)))
+            .unwrap_or_default();
+        let text = format!(
+            "Draft {id} has a new revision {}{by}: your approval of revision {revision} no longer counts, and it needs approval again.",
+            draft.revision
+        );
+        self.approval_said = None;
+        self.say(&text, false);
     }
 
     /// Says that the row the person had selected in `view` (`subject`, named `name`)
@@ -275,6 +311,12 @@ impl App {
             Outcome::EditNotSaved { kept: None, .. } => self.say_until_next(&text),
             _ => self.say(&text, ok),
         }
+        self.approval_said = match &outcome {
+            Outcome::Voted { id, revision, .. } | Outcome::Approved { id, revision, .. } => {
+                Some((*id, *revision, self.now))
+            }
+            _ => None,
+        };
         match outcome {
             Outcome::Paged(_) | Outcome::Copied { .. } => Vec::new(),
             _ => self.reload(),
