@@ -174,6 +174,9 @@ pub struct App {
     /// toward, and when it said it: a new revision voids that approval, and the line
     /// must not go on saying it counts (AD11).
     approval_said: Option<(i64, i64, i64)>,
+    /// Whether each draft's payload holds characters shown as marks, by draft id and
+    /// version: every frame's rows ask, and a payload of megabytes takes a parse.
+    suspicious: std::cell::RefCell<std::collections::HashMap<(i64, i64), bool>>,
     /// Which verify command `v` runs for each channel (`--verify`, the config file).
     pub verify: VerifySetup,
     /// What `v` is doing and what it was told.
@@ -249,6 +252,7 @@ impl App {
             start_draft_tried: false,
             decided_here: Default::default(),
             approval_said: None,
+            suspicious: Default::default(),
             verify: VerifySetup::none(crate::provider::Limit::new(
                 crate::provider::DEFAULT_CHECK_TIMEOUT,
             )),
@@ -481,6 +485,20 @@ impl App {
             offset: self.ledger_offset,
             limit: LEDGER_PAGE,
         }
+    }
+
+    /// Whether `draft`'s payload holds control, escape, bidi or invisible characters
+    /// (shown as marks), worked out once for each version of it.
+    pub fn draft_suspicious(&self, draft: &Draft) -> bool {
+        let mut known = self.suspicious.borrow_mut();
+        if let Some(&known) = known.get(&(draft.id, draft.version)) {
+            return known;
+        }
+        // A new version of a draft replaces what its older ones said.
+        known.retain(|(id, _), _| *id != draft.id);
+        let suspicious = draft.suspicious();
+        known.insert((draft.id, draft.version), suspicious);
+        suspicious
     }
 
     /// The drafts the Approvals view lists, after its filter and sort.

@@ -407,6 +407,49 @@ fn approvals_suspicious_payload_is_marked() {
     assert!(text.contains("<U+200B>"), "{text}");
 }
 
+/// AC9: a payload of megabytes was laid out and diffed in the pane every frame, which
+/// held the screen at full CPU. The pane shows how long it is and its start as
+/// written (hostile text still made visible); the pager has it all.
+#[test]
+fn a_payload_too_long_for_the_pane_shows_its_start_and_its_length() {
+    let body = |first: &str| {
+        let mut text = format!("\u{202E}\u{1b}[31m{first}\n");
+        for n in 0..40_000 {
+            text.push_str(&format!("line {n} of a long letter\n"));
+        }
+        text
+    };
+    let mut d = base_draft(
+        40,
+        "sha256:long",
+        20 * MIN,
+        json!({"channel": "email", "to": "lee@example.com", "intent": "long-letter"}),
+    );
+    d.revisions = vec![
+        revision(1, 20 * MIN, json!({"body": body("Dear Lee,")}), json!({})),
+        revision(
+            2,
+            10 * MIN,
+            json!({"body": body("Dear Lee Wu,")}),
+            json!({}),
+        ),
+    ];
+    d.revision = 2;
+    let long = d.revisions[1].payload.len();
+    assert!(long > 1_000_000, "{long}");
+    let mut app = loaded_app(vec![d], Vec::new(), Vec::new());
+    let text = snap("approvals_payload_too_long_100x30", &mut app, 100, 30);
+    assert!(
+        text.contains(&format!(
+            "Payload: {} KiB, more than this pane shows",
+            long.div_ceil(1024)
+        )),
+        "{text}"
+    );
+    assert!(text.contains("<U+202E>"), "{text}");
+    assert!(!text.contains('\u{202E}'), "{text}");
+}
+
 #[test]
 fn approvals_filtered_list_names_its_filter() {
     let mut app = full_app();

@@ -21,7 +21,8 @@ use crate::ui::theme::Theme;
 
 /// Badges a draft carries: words in brackets, each styled by what it asks of the
 /// reviewer.
-fn badges<'a>(draft: &Draft, now: i64, theme: &Theme) -> Vec<Span<'a>> {
+fn badges<'a>(app: &App, draft: &Draft, theme: &Theme) -> Vec<Span<'a>> {
+    let now = app.now;
     let mut out = Vec::new();
     if draft.sent_elsewhere() {
         out.push(badge("sent elsewhere", theme.badge_warn()));
@@ -49,7 +50,7 @@ fn badges<'a>(draft: &Draft, now: i64, theme: &Theme) -> Vec<Span<'a>> {
         DriftStatus::CouldNotCheck => out.push(badge("unchecked", theme.badge_warn())),
         _ => {}
     }
-    if draft.suspicious() {
+    if app.draft_suspicious(draft) {
         out.push(badge("!", theme.badge_alert()));
     }
     out
@@ -90,7 +91,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, panes: Opti
             Span::raw(format!("{:>4} ", d.id)),
             Span::styled(format!("{:>7} ", age(app.now, &d.created_at)), theme.dim()),
         ];
-        spans.extend(badges(d, app.now, theme));
+        spans.extend(badges(app, d, theme));
         spans.push(Span::raw(format!(" {}", safe(&what(d)))));
         Row {
             line: Line::from(spans),
@@ -205,7 +206,7 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
             .join(" · ");
         lines.push(Line::from(safe(&text)));
     }
-    if draft.suspicious() {
+    if app.draft_suspicious(draft) {
         lines.push(Line::from(Span::styled(
             "! The payload holds control, escape, bidi or invisible characters, shown as marks.",
             theme.error(),
@@ -284,6 +285,13 @@ fn payload_lines<'a>(
         return;
     };
     let base = app.diff_base_of(draft).and_then(|b| draft.revision_of(b));
+    let longest = base
+        .map_or(0, |b| b.payload.len())
+        .max(current.payload.len());
+    if longest > PANE_PAYLOAD_BYTES {
+        payload_start(lines, theme, &current.payload, base.is_some(), width);
+        return;
+    }
     let Some(base) = base else {
         lines.push(Line::from(Span::styled("Payload", theme.title())));
         for text in render::reviewer_lines(&current.payload) {
@@ -341,6 +349,46 @@ fn payload_lines<'a>(
             lines.push(Line::from(spans));
         }
     }
+}
+
+/// The most of a payload the detail pane lays out. The pane is drawn anew every frame,
+/// and a payload of megabytes (nothing stops an agent submitting one) laid out, and
+/// diffed, each time held the screen at full CPU (AC9). The pager (`o`) shows it all.
+const PANE_PAYLOAD_BYTES: usize = 64 * 1024;
+
+/// A payload too long for the pane: how long it is, and its start as it was written.
+fn payload_start(
+    lines: &mut Vec<Line<'_>>,
+    theme: &Theme,
+    payload: &str,
+    diffed: bool,
+    width: usize,
+) {
+    let diff = if diffed { ", and the diff," } else { "" };
+    lines.push(Line::from(Span::styled(
+        format!(
+            "Payload: {} KiB, more than this pane shows: its first {} KiB as written (o opens all of it{diff} in the pager)",
+            payload.len().div_ceil(1024),
+            PANE_PAYLOAD_BYTES / 1024
+        ),
+        theme.title(),
+    )));
+    let mut end = PANE_PAYLOAD_BYTES.min(payload.len());
+    while !payload.is_char_boundary(end) {
+        end -= 1;
+    }
+    for text in payload[..end].split('\n') {
+        for piece in wrap_gutter(&format!("  {}", safe(text)), width) {
+            lines.push(Line::from(piece));
+        }
+    }
+    lines.push(Line::from(Span::styled(
+        format!(
+            "  … {} KiB more: o opens the pager",
+            (payload.len() - end).div_ceil(1024)
+        ),
+        theme.dim(),
+    )));
 }
 
 /// A diff line's runs cut into rows of `room` columns at word boundaries. Every row
