@@ -301,6 +301,17 @@ pub struct Link {
     pub hash: String,
 }
 
+/// The longest note or reason a person's decision takes, in UTF-8 bytes. Every screen
+/// that lists decisions draws their notes; a note of megabytes (an agent's text pasted
+/// in, a file by mistake) would hold them, and says nothing a reviewer reads.
+pub const MAX_NOTE_BYTES: usize = 4096;
+
+/// Why `note` is refused for a decision: its length in bytes, when over
+/// [`MAX_NOTE_BYTES`].
+pub fn note_too_long(note: Option<&str>) -> Option<usize> {
+    note.map(str::len).filter(|&bytes| bytes > MAX_NOTE_BYTES)
+}
+
 /// One record in the decision log: who asked for what, about which key or draft, and
 /// what came of it. Also written by the ledger itself for what no person decided (a
 /// late send, a check's confirmation, a takeover), with `by` naming the check.

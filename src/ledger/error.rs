@@ -16,6 +16,9 @@ pub enum LedgerError {
     /// The key was empty.
     #[error("a key must be a non-empty string")]
     EmptyKey,
+    /// A note longer than [`super::decision::MAX_NOTE_BYTES`] (its length in bytes).
+    #[error("a note is at most {most} bytes (this one is {0}); nothing was changed", most = super::decision::MAX_NOTE_BYTES)]
+    NoteTooLong(usize),
     /// The key is refused for a new claim (see [`super::key::check_key`]).
     #[error(transparent)]
     BadKey(#[from] super::key::BadKey),

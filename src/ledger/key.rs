@@ -177,6 +177,12 @@ pub enum FieldProblem {
         "U+{1:04X} at character {0} is a digit of another script; a phone number is written with the digits 0-9, or it is another key for the same phone"
     )]
     PhoneDigit(usize, u32),
+    /// Longer than [`MAX_FIELD_BYTES`] (its length in bytes).
+    #[error(
+        "{0} bytes long; a field a key is made of is at most {most} bytes (a recipient, a channel's name, an intent's words: what a reviewer reads)",
+        most = MAX_FIELD_BYTES
+    )]
+    TooLong(usize),
     /// A phone number without `+` and its country code.
     #[error(
         "a phone number without + and its country code; written with them (+1 555 …) it would be another key for the same send, so give it in E.164, +<country code><number>"
@@ -207,10 +213,18 @@ pub fn check_key_fields(
     }
 }
 
+/// The longest field a new key is derived from, in UTF-8 bytes: room for any URL a
+/// webhook takes. Every screen draws these fields; the Node library sets no limit,
+/// and a key it made of a longer one is still read, shown and settled.
+pub const MAX_FIELD_BYTES: usize = 2048;
+
 /// One field a key is derived from (`channel`, `to`, `intent` or `window`), checked
 /// as [`check_key_fields`] checks it.
 pub fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyField> {
     let refuse = |problem| Err(BadKeyField { field, problem });
+    if value.len() > MAX_FIELD_BYTES {
+        return refuse(FieldProblem::TooLong(value.len()));
+    }
     let leading = value.chars().take_while(|&c| is_js_whitespace(c)).count();
     let trimmed = js_trim(value);
     // Positions are counted in characters from 1, in the value as given.

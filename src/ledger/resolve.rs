@@ -368,6 +368,9 @@ impl Ledger {
         judge: impl Fn(&Entry, &mut Map<String, Value>) -> Judged,
         change: impl Fn(&Entry, &str) -> Entry,
     ) -> Result<Resolved, LedgerError> {
+        if let Some(bytes) = super::decision::note_too_long(details.note.as_deref()) {
+            return Err(LedgerError::NoteTooLong(bytes));
+        }
         for _ in 0..MAX_ROUNDS {
             let Some(current) = self.store.get(key).await? else {
                 return Err(LedgerError::NotFound(key.to_owned()));

@@ -185,6 +185,10 @@ pub enum ReviewError {
         /// What is wrong with it.
         why: &'static str,
     },
+    /// A note or a reason longer than [`crate::ledger::decision::MAX_NOTE_BYTES`]:
+    /// which it is, and its length in bytes.
+    #[error("a {0} is at most {most} bytes (this one is {1}); nothing was changed", most = crate::ledger::decision::MAX_NOTE_BYTES)]
+    TooLong(&'static str, usize),
     /// The same person approved this revision already: one person counts once.
     #[error(
         "{by} already approved revision {revision} of draft {id} (at {at}); one person counts once, so {others} ({so_far} so far)"
@@ -253,6 +257,14 @@ pub(super) fn check_name(by: Option<&str>) -> Result<(), ReviewError> {
             name: name.to_owned(),
             why,
         }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a note or a reason (`what`) too long to record, before anything is read.
+pub(super) fn check_note(what: &'static str, note: Option<&str>) -> Result<(), ReviewError> {
+    match crate::ledger::decision::note_too_long(note) {
+        Some(bytes) => Err(ReviewError::TooLong(what, bytes)),
         None => Ok(()),
     }
 }

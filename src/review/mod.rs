@@ -512,6 +512,11 @@ impl Review {
         seen_version: Option<i64>,
     ) -> Result<Draft, ReviewError> {
         check_name(by.as_deref())?;
+        // A rejection's reason is its note too: it is named as what was given.
+        if let Verdict::Reject { reason } = &verdict {
+            check_note("reason", Some(reason))?;
+        }
+        check_note("note", note.as_deref())?;
         // An approval is judged against every revision's author, not only the current's.
         let approving = matches!(verdict, Verdict::Approve { .. });
         let load = async |id| {
@@ -648,6 +653,7 @@ impl Review {
     /// input and changes nothing.
     pub async fn edit(&self, edit: Edit) -> Result<Edited, ReviewError> {
         check_name(edit.by.as_deref())?;
+        check_note("note", edit.note.as_deref())?;
         let Edit {
             id,
             payload,
@@ -972,5 +978,5 @@ impl EditLog {
 
 #[cfg(test)]
 mod tests;
-use error::{check_name, what_changed};
+use error::{check_name, check_note, what_changed};
 use judge::{channel_of, lost_race};

@@ -161,6 +161,59 @@ fn an_empty_or_blank_by_is_refused_by_every_command_that_takes_it() {
     }
 }
 
+/// AC10: a note or a reason of megabytes, or a key's field longer than any URL, was
+/// recorded as given and drawn by every screen that lists it. Each is refused by
+/// length, naming it, and nothing is written.
+#[test]
+fn a_note_reason_or_key_field_past_its_length_is_refused_and_nothing_changes() {
+    let dir = seeded();
+    let d = dir.path();
+    let long_note = "n".repeat(4097);
+    let long_field = "i".repeat(2049);
+    for args in [
+        vec!["resolve", "L.db", KEY, "sent", "--note", &long_note],
+        vec!["resolve", "L.jsonl", KEY, "failed", "--note", &long_note],
+        vec!["reset", "L.db", KEY, "--note", &long_note],
+        vec!["draft", "withdraw", "L.db", "1", "--note", &long_note],
+        vec!["approve", "L.db", "1", "--note", &long_note],
+    ] {
+        refused(
+            d,
+            &args,
+            &["a note is at most 4096 bytes (this one is 4097)"],
+        );
+    }
+    refused(
+        d,
+        &["reject", "L.db", "1", "--reason", &long_note],
+        &["a reason is at most 4096 bytes (this one is 4097)"],
+    );
+    for field in ["--channel", "--to", "--intent"] {
+        let mut args = vec![
+            "draft",
+            "submit",
+            "L.db",
+            "--channel",
+            "email",
+            "--to",
+            "ana@example.com",
+            "--intent",
+            "renewal",
+            "--payload",
+            "p.json",
+        ];
+        let at = args.iter().position(|a| a == &field).unwrap();
+        args[at + 1] = &long_field;
+        refused(d, &args, &[field, "2049 bytes long", "at most 2048 bytes"]);
+    }
+    // At the limit, each is taken.
+    let o = run_in(
+        d,
+        &["resolve", "L.db", KEY, "sent", "--note", &"n".repeat(4096)],
+    );
+    expect_exit(&o, 0, "a note of 4096 bytes");
+}
+
 #[test]
 fn negative_durations_and_limits_get_send_onces_own_message() {
     let dir = seeded();
