@@ -346,6 +346,8 @@ timeout = "1s"
 [tools.append_with_progress]
 mode = "once"
 timeout = "60s"
+[tools.refuse]
+mode = "once"
 "#,
     ) else {
         return;
@@ -357,6 +359,10 @@ timeout = "60s"
         .next(Duration::from_secs(20))
         .expect("told unknown at its limit");
     assert_eq!(past["id"], 1, "{past}");
+    // An `isError` answer is unknown, and nothing listens for more of it.
+    raw.call(3, "refuse", json!({"line": "refused"}));
+    let refused = raw.next(Duration::from_secs(20)).expect("answered");
+    assert_eq!(refused["id"], 3, "{refused}");
     raw.call(
         2,
         "append_with_progress",
@@ -383,7 +389,12 @@ timeout = "60s"
         "{said}{}",
         String::from_utf8_lossy(&audit.stdout)
     );
-    assert_eq!(said.matches("send-once resolve").count(), 4, "{said}");
+    assert!(
+        said.contains("fake/refuse (key ")
+            && said.contains("is unknown, and nobody has settled it yet"),
+        "{said}"
+    );
+    assert_eq!(said.matches("send-once resolve").count(), 6, "{said}");
     let listed: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
     let errors: Vec<&str> = listed["unknown"]
         .as_array()
@@ -391,7 +402,7 @@ timeout = "60s"
         .iter()
         .filter_map(|e| e["error"].as_str())
         .collect();
-    assert_eq!(errors.len(), 2, "{listed}");
+    assert_eq!(errors.len(), 3, "{listed}");
     assert!(
         errors
             .iter()
