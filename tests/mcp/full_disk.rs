@@ -330,3 +330,48 @@ fn a_late_answer_the_full_disk_refused_is_named_made_when_the_proxy_stops() {
         "{said}"
     );
 }
+
+/// A call still out when the proxy is stopped, on a disk that filled meanwhile: its
+/// stop cannot be recorded, so the proxy says the entry reads as sending until its
+/// limit and then as unknown, with the commands that settle it, and exits 3.
+#[test]
+fn a_stopped_call_the_full_disk_cannot_record_is_named_as_still_reading_sending() {
+    let Some((disk, bench)) =
+        on_a_small_disk(&POLICY.replace("timeout = \"2s\"", "timeout = \"60s\""))
+    else {
+        return;
+    };
+    let err = bench.dir.path().join("proxy.err");
+    let mut raw = crate::harness::mcp::Raw::spawn(
+        &bench.proxy_args(&[]),
+        &[("FAKE_UPSTREAM_LOG", &bench.log())],
+        std::fs::File::create(&err).unwrap().into(),
+    );
+    raw.call(
+        1,
+        "append",
+        json!({"line": "open", "to": "ana@example.com", "seconds": 30.0}),
+    );
+    wait_until("the call is claimed", Duration::from_secs(10), || {
+        bench.entries().len() == 1
+    });
+    let mut pads = fill_disk(&disk.point);
+    raw.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(500));
+    raw.signal(libc::SIGTERM);
+    assert!(raw.exited_within(Duration::from_secs(15)));
+    assert_eq!(
+        raw.child.try_wait().unwrap().and_then(|s| s.code()),
+        Some(3)
+    );
+    free_disk(&mut pads);
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        said.contains("could not be recorded as unknown: it reads as sending until its limit")
+            && said.contains("send-once resolve"),
+        "{said}"
+    );
+    let left = bench.entries();
+    assert_eq!(left[0]["status"], "pending", "{left:?}");
+    assert!(left[0].get("error").is_none(), "{left:?}");
+}
