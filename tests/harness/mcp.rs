@@ -255,13 +255,22 @@ impl Raw {
         drop(self.child.stdin.take());
     }
 
-    /// Whether the server exited within `limit`.
     /// Sends the server `signal` (SIGTERM, SIGINT), as an operator's shell does.
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill(2) of one process; it touches no memory of ours.
         unsafe { libc::kill(self.child.id() as i32, signal) };
     }
 
+    /// The server's exit status once it exits within `limit`; None when it does not,
+    /// or a signal ended it.
+    pub fn exit_code_within(&mut self, limit: std::time::Duration) -> Option<i32> {
+        if !self.exited_within(limit) {
+            return None;
+        }
+        self.child.try_wait().unwrap().and_then(|s| s.code())
+    }
+
+    /// Whether the server exited within `limit`.
     pub fn exited_within(&mut self, limit: std::time::Duration) -> bool {
         let began = std::time::Instant::now();
         while began.elapsed() < limit {

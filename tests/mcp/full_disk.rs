@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::agent::{approve_as_dana, invoice};
 use super::proxy::{Bench, HOLD, POLICY};
-use crate::harness::mcp::{call, ok, refused, text};
+use crate::harness::mcp::{Raw, call, ok, refused, text};
 use crate::harness::{Tmpfs, expect_exit, fill_disk, free_disk, settle_as_failed, wait_until};
 
 /// A tmpfs of 1 MiB, and a bench on `policy` whose ledger is on it; None (skipped,
@@ -293,11 +293,7 @@ fn a_late_answer_the_full_disk_refused_is_named_made_when_the_proxy_stops() {
         return;
     };
     let err = bench.dir.path().join("proxy.err");
-    let mut raw = crate::harness::mcp::Raw::spawn(
-        &bench.proxy_args(&[]),
-        &[("FAKE_UPSTREAM_LOG", &bench.log())],
-        std::fs::File::create(&err).unwrap().into(),
-    );
+    let mut raw = Raw::start_with(&bench, &[], std::fs::File::create(&err).unwrap().into());
     raw.call(
         1,
         "append",
@@ -316,11 +312,7 @@ fn a_late_answer_the_full_disk_refused_is_named_made_when_the_proxy_stops() {
     });
     std::thread::sleep(Duration::from_secs(1));
     raw.signal(libc::SIGTERM);
-    assert!(raw.exited_within(Duration::from_secs(15)));
-    assert_eq!(
-        raw.child.try_wait().unwrap().and_then(|s| s.code()),
-        Some(3)
-    );
+    assert_eq!(raw.exit_code_within(Duration::from_secs(15)), Some(3));
     free_disk(&mut pads);
     let said = std::fs::read_to_string(&err).unwrap();
     assert!(
@@ -342,11 +334,7 @@ fn a_stopped_call_the_full_disk_cannot_record_is_named_as_still_reading_sending(
         return;
     };
     let err = bench.dir.path().join("proxy.err");
-    let mut raw = crate::harness::mcp::Raw::spawn(
-        &bench.proxy_args(&[]),
-        &[("FAKE_UPSTREAM_LOG", &bench.log())],
-        std::fs::File::create(&err).unwrap().into(),
-    );
+    let mut raw = Raw::start_with(&bench, &[], std::fs::File::create(&err).unwrap().into());
     raw.call(
         1,
         "append",
@@ -359,11 +347,7 @@ fn a_stopped_call_the_full_disk_cannot_record_is_named_as_still_reading_sending(
     raw.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
     raw.signal(libc::SIGTERM);
-    assert!(raw.exited_within(Duration::from_secs(15)));
-    assert_eq!(
-        raw.child.try_wait().unwrap().and_then(|s| s.code()),
-        Some(3)
-    );
+    assert_eq!(raw.exit_code_within(Duration::from_secs(15)), Some(3));
     free_disk(&mut pads);
     let said = std::fs::read_to_string(&err).unwrap();
     assert!(

@@ -93,7 +93,7 @@ impl Raw {
     }
 
     /// As [`Raw::start`], the proxy's stderr going to `stderr`.
-    fn start_with(bench: &Bench, extra: &[&str], stderr: std::process::Stdio) -> Raw {
+    pub(crate) fn start_with(bench: &Bench, extra: &[&str], stderr: std::process::Stdio) -> Raw {
         Raw::start_as(bench, bench.proxy_args(extra), stderr)
     }
 
@@ -372,11 +372,7 @@ mode = "once"
     raw.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
     raw.signal(libc::SIGTERM);
-    assert!(raw.exited_within(Duration::from_secs(15)));
-    assert_eq!(
-        raw.child.try_wait().unwrap().and_then(|s| s.code()),
-        Some(3)
-    );
+    assert_eq!(raw.exit_code_within(Duration::from_secs(15)), Some(3));
     let said = std::fs::read_to_string(&stderr).unwrap();
     assert!(said.contains("fake/append (key "), "{said}");
     assert!(
