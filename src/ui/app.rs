@@ -167,6 +167,10 @@ pub struct App {
     /// no draft has is searched for once, as any text.
     start_draft: Option<(i64, Option<View>)>,
     start_draft_tried: bool,
+    /// The text a start searched the ledger for, until its page loads: the send whose
+    /// key it is (or the one key it begins) is selected then, not merely the first
+    /// row that holds it somewhere.
+    ledger_focus: Option<String>,
     /// What this screen decided (`draft:ID`, or a key): a row that leaves its list
     /// for one of these left it by the person's own hand, and is not remarked on.
     decided_here: std::collections::HashSet<String>,
@@ -250,6 +254,7 @@ impl App {
             start: Start::default(),
             start_draft: None,
             start_draft_tried: false,
+            ledger_focus: None,
             decided_here: Default::default(),
             approval_said: None,
             suspicious: Default::default(),
@@ -783,6 +788,7 @@ impl App {
                         true,
                     );
                     self.view = View::Ledger;
+                    self.ledger_focus = Some(focus.clone());
                     self.state_mut(View::Ledger).filter = focus;
                     self.state_mut(View::Ledger).selected = 0;
                     self.ledger_offset = 0;

@@ -2401,6 +2401,48 @@ fn a_key_that_is_nowhere_listed_says_the_ledger_is_searched() {
     assert!(status_text(&app).starts_with("ffff is not in the queue or the unknown sends"));
 }
 
+/// A start searched the ledger for its text selects the send whose key it is, or the
+/// one key it begins, not the first row that holds it (a key, a recipient or an error
+/// may hold a digit or a word); when none is, it says the first of several is selected.
+#[test]
+fn a_key_searched_in_the_ledger_selects_its_own_send() {
+    let searched = |focus: &str, keys: &[&str]| {
+        let mut app = empty_app(None).with_start(Start {
+            view: None,
+            focus: Some(focus.into()),
+        });
+        app.update(Action::ApprovalsLoaded(Ok(drafts())));
+        app.update(Action::UnknownLoaded(Ok(unknown())));
+        let page = keys
+            .iter()
+            .map(|key| {
+                Entry::from_value(json!({
+                    "key": key, "status": "sent", "attempts": 1,
+                    "claimedAt": ago(MIN), "updatedAt": ago(MIN), "meta": null,
+                }))
+                .unwrap()
+            })
+            .collect();
+        let query = app.ledger_query();
+        app.update(Action::LedgerLoaded {
+            query,
+            result: Ok(page),
+        });
+        let selected = app.selected_entry().map(|e| e.key().to_owned());
+        (selected, status_text(&app))
+    };
+    let (selected, _) = searched("order-9", &["reorder-9-b", "order-9", "order-90"]);
+    assert_eq!(selected.as_deref(), Some("order-9"));
+    let (selected, _) = searched("order-8", &["reorder-8", "order-81"]);
+    assert_eq!(selected.as_deref(), Some("order-81"));
+    let (selected, said) = searched("charge", &["order-17:charge", "order-27:charge"]);
+    assert_eq!(selected.as_deref(), Some("order-17:charge"));
+    assert_eq!(
+        said,
+        "2 sends in the ledger hold charge, none as its key: the first is selected."
+    );
+}
+
 /// A draft asked for by its id that has left the queue (dispatched) opens on its send,
 /// found by its key: never on whichever key holds its digit (operator's shift, session
 /// 42: `--key 7` selected another recipient's send). An id no draft has is searched for

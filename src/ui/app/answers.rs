@@ -2,7 +2,7 @@
 //! row), the clock's tick, a ledger back, and an effect done (its words on the status
 //! line, and a reload).
 
-use super::{App, CHAIN_RECHECK_MS, KeptEdit, Overlay, STATUS_FADE_MS, entry_who};
+use super::{App, CHAIN_RECHECK_MS, KeptEdit, LEDGER_PAGE, Overlay, STATUS_FADE_MS, entry_who};
 use crate::ledger::decision::Decision;
 use crate::ledger::{Census, Entry, PageQuery, UnreadableRow};
 use crate::review::Draft;
@@ -202,7 +202,43 @@ impl App {
         {
             self.state_mut(View::Ledger).selected = i;
         }
+        if let Some(focus) = self.ledger_focus.take() {
+            self.select_focus(&focus);
+        }
         self.after_load()
+    }
+
+    /// Selects, in a ledger page searched for `focus` at start, the send whose key it
+    /// is, or the one key it begins; when neither, says that the first of several
+    /// sends that hold it is selected (a digit or a word may be in many).
+    fn select_focus(&mut self, focus: &str) {
+        let page = self.visible_ledger();
+        let exact = page.iter().position(|e| e.key() == focus);
+        let prefix = || {
+            let mut starting = page
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.key().starts_with(focus));
+            match (starting.next(), starting.next()) {
+                (Some((i, _)), None) => Some(i),
+                _ => None,
+            }
+        };
+        let count = page.len();
+        match exact.or_else(prefix) {
+            Some(i) => self.state_mut(View::Ledger).selected = i,
+            None if count > 1 => {
+                let more = if count >= LEDGER_PAGE { " or more" } else { "" };
+                self.say(
+                    &format!(
+                        "{count}{more} sends in the ledger hold {}, none as its key: the first is selected.",
+                        crate::text::visible_inline(focus)
+                    ),
+                    true,
+                );
+            }
+            None => {}
+        }
     }
 
     pub(super) fn decisions_loaded(
