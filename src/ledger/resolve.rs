@@ -131,6 +131,15 @@ impl Seen {
                 .is_none_or(|at| at == current.claimed_at())
             && self.attempts.is_none_or(|n| n == current.attempts())
     }
+
+    /// Whether `current` is the attempt that was seen, as far as it was seen (a status
+    /// alone names no attempt).
+    pub(super) fn same_attempt(&self, current: &Entry) -> bool {
+        self.claimed_at
+            .as_deref()
+            .is_none_or(|at| at == current.claimed_at())
+            && self.attempts.is_none_or(|n| n == current.attempts())
+    }
 }
 
 /// Who last changed an entry, as far as the entry says: a person's resolution or
@@ -391,10 +400,18 @@ impl Ledger {
             } else {
                 None
             };
+            // Settling to the status the entry has is quiet, so that a script run again
+            // stays so; but not for a later attempt than the one seen: that one's fate
+            // is another send's, and the person's finding about theirs would be lost
+            // in "nothing changed" (AJ1: attempt 1 seen in the provider's log, attempt
+            // 2 sent since: the recipient got it twice).
             let judged = match &details.seen {
-                Some(seen) if !seen.matches(&current) && !judge_unchanged(&judge, &current) => {
+                Some(seen)
+                    if !seen.matches(&current)
+                        && (!seen.same_attempt(&current) || !judge_unchanged(&judge, &current)) =>
+                {
                     detail.insert("seen".into(), describe_seen(seen).into());
-                    changed_since_seen(key, seen, &current, decided.clone())
+                    changed_since_seen(key, seen, &current, decided.clone(), asked)
                 }
                 _ => judge(&current, &mut detail),
             };
@@ -496,7 +513,25 @@ fn settle_detail(current: &Entry, asked: Option<Status>) -> Map<String, Value> {
 }
 
 /// A decision refused because the entry is not what the person was shown.
-fn changed_since_seen(key: &str, seen: &Seen, current: &Entry, decided: Option<String>) -> Judged {
+fn changed_since_seen(
+    key: &str,
+    seen: &Seen,
+    current: &Entry,
+    decided: Option<String>,
+    asked: Option<Status>,
+) -> Judged {
+    let mut change = change_since(seen, current, decided);
+    // The person found an earlier attempt made, and a later one is sent too: what they
+    // found is a second send, which "look again" alone would hide.
+    if asked == Some(Status::Sent)
+        && current.status() == Status::Sent
+        && let Some(seen_attempt) = seen.attempts.filter(|&n| n < current.attempts())
+    {
+        change.push_str(&format!(
+            ". If attempt {seen_attempt} went out as you found, this send was made twice: attempt {} went out too (your note is kept with this refusal in the decision log)",
+            current.attempts()
+        ));
+    }
     Judged::Refused {
         reason: "changed since it was shown",
         error: LedgerError::ChangedSinceSeen {
@@ -507,7 +542,7 @@ fn changed_since_seen(key: &str, seen: &Seen, current: &Entry, decided: Option<S
                 claimed_at: None,
                 ..Seen::entry(current)
             }),
-            change: crate::text::visible_inline(&change_since(seen, current, decided)).into_owned(),
+            change: crate::text::visible_inline(&change).into_owned(),
         },
     }
 }

@@ -669,6 +669,87 @@ fn a_decision_about_one_attempt_never_lands_on_the_next() {
     );
 }
 
+/// AJ1: attempt 1 ends unknown, a colleague resets it, attempt 2 is sent; then the
+/// operator pastes `run`'s `resolve … sent` for attempt 1, found in the provider's log.
+/// The entry is sent already, but by another attempt: that is refused, naming the
+/// reset, and said to be a send made twice, not "already sent, nothing changed". The
+/// same command about the attempt that is sent stays quiet, so a rerun does.
+#[test]
+fn a_sent_about_an_earlier_attempt_of_a_sent_entry_is_refused_as_a_second_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(dir.path(), "aj1.db");
+    let l = p(&ledger);
+    let send = |script: &str| output(&["run", l, "--key", "renewal-jo", "--", "sh", "-c", script]);
+    expect_exit(&send("exit 9"), 3, "attempt 1 is unknown");
+    let first = entry_of(&ledger, "renewal-jo").unwrap();
+    let claimed = first["claimedAt"].as_str().unwrap().to_owned();
+    expect_exit(
+        &output(&[
+            "reset",
+            l,
+            "renewal-jo",
+            "--by",
+            "erin",
+            "--note",
+            "not in the log",
+        ]),
+        0,
+        "erin resets attempt 1",
+    );
+    expect_exit(&send("echo '{\"id\":\"jo-2\"}'"), 0, "attempt 2 goes out");
+    let resolve = |attempt: &str, at: &str| {
+        output(&[
+            "resolve",
+            l,
+            "renewal-jo",
+            "sent",
+            "--by",
+            "dana",
+            "--note",
+            "seen in the provider's log",
+            "--expect",
+            "pending",
+            "--expect-attempt",
+            attempt,
+            "--expect-claimed-at",
+            at,
+        ])
+    };
+    let late = resolve("1", &claimed);
+    expect_exit(&late, 1, "dana's sent about attempt 1");
+    let said = stderr(&late);
+    assert!(
+        said.contains("after erin's reset at")
+            && said.contains("this send was made twice: attempt 2 went out too"),
+        "{said}"
+    );
+    let decisions = stdout(&output(&["decisions", l]));
+    assert!(
+        decisions.contains("resolve by dana: refused")
+            && decisions.contains("seen in the provider's log"),
+        "{decisions}"
+    );
+    // About the attempt that is sent, settling it sent again changes nothing, quietly.
+    let second = entry_of(&ledger, "renewal-jo").unwrap();
+    let rerun = output(&[
+        "resolve",
+        l,
+        "renewal-jo",
+        "sent",
+        "--expect",
+        "pending",
+        "--expect-attempt",
+        "2",
+    ]);
+    expect_exit(&rerun, 0, "a rerun about attempt 2");
+    assert!(
+        stdout(&rerun).contains("was already sent"),
+        "{}",
+        stdout(&rerun)
+    );
+    assert_eq!(second["attempts"], 2);
+}
+
 #[test]
 fn resolve_expect_refuses_when_someone_decided_first() {
     let dir = tempfile::tempdir().unwrap();
