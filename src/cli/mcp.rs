@@ -552,14 +552,15 @@ fn left_open(open: &LeftOpen, ledger: &str) -> String {
             "went past its limit and is unknown; the proxy no longer listens for its late answer"
         }
         How::Unknown { listened: false } => "is unknown, and nobody has settled it yet",
-        How::MadeUnrecorded { provider_id } => {
+        How::MadeUnrecorded { provider_id, late } => {
             // The upstream's answer is the only record of it: the person records it.
             let id = provider_id
                 .as_deref()
                 .map(|id| format!(" (provider id {})", visible_inline(id)))
                 .unwrap_or_default();
             return format!(
-                "{call}(key {key}) was answered by the upstream after its limit, so it was made{id}, but the ledger could not record that. Record it sent:\n  send-once resolve {} {} sent --expect pending --expect-attempt {}",
+                "{call}(key {key}) was answered by the upstream{}, so it was made{id}, but the ledger could not record that. Record it sent:\n  send-once resolve {} {} sent --expect pending --expect-attempt {}",
+                if *late { " after its limit" } else { "" },
                 super::output::pasteable(ledger),
                 super::output::pasteable(&open.key),
                 open.attempt

@@ -262,7 +262,8 @@ impl Ledger {
 
     /// Records the result of an attempt its sender recorded as unknown (`unknown`, its
     /// entry then), which came after all (an MCP upstream that answered past the
-    /// proxy's limit): the send went out. Still unknown, the attempt is recorded sent,
+    /// proxy's limit), or whose result the ledger could not take when it came (a full
+    /// disk; `unknown` is then the claim): the send went out. Still unknown, the attempt is recorded sent,
     /// with `why`; marked failed by a person meanwhile, the verdict is corrected, and a
     /// newer attempt is noted as a send the recipient may have twice, as for any send
     /// that returns late. Gives the entry as it was left, if it was changed.
@@ -291,7 +292,9 @@ impl Ledger {
                         detail.insert("late".into(), true.into());
                         // The entry's own time of it is overwritten by this record:
                         // kept here, the history says when the attempt was seen to end.
-                        if let Some(at) = unknown.updated_at() {
+                        if unknown.error().is_some()
+                            && let Some(at) = unknown.updated_at()
+                        {
                             detail.insert(UNKNOWN_AT.into(), at.into());
                         }
                         let decision = completed(&sent, why.to_owned(), detail);

@@ -15,7 +15,7 @@ use crate::ledger::{Entry, Ledger, LedgerError, ListFilter, Status};
 #[derive(Default)]
 pub struct Unsettled {
     unknown: Mutex<BTreeSet<String>>,
-    made: Mutex<BTreeMap<String, Option<String>>>,
+    made: Mutex<BTreeMap<String, (Option<String>, bool)>>,
 }
 
 impl Unsettled {
@@ -24,13 +24,13 @@ impl Unsettled {
         lock(&self.unknown).insert(key.to_owned());
     }
 
-    /// Notes that the call under `key` was answered after its limit (the provider's
-    /// id `provider_id`), and the ledger could not record it.
-    pub fn made_unrecorded(&self, key: &str, provider_id: Option<String>) {
-        lock(&self.made).insert(key.to_owned(), provider_id);
+    /// Notes that the call under `key` was answered (`late`: after its limit), so
+    /// made (the provider's id `provider_id`), and the ledger could not record it.
+    pub fn made_unrecorded(&self, key: &str, provider_id: Option<String>, late: bool) {
+        lock(&self.made).insert(key.to_owned(), (provider_id, late));
     }
 
-    /// Notes that the late answer to the call under `key` is recorded.
+    /// Notes that the answer to the call under `key` is recorded.
     pub fn recorded(&self, key: &str) {
         lock(&self.made).remove(key);
     }
@@ -60,6 +60,8 @@ pub enum How {
     MadeUnrecorded {
         /// The provider's id for it.
         provider_id: Option<String>,
+        /// Whether the answer came after the call's limit.
+        late: bool,
     },
 }
 
@@ -110,7 +112,13 @@ pub async fn settle_left(
     for entry in pending {
         let open = entry.error().is_none()
             && Claimer::of(&entry).is_some_and(|claimer| claimer.is_this_process());
-        let how = if open {
+        // Answered, so made, whether in time or late: never recorded as stopped.
+        let how = if let Some((provider_id, late)) = made.get(entry.key()) {
+            How::MadeUnrecorded {
+                provider_id: provider_id.clone(),
+                late: *late,
+            }
+        } else if open {
             match ledger.record_stopped(&entry, why).await {
                 Ok(true) => How::Stopped,
                 // Its own call recorded how it ended meanwhile: unknown still, or not.
@@ -122,10 +130,6 @@ pub async fn settle_left(
                     _ => continue,
                 },
                 Err(_) => How::NotRecorded,
-            }
-        } else if let Some(provider_id) = made.get(entry.key()) {
-            How::MadeUnrecorded {
-                provider_id: provider_id.clone(),
             }
         } else if unsettled.contains(entry.key()) && entry.error().is_some() {
             How::Unknown {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::agent::{approve_as_dana, invoice};
 use super::proxy::{Bench, HOLD, POLICY};
 use crate::harness::mcp::{Raw, call, ok, refused, text};
-use crate::harness::{Tmpfs, expect_exit, fill_disk, free_disk, settle_as_failed, wait_until};
+use crate::harness::{Tmpfs, expect_exit, fill_disk, free_disk, wait_until};
 
 /// A tmpfs of 1 MiB, and a bench on `policy` whose ledger is on it; None (skipped,
 /// with a note) where this process may not mount one.
@@ -55,47 +55,31 @@ async fn a_call_answered_after_the_disk_filled_gives_the_agent_its_answer_and_is
     );
     assert_eq!(bench.acted(), ["as the disk filled"]);
 
-    free_disk(&mut pads);
-    let left = bench.entries();
-    assert_eq!(left.len(), 1, "{left:?}");
-    assert_eq!(
-        left[0]["status"], "pending",
-        "a person settles it: {left:?}"
+    assert!(
+        said.contains("writes this answer to the ledger as soon as"),
+        "{said}"
     );
 
-    // With room again, the same proxy records its next call.
-    let next = json!({"line": "after", "to": "ana@example.com"});
-    assert_eq!(ok(&call(&agent, "append", next).await)["written"], "after");
-    // A person finds the first did not take and settles it as failed (the proxy's
-    // claim counts as running, hence the flag). The proxy makes it again; a repeat
-    // meanwhile is told that this attempt is in flight: what was noted of the older
-    // one, even under the same attempt number, no longer holds.
+    // With room again, the proxy records the answer it holds: the call was made
+    // (hostile round, session 43: AI2, it stayed claimed and was recorded at the
+    // proxy's stop as stopped before the upstream answered).
+    free_disk(&mut pads);
+    wait_until("the answer is recorded", Duration::from_secs(20), || {
+        bench.entries()[0]["status"] == "sent"
+    });
+    let entry = &bench.entries()[0];
+    assert_eq!(entry["providerId"], "line-1", "{entry}");
     let key = meta["key"].as_str().unwrap();
-    settle_as_failed(&bench.ledger(), key);
-    // And collects it, so that the next attempt is numbered 1 again.
-    wait_until(
-        "gc removes the failed entry",
-        Duration::from_secs(10),
-        || {
-            let _ = bench.cli(&["gc", "L", "--older-than", "1s", "--status", "failed"]);
-            !bench.entries().iter().any(|e| e["key"] == key)
-        },
+    let shown = String::from_utf8_lossy(&bench.cli(&["show", "L", key]).stdout).into_owned();
+    assert!(
+        shown.contains("answered in time, and the ledger could not record it then"),
+        "{shown}"
     );
-    let made_again = spawn_call(&agent, "append", &args);
-    wait_for_a_claim(&bench);
-    let meanwhile = refused(&call(&agent, "append", args.clone()).await);
-    assert!(meanwhile.contains("in flight"), "{meanwhile}");
-    assert!(!meanwhile.contains("could not record"), "{meanwhile}");
-    assert_eq!(
-        ok(&made_again.await.unwrap())["written"],
-        "as the disk filled"
-    );
-    assert_eq!(
-        bench.acted(),
-        ["as the disk filled", "after", "as the disk filled"]
-    );
-    let settled = bench.entries();
-    assert!(settled.iter().all(|e| e["status"] == "sent"), "{settled:?}");
+    assert!(!shown.contains("ended, outcome unknown"), "{shown}");
+    // A repeat is the call made: its answer again, not a second call.
+    let again = call(&agent, "append", args).await;
+    assert_eq!(ok(&again)["written"], "as the disk filled");
+    assert_eq!(bench.acted(), ["as the disk filled"]);
     agent.cancel().await.unwrap();
 }
 
@@ -358,4 +342,45 @@ fn a_stopped_call_the_full_disk_cannot_record_is_named_as_still_reading_sending(
     let left = bench.entries();
     assert_eq!(left[0]["status"], "pending", "{left:?}");
     assert!(left[0].get("error").is_none(), "{left:?}");
+}
+
+/// A call answered in time on a disk that filled meanwhile, when the proxy stops before
+/// the disk is freed: named made at the end, with the command that records it sent,
+/// never "stopped before the upstream answered" (hostile round, session 43: AI2).
+#[test]
+fn an_answer_in_time_the_full_disk_refused_is_named_made_when_the_proxy_stops() {
+    let Some((disk, bench)) =
+        on_a_small_disk(&POLICY.replace("timeout = \"2s\"", "timeout = \"60s\""))
+    else {
+        return;
+    };
+    let err = bench.dir.path().join("proxy.err");
+    let mut raw = Raw::start_with(&bench, &[], std::fs::File::create(&err).unwrap().into());
+    raw.call(
+        1,
+        "append",
+        json!({"line": "made", "to": "ana@example.com", "seconds": 1.5}),
+    );
+    wait_until("the call is claimed", Duration::from_secs(10), || {
+        bench.entries().len() == 1
+    });
+    let mut pads = fill_disk(&disk.point);
+    let answered = raw.next(Duration::from_secs(20)).expect("answered");
+    assert_eq!(answered["id"], 1, "{answered}");
+    raw.signal(libc::SIGTERM);
+    assert_eq!(raw.exit_code_within(Duration::from_secs(15)), Some(3));
+    free_disk(&mut pads);
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        said.contains("was answered by the upstream, so it was made (provider id line-1)")
+            && said.contains(" sent --expect pending --expect-attempt 1"),
+        "{said}"
+    );
+    assert!(!said.contains("had not ended"), "{said}");
+    let left = bench.entries();
+    assert_eq!(left[0]["status"], "pending", "{left:?}");
+    assert!(
+        left[0].get("error").is_none(),
+        "not recorded stopped: {left:?}"
+    );
 }

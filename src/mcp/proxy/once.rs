@@ -147,6 +147,16 @@ impl ForwardCall {
         }
     }
 
+    /// The upstream's final result, when it answered with one that is not an
+    /// `isError`: the call was made. Reads the answer without taking it.
+    fn made_result(&self) -> Option<CallToolResult> {
+        let answer = self.answer.lock().ok()?;
+        match &*answer {
+            Some(Forwarded::Done(result)) if result.is_error != Some(true) => Some(result.clone()),
+            _ => None,
+        }
+    }
+
     /// Whether the call went as far as the upstream: what the ledger says after that
     /// can no longer be "not forwarded".
     pub fn forwarded(&self) -> bool {
@@ -264,7 +274,22 @@ pub async fn once(
                 answered
             }
         }
-        Err(e) if forward.forwarded() => unrecorded(&forward, &key, &ledger_name, &e),
+        Err(e) if forward.forwarded() => {
+            if let Some(result) = forward.made_result() {
+                let receipt = ToolReceipt(result);
+                // Named made at the proxy's end until it is written, never stopped.
+                forward
+                    .unsettled
+                    .made_unrecorded(&key, receipt.provider_id(), false);
+                tokio::spawn(record_made_in_time(
+                    Arc::clone(&ledger),
+                    key.clone(),
+                    receipt,
+                    Arc::clone(&forward.unsettled),
+                ));
+            }
+            unrecorded(&forward, &key, &ledger_name, &e)
+        }
         Err(e) => Ok(refusal(format!(
             "The ledger refused the call, and it was not forwarded: {e}"
         ))),
@@ -358,20 +383,78 @@ async fn record_late(
         return;
     };
     let receipt = ToolReceipt(result);
+    record_until(
+        &ledger,
+        &unknown,
+        &receipt,
+        "the upstream answered after the proxy's limit: the call was made",
+        &unsettled,
+        true,
+        deadline,
+    )
+    .await;
+}
+
+/// Records the upstream's in-time answer to the call under `key`, which the ledger
+/// could not take when it came (a full disk): the call was made, so its claim is
+/// settled sent once the ledger can take it, written again every few seconds until
+/// the proxy's window for a late answer passes, and named made at the proxy's end
+/// meanwhile (hostile round, session 43: AI2, it was left claimed, then recorded as
+/// stopped before the upstream answered).
+async fn record_made_in_time(
+    ledger: Arc<Ledger>,
+    key: String,
+    receipt: ToolReceipt,
+    unsettled: Arc<crate::mcp::left::Unsettled>,
+) {
+    let deadline = tokio::time::Instant::now() + LATE_ANSWER;
+    // The claim as it stands: the record goes to this attempt, or to none.
+    let claimed = loop {
+        match ledger.get(&key).await {
+            Ok(Some(entry)) => break entry,
+            Ok(None) => return,
+            Err(_) if tokio::time::Instant::now() + RECORD_AGAIN <= deadline => {
+                tokio::time::sleep(RECORD_AGAIN).await;
+            }
+            Err(_) => return,
+        }
+    };
+    if claimed.status() != crate::ledger::Status::Pending || claimed.error().is_some() {
+        unsettled.recorded(&key);
+        return;
+    }
+    tokio::time::sleep(RECORD_AGAIN).await;
+    record_until(
+        &ledger,
+        &claimed,
+        &receipt,
+        "the upstream answered in time, and the ledger could not record it then: the call was made",
+        &unsettled,
+        false,
+        deadline,
+    )
+    .await;
+}
+
+/// Writes `receipt` as what came of the attempt `claimed`, again every
+/// [`RECORD_AGAIN`] while the ledger cannot take it, until `deadline`; noted in
+/// `unsettled` as made and unrecorded until it is written.
+async fn record_until(
+    ledger: &Ledger,
+    claimed: &Entry,
+    receipt: &ToolReceipt,
+    why: &str,
+    unsettled: &crate::mcp::left::Unsettled,
+    late: bool,
+    deadline: tokio::time::Instant,
+) {
     loop {
-        let recorded = ledger
-            .record_late(
-                &unknown,
-                &receipt,
-                "the upstream answered after the proxy's limit: the call was made",
-            )
-            .await;
-        match recorded {
+        match ledger.record_late(claimed, receipt, why).await {
             Ok(_) => {
-                unsettled.recorded(unknown.key());
+                unsettled.recorded(claimed.key());
                 return;
             }
-            Err(_) => unsettled.made_unrecorded(unknown.key(), receipt.provider_id()),
+            Err(_) => unsettled.made_unrecorded(claimed.key(), receipt.provider_id(), late),
         }
         if tokio::time::Instant::now() + RECORD_AGAIN > deadline {
             return;
@@ -415,8 +498,14 @@ pub fn unrecorded(
     );
     match answer {
         Some(Forwarded::Done(mut result) | Forwarded::ToolError(mut result)) => {
+            // What `once` hands to `record_made_in_time`.
+            let later = if result.is_error != Some(true) {
+                " This proxy writes this answer to the ledger as soon as it can take it."
+            } else {
+                ""
+            };
             result.content.push(ContentBlock::text(format!(
-                "send-once: this call was made, but {not_recorded}"
+                "send-once: this call was made, but {not_recorded}{later}"
             )));
             Ok(with_meta_fields(result, key, "pending", false, None))
         }
