@@ -132,6 +132,7 @@ pub fn mcp(args: &McpArgs) -> Exit {
     let in_flight = server.in_flight();
     let stop_waiting = server.stopper();
     let dispatching = server.dispatching();
+    let unsettled = server.unsettled();
     let notes = Notes::new();
     // One bound from the agent's leaving to the end: the door's wait for the answers
     // it is owed counts against the wait for dispatches in flight.
@@ -166,9 +167,9 @@ pub fn mcp(args: &McpArgs) -> Exit {
         )
         .await;
         let mut left_unknown = false;
-        if !exit.settled {
+        if !exit.settled || unsettled.holds_made() {
             dispatching.stop().await;
-            let left = said_left(&ledger, &Unsettled::default(), STOPPED_DISPATCH, &location.as_argument(), &notes).await;
+            let left = said_left(&ledger, &unsettled, STOPPED_DISPATCH, &location.as_argument(), &notes).await;
             left_unknown = !left.is_empty();
         }
         // What is still on its way to the agent is written before the process ends.
@@ -559,8 +560,12 @@ fn left_open(open: &LeftOpen, ledger: &str) -> String {
                 .map(|id| format!(" (provider id {})", visible_inline(id)))
                 .unwrap_or_default();
             return format!(
-                "{call}(key {key}) was answered by the upstream{}, so it was made{id}, but the ledger could not record that. Record it sent:\n  send-once resolve {} {} sent --expect pending --expect-attempt {}",
-                if *late { " after its limit" } else { "" },
+                "{call}(key {key}) {}{id}, but the ledger could not record that. Record it sent:\n  send-once resolve {} {} sent --expect pending --expect-attempt {}",
+                if *late {
+                    "was answered by the upstream after its limit, so it was made"
+                } else {
+                    "went out: its send answered that it was made"
+                },
                 super::output::pasteable(ledger),
                 super::output::pasteable(&open.key),
                 open.attempt

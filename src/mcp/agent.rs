@@ -56,6 +56,9 @@ pub struct AgentServer {
     dispatching: Arc<Dispatching>,
     /// Its dispatches whose outcome the ledger could not record.
     unrecorded: Arc<super::unrecorded::Unrecorded>,
+    /// Its dispatches whose send went out and that the ledger could not record, to be
+    /// written when it can and named at the server's end until then.
+    unsettled: Arc<super::left::Unsettled>,
     /// Set when the session stops: a long poll answers at once with the state it has.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
     tool_router: ToolRouter<AgentServer>,
@@ -199,6 +202,7 @@ impl AgentServer {
             in_flight: Arc::default(),
             dispatching: Arc::default(),
             unrecorded: Arc::default(),
+            unsettled: Arc::default(),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
             tool_router,
         }
@@ -223,6 +227,11 @@ impl AgentServer {
         Arc::clone(&self.dispatching)
     }
 
+    /// Its sends made that the ledger has not recorded yet, for its end.
+    pub fn unsettled(&self) -> Arc<super::left::Unsettled> {
+        Arc::clone(&self.unsettled)
+    }
+
     #[tool(
         description = "Send an approved draft, once, through the send command the operator configured for its channel. Refused when it is not approved, its approval ran out, its payload or facts changed since, or it was rejected. Asking again answers from the ledger: it is never sent twice.",
         annotations(
@@ -237,11 +246,12 @@ impl AgentServer {
     ) -> Result<Json<DispatchAnswer>, String> {
         let guard = self.in_flight.start();
         let ticket = self.dispatching.start(args.draft_id);
-        let (review, ledger, send, unrecorded) = (
+        let (review, ledger, send, unrecorded, unsettled) = (
             Arc::clone(&self.review),
             Arc::clone(&self.ledger),
             self.send.clone(),
             Arc::clone(&self.unrecorded),
+            Arc::clone(&self.unsettled),
         );
         // Its own task: a client that gives up, or a session that ends, does not cut
         // the send in half; shutdown waits for it (`in_flight`).
@@ -252,7 +262,7 @@ impl AgentServer {
                     &review,
                     &ledger,
                     &send,
-                    &unrecorded,
+                    (&unrecorded, &unsettled),
                     args.draft_id,
                 ))
                 .await

@@ -7,8 +7,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use crate::ledger::claimer::{self, Claimer};
-use crate::ledger::{Entry, Ledger, LedgerError, ListFilter, Status};
+use crate::ledger::{Entry, Ledger, LedgerError, ListFilter, Receipt, Status};
+
+/// How long a server writes again an answer the ledger could not take: as long as a
+/// proxy listens for a late one.
+const RECORD_FOR: Duration = claimer::LONGEST_LISTEN;
+
+/// How often it writes it again meanwhile.
+pub const RECORD_AGAIN: Duration = Duration::from_secs(5);
 
 /// The keys of the calls this proxy found unknown (a lost answer, a limit passed),
 /// and of those answered late that the ledger could not take, with their provider id.
@@ -28,6 +38,11 @@ impl Unsettled {
     /// made (the provider's id `provider_id`), and the ledger could not record it.
     pub fn made_unrecorded(&self, key: &str, provider_id: Option<String>, late: bool) {
         lock(&self.made).insert(key.to_owned(), (provider_id, late));
+    }
+
+    /// Whether a send made is still to be recorded.
+    pub fn holds_made(&self) -> bool {
+        !lock(&self.made).is_empty()
     }
 
     /// Notes that the answer to the call under `key` is recorded.
@@ -142,4 +157,65 @@ pub async fn settle_left(
     }
     left.sort_by(|a, b| a.claimed_at.cmp(&b.claimed_at));
     Ok(left)
+}
+
+/// Records `receipt`, the result of the send claimed under `key` that the ledger
+/// could not take when it came (a full disk), with `why`: the send was made, so its
+/// claim is settled sent once the ledger takes it, written again every
+/// [`RECORD_AGAIN`] for an hour, and named made at the server's end meanwhile
+/// (hostile round, session 43: AI2, AI3; it was left claimed, then recorded at the
+/// stop as stopped before its send ended, or left reading as sending).
+pub async fn record_made<R: Receipt + Send + Sync>(
+    ledger: Arc<Ledger>,
+    key: String,
+    receipt: R,
+    unsettled: Arc<Unsettled>,
+    why: &'static str,
+) {
+    unsettled.made_unrecorded(&key, receipt.provider_id(), false);
+    let deadline = tokio::time::Instant::now() + RECORD_FOR;
+    // The claim as it stands: the record goes to this attempt, or to none.
+    let claimed = loop {
+        match ledger.get(&key).await {
+            Ok(Some(entry)) => break entry,
+            Ok(None) => return unsettled.recorded(&key),
+            Err(_) if tokio::time::Instant::now() + RECORD_AGAIN <= deadline => {
+                tokio::time::sleep(RECORD_AGAIN).await;
+            }
+            Err(_) => return,
+        }
+    };
+    if claimed.status() != Status::Pending || claimed.error().is_some() {
+        return unsettled.recorded(&key);
+    }
+    tokio::time::sleep(RECORD_AGAIN).await;
+    record_until(
+        &ledger, &claimed, &receipt, why, &unsettled, false, deadline,
+    )
+    .await;
+}
+
+/// Writes `receipt` as what came of the attempt `claimed`, again every
+/// [`RECORD_AGAIN`] while the ledger cannot take it, until `deadline`; noted in
+/// `unsettled` as made and unrecorded (`late`: answered after its limit) until it is
+/// written.
+pub async fn record_until<R: Receipt + Send + Sync>(
+    ledger: &Ledger,
+    claimed: &Entry,
+    receipt: &R,
+    why: &str,
+    unsettled: &Unsettled,
+    late: bool,
+    deadline: tokio::time::Instant,
+) {
+    loop {
+        match ledger.record_late(claimed, receipt, why).await {
+            Ok(_) => return unsettled.recorded(claimed.key()),
+            Err(_) => unsettled.made_unrecorded(claimed.key(), receipt.provider_id(), late),
+        }
+        if tokio::time::Instant::now() + RECORD_AGAIN > deadline {
+            return;
+        }
+        tokio::time::sleep(RECORD_AGAIN).await;
+    }
 }

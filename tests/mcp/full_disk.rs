@@ -224,6 +224,14 @@ async fn a_draft_whose_send_filled_the_disk_is_said_to_be_unknown_not_unsent() {
         .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pad-"))
         .collect();
     free_disk(&mut pads);
+    // With room again, the server records the send its command made (hostile round,
+    // session 43: AI3, it stayed pending and read as sending for five minutes).
+    let key = done["key"].as_str().unwrap();
+    wait_until("the send is recorded", Duration::from_secs(20), || {
+        crate::harness::entry_of(&ledger, key).is_some_and(|e| e["status"] == "sent")
+    });
+    let entry = crate::harness::entry_of(&ledger, key).unwrap();
+    assert_eq!(entry["providerId"], "m-1", "{entry}");
     client.cancel().await.unwrap();
 }
 
@@ -372,7 +380,7 @@ fn an_answer_in_time_the_full_disk_refused_is_named_made_when_the_proxy_stops() 
     free_disk(&mut pads);
     let said = std::fs::read_to_string(&err).unwrap();
     assert!(
-        said.contains("was answered by the upstream, so it was made (provider id line-1)")
+        said.contains("went out: its send answered that it was made (provider id line-1)")
             && said.contains(" sent --expect pending --expect-attempt 1"),
         "{said}"
     );

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::{DispatchError, Dispatched};
+use crate::ledger::Receipt;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, SendContext, SendError};
+use crate::mcp::left::Unsettled;
 use crate::mcp::unrecorded::{Unrecorded, store_said};
 use crate::provider::{CheckAnswer, CommandProvider, CommandReceipt, Limit, Provider, SendOptions};
 use crate::review::Review;
@@ -67,11 +69,13 @@ impl SendCommands {
 }
 
 /// Sends draft `id` through the command configured for its channel.
+/// What the ledger could not record is noted in `unrecorded` (a repeat is told it),
+/// and a send made is noted in `unsettled` and written when the ledger can take it.
 pub async fn dispatch(
     review: &Arc<Review>,
-    ledger: &Ledger,
+    ledger: &Arc<Ledger>,
     commands: &SendCommands,
-    unrecorded: &Arc<Unrecorded>,
+    (unrecorded, unsettled): (&Arc<Unrecorded>, &Arc<Unsettled>),
     id: i64,
 ) -> Result<DispatchAnswer, String> {
     let head = review.head(id).await.map_err(|e| e.to_string())?;
@@ -126,7 +130,20 @@ pub async fn dispatch(
         .await
     {
         Ok(done) => done,
-        Err(e) => return not_dispatched(e, provider.started(), id, &head.key, unrecorded),
+        Err(e) => {
+            if let Some(receipt) = provider.made() {
+                // Named made at the server's end until it is written, never stopped.
+                unsettled.made_unrecorded(&head.key, receipt.provider_id(), false);
+                tokio::spawn(crate::mcp::left::record_made(
+                    Arc::clone(ledger),
+                    head.key.clone(),
+                    receipt,
+                    Arc::clone(unsettled),
+                    "the send command succeeded, and the ledger could not record it then: it was sent",
+                ));
+            }
+            return not_dispatched(e, provider.started(), id, &head.key, unrecorded);
+        }
     };
     dispatched_answer(done.dispatched, id, &head.key, ledger.now(), unrecorded)
 }
@@ -251,10 +268,13 @@ fn not_dispatched(
 /// The operator's send command, noting whether it was started: a ledger error after
 /// that can no longer mean "not sent".
 /// Its start makes what was noted of an older attempt's unrecorded outcome stale.
+/// A send that succeeded keeps its receipt: should the ledger not take it, it is
+/// written later.
 struct Started {
     command: CommandProvider,
     started: std::sync::atomic::AtomicBool,
     unrecorded: Arc<Unrecorded>,
+    made: std::sync::Mutex<Option<CommandReceipt>>,
 }
 
 impl Started {
@@ -263,11 +283,17 @@ impl Started {
             command,
             started: Default::default(),
             unrecorded,
+            made: Default::default(),
         }
     }
 
     fn started(&self) -> bool {
         self.started.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The receipt of the send, when its command succeeded.
+    fn made(&self) -> Option<CommandReceipt> {
+        self.made.lock().ok()?.clone()
     }
 }
 
@@ -283,7 +309,11 @@ impl Provider for Started {
         self.started
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.unrecorded.forget(&context.key);
-        self.command.send(context).await
+        let sent = self.command.send(context).await;
+        if let (Ok(receipt), Ok(mut made)) = (&sent, self.made.lock()) {
+            *made = Some(receipt.clone());
+        }
+        sent
     }
 
     async fn verify(&self, entry: &Entry) -> CheckAnswer {

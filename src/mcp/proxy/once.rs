@@ -276,16 +276,19 @@ pub async fn once(
         }
         Err(e) if forward.forwarded() => {
             if let Some(result) = forward.made_result() {
-                let receipt = ToolReceipt(result);
                 // Named made at the proxy's end until it is written, never stopped.
-                forward
-                    .unsettled
-                    .made_unrecorded(&key, receipt.provider_id(), false);
-                tokio::spawn(record_made_in_time(
+                forward.unsettled.made_unrecorded(
+                    &key,
+                    ToolReceipt(result.clone()).provider_id(),
+                    false,
+                );
+                let receipt = ToolReceipt(result);
+                tokio::spawn(crate::mcp::left::record_made(
                     Arc::clone(&ledger),
                     key.clone(),
                     receipt,
                     Arc::clone(&forward.unsettled),
+                    "the upstream answered in time, and the ledger could not record it then: the call was made",
                 ));
             }
             unrecorded(&forward, &key, &ledger_name, &e)
@@ -350,9 +353,6 @@ pub fn said_of(result: &CallToolResult) -> Option<&Map<String, Value>> {
 /// long as a listening record may say.
 const LATE_ANSWER: Duration = claimer::LONGEST_LISTEN;
 
-/// How often a late answer the ledger could not take is written again.
-const RECORD_AGAIN: Duration = Duration::from_secs(5);
-
 /// Records the upstream's final result to the call recorded as `unknown` at its limit,
 /// should it come while the proxy runs: the call was made after all. A person who
 /// marked it failed meanwhile is overridden (it went out), and a retry already made is
@@ -383,7 +383,7 @@ async fn record_late(
         return;
     };
     let receipt = ToolReceipt(result);
-    record_until(
+    crate::mcp::left::record_until(
         &ledger,
         &unknown,
         &receipt,
@@ -393,74 +393,6 @@ async fn record_late(
         deadline,
     )
     .await;
-}
-
-/// Records the upstream's in-time answer to the call under `key`, which the ledger
-/// could not take when it came (a full disk): the call was made, so its claim is
-/// settled sent once the ledger can take it, written again every few seconds until
-/// the proxy's window for a late answer passes, and named made at the proxy's end
-/// meanwhile (hostile round, session 43: AI2, it was left claimed, then recorded as
-/// stopped before the upstream answered).
-async fn record_made_in_time(
-    ledger: Arc<Ledger>,
-    key: String,
-    receipt: ToolReceipt,
-    unsettled: Arc<crate::mcp::left::Unsettled>,
-) {
-    let deadline = tokio::time::Instant::now() + LATE_ANSWER;
-    // The claim as it stands: the record goes to this attempt, or to none.
-    let claimed = loop {
-        match ledger.get(&key).await {
-            Ok(Some(entry)) => break entry,
-            Ok(None) => return,
-            Err(_) if tokio::time::Instant::now() + RECORD_AGAIN <= deadline => {
-                tokio::time::sleep(RECORD_AGAIN).await;
-            }
-            Err(_) => return,
-        }
-    };
-    if claimed.status() != crate::ledger::Status::Pending || claimed.error().is_some() {
-        unsettled.recorded(&key);
-        return;
-    }
-    tokio::time::sleep(RECORD_AGAIN).await;
-    record_until(
-        &ledger,
-        &claimed,
-        &receipt,
-        "the upstream answered in time, and the ledger could not record it then: the call was made",
-        &unsettled,
-        false,
-        deadline,
-    )
-    .await;
-}
-
-/// Writes `receipt` as what came of the attempt `claimed`, again every
-/// [`RECORD_AGAIN`] while the ledger cannot take it, until `deadline`; noted in
-/// `unsettled` as made and unrecorded until it is written.
-async fn record_until(
-    ledger: &Ledger,
-    claimed: &Entry,
-    receipt: &ToolReceipt,
-    why: &str,
-    unsettled: &crate::mcp::left::Unsettled,
-    late: bool,
-    deadline: tokio::time::Instant,
-) {
-    loop {
-        match ledger.record_late(claimed, receipt, why).await {
-            Ok(_) => {
-                unsettled.recorded(claimed.key());
-                return;
-            }
-            Err(_) => unsettled.made_unrecorded(claimed.key(), receipt.provider_id(), late),
-        }
-        if tokio::time::Instant::now() + RECORD_AGAIN > deadline {
-            return;
-        }
-        tokio::time::sleep(RECORD_AGAIN).await;
-    }
 }
 
 /// The agent's answer when the call was forwarded but the ledger could not record
@@ -498,7 +430,7 @@ pub fn unrecorded(
     );
     match answer {
         Some(Forwarded::Done(mut result) | Forwarded::ToolError(mut result)) => {
-            // What `once` hands to `record_made_in_time`.
+            // What `once` hands to `left::record_made`.
             let later = if result.is_error != Some(true) {
                 " This proxy writes this answer to the ledger as soon as it can take it."
             } else {
