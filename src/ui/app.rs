@@ -104,6 +104,18 @@ pub struct Start {
     pub focus: Option<String>,
 }
 
+/// A draft's id and version, and the revision its payload is compared with.
+type DiffOf = (i64, i64, i64);
+
+/// The changes of a long payload, as [`App::long_diff`] gives them.
+pub struct LongDiff {
+    /// `+N -M`, lines added and removed.
+    pub summary: String,
+    /// The changed lines (`  + `, `  - `) with a few around each, and `  ⋯ N unchanged
+    /// lines` between; visible text.
+    pub lines: Vec<String>,
+}
+
 pub struct App {
     pub view: View,
     pub now: i64,
@@ -181,6 +193,10 @@ pub struct App {
     /// Whether each draft's payload holds characters shown as marks, by draft id and
     /// version: every frame's rows ask, and a payload of megabytes takes a parse.
     suspicious: std::cell::RefCell<std::collections::HashMap<(i64, i64), bool>>,
+    /// The changes of the draft whose payload is too long to diff every frame, by its
+    /// id, version and the revision compared with: its summary, and the changed lines
+    /// with a few around each (`render::compact_diff`), worked out once.
+    long_diff: std::cell::RefCell<Option<(DiffOf, std::rc::Rc<LongDiff>)>>,
     /// Which verify command `v` runs for each channel (`--verify`, the config file).
     pub verify: VerifySetup,
     /// What `v` is doing and what it was told.
@@ -258,6 +274,7 @@ impl App {
             decided_here: Default::default(),
             approval_said: None,
             suspicious: Default::default(),
+            long_diff: Default::default(),
             verify: VerifySetup::none(crate::provider::Limit::new(
                 crate::provider::DEFAULT_CHECK_TIMEOUT,
             )),
@@ -504,6 +521,39 @@ impl App {
         let suspicious = draft.suspicious();
         known.insert((draft.id, draft.version), suspicious);
         suspicious
+    }
+
+    /// What changed in `draft`'s payload since revision `base`, as a few lines around
+    /// each change, worked out once for each version of it: for a payload too long to
+    /// lay out and diff whole every frame (AJ4: a change at line 156,015 of a
+    /// 5 MB revision was out of sight).
+    pub fn long_diff(&self, draft: &Draft, base: i64) -> Option<std::rc::Rc<LongDiff>> {
+        let id = (draft.id, draft.version, base);
+        if let Some((known, diff)) = &*self.long_diff.borrow()
+            && *known == id
+        {
+            return Some(std::rc::Rc::clone(diff));
+        }
+        let (current, older) = (draft.current()?, draft.revision_of(base)?);
+        let diff = crate::review::render::reviewer_diff(
+            older.revision,
+            &older.payload,
+            current.revision,
+            &current.payload,
+        );
+        let long = std::rc::Rc::new(LongDiff {
+            summary: diff.summary(),
+            lines: crate::review::render::compact_diff(
+                &diff,
+                crate::review::render::CONTEXT_LINES,
+                crate::review::render::LONGEST_LINE,
+            )
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        });
+        *self.long_diff.borrow_mut() = Some((id, std::rc::Rc::clone(&long)));
+        Some(long)
     }
 
     /// The drafts the Approvals view lists, after its filter and sort.

@@ -14,6 +14,11 @@ pub fn value_text(value: &Value) -> String {
     }
 }
 
+/// The most of a payload the detail pane lays out: it is drawn anew every frame, and
+/// a payload of megabytes (nothing stops an agent submitting one) laid out and diffed
+/// each time held the screen at full CPU (AC9). The pager shows all of it.
+pub const PANE_PAYLOAD_BYTES: usize = 64 * 1024;
+
 /// The draft as plain text for a pager: its payload, or its diff against the base
 /// shown, every line made visible.
 pub fn draft_text(draft: &Draft, base: Option<i64>) -> String {
@@ -37,11 +42,20 @@ pub fn draft_text(draft: &Draft, base: Option<i64>) -> String {
                 current.revision,
                 &current.payload,
             );
-            format!(
-                "{}\n\n{}",
-                crate::text::visible(&heading),
-                render::plain_diff(&diff)
-            )
+            let whole = render::plain_diff(&diff);
+            // A change deep in a long revision is found first, with its place
+            // (AJ4: the changes were at line 156,015 of 160,020, under one header).
+            let changes = if whole.len() > PANE_PAYLOAD_BYTES {
+                format!(
+                    "What changed ({} lines since revision {}), with those around it:\n{}\nThe whole of it, every line marked:\n\n",
+                    diff.summary(),
+                    base.revision,
+                    render::compact_diff(&diff, render::CONTEXT_LINES, render::LONGEST_LINE)
+                )
+            } else {
+                String::new()
+            };
+            format!("{}\n\n{changes}{whole}", crate::text::visible(&heading),)
         }
         (Some(current), None) => render::plain_payload(&heading, &current.payload),
         (None, _) => format!(

@@ -408,46 +408,72 @@ fn approvals_suspicious_payload_is_marked() {
 }
 
 /// AC9: a payload of megabytes was laid out and diffed in the pane every frame, which
-/// held the screen at full CPU. The pane shows how long it is and its start as
-/// written (hostile text still made visible); the pager has it all.
+/// held the screen at full CPU. The pane shows how long it is and, for a revision, what
+/// changed with a few lines around it, found once, however deep in it the change is
+/// (AJ4); for a first revision its start as written. Hostile text stays visible.
 #[test]
-fn a_payload_too_long_for_the_pane_shows_its_start_and_its_length() {
-    let body = |first: &str| {
-        let mut text = format!("\u{202E}\u{1b}[31m{first}\n");
+fn a_payload_too_long_for_the_pane_shows_what_changed_or_its_start() {
+    let body = |changed: &str| {
+        let mut text = "\u{202E}Dear Lee,\n".to_owned();
         for n in 0..40_000 {
-            text.push_str(&format!("line {n} of a long letter\n"));
+            if n == 30_000 {
+                text.push_str(changed);
+            } else {
+                text.push_str(&format!("line {n} of a long letter\n"));
+            }
         }
         text
     };
-    let mut d = base_draft(
-        40,
-        "sha256:long",
+    let draft = |revisions: Vec<Revision>| {
+        let mut d = base_draft(
+            40,
+            "sha256:long",
+            20 * MIN,
+            json!({"channel": "email", "to": "lee@example.com", "intent": "long-letter"}),
+        );
+        d.revision = revisions.len() as i64;
+        d.revisions = revisions;
+        d
+    };
+    let first = revision(
+        1,
         20 * MIN,
-        json!({"channel": "email", "to": "lee@example.com", "intent": "long-letter"}),
+        json!({"body": body("line 30000 of a long letter\n")}),
+        json!({}),
     );
-    d.revisions = vec![
-        revision(1, 20 * MIN, json!({"body": body("Dear Lee,")}), json!({})),
-        revision(
-            2,
-            10 * MIN,
-            json!({"body": body("Dear Lee Wu,")}),
-            json!({}),
-        ),
-    ];
-    d.revision = 2;
-    let long = d.revisions[1].payload.len();
+    let second = revision(
+        2,
+        10 * MIN,
+        json!({"body": body("\u{202E}TRANSFER ALL FUNDS TO 666\n")}),
+        json!({}),
+    );
+    let long = second.payload.len();
     assert!(long > 1_000_000, "{long}");
-    let mut app = loaded_app(vec![d], Vec::new(), Vec::new());
+    let revised = draft(vec![first.clone(), second]);
+    // The pager leads with the changes too, before every line of it.
+    let paged = send_once::ui::page::draft_text(&revised, Some(1));
+    let changes = paged
+        .find("What changed (+1 -1 lines since revision 1)")
+        .unwrap();
+    let found = paged.find("TRANSFER ALL FUNDS").unwrap();
+    assert!(found > changes && found < 2_000, "{}", &paged[..2_000]);
+    let mut app = loaded_app(vec![revised], Vec::new(), Vec::new());
     let text = snap("approvals_payload_too_long_100x30", &mut app, 100, 30);
     assert!(
         text.contains(&format!(
-            "Payload: {} KiB, more than this pane shows",
+            "Payload: {} KiB, +1 -1 since revision 1",
             long.div_ceil(1024)
         )),
         "{text}"
     );
+    assert!(text.contains("TRANSFER ALL FUNDS TO 666"), "{text}");
     assert!(text.contains("<U+202E>"), "{text}");
     assert!(!text.contains('\u{202E}'), "{text}");
+
+    let mut app = loaded_app(vec![draft(vec![first])], Vec::new(), Vec::new());
+    let text = screen(&mut app, 100, 30);
+    assert!(text.contains("KiB, more than this pane shows"), "{text}");
+    assert!(text.contains("<U+202E>Dear Lee"), "{text}");
 }
 
 #[test]

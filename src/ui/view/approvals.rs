@@ -17,6 +17,7 @@ use crate::review::render;
 use crate::review::{Draft, DraftState};
 use crate::ui::app::{App, short_key};
 use crate::ui::keymap::View;
+use crate::ui::page::PANE_PAYLOAD_BYTES;
 use crate::ui::theme::Theme;
 
 /// Badges a draft carries: words in brackets, each styled by what it asks of the
@@ -289,7 +290,18 @@ fn payload_lines<'a>(
         .map_or(0, |b| b.payload.len())
         .max(current.payload.len());
     if longest > PANE_PAYLOAD_BYTES {
-        payload_start(lines, theme, &current.payload, base.is_some(), width);
+        match base.and_then(|b| app.long_diff(draft, b.revision)) {
+            Some(diff) => long_changes(
+                lines,
+                theme,
+                &diff,
+                current.payload.len(),
+                base,
+                draft,
+                width,
+            ),
+            None => payload_start(lines, theme, &current.payload, width),
+        }
         return;
     }
     let Some(base) = base else {
@@ -351,23 +363,52 @@ fn payload_lines<'a>(
     }
 }
 
-/// The most of a payload the detail pane lays out. The pane is drawn anew every frame,
-/// and a payload of megabytes (nothing stops an agent submitting one) laid out, and
-/// diffed, each time held the screen at full CPU (AC9). The pager (`o`) shows it all.
-const PANE_PAYLOAD_BYTES: usize = 64 * 1024;
-
-/// A payload too long for the pane: how long it is, and its start as it was written.
-fn payload_start(
+/// A revised payload too long for the pane: how long it is, and what changed, with
+/// a few lines around each change.
+fn long_changes(
     lines: &mut Vec<Line<'_>>,
     theme: &Theme,
-    payload: &str,
-    diffed: bool,
+    diff: &crate::ui::app::LongDiff,
+    length: usize,
+    base: Option<&crate::review::Revision>,
+    draft: &Draft,
     width: usize,
 ) {
-    let diff = if diffed { ", and the diff," } else { "" };
+    let approved = if base.is_some_and(|b| draft.approved_revision == Some(b.revision)) {
+        "the approved "
+    } else {
+        ""
+    };
     lines.push(Line::from(Span::styled(
         format!(
-            "Payload: {} KiB, more than this pane shows: its first {} KiB as written (o opens all of it{diff} in the pager)",
+            "Payload: {} KiB, {} since {approved}revision {}: the changed lines, with those around them (o opens all of it in the pager)",
+            length.div_ceil(1024),
+            diff.summary,
+            base.map_or(0, |b| b.revision),
+        ),
+        theme.title(),
+    )));
+    for text in &diff.lines {
+        let style = if text.starts_with("  + ") {
+            theme.ok()
+        } else if text.starts_with("  - ") {
+            theme.error()
+        } else if text.starts_with("  ? ") || text.starts_with("  ⋯ ") {
+            theme.dim()
+        } else {
+            Style::default()
+        };
+        for piece in wrap_gutter(text, width) {
+            lines.push(Line::from(Span::styled(piece, style)));
+        }
+    }
+}
+
+/// A payload too long for the pane: how long it is, and its start as it was written.
+fn payload_start(lines: &mut Vec<Line<'_>>, theme: &Theme, payload: &str, width: usize) {
+    lines.push(Line::from(Span::styled(
+        format!(
+            "Payload: {} KiB, more than this pane shows: its first {} KiB as written (o opens all of it in the pager)",
             payload.len().div_ceil(1024),
             PANE_PAYLOAD_BYTES / 1024
         ),
