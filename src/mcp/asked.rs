@@ -75,6 +75,21 @@ impl AskedOfRmcp {
         Ok(())
     }
 
+    /// Whether the id `raw` (as the agent wrote it) is one rmcp could answer for
+    /// another request: Some(true) when a request under it was cancelled, Some(false)
+    /// when one still waits. For requests the proxy's lane takes, which must not share
+    /// an id with rmcp's either.
+    pub fn holds(&self, raw: &str) -> Option<bool> {
+        let id = self.key(raw)?;
+        if self.cancelled.lock().is_ok_and(|c| c.contains(&id)) {
+            return Some(true);
+        }
+        self.ids
+            .lock()
+            .is_ok_and(|ids| ids.contains_key(&id))
+            .then_some(false)
+    }
+
     /// Counts the request under `raw` given up by the agent (rmcp answers it no more),
     /// and keeps its id from being used again; false if none waited under it.
     pub fn cancelled(&self, raw: &str) -> bool {

@@ -910,33 +910,45 @@ fn a_cancellation_names_the_call_with_the_id_as_written_not_one_a_double_confuse
     );
 }
 
+/// `"\u0061"` is the id `"a"` written otherwise: a pass call under it while a once
+/// call under `"a"` waits is a reuse, refused and not made (AI4), and a cancellation
+/// of `"\u0061"` then names the one call under that id, whose answer is not written.
 #[test]
-fn a_cancellation_written_as_a_pass_calls_id_is_not_taken_for_a_once_call_of_the_same_value() {
+fn an_id_written_otherwise_is_the_same_id_and_its_reuse_is_refused() {
     let Some(bench) = Bench::new(&format!(
         "{PASS}[tools.append_with_progress]\nmode = \"once\"\n"
     )) else {
         return;
     };
     let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
-    // The same string to a decoder, written apart: a once call, then a pass call.
     raw.write_line(
         r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"append_with_progress","arguments":{"line":"once","seconds":1}}}"#,
     );
     raw.write_line(
         r#"{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{"name":"append","arguments":{"line":"pass","seconds":0.8}}}"#,
     );
+    let refused = raw
+        .next(Duration::from_secs(20))
+        .expect("the reuse refused");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    {
+        let texts = raw.texts.lock().unwrap();
+        assert!(
+            texts.last().unwrap().contains(r#""id":"\u0061""#),
+            "{texts:?}"
+        );
+    }
     raw.write_line(
         r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\u0061"}}"#,
     );
-    raw.next(Duration::from_secs(20))
-        .expect("the once call's answer");
     assert!(
-        raw.next(Duration::from_secs(2)).is_none(),
-        "one answer only"
+        raw.next(Duration::from_secs(3)).is_none(),
+        "the cancelled call is not answered"
     );
-    let texts = raw.texts.lock().unwrap();
-    let answer = texts.last().unwrap();
-    assert!(answer.contains(r#""id":"a","#), "the once call's: {answer}");
+    // A gated call goes on when cancelled, to be recorded; the refused one never went.
+    crate::harness::wait_until("the once call is made", Duration::from_secs(10), || {
+        bench.acted() == ["once"]
+    });
 }
 
 #[test]
@@ -1694,4 +1706,57 @@ mode = "once"
     assert_eq!(entries[0]["meta"]["agent"], "raw-agent", "{entries:?}");
     raw.close();
     assert!(raw.exited_within(Duration::from_secs(10)));
+}
+
+/// A call under the id of one still waiting for its answer is refused with -32600,
+/// whichever way either goes (a `once` call the gate takes, a `pass` call the lane
+/// forwards, a request rmcp answers), and nothing it asked is done: its answer would
+/// be taken for the other's (hostile round, session 43: AI4, the proxy made both and
+/// answered both under one id). Once the first is answered, the id is free again.
+#[test]
+fn a_call_under_the_id_of_one_still_waiting_is_refused_and_not_made() {
+    let Some(bench) = Bench::new(
+        r#"
+upstream = "fake"
+[default]
+mode = "pass"
+[tools.append]
+mode = "once"
+"#,
+    ) else {
+        return;
+    };
+    let mut raw = Raw::start(&bench, &[]);
+    raw.call(7, "append", json!({"line": "a", "seconds": 2}));
+    std::thread::sleep(Duration::from_millis(300));
+    raw.call(7, "append", json!({"line": "b"}));
+    raw.call(7, "echo", json!({"line": "c"}));
+    raw.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}));
+    for _ in 0..3 {
+        let refused = raw.next(Duration::from_secs(10)).expect("refused");
+        assert_eq!(refused["id"], 7, "{refused}");
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("still waiting for its answer"),
+            "{refused}"
+        );
+    }
+    let first = raw
+        .next(Duration::from_secs(10))
+        .expect("the first is answered");
+    assert_eq!(first["id"], 7, "{first}");
+    assert_eq!(
+        first["result"]["structuredContent"]["written"], "a",
+        "{first}"
+    );
+    raw.call(7, "append", json!({"line": "d"}));
+    let next = raw.next(Duration::from_secs(10)).expect("answered");
+    assert_eq!(
+        next["result"]["structuredContent"]["written"], "d",
+        "{next}"
+    );
+    assert_eq!(bench.acted(), ["a", "d"]);
 }

@@ -155,6 +155,17 @@ impl Lane {
         self.answered.notify_waiters();
     }
 
+    /// Whether a gated call under the agent's id (`raw` as written, `id` its value)
+    /// still waits for its answer; one the agent cancelled does not.
+    pub(super) fn gate_waits(&self, raw: &[u8], id: &Value) -> bool {
+        self.gated.lock().is_ok_and(|gated| {
+            gated
+                .values()
+                .filter(|call| !call.cancelled)
+                .any(|call| super::same_id((&call.raw_id[..], &call.id), (raw, id)))
+        })
+    }
+
     /// Marks the gated call that the agent's request `raw` (its id as written, `id`
     /// its value) names, matched `how`, as cancelled: its answer will not be written. Whether there
     /// was one.

@@ -32,8 +32,8 @@ use crate::mcp::closing::{Closing, Room};
 use crate::mcp::in_flight::{InFlight, InFlightGuard};
 use crate::mcp::outbox::Outbox;
 use crate::mcp::wire::{
-    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Unreadable, answer_line, read_line,
-    refusal, request_id, unreadable_line, with_null_id,
+    BYTE_ORDER_MARK, LONGEST_FROM_RMCP, LONGEST_LINE, Read, Unreadable, answer_line, id_reused,
+    read_line, refusal, request_id, unreadable_line, with_null_id,
 };
 
 mod gated;
@@ -187,6 +187,23 @@ fn named<'a>(
         Match::Value => *value == id,
     })
     .map(|(number, _)| number)
+}
+
+/// Whether two request ids (each as written, and its value) are one: written alike,
+/// or the same string, or the same integer. Numbers past 64 bits are told apart as
+/// written: as doubles, two of them may read as one.
+fn same_id((a_written, a): (&[u8], &Value), (b_written, b): (&[u8], &Value)) -> bool {
+    if a_written == b_written {
+        return true;
+    }
+    match (a, b) {
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Number(a), Value::Number(b)) => {
+            (a.as_i64().is_some() && a.as_i64() == b.as_i64())
+                || (a.as_u64().is_some() && a.as_u64() == b.as_u64())
+        }
+        _ => false,
+    }
 }
 
 /// The timer that gives up on a call the lane forwarded.
@@ -523,12 +540,19 @@ impl Lane {
                 continue;
             }
             // rmcp would leave it unanswered, or answer it with no id or the wrong
-            // error: the lane answers it instead.
-            if let Some(asked) = request
-                && let Err(refused) = self.asked_of_rmcp.admit(&line, &asked)
-            {
-                self.to_agent.push(refused);
-                continue;
+            // error: the lane answers it instead. Under the id of a call the lane
+            // still answers, rmcp's answer would be taken for that call's.
+            if let Some(asked) = request {
+                let id = &line[asked.id.clone()];
+                let refused = if self.lane_waits(id) {
+                    Err(id_reused(id, false))
+                } else {
+                    self.asked_of_rmcp.admit(&line, &asked)
+                };
+                if let Err(refused) = refused {
+                    self.to_agent.push(refused);
+                    continue;
+                }
             }
             if server_in.write_all(&line).await.is_err() {
                 break;
@@ -601,11 +625,20 @@ impl Lane {
                 if !request_id(id) {
                     return false;
                 }
-                match self
+                let route = self
                     .routes
                     .get()
-                    .map_or(Route::Rmcp, |routes| routes(&name))
+                    .map_or(Route::Rmcp, |routes| routes(&name));
+                if !matches!(route, Route::Rmcp)
+                    && let Some(cancelled) = self.id_in_use(id.get().as_bytes())
                 {
+                    // Made under an id the agent waits on for another call, its answer
+                    // would be taken for that one's (hostile round, session 43: AI4).
+                    self.to_agent
+                        .push(id_reused(id.get().as_bytes(), cancelled));
+                    return true;
+                }
+                match route {
                     Route::Pass(limit) => self.forward(line, id, progress, limit),
                     Route::Gated => self.to_gate(line, id),
                     Route::Rmcp => false,
@@ -859,6 +892,33 @@ impl Lane {
         self.take_waiting(number);
         self.answered.notify_waiters();
         Some(number)
+    }
+
+    /// Whether a request under the id `raw` (as the agent wrote it) still waits for
+    /// its answer, from the lane or from rmcp: Some(true) when one rmcp was handed was
+    /// cancelled (its work may go on), Some(false) when one waits.
+    fn id_in_use(&self, raw: &[u8]) -> Option<bool> {
+        if self.lane_waits(raw) {
+            return Some(false);
+        }
+        self.asked_of_rmcp.holds(std::str::from_utf8(raw).ok()?)
+    }
+
+    /// Whether a call the lane took (forwarded, or at the gate) under the id `raw` (as
+    /// the agent wrote it, matched by its value) still waits for its answer. One the
+    /// agent cancelled does not: whatever still comes for it is told apart by the
+    /// lane's own number, and dropped.
+    fn lane_waits(&self, raw: &[u8]) -> bool {
+        let Ok(id) = serde_json::from_slice::<Value>(raw) else {
+            return false;
+        };
+        let forwarded = self.waiting.lock().is_ok_and(|waiting| {
+            waiting
+                .values()
+                .filter_map(|w| w.to.agent_id())
+                .any(|(written, value)| same_id((written, value), (raw, &id)))
+        });
+        forwarded || self.gate_waits(raw, &id)
     }
 
     /// Answers the agent's call `raw_id` (its id as it wrote it) with an error result
