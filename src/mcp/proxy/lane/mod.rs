@@ -190,8 +190,8 @@ fn named<'a>(
 }
 
 /// Whether two request ids (each as written, and its value) are one: written alike,
-/// or the same string, or the same integer. Numbers past 64 bits are told apart as
-/// written: as doubles, two of them may read as one.
+/// or the same string, or the same number. Numbers past 2^53 are told apart as
+/// written unless they are the same integer: as doubles, two of them may read as one.
 fn same_id((a_written, a): (&[u8], &Value), (b_written, b): (&[u8], &Value)) -> bool {
     if a_written == b_written {
         return true;
@@ -199,8 +199,12 @@ fn same_id((a_written, a): (&[u8], &Value), (b_written, b): (&[u8], &Value)) -> 
     match (a, b) {
         (Value::String(a), Value::String(b)) => a == b,
         (Value::Number(a), Value::Number(b)) => {
+            // Exact as a double below 2^53: `1.0` is `1`.
+            let exact =
+                |n: &serde_json::Number| n.as_f64().filter(|f| f.abs() < 9_007_199_254_740_992.0);
             (a.as_i64().is_some() && a.as_i64() == b.as_i64())
                 || (a.as_u64().is_some() && a.as_u64() == b.as_u64())
+                || exact(a).is_some_and(|a| exact(b) == Some(a))
         }
         _ => false,
     }
@@ -989,5 +993,31 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_id;
+    use serde_json::Value;
+
+    fn same(a: &str, b: &str) -> bool {
+        let value = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        same_id((a.as_bytes(), &value(a)), (b.as_bytes(), &value(b)))
+    }
+
+    #[test]
+    fn an_id_is_one_however_it_is_written_and_large_numbers_are_told_apart() {
+        assert!(same(r#""a""#, r#""\u0061""#));
+        assert!(same("1", "1.0"));
+        assert!(same("7", "7"));
+        assert!(!same("7", r#""7""#));
+        assert!(!same("1", "2"));
+        // Equal as doubles, different integers.
+        assert!(!same(
+            "123456789012345678901234567890",
+            "123456789012345678901234567891"
+        ));
+        assert!(!same("9007199254740993", "9007199254740992.0"));
     }
 }
