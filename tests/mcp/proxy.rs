@@ -691,6 +691,63 @@ async fn a_proxy_killed_mid_call_leaves_the_call_pending_never_lost() {
     );
 }
 
+/// A kill -9 of the proxy drops nothing, so its upstream lives on, and may still make
+/// the call it was given: past the proxy's limit, the call counts as running while it
+/// does, and a plain `failed` waits for the person to say they know better (hostile
+/// round, session 43: AI1, the orphan made the call after it was marked failed, and
+/// the agent's retry through a new proxy made it again).
+#[test]
+fn a_call_whose_upstream_outlives_a_killed_proxy_counts_as_running_while_it_does() {
+    let Some(bench) = Bench::new(&POLICY.replace("timeout = \"2s\"", "timeout = \"1s\"")) else {
+        return;
+    };
+    let mut raw = crate::harness::mcp::Raw::spawn(
+        &bench.proxy_args(&[]),
+        &[("FAKE_UPSTREAM_LOG", &bench.log())],
+        std::process::Stdio::null(),
+    );
+    raw.call(
+        1,
+        "append",
+        json!({"line": "pay", "to": "ana@example.com", "seconds": 4.0}),
+    );
+    wait_until("the call is claimed", Duration::from_secs(10), || {
+        bench.entries().len() == 1
+    });
+    raw.signal(libc::SIGKILL);
+    assert!(raw.exited_within(Duration::from_secs(5)));
+    // Past the proxy's limit, with the upstream still at work.
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert!(
+        bench.acted().is_empty(),
+        "not made yet: {:?}",
+        bench.acted()
+    );
+    let key = bench.entries()[0]["key"].as_str().unwrap().to_owned();
+    let shown: Value =
+        serde_json::from_slice(&bench.cli(&["show", "L", &key, "--json"]).stdout).unwrap();
+    assert_eq!(shown["running"]["mayStillRun"], true, "{shown}");
+    let plain = bench.cli(&["resolve", "L", &key, "failed", "--by", "dana"]);
+    assert_ne!(plain.status.code(), Some(0), "a plain failed was taken");
+    assert!(
+        String::from_utf8_lossy(&plain.stderr).contains("still running on this host"),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    // The upstream makes it, and ends: then it is an unknown send for a person.
+    wait_until(
+        "the upstream acts and ends",
+        Duration::from_secs(15),
+        || {
+            bench.acted() == ["pay"]
+                && serde_json::from_slice::<Value>(
+                    &bench.cli(&["show", "L", &key, "--json"]).stdout,
+                )
+                .is_ok_and(|shown| shown["running"]["mayStillRun"] != true)
+        },
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approved() {
     let Some(bench) = Bench::new(HOLD) else {

@@ -172,19 +172,26 @@ pub struct Started {
     pub program: String,
 }
 
-/// The upstream's process group (it runs in one of its own): dropped, whatever is left
-/// of it is killed, the upstream and what it started (`npx` starts `node`, a shell
-/// its commands). Held until the proxy ends, so that the upstream first sees its input
-/// close and may end by itself, saying what it says then: the first step of MCP's
-/// stdio shutdown (the proxy kills at once what is left after its second, where MCP
-/// would send SIGTERM and wait again).
-pub struct Group(i32);
+/// The upstream's process group (it leads a session of its own): dropped, whatever is
+/// left of it is killed, the upstream and what it started (`npx` starts `node`, a
+/// shell its commands). Held until the proxy ends, so that the upstream first sees its
+/// input close and may end by itself, saying what it says then: the first step of
+/// MCP's stdio shutdown (the proxy kills at once what is left after its second, where
+/// MCP would send SIGTERM and wait again). Its session is noted (`procs::notes`): after
+/// a kill -9 of the proxy, which drops nothing, a call it claimed counts as running
+/// while anything of the upstream runs, since that may still make it (hostile round,
+/// session 43: AI1, the orphaned upstream made the call after a person marked it
+/// failed and the agent's retry made it again).
+pub struct Group {
+    id: i32,
+    _noted: Option<crate::procs::notes::SessionNote>,
+}
 
 impl Drop for Group {
     fn drop(&mut self) {
         // SAFETY: killpg with a process group this process made for its child; one
         // already gone answers ESRCH, which changes nothing.
-        unsafe { libc::killpg(self.0, libc::SIGKILL) };
+        unsafe { libc::killpg(self.id, libc::SIGKILL) };
     }
 }
 
@@ -237,15 +244,29 @@ impl Upstream {
         let (errors, errors_in) = std::io::pipe()
             .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
         let mut child = tokio::process::Command::new(program);
-        // A process group of its own: a Ctrl-C or a signal to the agent's whole group
-        // reaches the proxy, which lets calls in flight finish, and not the upstream,
-        // which the proxy stops after them.
+        // A session, and so a process group, of its own: a Ctrl-C or a signal to the
+        // agent's whole group reaches the proxy, which lets calls in flight finish, and
+        // not the upstream, which the proxy stops after them; and what it starts stays
+        // in the session, which the note names.
         child
             .args(args)
-            .process_group(0)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(errors_in);
+        // SAFETY: setsid(2) is async-signal-safe, and the closure does nothing else
+        // between fork and exec.
+        unsafe {
+            child.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        // Noted before it starts: an upstream a kill -9 of the proxy would leave
+        // unseen is not started.
+        let starting = crate::procs::notes::note_starting()
+            .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
         let mut process = child
             .spawn()
             .map_err(|e| format!("cannot start the upstream {}: {e}", shown(program)))?;
@@ -258,7 +279,10 @@ impl Upstream {
                 shown(program)
             ));
         };
-        let group = process.id().map(|id| Group(id as i32));
+        let group = process.id().map(|id| Group {
+            id: id as i32,
+            _noted: Some(starting.started(id)),
+        });
         Ok(Started {
             group,
             process,
