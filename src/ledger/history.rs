@@ -347,24 +347,32 @@ fn earlier_attempts(decisions: &[&Decision], latest: u64, timeline: &mut Timelin
                 Some(cause) => format!("attempt {attempt} had ended, outcome unknown: {cause}"),
                 None => format!("attempt {attempt} had ended: {error}"),
             };
+            let (at, text) = match field(&detail, ENDED_AT) {
+                Some(at) => (at, ended),
+                None => (
+                    d.at.clone(),
+                    format!("{ended} (recorded by this time; the exact time was not kept)"),
+                ),
+            };
             timeline.push(
-                &d.at,
+                &at,
                 None,
                 HistoryKind::Ended,
-                &format!("{ended} (recorded by this time; the exact time was not kept)"),
+                &text,
                 HistorySource::DecisionLog,
             );
         }
     }
 }
 
-/// In the detail of a late answer's completion: when its attempt had been recorded
-/// unknown, which the completion's own write overwrites on the entry.
-pub(crate) const UNKNOWN_AT: &str = "unknownAt";
+/// In the detail of a decision that changed an attempt that had ended (a late answer's
+/// completion, a person's resolve or reset): when it ended, which the decision's own
+/// write overwrites on the entry.
+pub(crate) const ENDED_AT: &str = "endedAt";
 
 /// When the attempt's error was written: the entry's `updatedAt`, unless a later write
-/// (a person's record, a late send) replaced it; then the time a late answer's
-/// completion kept, or else the first such write, which the error came before
+/// (a person's record, a late send) replaced it; then the time the first decision
+/// that changed it kept, or else the first such write, which the error came before
 /// (`false`: not the exact time).
 fn ended_at(entry: &Entry, decisions: &[&Decision]) -> (String, bool) {
     let claimed = time::parse_date(entry.claimed_at());
@@ -372,7 +380,7 @@ fn ended_at(entry: &Entry, decisions: &[&Decision]) -> (String, bool) {
     let kept = decisions
         .iter()
         .filter(|d| d.outcome == DecisionOutcome::Changed)
-        .filter_map(|d| field(&detail(d), UNKNOWN_AT))
+        .filter_map(|d| field(&detail(d), ENDED_AT))
         .find(|at| {
             time::parse_date(at)
                 .zip(claimed)

@@ -33,7 +33,7 @@ mod verified;
 pub use audit::{Audit, placed_in_time};
 pub use error::LedgerError;
 use error::PREFIX_MATCHES_SHOWN;
-use history::UNKNOWN_AT;
+use history::ENDED_AT;
 pub use outcome::{
     Outcome, PROVIDER_ID_FIELDS, Receipt, SendContext, SendError, UNKNOWN_PREFIX, provider_id_field,
 };
@@ -295,7 +295,7 @@ impl Ledger {
                         if unknown.error().is_some()
                             && let Some(at) = unknown.updated_at()
                         {
-                            detail.insert(UNKNOWN_AT.into(), at.into());
+                            detail.insert(ENDED_AT.into(), at.into());
                         }
                         let decision = completed(&sent, why.to_owned(), detail);
                         (sent.clone(), decision)

@@ -490,6 +490,21 @@ impl Ledger {
 }
 
 /// What every decision of a settling says of the entry as read.
+/// When the attempt `entry` holds ended, if its `updatedAt` still says so: no person's
+/// record on it (Node's resolve writes one on the entry only) nor a late send has
+/// moved it since.
+fn ended_at_exactly(entry: &Entry) -> Option<&str> {
+    let updated = entry.updated_at()?;
+    let moved = ["resolution", "reset"].iter().any(|record| {
+        entry
+            .get(record)
+            .and_then(|r| r.get("at"))
+            .and_then(Value::as_str)
+            == Some(updated)
+    });
+    (!moved && entry.get("lateSends").is_none()).then_some(updated)
+}
+
 fn settle_detail(current: &Entry, asked: Option<Status>) -> Map<String, Value> {
     let mut detail = Map::new();
     detail.insert("from".into(), current.status().as_str().into());
@@ -499,6 +514,11 @@ fn settle_detail(current: &Entry, asked: Option<Status>) -> Map<String, Value> {
     detail.insert("claimedAt".into(), current.claimed_at().into());
     if let Some(error) = current.error() {
         detail.insert("error".into(), error.into());
+        // When it ended, which this decision's write overwrites on the entry (AI7, AJ9:
+        // the history then put the end at the person's decision, after their refusals).
+        if let Some(at) = ended_at_exactly(current) {
+            detail.insert(super::history::ENDED_AT.into(), at.into());
+        }
     }
     if let Some(asked) = asked {
         detail.insert("status".into(), asked.as_str().into());
