@@ -162,7 +162,7 @@ impl Lane {
             gated
                 .values()
                 .filter(|call| !call.cancelled)
-                .any(|call| super::same_id((&call.raw_id[..], &call.id), (raw, id)))
+                .any(|call| super::ids::same_id((&call.raw_id[..], &call.id), (raw, id)))
         })
     }
 

@@ -37,6 +37,7 @@ use crate::mcp::wire::{
 };
 
 mod gated;
+mod ids;
 mod lines;
 
 use gated::Gated;
@@ -187,27 +188,6 @@ fn named<'a>(
         Match::Value => *value == id,
     })
     .map(|(number, _)| number)
-}
-
-/// Whether two request ids (each as written, and its value) are one: written alike,
-/// or the same string, or the same number. Numbers past 2^53 are told apart as
-/// written unless they are the same integer: as doubles, two of them may read as one.
-fn same_id((a_written, a): (&[u8], &Value), (b_written, b): (&[u8], &Value)) -> bool {
-    if a_written == b_written {
-        return true;
-    }
-    match (a, b) {
-        (Value::String(a), Value::String(b)) => a == b,
-        (Value::Number(a), Value::Number(b)) => {
-            // Exact as a double below 2^53: `1.0` is `1`.
-            let exact =
-                |n: &serde_json::Number| n.as_f64().filter(|f| f.abs() < 9_007_199_254_740_992.0);
-            (a.as_i64().is_some() && a.as_i64() == b.as_i64())
-                || (a.as_u64().is_some() && a.as_u64() == b.as_u64())
-                || exact(a).is_some_and(|a| exact(b) == Some(a))
-        }
-        _ => false,
-    }
 }
 
 /// The timer that gives up on a call the lane forwarded.
@@ -898,33 +878,6 @@ impl Lane {
         Some(number)
     }
 
-    /// Whether a request under the id `raw` (as the agent wrote it) still waits for
-    /// its answer, from the lane or from rmcp: Some(true) when one rmcp was handed was
-    /// cancelled (its work may go on), Some(false) when one waits.
-    fn id_in_use(&self, raw: &[u8]) -> Option<bool> {
-        if self.lane_waits(raw) {
-            return Some(false);
-        }
-        self.asked_of_rmcp.holds(std::str::from_utf8(raw).ok()?)
-    }
-
-    /// Whether a call the lane took (forwarded, or at the gate) under the id `raw` (as
-    /// the agent wrote it, matched by its value) still waits for its answer. One the
-    /// agent cancelled does not: whatever still comes for it is told apart by the
-    /// lane's own number, and dropped.
-    fn lane_waits(&self, raw: &[u8]) -> bool {
-        let Ok(id) = serde_json::from_slice::<Value>(raw) else {
-            return false;
-        };
-        let forwarded = self.waiting.lock().is_ok_and(|waiting| {
-            waiting
-                .values()
-                .filter_map(|w| w.to.agent_id())
-                .any(|(written, value)| same_id((written, value), (raw, &id)))
-        });
-        forwarded || self.gate_waits(raw, &id)
-    }
-
     /// Answers the agent's call `raw_id` (its id as it wrote it) with an error result
     /// saying `why`: the call's fate is the proxy's to tell, as on rmcp's path.
     fn answer(&self, raw_id: &[u8], why: String) {
@@ -993,31 +946,5 @@ async fn lines_to(from: impl AsyncRead + Unpin, to: Arc<Outbox>) {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_id;
-    use serde_json::Value;
-
-    fn same(a: &str, b: &str) -> bool {
-        let value = |s: &str| serde_json::from_str::<Value>(s).unwrap();
-        same_id((a.as_bytes(), &value(a)), (b.as_bytes(), &value(b)))
-    }
-
-    #[test]
-    fn an_id_is_one_however_it_is_written_and_large_numbers_are_told_apart() {
-        assert!(same(r#""a""#, r#""\u0061""#));
-        assert!(same("1", "1.0"));
-        assert!(same("7", "7"));
-        assert!(!same("7", r#""7""#));
-        assert!(!same("1", "2"));
-        // Equal as doubles, different integers.
-        assert!(!same(
-            "123456789012345678901234567890",
-            "123456789012345678901234567891"
-        ));
-        assert!(!same("9007199254740993", "9007199254740992.0"));
     }
 }
