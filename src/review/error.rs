@@ -82,7 +82,7 @@ pub enum ReviewError {
     InexactNumber(String),
     /// The reviewer looked at an older revision than the current one.
     #[error(
-        "draft {id} is now at revision {now}, not the revision {asked} you looked at; look at it again. Your decision was not recorded"
+        "draft {id} is now at revision {now}, not the revision {asked} you looked at; look at it again. Your decision changed nothing (the decision log keeps its refusal)"
     )]
     NotTheRevision {
         /// The draft.
@@ -139,7 +139,7 @@ pub enum ReviewError {
     },
     /// A new revision (or another change) arrived between the read and the decision.
     #[error(
-        "draft {id} changed while you were deciding (it is now at revision {revision}); look at it again. Your decision was not recorded"
+        "draft {id} changed while you were deciding (it is now at revision {revision}); look at it again. Your decision changed nothing (the decision log keeps its refusal)"
     )]
     ChangedMeanwhile {
         /// The draft.
@@ -305,7 +305,9 @@ pub(super) fn decided_first(
                 .unwrap_or_default()
         ),
     };
-    format!("draft {id} was {how} while you were deciding; your decision was not recorded")
+    format!(
+        "draft {id} was {how} while you were deciding; your decision changed nothing (the decision log keeps its refusal)"
+    )
 }
 
 /// How a closed draft got closed. A dispatched draft keeps who approved it and when

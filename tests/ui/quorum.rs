@@ -247,6 +247,20 @@ fn a_vote_voided_by_a_new_revision_is_said_to_no_longer_count() {
     // Said once: the next reload does not say it again over what came since.
     app.update(Action::ApprovalsLoaded(Ok(vec![revised])));
     assert!(status(&app).starts_with("Draft 7 has a new revision 2"));
+
+    // AJ5: rejected by someone else while the line says the vote counts.
+    let mut app = app_as("dana", vec![draft(&[])]);
+    app.update(Action::Done(Outcome::Voted {
+        id: 7,
+        revision: 1,
+        so_far: "approved 1 of 2".into(),
+        missing: 1,
+    }));
+    app.update(Action::ApprovalsLoaded(Ok(Vec::new())));
+    assert_eq!(
+        status(&app),
+        "Draft 7 has left the queue since your approval: someone else rejected, withdrew or dispatched it (view 4 says who)."
+    );
 }
 
 /// Finding T3: the confirmation names the limit the approval gets when an earlier

@@ -1746,7 +1746,7 @@ fn a_decision_row_says_who_decided_what_about_which_send() {
         row(" edit ").contains("pat@example.com→pam@example.com · wire→wire-2"),
         "{text}"
     );
-    assert!(row("olly").contains("REFUSED→sent"), "{text}");
+    assert!(row("olly").contains("sent REFUSED"), "{text}");
     assert!(row(" reset ").contains("sent→failed"), "{text}");
     assert!(row("completed").contains("its send"), "{text}");
     key(&mut app, KeyCode::Char('/'));

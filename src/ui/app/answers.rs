@@ -111,6 +111,15 @@ impl App {
             return;
         };
         let Some(draft) = drafts.iter().find(|d| d.id == id) else {
+            // Rejected, withdrawn or dispatched by someone else since (AJ5: the line
+            // went on saying one more approval was needed, or how to send it).
+            self.approval_said = None;
+            self.say(
+                &format!(
+                    "Draft {id} has left the queue since your approval: someone else rejected, withdrew or dispatched it (view 4 says who)."
+                ),
+                false,
+            );
             return;
         };
         if draft.revision == revision {

@@ -31,9 +31,10 @@ fn outcome_style(theme: &Theme, outcome: DecisionOutcome) -> Style {
 fn outcome_text(d: &Decision) -> String {
     let asked = d.detail.get("status").and_then(Value::as_str);
     match d.outcome {
-        // What was asked, where the detail says (a person's sent or failed).
+        // What was asked, where the detail says (a person's sent or failed), before
+        // the word: "REFUSED→sent" read as "refused, and now sent" (AJ7).
         DecisionOutcome::Refused => match asked {
-            Some(status) => format!("REFUSED→{status}"),
+            Some(status) => format!("{status} REFUSED"),
             None => "REFUSED".to_owned(),
         },
         DecisionOutcome::Unchanged => "no change".to_owned(),

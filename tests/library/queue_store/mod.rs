@@ -1237,7 +1237,7 @@ pub async fn a_decision_that_loses_to_a_dispatch_names_the_dispatch_not_the_appr
         )),
         "{text}"
     );
-    assert!(text.contains("your decision was not recorded"), "{text}");
+    assert!(text.contains("your decision changed nothing"), "{text}");
 }
 
 /// A submission identical to the current revision writes nothing and keeps the votes
