@@ -74,6 +74,18 @@ pub fn visible_inline(text: &str) -> Cow<'_, str> {
     replace(text, false, is_suspicious)
 }
 
+/// The start of `text`, up to `chars` characters, made visible as
+/// [`visible_inline`] makes it, with how long it was when it is cut: for quoting a
+/// value refused for its length without printing all of it back.
+pub fn visible_start(text: &str, chars: usize) -> String {
+    let count = text.chars().count();
+    if count <= chars {
+        return visible_inline(text).into_owned();
+    }
+    let start: String = text.chars().take(chars).collect();
+    format!("{}… ({count} characters)", visible_inline(&start))
+}
+
 /// JSON text with every suspicious character written as a JSON `\u` escape (four hex
 /// digits): the same
 /// JSON value, but nothing in it acts on a terminal. (`JSON.stringify` already escapes

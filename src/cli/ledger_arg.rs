@@ -170,7 +170,7 @@ pub fn check_by(by: Option<&str>) -> Result<(), String> {
     match send_once::review::quorum::name_problem(&name) {
         Some(why) => Err(format!(
             "{flag} {} {why}; give one person's name as it is read, nothing was changed",
-            send_once::text::visible_inline(&name)
+            send_once::text::visible_start(&name, 120)
         )),
         None => Ok(()),
     }

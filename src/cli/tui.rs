@@ -62,6 +62,14 @@ pub fn tui(args: &TuiArgs, headless: bool) -> Exit {
     if let Err(message) = check_by(args.by.as_deref()) {
         return fail(Exit::Refused, message);
     }
+    // An empty one (an unset shell variable in an alert's link) would open a search
+    // for nothing, said as if it were something (AI8).
+    if args.key.as_deref().is_some_and(|key| key.trim().is_empty()) {
+        return fail(
+            Exit::Refused,
+            "--key names nothing: give a send key, a prefix of one, or a draft's id; leave it out to open the queue",
+        );
+    }
     let verify = match verify_setup(args) {
         Ok(verify) => verify,
         Err(message) => return fail(Exit::Refused, message),

@@ -178,7 +178,7 @@ pub enum ReviewError {
     },
     /// The name given for who decides cannot be recorded
     /// ([`super::quorum::name_problem`]).
-    #[error("the name {} {why}; give one person's name as it is read. Nothing was changed", crate::text::visible_inline(.name))]
+    #[error("the name {} {why}; give one person's name as it is read. Nothing was changed", crate::text::visible_start(.name, 120))]
     BadName {
         /// The name as given.
         name: String,

@@ -158,6 +158,7 @@ fn an_empty_or_blank_by_is_refused_by_every_command_that_takes_it() {
         ] {
             refused(d, &args, &["--by", "names nobody"]);
         }
+        refused(d, &["tui", "L.db", "--key", by], &["--key names nothing"]);
     }
 }
 
@@ -206,6 +207,17 @@ fn a_note_reason_or_key_field_past_its_length_is_refused_and_nothing_changes() {
         args[at + 1] = &long_field;
         refused(d, &args, &[field, "2049 bytes long", "at most 2048 bytes"]);
     }
+    // A name refused for its length is quoted by its start, not printed back whole
+    // (AI6: a 100,000-character name came back on stderr).
+    let long_name = "b".repeat(100_000);
+    let o = run_in(d, &["resolve", "L.db", KEY, "sent", "--by", &long_name]);
+    expect_exit(&o, 2, "a name of 100,000 characters");
+    let said = stderr(&o);
+    assert!(
+        said.contains("… (100000 characters)") && said.len() < 1_000,
+        "{}",
+        &said[..said.len().min(500)]
+    );
     // At the limit, each is taken.
     let o = run_in(
         d,
