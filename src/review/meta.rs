@@ -84,6 +84,12 @@ pub struct Door {
     pub argument: &'static str,
 }
 
+/// The longest meta a draft is submitted with, as JSON text, in bytes.
+pub const MAX_META_BYTES: usize = 16 * 1024;
+
+/// The most fields a draft's meta has.
+pub const MAX_META_FIELDS: usize = 64;
+
 /// Refuses a `meta` that names an approver, or a channel, recipient, intent or window
 /// other than the `derived` ones the key was made from (the channel as the approval
 /// policy compares it, the others as written).
@@ -96,6 +102,15 @@ pub fn check(
         meta: said,
         argument,
     } = door;
+    // Every screen that lists drafts or sends draws their meta (AI5, AI6: a meta of
+    // megabytes held the review screen at full CPU); a payload is where bulk goes.
+    let length = serde_json::to_string(meta).map_or(0, |text| text.len());
+    if length > MAX_META_BYTES || meta.len() > MAX_META_FIELDS {
+        return Err(format!(
+            "{said} is {length} bytes in {} fields; it is at most {MAX_META_BYTES} bytes in {MAX_META_FIELDS} fields, a few words about the send for the people who review it (what is sent goes in the payload), nothing was queued",
+            meta.len()
+        ));
+    }
     if let Some(field) = WRITTEN_ON_APPROVAL.iter().find(|f| meta.contains_key(**f)) {
         return Err(format!(
             "{said}'s {field} is written by send-once when a person approves; leave it out, nothing was queued"

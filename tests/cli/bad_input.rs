@@ -207,6 +207,32 @@ fn a_note_reason_or_key_field_past_its_length_is_refused_and_nothing_changes() {
         args[at + 1] = &long_field;
         refused(d, &args, &[field, "2049 bytes long", "at most 2048 bytes"]);
     }
+    // A meta is a few words about the send, not a second payload (AI5, AI6).
+    let fields: serde_json::Map<String, serde_json::Value> =
+        (0..100).map(|n| (format!("f{n}"), n.into())).collect();
+    let many = serde_json::Value::Object(fields).to_string();
+    let big = serde_json::json!({"note": "m".repeat(20_000)}).to_string();
+    for meta in [&many, &big] {
+        refused(
+            d,
+            &[
+                "draft",
+                "submit",
+                "L.db",
+                "--channel",
+                "email",
+                "--to",
+                "ana@example.com",
+                "--intent",
+                "renewal",
+                "--payload",
+                "p.json",
+                "--meta",
+                meta,
+            ],
+            &["--meta is", "at most 16384 bytes in 64 fields"],
+        );
+    }
     // A name refused for its length is quoted by its start, not printed back whole
     // (AI6: a 100,000-character name came back on stderr).
     let long_name = "b".repeat(100_000);

@@ -27,9 +27,18 @@ use super::layout::{MIN_HEIGHT, MIN_WIDTH, body_areas, frame_areas, list_start, 
 use super::page::value_text;
 
 /// Untrusted text, made visible, on one line.
+/// Text from agents and other tools, made visible, and cut at [`SAFE_MOST`]
+/// characters: no pane shows more of one line or paragraph, and a meta or an intent
+/// of megabytes, made visible whole every frame, held the screen at full CPU (AI5).
 fn safe(text: &str) -> String {
-    crate::text::visible_inline(text).into_owned()
+    match text.char_indices().nth(SAFE_MOST) {
+        Some((end, _)) => format!("{}…", crate::text::visible_inline(&text[..end])),
+        None => crate::text::visible_inline(text).into_owned(),
+    }
 }
+
+/// The most characters of one text [`safe`] gives.
+const SAFE_MOST: usize = 4096;
 
 fn age(now: i64, at: &str) -> String {
     time::parse_date(at).map_or_else(
@@ -504,5 +513,20 @@ mod tests {
         // The list shrank under the selection: nothing, never a backwards range.
         assert_eq!(rows_in_view(area, 40, 3), 3..3);
         assert_eq!(rows_in_view(Rect::new(0, 0, 80, 1), 0, 3), 0..0);
+    }
+}
+
+#[cfg(test)]
+mod safe_tests {
+    use super::{SAFE_MOST, safe};
+
+    #[test]
+    fn a_text_of_megabytes_is_cut_before_it_is_made_visible() {
+        let long = format!("\u{202E}{}", "x".repeat(2_000_000));
+        let shown = safe(&long);
+        assert!(shown.starts_with("<U+202E>x"), "{}", &shown[..20]);
+        assert!(shown.ends_with('…'));
+        assert_eq!(shown.chars().count(), "<U+202E>".len() + SAFE_MOST - 1 + 1);
+        assert_eq!(safe("short"), "short");
     }
 }
