@@ -530,10 +530,16 @@ fn confirm_settle_many(
     )];
     for send in sends.iter().take(LISTED) {
         let short = short_key(&send.key);
+        // Which of them the warning below is about (AJ8: it said how many only).
+        let mark = match send.in_flight {
+            StillSending::Known(_) => "  ! may still be sending",
+            StillSending::Perhaps => "  ? may still be sending",
+            _ => "",
+        };
         if send.who == short {
-            lines.push(format!("  {short}"));
+            lines.push(format!("  {short}{mark}"));
         } else {
-            lines.push(format!("  {} ({short})", send.who));
+            lines.push(format!("  {} ({short}){mark}", send.who));
         }
     }
     if sends.len() > LISTED {
@@ -555,7 +561,7 @@ fn confirm_settle_many(
         .count();
     let warning = (known > 0 && status == Status::Failed).then(|| {
         format!(
-            "{known} of them may still be sending (their claimer runs, or its time limit has not passed): marked failed, the next attempt can send each a second time."
+            "{known} of them (marked !) may still be sending (their claimer runs, or its time limit has not passed): marked failed, the next attempt can send each a second time."
         )
     });
     lines.push("Each is refused on its own if it changed since it was shown.".into());

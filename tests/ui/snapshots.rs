@@ -1548,6 +1548,34 @@ fn space_marks_rows_and_bulk_settle_is_one_form_one_confirmation_one_batch() {
     assert_eq!(app.state(View::Unknown).marked.len(), 1);
 }
 
+/// The bulk confirmation marks which of its sends may still be sending, where it said
+/// only how many (operator's shift, session 43: AJ8).
+#[test]
+fn a_bulk_confirmation_marks_the_sends_that_may_still_be_sending() {
+    let mut app = full_app();
+    mark_three(&mut app);
+    key(&mut app, KeyCode::Char(' '));
+    assert_eq!(app.state(View::Unknown).marked.len(), 4);
+    key(&mut app, KeyCode::Char('f'));
+    press(&mut app, KeyCode::Enter);
+    let lines = confirm_of(&app).lines.clone();
+    let line = |needle: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(needle))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        line("order-79:charge").ends_with("? may still be sending"),
+        "{lines:?}"
+    );
+    assert!(
+        !line("order-78:charge").contains("may still be sending"),
+        "{lines:?}"
+    );
+}
+
 fn key_effects(app: &mut App, c: char) -> Vec<Effect> {
     press(app, KeyCode::Char(c))
 }
