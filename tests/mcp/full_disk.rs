@@ -118,6 +118,19 @@ async fn a_call_the_upstream_refused_as_the_disk_filled_is_said_not_made_and_onl
     agent.cancel().await.unwrap();
 }
 
+/// A proxy on `bench`, its stderr going to a file (its path given), called once with
+/// `append` of `line` to ana, the upstream answering after `seconds`.
+fn proxy_with_a_call(bench: &Bench, line: &str, seconds: f64) -> (Raw, std::path::PathBuf) {
+    let err = bench.dir.path().join("proxy.err");
+    let mut raw = Raw::start_with(bench, &[], std::fs::File::create(&err).unwrap().into());
+    raw.call(
+        1,
+        "append",
+        json!({"line": line, "to": "ana@example.com", "seconds": seconds}),
+    );
+    (raw, err)
+}
+
 /// `tool` called with `arguments` in a task of its own.
 fn spawn_call(
     agent: &crate::harness::mcp::Client,
@@ -284,13 +297,7 @@ fn a_late_answer_the_full_disk_refused_is_named_made_when_the_proxy_stops() {
     else {
         return;
     };
-    let err = bench.dir.path().join("proxy.err");
-    let mut raw = Raw::start_with(&bench, &[], std::fs::File::create(&err).unwrap().into());
-    raw.call(
-        1,
-        "append",
-        json!({"line": "late", "to": "ana@example.com", "seconds": 3.0}),
-    );
+    let (mut raw, err) = proxy_with_a_call(&bench, "late", 3.0);
     let past = raw
         .next(Duration::from_secs(20))
         .expect("told unknown at its limit");
@@ -325,13 +332,7 @@ fn a_stopped_call_the_full_disk_cannot_record_is_named_as_still_reading_sending(
     else {
         return;
     };
-    let err = bench.dir.path().join("proxy.err");
-    let mut raw = Raw::start_with(&bench, &[], std::fs::File::create(&err).unwrap().into());
-    raw.call(
-        1,
-        "append",
-        json!({"line": "open", "to": "ana@example.com", "seconds": 30.0}),
-    );
+    let (mut raw, err) = proxy_with_a_call(&bench, "open", 30.0);
     wait_until("the call is claimed", Duration::from_secs(10), || {
         bench.entries().len() == 1
     });
@@ -362,13 +363,7 @@ fn an_answer_in_time_the_full_disk_refused_is_named_made_when_the_proxy_stops() 
     else {
         return;
     };
-    let err = bench.dir.path().join("proxy.err");
-    let mut raw = Raw::start_with(&bench, &[], std::fs::File::create(&err).unwrap().into());
-    raw.call(
-        1,
-        "append",
-        json!({"line": "made", "to": "ana@example.com", "seconds": 1.5}),
-    );
+    let (mut raw, err) = proxy_with_a_call(&bench, "made", 1.5);
     wait_until("the call is claimed", Duration::from_secs(10), || {
         bench.entries().len() == 1
     });

@@ -13,6 +13,10 @@ use crate::harness::mcp::{Raw, call, ok, refused, text};
 use crate::proxy::Bench;
 
 /// Everything passes; `append` may take one second at most.
+/// `append` through the gate, everything else passed.
+const APPEND_ONCE: &str =
+    "upstream = \"fake\"\n[default]\nmode = \"pass\"\n[tools.append]\nmode = \"once\"\n";
+
 const PASS: &str = r#"
 upstream = "fake"
 [default]
@@ -157,9 +161,7 @@ fn an_agent_that_reads_late_and_closes_its_side_still_gets_every_answer() {
 
 #[test]
 fn an_agent_that_never_reads_still_has_every_call_the_upstream_made_recorded() {
-    let Some(bench) = Bench::new(
-        "upstream = \"fake\"\n[default]\nmode = \"pass\"\n[tools.append]\nmode = \"once\"\n",
-    ) else {
+    let Some(bench) = Bench::new(APPEND_ONCE) else {
         return;
     };
     let mut raw = Raw::start(&bench, &[]);
@@ -953,9 +955,7 @@ fn an_id_written_otherwise_is_the_same_id_and_its_reuse_is_refused() {
 
 #[test]
 fn calls_through_rmcp_the_agent_cancelled_count_against_the_lanes_room_until_they_end() {
-    let Some(bench) = Bench::new(
-        "upstream = \"fake\"\n[default]\nmode = \"pass\"\n[tools.append]\nmode = \"once\"\n",
-    ) else {
+    let Some(bench) = Bench::new(APPEND_ONCE) else {
         return;
     };
     let mut raw = Raw::start(&bench, &["--timeout", "30s"]);
@@ -1687,15 +1687,7 @@ fn no_progress_reaches_the_agent_after_it_cancelled_the_call_whichever_way_it_we
 /// first call's entry had none, six times in six).
 #[test]
 fn the_sessions_first_once_call_names_its_agent() {
-    let Some(bench) = Bench::new(
-        r#"
-upstream = "fake"
-[default]
-mode = "pass"
-[tools.append]
-mode = "once"
-"#,
-    ) else {
+    let Some(bench) = Bench::new(APPEND_ONCE) else {
         return;
     };
     let mut raw = Raw::start(&bench, &[]);
@@ -1715,15 +1707,7 @@ mode = "once"
 /// answered both under one id). Once the first is answered, the id is free again.
 #[test]
 fn a_call_under_the_id_of_one_still_waiting_is_refused_and_not_made() {
-    let Some(bench) = Bench::new(
-        r#"
-upstream = "fake"
-[default]
-mode = "pass"
-[tools.append]
-mode = "once"
-"#,
-    ) else {
+    let Some(bench) = Bench::new(APPEND_ONCE) else {
         return;
     };
     let mut raw = Raw::start(&bench, &[]);
