@@ -367,3 +367,43 @@ fn a_name_with_a_comma_is_refused_in_the_form_which_is_kept() {
         form.error
     );
 }
+
+/// An approval under another name than the screen's is said to be that person's
+/// vote, and only `y` confirms it: one person at one screen could otherwise make a
+/// two-person approval alone by typing a second name (operator's shift, session 43:
+/// AJ3).
+#[test]
+fn an_approval_under_another_name_is_said_to_be_their_vote() {
+    let mut app = app_as("dana", vec![draft(&[])]);
+    press(&mut app, KeyCode::Char('a'));
+    let Some(Overlay::Form(form)) = &app.overlay else {
+        panic!("no form: {}", status(&app));
+    };
+    let name = form.fields.iter().position(|f| f.label == "Name").unwrap();
+    while !matches!(&app.overlay, Some(Overlay::Form(f)) if f.focus == name) {
+        press(&mut app, KeyCode::Tab);
+    }
+    for _ in 0.."dana".len() {
+        press(&mut app, KeyCode::Backspace);
+    }
+    for c in "zed".chars() {
+        press(&mut app, KeyCode::Char(c));
+    }
+    press(&mut app, KeyCode::Enter);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {}", status(&app));
+    };
+    let warning = confirm.warning.clone().unwrap_or_default();
+    assert!(
+        warning.contains("opened as dana: this approval is recorded as zed's vote"),
+        "{warning}"
+    );
+    // Under the screen's own name, nothing is said.
+    let mut app = app_as("dana", vec![draft(&[])]);
+    press(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Enter);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {}", status(&app));
+    };
+    assert_eq!(confirm.warning, None);
+}

@@ -524,7 +524,8 @@ impl App {
                     return Vec::new();
                 }
                 match submit(&form, self.older_than_ms) {
-                    Ok(confirm) => {
+                    Ok(mut confirm) => {
+                        self.another_name(&mut confirm);
                         self.overlay = Some(Overlay::Confirm(confirm));
                         return Vec::new();
                     }
@@ -540,5 +541,28 @@ impl App {
         }
         self.overlay = Some(Overlay::Form(form));
         Vec::new()
+    }
+
+    /// An approval recorded under another name than this screen's: a vote that
+    /// counts as that person's, so that one person at one screen could make a
+    /// two-person approval alone (operator's shift, session 43: AJ3). Said, and only
+    /// `y` confirms; names are what each person says they are, here as in `--by`.
+    fn another_name(&self, confirm: &mut crate::ui::forms::Confirm) {
+        let crate::ui::action::Effect::Approve { by, .. } = &confirm.effect else {
+            return;
+        };
+        if crate::review::quorum::same_person(by, &self.by) {
+            return;
+        }
+        let said = format!(
+            "This screen was opened as {}: this approval is recorded as {}'s vote, not yours. Press y only if {} asked you to record it.",
+            crate::text::visible_inline(&self.by),
+            crate::text::visible_inline(by),
+            crate::text::visible_inline(by),
+        );
+        confirm.warning = Some(match confirm.warning.take() {
+            Some(other) => format!("{said} {other}"),
+            None => said,
+        });
     }
 }
