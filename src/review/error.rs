@@ -162,7 +162,9 @@ pub enum ReviewError {
     },
     /// The author of the revision asked to approve it, and the draft's rule wants
     /// someone else.
-    #[error("{by} {verb} revision {revision} of draft {id}; {others}")]
+    #[error(
+        "{by} {verb} revision {revision} of draft {id}; {others}. This approval changed nothing (the decision log keeps its refusal)"
+    )]
     SelfApproval {
         /// The draft.
         id: i64,

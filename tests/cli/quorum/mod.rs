@@ -210,6 +210,8 @@ fn two_person_policy(q: &Queue) {
         &[
             "agent submitted revision 1",
             "2 people other than its authors must approve it",
+            // Said to change nothing (operator's shift, session 43: AJ11).
+            "This approval changed nothing",
         ],
     );
     assert_eq!(stdout(&o), "", "a refusal prints no approval");
