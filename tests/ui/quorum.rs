@@ -407,3 +407,34 @@ fn an_approval_under_another_name_is_said_to_be_their_vote() {
     };
     assert_eq!(confirm.warning, None);
 }
+
+/// An approval's confirmation open while another person votes says what the draft is
+/// now, and only `y` confirms: it was a picture of the draft as it was, and "makes 1
+/// of 2" became 2 of 2 on `y` (operator's shift, session 43: AJ2).
+#[test]
+fn a_confirmation_open_while_the_draft_changes_says_what_it_is_now() {
+    let mut app = app_as("dana", vec![draft(&[])]);
+    press(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Enter);
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.warning.is_none()));
+    // The same draft again: nothing is said.
+    app.update(Action::ApprovalsLoaded(Ok(vec![draft(&[])])));
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.warning.is_none()));
+    app.update(Action::ApprovalsLoaded(Ok(vec![draft(&["erin"])])));
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("the confirmation closed: {}", status(&app));
+    };
+    let warning = confirm.warning.clone().unwrap_or_default();
+    assert!(
+        warning.starts_with(
+            "Draft 7 changed while this was open: it is now revision 1, approved 1 of 2."
+        ),
+        "{warning}"
+    );
+    // Said once, however often the queue reloads.
+    app.update(Action::ApprovalsLoaded(Ok(vec![draft(&["erin"])])));
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("the confirmation closed");
+    };
+    assert_eq!(confirm.warning.clone().unwrap_or_default(), warning);
+}
