@@ -368,7 +368,32 @@ fn earlier_attempts(decisions: &[&Decision], latest: u64, timeline: &mut Timelin
 /// In the detail of a decision that changed an attempt that had ended (a late answer's
 /// completion, a person's resolve or reset): when it ended, which the decision's own
 /// write overwrites on the entry.
-pub(crate) const ENDED_AT: &str = "endedAt";
+const ENDED_AT: &str = "endedAt";
+
+/// When the attempt `entry` holds ended, if the entry still says so exactly: it has
+/// an error (its end), and no later write has moved its `updatedAt` (a person's record,
+/// which Node's resolve writes on the entry only, or a late send).
+fn ended_exactly(entry: &Entry) -> Option<&str> {
+    entry.error()?;
+    let updated = entry.updated_at()?;
+    let moved = ["resolution", "reset"].iter().any(|record| {
+        entry
+            .get(record)
+            .and_then(Value::as_object)
+            .and_then(|r| r.get("at"))
+            .and_then(Value::as_str)
+            == Some(updated)
+    });
+    (!moved && entry.get("lateSends").is_none()).then_some(updated)
+}
+
+/// Keeps in `detail`, the detail of a decision about to change `entry`, when its
+/// attempt ended, where the entry still says so exactly: the change overwrites it.
+pub(crate) fn keep_ended_at(entry: &Entry, detail: &mut Map<String, Value>) {
+    if let Some(at) = ended_exactly(entry) {
+        detail.insert(ENDED_AT.into(), at.into());
+    }
+}
 
 /// When the attempt's error was written: the entry's `updatedAt`, unless a later write
 /// (a person's record, a late send) replaced it; then the time the first decision
@@ -389,6 +414,14 @@ fn ended_at(entry: &Entry, decisions: &[&Decision]) -> (String, bool) {
     if let Some(at) = kept {
         return (at, true);
     }
+    let decided = |at: &str| {
+        decisions
+            .iter()
+            .any(|d| d.outcome == DecisionOutcome::Changed && d.at == at)
+    };
+    if let Some(at) = ended_exactly(entry).filter(|at| !decided(at)) {
+        return (at.to_owned(), true);
+    }
     let updated = entry.updated_at().unwrap_or(entry.claimed_at()).to_owned();
     let mut later: Vec<String> = ["resolution", "reset"]
         .iter()
@@ -401,9 +434,6 @@ fn ended_at(entry: &Entry, decisions: &[&Decision]) -> (String, bool) {
             .filter(|d| d.outcome == DecisionOutcome::Changed)
             .map(|d| d.at.clone()),
     );
-    if entry.get("lateSends").is_none() && !later.contains(&updated) {
-        return (updated, true);
-    }
     let first = later
         .into_iter()
         .filter_map(|at| time::parse_date(&at).map(|ms| (ms, at)))

@@ -33,7 +33,6 @@ mod verified;
 pub use audit::{Audit, placed_in_time};
 pub use error::LedgerError;
 use error::PREFIX_MATCHES_SHOWN;
-use history::ENDED_AT;
 pub use outcome::{
     Outcome, PROVIDER_ID_FIELDS, Receipt, SendContext, SendError, UNKNOWN_PREFIX, provider_id_field,
 };
@@ -263,10 +262,11 @@ impl Ledger {
     /// Records the result of an attempt its sender recorded as unknown (`unknown`, its
     /// entry then), which came after all (an MCP upstream that answered past the
     /// proxy's limit), or whose result the ledger could not take when it came (a full
-    /// disk; `unknown` is then the claim): the send went out. Still unknown, the attempt is recorded sent,
-    /// with `why`; marked failed by a person meanwhile, the verdict is corrected, and a
-    /// newer attempt is noted as a send the recipient may have twice, as for any send
-    /// that returns late. Gives the entry as it was left, if it was changed.
+    /// disk; `unknown` is then the claim): the send went out. Still pending, the
+    /// attempt is recorded sent, with `why`; marked failed by a person meanwhile, the
+    /// verdict is corrected, and a newer attempt is noted as a send the recipient may
+    /// have twice, as for any send that returns late. Gives the entry as it was left,
+    /// if it was changed.
     pub async fn record_late<R: Receipt>(
         &self,
         unknown: &Entry,
@@ -292,11 +292,7 @@ impl Ledger {
                         detail.insert("late".into(), true.into());
                         // The entry's own time of it is overwritten by this record:
                         // kept here, the history says when the attempt was seen to end.
-                        if unknown.error().is_some()
-                            && let Some(at) = unknown.updated_at()
-                        {
-                            detail.insert(ENDED_AT.into(), at.into());
-                        }
+                        history::keep_ended_at(unknown, &mut detail);
                         let decision = completed(&sent, why.to_owned(), detail);
                         (sent.clone(), decision)
                     }

@@ -124,12 +124,7 @@ impl Seen {
     }
 
     pub(super) fn matches(&self, current: &Entry) -> bool {
-        current.status() == self.status
-            && self
-                .claimed_at
-                .as_deref()
-                .is_none_or(|at| at == current.claimed_at())
-            && self.attempts.is_none_or(|n| n == current.attempts())
+        current.status() == self.status && self.same_attempt(current)
     }
 
     /// Whether `current` is the attempt that was seen, as far as it was seen (a status
@@ -490,21 +485,6 @@ impl Ledger {
 }
 
 /// What every decision of a settling says of the entry as read.
-/// When the attempt `entry` holds ended, if its `updatedAt` still says so: no person's
-/// record on it (Node's resolve writes one on the entry only) nor a late send has
-/// moved it since.
-fn ended_at_exactly(entry: &Entry) -> Option<&str> {
-    let updated = entry.updated_at()?;
-    let moved = ["resolution", "reset"].iter().any(|record| {
-        entry
-            .get(record)
-            .and_then(|r| r.get("at"))
-            .and_then(Value::as_str)
-            == Some(updated)
-    });
-    (!moved && entry.get("lateSends").is_none()).then_some(updated)
-}
-
 fn settle_detail(current: &Entry, asked: Option<Status>) -> Map<String, Value> {
     let mut detail = Map::new();
     detail.insert("from".into(), current.status().as_str().into());
@@ -514,12 +494,10 @@ fn settle_detail(current: &Entry, asked: Option<Status>) -> Map<String, Value> {
     detail.insert("claimedAt".into(), current.claimed_at().into());
     if let Some(error) = current.error() {
         detail.insert("error".into(), error.into());
-        // When it ended, which this decision's write overwrites on the entry (AI7, AJ9:
-        // the history then put the end at the person's decision, after their refusals).
-        if let Some(at) = ended_at_exactly(current) {
-            detail.insert(super::history::ENDED_AT.into(), at.into());
-        }
     }
+    // When it ended, which this decision's write overwrites on the entry (AI7, AJ9:
+    // the history then put the end at the person's decision, after their refusals).
+    super::history::keep_ended_at(current, &mut detail);
     if let Some(asked) = asked {
         detail.insert("status".into(), asked.as_str().into());
     }
