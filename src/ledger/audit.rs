@@ -83,25 +83,27 @@ impl Ledger {
         let mut census = self.store.census().await?;
         let pending = std::mem::take(&mut census.pending_entries);
         let (aged, unplaced) = oldest_unknown(pending, now, older_than_ms);
-        let (running, unknown): (Vec<Entry>, Vec<Entry>) = aged
-            .into_iter()
-            .partition(|e| super::claimer::running(e, now).known_to_run());
-        let listening = unknown
-            .iter()
-            .filter(|e| {
-                matches!(
-                    super::claimer::running(e, now),
-                    super::claimer::Running::Listening { .. }
-                )
-            })
-            .map(|e| e.key().to_owned())
-            .collect();
+        // Where each stands is read once: it may look at the claimer's process and
+        // the note of its send.
+        let mut still_running = Vec::new();
+        let mut listening = Vec::new();
+        let mut unknown = Vec::new();
+        for entry in aged {
+            match super::claimer::running(&entry, now) {
+                running if running.known_to_run() => still_running.push(entry.key().to_owned()),
+                super::claimer::Running::Listening { .. } => {
+                    listening.push(entry.key().to_owned());
+                    unknown.push(entry);
+                }
+                _ => unknown.push(entry),
+            }
+        }
         Ok(Audit {
             now,
             older_than_ms,
             unplaced,
             listening,
-            still_running: running.iter().map(|e| e.key().to_owned()).collect(),
+            still_running,
             in_flight: census
                 .pending
                 .saturating_sub(unknown.len() as u64)
