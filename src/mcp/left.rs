@@ -159,13 +159,14 @@ pub async fn settle_left(
     Ok(left)
 }
 
-/// Records `receipt`, the result of the send claimed under `key` that the ledger
-/// could not take when it came (a full disk), with `why`: the send was made, so its
-/// claim is settled sent once the ledger takes it, written again every
-/// [`RECORD_AGAIN`] for an hour, and named made at the server's end meanwhile
-/// (hostile round, session 43: AI2, AI3; it was left claimed, then recorded at the
-/// stop as stopped before its send ended, or left reading as sending).
-pub async fn record_made<R: Receipt + Send + Sync>(
+/// Holds `receipt`, the result of the send claimed under `key` that the ledger could
+/// not take when it came (a full disk), with `why`: the send was made. It is noted in
+/// `unsettled` at once, so that a stop from now on names it made, never stopped; and
+/// its claim is settled sent once the ledger takes it, written again every
+/// [`RECORD_AGAIN`] for an hour (hostile round, session 43: AI2, AI3; it was left
+/// claimed, then recorded at the stop as stopped before its send ended, or left
+/// reading as sending).
+pub fn hold_made<R: Receipt + Send + Sync + 'static>(
     ledger: Arc<Ledger>,
     key: String,
     receipt: R,
@@ -173,6 +174,16 @@ pub async fn record_made<R: Receipt + Send + Sync>(
     why: &'static str,
 ) {
     unsettled.made_unrecorded(&key, receipt.provider_id(), false);
+    tokio::spawn(record_made(ledger, key, receipt, unsettled, why));
+}
+
+async fn record_made<R: Receipt + Send + Sync>(
+    ledger: Arc<Ledger>,
+    key: String,
+    receipt: R,
+    unsettled: Arc<Unsettled>,
+    why: &'static str,
+) {
     let deadline = tokio::time::Instant::now() + RECORD_FOR;
     // The claim as it stands: the record goes to this attempt, or to none.
     let claimed = loop {

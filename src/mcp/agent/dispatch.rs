@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::{DispatchError, Dispatched};
-use crate::ledger::Receipt;
 use crate::ledger::{Entry, Ledger, LedgerError, Outcome, SendContext, SendError};
 use crate::mcp::left::Unsettled;
 use crate::mcp::unrecorded::{Unrecorded, store_said};
@@ -132,15 +131,13 @@ pub async fn dispatch(
         Ok(done) => done,
         Err(e) => {
             if let Some(receipt) = provider.made() {
-                // Named made at the server's end until it is written, never stopped.
-                unsettled.made_unrecorded(&head.key, receipt.provider_id(), false);
-                tokio::spawn(crate::mcp::left::record_made(
+                crate::mcp::left::hold_made(
                     Arc::clone(ledger),
                     head.key.clone(),
                     receipt,
                     Arc::clone(unsettled),
                     "the send command succeeded, and the ledger could not record it then: it was sent",
-                ));
+                );
             }
             return not_dispatched(e, provider.started(), id, &head.key, unrecorded);
         }

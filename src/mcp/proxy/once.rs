@@ -276,20 +276,13 @@ pub async fn once(
         }
         Err(e) if forward.forwarded() => {
             if let Some(result) = forward.made_result() {
-                // Named made at the proxy's end until it is written, never stopped.
-                forward.unsettled.made_unrecorded(
-                    &key,
-                    ToolReceipt(result.clone()).provider_id(),
-                    false,
-                );
-                let receipt = ToolReceipt(result);
-                tokio::spawn(crate::mcp::left::record_made(
+                crate::mcp::left::hold_made(
                     Arc::clone(&ledger),
                     key.clone(),
-                    receipt,
+                    ToolReceipt(result),
                     Arc::clone(&forward.unsettled),
                     "the upstream answered in time, and the ledger could not record it then: the call was made",
-                ));
+                );
             }
             unrecorded(&forward, &key, &ledger_name, &e)
         }
@@ -430,7 +423,7 @@ pub fn unrecorded(
     );
     match answer {
         Some(Forwarded::Done(mut result) | Forwarded::ToolError(mut result)) => {
-            // What `once` hands to `left::record_made`.
+            // What `once` hands to `left::hold_made`.
             let later = if result.is_error != Some(true) {
                 " This proxy writes this answer to the ledger as soon as it can take it."
             } else {
