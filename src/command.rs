@@ -213,10 +213,14 @@ fn prepare(command: &SendCommand<'_>) -> std::io::Result<Command> {
 /// outlive a kill -9 of the process that claimed it. The signal comes when the
 /// forking *thread* ends, so only the main thread (the command line's one thread)
 /// asks for it; a program forking from a pool thread that may end keeps its sends.
-fn in_a_session_of_its_own(outside: &mut Command, echo_stderr: bool) {
+///
+/// `from_the_command_line` is whether this is a send of the command line's; anything
+/// else (an MCP proxy's upstream, whose session is noted instead) outlives a kill -9
+/// of this process, to be seen running.
+pub(crate) fn in_a_session_of_its_own(outside: &mut Command, from_the_command_line: bool) {
     let parent = std::process::id();
     // SAFETY: gettid(2) has no preconditions.
-    let dies_with_us = echo_stderr && unsafe { libc::gettid() } as u32 == parent;
+    let dies_with_us = from_the_command_line && unsafe { libc::gettid() } as u32 == parent;
     // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe, and the closure
     // does nothing else between fork and exec.
     unsafe {

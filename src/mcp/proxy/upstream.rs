@@ -184,7 +184,7 @@ pub struct Started {
 /// failed and the agent's retry made it again).
 pub struct Group {
     id: i32,
-    _noted: Option<crate::procs::notes::SessionNote>,
+    _noted: crate::procs::notes::SessionNote,
 }
 
 impl Drop for Group {
@@ -253,16 +253,7 @@ impl Upstream {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(errors_in);
-        // SAFETY: setsid(2) is async-signal-safe, and the closure does nothing else
-        // between fork and exec.
-        unsafe {
-            child.pre_exec(|| {
-                if libc::setsid() == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::command::in_a_session_of_its_own(&mut child, false);
         // Noted before it starts: an upstream a kill -9 of the proxy would leave
         // unseen is not started.
         let starting = crate::procs::notes::note_starting()
@@ -281,7 +272,7 @@ impl Upstream {
         };
         let group = process.id().map(|id| Group {
             id: id as i32,
-            _noted: Some(starting.started(id)),
+            _noted: starting.started(id),
         });
         Ok(Started {
             group,
