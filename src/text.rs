@@ -74,16 +74,23 @@ pub fn visible_inline(text: &str) -> Cow<'_, str> {
     replace(text, false, is_suspicious)
 }
 
-/// The start of `text`, up to `chars` characters, made visible as
-/// [`visible_inline`] makes it, with how long it was when it is cut: for quoting a
-/// value refused for its length without printing all of it back.
-pub fn visible_start(text: &str, chars: usize) -> String {
-    let count = text.chars().count();
-    if count <= chars {
-        return visible_inline(text).into_owned();
+/// `text` made visible as [`visible_inline`] makes it, cut to its first `chars`
+/// characters (ending in `…`) before it is: made visible whole, a text of megabytes
+/// costs that much however little of it is shown. Whether it was cut.
+pub fn visible_cut(text: &str, chars: usize) -> (String, bool) {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => (format!("{}…", visible_inline(&text[..end])), true),
+        None => (visible_inline(text).into_owned(), false),
     }
-    let start: String = text.chars().take(chars).collect();
-    format!("{}… ({count} characters)", visible_inline(&start))
+}
+
+/// As [`visible_cut`], saying how long it was when it is cut: for quoting a value
+/// refused for its length without printing all of it back.
+pub fn visible_start(text: &str, chars: usize) -> String {
+    match visible_cut(text, chars) {
+        (start, true) => format!("{start} ({} characters)", text.chars().count()),
+        (whole, false) => whole,
+    }
 }
 
 /// JSON text with every suspicious character written as a JSON `\u` escape (four hex

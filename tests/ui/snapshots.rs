@@ -474,6 +474,23 @@ fn a_payload_too_long_for_the_pane_shows_what_changed_or_its_start() {
     let text = screen(&mut app, 100, 30);
     assert!(text.contains("KiB, more than this pane shows"), "{text}");
     assert!(text.contains("<U+202E>Dear Lee"), "{text}");
+
+    // A payload on one line shows its first 64 KiB, not the first 4096 characters
+    // that one line of other text is cut at.
+    let one_line = format!("{}MARKER{}", "x".repeat(20_000), "y".repeat(80_000));
+    let mut d = draft(vec![revision(
+        1,
+        20 * MIN,
+        json!({"body": one_line}),
+        json!({}),
+    )]);
+    d.id = 41;
+    let mut app = loaded_app(vec![d], Vec::new(), Vec::new());
+    let found = (0..2_000u16).step_by(20).any(|scroll| {
+        app.detail_scroll = scroll;
+        screen(&mut app, 100, 30).contains("MARKER")
+    });
+    assert!(found, "the text at 20,000 characters is in the pane");
 }
 
 #[test]

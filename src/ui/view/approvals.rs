@@ -290,13 +290,13 @@ fn payload_lines<'a>(
         .map_or(0, |b| b.payload.len())
         .max(current.payload.len());
     if longest > PANE_PAYLOAD_BYTES {
-        match base.and_then(|b| app.long_diff(draft, b.revision)) {
-            Some(diff) => long_changes(
+        match base.and_then(|b| Some((b, app.long_diff(draft, b.revision)?))) {
+            Some((base, diff)) => long_changes(
                 lines,
                 theme,
                 &diff,
                 current.payload.len(),
-                base,
+                base.revision,
                 draft,
                 width,
             ),
@@ -370,11 +370,11 @@ fn long_changes(
     theme: &Theme,
     diff: &crate::ui::app::LongDiff,
     length: usize,
-    base: Option<&crate::review::Revision>,
+    base: i64,
     draft: &Draft,
     width: usize,
 ) {
-    let approved = if base.is_some_and(|b| draft.approved_revision == Some(b.revision)) {
+    let approved = if draft.approved_revision == Some(base) {
         "the approved "
     } else {
         ""
@@ -384,7 +384,7 @@ fn long_changes(
             "Payload: {} KiB, {} since {approved}revision {}: the changed lines, with those around them (o opens all of it in the pager)",
             length.div_ceil(1024),
             diff.summary,
-            base.map_or(0, |b| b.revision),
+            base,
         ),
         theme.title(),
     )));
@@ -414,12 +414,16 @@ fn payload_start(lines: &mut Vec<Line<'_>>, theme: &Theme, payload: &str, width:
         ),
         theme.title(),
     )));
+    // (str::floor_char_boundary is newer than the crate's MSRV.)
     let mut end = PANE_PAYLOAD_BYTES.min(payload.len());
     while !payload.is_char_boundary(end) {
         end -= 1;
     }
+    // Made visible whole, not through `safe`: its cut would show a one-line payload's
+    // first 4096 characters, where the title says 64 KiB.
     for text in payload[..end].split('\n') {
-        for piece in wrap_gutter(&format!("  {}", safe(text)), width) {
+        let text = crate::text::visible_inline(text);
+        for piece in wrap_gutter(&format!("  {text}"), width) {
             lines.push(Line::from(piece));
         }
     }

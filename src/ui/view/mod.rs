@@ -26,15 +26,12 @@ use crate::ledger::{duration, time};
 use super::layout::{MIN_HEIGHT, MIN_WIDTH, body_areas, frame_areas, list_start, rows_in_view};
 use super::page::value_text;
 
-/// Untrusted text, made visible, on one line.
-/// Text from agents and other tools, made visible, and cut at [`SAFE_MOST`]
-/// characters: no pane shows more of one line or paragraph, and a meta or an intent
-/// of megabytes, made visible whole every frame, held the screen at full CPU (AI5).
+/// Untrusted text (from agents and other tools), made visible, on one line, and cut
+/// at [`SAFE_MOST`] characters: no pane shows more of one line or paragraph, and a
+/// meta or an intent of megabytes, made visible whole every frame, held the screen at
+/// full CPU (AI5).
 fn safe(text: &str) -> String {
-    match text.char_indices().nth(SAFE_MOST) {
-        Some((end, _)) => format!("{}…", crate::text::visible_inline(&text[..end])),
-        None => crate::text::visible_inline(text).into_owned(),
-    }
+    crate::text::visible_cut(text, SAFE_MOST).0
 }
 
 /// The most characters of one text [`safe`] gives.
@@ -514,11 +511,6 @@ mod tests {
         assert_eq!(rows_in_view(area, 40, 3), 3..3);
         assert_eq!(rows_in_view(Rect::new(0, 0, 80, 1), 0, 3), 0..0);
     }
-}
-
-#[cfg(test)]
-mod safe_tests {
-    use super::{SAFE_MOST, safe};
 
     #[test]
     fn a_text_of_megabytes_is_cut_before_it_is_made_visible() {
