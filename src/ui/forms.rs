@@ -178,7 +178,33 @@ pub struct Confirm {
     pub lines: Vec<String>,
     /// When set, only `y` confirms (Enter does not): the draft needs a second look.
     pub warning: Option<String>,
+    /// What changed in the draft since this was shown, said before the warning, and
+    /// only `y` confirms then too.
+    pub changed: Option<String>,
     pub effect: Effect,
+}
+
+impl Confirm {
+    /// What it warns of, the change since it was shown first.
+    pub fn warnings(&self) -> Option<String> {
+        match (&self.changed, &self.warning) {
+            (Some(changed), Some(warning)) => Some(format!("{changed} {warning}")),
+            (changed, warning) => changed.clone().or_else(|| warning.clone()),
+        }
+    }
+
+    /// Whether only `y` confirms it.
+    pub fn strict(&self) -> bool {
+        self.warning.is_some() || self.changed.is_some()
+    }
+
+    /// Adds `said` before what it warns of already.
+    pub fn warn_first(&mut self, said: String) {
+        self.warning = Some(match self.warning.take() {
+            Some(other) => format!("{said} {other}"),
+            None => said,
+        });
+    }
 }
 
 /// A key as a person reads it: the first 12 characters of a 64-character hash.
@@ -291,6 +317,7 @@ fn confirm_approve(form: &Form, by: String) -> Result<Confirm, String> {
             "The payload holds control, escape, bidi or invisible characters (shown as marks). Approve it anyway? Press y."
                 .to_owned()
         }),
+        changed: None,
         effect: Effect::Approve {
             id: *id,
             revision: *revision,
@@ -350,6 +377,7 @@ fn confirm_reject(form: &Form, by: String, id: i64, version: i64, who: &str) -> 
         title: "Reject".into(),
         lines,
         warning: None,
+        changed: None,
         effect: Effect::Reject {
             id,
             version,
@@ -378,6 +406,7 @@ fn confirm_reject_many(form: &Form, by: String, drafts: &[(i64, i64, String)]) -
             "Each is refused on its own if it changed since it was shown.".into(),
         ],
         warning: None,
+        changed: None,
         effect: Effect::Batch(
             drafts
                 .iter()
@@ -479,6 +508,7 @@ fn confirm_mark(form: &Form, by: String, still_sending: &str) -> Result<Confirm,
         title: if sent { "Mark sent" } else { "Mark failed" }.into(),
         lines,
         warning,
+        changed: None,
         effect: Effect::Resolve {
             key: key.clone(),
             status: if sent { Status::Sent } else { Status::Failed },
@@ -569,6 +599,7 @@ fn confirm_settle_many(
         title: format!("Settle {} sends as {word}", sends.len()),
         lines,
         warning,
+        changed: None,
         effect: Effect::Batch(
             sends
                 .iter()

@@ -393,7 +393,7 @@ fn an_approval_under_another_name_is_said_to_be_their_vote() {
     let Some(Overlay::Confirm(confirm)) = &app.overlay else {
         panic!("no confirmation: {}", status(&app));
     };
-    let warning = confirm.warning.clone().unwrap_or_default();
+    let warning = confirm.warnings().unwrap_or_default();
     assert!(
         warning.contains("opened as dana: this approval is recorded as zed's vote"),
         "{warning}"
@@ -405,7 +405,7 @@ fn an_approval_under_another_name_is_said_to_be_their_vote() {
     let Some(Overlay::Confirm(confirm)) = &app.overlay else {
         panic!("no confirmation: {}", status(&app));
     };
-    assert_eq!(confirm.warning, None);
+    assert_eq!(confirm.warnings(), None);
 }
 
 /// An approval's confirmation open while another person votes says what the draft is
@@ -416,15 +416,16 @@ fn a_confirmation_open_while_the_draft_changes_says_what_it_is_now() {
     let mut app = app_as("dana", vec![draft(&[])]);
     press(&mut app, KeyCode::Char('a'));
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.warning.is_none()));
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.warnings().is_none()));
     // The same draft again: nothing is said.
     app.update(Action::ApprovalsLoaded(Ok(vec![draft(&[])])));
-    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.warning.is_none()));
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.warnings().is_none()));
     app.update(Action::ApprovalsLoaded(Ok(vec![draft(&["erin"])])));
     let Some(Overlay::Confirm(confirm)) = &app.overlay else {
         panic!("the confirmation closed: {}", status(&app));
     };
-    let warning = confirm.warning.clone().unwrap_or_default();
+    assert!(confirm.strict(), "only y confirms");
+    let warning = confirm.warnings().unwrap_or_default();
     assert!(
         warning.starts_with(
             "Draft 7 changed while this was open: it is now revision 1, approved 1 of 2."
@@ -436,5 +437,5 @@ fn a_confirmation_open_while_the_draft_changes_says_what_it_is_now() {
     let Some(Overlay::Confirm(confirm)) = &app.overlay else {
         panic!("the confirmation closed");
     };
-    assert_eq!(confirm.warning.clone().unwrap_or_default(), warning);
+    assert_eq!(confirm.warnings().unwrap_or_default(), warning);
 }

@@ -128,24 +128,7 @@ impl App {
             },
         );
         if let Some(Overlay::Confirm(confirm)) = &mut self.overlay {
-            // Said once, before what the confirmation warned of already.
-            let before = confirm
-                .warning
-                .take()
-                .map(
-                    |w| match w.split_once(" Esc, and look again before you approve. ") {
-                        Some((_, rest)) if w.starts_with(&format!("Draft {id} changed")) => {
-                            rest.to_owned()
-                        }
-                        _ if w.starts_with(&format!("Draft {id} changed")) => String::new(),
-                        _ => w,
-                    },
-                )
-                .filter(|w| !w.is_empty());
-            confirm.warning = Some(match before {
-                Some(other) => format!("{said} {other}"),
-                None => said,
-            });
+            confirm.changed = Some(said);
         }
     }
 

@@ -393,7 +393,7 @@ impl App {
             }
             Overlay::Confirm(confirm) => match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => self.confirmed(confirm),
-                KeyCode::Enter if confirm.warning.is_none() => self.confirmed(confirm),
+                KeyCode::Enter if !confirm.strict() => self.confirmed(confirm),
                 KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('N') => {
                     self.say("Cancelled; nothing was written.", true);
                     Vec::new()
@@ -560,9 +560,6 @@ impl App {
             crate::text::visible_inline(by),
             crate::text::visible_inline(by),
         );
-        confirm.warning = Some(match confirm.warning.take() {
-            Some(other) => format!("{said} {other}"),
-            None => said,
-        });
+        confirm.warn_first(said);
     }
 }

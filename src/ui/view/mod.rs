@@ -259,7 +259,7 @@ fn draw_footer(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     // Inside an overlay, the footer says the overlay's keys.
     let overlay_keys = match &app.overlay {
         Some(Overlay::Form(_)) => Some(keymap::FORM_KEYS),
-        Some(Overlay::Confirm(c)) if c.warning.is_some() => Some(keymap::CONFIRM_KEYS_STRICT),
+        Some(Overlay::Confirm(c)) if c.strict() => Some(keymap::CONFIRM_KEYS_STRICT),
         Some(Overlay::Confirm(_)) => Some(keymap::CONFIRM_KEYS),
         Some(Overlay::Help) => Some("Esc, ? or q closes the help"),
         Some(Overlay::Copy(_)) => Some("press the letter of what to copy · Esc cancel"),

@@ -149,7 +149,7 @@ fn draw_form(frame: &mut Frame, form: &Form, theme: &Theme, area: Rect) {
 
 fn draw_confirm(frame: &mut Frame, confirm: &Confirm, theme: &Theme, area: Rect) {
     let mut lines: Vec<Line> = confirm.lines.iter().map(|l| Line::from(safe(l))).collect();
-    if let Some(warning) = &confirm.warning {
+    if let Some(warning) = &confirm.warnings() {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
             format!("! {}", safe(warning)),
@@ -158,7 +158,7 @@ fn draw_confirm(frame: &mut Frame, confirm: &Confirm, theme: &Theme, area: Rect)
     }
     lines.push(Line::from(""));
     let keys = Line::from(Span::styled(
-        if confirm.warning.is_some() {
+        if confirm.strict() {
             keymap::CONFIRM_KEYS_STRICT
         } else {
             keymap::CONFIRM_KEYS
