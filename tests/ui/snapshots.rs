@@ -1793,7 +1793,7 @@ fn a_decision_row_says_who_decided_what_about_which_send() {
     );
     assert!(row("olly").contains("sent REFUSED"), "{text}");
     assert!(row(" reset ").contains("sent→failed"), "{text}");
-    assert!(row("completed").contains("its send"), "{text}");
+    assert!(row("completed").contains("its own send"), "{text}");
     key(&mut app, KeyCode::Char('/'));
     keys(&mut app, "dee@");
     assert_eq!(app.visible_decisions().len(), 1, "found by its recipient");

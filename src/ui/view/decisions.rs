@@ -206,7 +206,7 @@ fn decision_row(app: &App, theme: &Theme, d: &Decision, columns: &Columns) -> Ro
     Row {
         line: Line::from(vec![
             Span::styled(format!("{} ", safe(&at)), theme.dim()),
-            Span::raw(format!("{} ", fit(&safe(&who_decided(d)), room))),
+            Span::raw(format!("{} ", fit(&safe(crate::ledger::history::who_text(d)), room))),
             Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
             Span::styled(
                 format!("{:<14} ", clip(&safe(&outcome_text(d)), 14)),
@@ -230,17 +230,6 @@ fn decision_row(app: &App, theme: &Theme, d: &Decision, columns: &Columns) -> Ro
             ),
         ]),
         marked: None,
-    }
-}
-
-/// Who made decision `d`: its person, or for the ledger's own (a send that returned, a
-/// check that found it), what did.
-fn who_decided(d: &Decision) -> String {
-    match (&d.by, &d.action) {
-        (Some(by), _) => by.clone(),
-        (None, DecisionAction::Completed) => "its send".to_owned(),
-        (None, DecisionAction::Confirm) => "a check".to_owned(),
-        (None, _) => "?".to_owned(),
     }
 }
 
