@@ -162,6 +162,31 @@ fn an_empty_or_blank_by_is_refused_by_every_command_that_takes_it() {
     }
 }
 
+/// `draft submit` of the seeded payload to ana, with `changed` flags given otherwise
+/// (or added).
+fn submit_args<'a>(changed: &[(&'a str, &'a str)]) -> Vec<&'a str> {
+    let mut args = vec![
+        "draft",
+        "submit",
+        "L.db",
+        "--channel",
+        "email",
+        "--to",
+        "ana@example.com",
+        "--intent",
+        "renewal",
+        "--payload",
+        "p.json",
+    ];
+    for (flag, value) in changed {
+        match args.iter().position(|a| a == flag) {
+            Some(at) => args[at + 1] = value,
+            None => args.extend([*flag, *value]),
+        }
+    }
+    args
+}
+
 /// AC10: a note or a reason of megabytes, or a key's field longer than any URL, was
 /// recorded as given and drawn by every screen that lists it. Each is refused by
 /// length, naming it, and nothing is written.
@@ -170,13 +195,24 @@ fn a_note_reason_or_key_field_past_its_length_is_refused_and_nothing_changes() {
     let dir = seeded();
     let d = dir.path();
     let long_note = "n".repeat(4097);
-    let long_field = "i".repeat(2049);
     for args in [
         vec!["resolve", "L.db", KEY, "sent", "--note", &long_note],
         vec!["resolve", "L.jsonl", KEY, "failed", "--note", &long_note],
         vec!["reset", "L.db", KEY, "--note", &long_note],
         vec!["draft", "withdraw", "L.db", "1", "--note", &long_note],
         vec!["approve", "L.db", "1", "--note", &long_note],
+        vec![
+            "draft",
+            "edit",
+            "L.db",
+            "1",
+            "--payload",
+            "p.json",
+            "--seen-revision",
+            "1",
+            "--note",
+            &long_note,
+        ],
     ] {
         refused(
             d,
@@ -189,23 +225,13 @@ fn a_note_reason_or_key_field_past_its_length_is_refused_and_nothing_changes() {
         &["reject", "L.db", "1", "--reason", &long_note],
         &["a reason is at most 4096 bytes (this one is 4097)"],
     );
+    let long_field = "i".repeat(2049);
     for field in ["--channel", "--to", "--intent"] {
-        let mut args = vec![
-            "draft",
-            "submit",
-            "L.db",
-            "--channel",
-            "email",
-            "--to",
-            "ana@example.com",
-            "--intent",
-            "renewal",
-            "--payload",
-            "p.json",
-        ];
-        let at = args.iter().position(|a| a == &field).unwrap();
-        args[at + 1] = &long_field;
-        refused(d, &args, &[field, "2049 bytes long", "at most 2048 bytes"]);
+        refused(
+            d,
+            &submit_args(&[(field, &long_field)]),
+            &[field, "2049 bytes long", "at most 2048 bytes"],
+        );
     }
     // A meta is a few words about the send, not a second payload (AI5, AI6).
     let fields: serde_json::Map<String, serde_json::Value> =
@@ -215,21 +241,7 @@ fn a_note_reason_or_key_field_past_its_length_is_refused_and_nothing_changes() {
     for meta in [&many, &big] {
         refused(
             d,
-            &[
-                "draft",
-                "submit",
-                "L.db",
-                "--channel",
-                "email",
-                "--to",
-                "ana@example.com",
-                "--intent",
-                "renewal",
-                "--payload",
-                "p.json",
-                "--meta",
-                meta,
-            ],
+            &submit_args(&[("--meta", meta)]),
             &["--meta is", "at most 16384 bytes in 64 fields"],
         );
     }

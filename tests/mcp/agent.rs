@@ -363,6 +363,15 @@ async fn bad_arguments_are_named_and_change_nothing() {
         let said = refused(&call(&client, "submit_draft", forged).await);
         assert!(said.contains(named), "{said}");
     }
+    // Sizes at this door too (AI6): a meta of megabytes, an intent past a key's field.
+    let mut bulky = invoice("Invoice 7");
+    bulky["meta"] = json!({"note": "m".repeat(20_000)});
+    let said = refused(&call(&client, "submit_draft", bulky).await);
+    assert!(said.contains("at most 16384 bytes in 64 fields"), "{said}");
+    let mut long = invoice("Invoice 7");
+    long["intent"] = json!("i".repeat(2_049));
+    let said = refused(&call(&client, "submit_draft", long).await);
+    assert!(said.contains("at most 2048 bytes"), "{said}");
     let mut marked = invoice("Invoice 7");
     marked["meta"] = json!({"heldBy": "send-once mcp proxy", "tool": "append"});
     let reserved = refused(&call(&client, "submit_draft", marked).await);

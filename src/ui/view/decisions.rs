@@ -206,7 +206,10 @@ fn decision_row(app: &App, theme: &Theme, d: &Decision, columns: &Columns) -> Ro
     Row {
         line: Line::from(vec![
             Span::styled(format!("{} ", safe(&at)), theme.dim()),
-            Span::raw(format!("{} ", fit(&safe(crate::ledger::history::who_text(d)), room))),
+            Span::raw(format!(
+                "{} ",
+                fit(&safe(crate::ledger::history::who_text(d)), room)
+            )),
             Span::raw(format!("{:<9} ", safe(d.action.as_str()))),
             Span::styled(
                 format!("{:<14} ", clip(&safe(&outcome_text(d)), 14)),
