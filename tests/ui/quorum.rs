@@ -72,6 +72,16 @@ fn app_as(by: &str, drafts: Vec<Draft>) -> App {
     app
 }
 
+/// This screen's vote on draft 7's revision 1, answered as recorded: 1 of 2.
+fn vote_recorded(app: &mut App) {
+    app.update(Action::Done(Outcome::Voted {
+        id: 7,
+        revision: 1,
+        so_far: "approved 1 of 2".into(),
+        missing: 1,
+    }));
+}
+
 fn press(app: &mut App, code: KeyCode) -> Vec<Effect> {
     app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)))
 }
@@ -197,12 +207,7 @@ fn what_the_store_would_refuse_is_said_before_a_form_opens() {
 #[test]
 fn a_vote_short_of_the_number_is_worded_as_one() {
     let mut app = app_as("dana", vec![draft(&[])]);
-    app.update(Action::Done(Outcome::Voted {
-        id: 7,
-        revision: 1,
-        so_far: "approved 1 of 2".into(),
-        missing: 1,
-    }));
+    vote_recorded(&mut app);
     assert_eq!(
         status(&app),
         "Your approval of draft 7 (revision 1) is recorded: approved 1 of 2; one more person must approve it before it can be sent."
@@ -215,12 +220,7 @@ fn a_vote_short_of_the_number_is_worded_as_one() {
 #[test]
 fn a_vote_voided_by_a_new_revision_is_said_to_no_longer_count() {
     let mut app = app_as("dana", vec![draft(&[])]);
-    app.update(Action::Done(Outcome::Voted {
-        id: 7,
-        revision: 1,
-        so_far: "approved 1 of 2".into(),
-        missing: 1,
-    }));
+    vote_recorded(&mut app);
     let voted = status(&app);
     app.update(Action::ApprovalsLoaded(Ok(vec![draft(&["dana"])])));
     assert_eq!(
@@ -250,12 +250,7 @@ fn a_vote_voided_by_a_new_revision_is_said_to_no_longer_count() {
 
     // AJ5: rejected by someone else while the line says the vote counts.
     let mut app = app_as("dana", vec![draft(&[])]);
-    app.update(Action::Done(Outcome::Voted {
-        id: 7,
-        revision: 1,
-        so_far: "approved 1 of 2".into(),
-        missing: 1,
-    }));
+    vote_recorded(&mut app);
     app.update(Action::ApprovalsLoaded(Ok(Vec::new())));
     assert_eq!(
         status(&app),
