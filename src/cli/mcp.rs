@@ -121,14 +121,14 @@ pub fn mcp(args: &McpArgs) -> Exit {
         Ok(store) => store,
         Err(e) => return super::output::fail_with(Exit::Refused, super::store_problem(&e)),
     };
-    // The same store: what a stop leaves open is recorded through it.
-    let ledger = ledger_over(store.clone());
     let server = AgentServer::new(
         Review::new(store.clone(), clock()),
         ledger_over(store),
         args.by.clone(),
         send,
     );
+    // What a stop leaves open is recorded through the server's own ledger.
+    let ledger = server.ledger();
     let in_flight = server.in_flight();
     let stop_waiting = server.stopper();
     let dispatching = server.dispatching();

@@ -227,6 +227,11 @@ impl AgentServer {
         Arc::clone(&self.dispatching)
     }
 
+    /// Its ledger, for what its end records.
+    pub fn ledger(&self) -> Arc<Ledger> {
+        Arc::clone(&self.ledger)
+    }
+
     /// Its sends made that the ledger has not recorded yet, for its end.
     pub fn unsettled(&self) -> Arc<super::left::Unsettled> {
         Arc::clone(&self.unsettled)
