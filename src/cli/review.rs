@@ -95,7 +95,8 @@ pub struct SubmitArgs {
     /// The payload to send, a JSON file (or - for stdin)
     #[arg(long, required = true)]
     pub payload: PathBuf,
-    /// The facts the draft relies on, a JSON object file (or -)
+    /// The facts the draft relies on, a JSON object file (or -). A revision without it
+    /// keeps the facts of the revision it replaces
     #[arg(long)]
     pub facts: Option<PathBuf>,
     /// A command printing the current facts as a JSON object (split like a shell would; no shell runs it)
@@ -544,8 +545,8 @@ fn submission(args: &SubmitArgs) -> Result<Submission, String> {
         )
     })?;
     let facts = match &args.facts {
-        Some(path) => read_object(path, "facts")?,
-        None => Map::new(),
+        Some(path) => Some(read_object(path, "facts")?),
+        None => None,
     };
     let recheck = match &args.recheck {
         None => None,

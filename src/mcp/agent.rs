@@ -83,7 +83,8 @@ pub struct SubmitDraft {
     /// What the send command receives, as JSON (the message, the amount).
     pub payload: Value,
     /// What you relied on when drafting it (a balance, a plan), as a JSON object: a
-    /// reviewer sees whether it still holds.
+    /// reviewer sees whether it still holds. Left out of a revision, the earlier
+    /// revision's facts are kept; `{}` says there are none.
     #[serde(default)]
     pub facts: Option<Map<String, Value>>,
     /// Anything else to keep with the draft and the ledger entry, as a JSON object.
@@ -625,7 +626,7 @@ fn submission(args: SubmitDraft, by: Option<String>) -> Result<Submission, Strin
     Ok(Submission {
         key,
         payload,
-        facts: args.facts.unwrap_or_default(),
+        facts: args.facts,
         recheck: None,
         meta: Some(meta),
         by,

@@ -44,8 +44,11 @@ pub struct Submission {
     pub key: String,
     /// JSON text, kept exactly as given.
     pub payload: String,
-    /// What the submitter saw when it drafted the send (a balance, a plan).
-    pub facts: Map<String, Value>,
+    /// What the submitter saw when it drafted the send (a balance, a plan). None on a
+    /// revision keeps the facts of the revision it replaces, as the recheck and meta
+    /// are kept: dispatch still checks them for drift (shift AJ10). `Some` of an empty
+    /// object says there are none.
+    pub facts: Option<Map<String, Value>>,
     /// A command (program and arguments) that prints the facts as they are now.
     pub recheck: Option<Vec<String>>,
     /// Stored with the ledger entry on dispatch.
@@ -276,7 +279,10 @@ impl Review {
         .map_err(ReviewError::Policy)?;
         let hash = canonical::hash_payload(&parsed);
         let now = self.iso_now();
-        let facts = Value::Object(submission.facts.clone()).to_string();
+        let facts = submission
+            .facts
+            .as_ref()
+            .map(|facts| Value::Object(facts.clone()).to_string());
         let recheck = submission.recheck.as_ref().and_then(json_text);
         let meta = submission.meta.as_ref().and_then(json_text);
         let revision = NewRevision {
@@ -922,7 +928,7 @@ fn edited_revision(
         key: draft.key.clone(),
         payload,
         payload_hash: log.hash.clone(),
-        facts: Value::Object(current.facts.clone()).to_string(),
+        facts: Some(Value::Object(current.facts.clone()).to_string()),
         recheck: None,
         meta,
         by: log.by.clone(),

@@ -22,8 +22,9 @@ pub struct NewRevision {
     pub payload: String,
     /// The payload's hash as an approval records it.
     pub payload_hash: String,
-    /// The submitter's facts, as a JSON object's text.
-    pub facts: String,
+    /// The submitter's facts, as a JSON object's text; None keeps the facts of the
+    /// revision it revises, as the recheck and meta are kept (a new draft's are `{}`).
+    pub facts: Option<String>,
     /// The recheck command as JSON text, when the submission gave one.
     pub recheck: Option<String>,
     /// The meta as JSON text, when the submission gave one.
@@ -115,6 +116,17 @@ pub struct CurrentRevision {
 }
 
 impl NewRevision {
+    /// The facts this submission's revision holds when it revises `current` (None: it
+    /// starts a draft): its own, else those of the revision it replaces, so that a
+    /// revision that says nothing of the facts keeps what dispatch checks for drift.
+    pub fn facts_over<'a>(&'a self, current: Option<&'a CurrentRevision>) -> &'a str {
+        match (&self.facts, current) {
+            (Some(facts), _) => facts,
+            (None, Some(current)) => &current.facts,
+            (None, None) => "{}",
+        }
+    }
+
     /// Whether this submission says nothing the open draft's current revision does not
     /// already say: the same payload and facts from the same submitter, no other
     /// recheck or meta (a recipient spelled another way the key reads alike is the
@@ -123,7 +135,7 @@ impl NewRevision {
     /// of what was approved.
     pub fn repeats(&self, current: &CurrentRevision) -> bool {
         self.payload_hash == current.payload_hash
-            && self.facts == current.facts
+            && self.facts_over(Some(current)) == current.facts
             && match (&self.by, &current.by) {
                 // One person however spelled: ` agent ` rerunning `agent`'s job.
                 (Some(a), Some(b)) => super::quorum::same_person(a, b),

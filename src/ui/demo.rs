@@ -490,7 +490,7 @@ impl Seeder {
                     .submit(Submission {
                         key,
                         payload: Value::Object(next.clone()).to_string(),
-                        facts: facts.clone(),
+                        facts: Some(facts.clone()),
                         recheck: draft.recheck.clone(),
                         meta: Some(meta_of(
                             &draft.channel,

@@ -112,7 +112,7 @@ pub async fn held(
     let submission = Submission {
         key: key.key.clone(),
         payload: Value::Object(arguments).to_string(),
-        facts: Map::new(),
+        facts: None,
         recheck: None,
         meta: Some(meta),
         by: Some(submitter),

@@ -36,6 +36,7 @@ async fn insert_revision(
     id: i64,
     revision: i64,
     rev: &NewRevision,
+    facts: &str,
 ) -> Result<(), tokio_postgres::Error> {
     tx.execute(
         &format!(
@@ -47,7 +48,7 @@ async fn insert_revision(
             &revision,
             &rev.payload,
             &rev.payload_hash,
-            &rev.facts,
+            &facts,
             &rev.at,
             &rev.by,
         ],
@@ -184,7 +185,7 @@ impl QueueStore for PostgresStore {
                         &[&rev.key],
                     )
                     .await?;
-                let (id, revision, state, new_draft, voided) = match open {
+                let (id, revision, state, new_draft, voided, facts) = match open {
                     Some(row) => {
                         let (id, revision, state): (i64, i64, String) =
                             (row.get(0), row.get(1), row.get(2));
@@ -197,6 +198,7 @@ impl QueueStore for PostgresStore {
                             return Ok(Submitted::behind(id, revision, &state, by, current.required));
                         }
                         let voided = open_votes(tx, &t, id, revision).await?;
+                        let facts = rev.facts_over(Some(&current)).to_owned();
                         tx.execute(
                             &format!(
                                 "UPDATE {t}_drafts SET revision = $2, version = version + 1, \
@@ -217,7 +219,7 @@ impl QueueStore for PostgresStore {
                             ],
                         )
                         .await?;
-                        (id, revision + 1, state, false, voided)
+                        (id, revision + 1, state, false, voided, facts)
                     }
                     None => {
                         let row = tx
@@ -239,7 +241,8 @@ impl QueueStore for PostgresStore {
                                 ],
                             )
                             .await?;
-                        (row.get(0), 1, "queued".to_owned(), true, Vec::new())
+                        let facts = rev.facts_over(None).to_owned();
+                        (row.get(0), 1, "queued".to_owned(), true, Vec::new(), facts)
                     }
                 };
                 let required: Option<i64> = tx
@@ -249,7 +252,7 @@ impl QueueStore for PostgresStore {
                     )
                     .await?
                     .get(0);
-                insert_revision(tx, &t, id, revision, &rev).await?;
+                insert_revision(tx, &t, id, revision, &rev, &facts).await?;
                 let submitted = rev.decision(id, revision, required.unwrap_or(1));
                 insert_decision_in(tx, &decisions, &submitted).await?;
                 Ok(Submitted {
@@ -492,7 +495,7 @@ impl QueueStore for PostgresStore {
                 };
                 let (revision, state, required): (i64, String, Option<i64>) =
                     (row.get(0), row.get(1), row.get(2));
-                insert_revision(tx, &t, id, revision, &rev).await?;
+                insert_revision(tx, &t, id, revision, &rev, rev.facts_over(None)).await?;
                 insert_decision_in(tx, &decisions, &decision).await?;
                 Ok(Some(Submitted {
                     id,

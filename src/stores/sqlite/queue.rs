@@ -126,6 +126,7 @@ fn insert_revision(
     id: i64,
     revision: i64,
     rev: &NewRevision,
+    facts: &str,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT INTO send_once_revisions (draft_id, {REVISION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
@@ -135,7 +136,7 @@ fn insert_revision(
         revision,
         rev.payload,
         rev.payload_hash,
-        rev.facts,
+        facts,
         rev.at,
         rev.by
     ])?;
@@ -154,7 +155,7 @@ impl QueueStore for SqliteStore {
                 )?
                 .query_row([&rev.key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
-            let (id, revision, state, new_draft, voided) = match open {
+            let (id, revision, state, new_draft, voided, facts) = match open {
                 Some((id, revision, state)) => {
                     let current = current_revision(conn, id)?;
                     if rev.repeats(&current) {
@@ -165,6 +166,7 @@ impl QueueStore for SqliteStore {
                         return Ok(Submitted::behind(id, revision, &state, by, current.required));
                     }
                     let voided = open_votes(conn, id, revision)?;
+                    let facts = rev.facts_over(Some(&current)).to_owned();
                     conn.prepare_cached(
                         "UPDATE send_once_drafts SET revision = ?2, version = version + 1, \
                          updated_at = ?3, recheck = coalesce(?4, recheck), meta = coalesce(?5, meta), \
@@ -181,7 +183,7 @@ impl QueueStore for SqliteStore {
                         rev.raise,
                         rev.required
                     ])?;
-                    (id, revision + 1, state, false, voided)
+                    (id, revision + 1, state, false, voided, facts)
                 }
                 None => {
                     conn.prepare_cached(
@@ -199,13 +201,14 @@ impl QueueStore for SqliteStore {
                         rev.required,
                         rev.self_approval
                     ])?;
-                    (conn.last_insert_rowid(), 1, "queued".to_owned(), true, Vec::new())
+                    let facts = rev.facts_over(None).to_owned();
+                    (conn.last_insert_rowid(), 1, "queued".to_owned(), true, Vec::new(), facts)
                 }
             };
             let required: Option<i64> = conn
                 .prepare_cached("SELECT approvals_required FROM send_once_drafts WHERE id = ?1")?
                 .query_row([id], |r| r.get(0))?;
-            insert_revision(conn, id, revision, &rev)?;
+            insert_revision(conn, id, revision, &rev, &facts)?;
             insert_decision(conn, &rev.decision(id, revision, required.unwrap_or(1)))?;
             Ok(Submitted {
                 id,
@@ -369,7 +372,7 @@ impl QueueStore for SqliteStore {
             let Some((revision, state, required)) = moved else {
                 return Ok(None);
             };
-            insert_revision(conn, id, revision, &rev)?;
+            insert_revision(conn, id, revision, &rev, rev.facts_over(None))?;
             insert_decision(conn, &decision)?;
             Ok(Some(Submitted {
                 id,

@@ -54,7 +54,7 @@ macro_rules! queue_suite {
             a_recheck_that_fails_is_recorded_as_could_not_check,
             a_draft_for_a_key_already_sent_is_refused,
             a_draft_history_has_its_revisions_decisions_refusals_and_dispatch,
-            a_revision_keeps_the_recheck_and_meta_it_does_not_replace,
+            a_revision_keeps_the_facts_recheck_and_meta_it_does_not_replace,
             a_decision_on_a_changed_version_changes_nothing_and_logs_nothing,
             a_dispatch_is_marked_once_and_a_recorded_send_is_never_replaced,
             a_key_sent_elsewhere_shows_on_the_draft,
@@ -109,7 +109,7 @@ fn submission(key: &str, payload: Value, facts: Value) -> Submission {
     Submission {
         key: key.into(),
         payload: payload.to_string(),
-        facts: facts.as_object().cloned().unwrap_or_default(),
+        facts: facts.as_object().cloned(),
         by: Some("agent".into()),
         ..Submission::default()
     }
@@ -849,19 +849,30 @@ pub async fn a_draft_history_has_its_revisions_decisions_refusals_and_dispatch(o
 
 /// A revision that gives no recheck command or meta keeps the draft's; one that gives
 /// them replaces them. The first revision's submitter stays the draft's.
-pub async fn a_revision_keeps_the_recheck_and_meta_it_does_not_replace(open: Open<'_>) {
+pub async fn a_revision_keeps_the_facts_recheck_and_meta_it_does_not_replace(open: Open<'_>) {
     let review = review(open, NOW);
     let meta = |to: &str| json!({"channel": "email", "to": to}).as_object().cloned();
-    let mut first = submission("k", json!({"n": 1}), json!({}));
+    let facts_of = |draft: &send_once::review::Draft| {
+        Value::Object(draft.current().map(|r| r.facts.clone()).unwrap_or_default())
+    };
+    let mut first = submission("k", json!({"n": 1}), json!({"amount": 120}));
     first.recheck = Some(vec!["echo".into(), "{}".into()]);
     first.meta = meta("ana@example.com");
     let id = review.submit(first).await.unwrap().id;
     let before = review.head(id).await.unwrap();
 
-    let mut bare = submission("k", json!({"n": 2}), json!({}));
-    bare.by = Some("another-agent".into());
-    review.submit(bare).await.unwrap();
+    // No facts given is not "no facts": dispatch still has the snapshot to check for
+    // drift (shift AJ10), and a rerun of the same is the same revision.
+    let bare = Submission {
+        by: Some("another-agent".into()),
+        facts: None,
+        ..submission("k", json!({"n": 2}), json!({}))
+    };
+    review.submit(bare.clone()).await.unwrap();
     let kept = review.head(id).await.unwrap();
+    assert_eq!(facts_of(&kept), json!({"amount": 120}));
+    let rerun = review.submit(bare).await.unwrap();
+    assert!(rerun.unchanged, "{rerun:?}");
     assert_eq!(kept.recheck, before.recheck);
     assert_eq!(kept.meta, before.meta);
     assert_eq!(kept.version, before.version + 1);
@@ -876,6 +887,11 @@ pub async fn a_revision_keeps_the_recheck_and_meta_it_does_not_replace(open: Ope
     replacing.meta = meta("bo@example.com");
     review.submit(replacing).await.unwrap();
     let replaced = review.head(id).await.unwrap();
+    assert_eq!(
+        facts_of(&replaced),
+        json!({}),
+        "facts given as {{}} say none"
+    );
     assert_eq!(replaced.recheck, Some(vec!["true".to_owned()]));
     assert_eq!(replaced.meta, meta("bo@example.com"));
     assert_eq!(
