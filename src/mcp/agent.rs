@@ -165,7 +165,9 @@ pub struct WithdrawDraft {
     /// The draft to take back (one you submitted).
     pub draft_id: i64,
     /// Why, for the decision log.
-    #[serde(default)]
+    // `reason` is what a reviewer's rejection calls it; an agent that says so is
+    // understood rather than refused (shift AJ11).
+    #[serde(default, alias = "reason")]
     pub note: Option<String>,
 }
 

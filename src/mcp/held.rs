@@ -14,17 +14,35 @@ pub const PROXY: &str = "send-once mcp proxy";
 
 /// Why a draft the proxy held is not sent by another door (`send-once dispatch`,
 /// `dispatch_draft`): its call goes to the proxy's upstream, and only the proxy makes
-/// it, when the agent calls it again or asks the status tool. None for any other draft.
+/// it, when the agent calls it again or asks the status tool; once it made it, that is
+/// what is said. None for any other draft.
 pub fn held_by_proxy(draft: &Draft) -> Option<String> {
     let meta = draft.meta.as_ref()?;
     let field = |name: &str| meta.get(name).and_then(Value::as_str);
-    (field(HELD_BY) == Some(PROXY)).then(|| {
-        format!(
-            "draft {} is a tool call held by send-once mcp proxy (upstream {}, tool {}); only the proxy makes it, when the agent calls it again or asks its status tool. Nothing was sent",
-            draft.id,
-            crate::text::visible_inline(field("upstream").unwrap_or("?")),
-            crate::text::visible_inline(field("tool").unwrap_or("?"))
-        )
+    if field(HELD_BY) != Some(PROXY) {
+        return None;
+    }
+    let call = format!(
+        "draft {} is a tool call held by send-once mcp proxy (upstream {}, tool {})",
+        draft.id,
+        crate::text::visible_inline(field("upstream").unwrap_or("?")),
+        crate::text::visible_inline(field("tool").unwrap_or("?"))
+    );
+    Some(match &draft.ledger_sent {
+        Some(sent) => format!(
+            "{call}; the proxy made it{}{}. It is not made again",
+            sent.sent_at
+                .as_deref()
+                .map(|at| format!(" at {}", crate::text::visible_inline(at)))
+                .unwrap_or_default(),
+            sent.provider_id
+                .as_deref()
+                .map(|id| format!(" (provider id {})", crate::text::visible_inline(id)))
+                .unwrap_or_default(),
+        ),
+        None => format!(
+            "{call}; only the proxy makes it, when the agent calls it again or asks its status tool. Nothing was sent"
+        ),
     })
 }
 

@@ -324,8 +324,22 @@ async fn an_agent_withdraws_and_updates_only_its_own_drafts() {
     );
     assert_eq!(shown["drift"]["changed"], 1, "{shown}");
 
-    let withdrawn = ok(&call(&billing, "withdraw_draft", json!({"draftId": 1})).await);
+    // Its why is a `note`, or a `reason` as a rejection has (shift AJ11).
+    let withdrawn = ok(&call(
+        &billing,
+        "withdraw_draft",
+        json!({"draftId": 1, "reason": "superseded by inv_1043"}),
+    )
+    .await);
     assert_eq!(withdrawn["state"], "withdrawn");
+    let shown = json_stdout(
+        &cli(&ledger, &["draft", "show", "L", "1", "--json"]),
+        "draft show",
+    );
+    assert!(
+        shown.to_string().contains("superseded by inv_1043"),
+        "{shown}"
+    );
     let listed = ok(&call(&other, "list_drafts", json!({"state": "withdrawn"})).await);
     assert_eq!(listed["drafts"][0]["draftId"], 1);
     let none = ok(&call(&other, "list_drafts", json!({"state": "queued"})).await);

@@ -876,6 +876,15 @@ async fn a_held_call_is_made_once_approved_with_the_arguments_the_person_approve
     let shown = json_stdout(&bench.cli(&["show", "L", &key, "--json"]), "show");
     let entry = shown.get("entry").unwrap_or(&shown);
     assert_eq!(entry["meta"]["to"], "carol@example.com", "{shown}");
+    // Once made, `dispatch` says the proxy made it, not that only the proxy will.
+    let after = bench.cli(&["dispatch", "L", "1", "--", "true"]);
+    expect_exit(&after, 2, "dispatch of a held call the proxy made");
+    let said = String::from_utf8_lossy(&after.stderr);
+    assert!(
+        said.contains("the proxy made it at ") && said.contains("It is not made again"),
+        "{said}"
+    );
+    assert_eq!(bench.acted(), ["pay 12"]);
     agent.cancel().await.unwrap();
 }
 
