@@ -463,6 +463,27 @@ fn entry_decision(d: &Decision, timeline: &mut Timeline) {
         );
         return;
     }
+    // A late answer for an attempt a person had recorded sent: the id it gave.
+    if d.action == crate::ledger::DecisionAction::Completed
+        && d.outcome == DecisionOutcome::Unchanged
+        && detail.get("late") == Some(&Value::Bool(true))
+    {
+        let recorded = field(&detail, "recordedProviderId").map_or_else(
+            || "without a provider id".to_owned(),
+            |id| format!("under provider id {id}"),
+        );
+        timeline.push(
+            &d.at,
+            None,
+            HistoryKind::Other,
+            &format!(
+                "a late answer: the call went out (provider id {}), as a person had recorded it ({recorded}); their record stands",
+                field(&detail, "providerId").unwrap_or_else(|| "?".into())
+            ),
+            HistorySource::DecisionLog,
+        );
+        return;
+    }
     if unapplied(d, &asked, timeline) {
         return;
     }

@@ -265,8 +265,10 @@ impl Ledger {
     /// disk; `unknown` is then the claim): the send went out. Still pending, the
     /// attempt is recorded sent, with `why`; marked failed by a person meanwhile, the
     /// verdict is corrected, and a newer attempt is noted as a send the recipient may
-    /// have twice, as for any send that returns late. Gives the entry as it was left,
-    /// if it was changed.
+    /// have twice, as for any send that returns late. Recorded sent by a person
+    /// meanwhile under another provider id (or none), the entry stays theirs and the
+    /// answer's id is logged beside it. Gives the entry as it was left, if it was
+    /// changed.
     pub async fn record_late<R: Receipt>(
         &self,
         unknown: &Entry,
@@ -283,7 +285,10 @@ impl Ledger {
                 self.late_send(&current, unknown, &sent)
             } else {
                 match current.status() {
-                    Status::Sent => return Ok(None),
+                    Status::Sent => {
+                        self.note_late_answer(&current, &sent, why).await?;
+                        return Ok(None);
+                    }
                     Status::Failed => self.overriding(&current, &sent),
                     Status::Pending => {
                         let mut detail = Map::new();
@@ -395,6 +400,47 @@ impl Ledger {
             Err(StoreError::Unsupported(_)) => {
                 self.store.transition(current, next, Durability::Now).await
             }
+            other => other,
+        }
+    }
+
+    /// Logs the provider id a late answer gave for an attempt a person had already
+    /// recorded sent under another id or none (AI7): the entry, which is the person's,
+    /// is left as it is, and whoever looks for that id finds it beside it.
+    async fn note_late_answer(
+        &self,
+        current: &Entry,
+        answer: &Entry,
+        why: &str,
+    ) -> Result<(), StoreError> {
+        let Some(answered) = answer.get("providerId").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let recorded = current.get("providerId").and_then(Value::as_str);
+        if recorded == Some(answered) {
+            return Ok(());
+        }
+        let mut detail = Map::new();
+        detail.insert("status".into(), Status::Sent.as_str().into());
+        detail.insert("late".into(), true.into());
+        detail.insert("providerId".into(), answered.into());
+        detail.insert("recordedProviderId".into(), recorded.into());
+        let mut decision = completed(
+            current,
+            format!(
+                "{why} (provider id {}); a person had already recorded it sent{}, so the entry stays as they left it",
+                crate::text::visible_inline(answered),
+                match recorded {
+                    Some(id) => format!(" under provider id {}", crate::text::visible_inline(id)),
+                    None => " without a provider id".to_owned(),
+                }
+            ),
+            detail,
+        );
+        decision.at = self.iso_now();
+        decision.outcome = DecisionOutcome::Unchanged;
+        match self.store.append_decision(&decision).await {
+            Err(StoreError::Unsupported(_)) => Ok(()),
             other => other,
         }
     }

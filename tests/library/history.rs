@@ -366,6 +366,77 @@ async fn an_attempt_answered_late_ended_unknown_at_its_limit_not_at_the_answer()
     }
 }
 
+/// AI7: a late answer for an attempt a person already recorded sent, under another
+/// provider id, leaves the person's entry as it is and logs the answer's id beside
+/// it, where before it left no trace. An answer with the person's own id adds nothing.
+#[tokio::test]
+async fn a_late_answer_after_a_person_recorded_it_sent_is_logged_with_its_provider_id() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["late-id.db", "late-id.jsonl"] {
+        let ledger = Ledger::with_clock(open(&dir.path().join(name)), ticking());
+        ledger
+            .once("k-id", None, |_| async {
+                Err::<String, _>(SendError::uncertain("no answer within the limit of 2s"))
+            })
+            .await
+            .unwrap();
+        let unknown = ledger.get("k-id").await.unwrap().unwrap();
+        let details = ResolveDetails {
+            provider_id: Some("prov-from-the-dashboard".into()),
+            ..by("dana", None)
+        };
+        ledger
+            .resolve("k-id", Status::Sent, &details)
+            .await
+            .unwrap();
+        for answer in ["line-1", "line-1", "prov-from-the-dashboard"] {
+            let made = ledger
+                .record_late(&unknown, &answer.to_owned(), "answered after the limit")
+                .await
+                .unwrap();
+            assert!(made.is_none(), "{name}: the person's entry stands");
+        }
+        let entry = ledger.get("k-id").await.unwrap().unwrap();
+        assert_eq!(
+            entry.get("providerId"),
+            Some(&json!("prov-from-the-dashboard"))
+        );
+        let logged: Vec<Decision> = ledger
+            .store()
+            .decisions(Some("k-id"))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|d| d.detail.get("late") == Some(&json!(true)))
+            .collect();
+        assert_eq!(
+            logged.len(),
+            2,
+            "{name}: once for each answer that came: {logged:?}"
+        );
+        assert_eq!(logged[0].outcome, DecisionOutcome::Unchanged);
+        assert_eq!(logged[0].detail["providerId"], "line-1");
+        assert_eq!(
+            logged[0].detail["recordedProviderId"],
+            "prov-from-the-dashboard"
+        );
+        let note = logged[0].note.as_deref().unwrap_or_default();
+        assert!(
+            note.contains("(provider id line-1)")
+                && note.contains("under provider id prov-from-the-dashboard"),
+            "{name}: {note}"
+        );
+        let h = history_of(&ledger, "k-id").await;
+        assert!(
+            lines(&h).contains(
+                "a late answer: the call went out (provider id line-1), as a person had recorded it (under provider id prov-from-the-dashboard); their record stands"
+            ),
+            "{name}: the history shows it: {}",
+            lines(&h)
+        );
+    }
+}
+
 /// The entry line Node's resolve() leaves: a `resolution` on the entry, no decision.
 fn node_resolved_line(key: &str) -> String {
     json!({
