@@ -6,6 +6,7 @@ mod decide;
 mod detail;
 mod editor;
 mod keys;
+mod subjects;
 mod verify;
 mod words;
 use crossterm::event::KeyEventKind;
@@ -418,40 +419,6 @@ impl App {
         effects
     }
 
-    /// Who and what a subject (a key, or `draft:ID`) is, from what is loaded, if any
-    /// list holds it.
-    pub fn who_of(&self, subject: &str) -> Option<String> {
-        if let Some(id) = subject.strip_prefix("draft:") {
-            return self
-                .approvals
-                .ready()?
-                .iter()
-                .find(|d| d.id.to_string() == id)
-                .and_then(Draft::recipient_and_intent);
-        }
-        [&self.unknown, &self.ledger]
-            .into_iter()
-            .filter_map(Loaded::ready)
-            .flatten()
-            .find(|e| e.key() == subject)
-            .map(entry_who)
-            .filter(|who| *who != short_key(subject))
-            // A draft still queued under that key, before its send has an entry.
-            .or_else(|| {
-                self.approvals
-                    .ready()?
-                    .iter()
-                    .find(|d| d.key == subject)
-                    .and_then(Draft::recipient_and_intent)
-            })
-    }
-
-    /// Who and what decision `d` is about: as it recorded them, else as the loaded
-    /// lists know its subject.
-    pub fn decision_who(&self, d: &Decision) -> Option<String> {
-        crate::text::who_and_what(d.detail.as_object()).or_else(|| self.who_of(&d.subject.text()))
-    }
-
     /// What the selected row's history is about: a key, or `draft:ID`.
     pub fn selected_subject(&self) -> Option<String> {
         match self.view {
@@ -603,18 +570,19 @@ impl App {
         let filter = self.filter(View::Decisions);
         // A row matches by what it shows too: who and what its send is, as the
         // loaded lists know it where the decision does not say (AG3).
-        let shown = |d: &Decision| {
-            self.decision_who(d)
-                .is_some_and(|who| crate::ui::state::contains(&who, filter))
+        let Some(all) = self.decisions.ready() else {
+            return Vec::new();
         };
-        self.decisions
-            .ready()
-            .map(|all| {
-                all.iter()
-                    .filter(|d| decision_matches(d, filter) || shown(d))
-                    .collect()
+        let mut subjects = None;
+        all.iter()
+            .filter(|d| {
+                decision_matches(d, filter) || {
+                    let subjects = subjects.get_or_insert_with(|| self.subjects());
+                    self.decision_who_in(d, subjects)
+                        .is_some_and(|who| crate::ui::state::contains(&who, filter))
+                }
             })
-            .unwrap_or_default()
+            .collect()
     }
 
     pub fn row_count(&self, view: View) -> usize {
