@@ -123,7 +123,8 @@ impl Seen {
         }
     }
 
-    pub(super) fn matches(&self, current: &Entry) -> bool {
+    /// Whether `current` is still the entry as it was seen: its status and attempt.
+    pub fn matches(&self, current: &Entry) -> bool {
         current.status() == self.status && self.same_attempt(current)
     }
 

@@ -6,6 +6,7 @@ mod decide;
 mod detail;
 mod editor;
 mod keys;
+mod open_confirm;
 mod subjects;
 mod verify;
 mod words;

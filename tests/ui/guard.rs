@@ -547,3 +547,39 @@ fn counts_that_cannot_be_refreshed_are_said_to_be_old() {
         "{shown}"
     );
 }
+
+/// A "mark failed" confirmation open while its send finishes, or someone settles it,
+/// says so, and only `y` confirms: it went on saying the send may still be running
+/// (operator's shift, session 44: AK4). The store still refuses the decision.
+#[test]
+fn a_confirmation_open_while_its_send_is_settled_says_so() {
+    let mut app = loaded();
+    keys(&mut app, &["2", "f", "Enter"]);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {:?}", overlay_title(&app));
+    };
+    assert!(confirm.changed.is_none());
+    // Still pending, as shown: nothing is said.
+    app.update(Action::UnknownLoaded(Ok(vec![
+        pending("order-1:charge"),
+        pending("order-2:charge"),
+    ])));
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.changed.is_none()));
+    app.update(Action::UnknownLoaded(Ok(vec![pending("order-2:charge")])));
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("the confirmation closed: {:?}", overlay_title(&app));
+    };
+    assert!(confirm.strict(), "only y confirms");
+    let warning = confirm.warnings().unwrap_or_default();
+    assert!(
+        warning.starts_with(
+            "Changed while this was open: order-1:charge is no longer an unknown send"
+        ),
+        "{warning}"
+    );
+    assert_eq!(
+        keys(&mut app, &["Enter"]),
+        vec![],
+        "Enter does not confirm it"
+    );
+}

@@ -423,7 +423,7 @@ fn a_confirmation_open_while_the_draft_changes_says_what_it_is_now() {
     let warning = confirm.warnings().unwrap_or_default();
     assert!(
         warning.starts_with(
-            "Draft 7 changed while this was open: it is now revision 1, approved 1 of 2."
+            "Changed while this was open: draft 7 is now revision 1, approved 1 of 2."
         ),
         "{warning}"
     );
@@ -433,4 +433,38 @@ fn a_confirmation_open_while_the_draft_changes_says_what_it_is_now() {
         panic!("the confirmation closed");
     };
     assert_eq!(confirm.warnings().unwrap_or_default(), warning);
+    // Gone from the queue (withdrawn, rejected, dispatched): said too (AK4).
+    app.update(Action::ApprovalsLoaded(Ok(vec![])));
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("the confirmation closed");
+    };
+    let warning = confirm.warnings().unwrap_or_default();
+    assert!(
+        warning.starts_with("Changed while this was open: draft 7 has left the queue"),
+        "{warning}"
+    );
+}
+
+/// A vote that loads while the approve form is still open is in the confirmation the
+/// form turns into: it said "makes 1 of 2" and Enter made the approval complete
+/// (operator's shift, session 44: AK1).
+#[test]
+fn a_vote_loaded_while_the_form_was_open_is_said_in_its_confirmation() {
+    let mut app = app_as("dana", vec![draft(&[])]);
+    press(&mut app, KeyCode::Char('a'));
+    assert!(matches!(&app.overlay, Some(Overlay::Form(_))));
+    app.update(Action::ApprovalsLoaded(Ok(vec![draft(&["erin"])])));
+    press(&mut app, KeyCode::Enter);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {}", status(&app));
+    };
+    assert!(confirm.strict(), "only y confirms");
+    let warning = confirm.warnings().unwrap_or_default();
+    assert!(
+        warning.contains("draft 7 is now revision 1, approved 1 of 2"),
+        "{warning}"
+    );
+    // Enter does not confirm it; y does.
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(_))));
 }

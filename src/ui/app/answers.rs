@@ -92,44 +92,9 @@ impl App {
             }
         }
         self.approval_voided();
-        self.approval_open_changed();
+        self.confirm_open_changed();
         self.prune_marks();
         self.after_load()
-    }
-
-    /// When an approval's confirmation is open on a draft that has changed since it
-    /// was shown (another person's vote, a recheck, an edit), says what it is now, and
-    /// only `y` confirms: the confirmation was a picture of the draft as it was
-    /// (operator's shift, session 43: AJ2, "makes 1 of 2" became 2 of 2 on `y`).
-    fn approval_open_changed(&mut self) {
-        let Some(Overlay::Confirm(confirm)) = &self.overlay else {
-            return;
-        };
-        let Effect::Approve { id, version, .. } = confirm.effect else {
-            return;
-        };
-        let Loaded::Ready(drafts) = &self.approvals else {
-            return;
-        };
-        let Some(draft) = drafts.iter().find(|d| d.id == id) else {
-            return;
-        };
-        if draft.version == version {
-            return;
-        }
-        let said = format!(
-            "Draft {id} changed while this was open: it is now revision {}, {}{}. Esc, and look again before you approve.",
-            draft.revision,
-            draft.tally(self.now).label(),
-            if draft.drift().status == crate::review::drift::DriftStatus::Drifted {
-                ", its facts changed"
-            } else {
-                ""
-            },
-        );
-        if let Some(Overlay::Confirm(confirm)) = &mut self.overlay {
-            confirm.changed = Some(said);
-        }
     }
 
     /// When the status line still says that this screen's approval of a draft's
@@ -227,6 +192,7 @@ impl App {
         }
         self.prune_marks();
         self.prune_verified();
+        self.confirm_open_changed();
         self.after_load()
     }
 
@@ -250,6 +216,7 @@ impl App {
         if let Some(focus) = self.ledger_focus.take() {
             self.select_focus(&focus);
         }
+        self.confirm_open_changed();
         self.after_load()
     }
 

@@ -527,6 +527,8 @@ impl App {
                     Ok(mut confirm) => {
                         self.another_name(&mut confirm);
                         self.overlay = Some(Overlay::Confirm(confirm));
+                        // What loaded while the form was open (AK1).
+                        self.confirm_open_changed();
                         return Vec::new();
                     }
                     Err(message) => form.error = Some(message),
