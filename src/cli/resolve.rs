@@ -226,7 +226,7 @@ pub fn resolve(args: &ResolveArgs) -> Exit {
             Err(exit) => return exit,
         };
         for entry in &entries {
-            warn_if_in_flight(&ledger, entry, older_than_ms, status);
+            warn_if_in_flight(&ledger, entry, older_than_ms, status, args.even_if_running);
         }
         let mut results = Vec::with_capacity(entries.len());
         for (given, entry) in args.keys.iter().zip(&entries) {
@@ -337,19 +337,26 @@ async fn look_up(ledger: &Ledger, args: &ResolveArgs) -> Result<Vec<Entry>, Exit
 
 /// A pending entry claimed moments ago whose attempt has not ended (no error
 /// recorded) may still be sending: settling it now may be contradicted by its send.
-fn warn_if_in_flight(ledger: &Ledger, entry: &Entry, older_than_ms: f64, to: Status) {
+fn warn_if_in_flight(
+    ledger: &Ledger,
+    entry: &Entry,
+    older_than_ms: f64,
+    to: Status,
+    even_if_running: bool,
+) {
+    use send_once::ledger::claimer::Running;
     if entry.status() != Status::Pending || entry.error().is_some() {
+        return;
+    }
+    let standing = send_once::ledger::claimer::running(entry, ledger.now());
+    // A failed it refuses says why itself; a warning before it would be a second
+    // story (hostile round 44: AL1).
+    if to == Status::Failed && standing.known_to_run() && !even_if_running {
         return;
     }
     // A failed about a send of this host whose note is gone lets the next run send
     // while it may still run: said in its own words, so the person knows.
-    let standing = send_once::ledger::claimer::running(entry, ledger.now());
-    if to == Status::Failed
-        && matches!(
-            standing,
-            send_once::ledger::claimer::Running::NoteGone { .. }
-        )
-    {
+    if to == Status::Failed && matches!(standing, Running::NoteGone { .. }) {
         note(format!(
             "warning: {}: {}; it is settled on your word",
             visible_inline(entry.key()),
@@ -361,8 +368,30 @@ fn warn_if_in_flight(ledger: &Ledger, entry: &Entry, older_than_ms: f64, to: Sta
     };
     let age = (ledger.now() - claimed).max(0);
     if (age as f64) < older_than_ms {
+        // Who records a completion: the claimer, while it is there to (AL1: after a
+        // kill -9 of the proxy, nothing was, and the retry sent it again).
+        let completes = match standing {
+            Running::ClaimerGone { .. } => {
+                "Its claiming process has ended on this host, and the send with it".to_owned()
+            }
+            Running::SendAlive { pid, .. }
+            | Running::NoteGone { pid }
+            | Running::WithinLimit {
+                claimer_gone: Some(pid),
+                ..
+            } => format!(
+                "It may still be sending, and its claiming process {pid} has ended: if it completes, nothing is left to record it, and the entry stays as decided now{}",
+                if to == Status::Failed {
+                    " (a next attempt would send it again)"
+                } else {
+                    ""
+                }
+            ),
+            Running::Unseen { .. } => "It may still be sending; whether its claimer is there to record a completion cannot be seen from here".to_owned(),
+            _ => "It may still be sending. If it completes, its claimer records it as sent whatever is decided now".to_owned(),
+        };
         note(format!(
-            "warning: {} was claimed {} ago and its attempt has not ended: it may still be sending. If it completes, it is recorded as sent whatever is decided now; check with the provider after a few minutes",
+            "warning: {} was claimed {} ago and its attempt has not ended. {completes}; check with the provider after a few minutes",
             visible_inline(entry.key()),
             duration::format_duration(age as f64)
         ));

@@ -729,10 +729,30 @@ fn a_call_whose_upstream_outlives_a_killed_proxy_counts_as_running_while_it_does
     assert_eq!(shown["running"]["mayStillRun"], true, "{shown}");
     let plain = bench.cli(&["resolve", "L", &key, "failed", "--by", "dana"]);
     assert_ne!(plain.status.code(), Some(0), "a plain failed was taken");
+    let refused = String::from_utf8_lossy(&plain.stderr);
+    assert!(refused.contains("still running on this host"), "{refused}");
+    // The refusal is the one story told: no warning before it promises a record.
+    assert!(!refused.contains("warning:"), "{refused}");
+    // A person who knows better is told that nothing is left to record a completion
+    // (hostile round 44: AL1, "it is recorded as sent whatever is decided now").
+    let forced = bench.cli(&[
+        "resolve",
+        "L",
+        &key,
+        "failed",
+        "--by",
+        "dana",
+        "--even-if-running",
+        "--older-than",
+        "1h",
+    ]);
+    expect_exit(&forced, 0, "resolve failed --even-if-running");
+    let warned = String::from_utf8_lossy(&forced.stderr);
     assert!(
-        String::from_utf8_lossy(&plain.stderr).contains("still running on this host"),
-        "{}",
-        String::from_utf8_lossy(&plain.stderr)
+        warned.contains("has ended: if it completes, nothing is left to record it")
+            && warned.contains("a next attempt would send it again")
+            && !warned.contains("recorded as sent whatever"),
+        "{warned}"
     );
     // The upstream makes it, and ends: then it is an unknown send for a person.
     wait_until(
