@@ -310,11 +310,11 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
     let work = async {
         match &review {
             Some(review) => {
-                let guarded = send_once::review::dispatch::StillWanted {
-                    inner: &provider,
+                let guarded = send_once::review::dispatch::StillWanted::new(
+                    &provider,
                     review,
-                    by: send_once::review::dispatch::StillWantedBy::NoDraft { key: &plan.key },
-                };
+                    send_once::review::dispatch::StillWantedBy::NoDraft { key: &plan.key },
+                );
                 ledger.once_with(&plan.key, &guarded, &plan.options).await
             }
             None => ledger.once_with(&plan.key, &provider, &plan.options).await,

@@ -383,6 +383,40 @@ pub struct StillWanted<'a, P> {
     pub review: &'a Review,
     /// What is asked.
     pub by: StillWantedBy<'a>,
+    /// Why the send was refused after the key was claimed, if it was: the ledger
+    /// records the attempt failed, and the door says it was a refusal, not a send
+    /// that failed (hostile round 44: AL4).
+    refused: std::sync::Mutex<Option<String>>,
+}
+
+impl<'a, P> StillWanted<'a, P> {
+    /// Sends through `inner` once `review`, asked again about `by`, still wants it.
+    pub fn new(inner: &'a P, review: &'a Review, by: StillWantedBy<'a>) -> StillWanted<'a, P> {
+        StillWanted {
+            inner,
+            review,
+            by,
+            refused: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Why the send was refused once its key was claimed, if it was.
+    pub fn refused(&self) -> Option<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The error that records the attempt failed, `why` kept as the refusal.
+    fn refuse(&self, why: String) -> crate::ledger::SendError {
+        let error = crate::ledger::SendError::definite(format!("{why}{NOT_SENT}"));
+        *self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+        error
+    }
 }
 
 impl<P> StillWanted<'_, P> {
@@ -482,9 +516,7 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         context: crate::ledger::SendContext,
     ) -> Result<Self::Receipt, crate::ledger::SendError> {
         if let Some(why) = self.why_not().await {
-            return Err(crate::ledger::SendError::definite(format!(
-                "{why}{NOT_SENT}"
-            )));
+            return Err(self.refuse(why));
         }
         // Dispatched from here on, before the send: a dispatch stopped by a signal or a
         // kill -9 must not leave the draft approved and unsent to the queue, to be sent
@@ -502,13 +534,11 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
                             "draft {id} got a new revision while its dispatch began, so the approved revision {revision} is no longer what it holds"
                         )
                     });
-                    return Err(crate::ledger::SendError::definite(format!(
-                        "{why}{NOT_SENT}"
-                    )));
+                    return Err(self.refuse(why));
                 }
                 Err(e) => {
-                    return Err(crate::ledger::SendError::definite(format!(
-                        "draft {id} could not be marked dispatched before its send ({e}){NOT_SENT}"
+                    return Err(self.refuse(format!(
+                        "draft {id} could not be marked dispatched before its send ({e})"
                     )));
                 }
             }
@@ -519,9 +549,7 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         if let StillWantedBy::Outside { key, .. } = self.by
             && let Some(why) = self.mark_outside(key, context.attempt).await
         {
-            return Err(crate::ledger::SendError::definite(format!(
-                "{why}{NOT_SENT}"
-            )));
+            return Err(self.refuse(why));
         }
         self.inner.send(context).await
     }
@@ -622,6 +650,10 @@ pub struct DraftDispatch<R> {
     /// What the person should also be told: a revision that came in while it was
     /// being sent, a draft that could not be marked dispatched.
     pub notes: Vec<String>,
+    /// Why the send was refused after its key was claimed (a reject, a withdrawal or a
+    /// revision that landed while it was checked): the ledger holds the attempt as
+    /// failed, and the refusal is in the decision log.
+    pub refused: Option<String>,
 }
 
 impl Review {
@@ -787,23 +819,9 @@ impl Review {
                 .await?
                 .is_some_and(|e| e.status() != Status::Failed)
         {
-            // The ledger answers (duplicate, unknown); but a `--wait` that sees the
-            // attempt fail, or a takeover, claims again: that claim reads the draft
-            // again and is marked, as any dispatch's (G6).
-            let guarded = StillWanted {
-                inner: provider,
-                review: self,
-                by: StillWantedBy::Draft {
-                    id: draft.id,
-                    revision: draft.revision,
-                },
-            };
-            let outcome = ledger.once_with(&draft.key, &guarded, options).await?;
-            return Ok(DraftDispatch {
-                draft,
-                dispatched: Dispatched::Ledger(outcome),
-                notes: Vec::new(),
-            });
+            return self
+                .answer_dispatched(draft, ledger, provider, options)
+                .await;
         }
         let id = draft.id;
         let has_command = draft.recheck.is_some();
@@ -830,14 +848,14 @@ impl Review {
         };
         // Its key claimed, the draft is read once more before the send: a reject or a
         // withdraw that landed after the checks above stops it (N3).
-        let guarded = StillWanted {
-            inner: provider,
-            review: self,
-            by: StillWantedBy::Draft {
+        let guarded = StillWanted::new(
+            provider,
+            self,
+            StillWantedBy::Draft {
                 id,
                 revision: draft.revision,
             },
-        };
+        );
         let dispatched =
             approval::dispatch_with(ledger, request, recheck, &guarded, options).await?;
         let mut notes = Vec::new();
@@ -852,6 +870,7 @@ impl Review {
                 "the refusal could not be written to the decision log: {e}"
             ));
         }
+        let refused = self.log_late_refusal(&guarded, &draft, &mut notes).await;
         if let Dispatched::Ledger(outcome) = &dispatched {
             let mut record = Map::new();
             record.insert("outcome".into(), outcome.name().into());
@@ -882,6 +901,70 @@ impl Review {
             draft,
             dispatched,
             notes,
+            refused,
         })
+    }
+
+    /// A draft dispatched before, whose key the ledger holds: the ledger answers
+    /// (duplicate, unknown); but a `--wait` that sees the attempt fail, or a
+    /// takeover, claims again: that claim reads the draft again and is marked, as any
+    /// dispatch's (G6).
+    async fn answer_dispatched<P: Provider>(
+        &self,
+        draft: Draft,
+        ledger: &Ledger,
+        provider: &P,
+        options: &SendOptions,
+    ) -> Result<DraftDispatch<P::Receipt>, DispatchError> {
+        let guarded = StillWanted::new(
+            provider,
+            self,
+            StillWantedBy::Draft {
+                id: draft.id,
+                revision: draft.revision,
+            },
+        );
+        let outcome = ledger.once_with(&draft.key, &guarded, options).await?;
+        let mut notes = Vec::new();
+        let refused = self.log_late_refusal(&guarded, &draft, &mut notes).await;
+        Ok(DraftDispatch {
+            draft,
+            dispatched: Dispatched::Ledger(outcome),
+            notes,
+            refused,
+        })
+    }
+
+    /// Logs the refusal `guarded` made once the key was claimed, as the refusals found
+    /// before it are: the trail shows every time the tool said no, and keeps it after a
+    /// next attempt replaces the failed one on the entry (AL4).
+    async fn log_late_refusal<P>(
+        &self,
+        guarded: &StillWanted<'_, P>,
+        draft: &Draft,
+        notes: &mut Vec<String>,
+    ) -> Option<String> {
+        let why = guarded.refused()?;
+        let mut detail = Map::new();
+        detail.insert("revision".into(), draft.revision.into());
+        detail.insert("reason".into(), why.clone().into());
+        detail.insert("afterClaim".into(), true.into());
+        let decision = Decision {
+            id: None,
+            at: self.iso_now(),
+            by: Some("send-once".to_owned()),
+            action: Action::Dispatch,
+            subject: Subject::Draft(draft.id),
+            note: None,
+            outcome: DecisionOutcome::Refused,
+            detail: Value::Object(detail),
+            link: None,
+        };
+        if let Err(e) = self.store.append_decision(&decision).await {
+            notes.push(format!(
+                "the refusal could not be written to the decision log: {e}"
+            ));
+        }
+        Some(why)
     }
 }

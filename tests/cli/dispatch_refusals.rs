@@ -429,7 +429,28 @@ fn a_reject_during_a_dispatch_stops_the_send_or_says_it_came_too_late() {
     expect_exit(&out, 0, "reject during the recheck");
     let done = child.wait_with_output().unwrap();
     assert!(!sent.exists(), "sent after sam's reject: {done:?}");
-    assert_ne!(done.status.code(), Some(0), "{done:?}");
+    // A refusal, as one found before the claim is, not a send that failed and may be
+    // tried again; and in the decision log (hostile round 44: AL4).
+    assert_eq!(done.status.code(), Some(2), "{done:?}");
+    assert!(
+        String::from_utf8_lossy(&done.stderr).contains("the refusal is in the decision log"),
+        "{done:?}"
+    );
+    let log = json_stdout(&q.q(T0, &["decisions", "--json"]), "decisions");
+    let refusal = log
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["action"] == "dispatch" && d["outcome"] == "refused")
+        .unwrap_or_else(|| panic!("no dispatch refusal in the log: {log}"));
+    assert_eq!(refusal["subject"], format!("draft:{id}"), "{refusal}");
+    assert!(
+        refusal["detail"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("was rejected by sam"),
+        "{refusal}"
+    );
     let show = q.q(T0, &["show", "refund-9", "--json"]);
     let shown = json_stdout(&show, "show");
     assert_eq!(shown["entry"]["status"], "failed", "{shown}");
