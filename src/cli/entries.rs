@@ -340,6 +340,7 @@ pub fn show(args: &ShowArgs) -> Exit {
     use send_once::ledger::history::entry_history;
     let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
         let entry = ledger.find(&args.key).await?;
+        super::ledger_arg::note_others_beginning(ledger, &args.key, entry.key()).await;
         let decisions = match ledger.store().decisions(Some(entry.key())).await {
             Ok(d) => d,
             Err(send_once::ledger::StoreError::Unsupported(_)) => Vec::new(),
@@ -474,6 +475,7 @@ pub fn reset(args: &ResetArgs) -> Exit {
     };
     let done = with_ledger(&args.ledger, Access::ReadWrite, async |ledger| {
         let found = ledger.find(&args.key).await?;
+        super::ledger_arg::note_others_beginning(ledger, &args.key, found.key()).await;
         // As `resolve failed` warns: a send of this host whose note is gone (T3).
         let standing = send_once::ledger::claimer::running(&found, ledger.now());
         if matches!(

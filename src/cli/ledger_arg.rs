@@ -304,3 +304,35 @@ impl DraftTarget {
         Ok(())
     }
 }
+
+/// Says, on stderr, when `given` was taken as the whole key of `found` while other
+/// keys begin with it: a person who typed it as a prefix of one of those learns which
+/// entry the command is about (hostile round 44: AL5). Nothing when it was a prefix
+/// of one key, or no other key begins with it.
+pub async fn note_others_beginning(ledger: &Ledger, given: &str, found: &str) {
+    if given != found {
+        return;
+    }
+    let Ok(others) = ledger.keys_beginning_with(found).await else {
+        return;
+    };
+    if others.is_empty() {
+        return;
+    }
+    let named: Vec<String> = others
+        .iter()
+        .map(|k| send_once::text::visible_inline(k).into_owned())
+        .collect();
+    super::note(format!(
+        "note: {} is a whole key, and is taken as itself; {} other key{} begin{} with it ({}): give more of one of them to mean it",
+        send_once::text::visible_inline(found),
+        if others.len() > 9 {
+            "10 or more".to_owned()
+        } else {
+            others.len().to_string()
+        },
+        if others.len() == 1 { "" } else { "s" },
+        if others.len() == 1 { "s" } else { "" },
+        named.join(", ")
+    ));
+}

@@ -268,6 +268,7 @@ async fn look_up(ledger: &Ledger, args: &ResolveArgs) -> Result<Vec<Entry>, Exit
     for (i, given) in args.keys.iter().enumerate() {
         match ledger.find(given).await {
             Ok(entry) => {
+                super::ledger_arg::note_others_beginning(ledger, given, entry.key()).await;
                 if entries.iter().any(|e: &Entry| e.key() == entry.key()) {
                     problems.push((
                         Exit::Refused,

@@ -591,6 +591,19 @@ impl Ledger {
         }
     }
 
+    /// The other keys that begin with `key`, a whole key [`Ledger::find`] took as
+    /// itself (the first few, sorted): a person who typed it as a prefix of one of
+    /// them is told which it was taken as (hostile round 44: AL5).
+    pub async fn keys_beginning_with(&self, key: &str) -> Result<Vec<String>, LedgerError> {
+        let mut keys = self
+            .store
+            .keys_with_prefix(key, PREFIX_MATCHES_SHOWN + 1)
+            .await?;
+        keys.retain(|other| other != key);
+        keys.truncate(PREFIX_MATCHES_SHOWN);
+        Ok(keys)
+    }
+
     /// Appends a decision that changed nothing. A store without a decision log
     /// (a hand-written one for tests) is allowed to skip it.
     async fn log(&self, decision: &Decision) -> Result<(), StoreError> {

@@ -399,6 +399,14 @@ fn a_unique_prefix_names_its_key_and_an_exact_key_wins() {
         assert_eq!(json_stdout(&o, "show")["entry"]["key"], "job", "{kind:?}");
         let o = out(&["resolve", l, "job", "failed", "--by", "ops"]);
         expect_exit(&o, 0, &format!("{kind:?}: resolve exact"));
+        // Said, so that "job" typed as a prefix of "job-2" is seen to mean "job" (AL5).
+        assert!(
+            stderr(&o).contains(
+                "note: job is a whole key, and is taken as itself; 1 other key begins with it (job-2)"
+            ),
+            "{kind:?}: {}",
+            stderr(&o)
+        );
         assert_eq!(entry(&ledger, "job")["status"], "failed", "{kind:?}");
         assert_eq!(entry(&ledger, "job-2")["status"], "pending", "{kind:?}");
 
