@@ -321,7 +321,7 @@ pub fn refusal_decision<R>(
             "the payload is not the one approved (its hash differs)".to_owned()
         }
         Dispatched::StaleFacts { changed, .. } => format!(
-            "facts changed since the approval: {}",
+            "the facts are not the ones the approval holds: {}",
             changed
                 .iter()
                 .map(|c| c.fact.as_str())

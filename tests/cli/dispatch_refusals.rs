@@ -203,7 +203,14 @@ fn a_dispatch_refused_as_payload_changed_or_stale_facts_is_a_logged_decision() {
         0,
         "draft facts",
     );
-    q.dispatch_refused(T0 + 1_000, &other);
+    let refused = q.dispatch_refused(T0 + 1_000, &other);
+    // Approving again never helps: the approval holds the facts as submitted (AK2).
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("approving again does not change that")
+            && said.contains("needs a new revision with the facts as they are now"),
+        "{said}"
+    );
     let log = q.decisions(&q.path("l.db"));
     let stale: Vec<&Value> = log
         .iter()
@@ -213,7 +220,7 @@ fn a_dispatch_refused_as_payload_changed_or_stale_facts_is_a_logged_decision() {
     assert_eq!(stale[0]["detail"]["outcome"], "stale_facts");
     assert_eq!(
         stale[0]["detail"]["reason"],
-        "facts changed since the approval: invoice"
+        "the facts are not the ones the approval holds: invoice"
     );
     q.verify(&q.path("l.db"));
 }

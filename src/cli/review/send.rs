@@ -261,8 +261,11 @@ pub(super) fn refusal_text<R>(
             "not sent: the payload of draft {id} changed after it was approved (approved {approved_hash}, now {current_hash}); look at the change (send-once draft show {ledger} {id}) and approve it again{}",
             votes_so_far(draft)
         ),
+        // The approval holds the revision's facts as submitted: approving again never
+        // helps (operator's shift, session 44: AK2, round and round at 2 a.m.).
         Dispatched::StaleFacts { changed, .. } => visible_inline(&format!(
-            "not sent: facts changed since draft {id} was approved ({}); look at them and approve it again",
+            "not sent: the facts of draft {id} are not the ones its approval holds, those submitted with revision {} ({}); approving again does not change that: if they changed for good, the draft needs a new revision with the facts as they are now",
+            draft.revision,
             changed_facts(changed)
         ))
         .into_owned(),

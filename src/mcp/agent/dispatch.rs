@@ -217,7 +217,7 @@ fn dispatched_answer(
             "draft {id}'s payload is not the one approved; nothing was sent"
         )),
         Dispatched::StaleFacts { .. } => Err(format!(
-            "the facts draft {id} relied on changed since it was approved; nothing was sent"
+            "the facts draft {id} relied on are not the ones its approval holds, so nothing was sent; if they changed for good, submit a revision with the facts as they are now (a person approves it again)"
         )),
     }
 }
