@@ -337,15 +337,22 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 pub fn show(args: &ShowArgs) -> Exit {
-    use send_once::ledger::history::entry_history;
     let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
         let entry = ledger.find(&args.key).await?;
         super::ledger_arg::note_others_beginning(ledger, &args.key, entry.key()).await;
-        let decisions = match ledger.store().decisions(Some(entry.key())).await {
+        let mut decisions = match ledger.store().decisions(Some(entry.key())).await {
             Ok(d) => d,
             Err(send_once::ledger::StoreError::Unsupported(_)) => Vec::new(),
             Err(e) => return Err(e.into()),
         };
+        // A send made from the queue: what was decided about its drafts too (AK3).
+        for id in send_once::review::history::drafts_of_key(&decisions) {
+            let about = ledger
+                .store()
+                .decisions(Some(&format!("draft:{id}")))
+                .await?;
+            decisions.extend(about);
+        }
         Ok((entry, decisions, ledger.now()))
     });
     let (entry, decisions, now) = match found {
@@ -387,7 +394,8 @@ pub fn show(args: &ShowArgs) -> Exit {
         );
         out.insert(
             "history".into(),
-            serde_json::to_value(entry_history(&entry, &decisions)).unwrap_or(Value::Null),
+            serde_json::to_value(send_once::review::history::send_history(&entry, &decisions))
+                .unwrap_or(Value::Null),
         );
         // Each record on the entry with the hash of the decision that wrote it.
         out.insert(
@@ -444,7 +452,7 @@ pub fn show(args: &ShowArgs) -> Exit {
     // Who decided what, and the records on the entry the log does not have (the Node
     // library's resolve() writes only the entry), in one time line.
     out.push_str("\nHistory:\n");
-    for event in entry_history(&entry, &decisions) {
+    for event in send_once::review::history::send_history(&entry, &decisions) {
         out.push_str(&format!("  {}\n", event.line()));
     }
     print_stdout(&out);

@@ -7,13 +7,52 @@ use super::{Draft, DraftState};
 use crate::ledger::decision::{Decision, DecisionOutcome};
 use crate::ledger::duration::format_duration;
 use crate::ledger::history::{
-    HistoryEvent, HistoryKind, HistorySource, Timeline, detail, field, note_suffix, unapplied,
-    who_text,
+    HistoryEvent, HistoryKind, HistorySource, Timeline, detail, entry_history, field, note_suffix,
+    unapplied, who_text,
 };
 use crate::ledger::time;
+use crate::ledger::{Entry, Subject};
 
 /// Said of a decision the draft row records but the decision log does not have.
 const OUTSIDE_THE_LOG: &str = "(recorded on the draft, not in the decision log)";
+
+/// The history of a send made from the queue: its entry's, with every decision in
+/// `decisions` about a draft of its key (an edit, each vote, a rejection, a refused
+/// dispatch), each said to be about its draft. The entry's own decisions told only of
+/// the agent's first revision, where a reviewer's edit is what went out (operator's
+/// shift, session 44: AK3). The caller gives the decisions about the key and about
+/// the drafts its `submit` decisions name ([`drafts_of_key`]).
+pub fn send_history(entry: &Entry, decisions: &[Decision]) -> Vec<HistoryEvent> {
+    let mut events = entry_history(entry, decisions);
+    for d in decisions {
+        let Subject::Draft(id) = d.subject else {
+            continue;
+        };
+        let mut timeline = Timeline::default();
+        draft_decision(None, d, &mut timeline);
+        events.extend(timeline.finish().into_iter().map(|mut event| {
+            event.text = format!("draft {id}: {}", event.text);
+            event
+        }));
+    }
+    // Stable: what happened at one time stays in the order each history gave it.
+    events.sort_by_key(|event| time::parse_date(&event.at).unwrap_or(i64::MAX));
+    events
+}
+
+/// The drafts a key's `submit` decisions name, each once, in the order first named.
+pub fn drafts_of_key(decisions: &[Decision]) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for d in decisions {
+        if d.action == crate::ledger::DecisionAction::Submit
+            && let Some(id) = d.detail.get("draft").and_then(Value::as_i64)
+            && !ids.contains(&id)
+        {
+            ids.push(id);
+        }
+    }
+    ids
+}
 
 /// The history of `draft`, from its own record and the decisions about it in
 /// `decisions` (those about other subjects are ignored).
@@ -53,7 +92,7 @@ pub fn draft_history(draft: &Draft, decisions: &[Decision]) -> Vec<HistoryEvent>
         );
     }
     for d in &mine {
-        draft_decision(draft, d, &mut timeline);
+        draft_decision(draft.approval.as_ref(), d, &mut timeline);
     }
     records_outside_the_log(draft, &mine, &mut timeline);
     if let Some(Value::Object(outcome)) = &draft.outcome {
@@ -96,7 +135,8 @@ fn submitter(by: Option<&str>) -> &str {
     by.unwrap_or("(unknown)")
 }
 
-fn draft_decision(draft: &Draft, d: &Decision, timeline: &mut Timeline) {
+/// Adds decision `d` about a draft whose approval (if any) is `approval`.
+fn draft_decision(approval: Option<&Value>, d: &Decision, timeline: &mut Timeline) {
     let detail = detail(d);
     let revision = field(&detail, "revision").unwrap_or_else(|| "?".into());
     if unapplied(d, &format!("{} of revision {revision}", d.action), timeline) {
@@ -125,7 +165,7 @@ fn draft_decision(draft: &Draft, d: &Decision, timeline: &mut Timeline) {
             let expires = field(&detail, "expiresAt");
             // The approval itself has the time its life was counted from; the
             // decision's time was read a moment later.
-            let from = match &draft.approval {
+            let from = match approval {
                 Some(Value::Object(approval)) if same_approval(&detail, approval) => {
                     field(approval, "approvedAt").unwrap_or_else(|| d.at.clone())
                 }

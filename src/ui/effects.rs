@@ -338,15 +338,29 @@ pub(super) async fn load(effect: Effect, backend: &Backend) -> Option<Action> {
             },
         },
         Effect::LoadHistory(subject) => {
-            let result = backend
-                .store
-                .decisions(Some(&subject))
+            let result = history_decisions(&backend.store, &subject)
                 .await
                 .map_err(|e| e.to_string());
             Action::HistoryLoaded { subject, result }
         }
         _ => return None,
     })
+}
+
+/// The decisions about `subject`, and for a key those about the drafts its `submit`
+/// decisions name: a send made from the queue shows its edits and votes (AK3).
+async fn history_decisions(
+    store: &Arc<dyn Store>,
+    subject: &str,
+) -> Result<Vec<crate::ledger::Decision>, crate::ledger::StoreError> {
+    let mut decisions = store.decisions(Some(subject)).await?;
+    if !subject.starts_with("draft:") {
+        for id in crate::review::history::drafts_of_key(&decisions) {
+            let about = store.decisions(Some(&format!("draft:{id}"))).await?;
+            decisions.extend(about);
+        }
+    }
+    Ok(decisions)
 }
 
 /// Verifies the whole decision log's chain, hashing off the async threads.

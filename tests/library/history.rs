@@ -615,6 +615,87 @@ fn show_prints_the_decisions_made_through_the_binary_in_the_history() {
     );
 }
 
+/// A send made from the queue shows, in `show`'s history, what was decided about its
+/// draft: the reviewer's edit that went out and the approval, where it read "queued
+/// as draft 1, revision 1", then "sent" (operator's shift, session 44: AK3).
+#[test]
+fn show_of_a_send_made_from_a_draft_has_its_edit_and_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("queue.db");
+    let l = ledger.to_str().unwrap();
+    let payload = dir.path().join("p.json");
+    std::fs::write(&payload, r#"{"to":"eve@example.com","body":"Pay 100"}"#).unwrap();
+    let edited = dir.path().join("e.json");
+    std::fs::write(&edited, r#"{"to":"eve@example.com","body":"Pay 90"}"#).unwrap();
+    let (p, e) = (payload.to_str().unwrap(), edited.to_str().unwrap());
+    for (args, what) in [
+        (
+            vec![
+                "draft",
+                "submit",
+                l,
+                "--key",
+                "inv-10",
+                "--payload",
+                p,
+                "--by",
+                "agent",
+            ],
+            "submit",
+        ),
+        (
+            vec![
+                "draft",
+                "edit",
+                l,
+                "1",
+                "--payload",
+                e,
+                "--seen-revision",
+                "1",
+                "--by",
+                "sam",
+            ],
+            "edit",
+        ),
+        (
+            vec!["approve", l, "1", "--revision", "2", "--by", "dana"],
+            "approve",
+        ),
+        (vec!["dispatch", l, "1", "--", "true"], "dispatch"),
+    ] {
+        expect_exit(&output(&args), 0, what);
+    }
+    let text = stdout(&output(&["show", l, "inv-10"]));
+    let history: Vec<&str> = text
+        .split_once("\nHistory:\n")
+        .unwrap_or_else(|| panic!("no history in {text}"))
+        .1
+        .lines()
+        .collect();
+    let at = |said: &str| {
+        history
+            .iter()
+            .position(|line| line.contains(said))
+            .unwrap_or_else(|| panic!("no {said:?} in {text}"))
+    };
+    let order = [
+        at("queued for review by agent as draft 1, revision 1"),
+        at("draft 1: edited revision 1 into revision 2 by sam"),
+        at("draft 1: approved revision 2 by dana"),
+        at("claimed, attempt 1"),
+        at("sent by its own send, attempt 1"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+    let shown = json_stdout(&output(&["show", l, "inv-10", "--json"]), "show");
+    assert!(
+        shown["history"]
+            .to_string()
+            .contains("draft 1: approved revision 2 by dana"),
+        "{shown}"
+    );
+}
+
 fn decision(
     i: usize,
     subject: &str,

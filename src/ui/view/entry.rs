@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::{age, draw_scrolled, safe, value_text};
-use crate::ledger::{Entry, Status, duration, history};
+use crate::ledger::{Entry, Status, duration};
 use crate::ui::app::{App, StillSending};
 use crate::ui::theme::Theme;
 
@@ -104,7 +104,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, entry: &Ent
     super::history_lines(
         &mut lines,
         theme,
-        &history::entry_history(entry, &decisions),
+        &crate::review::history::send_history(entry, &decisions),
     );
     draw_scrolled(frame, theme, area, " Entry ", lines, app.detail_scroll);
 }
