@@ -336,23 +336,32 @@ fn one_line(text: &str, max: usize) -> String {
     cut
 }
 
+/// The decisions about `key`, and, for a send made from the queue, those about its
+/// drafts (AK3).
+async fn decisions_of_send(
+    ledger: &send_once::ledger::Ledger,
+    key: &str,
+) -> Result<Vec<Decision>, send_once::ledger::LedgerError> {
+    let mut decisions = match ledger.store().decisions(Some(key)).await {
+        Ok(d) => d,
+        Err(send_once::ledger::StoreError::Unsupported(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    for id in send_once::review::history::drafts_of_key(&decisions) {
+        let about = ledger
+            .store()
+            .decisions(Some(&format!("draft:{id}")))
+            .await?;
+        decisions.extend(about);
+    }
+    Ok(decisions)
+}
+
 pub fn show(args: &ShowArgs) -> Exit {
     let found = with_ledger(&args.ledger, Access::ReadOnly, async |ledger| {
         let entry = ledger.find(&args.key).await?;
         super::ledger_arg::note_others_beginning(ledger, &args.key, entry.key()).await;
-        let mut decisions = match ledger.store().decisions(Some(entry.key())).await {
-            Ok(d) => d,
-            Err(send_once::ledger::StoreError::Unsupported(_)) => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
-        // A send made from the queue: what was decided about its drafts too (AK3).
-        for id in send_once::review::history::drafts_of_key(&decisions) {
-            let about = ledger
-                .store()
-                .decisions(Some(&format!("draft:{id}")))
-                .await?;
-            decisions.extend(about);
-        }
+        let decisions = decisions_of_send(ledger, entry.key()).await?;
         Ok((entry, decisions, ledger.now()))
     });
     let (entry, decisions, now) = match found {
