@@ -139,13 +139,15 @@ pub enum ReviewError {
     },
     /// A new revision (or another change) arrived between the read and the decision.
     #[error(
-        "draft {id} changed while you were deciding (it is now at revision {revision}); look at it again. Your decision changed nothing (the decision log keeps its refusal)"
+        "draft {id} changed while you were deciding: {what}; look at it again. Your decision changed nothing (the decision log keeps its refusal)"
     )]
     ChangedMeanwhile {
         /// The draft.
         id: i64,
         /// Its revision now.
         revision: i64,
+        /// What changed, and who changed it, as a person reads it.
+        what: String,
     },
     /// The draft moved on (a new revision, a decision) after the reviewer opened it for
     /// editing: the edit would replace what they did not see, so it was not saved.
@@ -375,6 +377,44 @@ pub(super) fn decided(by: &Option<String>, at: &Option<String>) -> String {
 /// "revision 4 was added by agent at T", "it was approved by dana at T".
 /// `seen_version`, when known, finds the votes cast since: "sam approved revision 1
 /// at T (1 of 2)".
+/// What changed in `now` since a person saw it at version `seen_version`, for a
+/// decision it refuses: the votes given since and by whom, else the revision it is at
+/// and who wrote it (hostile round 44: AL6, "it is now at revision 1" of the revision
+/// they saw, naming neither the vote nor who cast it).
+pub(super) fn changed_meanwhile(now: &Draft, seen_version: i64, now_ms: i64) -> ReviewError {
+    let since: Vec<&Vote> = now
+        .quorum
+        .votes
+        .iter()
+        .filter(|v| v.revision == now.revision && v.version > seen_version)
+        .collect();
+    let what = match (since.last(), now.current()) {
+        (Some(last), _) => format!(
+            "{} approved revision {} (at {}), and it is now {}",
+            since
+                .iter()
+                .map(|v| v.by.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            now.revision,
+            last.at,
+            now.tally(now_ms).label()
+        ),
+        (None, Some(current)) => format!(
+            "it is now at revision {}, by {} at {}",
+            current.revision,
+            current.submitted_by.as_deref().unwrap_or("someone"),
+            current.submitted_at
+        ),
+        (None, None) => format!("it is now at revision {}", now.revision),
+    };
+    ReviewError::ChangedMeanwhile {
+        id: now.id,
+        revision: now.revision,
+        what: crate::text::visible_inline(&what).into_owned(),
+    }
+}
+
 pub(super) fn what_changed(now: &Draft, seen: i64, seen_version: Option<i64>) -> String {
     if now.revision != seen
         && let Some(current) = now.current()

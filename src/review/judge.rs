@@ -123,7 +123,7 @@ pub fn judge(
     now_ms: i64,
     at: &str,
 ) -> Result<Judged, ReviewError> {
-    if let Some((reason, error)) = not_as_shown(draft, asked) {
+    if let Some((reason, error)) = not_as_shown(draft, asked, now_ms) {
         return Ok(refused(draft, asked, reason, error));
     }
     let mut detail = base_detail(draft);
@@ -183,7 +183,7 @@ pub fn judge(
 
 /// Why the decision does not apply to the draft as it is now, if it does not: another
 /// revision than the one approved, a change since it was shown, or a closed draft.
-fn not_as_shown(draft: &Draft, asked: &Asked<'_>) -> Option<(String, ReviewError)> {
+fn not_as_shown(draft: &Draft, asked: &Asked<'_>, now_ms: i64) -> Option<(String, ReviewError)> {
     let id = draft.id;
     if let Verdict::Approve {
         revision: Some(asked),
@@ -207,20 +207,18 @@ fn not_as_shown(draft: &Draft, asked: &Asked<'_>) -> Option<(String, ReviewError
         && seen != draft.version
         && !(approving && draft.only_votes_since(seen))
     {
-        return Some((
-            format!(
-                "changed since it was shown (version {seen}, now {})",
-                draft.version
-            ),
-            if draft.decided_at.is_some() {
-                ReviewError::decided_first(draft)
-            } else {
-                ReviewError::ChangedMeanwhile {
-                    id,
-                    revision: draft.revision,
-                }
-            },
-        ));
+        let error = if draft.decided_at.is_some() {
+            ReviewError::decided_first(draft)
+        } else {
+            super::error::changed_meanwhile(draft, seen, now_ms)
+        };
+        // What changed, not the draft's internal version (AK8: "version 1, now 2"
+        // read as a revision it never had).
+        let what = match &error {
+            ReviewError::ChangedMeanwhile { what, .. } => what.clone(),
+            other => other.to_string(),
+        };
+        return Some((format!("changed since it was shown: {what}"), error));
     }
     // A dispatched draft whose send definitely failed goes out on its next dispatch:
     // a person's no still stops it (G3).
@@ -284,14 +282,11 @@ pub(super) fn channel_of<'a>(
 
 /// Why a change judged on `before` did not apply, now that the draft is `now`: a new
 /// revision (or another change), or someone's decision, named.
-pub(super) fn lost_race(before: &Draft, now: &Draft) -> ReviewError {
+pub(super) fn lost_race(before: &Draft, now: &Draft, now_ms: i64) -> ReviewError {
     if now.revision != before.revision
         || now.state == before.state && now.decided_at == before.decided_at
     {
-        return ReviewError::ChangedMeanwhile {
-            id: now.id,
-            revision: now.revision,
-        };
+        return super::error::changed_meanwhile(now, before.version, now_ms);
     }
     ReviewError::decided_first(now)
 }

@@ -576,12 +576,20 @@ impl Review {
                 continue;
             }
             // Someone changed it between our read and our write: say who, log ours.
+            let lost = lost_race(&draft, &now, (self.clock)());
+            let what = match &lost {
+                ReviewError::ChangedMeanwhile { what, .. } => what.clone(),
+                other => other.to_string(),
+            };
             let mut refused = detail;
-            refused.insert("reason".into(), "someone changed the draft first".into());
+            refused.insert(
+                "reason".into(),
+                format!("someone changed the draft first: {what}").into(),
+            );
             self.store
                 .append_decision(&log.entry(&at, DecisionOutcome::Refused, refused))
                 .await?;
-            return Err(lost_race(&draft, &now));
+            return Err(lost);
         }
     }
 

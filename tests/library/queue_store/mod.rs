@@ -61,6 +61,7 @@ macro_rules! queue_suite {
             an_approved_draft_dispatches_once_and_then_the_ledger_answers,
             a_decision_that_loses_to_a_dispatch_names_the_dispatch_not_the_approvers,
             a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain,
+            a_reject_refused_for_a_vote_names_the_vote_and_who_cast_it,
             an_outside_approval_is_judged_by_its_key_and_by_its_payload,
         );
         $crate::queue_store::queue_suite!(@racing $fresh;
@@ -1350,4 +1351,52 @@ pub async fn a_rerun_keeps_its_votes_and_each_vote_is_found_in_the_chain(open: O
     let changed = review.submit(three(json!({"body": "b"}))).await.unwrap();
     assert_eq!((changed.unchanged, changed.revision), (false, 2));
     assert_eq!(changed.voided, ["dana", "sam-2"]);
+}
+
+/// A reject judged on the draft as it was before another person's vote is refused,
+/// naming the vote and who cast it, in the error and in the log; it said "it is now at
+/// revision 1" of the revision the rejecter saw (hostile round 44: AL6, and AK8's
+/// "version 1, now 2").
+pub async fn a_reject_refused_for_a_vote_names_the_vote_and_who_cast_it(open: Open<'_>) {
+    let review = review(open, NOW);
+    let two = Submission {
+        approvals: Some(2),
+        ..submission("vote-race", json!({"n": 1}), json!({}))
+    };
+    let id = review.submit(two).await.unwrap().id;
+    let seen = review.head(id).await.unwrap().version;
+    review
+        .decide(id, approve_for("1h"), Some("lee".into()), None)
+        .await
+        .unwrap();
+    let err = review
+        .decide_seen(
+            id,
+            Verdict::Reject {
+                reason: "wrong amount".into(),
+            },
+            Some("erin".into()),
+            None,
+            Some(seen),
+        )
+        .await
+        .unwrap_err();
+    let said = err.to_string();
+    assert!(
+        matches!(err, ReviewError::ChangedMeanwhile { .. })
+            && said.contains("changed while you were deciding: lee approved revision 1 (at ")
+            && said.contains("and it is now approved 1 of 2"),
+        "{said}"
+    );
+    let log = review.decisions(id).await.unwrap();
+    let refused = log
+        .iter()
+        .find(|d| d.outcome == DecisionOutcome::Refused)
+        .unwrap_or_else(|| panic!("no refusal logged: {log:?}"));
+    let reason = refused.detail["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("changed since it was shown: lee approved revision 1")
+            && !reason.contains("version"),
+        "{reason}"
+    );
 }
