@@ -52,6 +52,12 @@ pub struct Drift {
     /// Each submitted fact, in the snapshot's order.
     #[serde(skip)]
     pub rows: Vec<FactRow>,
+    /// Facts the latest check has that the snapshot does not: shown to the reviewer,
+    /// though dispatch does not compare them (the Node library ignores them), so that a
+    /// fact that appeared since (`disputed: true`) is not lost from sight (hostile
+    /// round 44: AL3).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub new_facts: Map<String, Value>,
 }
 
 /// What is known about the facts since submit.
@@ -93,6 +99,13 @@ pub fn fact_drift(snapshot: &Map<String, Value>, latest: &LatestFacts) -> Drift 
         })
         .collect();
     let changed = rows.iter().filter(|r| r.changed == Some(true)).count();
+    let new_facts: Map<String, Value> = latest
+        .facts
+        .iter()
+        .flatten()
+        .filter(|(fact, _)| !snapshot.contains_key(*fact))
+        .map(|(fact, value)| (fact.clone(), value.clone()))
+        .collect();
     let status = if latest.error.is_some() {
         DriftStatus::CouldNotCheck
     } else if latest.facts.is_none() {
@@ -108,12 +121,28 @@ pub fn fact_drift(snapshot: &Map<String, Value>, latest: &LatestFacts) -> Drift 
         checked_at: latest.checked_at.clone(),
         error: latest.error.clone(),
         rows,
+        new_facts,
     }
 }
 
 impl Drift {
-    /// "2 of 3 facts changed", "could not check: ...", for a list's row.
+    /// "2 of 3 facts changed", "could not check: ...", for a list's row; and the
+    /// facts that appeared since submit, which dispatch does not check.
     pub fn summary(&self) -> String {
+        let said = self.status_summary();
+        if self.new_facts.is_empty() {
+            return said;
+        }
+        let names: Vec<&str> = self.new_facts.keys().map(String::as_str).collect();
+        format!(
+            "{said}; {} new fact{} since submit, not checked at dispatch: {}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        )
+    }
+
+    fn status_summary(&self) -> String {
         match self.status {
             DriftStatus::NotChecked => "facts not checked".to_owned(),
             // Nothing was there to compare: "unchanged" would read as checked.
@@ -154,9 +183,10 @@ mod tests {
             error: None,
         };
         let drift = fact_drift(&Map::new(), &latest);
+        // What was pushed is shown, not dropped (AL3).
         assert_eq!(
             drift.summary(),
-            "no facts to compare (none were given with this revision)"
+            "no facts to compare (none were given with this revision); 1 new fact since submit, not checked at dispatch: due"
         );
     }
 
@@ -179,6 +209,12 @@ mod tests {
         assert_eq!(row("gone").now, Value::Null);
         assert_eq!(row("gone").changed, Some(true));
         assert!(drift.rows.iter().all(|r| r.fact != "extra"));
+        // Not compared, but not lost from sight either (AL3).
+        assert_eq!(drift.new_facts, map(json!({"extra": 9})));
+        assert_eq!(
+            drift.summary(),
+            "2 of 3 facts changed; 1 new fact since submit, not checked at dispatch: extra"
+        );
     }
 
     #[test]

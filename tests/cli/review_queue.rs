@@ -417,7 +417,10 @@ fn a_draft_s_whole_life(q: &Queue) {
     assert!(stdout(&o).contains(key), "{}", stdout(&o));
 
     // Facts pushed from outside drift from what the draft was submitted with.
-    let pushed = q.write("pushed.json", r#"{"balance": 90, "status": "active"}"#);
+    let pushed = q.write(
+        "pushed.json",
+        r#"{"balance": 90, "status": "active", "disputed": true}"#,
+    );
     let o = at(
         T0 + 3 * MIN,
         &["draft", "facts", &l, &id.to_string(), "--facts", &pushed],
@@ -436,6 +439,19 @@ fn a_draft_s_whole_life(q: &Queue) {
     assert_eq!(balance["checkedAt"], iso(T0 + 3 * MIN), "{item}");
     let status = fact(&item, "status");
     assert_eq!(status["changed"], false, "{item}");
+    // A fact that appeared since submit is shown, though dispatch does not check it
+    // (hostile round 44: AL3: it was accepted and shown nowhere).
+    assert_eq!(
+        drift["newFacts"],
+        serde_json::json!({"disputed": true}),
+        "{item}"
+    );
+    let shown = stdout(&at(T0 + 3 * MIN, &["draft", "show", &l, &id.to_string()]));
+    assert!(
+        shown.contains("1 new fact since submit, not checked at dispatch: disputed")
+            && shown.contains("NEW (not checked at dispatch)"),
+        "{shown}"
+    );
 
     let t_alice = T0 + 4 * MIN;
     let alice = q.approve(t_alice, id, "alice");

@@ -31,7 +31,7 @@ pub(super) fn clip(text: &str, max: usize) -> String {
 
 pub(super) fn fact_table(draft: &Draft) -> String {
     let drift = draft.drift();
-    if drift.rows.is_empty() {
+    if drift.rows.is_empty() && drift.new_facts.is_empty() {
         return "  (no facts)\n".to_owned();
     }
     let mut out = String::new();
@@ -55,6 +55,13 @@ pub(super) fn fact_table(draft: &Draft) -> String {
                 .as_deref()
                 .map(|at| format!(" (checked {at})"))
                 .unwrap_or_default()
+        ));
+    }
+    for (fact, now) in &drift.new_facts {
+        out.push_str(&format!(
+            "  {:<20} at submit -  now {}  NEW (not checked at dispatch)\n",
+            clip(fact, 20),
+            clip(&jsjson::stringify(now), 30),
         ));
     }
     if drift.status == DriftStatus::CouldNotCheck {

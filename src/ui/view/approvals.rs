@@ -225,7 +225,7 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
     let inner = usize::from(area.width.saturating_sub(4));
     let value_width = (inner.saturating_sub(10) / 3).max(6);
     let name_width = inner.saturating_sub(2 * value_width + 10).max(6);
-    if !drift.rows.is_empty() {
+    if !drift.rows.is_empty() || !drift.new_facts.is_empty() {
         lines.push(Line::from(Span::styled(
             format!(
                 "  {:<name_width$} {:<value_width$} {:<value_width$} changed",
@@ -253,6 +253,18 @@ fn draw_draft(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, draft: &D
                 clip(&safe(&now), value_width)
             ),
             style,
+        )));
+    }
+    // Appeared since submit: the reviewer sees it, though dispatch does not check it.
+    for (fact, now) in &drift.new_facts {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  {:<name_width$} {:<value_width$} {:<value_width$} NEW, not checked",
+                clip(&safe(fact), name_width),
+                "-",
+                clip(&safe(&value_text(now)), value_width)
+            ),
+            theme.warn(),
         )));
     }
     if let Some(at) = &drift.checked_at {
