@@ -172,6 +172,11 @@ pub enum FieldProblem {
         "give the phone number as {0:?} (digits after +, with spaces, dashes, dots or brackets at most, and no trunk 0 after the country code); as written it would be another key for the same phone"
     )]
     PhoneSpelling(String),
+    /// A phone number with an extension after it: (the number, the extension).
+    #[error(
+        "give the phone number alone, {0:?}, and its extension {1} in the intent; written with it, each way of writing an extension (;ext=, x, #) would be another key for the same phone"
+    )]
+    PhoneExtension(String, String),
     /// A digit of another script in a phone number (`+٤٤ …`): (position, code point).
     #[error(
         "U+{1:04X} at character {0} is a digit of another script; a phone number is written with the digits 0-9, or it is another key for the same phone"
@@ -268,30 +273,10 @@ pub fn check_key_field(field: &'static str, value: &str) -> Result<(), BadKeyFie
     if let Some(bare) = bare_recipient(trimmed).filter(|_| field == "to") {
         return refuse(FieldProblem::NotBare(bare));
     }
-    if field == "to" {
-        if let Some(label) = punycode_label(trimmed) {
-            return refuse(FieldProblem::Punycode(label));
-        }
-        if let Some(plain) = plain_url(trimmed) {
-            if let Some(label) = url_host(&plain)
-                .split('.')
-                .find(|l| l.get(..4).is_some_and(|s| s.eq_ignore_ascii_case("xn--")))
-            {
-                return refuse(FieldProblem::Punycode(label.to_owned()));
-            }
-            if plain != trimmed {
-                return refuse(FieldProblem::NotPlainUrl(plain));
-            }
-        }
-        if let Some(host) = idna_spelling(trimmed) {
-            return refuse(FieldProblem::NotPlainHost(host));
-        }
-        if let Some((position, c)) = phone_digit(trimmed) {
-            return refuse(FieldProblem::PhoneDigit(leading + position, u32::from(c)));
-        }
-        if let Some(phone) = phone_spelling(trimmed) {
-            return refuse(FieldProblem::PhoneSpelling(phone));
-        }
+    if field == "to"
+        && let Some(problem) = recipient_spelling(trimmed, leading)
+    {
+        return refuse(problem);
     }
     if field == "to" && local_phone_number(trimmed) {
         return refuse(FieldProblem::LocalNumber);
@@ -432,6 +417,36 @@ pub fn send_key_preimage(
     Ok(out)
 }
 
+/// A recipient written otherwise than its one spelling: a punycode label, a URL or a
+/// host not in its plain form, a phone number with other digits, an extension, or
+/// another spelling. `leading` is how many characters the trimming took off the front.
+fn recipient_spelling(trimmed: &str, leading: usize) -> Option<FieldProblem> {
+    if let Some(label) = punycode_label(trimmed) {
+        return Some(FieldProblem::Punycode(label));
+    }
+    if let Some(plain) = plain_url(trimmed) {
+        if let Some(label) = url_host(&plain)
+            .split('.')
+            .find(|l| l.get(..4).is_some_and(|s| s.eq_ignore_ascii_case("xn--")))
+        {
+            return Some(FieldProblem::Punycode(label.to_owned()));
+        }
+        if plain != trimmed {
+            return Some(FieldProblem::NotPlainUrl(plain));
+        }
+    }
+    if let Some(host) = idna_spelling(trimmed) {
+        return Some(FieldProblem::NotPlainHost(host));
+    }
+    if let Some((position, c)) = phone_digit(trimmed) {
+        return Some(FieldProblem::PhoneDigit(leading + position, u32::from(c)));
+    }
+    if let Some((number, extension)) = phone_extension(trimmed) {
+        return Some(FieldProblem::PhoneExtension(number, extension));
+    }
+    phone_spelling(trimmed).map(FieldProblem::PhoneSpelling)
+}
+
 /// `sendKey(input)` on a value as JSON carries it, with the Node library's rules for
 /// what is accepted: `input` must be an object (an array passes that test and then
 /// fails for lack of a channel); channel, to and intent must be strings; a `null`
@@ -512,6 +527,6 @@ mod tests;
 pub use spellings::small_capital_letter;
 use spellings::{
     ascii_look_alike, bare_recipient, compatibility_look_alike, draws_as_nothing, idna_spelling,
-    local_phone_number, phone_digit, phone_spelling, plain_url, punctuation_look_alike,
-    punycode_label, url_host,
+    local_phone_number, phone_digit, phone_extension, phone_spelling, plain_url,
+    punctuation_look_alike, punycode_label, url_host,
 };

@@ -369,6 +369,9 @@ pub(super) fn phone_spelling(to: &str) -> Option<String> {
             .unwrap_or_else(|| digits.trim_start_matches('0'));
         return (!code.is_empty()).then(|| format!("+{code}"));
     }
+    if let Some(plain) = trunk_zero(body) {
+        return Some(plain);
+    }
     let trunk = body.replace(' ', "").contains("(0)");
     let odd = body.chars().any(|c| {
         !(c.is_ascii_digit() || is_js_whitespace(c) || matches!(c, '(' | ')' | '.' | '-'))
@@ -383,6 +386,65 @@ pub(super) fn phone_spelling(to: &str) -> Option<String> {
     let without_trunk = body.replacen("(0)", "", 1);
     let digits: String = without_trunk.chars().filter(char::is_ascii_digit).collect();
     Some(format!("+{digits}"))
+}
+
+/// Country codes whose numbers keep their 0 after the code (Italy's and San Marino's
+/// and the Vatican's land lines, Côte d'Ivoire, the Republic of the Congo and Gabon
+/// since their renumberings): there a 0 after the code is the number's own.
+const ZERO_IS_THE_NUMBERS: [&str; 6] = ["39", "378", "379", "225", "242", "241"];
+
+/// A phone number's country code written apart (1 to 3 digits, then a space, a dash
+/// or a dot) and followed by a national trunk 0, `+44 07700 900123`, `+33 0 1 23 45 67
+/// 89`: the number to give without that 0. The 0 is dialled only from inside the
+/// country, so both spellings are one phone, and a key of each would send twice
+/// (hostile round 44: AL2). A code written together with the rest (`+4407700…`)
+/// cannot be told from a longer number without a table of codes, and is kept.
+fn trunk_zero(body: &str) -> Option<String> {
+    let code_end = body.find(|c: char| !c.is_ascii_digit())?;
+    let (code, rest) = body.split_at(code_end);
+    if !(1..=3).contains(&code.len()) || ZERO_IS_THE_NUMBERS.contains(&code) {
+        return None;
+    }
+    let rest = rest.strip_prefix([' ', '-', '.'])?;
+    let national = rest.trim_start_matches([' ', '-', '.']);
+    if !national.starts_with('0') {
+        return None;
+    }
+    let digits: String = national[1..].chars().filter(char::is_ascii_digit).collect();
+    Some(format!("+{code}{digits}"))
+}
+
+/// A phone number with an extension written after it (`;ext=12`, `ext. 12`, `x12`,
+/// `#12`): the number alone, and the extension. Each way of writing the extension
+/// would be another key for the same phone (hostile round 44: AL2), so it is refused,
+/// and the extension belongs in the intent.
+pub(super) fn phone_extension(to: &str) -> Option<(String, String)> {
+    let body = to.strip_prefix('+')?;
+    let at = body.find(|c: char| {
+        !(c.is_ascii_digit() || is_js_whitespace(c) || matches!(c, '(' | ')' | '.' | '-'))
+    })?;
+    let (number, tail) = body.split_at(at);
+    let digits: String = number.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() < 7 {
+        return None;
+    }
+    let lower = tail.to_ascii_lowercase();
+    let marker = [
+        ";ext=",
+        ";ext",
+        "extension",
+        "ext.",
+        "ext",
+        "x",
+        "#",
+        ";",
+        ",",
+    ]
+    .into_iter()
+    .find(|m| lower.starts_with(m))?;
+    let extension = lower[marker.len()..].trim_start_matches([' ', '.', ':', '=']);
+    (!extension.is_empty() && extension.chars().all(|c| c.is_ascii_digit()))
+        .then(|| (format!("+{digits}"), extension.to_owned()))
 }
 
 /// `text` with every percent-encoded unreserved character (letters, digits, `-._~`)

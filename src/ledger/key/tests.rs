@@ -474,6 +474,57 @@ fn a_derived_key_has_one_spelling() {
     );
 }
 
+/// AL2 of hostile round 44: a trunk 0 after a country code written apart, and an
+/// extension, made a second key for one phone; both are refused, naming what to give.
+/// Where the 0 is the number's own (Italy's `+39 06 …`), and where the code is
+/// written together with the rest, the number is taken as written.
+#[test]
+fn a_trunk_zero_after_the_country_code_or_an_extension_is_refused() {
+    for (to, plain) in [
+        ("+44 07700 900123", "+447700900123"),
+        ("+44-0 7700 900123", "+447700900123"),
+        ("+33 0 1 23 45 67 89", "+33123456789"),
+        ("+49 030 1234567", "+49301234567"),
+    ] {
+        let said = check_key_fields("sms", to, "otp:1", None)
+            .map_err(|e| e.to_string())
+            .expect_err(to);
+        assert!(
+            said.contains(&format!("give the phone number as {plain:?}")),
+            "{to:?}: {said}"
+        );
+    }
+    for (to, plain, extension) in [
+        ("+1 555 010 0100;ext=12", "+15550100100", "12"),
+        ("+15550100100;ext=12", "+15550100100", "12"),
+        ("+1 (555) 010-0100 x12", "+15550100100", "12"),
+        ("+1 555 010 0100 ext. 12", "+15550100100", "12"),
+        ("+1 555 010 0100#12", "+15550100100", "12"),
+    ] {
+        let said = check_key_fields("call", to, "otp:1", None)
+            .map_err(|e| e.to_string())
+            .expect_err(to);
+        assert!(
+            said.contains(&format!(
+                "give the phone number alone, {plain:?}, and its extension {extension} in the intent"
+            )),
+            "{to:?}: {said}"
+        );
+    }
+    for to in [
+        "+39 06 6982 1234",
+        "+225 07 12 34 56 78",
+        "+447700900123",
+        "+44 7700 900123",
+    ] {
+        assert_eq!(
+            check_key_fields("sms", to, "otp:1", None).map_err(|e| e.to_string()),
+            Ok(()),
+            "{to:?}"
+        );
+    }
+}
+
 /// P1 of the thirteenth retest: an exit prefix after the `+` is refused, naming the
 /// number in E.164.
 #[test]
