@@ -165,10 +165,13 @@ pub struct WithdrawDraft {
     /// The draft to take back (one you submitted).
     pub draft_id: i64,
     /// Why, for the decision log.
-    // `reason` is what a reviewer's rejection calls it; an agent that says so is
-    // understood rather than refused (shift AJ11).
-    #[serde(default, alias = "reason")]
+    #[serde(default)]
     pub note: Option<String>,
+    /// The same as `note`, by the name a reviewer's rejection gives it: give one of
+    /// the two. (A hidden alias of `note` was not in the schema, and both together
+    /// were refused as a note given twice: AK7, AL8.)
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// `update_facts`' arguments.
@@ -416,9 +419,15 @@ impl AgentServer {
         Parameters(args): Parameters<WithdrawDraft>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<DraftStatus>, String> {
+        let note = match (args.note, args.reason) {
+            (Some(_), Some(_)) => {
+                return Err("give note or reason, not both: they are the same field".into());
+            }
+            (note, reason) => note.or(reason),
+        };
         let by = self.own_draft(args.draft_id, &context).await?;
         self.review
-            .decide(args.draft_id, Verdict::Withdraw, by, args.note)
+            .decide(args.draft_id, Verdict::Withdraw, by, note)
             .await
             .map_err(text)?;
         Ok(Json(self.status(args.draft_id).await?.1))

@@ -324,7 +324,17 @@ async fn an_agent_withdraws_and_updates_only_its_own_drafts() {
     );
     assert_eq!(shown["drift"]["changed"], 1, "{shown}");
 
-    // Its why is a `note`, or a `reason` as a rejection has (shift AJ11).
+    // Its why is a `note`, or a `reason` as a rejection has (shift AJ11), one of the
+    // two (AK7, AL8: both were refused as "duplicate field `note`").
+    let both = refused(
+        &call(
+            &billing,
+            "withdraw_draft",
+            json!({"draftId": 1, "note": "a", "reason": "b"}),
+        )
+        .await,
+    );
+    assert!(both.contains("give note or reason, not both"), "{both}");
     let withdrawn = ok(&call(
         &billing,
         "withdraw_draft",
