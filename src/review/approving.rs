@@ -133,7 +133,17 @@ fn self_approval(draft: &Draft, by: Option<&str>, now_ms: i64) -> Option<Approvi
         .filter_map(|r| Some((r.revision, r.submitted_by.as_deref()?)))
         .chain(draft.submitted_by.as_deref().map(|a| (1, a)))
         .find(|(_, author)| same_person(by, author))?;
-    let verb = if revision == 1 { "submitted" } else { "edited" };
+    // A later revision by the draft's own submitter is a resubmission, not an edit
+    // (operator's shift, session 44: AK6).
+    let resubmitted = draft
+        .submitted_by
+        .as_deref()
+        .is_some_and(|first| same_person(first, author));
+    let verb = if revision == 1 || resubmitted {
+        "submitted"
+    } else {
+        "edited"
+    };
     let who = if by == author {
         by.to_owned()
     } else {

@@ -174,7 +174,8 @@ pub enum ReviewError {
         by: String,
         /// The revision.
         revision: i64,
-        /// `submitted` or `edited`.
+        /// `submitted` (the first revision, or a resubmission by its submitter) or
+        /// `edited`.
         verb: &'static str,
         /// Who must approve instead: "a second person must approve it", or under
         /// 3 or more, how many people other than its authors.

@@ -162,6 +162,26 @@ fn a_respelled_name_is_the_same_person_for_the_author_and_for_counting_once() {
     assert_eq!(approval["approvers"], json!(["dana", "sam"]));
 }
 
+/// A later revision by the draft's own submitter is a resubmission: its author's
+/// approval is refused as theirs, not as an edit nobody made (operator's shift,
+/// session 44: AK6).
+#[test]
+fn a_resubmitters_approval_is_refused_as_the_submitters_not_an_editors() {
+    let q = new_queue();
+    q.policy(&["--approvals", "2"]);
+    let key = channel("email", "resubmitted");
+    let (id, _) = q.submit(&strs(&key));
+    let p = q.payload("again.json", "pay 10");
+    let mut again = vec!["draft", "submit", q.l(), "--payload", &p, "--by", "agent"];
+    again.extend(strs(&key));
+    expect_exit(&run(&again), 0, "resubmit");
+    refused(
+        &q.approve(&id, "Agent"),
+        "the resubmitter",
+        &["submitted revision 2", "the same name as agent"],
+    );
+}
+
 /// H6: after dana's approval of a two-person draft, the nine spellings of her name that
 /// completed it before (a small capital, Cherokee Ꭰ, dashes, a typographic apostrophe,
 /// a middle dot, ideographic stops) are refused as dana; names of punctuation alone name
