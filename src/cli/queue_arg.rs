@@ -30,7 +30,11 @@ pub fn review_failure(e: ReviewError) -> Exit {
 }
 
 /// A queue error as an exit code and a problem of its kind: no such draft exits 1,
-/// as no such entry does; everything else the queue refuses exits 2.
+/// as no such entry does, and so does a decision another one stands against (someone
+/// decided first, a new revision, a draft already closed), as `resolve` does for an
+/// entry that changed or a sent one marked failed (docs/cli.md; hostile round 44:
+/// AL9). In a race the loser reads either a decision made first or a closed draft, so
+/// both exit alike. Everything else the queue refuses exits 2.
 pub fn review_problem(e: ReviewError) -> (Exit, Problem) {
     let problem = match &e {
         ReviewError::NoDraft(id) => {
@@ -72,7 +76,12 @@ pub fn review_problem(e: ReviewError) -> (Exit, Problem) {
         | ReviewError::CouldNotCheck(_) => Problem::new(Kind::Refused, &e),
         _ => Problem::new(Kind::BadInput, &e),
     };
-    (Exit::Refused, problem)
+    let exit = if problem.kind == Kind::DecidedFirst || matches!(e, ReviewError::Closed { .. }) {
+        Exit::Failed
+    } else {
+        Exit::Refused
+    };
+    (exit, problem)
 }
 
 /// Runs `work` against the queue; any error is exit 2.

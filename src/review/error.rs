@@ -92,14 +92,15 @@ pub enum ReviewError {
         /// The current revision.
         now: i64,
     },
-    /// An edit said it began from a revision the draft never had.
+    /// An edit said it began from, or an approval named, a revision the draft never
+    /// had.
     #[error(
         "draft {id} has no revision {asked} (it is at revision {now}); look at it with `send-once draft show`. Nothing was changed"
     )]
     NoSuchRevision {
         /// The draft.
         id: i64,
-        /// The revision the edit named.
+        /// The revision the edit or the approval named.
         asked: i64,
         /// The current revision.
         now: i64,

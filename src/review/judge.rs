@@ -191,13 +191,23 @@ fn not_as_shown(draft: &Draft, asked: &Asked<'_>, now_ms: i64) -> Option<(String
     } = asked.verdict
         && *asked != draft.revision
     {
-        return Some((
-            format!("the draft is at revision {}", draft.revision),
+        // A revision the draft never had was not looked at (AL9).
+        let error = if *asked > draft.revision {
+            ReviewError::NoSuchRevision {
+                id,
+                asked: *asked,
+                now: draft.revision,
+            }
+        } else {
             ReviewError::NotTheRevision {
                 id,
                 asked: *asked,
                 now: draft.revision,
-            },
+            }
+        };
+        return Some((
+            format!("the draft is at revision {}", draft.revision),
+            error,
         ));
     }
     // Other people's approvals of the revision shown do not make an approval stale:

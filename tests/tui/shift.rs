@@ -523,7 +523,11 @@ fn changes_by_others_show_up_live_and_lost_races_are_refused_and_logged() {
     term.wait_for_within("Unknown sends (0)", live);
     term.press(&["Enter"]);
     term.wait_for("Mark race-send-2 failed as alice?");
+    // Bob's record loaded while the form was open: said, and only y confirms (AK4).
+    term.wait_for("Changed while this was open: race-send-2 is now sent, attempt 1.");
     term.press(&["Enter"]);
+    term.wait_for("Mark race-send-2 failed as alice?");
+    term.press(&["y"]);
     let screen = term.wait_for("✗ race-send-2 changed after it was shown");
     assert!(
         screen.contains("is now sent (attempt 1), by bob at")
@@ -554,7 +558,10 @@ fn changes_by_others_show_up_live_and_lost_races_are_refused_and_logged() {
     term.wait_for(&format!(
         "Approve draft {second} (revision 1) for 12h, as alice?"
     ));
-    term.press(&["Enter"]);
+    term.wait_for(&format!(
+        "Changed while this was open: draft {second} has left the queue"
+    ));
+    term.press(&["y"]);
     let screen = term.wait_until("the refused approval", |s| {
         s.lines().any(|line| {
             line.starts_with("✗") && line.contains("rejected") && line.contains("carol")
@@ -819,7 +826,11 @@ fn an_approval_by_someone_else_is_never_replaced_or_revoked_from_a_stale_screen(
     term.wait_for_within("[approved]", patience(3));
     term.press(&["Enter"]);
     term.wait_for("as dana?");
-    term.press(&["Enter"]);
+    // Carol's approval loaded while the form was open: the confirmation says so, and
+    // only y confirms (operator's shift, session 44: AK1).
+    let changed = term.wait_for("Changed while this was open: draft 1 is now revision 1, approved");
+    assert!(changed.contains("by carol"), "{changed}");
+    term.press(&["y"]);
     term.wait_until("the refused approval", |s| {
         s.lines().any(|line| {
             line.starts_with("✗") && line.contains("approved") && line.contains("carol")

@@ -71,10 +71,17 @@ impl App {
             ));
         };
         (draft.version != version).then(|| {
+            // "approved by carol" for an approval made, "approved 1 of 2" toward one.
+            let label = draft.state_label(self.now);
+            let by = match &draft.decided_by {
+                Some(by) if label == draft.state.as_str() => {
+                    format!(" by {}", crate::text::visible_inline(by))
+                }
+                _ => String::new(),
+            };
             format!(
-                "draft {id} is now revision {}, {}{}",
+                "draft {id} is now revision {}, {label}{by}{}",
                 draft.revision,
-                draft.tally(self.now).label(),
                 if draft.drift().status == DriftStatus::Drifted {
                     ", its facts changed"
                 } else {

@@ -503,9 +503,10 @@ fn a_stale_seen_revision(q: &Queue) {
     let before = q.shown_without_decisions(&id);
 
     let o = q.edit(&id, &file, "dana", &["--seen-revision", "1"]);
+    // Exit 1: a decision on something that changed since it was seen (docs/cli.md).
     expect_exit(
         &o,
-        2,
+        1,
         "draft edit --seen-revision 1 of a draft at revision 2",
     );
     let said = stderr(&o);
@@ -534,7 +535,7 @@ fn a_stale_seen_revision(q: &Queue) {
     ]);
     edit.env("TMPDIR", tmp.path());
     let o = output_with_stdin(&mut edit, text.as_bytes());
-    expect_exit(&o, 2, "draft edit from stdin, stale");
+    expect_exit(&o, 1, "draft edit from stdin, stale");
     let error = json_stdout(&o, "draft edit --json, refused");
     assert_eq!(error["error"]["kind"], "decided_first", "{error:#}");
     let kept = PathBuf::from(
@@ -625,7 +626,7 @@ fn a_closed_draft_is_not_edited() {
     ] {
         let before = q.shown_without_decisions(id);
         let o = q.edit(id, &file, "dana", &[]);
-        expect_exit(&o, 2, &format!("draft edit of a {state} draft"));
+        expect_exit(&o, 1, &format!("draft edit of a {state} draft"));
         let said = stderr(&o);
         assert!(
             said.contains(&format!("draft {id} is {state}"))
@@ -718,7 +719,7 @@ fn racing_edits(q: &Queue) {
     assert_eq!(shown["revisionBy"], winner, "{shown:#}");
     assert_eq!(shown["payload"]["body"], format!("edited by {winner}"));
     for (name, o) in names.iter().zip(&outs).filter(|(n, _)| **n != winner) {
-        expect_exit(o, 2, &format!("{name}'s edit"));
+        expect_exit(o, 1, &format!("{name}'s edit"));
         assert!(
             stderr(o).contains(&format!("(revision 2 was added by {winner} at ")),
             "{name}: {}",
@@ -808,7 +809,7 @@ fn an_edit_must_name_the_revision_it_starts_from_and_is_logged_against_it() {
         "agent",
     );
     let o = q.edit(&id, &mine, "dana", &["--seen-revision", "1"]);
-    expect_exit(&o, 2, "a stale edit");
+    expect_exit(&o, 1, "a stale edit");
     let shown = q.show(&id);
     assert_eq!(shown["revision"], 2);
     assert_eq!(shown["payload"]["body"], "pay 120 EUR", "{shown}");
