@@ -113,7 +113,7 @@ pub fn unreadable_line(line: &[u8]) -> Option<Vec<u8>> {
         return Some(refusal(None, Unreadable::NotJson(e)));
     }
     if std::str::from_utf8(line).is_ok() {
-        return None;
+        return member_twice(line);
     }
     // Read again with each byte that is not UTF-8 replaced, for its id when that much
     // was written right.
@@ -139,6 +139,27 @@ pub fn unreadable_line(line: &[u8]) -> Option<Vec<u8>> {
         id.map(|id| id.get().as_bytes()),
         Unreadable::NotUtf8,
     ))
+}
+
+/// The answer to a request that names a member twice (`"method"` twice): rmcp answers
+/// it under a null id, which the agent cannot match to its request (hostile round 44:
+/// AL7); here it is answered under its id, when that is written once and is a
+/// request's. None for anything that is no request (a response, a notification).
+fn member_twice(line: &[u8]) -> Option<Vec<u8>> {
+    #[derive(Deserialize)]
+    struct Identified<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+    }
+    let unread = serde_json::from_slice::<Asked>(line).err()?;
+    // Read leniently (a member written twice is the last one), only to tell a request.
+    let members =
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(line).ok()?;
+    if !members.contains_key("method") {
+        return None;
+    }
+    let id = serde_json::from_slice::<Identified>(line).ok()?.id;
+    request_id(id).then(|| refusal(Some(id.get().as_bytes()), Unreadable::Message(unread)))
 }
 
 /// A `tools/call` request's parameters, as a tool's handler takes them.
@@ -377,6 +398,43 @@ mod tests {
                 matches!(readable(line.as_bytes(), true), Err(Unreadable::Params(_))),
                 "{line}"
             );
+        }
+    }
+
+    /// AL7: a request naming its method twice was answered under a null id.
+    #[test]
+    fn a_request_that_names_a_member_twice_is_answered_under_its_id() {
+        let answer = |line: &str| {
+            unreadable_line(line.as_bytes()).map(|a| serde_json::from_slice::<Value>(&a).unwrap())
+        };
+        for (line, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":15,"method":"ping","method":"tools/list"}"#,
+                json!(15),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"x","method":"tools/list","method":"tools/list"}"#,
+                json!("x"),
+            ),
+        ] {
+            let said = answer(line).unwrap_or_else(|| panic!("no answer to {line}"));
+            assert_eq!(said["id"], id, "{said}");
+            assert_eq!(said["error"]["code"], -32600, "{said}");
+            assert!(
+                said["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("duplicate field `method`"),
+                "{said}"
+            );
+        }
+        // No request: a response, a notification, a request read as one.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":3,"result":{},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/x","method":"y"}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        ] {
+            assert_eq!(answer(line), None, "{line}");
         }
     }
 

@@ -58,6 +58,12 @@ fn every_line_the_server_cannot_read_is_answered_and_the_session_goes_on() {
             r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"submit_draft","arguments":{"channel":"email","to":"a@example.com","intent":"big","payload":{"n":1e400}}}}"#.to_owned(),
             -32602,
         ),
+        // A method named twice was answered under a null id (AL7).
+        (
+            5,
+            r#"{"jsonrpc":"2.0","id":5,"method":"ping","method":"tools/list"}"#.to_owned(),
+            -32600,
+        ),
     ] {
         raw.write_line(&line);
         let answer = answer_to(&raw, &format!("request {id}"));
