@@ -131,6 +131,14 @@ pub enum StoreError {
     /// for.
     #[error("{} is read-only; this command needs to write to it", .0.inline())]
     ReadOnly(LedgerLocation),
+    /// The filesystem that holds the ledger is mounted read-only: named as that, since
+    /// the file it would write (the ledger, its lock) may not even exist (hostile round
+    /// 44: AL10, "j.jsonl.lock is read-only").
+    #[error(
+        "{} is on a read-only filesystem; this command needs to write there, and nothing was written",
+        .0.inline()
+    )]
+    ReadOnlyFilesystem(LedgerLocation),
     /// Something in the file cannot be read back as what it should be.
     #[error("{shown} is damaged: {detail}", shown = .ledger.inline())]
     Corrupt {
@@ -278,6 +286,7 @@ impl StoreError {
             | StoreError::Busy(ledger)
             | StoreError::DiskFull(ledger)
             | StoreError::ReadOnly(ledger)
+            | StoreError::ReadOnlyFilesystem(ledger)
             | StoreError::NotALedger { ledger, .. }
             | StoreError::NewerSchema { ledger, .. }
             | StoreError::LockTimeout { ledger, .. }

@@ -68,7 +68,7 @@ impl SqliteStore {
     pub fn open(path: &Path, access: Access) -> Result<SqliteStore, StoreError> {
         check_sqlite_version()?;
         if access != Access::ReadOnly && on_read_only_filesystem(path) {
-            return Err(StoreError::ReadOnly(ledger_at(path)));
+            return Err(StoreError::ReadOnlyFilesystem(ledger_at(path)));
         }
         prepare_file(path, access)?;
         if access == Access::ReadOnly {
@@ -137,7 +137,9 @@ impl SqliteStore {
     /// the two stopped it (the TUI: its views still load, its decisions are refused).
     pub fn open_to_look(path: &Path) -> Result<SqliteStore, StoreError> {
         match SqliteStore::open(path, Access::ReadWrite) {
-            Err(StoreError::ReadOnly(_)) => SqliteStore::open(path, Access::ReadOnly),
+            Err(StoreError::ReadOnly(_) | StoreError::ReadOnlyFilesystem(_)) => {
+                SqliteStore::open(path, Access::ReadOnly)
+            }
             Err(StoreError::DiskFull(_)) => {
                 let mut store = SqliteStore::open(path, Access::ReadOnly)?;
                 store.no_writer_because_full = true;

@@ -92,12 +92,22 @@ fn looking_works_and_writing_fails_closed_on_a_read_only_filesystem() {
     ] {
         let out = run_in(dir, args);
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        // The filesystem is named as read-only, and the ledger asked for, not a lock
+        // file that does not exist (hostile round 44: AL10).
         assert!(
-            stderr(&out).contains("read-only"),
+            stderr(&out).contains(&format!("{} is on a read-only filesystem", args[1]))
+                && !stderr(&out).contains(".lock"),
             "{args:?}: {}",
             stderr(&out)
         );
     }
+    let out = run_in(dir, &["init", "new.db"]);
+    assert_eq!(code(&out), 2, "init: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("new.db is on a read-only filesystem"),
+        "init: {}",
+        stderr(&out)
+    );
     assert!(!marker.exists(), "no send command ran");
     assert_eq!(snapshot(dir), before, "nothing on the filesystem changed");
 }

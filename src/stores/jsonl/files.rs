@@ -43,7 +43,7 @@ impl Files {
     pub(super) fn io_error(&self, path: &Path, e: std::io::Error) -> StoreError {
         match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(ledger_at(path)),
-            Some(libc::EROFS) => StoreError::ReadOnly(ledger_at(path)),
+            Some(libc::EROFS) => StoreError::ReadOnlyFilesystem(ledger_at(path)),
             _ if e.kind() == std::io::ErrorKind::IsADirectory => {
                 StoreError::IsDirectory(ledger_at(path))
             }

@@ -135,7 +135,10 @@ pub(super) fn holder(lock_path: &Path) -> String {
 pub(super) fn lock_io_error(lock_path: &Path, e: std::io::Error) -> StoreError {
     match e.raw_os_error() {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::DiskFull(ledger_at(lock_path)),
-        Some(libc::EROFS) => StoreError::ReadOnly(ledger_at(lock_path)),
+        // The lock is the ledger's: the ledger is named, as the one asked for.
+        Some(libc::EROFS) => {
+            StoreError::ReadOnlyFilesystem(ledger_at(&lock_path.with_extension("")))
+        }
         _ => StoreError::Io {
             ledger: ledger_at(lock_path),
             source: e,
