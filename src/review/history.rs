@@ -70,7 +70,17 @@ pub fn draft_history(draft: &Draft, decisions: &[Decision]) -> Vec<HistoryEvent>
             HistorySource::EntryRecord,
         );
     }
+    // A revision an edit made is told by the edit's own line ("edited revision 4 into
+    // revision 5 by dana"), not twice (AK5).
+    let edits_made: Vec<i64> = mine
+        .iter()
+        .filter(|d| d.action.as_str() == "edit" && d.outcome == DecisionOutcome::Changed)
+        .filter_map(|d| d.detail.get("toRevision").and_then(Value::as_i64))
+        .collect();
     for revision in &draft.revisions {
+        if edits_made.contains(&revision.revision) {
+            continue;
+        }
         let who = submitter(revision.submitted_by.as_deref());
         let (kind, text) = if revision.revision == 1 {
             (

@@ -852,3 +852,47 @@ fn a_draft_decision_missing_from_the_log_is_shown_from_the_draft_row() {
         "rejected by bob: \"paid\" (recorded on the draft, not in the decision log)"
     );
 }
+
+/// A revision an edit made is told once, by the edit's line, where the history also
+/// said "revision 2 submitted by sam" beside it (operator's shift, session 44: AK5).
+#[test]
+fn an_edit_is_one_line_in_the_draft_history() {
+    let mut draft = harness::queued_draft(4, "d-4", "2026-12-01T07:00:00.000Z".into());
+    draft.revision = 2;
+    draft.revisions = [(1, "agent", "07:00"), (2, "sam", "07:05")]
+        .into_iter()
+        .map(|(revision, by, at)| send_once::review::Revision {
+            revision,
+            payload: format!("{{\"n\":{revision}}}"),
+            payload_hash: format!("hash-{revision}"),
+            facts: serde_json::Map::new(),
+            submitted_at: format!("2026-12-01T{at}:00.000Z"),
+            submitted_by: Some(by.into()),
+        })
+        .collect();
+    let edit = Decision {
+        id: Some(1),
+        at: "2026-12-01T07:05:00.000Z".into(),
+        by: Some("sam".into()),
+        action: send_once::ledger::DecisionAction::Edit,
+        subject: send_once::ledger::Subject::Draft(4),
+        note: None,
+        outcome: DecisionOutcome::Changed,
+        detail: json!({"revision": 1, "toRevision": 2}),
+        link: None,
+    };
+    let h = draft_history(&draft, &[edit]);
+    let text = lines(&h);
+    assert!(
+        text.contains("edited revision 1 into revision 2 by sam"),
+        "{text}"
+    );
+    assert!(!text.contains("revision 2 submitted by sam"), "{text}");
+    // Without the edit in the log, the revision is still told.
+    let h = draft_history(&draft, &[]);
+    assert!(
+        lines(&h).contains("revision 2 submitted by sam"),
+        "{}",
+        lines(&h)
+    );
+}

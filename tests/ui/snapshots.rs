@@ -2365,7 +2365,7 @@ fn bracket_past_the_revisions_the_queue_holds_loads_them_all() {
     key(&mut app, KeyCode::Char('J'));
     let text = screen(&mut app, 100, 40);
     assert!(
-        text.contains("(2 of 3 revisions shown; [ loads every one)"),
+        text.contains("(revisions 2, 3 of 3 shown; [ loads the others)"),
         "the history says what it does not show: {text}"
     );
     let effects = press(&mut app, KeyCode::Char('['));

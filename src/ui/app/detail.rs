@@ -178,7 +178,11 @@ impl App {
                 .get(&id)
                 .is_none_or(|(v, _)| *v != version)
         {
-            self.say(&format!("Loading every revision of draft {id}…"), true);
+            // `[` compares with an older revision: it goes on to one once they load.
+            self.say(
+                &format!("Loading every revision of draft {id}, to compare with an older one…"),
+                true,
+            );
             return vec![Effect::LoadDraft(id)];
         }
         match next {

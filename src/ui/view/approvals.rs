@@ -558,12 +558,20 @@ fn history_lines<'a>(lines: &mut Vec<Line<'a>>, app: &App, theme: &Theme, draft:
     );
     // The queue holds the current, previous and approved revisions only: say what is
     // not shown rather than let the history skip it silently.
+    // Named, not counted: the draft row's "submitted" line is no revision of them,
+    // and "2 of 6" beside three lines did not add up (AK5).
     let held = draft.revisions.len() as i64;
     if held < draft.revision {
+        let shown: Vec<String> = draft
+            .revisions
+            .iter()
+            .map(|r| r.revision.to_string())
+            .collect();
         lines.push(Line::from(Span::styled(
             format!(
-                "  ({} of {} revisions shown; [ loads every one)",
-                held, draft.revision
+                "  (revisions {} of {} shown; [ loads the others)",
+                shown.join(", "),
+                draft.revision
             ),
             theme.dim(),
         )));
