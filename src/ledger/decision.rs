@@ -356,7 +356,7 @@ impl Decision {
 
     /// One line a person reads, the same in the `decisions` list and the TUI's view:
     /// "resolve by dana: changed (pending → failed) "note"", "approve by dana: changed
-    /// (approval 1 of 2)", "policy by ops: changed (payments: 2 → 1 approvals,
+    /// (approval 1 of 2)", "policy by ops: changed (payments: 2 → 1 approval,
     /// self-approval allowed)". `arrow` is how a change is drawn. Untrusted text is kept
     /// as recorded: make it visible before printing.
     pub fn summary(&self, arrow: &str) -> String {
@@ -446,7 +446,7 @@ fn verify_answer<'a>(field: impl Fn(&str) -> Option<&'a Value>) -> String {
     text
 }
 
-/// "(payments: 2 → 1 approvals, self-approval allowed)": a policy decision's channel,
+/// "(payments: 2 → 1 approval, self-approval allowed)": a policy decision's channel,
 /// what it was and what it became.
 fn policy_change<'a>(field: impl Fn(&str) -> Option<&'a Value>, arrow: &str) -> String {
     let scope = match field("channel").and_then(Value::as_str) {
@@ -464,10 +464,16 @@ fn policy_change<'a>(field: impl Fn(&str) -> Option<&'a Value>, arrow: &str) -> 
     let was_self = before
         .and_then(|b| b.get("selfApproval"))
         .and_then(Value::as_bool);
+    // "1 approval", not "1 approvals" (AK8).
+    let word = if approvals == 1 {
+        "approval"
+    } else {
+        "approvals"
+    };
     let count = match was {
-        Some(was) if was != approvals => format!("{was} {arrow} {approvals} approvals"),
-        Some(_) => format!("{approvals} approvals"),
-        None => format!("{approvals} approvals, was not set"),
+        Some(was) if was != approvals => format!("{was} {arrow} {approvals} {word}"),
+        Some(_) => format!("{approvals} {word}"),
+        None => format!("{approvals} {word}, was not set"),
     };
     let rule = match (was_self, self_approval) {
         (Some(false), true) => ", self-approval now allowed",

@@ -815,7 +815,7 @@ fn the_log_says_what_a_policy_and_a_vote_changed_and_who_has_approved_so_far() {
     for line in [
         "policy by ops: changed (channel payments: 2 approvals, was not set)",
         "policy by ops: unchanged (channel payments: 2 approvals)",
-        "policy by agent: changed (channel payments: 2 -> 1 approvals, self-approval now allowed)",
+        "policy by agent: changed (channel payments: 2 -> 1 approval, self-approval now allowed)",
         "policy by ops: changed (channel payments: 1 -> 2 approvals, self-approval no longer allowed)",
         "approve by dana: changed (approval 1 of 2)",
     ] {
