@@ -474,6 +474,17 @@ fn a_derived_key_has_one_spelling() {
     );
 }
 
+/// `to` as an SMS's recipient is refused, naming `plain` as the number to give.
+fn refused_naming_the_number(to: &str, plain: &str) {
+    let said = check_key_fields("sms", to, "otp:1", None)
+        .map_err(|e| e.to_string())
+        .expect_err(to);
+    assert!(
+        said.contains(&format!("give the phone number as {plain:?}")),
+        "{to:?}: {said}"
+    );
+}
+
 /// AL2 of hostile round 44: a trunk 0 after a country code written apart, and an
 /// extension, made a second key for one phone; both are refused, naming what to give.
 /// Where the 0 is the number's own (Italy's `+39 06 …`), and where the code is
@@ -486,13 +497,7 @@ fn a_trunk_zero_after_the_country_code_or_an_extension_is_refused() {
         ("+33 0 1 23 45 67 89", "+33123456789"),
         ("+49 030 1234567", "+49301234567"),
     ] {
-        let said = check_key_fields("sms", to, "otp:1", None)
-            .map_err(|e| e.to_string())
-            .expect_err(to);
-        assert!(
-            said.contains(&format!("give the phone number as {plain:?}")),
-            "{to:?}: {said}"
-        );
+        refused_naming_the_number(to, plain);
     }
     for (to, plain, extension) in [
         ("+1 555 010 0100;ext=12", "+15550100100", "12"),
@@ -536,13 +541,7 @@ fn an_exit_prefix_after_the_plus_is_refused_naming_the_number() {
         ("+0044 20 7946 0958", "+442079460958"),
         ("+011 44 20 7946 0958", "+442079460958"),
     ] {
-        let said = check_key_fields("sms", to, "otp:1", None)
-            .map_err(|e| e.to_string())
-            .expect_err(to);
-        assert!(
-            said.contains(&format!("give the phone number as {plain:?}")),
-            "{to:?}: {said}"
-        );
+        refused_naming_the_number(to, plain);
     }
     assert_eq!(
         check_key_fields("sms", "+1 415 555 0100", "otp:1", None).map_err(|e| e.to_string()),
