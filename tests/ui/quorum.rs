@@ -464,6 +464,16 @@ fn a_vote_loaded_while_the_form_was_open_is_said_in_its_confirmation() {
         warning.contains("draft 7 is now revision 1, approved 1 of 2"),
         "{warning}"
     );
+    // And it counts the vote: this approval completes the two.
+    assert!(
+        confirm
+            .lines
+            .iter()
+            .any(|l| l
+                .starts_with("Your approval makes 2 of 2 (after erin): the approval is made now")),
+        "{:?}",
+        confirm.lines
+    );
     // Enter does not confirm it; y does.
     assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
     assert!(matches!(&app.overlay, Some(Overlay::Confirm(_))));

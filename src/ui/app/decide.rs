@@ -191,20 +191,7 @@ impl App {
                 return;
             }
         }
-        let quorum = draft.needs_quorum().then(|| crate::ui::forms::QuorumShown {
-            approved: tally.votes.len() as i64,
-            required: tally.required,
-            approvers: tally.names().join(", "),
-            earliest: tally
-                .votes
-                .iter()
-                .filter_map(|v| {
-                    let at = v.expires_at.as_deref()?;
-                    Some((v.by.clone(), at.to_owned(), time::parse_date(at)?))
-                })
-                .min_by_key(|(_, _, ms)| *ms),
-            shown_at: self.now,
-        });
+        let quorum = self.quorum_shown(draft);
         let drift = draft.drift();
         let expired = draft.approval_expired(self.now).then(|| {
             format!(
@@ -233,6 +220,26 @@ impl App {
             field("Note", "", false),
         ];
         self.overlay = Some(Overlay::Form(Form::new(kind, title, fields)));
+    }
+
+    /// How far `draft`'s approval has got, for an approve form: None when it needs
+    /// one approver.
+    pub(super) fn quorum_shown(&self, draft: &Draft) -> Option<crate::ui::forms::QuorumShown> {
+        let tally = draft.tally(self.now);
+        draft.needs_quorum().then(|| crate::ui::forms::QuorumShown {
+            approved: tally.votes.len() as i64,
+            required: tally.required,
+            approvers: tally.names().join(", "),
+            earliest: tally
+                .votes
+                .iter()
+                .filter_map(|v| {
+                    let at = v.expires_at.as_deref()?;
+                    Some((v.by.clone(), at.to_owned(), time::parse_date(at)?))
+                })
+                .min_by_key(|(_, _, ms)| *ms),
+            shown_at: self.now,
+        })
     }
 
     /// "erin's edit of revision 2 by agent", when the draft's current revision was

@@ -523,6 +523,7 @@ impl App {
                     self.say(&why, false);
                     return Vec::new();
                 }
+                self.votes_since_the_form(&mut form);
                 match submit(&form, self.older_than_ms) {
                     Ok(mut confirm) => {
                         self.another_name(&mut confirm);
@@ -543,6 +544,33 @@ impl App {
         }
         self.overlay = Some(Overlay::Form(form));
         Vec::new()
+    }
+
+    /// An approve form whose draft got other people's votes while it was open (and
+    /// nothing else: the same revision): its confirmation counts them, "makes 2 of 2
+    /// (after sam)", where it said "1 of 2" and Enter completed the approval (AK1).
+    /// The version it was opened on stays, so that the store judges what changed.
+    fn votes_since_the_form(&self, form: &mut crate::ui::forms::Form) {
+        let crate::ui::forms::FormKind::Approve {
+            id,
+            revision,
+            version,
+            quorum,
+            ..
+        } = &mut form.kind
+        else {
+            return;
+        };
+        let Some(draft) = self
+            .approvals
+            .ready()
+            .and_then(|drafts| drafts.iter().find(|d| d.id == *id))
+        else {
+            return;
+        };
+        if draft.revision == *revision && draft.version != *version {
+            *quorum = self.quorum_shown(draft);
+        }
     }
 
     /// An approval recorded under another name than this screen's: a vote that
