@@ -272,14 +272,14 @@ impl OutsideRun<'_> {
         // logged as begun: of two dispatchers of one approval, one sends (A2, A3).
         match self.review {
             Some(review) => {
-                let guarded = send_once::review::dispatch::StillWanted::new(
-                    provider,
+                let guarded = send_once::review::dispatch::StillWanted {
+                    inner: provider,
                     review,
-                    send_once::review::dispatch::StillWantedBy::Outside {
+                    by: send_once::review::dispatch::StillWantedBy::Outside {
                         key: &args.key,
                         payload_hash: self.payload_hash,
                     },
-                );
+                };
                 let once = approval::OneSend {
                     inner: &guarded,
                     ledger: self.ledger,

@@ -310,11 +310,11 @@ async fn run_planned(args: RunArgs, plan: Plan) -> Exit {
     let work = async {
         match &review {
             Some(review) => {
-                let guarded = send_once::review::dispatch::StillWanted::new(
-                    &provider,
+                let guarded = send_once::review::dispatch::StillWanted {
+                    inner: &provider,
                     review,
-                    send_once::review::dispatch::StillWantedBy::NoDraft { key: &plan.key },
-                );
+                    by: send_once::review::dispatch::StillWantedBy::NoDraft { key: &plan.key },
+                };
                 ledger.once_with(&plan.key, &guarded, &plan.options).await
             }
             None => ledger.once_with(&plan.key, &provider, &plan.options).await,
@@ -638,9 +638,11 @@ fn report_failed(not_started: Option<String>, error: &SendError) -> Exit {
         Some(message) => fail(Exit::Refused, visible(&message)),
         // A dispatch's guard stopped it before the send (its draft closed or
         // revised meanwhile, its approval gone out elsewhere): nothing went out,
-        // and what stopped it keeps it from going.
+        // and what stopped it keeps it from going. A refusal, as the ones found
+        // before the claim are (exit 2), not a send that failed and may be tried
+        // again (AL4: it exited 1).
         None if send_once::approval::stopped_before_send(error) => fail(
-            Exit::Failed,
+            Exit::Refused,
             format!(
                 "{}. It is recorded as failed; nothing went out, and it is not sent while that holds.",
                 visible(error.message())

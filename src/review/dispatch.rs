@@ -383,40 +383,12 @@ pub struct StillWanted<'a, P> {
     pub review: &'a Review,
     /// What is asked.
     pub by: StillWantedBy<'a>,
-    /// Why the send was refused after the key was claimed, if it was: the ledger
-    /// records the attempt failed, and the door says it was a refusal, not a send
-    /// that failed (hostile round 44: AL4).
-    refused: std::sync::Mutex<Option<String>>,
 }
 
-impl<'a, P> StillWanted<'a, P> {
-    /// Sends through `inner` once `review`, asked again about `by`, still wants it.
-    pub fn new(inner: &'a P, review: &'a Review, by: StillWantedBy<'a>) -> StillWanted<'a, P> {
-        StillWanted {
-            inner,
-            review,
-            by,
-            refused: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Why the send was refused once its key was claimed, if it was.
-    pub fn refused(&self) -> Option<String> {
-        self.refused
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The error that records the attempt failed, `why` kept as the refusal.
-    fn refuse(&self, why: String) -> crate::ledger::SendError {
-        let error = crate::ledger::SendError::definite(format!("{why}{NOT_SENT}"));
-        *self
-            .refused
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
-        error
-    }
+/// The error that records an attempt failed because the queue no longer wants it,
+/// saying why: [`approval::stopped_before_send`] tells it from a send that failed.
+fn not_wanted(why: String) -> crate::ledger::SendError {
+    crate::ledger::SendError::definite(format!("{why}{NOT_SENT}"))
 }
 
 impl<P> StillWanted<'_, P> {
@@ -516,7 +488,7 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         context: crate::ledger::SendContext,
     ) -> Result<Self::Receipt, crate::ledger::SendError> {
         if let Some(why) = self.why_not().await {
-            return Err(self.refuse(why));
+            return Err(not_wanted(why));
         }
         // Dispatched from here on, before the send: a dispatch stopped by a signal or a
         // kill -9 must not leave the draft approved and unsent to the queue, to be sent
@@ -534,10 +506,10 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
                             "draft {id} got a new revision while its dispatch began, so the approved revision {revision} is no longer what it holds"
                         )
                     });
-                    return Err(self.refuse(why));
+                    return Err(not_wanted(why));
                 }
                 Err(e) => {
-                    return Err(self.refuse(format!(
+                    return Err(not_wanted(format!(
                         "draft {id} could not be marked dispatched before its send ({e})"
                     )));
                 }
@@ -549,7 +521,7 @@ impl<P: Provider> Provider for StillWanted<'_, P> {
         if let StillWantedBy::Outside { key, .. } = self.by
             && let Some(why) = self.mark_outside(key, context.attempt).await
         {
-            return Err(self.refuse(why));
+            return Err(not_wanted(why));
         }
         self.inner.send(context).await
     }
@@ -648,12 +620,9 @@ pub struct DraftDispatch<R> {
     /// ledger's outcome.
     pub dispatched: Dispatched<R>,
     /// What the person should also be told: a revision that came in while it was
-    /// being sent, a draft that could not be marked dispatched.
+    /// being sent, a draft that could not be marked dispatched, a refusal after the
+    /// claim written to the decision log.
     pub notes: Vec<String>,
-    /// Why the send was refused after its key was claimed (a reject, a withdrawal or a
-    /// revision that landed while it was checked): the ledger holds the attempt as
-    /// failed, and the refusal is in the decision log.
-    pub refused: Option<String>,
 }
 
 impl Review {
@@ -848,14 +817,14 @@ impl Review {
         };
         // Its key claimed, the draft is read once more before the send: a reject or a
         // withdraw that landed after the checks above stops it (N3).
-        let guarded = StillWanted::new(
-            provider,
-            self,
-            StillWantedBy::Draft {
+        let guarded = StillWanted {
+            inner: provider,
+            review: self,
+            by: StillWantedBy::Draft {
                 id,
                 revision: draft.revision,
             },
-        );
+        };
         let dispatched =
             approval::dispatch_with(ledger, request, recheck, &guarded, options).await?;
         let mut notes = Vec::new();
@@ -870,8 +839,8 @@ impl Review {
                 "the refusal could not be written to the decision log: {e}"
             ));
         }
-        let refused = self.log_late_refusal(&guarded, &draft, &mut notes).await;
         if let Dispatched::Ledger(outcome) = &dispatched {
+            self.log_late_refusal(outcome, &draft, &mut notes).await;
             let mut record = Map::new();
             record.insert("outcome".into(), outcome.name().into());
             record.insert("entry".into(), outcome.entry().to_value());
@@ -901,7 +870,6 @@ impl Review {
             draft,
             dispatched,
             notes,
-            refused,
         })
     }
 
@@ -916,38 +884,45 @@ impl Review {
         provider: &P,
         options: &SendOptions,
     ) -> Result<DraftDispatch<P::Receipt>, DispatchError> {
-        let guarded = StillWanted::new(
-            provider,
-            self,
-            StillWantedBy::Draft {
+        let guarded = StillWanted {
+            inner: provider,
+            review: self,
+            by: StillWantedBy::Draft {
                 id: draft.id,
                 revision: draft.revision,
             },
-        );
+        };
         let outcome = ledger.once_with(&draft.key, &guarded, options).await?;
         let mut notes = Vec::new();
-        let refused = self.log_late_refusal(&guarded, &draft, &mut notes).await;
+        self.log_late_refusal(&outcome, &draft, &mut notes).await;
         Ok(DraftDispatch {
             draft,
             dispatched: Dispatched::Ledger(outcome),
             notes,
-            refused,
         })
     }
 
-    /// Logs the refusal `guarded` made once the key was claimed, as the refusals found
-    /// before it are: the trail shows every time the tool said no, and keeps it after a
-    /// next attempt replaces the failed one on the entry (AL4).
-    async fn log_late_refusal<P>(
+    /// Logs a refusal the queue made once the key was claimed (a reject, a withdrawal
+    /// or a revision that landed while it was checked), as the refusals found before
+    /// it are: the trail shows every time the tool said no, and keeps it after a next
+    /// attempt replaces the failed one on the entry (AL4). Said in `notes` either way.
+    async fn log_late_refusal<R>(
         &self,
-        guarded: &StillWanted<'_, P>,
+        outcome: &crate::ledger::Outcome<R>,
         draft: &Draft,
         notes: &mut Vec<String>,
-    ) -> Option<String> {
-        let why = guarded.refused()?;
+    ) {
+        let crate::ledger::Outcome::Failed { error, .. } = outcome else {
+            return;
+        };
+        if !approval::stopped_before_send(error) {
+            return;
+        }
+        let message = error.message();
+        let why = message.strip_suffix(NOT_SENT).unwrap_or(message);
         let mut detail = Map::new();
         detail.insert("revision".into(), draft.revision.into());
-        detail.insert("reason".into(), why.clone().into());
+        detail.insert("reason".into(), why.into());
         detail.insert("afterClaim".into(), true.into());
         let decision = Decision {
             id: None,
@@ -960,11 +935,9 @@ impl Review {
             detail: Value::Object(detail),
             link: None,
         };
-        if let Err(e) = self.store.append_decision(&decision).await {
-            notes.push(format!(
-                "the refusal could not be written to the decision log: {e}"
-            ));
-        }
-        Some(why)
+        notes.push(match self.store.append_decision(&decision).await {
+            Ok(()) => "the refusal is in the decision log (send-once decisions)".to_owned(),
+            Err(e) => format!("the refusal could not be written to the decision log: {e}"),
+        });
     }
 }

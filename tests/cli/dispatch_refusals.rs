@@ -642,7 +642,8 @@ fn a_reject_during_an_outside_approval_dispatch_stops_the_send() {
     expect_exit(&out, 0, "reject during the recheck");
     let done = child.wait_with_output().unwrap();
     assert!(!sent.exists(), "sent after sam's reject: {done:?}");
-    assert_ne!(done.status.code(), Some(0), "{done:?}");
+    // A refusal, through this door as through `dispatch ID` (AL4).
+    assert_eq!(done.status.code(), Some(2), "{done:?}");
     // The log says the dispatch was refused, not that it changed anything.
     let log = q.decisions(&q.path("l.db"));
     let dispatch = log

@@ -165,22 +165,12 @@ fn report_dispatched(
         Ok(DraftDispatch {
             dispatched: Dispatched::Ledger(outcome),
             notes,
-            refused,
             ..
         }) => {
             for said in notes {
                 note(said);
             }
-            let exit = report_outcome(Ok(outcome));
-            // Refused once its key was claimed: a refusal, as the ones found before
-            // the claim are, not a send that failed and may be tried again (AL4).
-            match refused {
-                Some(_) => {
-                    note("the refusal is in the decision log (send-once decisions)");
-                    Exit::Refused
-                }
-                None => exit,
-            }
+            report_outcome(Ok(outcome))
         }
         Ok(DraftDispatch {
             dispatched: refused,
