@@ -375,33 +375,48 @@ pub(super) fn decided(by: &Option<String>, at: &Option<String>) -> String {
     }
 }
 
-/// What became of a draft since a person saw it at revision `seen`, and who did it:
-/// "revision 4 was added by agent at T", "it was approved by dana at T".
-/// `seen_version`, when known, finds the votes cast since: "sam approved revision 1
-/// at T (1 of 2)".
-/// What changed in `now` since a person saw it at version `seen_version`, for a
-/// decision it refuses: the votes given since and by whom, else the revision it is at
-/// and who wrote it (hostile round 44: AL6, "it is now at revision 1" of the revision
-/// they saw, naming neither the vote nor who cast it).
-pub(super) fn changed_meanwhile(now: &Draft, seen_version: i64, now_ms: i64) -> ReviewError {
+impl ReviewError {
+    /// What a refused decision's log says changed: the change itself where the error
+    /// names it, else the error's own words.
+    pub(super) fn change_said(&self) -> String {
+        match self {
+            ReviewError::ChangedMeanwhile { what, .. } => what.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The votes for `now`'s current revision cast since version `seen_version`, said
+/// ("lee, sam approved revision 1 (at T)"), and how many.
+fn approved_since(now: &Draft, seen_version: i64) -> Option<(String, usize)> {
     let since: Vec<&Vote> = now
         .quorum
         .votes
         .iter()
         .filter(|v| v.revision == now.revision && v.version > seen_version)
         .collect();
-    let what = match (since.last(), now.current()) {
-        (Some(last), _) => format!(
-            "{} approved revision {} (at {}), and it is now {}",
-            since
-                .iter()
-                .map(|v| v.by.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+    let last = since.last()?;
+    let who: Vec<&str> = since.iter().map(|v| v.by.as_str()).collect();
+    Some((
+        format!(
+            "{} approved revision {} (at {})",
+            who.join(", "),
             now.revision,
-            last.at,
-            now.tally(now_ms).label()
+            last.at
         ),
+        who.len(),
+    ))
+}
+
+/// What changed in `now` since a person saw it at version `seen_version`, for a
+/// decision it refuses: the votes given since and by whom, else the revision it is at
+/// and who wrote it (hostile round 44: AL6, "it is now at revision 1" of the revision
+/// they saw, naming neither the vote nor who cast it).
+pub(super) fn changed_meanwhile(now: &Draft, seen_version: i64, now_ms: i64) -> ReviewError {
+    let what = match (approved_since(now, seen_version), now.current()) {
+        (Some((approved, _)), _) => {
+            format!("{approved}, and it is now {}", now.tally(now_ms).label())
+        }
         (None, Some(current)) => format!(
             "it is now at revision {}, by {} at {}",
             current.revision,
@@ -417,6 +432,10 @@ pub(super) fn changed_meanwhile(now: &Draft, seen_version: i64, now_ms: i64) -> 
     }
 }
 
+/// What became of a draft since a person saw it at revision `seen`, and who did it:
+/// "revision 4 was added by agent at T", "it was approved by dana at T".
+/// `seen_version`, when known, finds the votes cast since: "sam approved revision 1
+/// at T (1 of 2)".
 pub(super) fn what_changed(now: &Draft, seen: i64, seen_version: Option<i64>) -> String {
     if now.revision != seen
         && let Some(current) = now.current()
@@ -428,22 +447,12 @@ pub(super) fn what_changed(now: &Draft, seen: i64, seen_version: Option<i64>) ->
             current.submitted_at
         );
     }
-    let since: Vec<&Vote> = now
-        .quorum
-        .votes
-        .iter()
-        .filter(|v| v.revision == now.revision && seen_version.is_some_and(|s| v.version > s))
-        .collect();
     if now.state == DraftState::Queued
-        && let Some(last) = since.last()
+        && let Some((approved, votes)) = seen_version.and_then(|seen| approved_since(now, seen))
     {
-        let who: Vec<&str> = since.iter().map(|v| v.by.as_str()).collect();
         return format!(
-            "{} approved revision {} (at {}), and an edit would void {}",
-            who.join(", "),
-            now.revision,
-            last.at,
-            if who.len() == 1 {
+            "{approved}, and an edit would void {}",
+            if votes == 1 {
                 "that approval"
             } else {
                 "those approvals"

@@ -224,11 +224,10 @@ fn not_as_shown(draft: &Draft, asked: &Asked<'_>, now_ms: i64) -> Option<(String
         };
         // What changed, not the draft's internal version (AK8: "version 1, now 2"
         // read as a revision it never had).
-        let what = match &error {
-            ReviewError::ChangedMeanwhile { what, .. } => what.clone(),
-            other => other.to_string(),
-        };
-        return Some((format!("changed since it was shown: {what}"), error));
+        return Some((
+            format!("changed since it was shown: {}", error.change_said()),
+            error,
+        ));
     }
     // A dispatched draft whose send definitely failed goes out on its next dispatch:
     // a person's no still stops it (G3).

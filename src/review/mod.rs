@@ -577,14 +577,10 @@ impl Review {
             }
             // Someone changed it between our read and our write: say who, log ours.
             let lost = lost_race(&draft, &now, (self.clock)());
-            let what = match &lost {
-                ReviewError::ChangedMeanwhile { what, .. } => what.clone(),
-                other => other.to_string(),
-            };
             let mut refused = detail;
             refused.insert(
                 "reason".into(),
-                format!("someone changed the draft first: {what}").into(),
+                format!("someone changed the draft first: {}", lost.change_said()).into(),
             );
             self.store
                 .append_decision(&log.entry(&at, DecisionOutcome::Refused, refused))
