@@ -74,7 +74,9 @@ pub fn draft_history(draft: &Draft, decisions: &[Decision]) -> Vec<HistoryEvent>
     // revision 5 by dana"), not twice (AK5).
     let edits_made: Vec<i64> = mine
         .iter()
-        .filter(|d| d.action.as_str() == "edit" && d.outcome == DecisionOutcome::Changed)
+        .filter(|d| {
+            d.action == crate::ledger::DecisionAction::Edit && d.outcome == DecisionOutcome::Changed
+        })
         .filter_map(|d| d.detail.get("toRevision").and_then(Value::as_i64))
         .collect();
     for revision in &draft.revisions {

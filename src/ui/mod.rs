@@ -86,7 +86,6 @@ fn open(options: &UiOptions) -> Result<(Backend, Option<String>), StoreError> {
     let store = opened.store;
     let writes_refused = store.writes_refused().map(|e| match e {
         StoreError::ReadOnly(at) => format!("{at} is read-only here"),
-        StoreError::ReadOnlyFilesystem(at) => format!("{at} is on a read-only filesystem"),
         StoreError::DiskFull(at) => format!("the disk holding {at} is full"),
         other => other.to_string().trim_end_matches('.').to_owned(),
     });

@@ -102,11 +102,7 @@ impl App {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             let kept = self.kept_edits.remove(&id).is_some();
             let dropped = self.dropped_note(id);
-            let now = self
-                .approvals
-                .ready()
-                .and_then(|drafts| drafts.iter().find(|d| d.id == id))
-                .map_or(revision, |d| d.revision);
+            let now = self.loaded_draft(id).map_or(revision, |d| d.revision);
             self.say(
                 &if kept {
                     format!(
@@ -121,12 +117,7 @@ impl App {
         }
         // The app's state is still the one `e` was pressed in: the UI waited for the
         // editor, so the draft is the one the edit began from.
-        let Some(key) = self
-            .approvals
-            .ready()
-            .and_then(|drafts| drafts.iter().find(|d| d.id == id))
-            .map(|d| d.key.clone())
-        else {
+        let Some(key) = self.loaded_draft(id).map(|d| d.key.clone()) else {
             self.say(
                 &format!("Draft {id} is no longer listed; your edit was not saved."),
                 false,

@@ -561,11 +561,7 @@ impl App {
         else {
             return;
         };
-        let Some(draft) = self
-            .approvals
-            .ready()
-            .and_then(|drafts| drafts.iter().find(|d| d.id == *id))
-        else {
+        let Some(draft) = self.loaded_draft(*id) else {
             return;
         };
         if draft.revision == *revision && draft.version != *version {

@@ -93,11 +93,7 @@ impl App {
 
     fn entry_changed(&self, key: &str, seen: &Seen) -> Option<String> {
         let short = short_key(key);
-        let current = [&self.unknown, &self.ledger]
-            .into_iter()
-            .filter_map(Loaded::ready)
-            .flatten()
-            .find(|e| e.key() == key);
+        let current = self.loaded_entries().find(|e| e.key() == key);
         match current {
             Some(entry) if seen.matches(entry) => None,
             Some(entry) => Some(format!(

@@ -43,13 +43,23 @@ impl Subjects<'_> {
 }
 
 impl App {
-    pub(super) fn subjects(&self) -> Subjects<'_> {
-        let mut entries = HashMap::new();
-        for entry in [&self.unknown, &self.ledger]
+    /// The loaded entries, the unknown sends' first: a key found in both is found as
+    /// the fresher list has it.
+    pub(super) fn loaded_entries(&self) -> impl Iterator<Item = &Entry> {
+        [&self.unknown, &self.ledger]
             .into_iter()
             .filter_map(Loaded::ready)
             .flatten()
-        {
+    }
+
+    /// Draft `id` as the loaded queue has it, if it does.
+    pub(super) fn loaded_draft(&self, id: i64) -> Option<&Draft> {
+        self.approvals.ready()?.iter().find(|d| d.id == id)
+    }
+
+    pub(super) fn subjects(&self) -> Subjects<'_> {
+        let mut entries = HashMap::new();
+        for entry in self.loaded_entries() {
             entries.entry(entry.key()).or_insert(entry);
         }
         let drafts = self

@@ -13,9 +13,7 @@ impl App {
         // made by the proxy alone, which `dispatch` refuses.
         let send_with = |id: &i64| {
             let held = self
-                .approvals
-                .ready()
-                .and_then(|drafts| drafts.iter().find(|d| d.id == *id))
+                .loaded_draft(*id)
                 .filter(|draft| crate::mcp::held::held_by_proxy(draft).is_some());
             match held {
                 Some(_) => " It is a tool call held by send-once mcp proxy: the proxy makes it when the agent calls it again or asks its status tool.".to_owned(),
