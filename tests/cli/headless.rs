@@ -393,22 +393,25 @@ fn a_unique_prefix_names_its_key_and_an_exact_key_wins() {
         );
         assert_eq!(entry(&ledger, "pend-1")["status"], "sent", "{kind:?}");
 
-        // "job" is a key and a prefix of "job-2": the key itself is meant.
+        // "job" is a key and a prefix of "job-2": the key itself is meant, and said.
         let o = out(&["show", l, "job", "--json"]);
         expect_exit(&o, 0, &format!("{kind:?}: show exact"));
         assert_eq!(json_stdout(&o, "show")["entry"]["key"], "job", "{kind:?}");
+        let noted =
+            "note: job is a whole key, and is taken as itself; 1 other key begins with it (job-2)";
+        assert!(stderr(&o).contains(noted), "{kind:?}: {}", stderr(&o));
         let o = out(&["resolve", l, "job", "failed", "--by", "ops"]);
         expect_exit(&o, 0, &format!("{kind:?}: resolve exact"));
         // Said, so that "job" typed as a prefix of "job-2" is seen to mean "job" (AL5).
-        assert!(
-            stderr(&o).contains(
-                "note: job is a whole key, and is taken as itself; 1 other key begins with it (job-2)"
-            ),
-            "{kind:?}: {}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(noted), "{kind:?}: {}", stderr(&o));
         assert_eq!(entry(&ledger, "job")["status"], "failed", "{kind:?}");
         assert_eq!(entry(&ledger, "job-2")["status"], "pending", "{kind:?}");
+        let o = out(&["reset", l, "job", "--by", "ops"]);
+        assert!(
+            stderr(&o).contains(noted),
+            "{kind:?}: reset: {}",
+            stderr(&o)
+        );
 
         let o = out(&["show", l, "job-"]);
         expect_exit(&o, 0, &format!("{kind:?}: show by prefix"));

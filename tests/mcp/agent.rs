@@ -470,6 +470,33 @@ async fn an_approved_draft_is_dispatched_once_through_the_operators_command_only
         none.contains("no send command is configured for channel sms"),
         "{none}"
     );
+
+    // Facts that moved: the agent is told a new revision, not another approval,
+    // sends it, since the approval holds the facts as submitted (AK2).
+    let mut facts = invoice("Invoice 8");
+    facts["window"] = json!("2027-01");
+    facts["facts"] = json!({"status": "unpaid"});
+    ok(&call(&client, "submit_draft", facts).await);
+    ok(&call(
+        &client,
+        "update_facts",
+        json!({"draftId": 3, "facts": {"status": "paid"}}),
+    )
+    .await);
+    approve_as_dana(&ledger, "3");
+    let stale = refused(&call(&client, "dispatch_draft", json!({"draftId": 3})).await);
+    assert!(
+        stale.contains("not the ones its approval holds")
+            && stale.contains("submit a revision with the facts as they are now"),
+        "{stale}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&sent)
+            .unwrap()
+            .matches("Invoice 8")
+            .count(),
+        0
+    );
     client.cancel().await.unwrap();
 }
 

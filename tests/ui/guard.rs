@@ -583,3 +583,27 @@ fn a_confirmation_open_while_its_send_is_settled_says_so() {
         "Enter does not confirm it"
     );
 }
+
+/// A bulk settle's confirmation says how many of its sends changed while it was open,
+/// naming one, and only `y` confirms (AK4: its title still counted them all).
+#[test]
+fn a_bulk_confirmation_says_which_of_its_sends_changed_meanwhile() {
+    let mut app = loaded();
+    keys(&mut app, &["2", " ", " ", "f", "Enter"]);
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("no confirmation: {:?}", overlay_title(&app));
+    };
+    assert!(confirm.changed.is_none(), "{:?}", confirm.changed);
+    app.update(Action::UnknownLoaded(Ok(vec![pending("order-1:charge")])));
+    let Some(Overlay::Confirm(confirm)) = &app.overlay else {
+        panic!("the confirmation closed: {:?}", overlay_title(&app));
+    };
+    assert!(confirm.strict(), "only y confirms");
+    let warning = confirm.warnings().unwrap_or_default();
+    assert!(
+        warning.starts_with(
+            "1 of the 2 changed while this was open: order-2:charge is no longer an unknown send"
+        ),
+        "{warning}"
+    );
+}
